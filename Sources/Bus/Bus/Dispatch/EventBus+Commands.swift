@@ -1,0 +1,150 @@
+/// What the bus knows about a registered method.
+public struct MethodInfo: Sendable, Hashable {
+    public let method: String
+    public let requirements: [Requirement]
+    public let streaming: Bool
+}
+
+extension EventBus {
+    // MARK: Registration
+
+    /// Registers the one handler of a command.
+    public func register<C: Command>(
+        _ type: C.Type = C.self, handler: @escaping @Sendable (C, Envelope) async throws -> C.Reply
+    ) throws(DuplicateHandler) {
+        try install(CommandHandler<C>(body: handler))
+    }
+
+    /// Registers the one handler of a streaming command; it sends replies through the writer.
+    public func register<C: StreamingCommand>(
+        _ type: C.Type = C.self,
+        handler: @escaping @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> Void
+    ) throws(DuplicateHandler) {
+        try install(StreamingHandler<C>(body: handler))
+    }
+
+    /// Registers a JSON handler for a method known only by name (external plugins).
+    public func registerRaw(
+        method: String, requirements: [Requirement],
+        handler: @escaping @Sendable (Envelope, JSONValue) async throws -> JSONValue
+    ) throws(DuplicateHandler) {
+        try install(RawHandler(method: method, requirements: requirements, single: handler, stream: nil))
+    }
+
+    /// Registers a streaming JSON handler for a method known only by name.
+    public func registerRawStream(
+        method: String, requirements: [Requirement],
+        handler: @escaping @Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> Void
+    ) throws(DuplicateHandler) {
+        try install(RawHandler(method: method, requirements: requirements, single: nil, stream: handler))
+    }
+
+    /// Removes a method's handler; removing a missing one is not an error.
+    public func unregister(method: String) {
+        _ = handlers.withLock { $0.removeValue(forKey: method) }
+    }
+
+    /// Requirements and shape of a registered method.
+    public func methodInfo(_ method: String) -> MethodInfo? {
+        handlers.withLock { $0[method] }.map {
+            MethodInfo(method: $0.method, requirements: $0.requirements, streaming: $0.streaming)
+        }
+    }
+
+    /// Every registered method name, sorted.
+    public var methods: [String] { handlers.withLock { $0.keys.sorted() } }
+
+    private func install(_ entry: some HandlerEntry) throws(DuplicateHandler) {
+        let added = handlers.withLock { table -> Bool in
+            guard table[entry.method] == nil else { return false }
+            table[entry.method] = entry
+            return true
+        }
+        guard added else { throw DuplicateHandler(method: entry.method) }
+    }
+
+    // MARK: Calls
+
+    /// Sends a typed command through the gates to its handler and returns the reply.
+    public func send<C: Command>(
+        _ command: C, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil
+    ) async throws -> C.Reply {
+        let (entry, envelope) = try prepare(C.method, caller, timeout, cause)
+        if let typed = entry as? CommandHandler<C> {
+            return try await dispatch(envelope) { [chain] env in
+                try await chain.run(env) { inner in try await typed.body(command, inner) }
+            }
+        }
+        let parameters = try JSONValue(encoding: command)
+        return try await dispatch(envelope) { [chain] env in
+            try await chain.run(env) { inner in try await entry.callJSON(inner, parameters) }
+        }.decode(as: C.Reply.self)
+    }
+
+    /// Sends a typed streaming command; the gates run before the stream starts.
+    public func stream<C: StreamingCommand>(
+        _ command: C, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil
+    ) async throws -> ReplyStream<C.Reply> {
+        let (entry, envelope) = try prepare(C.method, caller, timeout, cause)
+        let capacity = options.streamCapacity
+        if let typed = entry as? StreamingHandler<C> {
+            return try await dispatch(envelope) { [chain] env in
+                try await chain.run(env) { inner in typed.start(command, inner, capacity: capacity) }
+            }
+        }
+        let parameters = try JSONValue(encoding: command)
+        return try await dispatch(envelope) { [chain] env in
+            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity) }
+        }.map(capacity: capacity) { try $0.decode(as: C.Reply.self) }
+    }
+
+    /// Type-erased call by method name with JSON parameters: the same gates and handler as `send`.
+    public func call(
+        method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil,
+        causedBy cause: Envelope? = nil
+    ) async throws -> JSONValue {
+        let (entry, envelope) = try prepare(method, caller, timeout, cause)
+        return try await dispatch(envelope) { [chain] env in
+            try await chain.run(env) { inner in try await entry.callJSON(inner, parameters) }
+        }
+    }
+
+    /// Type-erased streaming call by method name: the same gates and handler as `stream`.
+    public func callStream(
+        method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil,
+        causedBy cause: Envelope? = nil
+    ) async throws -> ReplyStream<JSONValue> {
+        let (entry, envelope) = try prepare(method, caller, timeout, cause)
+        let capacity = options.streamCapacity
+        return try await dispatch(envelope) { [chain] env in
+            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity) }
+        }
+    }
+
+    /// Finds the handler, denies what no gate can check, and builds the envelope.
+    private func prepare(
+        _ method: String, _ caller: Caller, _ timeout: Duration?, _ cause: Envelope?
+    ) throws -> (any HandlerEntry, Envelope) {
+        commandCount.add(1, ordering: .relaxed)
+        guard let entry = handlers.withLock({ $0[method] }) else { throw NoHandler(method: method) }
+        if let missing = chain.uncovered(entry.requirements) {
+            throw RequirementUnavailable(method: method, requirement: missing)
+        }
+        let deadline = (timeout ?? options.defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }
+        let envelope = Envelope(
+            name: method, requirements: entry.requirements, caller: caller, deadline: deadline, causedBy: cause,
+            logger: logger)
+        return (entry, envelope)
+    }
+
+    /// Runs the call directly, or against its deadline when it has one.
+    private func dispatch<R: Sendable>(
+        _ envelope: Envelope, _ body: @escaping @Sendable (Envelope) async throws -> R
+    ) async throws -> R {
+        guard let deadline = envelope.deadline else { return try await body(envelope) }
+        let method = envelope.name
+        return try await Deadline.run(until: deadline, timeoutError: { DeadlineExceeded(method: method) }) {
+            try await body(envelope)
+        }
+    }
+}

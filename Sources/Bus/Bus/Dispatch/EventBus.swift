@@ -1,0 +1,62 @@
+import Synchronization
+
+/// The typed async bus: commands with exactly one handler, events with many subscribers,
+/// and the gate chain every command passes through.
+///
+/// Commands are a direct async call through the gates into the handler. Events are fanned
+/// out by the publisher into each matching subscription's bounded buffer; publishing never
+/// waits for a subscriber.
+public final class EventBus: Sendable {
+    /// Tunables of one bus; every one has a bound.
+    public struct Options: Sendable {
+        /// Deadline applied to calls that do not give one; nil means none.
+        public var defaultTimeout: Duration?
+        /// Replies a streaming handler may run ahead of its consumer before it waits.
+        public var streamCapacity: Int
+        /// Topics whose matching subscriptions are remembered for fast fan-out.
+        public var topicCacheLimit: Int
+
+        public init(defaultTimeout: Duration? = nil, streamCapacity: Int = 64, topicCacheLimit: Int = 4096) {
+            self.defaultTimeout = defaultTimeout
+            self.streamCapacity = max(1, streamCapacity)
+            self.topicCacheLimit = max(1, topicCacheLimit)
+        }
+    }
+
+    /// Counters for `status` output.
+    public struct Counters: Sendable, Codable, Hashable {
+        public var commands: Int
+        public var events: Int
+        public var deliveries: Int
+        public var subscriptions: Int
+    }
+
+    struct EventRegistry {
+        var queues: [Int: SubscriptionQueue] = [:]
+        var matchCache: [String: [SubscriptionQueue]] = [:]
+        var nextID = 0
+    }
+
+    public let chain: GateChain
+    public let options: Options
+    let logger: Logger
+    let handlers = Mutex<[String: any HandlerEntry]>([:])
+    let registry = Mutex(EventRegistry())
+    let commandCount = Atomic<Int>(0)
+    let eventCount = Atomic<Int>(0)
+    let deliveryCount = Atomic<Int>(0)
+
+    /// Builds a bus whose gate chain is fixed from here on, outermost gate first.
+    public init(gates: [any Gate] = [], options: Options = Options(), logger: Logger = Logger(label: "appd.bus")) {
+        self.chain = GateChain(gates)
+        self.options = options
+        self.logger = logger
+    }
+
+    public var counters: Counters {
+        Counters(
+            commands: commandCount.load(ordering: .relaxed), events: eventCount.load(ordering: .relaxed),
+            deliveries: deliveryCount.load(ordering: .relaxed),
+            subscriptions: registry.withLock { $0.queues.count })
+    }
+}

@@ -1,0 +1,101 @@
+/// A registered handler, seen through type erasure so the wire can call it with JSON.
+protocol HandlerEntry: Sendable {
+    var method: String { get }
+    var requirements: [Requirement] { get }
+    var streaming: Bool { get }
+    /// Runs the handler for a single reply, decoding and encoding JSON.
+    func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
+    /// Starts the handler's stream, decoding and encoding JSON.
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue>
+}
+
+extension HandlerEntry {
+    func decodeParameters<C: Decodable>(_ type: C.Type, _ parameters: JSONValue) throws -> C {
+        let object: JSONValue = parameters == .null ? .object([:]) : parameters
+        do {
+            return try object.decode(as: C.self)
+        } catch let error as DecodingError {
+            throw InvalidParameters(method: method, decoding: error)
+        }
+    }
+}
+
+/// The handler of a typed `Command`.
+struct CommandHandler<C: Command>: HandlerEntry {
+    let body: @Sendable (C, Envelope) async throws -> C.Reply
+    var method: String { C.method }
+    var requirements: [Requirement] { C.requirements }
+    var streaming: Bool { false }
+
+    func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
+        let command = try decodeParameters(C.self, parameters)
+        return try JSONValue(encoding: try await body(command, envelope))
+    }
+
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+        throw WrongCallShape(method: method, streaming: false)
+    }
+}
+
+/// The handler of a typed `StreamingCommand`.
+struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
+    let body: @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> Void
+    var method: String { C.method }
+    var requirements: [Requirement] { C.requirements }
+    var streaming: Bool { true }
+
+    func start(_ command: C, _ envelope: Envelope, capacity: Int) -> ReplyStream<C.Reply> {
+        ReplyChannel<C.Reply>.start(capacity: capacity) { writer in try await body(command, envelope, writer) }
+    }
+
+    func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
+        throw WrongCallShape(method: method, streaming: true)
+    }
+
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+        let command = try decodeParameters(C.self, parameters)
+        return start(command, envelope, capacity: capacity).map(capacity: capacity) { try JSONValue(encoding: $0) }
+    }
+}
+
+/// A handler that works on JSON directly (external plugins, proxies), with its requirements
+/// given at registration.
+struct RawHandler: HandlerEntry {
+    let method: String
+    let requirements: [Requirement]
+    let single: (@Sendable (Envelope, JSONValue) async throws -> JSONValue)?
+    let stream: (@Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> Void)?
+    var streaming: Bool { stream != nil }
+
+    func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
+        guard let single else { throw WrongCallShape(method: method, streaming: true) }
+        return try await single(envelope, parameters)
+    }
+
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+        guard let stream else { throw WrongCallShape(method: method, streaming: false) }
+        return ReplyChannel<JSONValue>.start(capacity: capacity) { writer in try await stream(envelope, parameters, writer) }
+    }
+}
+
+extension InvalidParameters {
+    /// Names the field a decoding error points at, so the caller knows what to fix.
+    init(method: String, decoding error: DecodingError) {
+        func path(_ context: DecodingError.Context, appending key: (any CodingKey)? = nil) -> String {
+            let keys = context.codingPath + (key.map { [$0] } ?? [])
+            return keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            self.init(method: method, parameter: path(context, appending: key), reason: "missing")
+        case .typeMismatch(let type, let context):
+            self.init(method: method, parameter: path(context), reason: "expected \(type)")
+        case .valueNotFound(let type, let context):
+            self.init(method: method, parameter: path(context), reason: "expected \(type), got null")
+        case .dataCorrupted(let context):
+            self.init(method: method, parameter: path(context), reason: context.debugDescription)
+        @unknown default:
+            self.init(method: method, parameter: "", reason: "\(error)")
+        }
+    }
+}

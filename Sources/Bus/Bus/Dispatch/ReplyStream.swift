@@ -1,0 +1,176 @@
+import Synchronization
+
+/// The replies of a streaming command, as an `AsyncSequence` for one consumer.
+///
+/// Bounded with backpressure: the producer waits when `capacity` replies are unread, so a slow
+/// consumer never makes the daemon buffer without limit. Dropping the stream or cancelling the
+/// consuming task cancels the producer. An error from the producer ends the stream.
+public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
+    let channel: ReplyChannel<Element>
+
+    init(channel: ReplyChannel<Element>) { self.channel = channel }
+
+    deinit { channel.cancel() }
+
+    /// Stops the stream and cancels the producer.
+    public func cancel() { channel.cancel() }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let stream: ReplyStream<Element>
+        public mutating func next() async throws -> Element? {
+            try await stream.channel.next()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
+
+    /// A stream whose elements are this stream's, transformed (used to bridge typed and JSON replies).
+    func map<T: Sendable>(capacity: Int, _ transform: @escaping @Sendable (Element) throws -> T) -> ReplyStream<T> {
+        let source = self
+        return ReplyChannel<T>.start(capacity: capacity) { writer in
+            for try await element in source { try await writer.send(transform(element)) }
+        }
+    }
+}
+
+/// The producer's handle: `send` waits while the consumer is `capacity` replies behind.
+public struct ReplyWriter<Element: Sendable>: Sendable {
+    let channel: ReplyChannel<Element>
+
+    /// Sends one reply; throws `CancellationError` once the consumer has gone away.
+    public func send(_ element: Element) async throws {
+        try await channel.send(element)
+    }
+}
+
+/// A single-producer, single-consumer bounded channel shared by a `ReplyStream` and its writer.
+final class ReplyChannel<Element: Sendable>: Sendable {
+    private struct State {
+        var buffer: [Element] = []
+        var head = 0
+        var consumer: CheckedContinuation<Void, any Error>?
+        var producer: CheckedContinuation<Void, any Error>?
+        var finished: (any Error)??
+        var cancelled = false
+        var task: Task<Void, Never>?
+    }
+    private enum Step { case element(Element), end((any Error)?), wait }
+    private let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    /// Starts `body` as the producer task of a new stream.
+    static func start(
+        capacity: Int, _ body: @escaping @Sendable (ReplyWriter<Element>) async throws -> Void
+    ) -> ReplyStream<Element> {
+        let channel = ReplyChannel(capacity: capacity)
+        let task = Task {
+            do {
+                try await body(ReplyWriter(channel: channel))
+                channel.finish(nil)
+            } catch {
+                channel.finish(error)
+            }
+        }
+        channel.attach(task)
+        return ReplyStream(channel: channel)
+    }
+
+    private func attach(_ task: Task<Void, Never>) {
+        let cancelled = state.withLock { s -> Bool in
+            s.task = task
+            return s.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func send(_ element: Element) async throws {
+        while true {
+            try Task.checkCancellation()
+            let (sent, consumer) = state.withLock { s -> (Bool?, CheckedContinuation<Void, any Error>?) in
+                if s.cancelled || s.finished != nil { return (nil, nil) }
+                guard s.buffer.count - s.head < capacity else { return (false, nil) }
+                s.buffer.append(element)
+                defer { s.consumer = nil }
+                return (true, s.consumer)
+            }
+            guard let sent else { throw CancellationError() }
+            if sent {
+                consumer?.resume()
+                return
+            }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                    let wait = state.withLock { s -> Bool in
+                        guard !s.cancelled, s.buffer.count - s.head >= capacity, !Task.isCancelled else { return false }
+                        s.producer = c
+                        return true
+                    }
+                    if !wait { c.resume() }
+                }
+            } onCancel: {
+                state.withLock { s in defer { s.producer = nil }; return s.producer }?.resume()
+            }
+        }
+    }
+
+    func finish(_ error: (any Error)?) {
+        let consumer = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+            if s.finished == nil { s.finished = .some(error) }
+            defer { s.consumer = nil }
+            return s.consumer
+        }
+        consumer?.resume()
+    }
+
+    func cancel() {
+        let (task, consumer, producer) = state.withLock { s in
+            s.cancelled = true
+            defer { s.consumer = nil; s.producer = nil }
+            return (s.task, s.consumer, s.producer)
+        }
+        task?.cancel()
+        consumer?.resume(throwing: CancellationError())
+        producer?.resume(throwing: CancellationError())
+    }
+
+    func next() async throws -> Element? {
+        while true {
+            let (step, producer) = state.withLock { s -> (Step, CheckedContinuation<Void, any Error>?) in
+                if s.cancelled { return (.end(CancellationError()), nil) }
+                if s.head < s.buffer.count {
+                    let element = s.buffer[s.head]
+                    s.head += 1
+                    if s.head == s.buffer.count { s.buffer.removeAll(keepingCapacity: true); s.head = 0 }
+                    defer { s.producer = nil }
+                    return (.element(element), s.producer)
+                }
+                if let finished = s.finished { return (.end(finished), nil) }
+                return (.wait, nil)
+            }
+            producer?.resume()
+            switch step {
+            case .element(let element): return element
+            case .end(let error):
+                if let error { throw error }
+                return nil
+            case .wait:
+                try await withTaskCancellationHandler {
+                    try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                        let wait = state.withLock { s -> Bool in
+                            guard s.head == s.buffer.count, s.finished == nil, !s.cancelled, !Task.isCancelled else {
+                                return false
+                            }
+                            s.consumer = c
+                            return true
+                        }
+                        if !wait { c.resume() }
+                    }
+                } onCancel: {
+                    self.cancel()
+                }
+            }
+        }
+    }
+}

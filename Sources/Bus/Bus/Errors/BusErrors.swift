@@ -1,0 +1,89 @@
+/// No handler is registered for the method. Fails at once; distinct from `DeadlineExceeded`.
+public struct NoHandler: WireError, Equatable {
+    public let method: String
+    public init(method: String) { self.method = method }
+    public var wireName: String { "org.varlink.service.MethodNotImplemented" }
+    public var wireParameters: [String: JSONValue] { ["method": .string(method)] }
+    public var description: String { "no handler for \(method): is the plugin that serves it enabled and running?" }
+}
+
+/// A second handler tried to register a method that already has one.
+public struct DuplicateHandler: Error, Equatable, CustomStringConvertible {
+    public let method: String
+    public var description: String { "\(method) already has a handler; each method has exactly one" }
+}
+
+/// The caller's deadline passed before a reply was ready; the handler was cancelled.
+public struct DeadlineExceeded: WireError, Equatable {
+    public let method: String
+    public init(method: String) { self.method = method }
+    public var wireName: String { "io.appd.Bus.DeadlineExceeded" }
+    public var wireParameters: [String: JSONValue] { ["method": .string(method)] }
+    public var description: String { "\(method) did not reply before the deadline; retry later or raise the timeout" }
+}
+
+/// No installed gate can check one of the command's requirements (for example the plugin
+/// that contributes that gate is disabled), so the command is denied rather than let through.
+public struct RequirementUnavailable: WireError, Equatable {
+    public let method: String
+    public let requirement: Requirement
+    public var wireName: String { "io.appd.Bus.RequirementUnavailable" }
+    public var wireParameters: [String: JSONValue] {
+        ["method": .string(method), "requirement": .string(requirement.description)]
+    }
+    public var description: String {
+        "\(method) needs '\(requirement)' but no enabled plugin checks it; enable the plugin that provides it"
+    }
+}
+
+/// The parameters of a type-erased call could not be decoded into the command's type.
+public struct InvalidParameters: WireError {
+    public let method: String
+    /// The offending field's name when it is known, otherwise empty.
+    public let parameter: String
+    public let reason: String
+    public init(method: String, parameter: String, reason: String) {
+        self.method = method
+        self.parameter = parameter
+        self.reason = reason
+    }
+    public var wireName: String { "org.varlink.service.InvalidParameter" }
+    public var wireParameters: [String: JSONValue] { ["parameter": .string(parameter)] }
+    public var description: String { "invalid parameter '\(parameter)' for \(method): \(reason)" }
+}
+
+/// A streaming method was called as a single call, or the other way round.
+public struct WrongCallShape: WireError {
+    public let method: String
+    public let streaming: Bool
+    public var wireName: String { streaming ? "org.varlink.service.ExpectedMore" : "org.varlink.service.InvalidParameter" }
+    public var wireParameters: [String: JSONValue] { streaming ? [:] : ["parameter": "more"] }
+    public var description: String {
+        streaming ? "\(method) streams its replies: call it with 'more'" : "\(method) returns one reply: call it without 'more'"
+    }
+}
+
+/// A subscription with the `disconnect` policy fell behind by more than its buffer.
+public struct SubscriptionOverflow: WireError, Equatable {
+    public let capacity: Int
+    public var wireName: String { "io.appd.Bus.SubscriptionOverflow" }
+    public var wireParameters: [String: JSONValue] { ["capacity": .int(Int64(capacity))] }
+    public var description: String {
+        "subscriber fell more than \(capacity) events behind and was disconnected; resubscribe with 'since' to resume"
+    }
+}
+
+/// A topic or topic pattern is not well formed.
+public struct InvalidTopic: WireError, Equatable {
+    public let topic: String
+    public let reason: String
+    public var wireName: String { "io.appd.Bus.InvalidTopic" }
+    public var wireParameters: [String: JSONValue] { ["topic": .string(topic), "reason": .string(reason)] }
+    public var description: String { "invalid topic '\(topic)': \(reason)" }
+}
+
+/// `drain()` did not see every delivery finish in time.
+public struct DrainTimeout: Error, Equatable, CustomStringConvertible {
+    public let pending: Int
+    public var description: String { "drain timed out with \(pending) subscription(s) still behind" }
+}

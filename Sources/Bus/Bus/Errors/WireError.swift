@@ -1,0 +1,13 @@
+/// An error that knows how to render itself as a varlink error reply.
+///
+/// The wire layer asks the error for its name and parameters; it never matches type names.
+public protocol WireError: Error, Sendable, CustomStringConvertible {
+    /// Fully qualified varlink error name, e.g. `io.appd.Auth.InvalidCredentials`.
+    var wireName: String { get }
+    /// The error's parameters as a JSON object.
+    var wireParameters: [String: JSONValue] { get }
+}
+
+extension WireError {
+    public var wireParameters: [String: JSONValue] { [:] }
+}

@@ -1,0 +1,181 @@
+import Synchronization
+
+/// The bounded buffer behind one subscription, shared by the publisher side and the consumer.
+///
+/// Publishers only take a lock and append: they never wait for a subscriber. The consumer
+/// takes everything buffered in one step (a batch), which is what makes fan-out cheaper per
+/// event than a plain `AsyncStream`.
+final class SubscriptionQueue: Sendable {
+    enum Closed: Sendable {
+        case unsubscribed
+        case overflow(SubscriptionOverflow)
+    }
+
+    private struct State {
+        var buffer: [BusEvent] = []
+        var head = 0
+        var consumer: CheckedContinuation<Void, any Error>?
+        var pendingDrops = 0
+        var totalDrops = 0
+        var enqueued: UInt64 = 0
+        var handedOut: UInt64 = 0
+        /// Events the consumer has finished with, plus dropped ones: what `drain` waits for.
+        var settled: UInt64 = 0
+        var closed: Closed?
+        var drainWaiters: [Int: (target: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
+        var nextWaiter = 0
+
+        mutating func takeSatisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard !drainWaiters.isEmpty else { return [] }
+            let done = drainWaiters.filter { closed != nil || $0.value.target <= settled }
+            for key in done.keys { drainWaiters[key] = nil }
+            return done.map(\.value.continuation)
+        }
+    }
+
+    let id: Int
+    let filter: TopicFilter
+    let options: SubscriptionOptions
+    private let state = Mutex(State())
+
+    init(id: Int, filter: TopicFilter, options: SubscriptionOptions) {
+        self.id = id
+        self.filter = filter
+        self.options = options
+    }
+
+    /// Adds an event; returns false when the subscription is closed (including closed now by
+    /// a `disconnect` overflow), so the bus can forget it.
+    func enqueue(_ event: BusEvent) -> Bool {
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        let (accepted, consumer) = state.withLock { s -> (Bool, CheckedContinuation<Void, any Error>?) in
+            guard s.closed == nil else { return (false, nil) }
+            s.enqueued += 1
+            if s.buffer.count - s.head >= options.capacity {
+                switch options.overflow {
+                case .dropOldest:
+                    s.head += 1
+                    s.pendingDrops += 1
+                    s.totalDrops += 1
+                    s.settled += 1
+                    if s.head >= 1024 && s.head * 2 >= s.buffer.count {
+                        s.buffer.removeFirst(s.head)
+                        s.head = 0
+                    }
+                case .disconnect:
+                    s.settled += 1
+                    s.closed = .overflow(SubscriptionOverflow(capacity: options.capacity))
+                    waiters = s.takeSatisfiedWaiters()
+                    defer { s.consumer = nil }
+                    return (false, s.consumer)
+                }
+            }
+            s.buffer.append(event)
+            defer { s.consumer = nil }
+            return (true, s.consumer)
+        }
+        consumer?.resume()
+        for waiter in waiters { waiter.resume() }
+        return accepted
+    }
+
+    /// Ends the subscription; the consumer gets what is buffered, then the end.
+    func close() {
+        let (consumer, waiters) = state.withLock { s in
+            if s.closed == nil { s.closed = .unsubscribed }
+            defer { s.consumer = nil }
+            return (s.consumer, s.takeSatisfiedWaiters())
+        }
+        consumer?.resume()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Total events dropped by `dropOldest` so far.
+    var droppedCount: Int { state.withLock { $0.totalDrops } }
+
+    /// How many events were enqueued so far; `drain` waits until that many are settled.
+    var enqueuedCount: UInt64 { state.withLock { $0.enqueued } }
+
+    /// Whether every event enqueued up to `target` is settled, or the queue is closed.
+    func isSettled(_ target: UInt64) -> Bool {
+        state.withLock { $0.closed != nil || $0.settled >= target }
+    }
+
+    /// The next batch of events in order; nil once closed and empty. The consumer calling this
+    /// means it has finished with every event handed out before.
+    func nextBatch() async throws -> [BusEvent]? {
+        while true {
+            enum Step { case batch([BusEvent]), end, fail(SubscriptionOverflow), wait }
+            let (step, waiters) = state.withLock { s -> (Step, [CheckedContinuation<Void, Never>]) in
+                // Coming back for more means the previous batch is finished with.
+                s.settled += s.handedOut
+                s.handedOut = 0
+                let waiters = s.takeSatisfiedWaiters()
+                if s.head < s.buffer.count {
+                    var batch: [BusEvent]
+                    if s.head == 0 {
+                        batch = s.buffer
+                        s.buffer = []
+                    } else {
+                        batch = Array(s.buffer[s.head...])
+                        s.buffer.removeAll(keepingCapacity: true)
+                        s.head = 0
+                    }
+                    batch[0].droppedBefore = s.pendingDrops
+                    s.pendingDrops = 0
+                    s.handedOut = UInt64(batch.count)
+                    return (.batch(batch), waiters)
+                }
+                switch s.closed {
+                case .overflow(let error): return (.fail(error), waiters)
+                case .unsubscribed: return (.end, waiters)
+                case nil: return (.wait, waiters)
+                }
+            }
+            for waiter in waiters { waiter.resume() }
+            switch step {
+            case .batch(let batch): return batch
+            case .end: return nil
+            case .fail(let error): throw error
+            case .wait: try await waitForEvents()
+            }
+        }
+    }
+
+    private func waitForEvents() async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let wait = state.withLock { s -> Bool in
+                    guard s.head == s.buffer.count, s.closed == nil, !Task.isCancelled else { return false }
+                    s.consumer = c
+                    return true
+                }
+                if !wait { c.resume() }
+            }
+        } onCancel: {
+            state.withLock { s in defer { s.consumer = nil }; return s.consumer }?.resume()
+        }
+        try Task.checkCancellation()
+    }
+
+    /// Waits until every event enqueued up to `target` is settled or the queue is closed.
+    /// Cancelling the waiting task ends the wait.
+    func waitSettled(_ target: UInt64) async {
+        let key = state.withLock { s -> Int in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { s -> Bool in
+                    if s.closed != nil || s.settled >= target || Task.isCancelled { return true }
+                    s.drainWaiters[key] = (target, c)
+                    return false
+                }
+                if done { c.resume() }
+            }
+        } onCancel: {
+            state.withLock { s in s.drainWaiters.removeValue(forKey: key) }?.continuation.resume()
+        }
+    }
+}

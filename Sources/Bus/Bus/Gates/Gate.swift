@@ -1,0 +1,21 @@
+/// Bus middleware: sees every command on its way to the handler and either passes it on
+/// (possibly with a changed envelope) or interrupts it with a typed error.
+///
+/// The shape is Hummingbird's middleware: one `handle` requirement that calls `next`.
+/// Gates are generic over the reply so typed calls, JSON calls and streams share one chain.
+public protocol Gate: Sendable {
+    /// A short name for logs and the pinned order test ("limits", "session", …).
+    var name: String { get }
+
+    /// Whether this gate enforces the requirement. A command with a requirement that no
+    /// installed gate covers is denied before any gate runs (fail closed).
+    func covers(_ requirement: Requirement) -> Bool
+
+    func handle<Reply: Sendable>(
+        _ envelope: Envelope, next: (Envelope) async throws -> Reply
+    ) async throws -> Reply
+}
+
+extension Gate {
+    public func covers(_ requirement: Requirement) -> Bool { false }
+}

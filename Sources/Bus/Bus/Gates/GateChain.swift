@@ -1,0 +1,32 @@
+/// The gates, outermost first, fixed when the bus is built.
+///
+/// Running the chain is a direct nest of async calls into the handler: no queue, no task hop.
+public struct GateChain: Sendable {
+    public let gates: [any Gate]
+
+    public init(_ gates: [any Gate]) { self.gates = gates }
+
+    /// Gate names outermost first, as the order test pins them.
+    public var names: [String] { gates.map(\.name) }
+
+    /// The first requirement that no gate covers, if any.
+    public func uncovered(_ requirements: [Requirement]) -> Requirement? {
+        requirements.first { requirement in !gates.contains { $0.covers(requirement) } }
+    }
+
+    /// Runs `envelope` through every gate, then `terminal`.
+    public func run<Reply: Sendable>(
+        _ envelope: Envelope, terminal: (Envelope) async throws -> Reply
+    ) async throws -> Reply {
+        try await run(envelope, from: 0, terminal: terminal)
+    }
+
+    private func run<Reply: Sendable>(
+        _ envelope: Envelope, from index: Int, terminal: (Envelope) async throws -> Reply
+    ) async throws -> Reply {
+        guard index < gates.count else { return try await terminal(envelope) }
+        return try await gates[index].handle(envelope) { inner in
+            try await run(inner, from: index + 1, terminal: terminal)
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import Synchronization
+
+/// The one process-wide choice of log handler and default level, set once at start.
+public enum LoggingSystem {
+    /// What `Logger(label:)` uses to build a handler.
+    public struct Factory: Sendable {
+        public var level: LogLevel
+        public var makeHandler: @Sendable (String) -> any LogHandler
+
+        public init(level: LogLevel, makeHandler: @escaping @Sendable (String) -> any LogHandler) {
+            self.level = level
+            self.makeHandler = makeHandler
+        }
+    }
+
+    private static let factory = Mutex(
+        Factory(level: .info, makeHandler: { _ in StreamLogHandler.standardError() }))
+
+    /// Replaces the process-wide handler factory (the composition root calls this once).
+    public static func bootstrap(level: LogLevel = .info, _ make: @escaping @Sendable (String) -> any LogHandler) {
+        factory.withLock { $0 = Factory(level: level, makeHandler: make) }
+    }
+
+    static var current: Factory { factory.withLock { $0 } }
+}

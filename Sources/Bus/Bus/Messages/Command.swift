@@ -1,0 +1,37 @@
+/// A request with exactly one handler and one typed reply.
+///
+/// ```swift
+/// struct AddTodo: Command {
+///     static let method = "io.appd.Todos.Add"
+///     static let requirements: [Requirement] = [.session, .onboarded]
+///     typealias Reply = Todo
+///     var title: String
+/// }
+/// ```
+public protocol Command: Codable, Sendable {
+    associatedtype Reply: Codable & Sendable
+    /// The fully qualified varlink method name, `interface.Method`.
+    static var method: String { get }
+    /// What the gates must establish before the handler runs.
+    static var requirements: [Requirement] { get }
+}
+
+/// A request whose handler produces a stream of replies (varlink `more`).
+public protocol StreamingCommand: Codable, Sendable {
+    associatedtype Reply: Codable & Sendable
+    static var method: String { get }
+    static var requirements: [Requirement] { get }
+}
+
+extension Command {
+    public static var requirements: [Requirement] { [] }
+}
+
+extension StreamingCommand {
+    public static var requirements: [Requirement] { [] }
+}
+
+/// The reply of a command that returns nothing but success.
+public struct Empty: Codable, Sendable, Hashable {
+    public init() {}
+}

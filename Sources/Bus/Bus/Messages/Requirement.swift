@@ -1,0 +1,23 @@
+/// What a command needs before its handler may run; gates enforce these.
+public enum Requirement: Hashable, Sendable, CustomStringConvertible {
+    /// A valid, unexpired user session attached to the caller.
+    case session
+    /// The signed-in account has completed onboarding.
+    case onboarded
+    /// An active entitlement of this name (e.g. "pro").
+    case entitlement(String)
+    /// A metered feature: free quota per period, unlimited with the meter's entitlement.
+    case meter(String)
+    /// A privileged peer: the daemon's uid, root, or the admin group.
+    case admin
+
+    public var description: String {
+        switch self {
+        case .session: "session"
+        case .onboarded: "onboarded"
+        case .entitlement(let name): "entitlement(\(name))"
+        case .meter(let name): "meter(\(name))"
+        case .admin: "admin"
+        }
+    }
+}

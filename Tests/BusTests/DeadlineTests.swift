@@ -1,0 +1,49 @@
+@testable import Bus
+import Testing
+
+@Suite struct DeadlineTests {
+    @Test func returnsTheResultBeforeTheDeadline() async throws {
+        let value = try await Deadline.run(until: .now.advanced(by: .seconds(5)), timeoutError: { Denied(reason: "late") }) {
+            42
+        }
+        #expect(value == 42)
+    }
+
+    @Test func waitingOnAFinishedTaskReturnsAtOnce() async throws {
+        let task = Task<Void, any Error> { try await Task.sleep(for: .seconds(100)) }
+        task.cancel()
+        let start = ContinuousClock.now
+        let finished = try await Deadline.run(until: .now.advanced(by: .seconds(5)), timeoutError: { Denied(reason: "late") }) {
+            _ = await task.result
+            return true
+        }
+        #expect(finished)
+        #expect(ContinuousClock.now - start < .seconds(4))
+    }
+
+    @Test func throwsAtTheDeadlineEvenIfTheWorkIgnoresCancellation() async throws {
+        let start = ContinuousClock.now
+        await #expect(throws: Denied(reason: "late")) {
+            try await Deadline.run(until: .now.advanced(by: .milliseconds(50)), timeoutError: { Denied(reason: "late") }) {
+                // Ignores cancellation on purpose.
+                try? await Task.sleep(for: .seconds(2))
+                _ = try? await Task.sleep(for: .seconds(2))
+                return 1
+            }
+        }
+        #expect(ContinuousClock.now - start < .seconds(1))
+    }
+}
+
+@Suite struct DeadlineCancellationTests {
+    @Test func anAlreadyCancelledCallerReturnsAtOnce() async throws {
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await Deadline.run(until: .now.advanced(by: .seconds(30)), timeoutError: { Denied(reason: "late") }) {
+                try await Task.sleep(for: .seconds(30))
+                return 1
+            }
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+}

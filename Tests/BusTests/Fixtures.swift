@@ -1,0 +1,110 @@
+import Bus
+import Synchronization
+
+// Commands and events shared by the bus tests.
+
+struct Echo: Command {
+    static let method = "io.appd.Test.Echo"
+    typealias Reply = EchoReply
+    var text: String
+}
+
+struct EchoReply: Codable, Sendable, Equatable {
+    var text: String
+    var user: String?
+}
+
+struct NeedsSession: Command {
+    static let method = "io.appd.Test.NeedsSession"
+    static let requirements: [Requirement] = [.session]
+    typealias Reply = Empty
+}
+
+struct Sleepy: Command {
+    static let method = "io.appd.Test.Sleepy"
+    typealias Reply = Empty
+    var seconds: Double
+}
+
+struct Count: StreamingCommand {
+    static let method = "io.appd.Test.Count"
+    typealias Reply = Int
+    var upTo: Int
+}
+
+struct TodoCompleted: Event, Equatable {
+    static let topic = "todos.completed"
+    var id: Int
+    var publisher: Int = 0
+}
+
+struct TodoCreated: Event, Equatable {
+    static let topic = "todos.created"
+    var id: Int
+}
+
+struct UserSignedUp: Event, Equatable {
+    static let topic = "auth.userSignedUp"
+    var email: String
+}
+
+/// Records the order gates run in, and lets one gate refuse.
+final class GateLog: Sendable {
+    private let entries = Mutex<[String]>([])
+    func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.withLock { $0 } }
+}
+
+struct RecordingGate: Gate {
+    let name: String
+    let log: GateLog
+    var refuse: (any Error)? = nil
+    var covered: Set<Requirement> = []
+
+    func covers(_ requirement: Requirement) -> Bool { covered.contains(requirement) }
+
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        log.append("\(name).in")
+        if let refuse { throw refuse }
+        let reply = try await next(envelope)
+        log.append("\(name).out")
+        return reply
+    }
+}
+
+/// A toy session gate: a caller with token "good" becomes user "u1".
+struct TokenGate: Gate {
+    var name: String { "session" }
+    func covers(_ requirement: Requirement) -> Bool { requirement == .session }
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        var envelope = envelope
+        if envelope.caller.sessionToken?.value == "good" {
+            envelope.caller.principal = Principal(userID: "u1")
+        }
+        if envelope.requirements.contains(.session) && envelope.caller.principal == nil {
+            throw Denied(reason: "unauthenticated")
+        }
+        return try await next(envelope)
+    }
+}
+
+struct Denied: Error, Equatable {
+    let reason: String
+}
+
+/// A flag set from another task, read after the fact.
+final class Flag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+}
+
+/// Waits up to `timeout` for a condition that another task makes true.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}

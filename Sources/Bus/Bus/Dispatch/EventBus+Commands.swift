@@ -71,6 +71,10 @@ extension EventBus {
     ) async throws -> C.Reply {
         let (entry, envelope) = try prepare(C.method, caller, timeout, cause)
         if let typed = entry as? CommandHandler<C> {
+            // The hot path: a direct nest of async calls, no task, no closure on the heap.
+            guard envelope.deadline != nil else {
+                return try await chain.run(envelope) { inner in try await typed.body(command, inner) }
+            }
             return try await dispatch(envelope) { [chain] env in
                 try await chain.run(env) { inner in try await typed.body(command, inner) }
             }

@@ -10,6 +10,7 @@ public struct NoHandler: WireError, Equatable {
 /// A second handler tried to register a method that already has one.
 public struct DuplicateHandler: Error, Equatable, CustomStringConvertible {
     public let method: String
+    public init(method: String) { self.method = method }
     public var description: String { "\(method) already has a handler; each method has exactly one" }
 }
 
@@ -27,6 +28,10 @@ public struct DeadlineExceeded: WireError, Equatable {
 public struct RequirementUnavailable: WireError, Equatable {
     public let method: String
     public let requirement: Requirement
+    public init(method: String, requirement: Requirement) {
+        self.method = method
+        self.requirement = requirement
+    }
     public var wireName: String { "io.appd.Bus.RequirementUnavailable" }
     public var wireParameters: [String: JSONValue] {
         ["method": .string(method), "requirement": .string(requirement.description)]
@@ -56,6 +61,10 @@ public struct InvalidParameters: WireError {
 public struct WrongCallShape: WireError {
     public let method: String
     public let streaming: Bool
+    public init(method: String, streaming: Bool) {
+        self.method = method
+        self.streaming = streaming
+    }
     public var wireName: String { streaming ? "org.varlink.service.ExpectedMore" : "org.varlink.service.InvalidParameter" }
     public var wireParameters: [String: JSONValue] { streaming ? [:] : ["parameter": "more"] }
     public var description: String {
@@ -66,6 +75,7 @@ public struct WrongCallShape: WireError {
 /// A subscription with the `disconnect` policy fell behind by more than its buffer.
 public struct SubscriptionOverflow: WireError, Equatable {
     public let capacity: Int
+    public init(capacity: Int) { self.capacity = capacity }
     public var wireName: String { "io.appd.Bus.SubscriptionOverflow" }
     public var wireParameters: [String: JSONValue] { ["capacity": .int(Int64(capacity))] }
     public var description: String {
@@ -77,6 +87,10 @@ public struct SubscriptionOverflow: WireError, Equatable {
 public struct InvalidTopic: WireError, Equatable {
     public let topic: String
     public let reason: String
+    public init(topic: String, reason: String) {
+        self.topic = topic
+        self.reason = reason
+    }
     public var wireName: String { "io.appd.Bus.InvalidTopic" }
     public var wireParameters: [String: JSONValue] { ["topic": .string(topic), "reason": .string(reason)] }
     public var description: String { "invalid topic '\(topic)': \(reason)" }
@@ -85,5 +99,6 @@ public struct InvalidTopic: WireError, Equatable {
 /// `drain()` did not see every delivery finish in time.
 public struct DrainTimeout: Error, Equatable, CustomStringConvertible {
     public let pending: Int
+    public init(pending: Int) { self.pending = pending }
     public var description: String { "drain timed out with \(pending) subscription(s) still behind" }
 }

@@ -15,14 +15,9 @@ public struct GateChain: Sendable {
     }
 
     /// Runs `envelope` through every gate, then `terminal`.
+    @inline(__always)
     public func run<Reply: Sendable>(
-        _ envelope: Envelope, terminal: (Envelope) async throws -> Reply
-    ) async throws -> Reply {
-        try await run(envelope, from: 0, terminal: terminal)
-    }
-
-    private func run<Reply: Sendable>(
-        _ envelope: Envelope, from index: Int, terminal: (Envelope) async throws -> Reply
+        _ envelope: Envelope, from index: Int = 0, terminal: (Envelope) async throws -> Reply
     ) async throws -> Reply {
         guard index < gates.count else { return try await terminal(envelope) }
         return try await gates[index].handle(envelope) { inner in

@@ -1,45 +1,64 @@
 /// Everything about a message except its payload: ids, time, deadline, caller, and a logger.
 ///
 /// Gates receive the envelope and may pass a changed copy inward (the session gate fills in
-/// `caller.principal`); the handler sees what the innermost gate passed.
+/// `caller.principal`); the handler sees what the innermost gate passed. The fixed part lives
+/// in one shared object so passing the envelope through the gate chain copies little.
 public struct Envelope: Sendable {
-    public let id: MessageID
-    /// The id of the first message of the conversation this one belongs to.
-    public let correlationID: MessageID
-    /// The message that directly caused this one, if any.
-    public let causationID: MessageID?
-    public let timestamp: WallTime
-    /// When the caller stops waiting; nil means no deadline.
-    public let deadline: ContinuousClock.Instant?
+    private final class Header: Sendable {
+        let id: MessageID
+        let correlationID: MessageID
+        let causationID: MessageID?
+        let timestamp: WallTime
+        let deadline: ContinuousClock.Instant?
+        let name: String
+        let requirements: [Requirement]
+        let logger: Logger
+
+        init(name: String, requirements: [Requirement], deadline: ContinuousClock.Instant?, cause: Envelope?, logger: Logger) {
+            let id = MessageID.next()
+            self.id = id
+            self.correlationID = cause?.correlationID ?? id
+            self.causationID = cause?.id
+            self.timestamp = .now()
+            self.deadline = deadline
+            self.name = name
+            self.requirements = requirements
+            self.logger = logger
+        }
+    }
+
+    private let header: Header
     public var caller: Caller
-    /// The method name for commands, the topic for events.
-    public let name: String
-    public let requirements: [Requirement]
-    private let baseLogger: Logger
 
     public init(
         name: String, requirements: [Requirement], caller: Caller, deadline: ContinuousClock.Instant? = nil,
         causedBy cause: Envelope? = nil, logger: Logger
     ) {
-        let id = MessageID.next()
-        self.id = id
-        self.correlationID = cause?.correlationID ?? id
-        self.causationID = cause?.id
-        self.timestamp = .now()
-        self.deadline = deadline
+        self.header = Header(name: name, requirements: requirements, deadline: deadline, cause: cause, logger: logger)
         self.caller = caller
-        self.name = name
-        self.requirements = requirements
-        self.baseLogger = logger
     }
+
+    public var id: MessageID { header.id }
+    /// The id of the first message of the conversation this one belongs to.
+    public var correlationID: MessageID { header.correlationID }
+    /// The message that directly caused this one, if any.
+    public var causationID: MessageID? { header.causationID }
+    public var timestamp: WallTime { header.timestamp }
+    /// When the caller stops waiting; nil means no deadline.
+    public var deadline: ContinuousClock.Instant? { header.deadline }
+    /// The method name for commands, the topic for events.
+    public var name: String { header.name }
+    public var requirements: [Requirement] { header.requirements }
 
     /// A logger whose metadata names this message, so every line can be traced to its call.
     /// Built on demand: most messages never log.
     public var logger: Logger {
-        var logger = baseLogger
+        var logger = header.logger
         logger[metadataKey: "message.id"] = id.description
         logger[metadataKey: "message.name"] = name
         if correlationID != id { logger[metadataKey: "message.correlation"] = correlationID.description }
+        if let principal = caller.principal { logger[metadataKey: "user.id"] = principal.userID }
+        if let peer = caller.peer { logger[metadataKey: "peer.uid"] = String(peer.uid) }
         return logger
     }
 

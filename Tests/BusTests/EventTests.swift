@@ -1,0 +1,165 @@
+import Bus
+import Synchronization
+import Testing
+
+@Suite struct EventTests {
+    @Test func subscribersByTypeTopicAndPatternEachGetTheEvent() async throws {
+        let bus = EventBus()
+        let byType = bus.subscribe(TodoCompleted.self)
+        let byTopic = try bus.subscribe("todos.completed")
+        let byPattern = try bus.subscribe("todos.*")
+        let everything = try bus.subscribe(">")
+        let other = try bus.subscribe("auth.*")
+
+        bus.publish(TodoCompleted(id: 7))
+        bus.publish(UserSignedUp(email: "a@b.c"))
+
+        var typed = byType.makeAsyncIterator()
+        #expect(try await typed.next()?.event == TodoCompleted(id: 7))
+        var topic = byTopic.makeAsyncIterator()
+        #expect(try await topic.next()?.decode(as: TodoCompleted.self) == TodoCompleted(id: 7))
+        var pattern = byPattern.makeAsyncIterator()
+        #expect(try await pattern.next()?.topic == "todos.completed")
+        var all = everything.makeAsyncIterator()
+        #expect(try await all.next()?.topic == "todos.completed")
+        #expect(try await all.next()?.topic == "auth.userSignedUp")
+        var auth = other.makeAsyncIterator()
+        #expect(try await auth.next()?.decode(as: UserSignedUp.self)?.email == "a@b.c")
+    }
+
+    @Test func jsonEventsReachTypedSubscribers() async throws {
+        let bus = EventBus()
+        let typed = bus.subscribe(TodoCreated.self)
+        try bus.publish(topic: "todos.created", payload: ["id": 3])
+        var iterator = typed.makeAsyncIterator()
+        #expect(try await iterator.next()?.event == TodoCreated(id: 3))
+        #expect(throws: InvalidTopic.self) { try bus.publish(topic: "todos.*", payload: [:]) }
+    }
+
+    @Test func unsubscribingIsIdempotentAndEndsTheSequence() async throws {
+        let bus = EventBus()
+        let subscription = try bus.subscribe("todos.*")
+        bus.publish(TodoCreated(id: 1))
+        subscription.cancel()
+        subscription.cancel()
+        bus.publish(TodoCreated(id: 2))
+        var ids: [Int] = []
+        for try await event in subscription { ids.append(event.decode(as: TodoCreated.self)?.id ?? -1) }
+        #expect(ids == [1])
+        #expect(bus.counters.subscriptions == 0)
+    }
+
+    @Test func droppingASubscriptionUnsubscribes() throws {
+        let bus = EventBus()
+        do { _ = try bus.subscribe(">") }
+        #expect(bus.counters.subscriptions == 0)
+    }
+
+    @Test func aThrowingListenerIsLoggedAndOthersStillReceive() async throws {
+        let logs = InMemoryLogHandler()
+        let bus = EventBus(logger: Logger(label: "bus", handler: logs))
+        let received = Mutex<[Int]>([])
+        let failing = bus.listen(TodoCompleted.self, name: "failing") { event, _ in
+            if event.id == 1 { throw Denied(reason: "listener bug") }
+        }
+        let healthy = bus.listen(TodoCompleted.self, name: "healthy") { event, _ in
+            received.withLock { $0.append(event.id) }
+        }
+        bus.publish(TodoCompleted(id: 1))
+        bus.publish(TodoCompleted(id: 2))
+        try await bus.drain()
+        #expect(received.withLock { $0 } == [1, 2])
+        let errors = logs.records.filter { $0.level == .error }
+        #expect(errors.count == 1)
+        #expect(errors.first?.metadata["listener"] == "failing")
+        failing.cancel()
+        healthy.cancel()
+    }
+
+    @Test func drainWaitsForListenersToFinish() async throws {
+        let bus = EventBus()
+        let done = Mutex(0)
+        let listener = bus.listen(TodoCompleted.self, name: "slow") { _, _ in
+            try await Task.sleep(for: .milliseconds(5))
+            done.withLock { $0 += 1 }
+        }
+        for i in 0..<20 { bus.publish(TodoCompleted(id: i)) }
+        try await bus.drain()
+        #expect(done.withLock { $0 } == 20)
+        listener.cancel()
+    }
+
+    @Test func drainTimesOutOnAStuckSubscriber() async throws {
+        let bus = EventBus()
+        let stuck = try bus.subscribe(">")
+        bus.publish(TodoCompleted(id: 1))
+        await #expect(throws: DrainTimeout(pending: 1)) { try await bus.drain(timeout: .milliseconds(50)) }
+        stuck.cancel()
+    }
+
+    @Test func dropOldestKeepsTheNewestAndCountsExactly() async throws {
+        let bus = EventBus()
+        let subscription = bus.subscribe(TopicFilter.all, options: .init(capacity: 10, overflow: .dropOldest))
+        for i in 0..<25 { bus.publish(TodoCreated(id: i)) }
+        #expect(subscription.droppedCount == 15)
+        var iterator = subscription.makeAsyncIterator()
+        let first = try await iterator.next()
+        #expect(first?.droppedBefore == 15)
+        #expect(first?.decode(as: TodoCreated.self)?.id == 15)
+        var ids = [15]
+        for _ in 0..<9 {
+            let event = try await iterator.next()
+            #expect(event?.droppedBefore == 0)
+            ids.append(event?.decode(as: TodoCreated.self)?.id ?? -1)
+        }
+        #expect(ids == Array(15..<25))
+        // A second overflow is reported on the first event after the gap.
+        for i in 25..<40 { bus.publish(TodoCreated(id: i)) }
+        let afterGap = try await iterator.next()
+        #expect(afterGap?.droppedBefore == 5)
+        #expect(afterGap?.decode(as: TodoCreated.self)?.id == 30)
+        #expect(subscription.droppedCount == 20)
+    }
+
+    @Test func disconnectDeliversTheBufferThenATypedError() async throws {
+        let bus = EventBus()
+        let subscription = bus.subscribe(TopicFilter.all, options: .init(capacity: 4, overflow: .disconnect))
+        for i in 0..<6 { bus.publish(TodoCreated(id: i)) }
+        #expect(bus.counters.subscriptions == 0)
+        var ids: [Int] = []
+        await #expect(throws: SubscriptionOverflow(capacity: 4)) {
+            for try await event in subscription { ids.append(event.decode(as: TodoCreated.self)?.id ?? -1) }
+        }
+        #expect(ids == [0, 1, 2, 3])
+    }
+
+    @Test func publishingNeverWaitsForASlowSubscriber() async throws {
+        let bus = EventBus()
+        let slow = bus.subscribe(TopicFilter.all, options: .init(capacity: 8))
+        let start = ContinuousClock.now
+        for i in 0..<100_000 { bus.publish(TodoCreated(id: i)) }
+        // Nobody reads `slow`; the publisher still finished, and memory stayed bounded.
+        #expect(slow.droppedCount == 100_000 - 8)
+        #expect(ContinuousClock.now - start < .seconds(30))
+    }
+
+    @Test func causationLinksEventsToTheirCommand() async throws {
+        let bus = EventBus()
+        let subscription = bus.subscribe(TodoCreated.self)
+        let cause = Envelope(name: "io.appd.Todos.Add", requirements: [], caller: .daemon, logger: Logger(label: "t"))
+        bus.publish(TodoCreated(id: 1), causedBy: cause)
+        var iterator = subscription.makeAsyncIterator()
+        let received = try await iterator.next()
+        #expect(received?.metadata.causationID == cause.id)
+        #expect(received?.metadata.correlationID == cause.correlationID)
+    }
+
+    @Test func cancellingAWaitingConsumerEndsItsLoop() async throws {
+        let bus = EventBus()
+        let subscription = try bus.subscribe(">")
+        let consumer = Task { for try await _ in subscription {} }
+        try await Task.sleep(for: .milliseconds(20))
+        consumer.cancel()
+        await #expect(throws: CancellationError.self) { try await consumer.value }
+    }
+}

@@ -1,0 +1,88 @@
+import Bus
+import Testing
+
+@Suite struct GateTests {
+    @Test func gatesRunOutermostFirstAndUnwindInReverse() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: ["limits", "session", "admin", "onboarding", "paywall"].map {
+            RecordingGate(name: $0, log: log)
+        })
+        #expect(bus.chain.names == ["limits", "session", "admin", "onboarding", "paywall"])
+        try bus.register(Echo.self) { c, _ in
+            log.append("handler")
+            return EchoReply(text: c.text)
+        }
+        _ = try await bus.send(Echo(text: ""))
+        #expect(log.all == [
+            "limits.in", "session.in", "admin.in", "onboarding.in", "paywall.in", "handler",
+            "paywall.out", "onboarding.out", "admin.out", "session.out", "limits.out",
+        ])
+    }
+
+    @Test func aRefusingGateShortCircuitsInnerGatesAndTheHandler() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: [
+            RecordingGate(name: "outer", log: log),
+            RecordingGate(name: "refuser", log: log, refuse: Denied(reason: "rate limited")),
+            RecordingGate(name: "inner", log: log),
+        ])
+        try bus.register(Echo.self) { c, _ in
+            log.append("handler")
+            return EchoReply(text: c.text)
+        }
+        await #expect(throws: Denied(reason: "rate limited")) { try await bus.send(Echo(text: "")) }
+        #expect(log.all == ["outer.in", "refuser.in"])
+    }
+
+    @Test func typedAndJSONCallsPassTheSameGates() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: [RecordingGate(name: "g", log: log)])
+        try bus.register(Echo.self) { c, _ in EchoReply(text: c.text) }
+        _ = try await bus.send(Echo(text: ""))
+        _ = try await bus.call(method: Echo.method, parameters: ["text": ""])
+        #expect(log.all == ["g.in", "g.out", "g.in", "g.out"])
+    }
+
+    @Test func aRequirementNoGateCoversIsDeniedBeforeAnyGateRuns() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: [RecordingGate(name: "limits", log: log)])
+        let ran = Flag()
+        try bus.register(NeedsSession.self) { _, _ in
+            ran.set()
+            return Empty()
+        }
+        await #expect(throws: RequirementUnavailable(method: NeedsSession.method, requirement: .session)) {
+            try await bus.send(NeedsSession())
+        }
+        await #expect(throws: RequirementUnavailable.self) {
+            try await bus.call(method: NeedsSession.method, parameters: [:])
+        }
+        #expect(!ran.isSet)
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func aGateCanResolveTheCallerForTheHandler() async throws {
+        let bus = EventBus(gates: [TokenGate()])
+        try bus.register(NeedsSession.self) { _, envelope in
+            #expect(envelope.caller.principal?.userID == "u1")
+            return Empty()
+        }
+        await #expect(throws: Denied(reason: "unauthenticated")) { try await bus.send(NeedsSession()) }
+        _ = try await bus.send(NeedsSession(), as: Caller(sessionToken: SessionToken("good")))
+    }
+
+    @Test func streamsPassTheGatesBeforeTheyStart() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: [RecordingGate(name: "g", log: log, refuse: Denied(reason: "no"))])
+        let started = Flag()
+        try bus.register(Count.self) { _, _, _ in started.set() }
+        await #expect(throws: Denied(reason: "no")) { try await bus.stream(Count(upTo: 1)) }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(!started.isSet)
+    }
+
+    @Test func sessionTokensAreRedactedInDescriptions() {
+        #expect("\(SessionToken("secret-value"))" == "<redacted>")
+        #expect(!"\(Caller(sessionToken: SessionToken("secret-value")))".contains("secret"))
+    }
+}

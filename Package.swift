@@ -15,7 +15,9 @@ let package = Package(
     ],
     targets: [
         // The typed async event bus, gates, logging, lifecycle and (later) the varlink wire.
-        .target(name: "Bus", path: "Sources/Bus/Bus", swiftSettings: strict),
+        .target(name: "Bus", dependencies: ["CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
+        // Socket calls that need _GNU_SOURCE (SO_PEERCRED, accept4), kept out of Swift headers.
+        .target(name: "CSystem", path: "Sources/Bus/CSystem"),
         // Release-mode benchmark of the bus: `swift run -c release appd-bench`.
         .executableTarget(
             name: "appd-bench", dependencies: ["Bus"], path: "Sources/Bus/Benchmarks",

@@ -116,15 +116,17 @@ import Testing
     @Test func streamingRepliesArriveInOrderAndEnd() async throws {
         let bus = EventBus()
         try bus.register(Count.self) { command, _, writer in
-            for i in 1...command.upTo { try await writer.send(i) }
+            for i in 1..<command.upTo { try await writer.send(i) }
+            return command.upTo
         }
         var seen: [Int] = []
         for try await n in try await bus.stream(Count(upTo: 200)) { seen.append(n) }
         #expect(seen == Array(1...200))
 
         var json: [JSONValue] = []
-        for try await v in try await bus.callStream(method: Count.method, parameters: ["upTo": 3]) { json.append(v) }
-        #expect(json == [1, 2, 3])
+        let stream = try await bus.callStream(method: Count.method, parameters: ["upTo": 3])
+        while let (value, isFinal) = try await stream.nextReply() { json.append([value, .bool(isFinal)]) }
+        #expect(json == [[1, false], [2, false], [3, true]])
     }
 
     @Test func anErrorEndsTheStream() async throws {
@@ -190,7 +192,7 @@ import Testing
 
     @Test func callingAStreamAsASingleCallIsAShapeError() async throws {
         let bus = EventBus()
-        try bus.register(Count.self) { _, _, _ in }
+        try bus.register(Count.self) { _, _, _ in 0 }
         await #expect(throws: WrongCallShape.self) { try await bus.call(method: Count.method, parameters: ["upTo": 1]) }
         try bus.register(Echo.self) { c, _ in EchoReply(text: c.text) }
         await #expect(throws: WrongCallShape.self) { try await bus.callStream(method: Echo.method, parameters: ["text": ""]) }

@@ -75,7 +75,10 @@ import Testing
         let log = GateLog()
         let bus = EventBus(gates: [RecordingGate(name: "g", log: log, refuse: Denied(reason: "no"))])
         let started = Flag()
-        try bus.register(Count.self) { _, _, _ in started.set() }
+        try bus.register(Count.self) { _, _, _ in
+            started.set()
+            return 0
+        }
         await #expect(throws: Denied(reason: "no")) { try await bus.stream(Count(upTo: 1)) }
         try await Task.sleep(for: .milliseconds(20))
         #expect(!started.isSet)

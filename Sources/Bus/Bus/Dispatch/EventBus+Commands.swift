@@ -15,10 +15,11 @@ extension EventBus {
         try install(CommandHandler<C>(body: handler))
     }
 
-    /// Registers the one handler of a streaming command; it sends replies through the writer.
+    /// Registers the one handler of a streaming command: it sends intermediate replies through
+    /// the writer and returns the final one.
     public func register<C: StreamingCommand>(
         _ type: C.Type = C.self,
-        handler: @escaping @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> Void
+        handler: @escaping @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> C.Reply
     ) throws(DuplicateHandler) {
         try install(StreamingHandler<C>(body: handler))
     }
@@ -34,7 +35,7 @@ extension EventBus {
     /// Registers a streaming JSON handler for a method known only by name.
     public func registerRawStream(
         method: String, requirements: [Requirement],
-        handler: @escaping @Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> Void
+        handler: @escaping @Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> JSONValue
     ) throws(DuplicateHandler) {
         try install(RawHandler(method: method, requirements: requirements, single: nil, stream: handler))
     }

@@ -39,7 +39,7 @@ struct CommandHandler<C: Command>: HandlerEntry {
 
 /// The handler of a typed `StreamingCommand`.
 struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
-    let body: @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> Void
+    let body: @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> C.Reply
     var method: String { C.method }
     var requirements: [Requirement] { C.requirements }
     var streaming: Bool { true }
@@ -64,7 +64,7 @@ struct RawHandler: HandlerEntry {
     let method: String
     let requirements: [Requirement]
     let single: (@Sendable (Envelope, JSONValue) async throws -> JSONValue)?
-    let stream: (@Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> Void)?
+    let stream: (@Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> JSONValue)?
     var streaming: Bool { stream != nil }
 
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {

@@ -2,6 +2,8 @@ import Synchronization
 
 /// The replies of a streaming command, as an `AsyncSequence` for one consumer.
 ///
+/// The handler sends intermediate replies through its `ReplyWriter` and returns the final one,
+/// so the wire knows which reply ends the stream (varlink `continues`) without holding any back.
 /// Bounded with backpressure: the producer waits when `capacity` replies are unread, so a slow
 /// consumer never makes the daemon buffer without limit. Dropping the stream or cancelling the
 /// consuming task cancels the producer. An error from the producer ends the stream.
@@ -18,8 +20,13 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let stream: ReplyStream<Element>
         public mutating func next() async throws -> Element? {
-            try await stream.channel.next()
+            try await stream.channel.next()?.value
         }
+    }
+
+    /// The next reply with whether it is the final one; nil after the final reply.
+    public func nextReply() async throws -> (value: Element, isFinal: Bool)? {
+        try await channel.next()
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
@@ -28,7 +35,11 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
     func map<T: Sendable>(capacity: Int, _ transform: @escaping @Sendable (Element) throws -> T) -> ReplyStream<T> {
         let source = self
         return ReplyChannel<T>.start(capacity: capacity) { writer in
-            for try await element in source { try await writer.send(transform(element)) }
+            while let (value, isFinal) = try await source.nextReply() {
+                if isFinal { return try transform(value) }
+                try await writer.send(transform(value))
+            }
+            throw CancellationError()
         }
     }
 }
@@ -37,16 +48,16 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
 public struct ReplyWriter<Element: Sendable>: Sendable {
     let channel: ReplyChannel<Element>
 
-    /// Sends one reply; throws `CancellationError` once the consumer has gone away.
+    /// Sends one intermediate reply; throws `CancellationError` once the consumer has gone away.
     public func send(_ element: Element) async throws {
-        try await channel.send(element)
+        try await channel.send(element, isFinal: false)
     }
 }
 
 /// A single-producer, single-consumer bounded channel shared by a `ReplyStream` and its writer.
 final class ReplyChannel<Element: Sendable>: Sendable {
     private struct State {
-        var buffer: [Element] = []
+        var buffer: [(value: Element, isFinal: Bool)] = []
         var head = 0
         var consumer: CheckedContinuation<Void, any Error>?
         var producer: CheckedContinuation<Void, any Error>?
@@ -54,20 +65,21 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         var cancelled = false
         var task: Task<Void, Never>?
     }
-    private enum Step { case element(Element), end((any Error)?), wait }
+    private enum Step { case element(Element, Bool), end((any Error)?), wait }
     private let capacity: Int
     private let state = Mutex(State())
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    /// Starts `body` as the producer task of a new stream.
+    /// Starts `body` as the producer task of a new stream; what it returns is the final reply.
     static func start(
-        capacity: Int, _ body: @escaping @Sendable (ReplyWriter<Element>) async throws -> Void
+        capacity: Int, _ body: @escaping @Sendable (ReplyWriter<Element>) async throws -> Element
     ) -> ReplyStream<Element> {
         let channel = ReplyChannel(capacity: capacity)
         let task = Task {
             do {
-                try await body(ReplyWriter(channel: channel))
+                let last = try await body(ReplyWriter(channel: channel))
+                try await channel.send(last, isFinal: true)
                 channel.finish(nil)
             } catch {
                 channel.finish(error)
@@ -85,13 +97,13 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         if cancelled { task.cancel() }
     }
 
-    func send(_ element: Element) async throws {
+    func send(_ element: Element, isFinal: Bool) async throws {
         while true {
             try Task.checkCancellation()
             let (sent, consumer) = state.withLock { s -> (Bool?, CheckedContinuation<Void, any Error>?) in
                 if s.cancelled || s.finished != nil { return (nil, nil) }
                 guard s.buffer.count - s.head < capacity else { return (false, nil) }
-                s.buffer.append(element)
+                s.buffer.append((element, isFinal))
                 defer { s.consumer = nil }
                 return (true, s.consumer)
             }
@@ -135,23 +147,23 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         producer?.resume(throwing: CancellationError())
     }
 
-    func next() async throws -> Element? {
+    func next() async throws -> (value: Element, isFinal: Bool)? {
         while true {
             let (step, producer) = state.withLock { s -> (Step, CheckedContinuation<Void, any Error>?) in
                 if s.cancelled { return (.end(CancellationError()), nil) }
                 if s.head < s.buffer.count {
-                    let element = s.buffer[s.head]
+                    let (element, isFinal) = s.buffer[s.head]
                     s.head += 1
                     if s.head == s.buffer.count { s.buffer.removeAll(keepingCapacity: true); s.head = 0 }
                     defer { s.producer = nil }
-                    return (.element(element), s.producer)
+                    return (.element(element, isFinal), s.producer)
                 }
                 if let finished = s.finished { return (.end(finished), nil) }
                 return (.wait, nil)
             }
             producer?.resume()
             switch step {
-            case .element(let element): return element
+            case .element(let element, let isFinal): return (element, isFinal)
             case .end(let error):
                 if let error { throw error }
                 return nil

@@ -18,7 +18,7 @@ public enum JSONCoding {
 
     /// Parses JSON bytes into a `JSONValue`.
     public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
-        try decode(JSONValue.self, from: bytes)
+        try JSONParser.parse(bytes)
     }
 }
 
@@ -30,13 +30,11 @@ extension JSONValue {
 
     /// Decodes a typed value from this JSON value.
     public func decode<T: Decodable>(as type: T.Type = T.self) throws -> T {
-        try JSONCoding.decode(type, from: JSONCoding.encode(self))
+        try JSONCoding.decode(type, from: JSONWriter.bytes(self))
     }
 
     /// Compact JSON text with sorted keys.
     public var jsonText: String {
-        // Encoding a JSONValue cannot fail: every case maps to a JSON primitive or container.
-        // (Non-finite doubles are the exception; they render as null rather than trap.)
-        (try? JSONCoding.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        String(decoding: JSONWriter.bytes(self), as: UTF8.self)
     }
 }

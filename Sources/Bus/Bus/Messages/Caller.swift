@@ -41,15 +41,18 @@ public struct Caller: Sendable, CustomStringConvertible {
     public var principal: Principal?
     /// The plugin that sent the message, for plugin-to-plugin traffic.
     public var plugin: String?
+    /// The client connection the call arrived on, when it came over the socket.
+    public var connection: ConnectionContext?
 
     public init(
         peer: PeerCredentials? = nil, sessionToken: SessionToken? = nil, principal: Principal? = nil,
-        plugin: String? = nil
+        plugin: String? = nil, connection: ConnectionContext? = nil
     ) {
         self.peer = peer
         self.sessionToken = sessionToken
         self.principal = principal
         self.plugin = plugin
+        self.connection = connection
     }
 
     /// The daemon itself (start-up tasks, tests): no peer, no user.

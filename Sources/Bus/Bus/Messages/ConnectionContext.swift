@@ -1,0 +1,20 @@
+import Synchronization
+
+/// State that belongs to one client connection and outlives single calls: the session token
+/// attached by `io.appd.Auth.Authenticate` (as Redis `AUTH` does).
+public final class ConnectionContext: Sendable {
+    public let id: Int
+    public let peer: PeerCredentials?
+    private let token = Mutex<SessionToken?>(nil)
+
+    public init(id: Int, peer: PeerCredentials?) {
+        self.id = id
+        self.peer = peer
+    }
+
+    /// The session token every later call on this connection carries to the gates.
+    public var sessionToken: SessionToken? {
+        get { token.withLock { $0 } }
+        set { token.withLock { $0 = newValue } }
+    }
+}

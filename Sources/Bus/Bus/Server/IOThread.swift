@@ -1,0 +1,30 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starts a dedicated OS thread for blocking I/O (the epoll loop), outside Swift's cooperative
+/// pool so it never starves async work.
+enum IOThread {
+    private final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    /// Runs `body` on a new joinable thread and returns its handle.
+    static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { raw in
+            // Safe: `raw` is the retained Box passed below; taken back exactly once here.
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")  // only fails when the process is out of threads
+        return thread
+    }
+
+    static func join(_ thread: pthread_t) {
+        pthread_join(thread, nil)
+    }
+}

@@ -1,0 +1,114 @@
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A socket operation failed; says which, on what path, and why.
+public struct SocketError: Error, Equatable, CustomStringConvertible {
+    public let operation: String
+    public let path: String
+    public let code: Int32
+    public var message: String?
+
+    public init(operation: String, path: String, code: Int32, message: String? = nil) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String {
+        if let message { return message }
+        return "\(operation) \(path): \(String(cString: strerror(code)))"
+    }
+}
+
+/// The daemon's listening Unix socket, bound by us or inherited (socket activation).
+public final class ListeningSocket: Sendable {
+    public let fd: Int32
+    public let path: String
+    /// The bound file's identity, so shutdown never removes a successor's socket.
+    private let identity: (dev: UInt64, ino: UInt64)?
+    private let closed = Atomic<Bool>(false)
+
+    private init(fd: Int32, path: String, identity: (dev: UInt64, ino: UInt64)?) {
+        self.fd = fd
+        self.path = path
+        self.identity = identity
+    }
+
+    /// Adopts an already listening socket (systemd's LISTEN_FDS); its file is not ours to remove.
+    public static func inherited(fd: Int32, path: String) -> ListeningSocket {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        return ListeningSocket(fd: fd, path: path, identity: nil)
+    }
+
+    /// Binds `path` with `mode` (and `group`, when set). A stale socket left by a dead daemon
+    /// is replaced; a live one is never stolen.
+    public static func bind(path: String, mode: mode_t, group: gid_t? = nil, backlog: Int32 = 128) throws(SocketError) -> ListeningSocket {
+        try makeParentDirectory(of: path)
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFSOCK else {
+                throw SocketError(
+                    operation: "bind", path: path, code: EEXIST,
+                    message: "\(path) exists and is not a socket; remove it or choose another --socket")
+            }
+            let probe = appd_unix_connect(path)
+            if probe >= 0 {
+                Glibc.close(probe)
+                throw SocketError(
+                    operation: "bind", path: path, code: EADDRINUSE,
+                    message: "another appd is already listening on \(path); stop it first or choose another --socket")
+            }
+            guard errno == ECONNREFUSED else { throw SocketError(operation: "probe", path: path, code: errno) }
+            unlink(path)  // stale: nobody is listening
+        }
+        // Created owner-only from the first instant; widened to `mode` below.
+        let previous = umask(0o177)
+        let fd = appd_unix_listen(path, backlog)
+        let code = errno
+        umask(previous)
+        guard fd >= 0 else { throw SocketError(operation: "bind", path: path, code: code) }
+        if let group, chown(path, getuid(), group) != 0 {
+            let code = errno
+            Glibc.close(fd)
+            unlink(path)
+            throw SocketError(operation: "chown", path: path, code: code)
+        }
+        guard chmod(path, mode) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            unlink(path)
+            throw SocketError(operation: "chmod", path: path, code: code)
+        }
+        var bound = stat()
+        let identity = lstat(path, &bound) == 0 ? (UInt64(bound.st_dev), UInt64(bound.st_ino)) : nil
+        return ListeningSocket(fd: fd, path: path, identity: identity)
+    }
+
+    /// Stops listening and removes the socket file if it is still the one we bound.
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Glibc.close(fd)
+        guard let identity else { return }
+        var info = stat()
+        if lstat(path, &info) == 0 && UInt64(info.st_dev) == identity.dev && UInt64(info.st_ino) == identity.ino {
+            unlink(path)
+        }
+    }
+
+    private static func makeParentDirectory(of path: String) throws(SocketError) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let directory = String(path[..<slash])
+        var prefix = ""
+        for part in directory.split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw SocketError(operation: "mkdir", path: prefix, code: errno)
+            }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// The control socket's limits (DESIGN §5); every one is configurable.
+public struct ServerLimits: Sendable, Hashable {
+    /// Largest message accepted; a larger one closes the connection.
+    public var maxMessageBytes: Int = 1 << 20
+    /// The ceiling `maxMessageBytes` may be configured to.
+    public static let hardMaxMessageBytes = 16 << 20
+    public var maxConnections: Int = 128
+    public var maxConnectionsPerUID: Int = 32
+    /// Calls read but not yet answered per connection; past it the server stops reading.
+    public var maxQueuedCalls: Int = 64
+    /// Reply bytes a client has not read; past it the connection is closed.
+    public var maxPendingOutputBytes: Int = 8 << 20
+    /// A connection that has not sent one whole message by then is closed.
+    public var firstMessageTimeout: Duration = .seconds(10)
+    /// Deadline of each call.
+    public var callTimeout: Duration = .seconds(30)
+    /// How long shutdown waits for in-flight calls.
+    public var drainTimeout: Duration = .seconds(10)
+
+    public init() {}
+
+    /// Checks the values, naming the first that is out of range.
+    public func validated() throws(InvalidLimit) -> ServerLimits {
+        if maxMessageBytes < 1024 || maxMessageBytes > Self.hardMaxMessageBytes {
+            throw InvalidLimit(name: "maxMessageBytes", reason: "must be between 1024 and \(Self.hardMaxMessageBytes)")
+        }
+        if maxConnections < 1 { throw InvalidLimit(name: "maxConnections", reason: "must be at least 1") }
+        if maxConnectionsPerUID < 1 { throw InvalidLimit(name: "maxConnectionsPerUID", reason: "must be at least 1") }
+        if maxQueuedCalls < 1 { throw InvalidLimit(name: "maxQueuedCalls", reason: "must be at least 1") }
+        if maxPendingOutputBytes < maxMessageBytes {
+            throw InvalidLimit(name: "maxPendingOutputBytes", reason: "must be at least maxMessageBytes")
+        }
+        return self
+    }
+}
+
+/// A limit configured out of range.
+public struct InvalidLimit: Error, Equatable, CustomStringConvertible {
+    public let name: String
+    public let reason: String
+    public var description: String { "limit \(name) \(reason)" }
+}

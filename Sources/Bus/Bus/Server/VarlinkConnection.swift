@@ -1,0 +1,280 @@
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// One client connection: the bytes read, the calls waiting, the replies not yet written.
+///
+/// Only the I/O thread reads and closes the fd; the connection's worker task writes replies
+/// directly (under the lock, so a write never races a close). Calls are answered strictly in
+/// order by one worker.
+final class VarlinkConnection: Sendable {
+    struct State {
+        var reader: VarlinkFrameReader
+        var calls: [VarlinkCall] = []
+        var callsHead = 0
+        var worker: CheckedContinuation<Void, Never>?
+        var output: [UInt8] = []
+        var outputStart = 0
+        var wantsWrite = false
+        var readPaused = false
+        var inputEnded = false
+        /// Set when the client broke the protocol: answer what was queued, then close.
+        var protocolError: String?
+        var closing = false
+        var closed = false
+        var busy = false
+        var workerDone = false
+        var sawMessage = false
+        var registeredEvents: UInt32 = 0
+
+        var queued: Int { calls.count - callsHead }
+    }
+
+    let fd: Int32
+    let epollFD: Int32
+    let context: ConnectionContext
+    let acceptedAt = ContinuousClock.now
+    let limits: ServerLimits
+    let logger: Logger
+    let state: Mutex<State>
+
+    init(fd: Int32, epollFD: Int32, context: ConnectionContext, limits: ServerLimits, logger: Logger) {
+        self.fd = fd
+        self.epollFD = epollFD
+        self.context = context
+        self.limits = limits
+        self.logger = logger
+        self.state = Mutex(State(reader: VarlinkFrameReader(maxBytes: limits.maxMessageBytes)))
+    }
+
+    var peerDescription: String {
+        context.peer.map { "uid=\($0.uid) pid=\($0.pid)" } ?? "unknown"
+    }
+
+    // MARK: Interest
+
+    /// Registers or updates the fd's epoll events to match the state. Call with the lock held.
+    func updateInterest(_ s: inout State) {
+        guard !s.closed else { return }
+        var events: UInt32 = 0
+        if !s.readPaused && !s.inputEnded && s.protocolError == nil && !s.closing { events |= UInt32(APPD_EPOLL_IN) }
+        if s.wantsWrite { events |= UInt32(APPD_EPOLL_OUT) }
+        guard events != s.registeredEvents else { return }
+        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_MOD), fd, events)
+        s.registeredEvents = events
+    }
+
+    func register() {
+        state.withLock { s in
+            let events = UInt32(APPD_EPOLL_IN)
+            appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), fd, events)
+            s.registeredEvents = events
+        }
+    }
+
+    // MARK: Reading (I/O thread)
+
+    /// Reads what the socket has, queues whole calls, and wakes the worker.
+    func readAvailable() {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        var wake: CheckedContinuation<Void, Never>?
+        state.withLock { s in
+            guard !s.closed, !s.closing else { return }
+            while !s.readPaused && !s.inputEnded && s.protocolError == nil {
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    chunk.withUnsafeBytes { s.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                    pump(&s)
+                    if n < chunk.count { break }
+                } else if n == 0 {
+                    s.inputEnded = true
+                    if s.reader.pendingCount > 0 {
+                        logger.notice("client closed mid-message", metadata: ["peer": peerDescription])
+                    }
+                } else {
+                    if errno == EINTR { continue }
+                    if errno != EAGAIN && errno != EWOULDBLOCK { s.inputEnded = true }
+                    break
+                }
+            }
+            updateInterest(&s)
+            wake = s.worker
+            s.worker = nil
+        }
+        wake?.resume()
+    }
+
+    /// Moves whole frames from the reader to the call queue, up to the queue limit.
+    /// Call with the lock held.
+    func pump(_ s: inout State) {
+        while s.queued < limits.maxQueuedCalls && s.protocolError == nil {
+            do {
+                guard let frame = try s.reader.nextFrame() else { break }
+                s.calls.append(try VarlinkCall(frame: frame))
+                s.sawMessage = true
+            } catch {
+                s.protocolError = error.reason
+                logger.warning("closing connection: \(error.reason)", metadata: ["peer": peerDescription])
+            }
+        }
+        s.readPaused = s.queued >= limits.maxQueuedCalls
+        s.reader.compact()
+    }
+
+    // MARK: The worker
+
+    /// The next call to answer, or nil when the connection is done.
+    func nextCall() async -> VarlinkCall? {
+        while true {
+            let (call, done) = state.withLock { s -> (VarlinkCall?, Bool) in
+                s.busy = false
+                if s.closed || s.closing { return (nil, true) }
+                if s.queued == 0 && s.readPaused == false && s.reader.pendingCount > 0 { pump(&s) }
+                if s.queued > 0 {
+                    let call = s.calls[s.callsHead]
+                    s.callsHead += 1
+                    if s.callsHead == s.calls.count {
+                        s.calls.removeAll(keepingCapacity: true)
+                        s.callsHead = 0
+                    }
+                    if s.readPaused {
+                        pump(&s)
+                        updateInterest(&s)
+                    }
+                    s.busy = true
+                    return (call, false)
+                }
+                if s.inputEnded || s.protocolError != nil { return (nil, true) }
+                return (nil, false)
+            }
+            if let call { return call }
+            if done { return nil }
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let wait = state.withLock { s -> Bool in
+                    guard s.queued == 0, !s.inputEnded, s.protocolError == nil, !s.closing, !s.closed else { return false }
+                    s.worker = c
+                    return true
+                }
+                if !wait { c.resume() }
+            }
+        }
+    }
+
+    /// Wakes a waiting worker so it notices the connection is closing.
+    func wakeWorker() {
+        state.withLock { s in defer { s.worker = nil }; return s.worker }?.resume()
+    }
+
+    /// Whether the worker is between calls (for the shutdown drain).
+    var isIdle: Bool { state.withLock { !$0.busy } }
+
+    /// The worker has finished: close once the replies are written.
+    func workerFinished() {
+        state.withLock { s in
+            s.workerDone = true
+            s.busy = false
+            if s.output.count == s.outputStart { requestClose(&s) }
+        }
+    }
+
+    // MARK: Writing
+
+    struct Gone: Error {}
+
+    /// Queues a reply and writes as much as the socket takes now; the I/O thread writes the
+    /// rest when the socket is writable. Throws `Gone` when the connection is closed or the
+    /// client has left more than the pending-output limit unread.
+    func send(_ reply: VarlinkReply) throws(Gone) {
+        try state.withLock { s throws(Gone) in
+            guard !s.closed, !s.closing else { throw Gone() }
+            reply.write(into: &s.output)
+            if !s.wantsWrite { flush(&s) }
+            if s.output.count - s.outputStart > limits.maxPendingOutputBytes {
+                logger.warning(
+                    "closing connection: client is not reading its replies",
+                    metadata: ["peer": peerDescription, "pending.bytes": "\(s.output.count - s.outputStart)"])
+                requestClose(&s)
+                throw Gone()
+            }
+        }
+    }
+
+    /// Writes pending output (I/O thread on EPOLLOUT, or the worker). Call with the lock held.
+    func flush(_ s: inout State) {
+        while s.outputStart < s.output.count && !s.closed {
+            let n = s.output.withUnsafeBytes { buffer in
+                write(fd, buffer.baseAddress! + s.outputStart, buffer.count - s.outputStart)
+            }
+            if n > 0 {
+                s.outputStart += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break
+            } else {
+                requestClose(&s)
+                return
+            }
+        }
+        if s.outputStart == s.output.count {
+            s.output.removeAll(keepingCapacity: s.output.capacity <= 1 << 16)
+            s.outputStart = 0
+            s.wantsWrite = false
+            if s.workerDone { requestClose(&s) }
+        } else {
+            s.wantsWrite = true
+            if s.outputStart > 1 << 20 {
+                s.output.removeFirst(s.outputStart)
+                s.outputStart = 0
+            }
+        }
+        updateInterest(&s)
+    }
+
+    func writable() {
+        state.withLock { s in flush(&s) }
+    }
+
+    // MARK: Closing
+
+    /// Asks the I/O thread to close: `shutdown` wakes epoll with a hang-up while the fd number
+    /// stays ours until the I/O thread closes it. Call with the lock held.
+    func requestClose(_ s: inout State) {
+        guard !s.closing && !s.closed else { return }
+        s.closing = true
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    func requestClose() {
+        state.withLock { s in requestClose(&s) }
+    }
+
+    /// Closes the fd (I/O thread only). Returns false when it was closed already.
+    func close() -> Bool {
+        let (first, worker) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !s.closed else { return (false, nil) }
+            s.closed = true
+            appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_DEL), fd, 0)
+            Glibc.close(fd)
+            defer { s.worker = nil }
+            return (true, s.worker)
+        }
+        worker?.resume()
+        return first
+    }
+
+    /// Whether the connection should be closed now (I/O thread housekeeping).
+    func shouldClose(now: ContinuousClock.Instant) -> Bool {
+        state.withLock { s in
+            if s.closing || s.closed { return true }
+            if !s.sawMessage && now - acceptedAt > limits.firstMessageTimeout {
+                logger.notice("closing connection: no message within the first-message timeout", metadata: ["peer": peerDescription])
+                requestClose(&s)
+                return true
+            }
+            return false
+        }
+    }
+}

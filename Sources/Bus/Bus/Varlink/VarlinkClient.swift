@@ -1,0 +1,135 @@
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a client call did not get a reply.
+public enum VarlinkClientError: Error, Equatable, CustomStringConvertible {
+    /// Nothing is listening on the socket (or it does not exist).
+    case cannotConnect(path: String, code: Int32)
+    /// The reply did not arrive in time.
+    case timedOut(seconds: Double)
+    /// The server closed the connection.
+    case closed
+    /// The server sent something that is not a varlink reply.
+    case protocolViolation(String)
+
+    public var description: String {
+        switch self {
+        case .cannotConnect(let path, let code): "cannot connect to \(path): \(String(cString: strerror(code)))"
+        case .timedOut(let seconds): "no reply within \(seconds) s"
+        case .closed: "the daemon closed the connection"
+        case .protocolViolation(let reason): "unexpected data from the daemon: \(reason)"
+        }
+    }
+}
+
+/// A blocking varlink client over a Unix socket: connect, pipeline, call, stream.
+///
+/// Synchronous on purpose: appctl starts, makes a call and exits, and needs no async runtime.
+/// One client belongs to one thread.
+public final class VarlinkClient {
+    public let path: String
+    /// How long to wait for each reply.
+    public var timeout: Duration
+    private let fd: Int32
+    private var reader = VarlinkFrameReader(maxBytes: ServerLimits.hardMaxMessageBytes)
+    private var buffer = [UInt8](repeating: 0, count: 65536)
+
+    public init(path: String, timeout: Duration = .seconds(30)) throws(VarlinkClientError) {
+        self.path = path
+        self.timeout = timeout
+        let fd = appd_unix_connect(path)
+        guard fd >= 0 else { throw .cannotConnect(path: path, code: errno) }
+        self.fd = fd
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Sends a call without waiting (pipelining): replies come back in order via `receive`.
+    public func send(_ call: VarlinkCall) throws(VarlinkClientError) {
+        try write(call.frame())
+    }
+
+    /// Writes raw bytes (tests use it for malformed input).
+    public func write(_ bytes: [UInt8]) throws(VarlinkClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n > 0 {
+                offset += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                throw .closed
+            }
+        }
+    }
+
+    /// Waits for the next reply.
+    public func receive() throws(VarlinkClientError) -> VarlinkReply {
+        let frame = try receiveFrame()
+        do {
+            return try VarlinkReply(frame: frame)
+        } catch {
+            throw .protocolViolation(error.reason)
+        }
+    }
+
+    /// The next raw NUL-terminated frame (without the NUL).
+    public func receiveFrame() throws(VarlinkClientError) -> ArraySlice<UInt8> {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while true {
+            do {
+                if let frame = try reader.nextFrame() {
+                    reader.compact()
+                    return frame
+                }
+            } catch {
+                throw .protocolViolation(error.reason)
+            }
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { throw .timedOut(seconds: Self.seconds(timeout)) }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let millis = Int32(min(Self.seconds(remaining) * 1000 + 1, 2_000_000_000))
+            let ready = poll(&poller, 1, millis)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                buffer.withUnsafeBytes { reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                throw .closed
+            }
+        }
+    }
+
+    /// One call, one reply (error replies are returned, not thrown).
+    public func call(_ method: String, _ parameters: JSONValue = [:]) throws(VarlinkClientError) -> VarlinkReply {
+        try send(VarlinkCall(method: method, parameters: parameters))
+        return try receive()
+    }
+
+    /// A `more` call: `onReply` sees each reply until the last (or an error reply).
+    public func stream(
+        _ method: String, _ parameters: JSONValue = [:], onReply: (VarlinkReply) throws -> Void
+    ) throws {
+        try send(VarlinkCall(method: method, parameters: parameters, more: true))
+        while true {
+            let reply = try receive()
+            try onReply(reply)
+            if !reply.continues || reply.error != nil { return }
+        }
+    }
+
+    /// Shuts down the sending side (the server answers what it has, then closes).
+    public func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,121 @@
+import Synchronization
+
+/// Routes varlink calls to the bus: checks the method against its interface's IDL, validates
+/// the parameters, runs the call through the gates, and renders replies and typed errors.
+///
+/// It knows nothing about sockets, so tests can drive it directly; the server feeds it calls.
+public final class VarlinkDispatcher: Sendable {
+    public let bus: EventBus
+    public let info: VarlinkServiceInterface.Info
+    private let interfaces = Mutex<[String: VarlinkInterface]>([:])
+    private let logger: Logger
+
+    public init(bus: EventBus, info: VarlinkServiceInterface.Info, logger: Logger = Logger(label: "appd.varlink")) throws {
+        self.bus = bus
+        self.info = info
+        self.logger = logger
+        try register(try VarlinkInterface(parsing: VarlinkServiceInterface.idl))
+        try registerServiceMethods()
+    }
+
+    /// Serves an interface; its IDL must pass the portable-subset lint.
+    public func register(_ interface: VarlinkInterface) throws(DuplicateInterface) {
+        let added = interfaces.withLock { table -> Bool in
+            guard table[interface.name] == nil else { return false }
+            table[interface.name] = interface
+            return true
+        }
+        guard added else { throw DuplicateInterface(name: interface.name) }
+    }
+
+    /// Stops serving an interface (an external plugin went away).
+    public func unregister(interface name: String) {
+        _ = interfaces.withLock { $0.removeValue(forKey: name) }
+    }
+
+    public var interfaceNames: [String] { interfaces.withLock { $0.keys.sorted() } }
+
+    public func interface(_ name: String) -> VarlinkInterface? { interfaces.withLock { $0[name] } }
+
+    /// Handles one call; `emit` writes a reply. Oneway calls emit nothing, not even errors.
+    public func handle(
+        _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, emit: (VarlinkReply) async throws -> Void
+    ) async throws {
+        do {
+            try await route(call, caller: caller, timeout: timeout, emit: emit)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch let error as any WireError {
+            guard !call.oneway else { return }
+            try await emit(VarlinkReply(parameters: .object(error.wireParameters), error: error.wireName))
+        } catch {
+            let id = MessageID.next().description
+            logger.error(
+                "call failed with an unexpected error",
+                metadata: ["method": call.method, "error": "\(error)", "message.id": id, "caller": "\(caller)"])
+            guard !call.oneway else { return }
+            try await emit(VarlinkReply(error: InternalError(messageID: id)))
+        }
+    }
+
+    private func route(
+        _ call: VarlinkCall, caller: Caller, timeout: Duration?, emit: (VarlinkReply) async throws -> Void
+    ) async throws {
+        guard let dot = call.method.lastIndex(of: "."), dot != call.method.startIndex else {
+            throw InterfaceNotFound(interface: call.method)
+        }
+        let interfaceName = String(call.method[..<dot])
+        let memberName = String(call.method[call.method.index(after: dot)...])
+        guard let interface = interface(interfaceName) else { throw InterfaceNotFound(interface: interfaceName) }
+        guard let method = interface.method(memberName) else { throw MethodNotFound(method: call.method) }
+        try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
+        if call.oneway && call.more {
+            throw InvalidParameters(method: call.method, parameter: "more", reason: "a oneway call cannot ask for more")
+        }
+
+        if call.more, bus.methodInfo(call.method)?.streaming == true {
+            let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
+            while let (value, isFinal) = try await stream.nextReply() {
+                try check(value, of: method, in: interface)
+                try await emit(VarlinkReply(parameters: value, continues: !isFinal))
+            }
+            return
+        }
+        let reply = try await bus.call(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
+        guard !call.oneway else { return }
+        try check(reply, of: method, in: interface)
+        try await emit(VarlinkReply(parameters: reply))
+    }
+
+    /// A reply that breaks the interface's contract is a bug in appd: log it, answer InternalError.
+    private func check(_ reply: JSONValue, of method: VarlinkMethod, in interface: VarlinkInterface) throws {
+        guard let problem = interface.check(reply, against: .structure(method.output), path: "") else { return }
+        let id = MessageID.next().description
+        logger.error(
+            "reply does not match the interface",
+            metadata: ["method": "\(interface.name).\(method.name)", "field": problem.path, "reason": problem.reason, "message.id": id])
+        throw InternalError(messageID: id)
+    }
+
+    private func registerServiceMethods() throws {
+        let info = self.info
+        try bus.registerRaw(method: "org.varlink.service.GetInfo", requirements: []) { [weak self] _, _ in
+            let names = self?.interfaceNames ?? []
+            return [
+                "vendor": .string(info.vendor), "product": .string(info.product), "version": .string(info.version),
+                "url": .string(info.url), "interfaces": .array(names.map(JSONValue.string)),
+            ]
+        }
+        try bus.registerRaw(method: "org.varlink.service.GetInterfaceDescription", requirements: []) { [weak self] _, parameters in
+            let name = parameters["interface"]?.stringValue ?? ""
+            guard let interface = self?.interface(name) else { throw InterfaceNotFound(interface: name) }
+            return ["description": .string(interface.text)]
+        }
+    }
+}
+
+/// Two interfaces of the same name were registered.
+public struct DuplicateInterface: Error, Equatable, CustomStringConvertible {
+    public let name: String
+    public var description: String { "interface \(name) is already served" }
+}

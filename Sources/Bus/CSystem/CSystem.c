@@ -1,0 +1,125 @@
+// _GNU_SOURCE lives here, not in the header: in a header it changes glibc's struct
+// definitions for every Swift module that imports it (see PLATFORM.md).
+#define _GNU_SOURCE
+#include "CSystem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int appd_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid) {
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    *pid = cred.pid;
+    return 0;
+}
+
+static int fill_address(struct sockaddr_un *addr, const char *path) {
+    memset(addr, 0, sizeof(*addr));
+    addr->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(addr->sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(addr->sun_path, path);
+    return 0;
+}
+
+int appd_unix_listen(const char *path, int backlog) {
+    struct sockaddr_un addr;
+    if (fill_address(&addr, path) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, backlog) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int appd_unix_connect(const char *path) {
+    struct sockaddr_un addr;
+    if (fill_address(&addr, path) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int appd_accept(int listen_fd) {
+    return accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int appd_pid_in_group(int32_t pid, uint32_t gid) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *file = fopen(path, "re");
+    if (!file) return 0;
+    char line[4096];
+    int found = 0;
+    while (fgets(line, sizeof(line), file)) {
+        if (strncmp(line, "Groups:", 7) != 0) continue;
+        char *cursor = line + 7;
+        while (*cursor) {
+            char *end;
+            unsigned long value = strtoul(cursor, &end, 10);
+            if (end == cursor) break;
+            if (value == gid) { found = 1; break; }
+            cursor = end;
+        }
+        break;
+    }
+    fclose(file);
+    return found;
+}
+
+int appd_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int appd_epoll_ctl(int epfd, int op, int fd, uint32_t events) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof(event));
+    event.events = events;
+    event.data.fd = fd;
+    return epoll_ctl(epfd, op, fd, &event);
+}
+
+int appd_epoll_wait(int epfd, int *fds, uint32_t *events, int max, int timeout_ms) {
+    struct epoll_event list[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(epfd, list, max, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        fds[i] = list[i].data.fd;
+        events[i] = list[i].events;
+    }
+    return n;
+}
+
+int appd_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+void appd_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t ignored = write(fd, &one, sizeof(one));
+    (void)ignored;
+}
+
+void appd_eventfd_drain(int fd) {
+    uint64_t value;
+    while (read(fd, &value, sizeof(value)) > 0) {}
+}

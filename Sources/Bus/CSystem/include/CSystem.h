@@ -1,0 +1,43 @@
+#ifndef APPD_CSYSTEM_H
+#define APPD_CSYSTEM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/// Reads SO_PEERCRED of a connected Unix socket. Returns 0, or -1 with errno set.
+int appd_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
+
+/// Creates a non-blocking, close-on-exec Unix stream socket bound to `path` and listening.
+/// Returns the fd, or -1 with errno set. The caller handles stale sockets and modes.
+int appd_unix_listen(const char *path, int backlog);
+
+/// Connects a blocking, close-on-exec Unix stream socket to `path`. Returns the fd or -1.
+int appd_unix_connect(const char *path);
+
+/// Accepts one connection as non-blocking and close-on-exec. Returns the fd or -1.
+int appd_accept(int listen_fd);
+
+/// Whether `pid` is in supplementary group `gid` (reads /proc/PID/status). 1 yes, 0 no.
+int appd_pid_in_group(int32_t pid, uint32_t gid);
+
+/// epoll without the packed `struct epoll_event` crossing into Swift.
+enum {
+    APPD_EPOLL_IN = 0x001,
+    APPD_EPOLL_OUT = 0x004,
+    APPD_EPOLL_ERR = 0x008,
+    APPD_EPOLL_HUP = 0x010,
+    APPD_EPOLL_RDHUP = 0x2000,
+};
+enum { APPD_EPOLL_ADD = 1, APPD_EPOLL_DEL = 2, APPD_EPOLL_MOD = 3 };
+
+int appd_epoll_create(void);
+int appd_epoll_ctl(int epfd, int op, int fd, uint32_t events);
+/// Waits for events; fills fds[i] and events[i]; returns the count, 0 on timeout, -1 on error.
+int appd_epoll_wait(int epfd, int *fds, uint32_t *events, int max, int timeout_ms);
+
+/// An eventfd to wake the epoll loop from other threads.
+int appd_eventfd(void);
+void appd_eventfd_signal(int fd);
+void appd_eventfd_drain(int fd);
+
+#endif

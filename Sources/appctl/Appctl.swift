@@ -3,36 +3,122 @@ import Glibc
 #endif
 import Bus
 
-/// appctl's entry point. The control socket arrives with the varlink client; until then appctl
-/// knows its help and version.
+/// appctl's entry point: find the subcommand, run it, turn the outcome into an exit code.
 @main
 enum Appctl {
-    static let help = """
-        OVERVIEW: Control and script appd over its Unix socket (varlink).
-
-        USAGE: appctl [--socket <path>] [--json] [--timeout <seconds>] <subcommand>
-
-        OPTIONS:
-          --socket <path>         The daemon's socket (default: $APPD_SOCKET or the runtime dir).
-          --json                  Print machine-readable JSON.
-          --timeout <seconds>     Give up on a call after this long (default: 30).
-          --version               Show the version.
-          -h, --help              Show help information.
-
-        SUBCOMMANDS:
-          help                    Show help for a subcommand.
-        """
+    static let builtins: [Builtin] = [
+        DaemonCommands.ping, DaemonCommands.status, DaemonCommands.info, DaemonCommands.introspect,
+        DaemonCommands.shutdown, CallCommand.command, EventsCommand.command, BenchCommand.command,
+        CompletionCommand.command,
+    ]
 
     static func main() {
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        switch arguments.first {
-        case nil, "-h", "--help", "help":
-            print(help)
-        case "--version":
-            print("appctl \(Version.current)")
-        case let other?:
-            StandardError.write("Error: unknown subcommand '\(other)'\n\nUSAGE: appctl [--socket <path>] [--json] <subcommand>\n")
-            exit(64)
+        exit(run(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        do {
+            return try dispatch(arguments)
+        } catch {
+            return report(error)
         }
+    }
+
+    static func dispatch(_ arguments: [String]) throws(AppctlError) -> Int32 {
+        // The subcommand is the first word that is not a global option (or its value).
+        var index = 0
+        while index < arguments.count {
+            let word = arguments[index]
+            if word == "--socket" || word == "--timeout" { index += 2; continue }
+            if word.hasPrefix("-") { index += 1; continue }
+            break
+        }
+        guard index < arguments.count else {
+            let (options, rest) = try GlobalOptions.extract(from: arguments)
+            if let stray = rest.first { throw .usage("unknown option '\(stray)'" + Suggestions.hint(for: stray, in: ["--socket", "--json", "--timeout", "--help", "--version"]), command: nil) }
+            if arguments.contains("--version") { print("appctl \(Version.current)"); return ExitCode.ok }
+            _ = options
+            print(overview, terminator: "")
+            return ExitCode.ok
+        }
+        let name = arguments[index]
+        let before = Array(arguments[..<index])
+        let after = Array(arguments[(index + 1)...])
+
+        if name == "help" {
+            let (_, rest) = try GlobalOptions.extract(from: before + after)
+            return try help(rest)
+        }
+        if let command = builtins.first(where: { $0.name == name }) {
+            let (options, rest) = try GlobalOptions.extract(from: before + after, reserved: command.reserved)
+            if options.help {
+                print(command.help, terminator: "")
+                return ExitCode.ok
+            }
+            return try command.run(rest, Context(options: options))
+        }
+        // Not built in: an interface of the daemon.
+        if let near = Suggestions.closest(to: name, in: builtins.map(\.name) + ["help"]), Suggestions.distance(name, near) <= 1 {
+            throw .usage("unknown subcommand '\(name)'\nDid you mean '\(near)'?", command: nil)
+        }
+        // Global options win over a method field of the same name; `appctl call` reaches those.
+        let (options, rest) = try GlobalOptions.extract(from: before + after)
+        return try DerivedCommand.run(interfaceWord: name, rest, options: options)
+    }
+
+    static func help(_ words: [String]) throws(AppctlError) -> Int32 {
+        guard let first = words.first else {
+            print(overview, terminator: "")
+            return ExitCode.ok
+        }
+        if let command = builtins.first(where: { $0.name == first }) {
+            print(command.help, terminator: "")
+            return ExitCode.ok
+        }
+        var options = GlobalOptions()
+        options.help = true
+        return try DerivedCommand.run(interfaceWord: first, Array(words.dropFirst()), options: options)
+    }
+
+    static var overview: String {
+        var text = """
+            OVERVIEW: Control and script appd over its Unix socket (varlink).
+
+            USAGE: appctl [--socket <path>] [--json] [--timeout <seconds>] <subcommand>
+
+            OPTIONS:
+
+            """
+        text += GlobalOptions.help + "\n          --version               Show the version.\n"
+        text += "\nSUBCOMMANDS:\n"
+        for command in builtins { text += Help.row(command.name, command.abstract) }
+        text += Help.row("help", "Show help for a subcommand.")
+        text += Help.row("<interface> <method>", "Call a method of any served interface: appctl daemon status")
+        text += "\n  See 'appctl help <subcommand>' for detailed help.\n\n"
+        text += ExitCode.table + "\n"
+        return text
+    }
+
+    /// Prints the error the way the user needs it and returns the exit code.
+    static func report(_ error: AppctlError) -> Int32 {
+        switch error {
+        case .usage(let message, let command):
+            let usage = command.map { name in builtins.first { $0.name == name }?.usage ?? "\(name) [--<field> <value> ...]" }
+                ?? "<subcommand> [<options>]"
+            StandardError.write("Error: \(message)\nUsage: appctl \(usage)\n  See 'appctl \(command.map { "help \($0)" } ?? "--help")' for more information.\n")
+        case .unreachable(let cause, let socket):
+            switch cause {
+            case .cannotConnect:
+                StandardError.write(
+                    "Error: appd is not running, or not on \(socket) (\(cause)).\n"
+                        + "Start it with 'appd' (or 'systemctl start appd'), or point appctl at it with --socket or APPD_SOCKET.\n")
+            default:
+                StandardError.write("Error: \(cause) (socket \(socket)).\n")
+            }
+        case .daemon(let reply):
+            let parameters = reply.parameters.objectValue.map { $0.isEmpty ? "" : " " + JSONValue.object($0).jsonText } ?? ""
+            StandardError.write("Error: \(reply.error ?? "error")\(parameters)\n")
+        }
+        return error.exitCode
     }
 }

@@ -1,41 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bus
 
 /// The composition root: builds each part of the daemon in a named step, top to bottom.
 extension Appd {
     /// Runs the daemon until it is told to stop; returns the process exit code.
     static func start(_ options: AppdOptions) async -> Int32 {
+        let startedAt = ContinuousClock.now
+
         // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd).
         LoggingSystem.bootstrap(level: options.logLevel) { _ in StreamLogHandler.standardError() }
         let logger = Logger(label: "appd")
 
-        // 2. The bus, with its gate chain fixed from here on (plugins contribute gates later).
-        let bus = EventBus(gates: [], logger: Logger(label: "appd.bus"))
+        // 2. Who may call admin methods.
+        var adminGroup: gid_t?
+        if let name = options.adminGroup {
+            guard let group = getgrnam(name) else {
+                logger.critical("unknown admin group '\(name)'; create it or drop --admin-group")
+                return 78
+            }
+            adminGroup = group.pointee.gr_gid
+        }
 
-        // 3. Services, stopped in reverse order on SIGTERM/SIGINT.
-        let services: [any Service] = [BusHeartbeat(bus: bus)]
-        let group = ServiceGroup(services: services, logger: logger)
+        // 3. The bus, with its gate chain fixed from here on (plugins contribute more gates).
+        let gates: [any Gate] = [AdminGate(adminGroup: adminGroup)]
+        let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
 
-        logger.notice("appd started", metadata: ["version": Version.current])
+        // 4. The varlink interfaces the daemon itself serves.
+        let dispatcher: VarlinkDispatcher
+        do {
+            dispatcher = try VarlinkDispatcher(
+                bus: bus,
+                info: .init(vendor: "appd", product: "appd", version: Version.current, url: "https://github.com/appd/appd"))
+            try BusInterface.install(on: dispatcher)
+        } catch {
+            logger.critical("cannot set up the daemon's interfaces: \(error)")
+            return 1
+        }
+
+        // 5. The control socket: 0600, or 0660 with the admin group.
+        let path = SocketPath.resolve(flag: options.socket)
+        let server: VarlinkServer
+        do {
+            let listener = try ListeningSocket.bind(path: path, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
+            server = try VarlinkServer(
+                listener: listener, dispatcher: dispatcher, limits: options.limits, logger: Logger(label: "appd.varlink"))
+        } catch {
+            logger.critical("\(error)")
+            return 1
+        }
+
+        // 6. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
+        let group = ServiceGroup(services: [server], logger: logger)
+        do {
+            try DaemonInterface.install(
+                on: dispatcher,
+                context: .init(
+                    startedAt: startedAt, connections: { server.stats.connections }, plugins: { [] },
+                    shutdown: { await group.triggerShutdown() }))
+        } catch {
+            logger.critical("cannot set up io.appd.Daemon: \(error)")
+            return 1
+        }
+
+        logger.notice("appd started", metadata: ["version": Version.current, "socket": path])
         do {
             try await group.run()
         } catch {
             logger.critical("appd stopped after a failure", metadata: ["error": "\(error)"])
             return 1
         }
+        try? await bus.drain(timeout: .seconds(5))
         logger.notice("appd stopped")
         return 0
-    }
-}
-
-/// Keeps the daemon alive while nothing else runs, and drains the bus on the way out.
-struct BusHeartbeat: Service {
-    let bus: EventBus
-    var name: String { "bus" }
-
-    func run() async throws {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(3600))
-        }
-        try? await bus.drain(timeout: .seconds(5))
     }
 }

@@ -11,7 +11,17 @@ public struct TopicFilter: Hashable, Sendable, CustomStringConvertible {
     }
 
     public let pattern: String
-    let tokens: [Token]
+    /// One token list per alternative pattern; a topic matches when any alternative does.
+    let alternatives: [[Token]]
+
+    /// Matches a topic that matches any of the patterns.
+    public init(anyOf patterns: [String]) throws(InvalidTopic) {
+        guard !patterns.isEmpty else { throw InvalidTopic(topic: "", reason: "give at least one topic or pattern") }
+        var alternatives: [[Token]] = []
+        for pattern in patterns { alternatives += try TopicFilter(pattern).alternatives }
+        self.pattern = patterns.joined(separator: " ")
+        self.alternatives = alternatives
+    }
 
     /// Parses a topic or pattern; throws `InvalidTopic` naming what is wrong.
     public init(_ pattern: String) throws(InvalidTopic) {
@@ -31,7 +41,7 @@ public struct TopicFilter: Hashable, Sendable, CustomStringConvertible {
             }
         }
         self.pattern = pattern
-        self.tokens = tokens
+        self.alternatives = [tokens]
     }
 
     /// Every topic.
@@ -56,6 +66,10 @@ public struct TopicFilter: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether a concrete topic matches this filter.
     public func matches(_ topic: String) -> Bool {
+        alternatives.contains { Self.matches(topic, $0) }
+    }
+
+    private static func matches(_ topic: String, _ tokens: [Token]) -> Bool {
         var index = 0
         for part in topic.split(separator: ".", omittingEmptySubsequences: false) {
             guard index < tokens.count else { return false }

@@ -55,14 +55,14 @@ public final class VarlinkServer: Service {
     public func run() async throws {
         appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), listener.fd, UInt32(APPD_EPOLL_IN))
         appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), wakeFD, UInt32(APPD_EPOLL_IN))
-        let thread = IOThread.start { [self] in loop() }
+        let thread = OSThread.start { [self] in loop() }
         logger.notice("listening", metadata: ["socket": listener.path])
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(3600))
         }
         await stop()
         appd_eventfd_signal(wakeFD)
-        IOThread.join(thread)
+        OSThread.join(thread)
         Glibc.close(epollFD)
         Glibc.close(wakeFD)
     }

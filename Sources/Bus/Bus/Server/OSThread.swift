@@ -2,16 +2,16 @@
 import Glibc
 #endif
 
-/// Starts a dedicated OS thread for blocking I/O (the epoll loop), outside Swift's cooperative
-/// pool so it never starves async work.
-enum IOThread {
+/// Starts a dedicated OS thread for blocking work (the epoll loop, appctl bench clients),
+/// outside Swift's cooperative pool so it never starves async work.
+public enum OSThread {
     private final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
     /// Runs `body` on a new joinable thread and returns its handle.
-    static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    public static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { raw in
@@ -24,7 +24,7 @@ enum IOThread {
         return thread
     }
 
-    static func join(_ thread: pthread_t) {
+    public static func join(_ thread: pthread_t) {
         pthread_join(thread, nil)
     }
 }

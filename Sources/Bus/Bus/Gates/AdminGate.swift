@@ -1,0 +1,48 @@
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Lets `.admin` commands through only for a privileged peer: the daemon's own uid, root, or a
+/// member of the configured admin group. Every admin call is audited (peer, method, outcome).
+public struct AdminGate: Gate {
+    public let daemonUID: UInt32
+    public let adminGroup: UInt32?
+    private let audit: Logger
+
+    public init(daemonUID: UInt32 = getuid(), adminGroup: UInt32? = nil, audit: Logger = Logger(label: "appd.audit")) {
+        self.daemonUID = daemonUID
+        self.adminGroup = adminGroup
+        self.audit = audit
+    }
+
+    public var name: String { "admin" }
+
+    public func covers(_ requirement: Requirement) -> Bool { requirement == .admin }
+
+    public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        guard envelope.requirements.contains(.admin) else { return try await next(envelope) }
+        let who = envelope.caller.peer.map { "\($0.uid)" } ?? (envelope.caller.plugin.map { "plugin:\($0)" } ?? "daemon")
+        guard isPrivileged(envelope.caller) else {
+            audit.notice("admin call denied", metadata: ["peer.uid": who, "method": envelope.name, "outcome": "denied"])
+            throw PermissionDenied(reason: "\(envelope.name) needs the daemon's uid, root, or the admin group")
+        }
+        do {
+            let reply = try await next(envelope)
+            audit.notice("admin call", metadata: ["peer.uid": who, "method": envelope.name, "outcome": "ok"])
+            return reply
+        } catch {
+            audit.notice(
+                "admin call", metadata: ["peer.uid": who, "method": envelope.name, "outcome": "error", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// In-process calls from the daemon itself are privileged; plugins and users are not.
+    func isPrivileged(_ caller: Caller) -> Bool {
+        guard let peer = caller.peer else { return caller.plugin == nil && caller.principal == nil }
+        if peer.uid == 0 || peer.uid == daemonUID { return true }
+        guard let group = adminGroup else { return false }
+        return peer.gid == group || appd_pid_in_group(peer.pid, group) == 1
+    }
+}

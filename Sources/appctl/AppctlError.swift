@@ -1,0 +1,19 @@
+import Bus
+
+/// What ends an appctl run early; each case knows its message and exit code.
+enum AppctlError: Error {
+    /// The command line is wrong; `command` selects the usage line shown.
+    case usage(String, command: String?)
+    /// The daemon is not reachable.
+    case unreachable(VarlinkClientError, socket: String)
+    /// The daemon answered with an error reply.
+    case daemon(VarlinkReply)
+
+    var exitCode: Int32 {
+        switch self {
+        case .usage: ExitCode.usage
+        case .unreachable: ExitCode.unreachable
+        case .daemon(let reply): ExitCode.forError(reply.error ?? "")
+        }
+    }
+}

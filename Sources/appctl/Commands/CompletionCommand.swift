@@ -1,0 +1,38 @@
+/// `appctl completion bash`.
+enum CompletionCommand {
+    static let command = Builtin(
+        name: "completion", abstract: "Print a shell completion script.", usage: "completion bash",
+        discussion: "Load it with: source <(appctl completion bash)"
+    ) { arguments, context throws(AppctlError) in
+        let flags = try Flags(arguments, command: "completion")
+        guard flags.positionals == ["bash"] else {
+            throw .usage("completion supports 'bash'", command: "completion")
+        }
+        print(bash(Appctl.builtins.map(\.name)))
+        return ExitCode.ok
+    }
+
+    /// Completes subcommands, then interface methods by asking the daemon (`appctl <interface> --help`).
+    static func bash(_ commands: [String]) -> String {
+        """
+        # bash completion for appctl
+        _appctl() {
+            local cur=${COMP_WORDS[COMP_CWORD]}
+            if [ "$COMP_CWORD" -eq 1 ]; then
+                local interfaces
+                interfaces=$(appctl info --json 2>/dev/null | tr ',' '\\n' | sed -n 's/.*"\\([a-z]*\\.[a-zA-Z.]*\\)".*/\\1/p' | awk -F. '{print tolower($NF)}')
+                COMPREPLY=($(compgen -W "\(commands.joined(separator: " ")) $interfaces" -- "$cur"))
+            elif [ "$COMP_CWORD" -eq 2 ]; then
+                local methods
+                methods=$(appctl "${COMP_WORDS[1]}" --help 2>/dev/null | awk '/^METHODS:/{m=1;next} /^$/{m=0} m{print $1}')
+                COMPREPLY=($(compgen -W "$methods" -- "$cur"))
+            else
+                local fields
+                fields=$(appctl "${COMP_WORDS[1]}" "${COMP_WORDS[2]}" --help 2>/dev/null | awk '/^FIELDS:/{m=1;next} /^$/{m=0} m{print $1}')
+                COMPREPLY=($(compgen -W "$fields --json --socket --timeout --help" -- "$cur"))
+            fi
+        }
+        complete -F _appctl appctl
+        """
+    }
+}

@@ -1,0 +1,191 @@
+import Bus
+
+/// `appctl <interface> <method> --field value …` for every interface the daemon serves:
+/// flags typed by the IDL, help from its doc comments. A new plugin needs no appctl change.
+enum DerivedCommand {
+    /// Kebab-case of a member name: `SignUp` → `sign-up`.
+    static func kebab(_ name: String) -> String {
+        var out = ""
+        for (i, ch) in name.enumerated() {
+            if ch.isUppercase && i > 0 { out += "-" }
+            out += ch.lowercased()
+        }
+        return out
+    }
+
+    static func squash(_ word: String) -> String { word.lowercased().filter { $0 != "-" && $0 != "_" } }
+
+    static func run(interfaceWord: String, _ arguments: [String], options: GlobalOptions) throws(AppctlError) -> Int32 {
+        let context = Context(options: options)
+        let name = try DaemonCommands.resolveInterfaceName(
+            interfaceWord, context: context, alsoSuggest: Appctl.builtins.map(\.name))
+        let interface = try context.interface(name)
+        let short = DaemonCommands.shortName(name)
+        guard let methodWord = arguments.first, !methodWord.hasPrefix("-") else {
+            if options.help {
+                print(interfaceHelp(interface, short: short), terminator: "")
+                return ExitCode.ok
+            }
+            throw .usage("\(short) needs a method: \(interface.methods.map { kebab($0.name) }.joined(separator: ", "))", command: short)
+        }
+        guard let method = interface.methods.first(where: { squash($0.name) == squash(methodWord) }) else {
+            throw .usage(
+                "\(short) has no method '\(methodWord)'" + Suggestions.hint(for: methodWord, in: interface.methods.map { kebab($0.name) }),
+                command: short)
+        }
+        if options.help {
+            print(methodHelp(method, in: interface, short: short), terminator: "")
+            return ExitCode.ok
+        }
+        let parameters = try parseFields(Array(arguments.dropFirst()), for: method, in: interface, command: "\(short) \(kebab(method.name))")
+        let qualified = "\(name).\(method.name)"
+        let order = method.output.map(\.name)
+        do {
+            context.output.reply(try context.call(qualified, .object(parameters)), order: order)
+        } catch .daemon(let reply) where reply.error == "org.varlink.service.ExpectedMore" {
+            try context.stream(qualified, .object(parameters)) { reply, _ in context.output.reply(reply, order: order) }
+        }
+        return ExitCode.ok
+    }
+
+    /// Flags of the method's input fields, typed by the IDL.
+    static func parseFields(
+        _ arguments: [String], for method: VarlinkMethod, in interface: VarlinkInterface, command: String
+    ) throws(AppctlError) -> [String: JSONValue] {
+        var values: [String: JSONValue] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("--") else {
+                throw .usage("unexpected argument '\(argument)'; pass fields as --name value", command: command)
+            }
+            let (flag, inline) = GlobalOptions.splitFlag(argument)
+            let word = String(flag.dropFirst(2))
+            guard let field = method.input.first(where: { squash($0.name) == squash(word) }) else {
+                throw .usage(
+                    "unknown option '\(flag)'" + Suggestions.hint(for: flag, in: method.input.map { "--" + kebab($0.name) }),
+                    command: command)
+            }
+            let type = resolve(field.type, in: interface)
+            let isBool = type == .bool || type == .optional(.bool)
+            let text: String
+            if let inline {
+                text = inline
+            } else if isBool {
+                text = "true"
+            } else {
+                guard index < arguments.count else { throw .usage("\(flag) needs a value", command: command) }
+                text = arguments[index]
+                index += 1
+            }
+            let value = try parse(text, as: type, flag: flag, interface: interface, command: command)
+            switch (type, values[field.name]) {
+            case (.array, .array(let existing)?):
+                if case .array(let more) = value { values[field.name] = .array(existing + more) }
+            case (.map, .object(let existing)?):
+                if case .object(let more) = value { values[field.name] = .object(existing.merging(more) { $1 }) }
+            case (.optional(.array), .array(let existing)?):
+                if case .array(let more) = value { values[field.name] = .array(existing + more) }
+            default:
+                values[field.name] = value
+            }
+        }
+        for field in method.input where !field.type.isOptional && values[field.name] == nil {
+            throw .usage("missing --\(kebab(field.name)) <\(field.type)>", command: command)
+        }
+        return values
+    }
+
+    /// Follows named types to what they stand for, keeping optionality.
+    static func resolve(_ type: VarlinkType, in interface: VarlinkInterface) -> VarlinkType {
+        switch type {
+        case .named(let name): interface.type(name).map { resolve($0.type, in: interface) } ?? type
+        case .optional(let inner): .optional(resolve(inner, in: interface))
+        default: type
+        }
+    }
+
+    static func parse(
+        _ text: String, as type: VarlinkType, flag: String, interface: VarlinkInterface, command: String
+    ) throws(AppctlError) -> JSONValue {
+        func bad(_ what: String) -> AppctlError { .usage("\(flag) needs \(what), not '\(text)'", command: command) }
+        switch resolve(type, in: interface) {
+        case .optional(let inner):
+            return try parse(text, as: inner, flag: flag, interface: interface, command: command)
+        case .string: return .string(text)
+        case .int:
+            guard let n = Int64(text) else { throw bad("a whole number") }
+            return .int(n)
+        case .float:
+            guard let d = Double(text), d.isFinite else { throw bad("a number") }
+            return .double(d)
+        case .bool:
+            switch text.lowercased() {
+            case "true", "yes", "1": return .bool(true)
+            case "false", "no", "0": return .bool(false)
+            default: throw bad("true or false")
+            }
+        case .enumeration(let cases):
+            guard cases.contains(text) else { throw bad("one of \(cases.joined(separator: ", "))") }
+            return .string(text)
+        case .array(let element):
+            if text.hasPrefix("["), let json = try? JSONParser.parse(Array(text.utf8)) { return json }
+            return .array([try parse(text, as: element, flag: flag, interface: interface, command: command)])
+        case .map(let element):
+            guard let eq = text.firstIndex(of: "=") else { throw bad("key=value") }
+            let value = try parse(String(text[text.index(after: eq)...]), as: element, flag: flag, interface: interface, command: command)
+            return .object([String(text[..<eq]): value])
+        case .object, .structure, .named:
+            guard let json = try? JSONParser.parse(Array(text.utf8)) else { throw bad("JSON") }
+            return json
+        }
+    }
+
+    static func interfaceHelp(_ interface: VarlinkInterface, short: String) -> String {
+        var text = "OVERVIEW: \(interface.doc.isEmpty ? interface.name : interface.doc)\n\n"
+        text += "USAGE: appctl \(short) <method> [--<field> <value> ...]\n\nMETHODS:\n"
+        for method in interface.methods {
+            text += Help.row(kebab(method.name), method.doc.split(separator: "\n").first.map(String.init) ?? "")
+        }
+        text += "\n  See 'appctl \(short) <method> --help' for a method's fields.\n"
+        return text
+    }
+
+    static func methodHelp(_ method: VarlinkMethod, in interface: VarlinkInterface, short: String) -> String {
+        var text = "OVERVIEW: \(method.doc.isEmpty ? "\(interface.name).\(method.name)" : method.doc)\n\n"
+        let flags = method.input.map { field in
+            field.type.isOptional ? "[--\(kebab(field.name)) <\(placeholder(field.type))>]" : "--\(kebab(field.name)) <\(placeholder(field.type))>"
+        }
+        text += "USAGE: appctl \(short) \(kebab(method.name))\(flags.isEmpty ? "" : " " + flags.joined(separator: " "))\n"
+        if !method.input.isEmpty {
+            text += "\nFIELDS:\n"
+            for field in method.input {
+                var doc = field.doc.replacingNewlines()
+                if field.type.isOptional { doc = doc.isEmpty ? "(optional)" : "\(doc) (optional)" }
+                text += Help.row("--\(kebab(field.name)) <\(placeholder(field.type))>", doc)
+            }
+        }
+        if !method.output.isEmpty {
+            text += "\nREPLY:\n"
+            for field in method.output { text += Help.row(field.name, "\(field.type)") }
+        }
+        text += "\nOPTIONS:\n" + GlobalOptions.help + "\n"
+        return text
+    }
+
+    static func placeholder(_ type: VarlinkType) -> String {
+        switch type {
+        case .optional(let inner): placeholder(inner)
+        case .array(let inner): placeholder(inner) + " ..."
+        case .map: "key=value"
+        case .enumeration(let cases): cases.joined(separator: "|")
+        case .structure, .object: "json"
+        default: "\(type)"
+        }
+    }
+}
+
+extension String {
+    func replacingNewlines() -> String { split(separator: "\n").joined(separator: " ") }
+}

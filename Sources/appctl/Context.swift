@@ -1,0 +1,101 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+
+/// One appctl run: the global options, the output style, and the connection to appd
+/// (opened on first use, so `--help` never needs the daemon).
+final class Context {
+    let options: GlobalOptions
+    let output: Output
+    private var client: VarlinkClient?
+    private var interfaceCache: [String: VarlinkInterface] = [:]
+
+    init(options: GlobalOptions) {
+        self.options = options
+        self.output = Output(json: options.json)
+    }
+
+    func connect() throws(AppctlError) -> VarlinkClient {
+        if let client { return client }
+        let path = options.socketPath
+        do throws(VarlinkClientError) {
+            let client = try VarlinkClient(path: path, timeout: options.timeout)
+            self.client = client
+            return client
+        } catch {
+            throw .unreachable(error, socket: path)
+        }
+    }
+
+    /// One call; an error reply becomes `AppctlError.daemon`.
+    func call(_ method: String, _ parameters: JSONValue = [:]) throws(AppctlError) -> JSONValue {
+        let client = try connect()
+        let reply: VarlinkReply
+        do throws(VarlinkClientError) {
+            reply = try client.call(method, parameters)
+        } catch {
+            throw .unreachable(error, socket: options.socketPath)
+        }
+        if reply.error != nil { throw .daemon(reply) }
+        return reply.parameters
+    }
+
+    /// A `more` call; `onReply` sees each reply's parameters until the stream ends.
+    func stream(_ method: String, _ parameters: JSONValue, onReply: (JSONValue, Bool) -> Void) throws(AppctlError) {
+        let client = try connect()
+        client.timeout = .seconds(365 * 24 * 3600)  // streams may idle for a long time
+        do {
+            try client.send(VarlinkCall(method: method, parameters: parameters, more: true))
+            while true {
+                let reply = try client.receive()
+                if reply.error != nil { throw AppctlError.daemon(reply) }
+                onReply(reply.parameters, reply.continues)
+                if !reply.continues { return }
+            }
+        } catch let error as AppctlError {
+            throw error
+        } catch let error as VarlinkClientError {
+            throw .unreachable(error, socket: options.socketPath)
+        } catch {
+            throw .unreachable(.closed, socket: options.socketPath)
+        }
+    }
+
+    /// The names of the interfaces the daemon serves.
+    func interfaceNames() throws(AppctlError) -> [String] {
+        let info = try call("org.varlink.service.GetInfo")
+        guard case .array(let names) = info["interfaces"] ?? .null else { return [] }
+        return names.compactMap(\.stringValue)
+    }
+
+    /// A served interface, parsed from its IDL.
+    func interface(_ name: String) throws(AppctlError) -> VarlinkInterface {
+        if let cached = interfaceCache[name] { return cached }
+        let reply = try call("org.varlink.service.GetInterfaceDescription", ["interface": .string(name)])
+        guard let text = reply["description"]?.stringValue else {
+            throw .daemon(VarlinkReply(error: InvalidParameters(method: "GetInterfaceDescription", parameter: "description", reason: "missing")))
+        }
+        do throws(VarlinkIDLError) {
+            let interface = try VarlinkInterface(parsing: text)
+            interfaceCache[name] = interface
+            return interface
+        } catch {
+            throw .usage("the daemon's description of \(name) does not parse: \(error)", command: nil)
+        }
+    }
+}
+
+/// Whether standard input is a terminal.
+func stdinIsTerminal() -> Bool { isatty(0) == 1 }
+
+/// All of standard input as bytes.
+func readStandardInput() -> [UInt8] {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        if n > 0 { bytes.append(contentsOf: chunk[0..<n]) } else if n < 0 && errno == EINTR { continue } else { break }
+    }
+    return bytes
+}

@@ -1,0 +1,45 @@
+import Bus
+
+/// appctl's exit codes (documented in the README and `appctl --help`).
+enum ExitCode {
+    static let ok: Int32 = 0
+    /// The daemon answered with an error not listed below.
+    static let daemonError: Int32 = 1
+    /// The daemon could not be reached (not running, wrong socket, timed out).
+    static let unreachable: Int32 = 2
+    /// The command line was wrong.
+    static let usage: Int32 = 64
+    /// The daemon refused a parameter (`org.varlink.service.InvalidParameter`, validation).
+    static let invalidParameter: Int32 = 65
+    /// The interface or method does not exist or is not implemented.
+    static let notFound: Int32 = 69
+    /// Try again later: a deadline, a timeout or a rate limit.
+    static let tryAgain: Int32 = 75
+    /// Permission denied (admin methods).
+    static let permissionDenied: Int32 = 77
+
+    /// The exit code for a daemon error reply.
+    static func forError(_ name: String) -> Int32 {
+        switch name {
+        case "org.varlink.service.InvalidParameter": invalidParameter
+        case "org.varlink.service.InterfaceNotFound", "org.varlink.service.MethodNotFound",
+            "org.varlink.service.MethodNotImplemented":
+            notFound
+        case "org.varlink.service.PermissionDenied": permissionDenied
+        case "io.appd.Bus.DeadlineExceeded": tryAgain
+        default: daemonError
+        }
+    }
+
+    static let table = """
+        EXIT CODES:
+          0    Success.
+          1    The daemon answered with an error.
+          2    The daemon could not be reached (not running, wrong --socket, or timed out).
+          64   Usage error: the command line was wrong.
+          65   The daemon refused a parameter (InvalidParameter).
+          69   No such interface or method, or it is not implemented.
+          75   Try again later (deadline exceeded).
+          77   Permission denied.
+        """
+}

@@ -1,0 +1,65 @@
+import Bus
+
+/// Options every subcommand accepts.
+struct GlobalOptions {
+    var socket: String?
+    var json = false
+    var timeout: Duration = .seconds(30)
+    var help = false
+
+    var socketPath: String { SocketPath.resolve(flag: socket) }
+
+    static let help = """
+          --socket <path>         The daemon's socket (default: $APPD_SOCKET, else
+                                  /run/appd/appd.sock as root, $XDG_RUNTIME_DIR/appd/appd.sock).
+          --json                  Machine-readable output: one JSON object per reply.
+          --timeout <seconds>     How long to wait for each reply (default: 30).
+          -h, --help              Show help information.
+        """
+
+    /// Takes the global options out of `arguments` (stopping at `--`), leaving the rest in order.
+    /// `reserved` names flags the subcommand claims for itself.
+    static func extract(from arguments: [String], reserved: Set<String> = []) throws(AppctlError) -> (GlobalOptions, [String]) {
+        var options = GlobalOptions()
+        var rest: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--" {
+                rest.append(contentsOf: arguments[(index - 1)...])
+                break
+            }
+            let (flag, inline) = splitFlag(argument)
+            if reserved.contains(flag) {
+                rest.append(argument)
+                continue
+            }
+            func value() throws(AppctlError) -> String {
+                if let inline { return inline }
+                guard index < arguments.count else { throw .usage("\(flag) needs a value", command: nil) }
+                index += 1
+                return arguments[index - 1]
+            }
+            switch flag {
+            case "--socket": options.socket = try value()
+            case "--json": options.json = true
+            case "-h", "--help": options.help = true
+            case "--timeout":
+                let text = try value()
+                guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+                    throw .usage("--timeout needs a positive number of seconds, not '\(text)'", command: nil)
+                }
+                options.timeout = .milliseconds(Int64(seconds * 1000))
+            default: rest.append(argument)
+            }
+        }
+        return (options, rest)
+    }
+
+    /// `--name=value` → ("--name", "value"); anything else → (argument, nil).
+    static func splitFlag(_ argument: String) -> (String, String?) {
+        guard argument.hasPrefix("--"), let eq = argument.firstIndex(of: "=") else { return (argument, nil) }
+        return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
+    }
+}

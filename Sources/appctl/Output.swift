@@ -1,0 +1,77 @@
+import Bus
+
+/// Renders replies for people (key: value, tables) or scripts (one JSON object per line).
+struct Output {
+    let json: Bool
+
+    /// Prints one reply's parameters. `order` lists keys in the IDL's order when known.
+    func reply(_ parameters: JSONValue, order: [String] = []) {
+        if json {
+            print(parameters.jsonText)
+            return
+        }
+        guard case .object(let members) = parameters else {
+            print(Self.scalar(parameters))
+            return
+        }
+        print(Self.render(members, order: order, indent: ""), terminator: "")
+    }
+
+    static func orderedKeys(_ members: [String: JSONValue], _ order: [String]) -> [String] {
+        let known = order.filter { members[$0] != nil }
+        return known + members.keys.filter { !order.contains($0) }.sorted()
+    }
+
+    static func render(_ members: [String: JSONValue], order: [String], indent: String) -> String {
+        var out = ""
+        let keys = orderedKeys(members, order)
+        let width = keys.map(\.count).max() ?? 0
+        for key in keys {
+            // Force-unwrap safe: keys come from `members`.
+            let value = members[key]!
+            let label = indent + key + ":" + String(repeating: " ", count: width - key.count)
+            switch value {
+            case .object(let nested) where !nested.isEmpty:
+                out += "\(indent)\(key):\n" + render(nested, order: [], indent: indent + "  ")
+            case .array(let rows) where !rows.isEmpty && rows.allSatisfy({ $0.objectValue != nil }):
+                out += "\(indent)\(key):\n" + table(rows.compactMap(\.objectValue), indent: indent + "  ")
+            default:
+                out += "\(label) \(scalar(value))\n"
+            }
+        }
+        return out
+    }
+
+    /// Rows of objects as an aligned table with upper-case headers.
+    static func table(_ rows: [[String: JSONValue]], order: [String] = [], indent: String = "") -> String {
+        var columns = order.filter { key in rows.contains { $0[key] != nil } }
+        for row in rows { for key in row.keys.sorted() where !columns.contains(key) { columns.append(key) } }
+        let cells = rows.map { row in columns.map { row[$0].map(scalar) ?? "" } }
+        let widths = columns.indices.map { i in max(columns[i].count, cells.map { $0[i].count }.max() ?? 0) }
+        func line(_ values: [String]) -> String {
+            indent + zip(values, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }
+                .joined(separator: "  ").trimmingTrailingSpaces() + "\n"
+        }
+        return line(columns.map { $0.uppercased() }) + cells.map(line).joined()
+    }
+
+    static func scalar(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "-"
+        case .bool(let b): b ? "yes" : "no"
+        case .int(let i): String(i)
+        case .double(let d): d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+        case .string(let s): s
+        case .array(let a): a.isEmpty ? "(none)" : a.map(scalar).joined(separator: ", ")
+        case .object: value.jsonText
+        }
+    }
+}
+
+extension String {
+    func trimmingTrailingSpaces() -> String {
+        var s = self
+        while s.last == " " { s.removeLast() }
+        return s
+    }
+}

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+
+/// `io.appd.Daemon`: the daemon's own control methods.
+enum DaemonInterface {
+    static let idl = """
+        # Control and introspection of the appd daemon itself.
+        interface io.appd.Daemon
+
+        # Counters of the in-process event bus.
+        type BusCounters (
+          commands: int,
+          events: int,
+          deliveries: int,
+          subscriptions: int
+        )
+
+        # A plugin's lifecycle state.
+        type Plugin (
+          name: string,
+          state: (starting, running, degraded, failed, stopped),
+          lastError: ?string
+        )
+
+        # Answers at once: the daemon is up and serving.
+        method Ping() -> ()
+
+        # What the daemon is doing now.
+        method Status() -> (
+          version: string,
+          pid: int,
+          uptimeSeconds: float,
+          # Client connections open now.
+          connections: int,
+          plugins: []Plugin,
+          bus: BusCounters
+        )
+
+        # Stops the daemon gracefully: in-flight calls finish, then it exits 0. Admin only.
+        method Shutdown() -> ()
+
+        """
+
+    struct Ping: Command {
+        static let method = "io.appd.Daemon.Ping"
+        typealias Reply = Empty
+    }
+
+    struct Status: Command {
+        static let method = "io.appd.Daemon.Status"
+        typealias Reply = StatusReply
+    }
+
+    struct Shutdown: Command {
+        static let method = "io.appd.Daemon.Shutdown"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = Empty
+    }
+
+    struct PluginStatus: Codable, Sendable {
+        var name: String
+        var state: String
+        var lastError: String?
+    }
+
+    struct StatusReply: Codable, Sendable {
+        var version: String
+        var pid: Int
+        var uptimeSeconds: Double
+        var connections: Int
+        var plugins: [PluginStatus]
+        var bus: EventBus.Counters
+    }
+
+    /// What the handlers need from the rest of the daemon.
+    struct Context: Sendable {
+        let startedAt: ContinuousClock.Instant
+        let connections: @Sendable () -> Int
+        let plugins: @Sendable () -> [PluginStatus]
+        let shutdown: @Sendable () async -> Void
+    }
+
+    static func install(on dispatcher: VarlinkDispatcher, context: Context) throws {
+        try dispatcher.register(try VarlinkInterface(parsing: idl))
+        let bus = dispatcher.bus
+        try bus.register(Ping.self) { _, _ in Empty() }
+        try bus.register(Status.self) { _, _ in
+            let uptime = ContinuousClock.now - context.startedAt
+            return StatusReply(
+                version: Version.current, pid: Int(getpid()),
+                uptimeSeconds: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                connections: context.connections(), plugins: context.plugins(), bus: bus.counters)
+        }
+        try bus.register(Shutdown.self) { _, envelope in
+            envelope.logger.notice("shutdown requested over the socket")
+            await context.shutdown()
+            return Empty()
+        }
+    }
+}

@@ -2,14 +2,13 @@
 import Glibc
 #endif
 import Bus
-import Synchronization
 
 /// `appctl bench`: a load generator in the spirit of redis-benchmark.
 enum BenchCommand {
     static let command = Builtin(
         name: "bench", abstract: "Measure calls per second and latency against the running daemon.",
         usage: "bench [-c <connections>] [-n <calls>] [-P <pipeline>] [--method <method>] [--params <json>]",
-        discussion: "Each connection runs on its own thread and keeps -P calls in flight. Prints calls/s, p50 and p99 latency.",
+        discussion: "One thread drives all connections; each keeps -P calls in flight. Prints calls/s, p50 and p99 latency.",
         options: """
               -c <connections>        Concurrent connections (default: 1).
               -n <calls>              Calls in total (default: 100000).
@@ -68,70 +67,79 @@ enum BenchCommand {
         return s
     }
 
-    final class Shared: Sendable {
-        let latencies = Mutex<[Double]>([])
-        let errors = Atomic<Int>(0)
-        let failure = Mutex<VarlinkClientError?>(nil)
+    /// One connection of the load generator: its socket, what it has read, and its calls in flight.
+    struct Lane {
+        var client: VarlinkClient
+        var inFlight: [ContinuousClock.Instant] = []
+        var sent = 0
     }
 
+    /// A single-threaded, poll-driven client over all connections (as redis-benchmark is), so the
+    /// load generator itself costs the machine little.
     static func run(
         path: String, connections: Int, calls: Int, pipeline: Int, call: VarlinkCall, timeout: Duration
     ) throws(AppctlError) -> Report {
-        let shared = Shared()
-        // Connect everything first, so connecting is not measured.
-        var clients: [VarlinkClient] = []
+        var lanes: [Lane] = []
         for _ in 0..<connections {
-            do throws(VarlinkClientError) { clients.append(try VarlinkClient(path: path, timeout: timeout)) } catch { throw .unreachable(error, socket: path) }
+            do throws(VarlinkClientError) {
+                lanes.append(Lane(client: try VarlinkClient(path: path, timeout: timeout)))
+            } catch {
+                throw .unreachable(error, socket: path)
+            }
         }
         let frame = call.frame()
+        var latencies: [Double] = []
+        latencies.reserveCapacity(calls)
+        var errors = 0
+        var issued = 0
         let start = ContinuousClock.now
-        var threads: [pthread_t] = []
-        for (i, client) in clients.enumerated() {
-            let share = calls / connections + (i < calls % connections ? 1 : 0)
-            let box = ClientBox(client)
-            threads.append(OSThread.start {
-                let client = box.client
-                var local: [Double] = []
-                local.reserveCapacity(share)
-                var done = 0
-                do {
-                    while done < share {
-                        let batch = min(pipeline, share - done)
-                        var bytes: [UInt8] = []
-                        for _ in 0..<batch { bytes += frame }
-                        let sent = ContinuousClock.now
-                        try client.write(bytes)
-                        for _ in 0..<batch {
-                            let reply = try client.receive()
-                            if reply.error != nil { shared.errors.add(1, ordering: .relaxed) }
-                            let elapsed = ContinuousClock.now - sent
-                            local.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1e3)
-                        }
-                        done += batch
-                    }
-                } catch let error as VarlinkClientError {
-                    shared.failure.withLock { $0 = error }
-                } catch {}
-                shared.latencies.withLock { $0 += local }
-            })
+        var lastProgress = start
+
+        func topUp(_ lane: inout Lane) throws(VarlinkClientError) {
+            var bytes: [UInt8] = []
+            let now = ContinuousClock.now
+            while lane.inFlight.count < pipeline && issued < calls {
+                bytes += frame
+                lane.inFlight.append(now)
+                issued += 1
+            }
+            if !bytes.isEmpty { try lane.client.write(bytes) }
         }
-        for thread in threads { OSThread.join(thread) }
+
+        do throws(VarlinkClientError) {
+            for i in lanes.indices { try topUp(&lanes[i]) }
+            var polls = lanes.map { pollfd(fd: $0.client.fileDescriptor, events: Int16(POLLIN), revents: 0) }
+            while latencies.count < calls {
+                let ready = poll(&polls, nfds_t(polls.count), 1000)
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 {
+                    if ContinuousClock.now - lastProgress > timeout { throw VarlinkClientError.timedOut(seconds: 0) }
+                    continue
+                }
+                for i in polls.indices where polls[i].revents != 0 {
+                    try lanes[i].client.fill()
+                    while let reply = try lanes[i].client.nextBufferedReply() {
+                        if reply.error != nil { errors += 1 }
+                        let sent = lanes[i].inFlight.removeFirst()
+                        let elapsed = ContinuousClock.now - sent
+                        latencies.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1e3)
+                    }
+                    lastProgress = ContinuousClock.now
+                    try topUp(&lanes[i])
+                }
+            }
+        } catch {
+            throw .unreachable(error, socket: path)
+        }
         let elapsed = ContinuousClock.now - start
-        if let failure = shared.failure.withLock({ $0 }) { throw .unreachable(failure, socket: path) }
-        var latencies = shared.latencies.withLock { $0 }
         latencies.sort()
         func percentile(_ p: Double) -> Double {
             latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
         }
         return Report(
-            calls: latencies.count, errors: shared.errors.load(ordering: .relaxed),
+            calls: latencies.count, errors: errors,
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             p50: percentile(0.5), p99: percentile(0.99))
     }
 }
 
-/// Hands one client to the thread that alone uses it from then on.
-final class ClientBox: @unchecked Sendable {  // safe: the client is handed over once and never shared
-    let client: VarlinkClient
-    init(_ client: VarlinkClient) { self.client = client }
-}

@@ -2,6 +2,12 @@ import Synchronization
 
 /// Runs work against a deadline without blocking on work that ignores cancellation.
 enum Deadline {
+    /// Where the race's tasks run: the server's event loop for socket calls, so a call with a
+    /// deadline does not hop threads; nil means the global executor.
+    @TaskLocal static var executor: (any TaskExecutor)?
+    /// A shared timer list (the server's loop sweeps it) used instead of one timer task per call.
+    @TaskLocal static var timers: DeadlineTimers?
+
     /// Runs `operation` in a child task; at `deadline` the caller gets `timeoutError()` at once
     /// and the operation is cancelled. Cancelling the caller cancels the operation.
     static func run<R: Sendable>(
@@ -10,21 +16,61 @@ enum Deadline {
         _ operation: @escaping @Sendable () async throws -> R
     ) async throws -> R {
         let race = Race<R>()
+        let timers = self.timers
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 race.begin(continuation)
-                let work = Task {
+                let work = Task(executorPreference: executor) {
                     do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
                 }
-                let timer = Task {
-                    try? await Task.sleep(until: deadline, clock: .continuous)
-                    if !Task.isCancelled { race.finish(.failure(timeoutError())) }
+                if let timers {
+                    let token = timers.schedule(deadline) { race.finish(.failure(timeoutError())) }
+                    race.attach { work.cancel(); timers.cancel(token) }
+                } else {
+                    let timer = Task(executorPreference: executor) {
+                        try? await Task.sleep(until: deadline, clock: .continuous)
+                        if !Task.isCancelled { race.finish(.failure(timeoutError())) }
+                    }
+                    race.attach { work.cancel(); timer.cancel() }
                 }
-                race.attach(work: work, timer: timer)
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
         }
+    }
+}
+
+/// Deadlines kept in one list and fired by whoever sweeps it (the server's I/O loop), so a call
+/// with a deadline costs a list insert instead of a timer task.
+public final class DeadlineTimers: Sendable {
+    private struct State {
+        var entries: [Int: (deadline: ContinuousClock.Instant, fire: @Sendable () -> Void)] = [:]
+        var next = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    func schedule(_ deadline: ContinuousClock.Instant, fire: @escaping @Sendable () -> Void) -> Int {
+        state.withLock { s in
+            s.next += 1
+            s.entries[s.next] = (deadline, fire)
+            return s.next
+        }
+    }
+
+    func cancel(_ token: Int) {
+        _ = state.withLock { $0.entries.removeValue(forKey: token) }
+    }
+
+    /// Fires every deadline that has passed.
+    public func fireExpired(now: ContinuousClock.Instant = .now) {
+        let due = state.withLock { s -> [@Sendable () -> Void] in
+            let expired = s.entries.filter { $0.value.deadline <= now }
+            for key in expired.keys { s.entries[key] = nil }
+            return expired.map(\.value.fire)
+        }
+        for fire in due { fire() }
     }
 }
 
@@ -34,7 +80,7 @@ private final class Race<R: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<R, any Error>?
         var result: Result<R, any Error>?
-        var tasks: [Task<Void, Never>] = []
+        var cleanup: (@Sendable () -> Void)?
     }
     private let state = Mutex(State())
 
@@ -48,26 +94,24 @@ private final class Race<R: Sendable>: Sendable {
         if let decided { continuation.resume(with: decided) }
     }
 
-    func attach(work: Task<Void, Never>, timer: Task<Void, Never>) {
+    /// What to do once the race is decided (cancel the losers); runs now if it already is.
+    func attach(cleanup: @escaping @Sendable () -> Void) {
         let finished = state.withLock { s -> Bool in
             if s.result != nil { return true }
-            s.tasks = [work, timer]
+            s.cleanup = cleanup
             return false
         }
-        if finished {
-            work.cancel()
-            timer.cancel()
-        }
+        if finished { cleanup() }
     }
 
     func finish(_ result: Result<R, any Error>) {
-        let (continuation, tasks) = state.withLock { s -> (CheckedContinuation<R, any Error>?, [Task<Void, Never>]) in
-            guard s.result == nil else { return (nil, []) }
+        let (continuation, cleanup) = state.withLock { s -> (CheckedContinuation<R, any Error>?, (@Sendable () -> Void)?) in
+            guard s.result == nil else { return (nil, nil) }
             s.result = result
-            defer { s.continuation = nil; s.tasks = [] }
-            return (s.continuation, s.tasks)
+            defer { s.continuation = nil; s.cleanup = nil }
+            return (s.continuation, s.cleanup)
         }
-        for task in tasks { task.cancel() }
+        cleanup?()
         continuation?.resume(with: result)
     }
 }

@@ -77,8 +77,7 @@ final class VarlinkConnection: Sendable {
     // MARK: Reading (I/O thread)
 
     /// Reads what the socket has, queues whole calls, and wakes the worker.
-    func readAvailable() {
-        var chunk = [UInt8](repeating: 0, count: 65536)
+    func readAvailable(into chunk: inout [UInt8]) {
         var wake: CheckedContinuation<Void, Never>?
         state.withLock { s in
             guard !s.closed, !s.closing else { return }

@@ -16,6 +16,9 @@ public final class VarlinkServer: Service {
     let epollFD: Int32
     let wakeFD: Int32
     let registry = Mutex(Registry())
+    let executor: EventLoopExecutor
+    /// Call deadlines, fired by the I/O loop's sweep (within ~100 ms of when they fall due).
+    let timers = DeadlineTimers()
     let stopping = Atomic<Bool>(false)
     private let acceptedTotal = Atomic<Int>(0)
     private let refusedTotal = Atomic<Int>(0)
@@ -42,6 +45,7 @@ public final class VarlinkServer: Service {
         self.epollFD = appd_epoll_create()
         self.wakeFD = appd_eventfd()
         guard epollFD >= 0, wakeFD >= 0 else { throw SocketError(operation: "epoll_create", path: listener.path, code: errno) }
+        self.executor = EventLoopExecutor(wakeFD: wakeFD)
     }
 
     public var stats: Stats {
@@ -89,11 +93,14 @@ public final class VarlinkServer: Service {
     // MARK: The I/O thread
 
     private func loop() {
+        executor.bindToCurrentThread()
         var fds = [Int32](repeating: 0, count: 256)
         var events = [UInt32](repeating: 0, count: 256)
+        var scratch = [UInt8](repeating: 0, count: 65536)
         var lastSweep = ContinuousClock.now
         while true {
-            let n = appd_epoll_wait(epollFD, &fds, &events, 256, 250)
+            executor.runQueuedJobs()
+            let n = appd_epoll_wait(epollFD, &fds, &events, 256, executor.hasJobs ? 0 : 100)
             if n < 0 && errno != EINTR { logger.error("epoll_wait failed", metadata: ["errno": "\(errno)"]) }
             for i in 0..<max(0, Int(n)) {
                 let fd = fds[i]
@@ -104,19 +111,25 @@ public final class VarlinkServer: Service {
                 } else if let connection = registry.withLock({ $0.connections[fd] }) {
                     let flags = events[i]
                     if flags & UInt32(APPD_EPOLL_OUT) != 0 { connection.writable() }
-                    if flags & UInt32(APPD_EPOLL_IN) != 0 { connection.readAvailable() }
+                    if flags & UInt32(APPD_EPOLL_IN) != 0 { connection.readAvailable(into: &scratch) }
                     if flags & (UInt32(APPD_EPOLL_HUP) | UInt32(APPD_EPOLL_ERR)) != 0 {
-                        connection.readAvailable()
+                        connection.readAvailable(into: &scratch)
                         connection.requestClose()
                     }
                 }
             }
             let now = ContinuousClock.now
-            if now - lastSweep > .milliseconds(200) || n > 0 {
+            if now - lastSweep > .milliseconds(100) {
                 sweep(now: now)
+                timers.fireExpired(now: now)
                 lastSweep = now
             }
-            if stopping.load(ordering: .acquiring) && registry.withLock({ $0.connections.isEmpty }) { return }
+            // Stop only when no connection, no worker and no job is left to run on this thread.
+            if stopping.load(ordering: .acquiring) && !executor.hasJobs
+                && registry.withLock({ $0.connections.isEmpty && $0.workers.isEmpty })
+            {
+                return
+            }
         }
     }
 
@@ -134,7 +147,6 @@ public final class VarlinkServer: Service {
                     if r.perUID[uid] == 0 { r.perUID[uid] = nil }
                 }
                 r.workers[connection.context.id]?.cancel()
-                r.workers[connection.context.id] = nil
             }
         }
     }
@@ -175,8 +187,14 @@ public final class VarlinkServer: Service {
             acceptedTotal.add(1, ordering: .relaxed)
             let connection = VarlinkConnection(
                 fd: fd, epollFD: epollFD, context: ConnectionContext(id: id, peer: peer), limits: limits, logger: logger)
-            let worker = Task { [dispatcher, limits] in
-                await Self.serve(connection, dispatcher: dispatcher, limits: limits)
+            // The worker runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
+            let worker = Task(executorPreference: executor) { [self] in
+                await Deadline.$executor.withValue(executor) {
+                    await Deadline.$timers.withValue(timers) {
+                        await Self.serve(connection, dispatcher: dispatcher, limits: limits)
+                    }
+                }
+                _ = registry.withLock { $0.workers.removeValue(forKey: id) }
             }
             registry.withLock { r in
                 r.connections[fd] = connection

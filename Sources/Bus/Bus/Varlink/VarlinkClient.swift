@@ -124,6 +124,32 @@ public final class VarlinkClient {
         }
     }
 
+    /// The socket, for callers that multiplex several clients with poll().
+    public var fileDescriptor: Int32 { fd }
+
+    /// Reads whatever the socket has now (one read; blocks only if nothing is there).
+    public func fill() throws(VarlinkClientError) {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n > 0 {
+            buffer.withUnsafeBytes { reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        } else if !(n < 0 && errno == EINTR) {
+            throw .closed
+        }
+    }
+
+    /// A reply already read by `fill`, if a whole one is there.
+    public func nextBufferedReply() throws(VarlinkClientError) -> VarlinkReply? {
+        do {
+            guard let frame = try reader.nextFrame() else {
+                reader.compact()
+                return nil
+            }
+            return try VarlinkReply(frame: frame)
+        } catch {
+            throw .protocolViolation(error.reason)
+        }
+    }
+
     /// Shuts down the sending side (the server answers what it has, then closes).
     public func finishSending() {
         shutdown(fd, Int32(SHUT_WR))

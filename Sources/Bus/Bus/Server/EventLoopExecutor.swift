@@ -1,0 +1,49 @@
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Runs Swift tasks on the server's I/O thread, between epoll waits (as an event loop does).
+///
+/// Connection workers prefer this executor, so a call read by the I/O thread is decoded,
+/// dispatched and answered on that same thread: no hand-off to another thread per call.
+/// Work that awaits an actor or another executor hops away and comes back here.
+final class EventLoopExecutor: TaskExecutor {
+    private let jobs = Mutex<[UnownedJob]>([])
+    private let wakeFD: Int32
+    /// The loop thread, set once it starts; enqueues from it need no wake-up.
+    private let loopThread = Mutex<pthread_t?>(nil)
+
+    init(wakeFD: Int32) { self.wakeFD = wakeFD }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let wasEmpty = jobs.withLock { queue in
+            queue.append(unowned)
+            return queue.count == 1
+        }
+        if wasEmpty && !isLoopThread { appd_eventfd_signal(wakeFD) }
+    }
+
+    private var isLoopThread: Bool {
+        guard let thread = loopThread.withLock({ $0 }) else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// Called once from the loop thread before it runs jobs.
+    func bindToCurrentThread() {
+        loopThread.withLock { $0 = pthread_self() }
+    }
+
+    var hasJobs: Bool { jobs.withLock { !$0.isEmpty } }
+
+    /// Runs the jobs queued now (not those they enqueue, so I/O is never starved).
+    func runQueuedJobs() {
+        let batch = jobs.withLock { queue -> [UnownedJob] in
+            defer { queue.removeAll(keepingCapacity: true) }
+            return queue
+        }
+        for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+    }
+}

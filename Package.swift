@@ -29,7 +29,7 @@ let package = Package(
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
             linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims")]),
 
-        .testTarget(name: "BusTests", dependencies: ["Bus"], path: "Tests/BusTests", swiftSettings: strict),
+        .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

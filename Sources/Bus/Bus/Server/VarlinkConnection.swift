@@ -25,6 +25,8 @@ final class VarlinkConnection: Sendable {
         var closing = false
         var closed = false
         var busy = false
+        /// The call being answered is a stream (`more`): shutdown ends it rather than waiting.
+        var streaming = false
         var workerDone = false
         var sawMessage = false
         var registeredEvents: UInt32 = 0
@@ -143,6 +145,7 @@ final class VarlinkConnection: Sendable {
                         updateInterest(&s)
                     }
                     s.busy = true
+                    s.streaming = call.more
                     return (call, false)
                 }
                 if s.inputEnded || s.protocolError != nil { return (nil, true) }
@@ -166,8 +169,9 @@ final class VarlinkConnection: Sendable {
         state.withLock { s in defer { s.worker = nil }; return s.worker }?.resume()
     }
 
-    /// Whether the worker is between calls (for the shutdown drain).
-    var isIdle: Bool { state.withLock { !$0.busy } }
+    /// Whether shutdown may close the connection now: the worker is between calls, or it is
+    /// serving a stream (which may never end by itself).
+    var isIdle: Bool { state.withLock { !$0.busy || $0.streaming } }
 
     /// The worker has finished: close once the replies are written.
     func workerFinished() {

@@ -21,6 +21,9 @@ public enum BusInterface {
           dropped: int
         )
 
+        # Publishes an event (live subscribers only). Admin only, for scripts and tests.
+        method Publish(topic: string, payload: object) -> ()
+
         # The call did not finish before its deadline; retry or raise the timeout.
         error DeadlineExceeded (method: string)
 
@@ -45,6 +48,14 @@ public enum BusInterface {
         var since: Int64?
     }
 
+    struct Publish: Command {
+        static let method = "io.appd.Bus.Publish"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = Empty
+        var topic: String
+        var payload: JSONValue
+    }
+
     struct WireEvent: Codable, Sendable {
         var seq: Int64?
         var topic: String
@@ -57,6 +68,10 @@ public enum BusInterface {
     public static func install(on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
+        try bus.register(Publish.self) { command, envelope in
+            try bus.publish(topic: command.topic, payload: command.payload, causedBy: envelope)
+            return Empty()
+        }
         try bus.register(Subscribe.self) { command, _, writer in
             if command.since != nil {
                 throw InvalidParameters(

@@ -69,9 +69,6 @@ public final class VarlinkDispatcher: Sendable {
         guard let interface = interface(interfaceName) else { throw InterfaceNotFound(interface: interfaceName) }
         guard let method = interface.method(memberName) else { throw MethodNotFound(method: call.method) }
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
-        if call.oneway && call.more {
-            throw InvalidParameters(method: call.method, parameter: "more", reason: "a oneway call cannot ask for more")
-        }
 
         if call.more, bus.methodInfo(call.method)?.streaming == true {
             let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)

@@ -43,6 +43,7 @@ public struct VarlinkCall: Sendable, Equatable {
         self.method = method
         self.more = try flag("more")
         self.oneway = try flag("oneway")
+        if more && oneway { throw VarlinkProtocolError("a call cannot be both 'oneway' and 'more'") }
         switch members["parameters"] ?? .null {
         case .null: self.parameters = .object([:])
         case .object(let p): self.parameters = .object(p)

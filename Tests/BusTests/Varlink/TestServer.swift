@@ -1,0 +1,137 @@
+@testable import Bus
+import CSystem
+import Glibc
+import Synchronization
+
+/// A real VarlinkServer on a real socket in a temporary directory, with a test interface.
+final class TestServer: Sendable {
+    static let idl = """
+        # Methods for testing the server.
+        interface io.appd.Test
+
+        # Returns the text.
+        method Echo(text: string) -> (text: string)
+        # Streams 1...upTo, each as a reply.
+        method Count(upTo: int) -> (n: int)
+        # Always fails with a typed error.
+        method Fail() -> ()
+        # Sleeps, then replies.
+        method Sleep(seconds: float) -> ()
+        # Returns a large string.
+        method Big(bytes: int) -> (text: string)
+        # Counts how often it was called (oneway tests).
+        method Touch() -> (touches: int)
+
+        error Failed (reason: string)
+
+        """
+
+    struct Echo: Command {
+        static let method = "io.appd.Test.Echo"
+        typealias Reply = EchoReply
+        var text: String
+    }
+    struct Count: StreamingCommand {
+        static let method = "io.appd.Test.Count"
+        typealias Reply = CountReply
+        var upTo: Int
+    }
+    struct CountReply: Codable, Sendable { var n: Int }
+    struct Fail: Command {
+        static let method = "io.appd.Test.Fail"
+        typealias Reply = Empty
+    }
+    struct Sleep: Command {
+        static let method = "io.appd.Test.Sleep"
+        typealias Reply = Empty
+        var seconds: Double
+    }
+    struct Big: Command {
+        static let method = "io.appd.Test.Big"
+        typealias Reply = EchoReply
+        var bytes: Int
+    }
+    struct Touch: Command {
+        static let method = "io.appd.Test.Touch"
+        typealias Reply = TouchReply
+    }
+    struct TouchReply: Codable, Sendable { var touches: Int }
+    struct Failed: WireError {
+        var wireName: String { "io.appd.Test.Failed" }
+        var wireParameters: [String: JSONValue] { ["reason": "on purpose"] }
+        var description: String { "failed on purpose" }
+    }
+
+    let directory: String
+    let path: String
+    let bus: EventBus
+    let dispatcher: VarlinkDispatcher
+    let server: VarlinkServer
+    let touches = Counter()
+    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+
+    init(limits: ServerLimits = ServerLimits(), logger: Logger = Logger(label: "test", level: .critical, handler: InMemoryLogHandler())) throws {
+        var template = Array("/tmp/appd-test-XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { throw SocketError(operation: "mkdtemp", path: "/tmp", code: errno) }
+        directory = String(cString: dir)
+        path = directory + "/appd.sock"
+        bus = EventBus(gates: [AdminGate()], logger: logger)
+        dispatcher = try VarlinkDispatcher(
+            bus: bus, info: .init(vendor: "appd", product: "appd-test", version: "0", url: "https://example.org"), logger: logger)
+        try BusInterface.install(on: dispatcher)
+        try dispatcher.register(try VarlinkInterface(parsing: Self.idl))
+        let touches = self.touches
+        try bus.register(Echo.self) { command, _ in EchoReply(text: command.text) }
+        try bus.register(Count.self) { command, _, writer in
+            guard command.upTo > 0 else { return CountReply(n: 0) }
+            for n in 1..<command.upTo { try await writer.send(CountReply(n: n)) }
+            return CountReply(n: command.upTo)
+        }
+        try bus.register(Fail.self) { _, _ in throw Failed() }
+        try bus.register(Sleep.self) { command, _ in
+            try await Task.sleep(for: .milliseconds(Int(command.seconds * 1000)))
+            return Empty()
+        }
+        try bus.register(Big.self) { command, _ in EchoReply(text: String(repeating: "x", count: command.bytes)) }
+        try bus.register(Touch.self) { _, _ in TouchReply(touches: touches.increment()) }
+        let listener = try ListeningSocket.bind(path: path, mode: 0o600)
+        server = try VarlinkServer(listener: listener, dispatcher: dispatcher, limits: limits, logger: logger)
+        let server = self.server
+        task.withLock { $0 = Task { try await server.run() } }
+    }
+
+    func client(timeout: Duration = .seconds(10)) throws -> VarlinkClient {
+        try VarlinkClient(path: path, timeout: timeout)
+    }
+
+    func stop() async {
+        let running = task.withLock { $0 }
+        running?.cancel()
+        _ = await running?.result
+        rmdir(directory)
+    }
+}
+
+/// Counts this process's open file descriptors.
+func openFileDescriptors() -> Int {
+    guard let dir = opendir("/proc/self/fd") else { return -1 }
+    defer { closedir(dir) }
+    var count = 0
+    while readdir(dir) != nil { count += 1 }
+    return count
+}
+
+/// Binds a socket at `path` and closes it without removing the file: what a killed daemon leaves.
+func appd_listen_then_close(_ path: String) -> Bool {
+    let fd = appd_unix_listen(path, 1)
+    guard fd >= 0 else { return false }
+    close(fd)
+    return true
+}
+
+/// A counter shared with handlers.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func increment() -> Int { value.withLock { $0 += 1; return $0 } }
+    var current: Int { value.withLock { $0 } }
+}

@@ -1,0 +1,51 @@
+@testable import Bus
+import Testing
+
+struct AdminOnly: Command {
+    static let method = "io.appd.Test.AdminOnly"
+    static let requirements: [Requirement] = [.admin]
+    typealias Reply = Empty
+}
+
+@Suite struct AdminGateTests {
+    func bus(_ gate: AdminGate) throws -> EventBus {
+        let bus = EventBus(gates: [gate])
+        try bus.register(AdminOnly.self) { _, _ in Empty() }
+        return bus
+    }
+
+    @Test func theDaemonsUIDAndRootAreAdmins() async throws {
+        let audit = InMemoryLogHandler()
+        let bus = try bus(AdminGate(daemonUID: 1000, audit: Logger(label: "audit", handler: audit)))
+        _ = try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1)))
+        _ = try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 0, gid: 0, pid: 1)))
+        _ = try await bus.send(AdminOnly())  // the daemon itself
+        #expect(audit.records.filter { $0.metadata["outcome"] == "ok" }.count == 3)
+    }
+
+    @Test func otherUsersAndPluginsAreDeniedAndAudited() async throws {
+        let audit = InMemoryLogHandler()
+        let bus = try bus(AdminGate(daemonUID: 1000, audit: Logger(label: "audit", handler: audit)))
+        await #expect(throws: PermissionDenied.self) {
+            try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 1001, gid: 1001, pid: 1)))
+        }
+        await #expect(throws: PermissionDenied.self) { try await bus.send(AdminOnly(), as: .plugin("mailer")) }
+        let denied = audit.records.filter { $0.metadata["outcome"] == "denied" }
+        #expect(denied.map { $0.metadata["peer.uid"] } == ["1001", "plugin:mailer"])
+        #expect(denied.allSatisfy { $0.metadata["method"] == AdminOnly.method })
+    }
+
+    @Test func theAdminGroupsPrimaryGIDIsAdmin() async throws {
+        let bus = try bus(AdminGate(daemonUID: 1000, adminGroup: 4242, audit: Logger(label: "audit", handler: InMemoryLogHandler())))
+        _ = try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 2000, gid: 4242, pid: 1)))
+        await #expect(throws: PermissionDenied.self) {
+            try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 2000, gid: 2000, pid: 1)))
+        }
+    }
+
+    @Test func nonAdminCommandsPassUntouched() async throws {
+        let bus = EventBus(gates: [AdminGate(daemonUID: 1000)])
+        try bus.register(Echo.self) { c, _ in EchoReply(text: c.text) }
+        #expect(try await bus.send(Echo(text: "x"), as: Caller(peer: PeerCredentials(uid: 5, gid: 5, pid: 1))).text == "x")
+    }
+}

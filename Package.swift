@@ -30,6 +30,8 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims")]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
+        // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
+        .testTarget(name: "EndToEndTests", path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,6 +13,11 @@ enum Appctl {
     ]
 
     static func main() {
+        // A parent may hand us a blocked signal mask (spawned from a thread that blocks them):
+        // Ctrl-C and SIGTERM must always end appctl.
+        var none = sigset_t()
+        sigemptyset(&none)
+        sigprocmask(SIG_SETMASK, &none, nil)
         exit(run(Array(CommandLine.arguments.dropFirst())))
     }
 
@@ -46,8 +51,9 @@ enum Appctl {
         let after = Array(arguments[(index + 1)...])
 
         if name == "help" {
-            let (_, rest) = try GlobalOptions.extract(from: before + after)
-            return try help(rest)
+            var (options, rest) = try GlobalOptions.extract(from: before + after)
+            options.help = true
+            return try help(rest, options: options)
         }
         if let command = builtins.first(where: { $0.name == name }) {
             let (options, rest) = try GlobalOptions.extract(from: before + after, reserved: command.reserved)
@@ -66,7 +72,7 @@ enum Appctl {
         return try DerivedCommand.run(interfaceWord: name, rest, options: options)
     }
 
-    static func help(_ words: [String]) throws(AppctlError) -> Int32 {
+    static func help(_ words: [String], options: GlobalOptions) throws(AppctlError) -> Int32 {
         guard let first = words.first else {
             print(overview, terminator: "")
             return ExitCode.ok
@@ -75,8 +81,6 @@ enum Appctl {
             print(command.help, terminator: "")
             return ExitCode.ok
         }
-        var options = GlobalOptions()
-        options.help = true
         return try DerivedCommand.run(interfaceWord: first, Array(words.dropFirst()), options: options)
     }
 

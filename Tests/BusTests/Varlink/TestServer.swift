@@ -100,8 +100,8 @@ final class TestServer: Sendable {
         task.withLock { $0 = Task { try await server.run() } }
     }
 
-    func client(timeout: Duration = .seconds(10)) throws -> VarlinkClient {
-        try VarlinkClient(path: path, timeout: timeout)
+    func client(timeout: Duration = .seconds(10)) throws -> TestClient {
+        TestClient(try VarlinkClient(path: path, timeout: timeout), timeout: timeout)
     }
 
     func stop() async {
@@ -134,4 +134,47 @@ final class Counter: Sendable {
     private let value = Mutex(0)
     func increment() -> Int { value.withLock { $0 += 1; return $0 } }
     var current: Int { value.withLock { $0 } }
+}
+
+/// A VarlinkClient whose waits sleep instead of blocking, so tests never hold one of the
+/// few cooperative threads while another suite needs it.
+final class TestClient {
+    let client: VarlinkClient
+    let timeout: Duration
+
+    init(_ client: VarlinkClient, timeout: Duration) {
+        self.client = client
+        self.timeout = timeout
+    }
+
+    func send(_ call: VarlinkCall) throws(VarlinkClientError) { try client.send(call) }
+    func write(_ bytes: [UInt8]) throws(VarlinkClientError) { try client.write(bytes) }
+    func finishSending() { client.finishSending() }
+
+    func receive() async throws -> VarlinkReply {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while true {
+            if let reply = try client.nextBufferedReply() { return reply }
+            if client.isReadable() {
+                try client.fill()
+                continue
+            }
+            guard ContinuousClock.now < deadline else { throw VarlinkClientError.timedOut(seconds: 10) }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    func call(_ method: String, _ parameters: JSONValue = [:]) async throws -> VarlinkReply {
+        try client.send(VarlinkCall(method: method, parameters: parameters))
+        return try await receive()
+    }
+
+    func stream(_ method: String, _ parameters: JSONValue = [:], onReply: (VarlinkReply) -> Void) async throws {
+        try client.send(VarlinkCall(method: method, parameters: parameters, more: true))
+        while true {
+            let reply = try await receive()
+            onReply(reply)
+            if !reply.continues || reply.error != nil { return }
+        }
+    }
 }

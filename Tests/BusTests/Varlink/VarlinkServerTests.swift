@@ -2,20 +2,20 @@
 import Glibc
 import Testing
 
-@Suite(.serialized) struct VarlinkServerTests {
+@Suite(.serialized, .timeLimit(.minutes(2))) struct VarlinkServerTests {
     @Test func getInfoHasAllFiveFieldsAndDescriptionsParse() async throws {
         let server = try TestServer()
         let client = try server.client()
-        let info = try client.call("org.varlink.service.GetInfo")
+        let info = try await client.call("org.varlink.service.GetInfo")
         #expect(info.error == nil)
         for key in ["vendor", "product", "version", "url", "interfaces"] { #expect(info.parameters[key] != nil, "\(key)") }
         #expect(info.parameters["interfaces"] == ["io.appd.Bus", "io.appd.Test", "org.varlink.service"])
         for name in ["io.appd.Bus", "io.appd.Test", "org.varlink.service"] {
-            let reply = try client.call("org.varlink.service.GetInterfaceDescription", ["interface": .string(name)])
+            let reply = try await client.call("org.varlink.service.GetInterfaceDescription", ["interface": .string(name)])
             let text = try #require(reply.parameters["description"]?.stringValue)
             #expect(try VarlinkInterface(parsing: text).name == name)
         }
-        let missing = try client.call("org.varlink.service.GetInterfaceDescription", ["interface": "no.such"])
+        let missing = try await client.call("org.varlink.service.GetInterfaceDescription", ["interface": "no.such"])
         #expect(missing.error == "org.varlink.service.InterfaceNotFound")
         await server.stop()
     }
@@ -23,15 +23,15 @@ import Testing
     @Test func callsErrorsAndUnknownNames() async throws {
         let server = try TestServer()
         let client = try server.client()
-        #expect(try client.call("io.appd.Test.Echo", ["text": "hi"]) == VarlinkReply(parameters: ["text": "hi"]))
-        #expect(try client.call("io.appd.Test.Fail") == VarlinkReply(parameters: ["reason": "on purpose"], error: "io.appd.Test.Failed"))
-        #expect(try client.call("io.appd.Test.Echo", ["text": 1]) == VarlinkReply(parameters: ["parameter": "text"], error: "org.varlink.service.InvalidParameter"))
-        #expect(try client.call("io.appd.Test.Echo", ["text": "a", "x": 1]).parameters == ["parameter": "x"])
-        #expect(try client.call("io.appd.Test.Echo").parameters == ["parameter": "text"])
-        #expect(try client.call("io.appd.Test.Nope").error == "org.varlink.service.MethodNotFound")
-        #expect(try client.call("io.appd.Nope.Echo") == VarlinkReply(parameters: ["interface": "io.appd.Nope"], error: "org.varlink.service.InterfaceNotFound"))
-        #expect(try client.call("nodot").error == "org.varlink.service.InterfaceNotFound")
-        #expect(try client.call("io.appd.Test.Count", ["upTo": 2]).error == "org.varlink.service.ExpectedMore")
+        #expect(try await client.call("io.appd.Test.Echo", ["text": "hi"]) == VarlinkReply(parameters: ["text": "hi"]))
+        #expect(try await client.call("io.appd.Test.Fail") == VarlinkReply(parameters: ["reason": "on purpose"], error: "io.appd.Test.Failed"))
+        #expect(try await client.call("io.appd.Test.Echo", ["text": 1]) == VarlinkReply(parameters: ["parameter": "text"], error: "org.varlink.service.InvalidParameter"))
+        #expect(try await client.call("io.appd.Test.Echo", ["text": "a", "x": 1]).parameters == ["parameter": "x"])
+        #expect(try await client.call("io.appd.Test.Echo").parameters == ["parameter": "text"])
+        #expect(try await client.call("io.appd.Test.Nope").error == "org.varlink.service.MethodNotFound")
+        #expect(try await client.call("io.appd.Nope.Echo") == VarlinkReply(parameters: ["interface": "io.appd.Nope"], error: "org.varlink.service.InterfaceNotFound"))
+        #expect(try await client.call("nodot").error == "org.varlink.service.InterfaceNotFound")
+        #expect(try await client.call("io.appd.Test.Count", ["upTo": 2]).error == "org.varlink.service.ExpectedMore")
         await server.stop()
     }
 
@@ -39,14 +39,14 @@ import Testing
         let server = try TestServer()
         let client = try server.client()
         var replies: [VarlinkReply] = []
-        try client.stream("io.appd.Test.Count", ["upTo": 3]) { replies.append($0) }
+        try await client.stream("io.appd.Test.Count", ["upTo": 3]) { replies.append($0) }
         #expect(replies == [
             VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2], continues: true),
             VarlinkReply(parameters: ["n": 3]),
         ])
         // `more` on a single-reply method: one reply without `continues`.
         var single: [VarlinkReply] = []
-        try client.stream("io.appd.Test.Echo", ["text": "x"]) { single.append($0) }
+        try await client.stream("io.appd.Test.Echo", ["text": "x"]) { single.append($0) }
         #expect(single == [VarlinkReply(parameters: ["text": "x"])])
         await server.stop()
     }
@@ -58,7 +58,7 @@ import Testing
         try client.send(VarlinkCall(method: "io.appd.Test.Fail", oneway: true))
         try client.send(VarlinkCall(method: "io.appd.Test.Nope", oneway: true))
         // The next reply on the wire belongs to the next call, and Touch ran once before it.
-        #expect(try client.call("io.appd.Test.Touch").parameters == ["touches": 2])
+        #expect(try await client.call("io.appd.Test.Touch").parameters == ["touches": 2])
         await server.stop()
     }
 
@@ -70,7 +70,7 @@ import Testing
         // The server pauses reading at its queue limit while it answers: the write completes.
         try client.write(bytes)
         for i in 0..<10_000 {
-            let reply = try client.receive()
+            let reply = try await client.receive()
             #expect(reply.parameters == ["text": .string(String(i))])
             if reply.parameters != ["text": .string(String(i))] { break }
         }
@@ -83,10 +83,10 @@ import Testing
         let server = try TestServer(limits: limits)
         let client = try server.client()
         let start = ContinuousClock.now
-        let reply = try client.call("io.appd.Test.Sleep", ["seconds": 5])
+        let reply = try await client.call("io.appd.Test.Sleep", ["seconds": 5])
         #expect(reply.error == "io.appd.Bus.DeadlineExceeded")
         #expect(ContinuousClock.now - start < .seconds(3))
-        #expect(try client.call("io.appd.Test.Echo", ["text": "still here"]).parameters == ["text": "still here"])
+        #expect(try await client.call("io.appd.Test.Echo", ["text": "still here"]).parameters == ["text": "still here"])
         await server.stop()
     }
 
@@ -102,7 +102,7 @@ import Testing
     @Test func aLiveSocketIsNeverStolenAndAStaleOneIsReplaced() async throws {
         let server = try TestServer()
         #expect(throws: SocketError.self) { try ListeningSocket.bind(path: server.path, mode: 0o600) }
-        #expect(try server.client().call("io.appd.Test.Echo", ["text": "ok"]).error == nil)
+        #expect(try await server.client().call("io.appd.Test.Echo", ["text": "ok"]).error == nil)
         await server.stop()
 
         // A socket file nobody listens on (a daemon that died) is replaced.
@@ -122,17 +122,17 @@ import Testing
         server.bus.publish(TodoCreated(id: 1))
         server.bus.publish(UserSignedUp(email: "x@y.z"))
         try server.bus.publish(topic: "todos.completed", payload: ["id": 2])
-        let first = try client.receive()
+        let first = try await client.receive()
         #expect(first.continues)
         #expect(first.parameters["topic"] == "todos.created")
         #expect(first.parameters["payload"] == ["id": 1])
         #expect(first.parameters["dropped"] == 0)
-        let second = try client.receive()
+        let second = try await client.receive()
         #expect(second.parameters["topic"] == "todos.completed")
         let other = try server.client()
-        #expect(try other.call("io.appd.Bus.Subscribe", ["topics": ["bad..topic"]]).error == "org.varlink.service.ExpectedMore")
+        #expect(try await other.call("io.appd.Bus.Subscribe", ["topics": ["bad..topic"]]).error == "org.varlink.service.ExpectedMore")
         var replies: [VarlinkReply] = []
-        try other.stream("io.appd.Bus.Subscribe", ["topics": ["bad..topic"]]) { replies.append($0) }
+        try await other.stream("io.appd.Bus.Subscribe", ["topics": ["bad..topic"]]) { replies.append($0) }
         #expect(replies.first?.error == "io.appd.Bus.InvalidTopic")
         await server.stop()
     }

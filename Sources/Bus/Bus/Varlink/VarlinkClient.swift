@@ -137,6 +137,12 @@ public final class VarlinkClient {
         }
     }
 
+    /// Whether the socket has something to read (or has closed) within `milliseconds`.
+    public func isReadable(milliseconds: Int32 = 0) -> Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, milliseconds) > 0
+    }
+
     /// A reply already read by `fill`, if a whole one is there.
     public func nextBufferedReply() throws(VarlinkClientError) -> VarlinkReply? {
         do {

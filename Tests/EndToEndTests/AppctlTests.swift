@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct AppctlHelpTests {
+    @Test func helpFlagsAndHelpCommandPrintTheSameText() async throws {
+        let a = try await run(Binaries.appctl, ["--help"])
+        let b = try await run(Binaries.appctl, ["-h"])
+        let c = try await run(Binaries.appctl, ["help"])
+        #expect(a.status == 0)
+        #expect(a.stdout == b.stdout)
+        #expect(a.stdout == c.stdout)
+        for section in ["OVERVIEW:", "USAGE: appctl", "OPTIONS:", "SUBCOMMANDS:", "EXIT CODES:"] {
+            #expect(a.stdout.contains(section), "\(section)")
+        }
+        for command in ["ping", "status", "shutdown", "call", "introspect", "info", "events", "bench", "completion"] {
+            #expect(a.stdout.contains("\n  \(command) "), "\(command)")
+        }
+    }
+
+    @Test func subcommandHelpIsTheSameEverywhere() async throws {
+        let a = try await run(Binaries.appctl, ["help", "call"])
+        let b = try await run(Binaries.appctl, ["call", "--help"])
+        let c = try await run(Binaries.appctl, ["call", "-h"])
+        #expect(a.status == 0)
+        #expect(a.stdout == b.stdout && b.stdout == c.stdout)
+        #expect(a.stdout.hasPrefix("OVERVIEW: Call any method with JSON parameters."))
+        #expect(a.stdout.contains("USAGE: appctl call <method> [<json>] [--more] [--oneway]"))
+    }
+
+    @Test func usageErrorsExit64WithErrorAndUsage() async throws {
+        let outcome = try await run(Binaries.appctl, ["--bogus"])
+        #expect(outcome.status == 64)
+        #expect(outcome.stderr.hasPrefix("Error: unknown option '--bogus'"))
+        #expect(outcome.stderr.contains("Usage: appctl"))
+        let typo = try await run(Binaries.appctl, ["ping", "--jsno"])
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("unknown option '--jsno'"))
+        let timeout = try await run(Binaries.appctl, ["--timeout", "soon", "ping"])
+        #expect(timeout.status == 64)
+    }
+
+    @Test func anUnreachableDaemonExits2AndSaysWhatToRun() async throws {
+        let outcome = try await run(Binaries.appctl, ["--socket", "/nonexistent/appd.sock", "ping"])
+        #expect(outcome.status == 2)
+        #expect(outcome.stderr.contains("appd is not running"))
+        #expect(outcome.stderr.contains("Start it with 'appd'"))
+        let env = try await run(Binaries.appctl, ["status"], environment: ["APPD_SOCKET": "/nonexistent/env.sock"])
+        #expect(env.status == 2)
+        #expect(env.stderr.contains("/nonexistent/env.sock"))
+    }
+
+    @Test func completionPrintsABashScript() async throws {
+        let outcome = try await run(Binaries.appctl, ["completion", "bash"])
+        #expect(outcome.status == 0)
+        #expect(outcome.stdout.contains("complete -F _appctl appctl"))
+        #expect(try await run(Binaries.appctl, ["completion", "fish"]).status == 64)
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct AppctlDaemonTests {
+    @Test func pingStatusInfoAndIntrospect() async throws {
+        let daemon = try await Daemon.start()
+        let ping = try await daemon.ctl(["ping"])
+        #expect(ping.status == 0)
+        #expect(ping.stdout == "pong\n")
+
+        let status = try await daemon.ctl(["status", "--json"])
+        #expect(status.status == 0)
+        let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        #expect(json?["version"] as? String == "0.1.0")
+        #expect(json?["pid"] as? Int == Int(daemon.process.processIdentifier))
+
+        let human = try await daemon.ctl(["status"])
+        #expect(human.stdout.contains("version:"))
+        #expect(human.stdout.contains("connections:"))
+
+        let info = try await daemon.ctl(["info"])
+        #expect(info.stdout.contains("interfaces: io.appd.Bus, io.appd.Daemon, org.varlink.service"))
+
+        let idl = try await daemon.ctl(["introspect", "daemon"])
+        #expect(idl.stdout.contains("interface io.appd.Daemon"))
+        #expect(idl.stdout.contains("method Status() -> ("))
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func commandsDerivedFromTheIDL() async throws {
+        let daemon = try await Daemon.start()
+        let status = try await daemon.ctl(["daemon", "status", "--json"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("\"version\":\"0.1.0\""))
+
+        let help = try await daemon.ctl(["daemon", "--help"])
+        #expect(help.stdout.contains("METHODS:"))
+        #expect(help.stdout.contains("  status"))
+        #expect(help.stdout.contains("What the daemon is doing now."))
+
+        let methodHelp = try await daemon.ctl(["help", "bus", "publish"])
+        #expect(methodHelp.stdout.contains("USAGE: appctl bus publish --topic <string> --payload <json>"))
+
+        let typo = try await daemon.ctl(["daemon", "stauts"])
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("Did you mean 'status'?"))
+
+        let missing = try await daemon.ctl(["bus", "publish", "--topic", "x.y"])
+        #expect(missing.status == 64)
+        #expect(missing.stderr.contains("missing --payload"))
+
+        let published = try await daemon.ctl(["bus", "publish", "--topic", "demo.one", "--payload", "{\"n\":1}"])
+        #expect(published.status == 0)
+
+        let unknownSubcommand = try await daemon.ctl(["stauts"])
+        #expect(unknownSubcommand.status == 64)
+        #expect(unknownSubcommand.stderr.contains("Did you mean 'status'?"))
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func callTakesJSONFromArgumentsOrStdinAndMapsErrorsToExitCodes() async throws {
+        let daemon = try await Daemon.start()
+        let ok = try await daemon.ctl(["--json", "call", "io.appd.Daemon.Ping"])
+        #expect(ok.status == 0)
+        #expect(ok.stdout == "{}\n")
+        let stdin = try await daemon.ctl(["call", "io.appd.Daemon.Status", "--json"], stdin: "{}")
+        #expect(stdin.stdout.contains("\"version\""))
+        let invalid = try await daemon.ctl(["call", "io.appd.Daemon.Ping", "{\"x\":1}"])
+        #expect(invalid.status == 65)
+        #expect(invalid.stderr.contains("org.varlink.service.InvalidParameter"))
+        let notFound = try await daemon.ctl(["call", "io.appd.Daemon.Nope"])
+        #expect(notFound.status == 69)
+        let badJSON = try await daemon.ctl(["call", "io.appd.Daemon.Ping", "{nope"])
+        #expect(badJSON.status == 64)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func eventsTailStreamsPublishedEvents() async throws {
+        let daemon = try await Daemon.start()
+        let tail = Process()
+        tail.executableURL = URL(fileURLWithPath: Binaries.appctl)
+        tail.arguments = ["--socket", daemon.socket, "--json", "events", "tail", "demo.*"]
+        let out = Pipe()
+        tail.standardOutput = out
+        try tail.run()
+        var seen = ""
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline && !seen.contains("demo.hello") {
+            _ = try await daemon.ctl(["call", "io.appd.Bus.Publish", "{\"topic\":\"demo.hello\",\"payload\":{\"n\":7}}"])
+            _ = try await daemon.ctl(["call", "io.appd.Bus.Publish", "{\"topic\":\"other.thing\",\"payload\":{}}"])
+            try await Task.sleep(for: .milliseconds(200))
+            seen += String(decoding: out.fileHandleForReading.availableDataIfAny(), as: UTF8.self)
+        }
+        tail.terminate()
+        while tail.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        let line = seen.split(separator: "\n").first { $0.contains("demo.hello") }.map(String.init) ?? ""
+        let event = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        #expect(event?["topic"] as? String == "demo.hello")
+        #expect((event?["payload"] as? [String: Any])?["n"] as? Int == 7)
+        #expect(!seen.contains("other.thing"))
+        #expect(await daemon.stop() == 0)
+    }
+}
+
+extension FileHandle {
+    /// What is readable now without blocking (empty when nothing is).
+    func availableDataIfAny() -> Data {
+        let fd = fileDescriptor
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = Glibc.read(fd, &buffer, buffer.count)
+            guard n > 0 else { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        return data
+    }
+}

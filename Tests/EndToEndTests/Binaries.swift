@@ -1,0 +1,119 @@
+import Foundation
+
+/// The real appd and appctl binaries that `swift build --build-tests` put beside the tests.
+enum Binaries {
+    static let directory: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return (exe as NSString).deletingLastPathComponent
+    }()
+    static var appd: String { directory + "/appd" }
+    static var appctl: String { directory + "/appctl" }
+}
+
+/// What a finished process left behind.
+struct Outcome {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// Runs a binary to completion with a time limit; output goes through temporary files so a
+/// chatty process can never block on a full pipe.
+func run(_ path: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Double = 30) async throws -> Outcome {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env["APPD_SOCKET"] = nil
+    for (k, v) in environment { env[k] = v }
+    process.environment = env
+    let base = NSTemporaryDirectory() + "appd-out-" + UUID().uuidString
+    FileManager.default.createFile(atPath: base + ".out", contents: nil)
+    FileManager.default.createFile(atPath: base + ".err", contents: nil)
+    defer {
+        try? FileManager.default.removeItem(atPath: base + ".out")
+        try? FileManager.default.removeItem(atPath: base + ".err")
+    }
+    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".out"))
+    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".err"))
+    let input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    let deadline = Date().addingTimeInterval(timeout)
+    // Sleep, never block: other suites share the few cooperative threads.
+    while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    try out.close()
+    try err.close()
+    return Outcome(
+        status: process.terminationStatus,
+        stdout: (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
+}
+
+/// A real appd in the background on a socket in a temporary directory.
+final class Daemon {
+    let directory: String
+    let socket: String
+    let process = Process()
+    private let stderrPipe = Pipe()
+
+    private init(extra: [String]) throws {
+        directory = NSTemporaryDirectory() + "appd-e2e-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        socket = directory + "/appd.sock"
+        process.executableURL = URL(fileURLWithPath: Binaries.appd)
+        process.arguments = ["--socket", socket, "--log-level", "notice"] + extra
+        process.standardError = stderrPipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Starts appd and waits until it answers a ping.
+    static func start(_ extra: [String] = []) async throws -> Daemon {
+        let daemon = try Daemon(extra: extra)
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if FileManager.default.fileExists(atPath: daemon.socket), (try? await daemon.ctl(["ping"]).status) == 0 { return daemon }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw DaemonDidNotStart()
+    }
+
+    struct DaemonDidNotStart: Error {}
+
+    /// Runs appctl against this daemon.
+    func ctl(_ arguments: [String], stdin: String? = nil) async throws -> Outcome {
+        try await run(Binaries.appctl, ["--socket", socket] + arguments, stdin: stdin)
+    }
+
+    /// Sends a signal and waits for the exit status.
+    func stop(signal: Int32 = SIGTERM) async -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        return await exitStatus()
+    }
+
+    /// Waits (sleeping) for the process to exit.
+    func exitStatus() async -> Int32 {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    var log: String {
+        String(decoding: stderrPipe.fileHandleForReading.availableData, as: UTF8.self)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct DaemonLifecycleTests {
+    @Test func sigtermAndSigintExitZero() async throws {
+        let first = try await Daemon.start()
+        #expect(await first.stop(signal: SIGTERM) == 0)
+        let second = try await Daemon.start()
+        #expect(await second.stop(signal: SIGINT) == 0)
+        #expect(!FileManager.default.fileExists(atPath: second.socket))
+    }
+
+    @Test func appctlShutdownStopsTheDaemon() async throws {
+        let daemon = try await Daemon.start()
+        let outcome = try await daemon.ctl(["shutdown"])
+        #expect(outcome.status == 0)
+        #expect(await daemon.exitStatus() == 0)
+    }
+
+    @Test func aSecondDaemonOnTheSameSocketExitsWithAClearMessage() async throws {
+        let daemon = try await Daemon.start()
+        let second = try await run(Binaries.appd, ["--socket", daemon.socket], timeout: 10)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another appd is already listening on \(daemon.socket)"))
+        #expect(try await daemon.ctl(["ping"]).status == 0)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func aStaleSocketFromAKilledDaemonIsReplaced() async throws {
+        let killed = try await Daemon.start()
+        #expect(await killed.stop(signal: SIGKILL) == SIGKILL)
+        #expect(FileManager.default.fileExists(atPath: killed.socket))
+        let restarted = Process()
+        restarted.executableURL = URL(fileURLWithPath: Binaries.appd)
+        restarted.arguments = ["--socket", killed.socket]
+        restarted.standardError = FileHandle.nullDevice
+        try restarted.run()
+        var answered = false
+        for _ in 0..<200 where !answered {
+            answered = (try? await run(Binaries.appctl, ["--socket", killed.socket, "ping"]).status) == 0
+            if !answered { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        #expect(answered)
+        kill(restarted.processIdentifier, SIGTERM)
+        while restarted.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(restarted.terminationStatus == 0)
+    }
+
+    @Test func theSocketIsOwnerOnly() async throws {
+        let daemon = try await Daemon.start()
+        let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func badFlagsExit64() async throws {
+        let outcome = try await run(Binaries.appd, ["--max-connections", "zero"])
+        #expect(outcome.status == 64)
+        #expect(outcome.stderr.contains("--max-connections needs a positive whole number"))
+        let help = try await run(Binaries.appd, ["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("USAGE: appd"))
+    }
+}

@@ -27,7 +27,7 @@ let package = Package(
         .executableTarget(
             name: "appctl", dependencies: ["Bus"], path: "Sources/appctl", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
-            linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims")]),
+            linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).

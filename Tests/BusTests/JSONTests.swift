@@ -55,3 +55,54 @@ import Testing
         #expect(try json.decode(as: Sample.self) == sample)
     }
 }
+
+@Suite struct JSONValueCodingTests {
+    enum Shape: Codable, Equatable {
+        case circle(radius: Double)
+        case square(side: Int)
+        case none
+    }
+
+    struct Everything: Codable, Equatable {
+        var text: String
+        var flag: Bool
+        var small: Int8
+        var big: UInt64
+        var ratio: Float
+        var optional: String?
+        var list: [Int]
+        var nested: [String: [Shape]]
+        var raw: JSONValue
+        var shape: Shape
+    }
+
+    @Test func roundTripsWithoutBytes() throws {
+        let value = Everything(
+            text: "t", flag: true, small: -3, big: 42, ratio: 0.5, optional: nil, list: [1, 2],
+            nested: ["a": [.circle(radius: 1.5), .none]], raw: ["k": [1, nil]], shape: .square(side: 2))
+        let json = try JSONValue(encoding: value)
+        #expect(json["optional"] == nil)  // nil optionals are omitted, as Foundation does
+        #expect(json["raw"] == ["k": [1, nil]])
+        #expect(json["small"] == -3)
+        #expect(try json.decode(as: Everything.self) == value)
+    }
+
+    @Test func numbersConvertTheWayJSONMeansThem() throws {
+        #expect(try JSONValue.double(3).decode(as: Int.self) == 3)
+        #expect(try JSONValue.int(3).decode(as: Double.self) == 3)
+        #expect(throws: DecodingError.self) { try JSONValue.double(3.5).decode(as: Int.self) }
+        #expect(throws: DecodingError.self) { try JSONValue.int(300).decode(as: UInt8.self) }
+        #expect(throws: EncodingError.self) { try JSONValue(encoding: [Double.nan]) }
+        #expect(try JSONValue(encoding: UInt64.max) == .double(Double(UInt64.max)))
+    }
+
+    @Test func decodingErrorsCarryThePath() throws {
+        let json: JSONValue = ["text": "t", "flag": true, "small": 1, "big": 1, "ratio": 1, "list": [1, "x"], "nested": [:], "raw": nil, "shape": ["none": [:]]]
+        do {
+            _ = try json.decode(as: Everything.self)
+            Issue.record("expected a type mismatch")
+        } catch DecodingError.typeMismatch(_, let context) {
+            #expect(context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } == ["list", "1"])
+        }
+    }
+}

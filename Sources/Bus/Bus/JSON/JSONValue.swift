@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// A JSON document as a value: what travels on the wire and through type-erased dispatch.
 public enum JSONValue: Sendable, Hashable {
     case null
@@ -45,6 +43,11 @@ extension JSONValue {
 
 extension JSONValue: Codable {
     public init(from decoder: any Decoder) throws {
+        // Our own decoder holds the value already: take it whole.
+        if let direct = decoder as? JSONValueDecoder {
+            self = direct.value
+            return
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null

@@ -268,6 +268,9 @@ final class VarlinkConnection: Sendable {
         return first
     }
 
+    /// Whether a close was requested (by the worker, a limit, or a hang-up).
+    var isClosing: Bool { state.withLock { $0.closing && !$0.closed } }
+
     /// Whether the connection should be closed now (I/O thread housekeeping).
     func shouldClose(now: ContinuousClock.Instant) -> Bool {
         state.withLock { s in

@@ -116,6 +116,7 @@ public final class VarlinkServer: Service {
                         connection.readAvailable(into: &scratch)
                         connection.requestClose()
                     }
+                    if connection.isClosing { finishClosing(connection) }
                 }
             }
             let now = ContinuousClock.now
@@ -136,18 +137,21 @@ public final class VarlinkServer: Service {
     /// Closes connections that asked to be closed or overstayed the first-message timeout.
     private func sweep(now: ContinuousClock.Instant) {
         let all = registry.withLock { Array($0.connections.values) }
-        for connection in all where connection.shouldClose(now: now) {
-            // The worker may still be writing: close only once it has stopped touching the fd.
-            guard connection.close() else { continue }
-            connection.wakeWorker()
-            registry.withLock { r in
-                r.connections[connection.fd] = nil
-                if let uid = connection.context.peer?.uid {
-                    r.perUID[uid, default: 1] -= 1
-                    if r.perUID[uid] == 0 { r.perUID[uid] = nil }
-                }
-                r.workers[connection.context.id]?.cancel()
+        for connection in all where connection.shouldClose(now: now) { finishClosing(connection) }
+    }
+
+    /// Closes the fd and frees the connection's slot at once, so a client that reconnects
+    /// straight away is not refused by a limit still counting its old connection.
+    private func finishClosing(_ connection: VarlinkConnection) {
+        guard connection.close() else { return }
+        connection.wakeWorker()
+        registry.withLock { r in
+            r.connections[connection.fd] = nil
+            if let uid = connection.context.peer?.uid {
+                r.perUID[uid, default: 1] -= 1
+                if r.perUID[uid] == 0 { r.perUID[uid] = nil }
             }
+            r.workers[connection.context.id]?.cancel()
         }
     }
 

@@ -27,8 +27,7 @@ struct Output {
         let keys = orderedKeys(members, order)
         let width = keys.map(\.count).max() ?? 0
         for key in keys {
-            // Force-unwrap safe: keys come from `members`.
-            let value = members[key]!
+            guard let value = members[key] else { continue }
             let label = indent + key + ":" + String(repeating: " ", count: width - key.count)
             switch value {
             case .object(let nested) where !nested.isEmpty:

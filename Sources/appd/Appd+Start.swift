@@ -8,6 +8,8 @@ extension Appd {
     /// Runs the daemon until it is told to stop; returns the process exit code.
     static func start(_ options: AppdOptions) async -> Int32 {
         let startedAt = ContinuousClock.now
+        // A client or log reader that goes away must never kill the daemon: writes get EPIPE.
+        signal(SIGPIPE, SIG_IGN)
 
         // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd).
         LoggingSystem.bootstrap(level: options.logLevel) { _ in StreamLogHandler.standardError() }

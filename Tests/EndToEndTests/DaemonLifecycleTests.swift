@@ -62,3 +62,33 @@ import Testing
         #expect(help.stdout.contains("USAGE: appd"))
     }
 }
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct DaemonRobustnessTests {
+    /// Connects, sends `bytes`, and hangs up without reading anything.
+    func hangUpAfterSending(_ bytes: [UInt8], to path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { return false }
+        return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    @Test func clientsThatHangUpBeforeReadingNeverKillTheDaemon() async throws {
+        let daemon = try await Daemon.start()
+        let call = Array(#"{"method":"org.varlink.service.GetInterfaceDescription","parameters":{"interface":"io.appd.Bus"}}"#.utf8) + [0]
+        var batch: [UInt8] = []
+        for _ in 0..<2000 { batch += call }
+        for _ in 0..<5 { #expect(hangUpAfterSending(batch, to: daemon.socket)) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await daemon.ctl(["ping"]).status == 0)
+        #expect(await daemon.stop() == 0)
+    }
+}

@@ -32,7 +32,8 @@ enum EventsCommand {
                 print(event.jsonText)
             } else {
                 let seq = event["seq"].map(Output.scalar) ?? "-"
-                let dropped = event["dropped"] == .int(0) || event["dropped"] == nil ? "" : "  (missed \(Output.scalar(event["dropped"]!)))"
+                let missed = event["dropped"].map(Output.scalar) ?? "0"
+                let dropped = missed == "0" ? "" : "  (missed \(missed))"
                 print("\(event["time"]?.stringValue ?? "")  \(seq)  \(event["topic"]?.stringValue ?? "")  \((event["payload"] ?? [:]).jsonText)\(dropped)")
             }
         }

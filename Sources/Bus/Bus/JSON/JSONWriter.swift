@@ -29,12 +29,11 @@ public enum JSONWriter {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (i, key) in members.keys.sorted().enumerated() {
+            for (i, (key, member)) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                // Force-unwrap safe: `key` comes from `members.keys`.
-                write(members[key]!, into: &out)
+                write(member, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }

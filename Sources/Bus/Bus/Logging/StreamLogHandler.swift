@@ -33,15 +33,7 @@ public final class StreamLogHandler: LogHandler {
             line += " \(key)=\(Self.quoted(record.metadata[key] ?? ""))"
         }
         line += "\n"
-        lock.withLock { _ in
-            var bytes = Array(line.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { break }
-            }
-            bytes.removeAll()
-        }
+        lock.withLock { _ in FileDescriptorWriter.writeAll(fd, Array(line.utf8)) }
     }
 
     /// syslog priorities as journald reads them.

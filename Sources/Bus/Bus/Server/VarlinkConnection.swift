@@ -207,8 +207,11 @@ final class VarlinkConnection: Sendable {
     /// Writes pending output (I/O thread on EPOLLOUT, or the worker). Call with the lock held.
     func flush(_ s: inout State) {
         while s.outputStart < s.output.count && !s.closed {
-            let n = s.output.withUnsafeBytes { buffer in
-                write(fd, buffer.baseAddress! + s.outputStart, buffer.count - s.outputStart)
+            let start = s.outputStart
+            let n = s.output.withUnsafeBytes { buffer -> Int in
+                // Safe: output is non-empty here (outputStart < count), so its base address exists.
+                guard let base = buffer.baseAddress else { return 0 }
+                return Glibc.send(fd, base + start, buffer.count - start, Int32(MSG_NOSIGNAL))
             }
             if n > 0 {
                 s.outputStart += n

@@ -55,7 +55,12 @@ public final class VarlinkClient {
     public func write(_ bytes: [UInt8]) throws(VarlinkClientError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes { buffer -> Int in
+                // Safe: the loop only runs for a non-empty array, whose base address exists.
+                guard let base = buffer.baseAddress else { return 0 }
+                // send, not write: MSG_NOSIGNAL turns a closed peer into EPIPE instead of SIGPIPE.
+                return Glibc.send(fd, base + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if n > 0 {
                 offset += n
             } else if n < 0 && errno == EINTR {

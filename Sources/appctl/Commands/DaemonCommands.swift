@@ -2,45 +2,37 @@ import Bus
 
 /// `ping`, `status`, `shutdown`, `info`, `introspect`.
 enum DaemonCommands {
-    static let ping = Builtin(
-        name: "ping", abstract: "Check that appd is running and answering.", usage: "ping",
-        discussion: "Prints 'pong' and exits 0 when the daemon answers; exits 2 when it cannot be reached."
-    ) { arguments, context throws(AppctlError) in
-        _ = try Flags(arguments, command: "ping")
-        let reply = try context.call("io.appd.Daemon.Ping")
-        if context.options.json { context.output.reply(reply) } else { print("pong") }
-        return ExitCode.ok
+    /// A command that takes no arguments and calls one method: prints `message` when given
+    /// (and not --json), else the reply with its fields in `order`.
+    static func simple(
+        _ name: String, abstract: String, discussion: String = "", method: String, message: String? = nil,
+        order: [String] = []
+    ) -> Builtin {
+        Builtin(name: name, abstract: abstract, usage: name, discussion: discussion) { arguments, context throws(AppctlError) in
+            _ = try Flags(arguments, command: name)
+            let reply = try context.call(method)
+            if let message, !context.options.json { print(message) } else { context.output.reply(reply, order: order) }
+            return ExitCode.ok
+        }
     }
 
-    static let status = Builtin(
-        name: "status", abstract: "Show what the daemon is doing: version, uptime, connections, plugins, bus.",
-        usage: "status"
-    ) { arguments, context throws(AppctlError) in
-        _ = try Flags(arguments, command: "status")
-        let reply = try context.call("io.appd.Daemon.Status")
-        context.output.reply(reply, order: ["version", "pid", "uptimeSeconds", "connections", "plugins", "bus"])
-        return ExitCode.ok
-    }
+    static let ping = simple(
+        "ping", abstract: "Check that appd is running and answering.",
+        discussion: "Prints 'pong' and exits 0 when the daemon answers; exits 2 when it cannot be reached.",
+        method: "io.appd.Daemon.Ping", message: "pong")
 
-    static let shutdown = Builtin(
-        name: "shutdown", abstract: "Stop the daemon gracefully (admin).", usage: "shutdown",
-        discussion: "In-flight calls finish first; appd then exits 0. Needs the daemon's uid, root or the admin group."
-    ) { arguments, context throws(AppctlError) in
-        _ = try Flags(arguments, command: "shutdown")
-        let reply = try context.call("io.appd.Daemon.Shutdown")
-        if context.options.json { context.output.reply(reply) } else { print("appd is shutting down") }
-        return ExitCode.ok
-    }
+    static let status = simple(
+        "status", abstract: "Show what the daemon is doing: version, uptime, connections, plugins, bus.",
+        method: "io.appd.Daemon.Status", order: ["version", "pid", "uptimeSeconds", "connections", "plugins", "bus"])
 
-    static let info = Builtin(
-        name: "info", abstract: "Show the daemon's vendor, version and interfaces (org.varlink.service.GetInfo).",
-        usage: "info"
-    ) { arguments, context throws(AppctlError) in
-        _ = try Flags(arguments, command: "info")
-        let reply = try context.call("org.varlink.service.GetInfo")
-        context.output.reply(reply, order: ["vendor", "product", "version", "url", "interfaces"])
-        return ExitCode.ok
-    }
+    static let shutdown = simple(
+        "shutdown", abstract: "Stop the daemon gracefully (admin).",
+        discussion: "In-flight calls finish first; appd then exits 0. Needs the daemon's uid, root or the admin group.",
+        method: "io.appd.Daemon.Shutdown", message: "appd is shutting down")
+
+    static let info = simple(
+        "info", abstract: "Show the daemon's vendor, version and interfaces (org.varlink.service.GetInfo).",
+        method: "org.varlink.service.GetInfo", order: ["vendor", "product", "version", "url", "interfaces"])
 
     static let introspect = Builtin(
         name: "introspect", abstract: "Print the interface definitions (IDL) the daemon serves.",

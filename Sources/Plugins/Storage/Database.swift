@@ -1,0 +1,84 @@
+import Bus
+
+/// A value bound to or read from SQL.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral {
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(floatLiteral value: Double) { self = .real(value) }
+}
+
+/// One result row, read by column name.
+public struct Row: Sendable {
+    public let columns: [String]
+    public let values: [SQLValue]
+
+    public subscript(_ column: String) -> SQLValue {
+        columns.firstIndex(of: column).map { values[$0] } ?? .null
+    }
+
+    public func integer(_ column: String) -> Int64? {
+        if case .integer(let i) = self[column] { return i }
+        return nil
+    }
+
+    public func text(_ column: String) -> String? {
+        if case .text(let s) = self[column] { return s }
+        return nil
+    }
+
+    public func real(_ column: String) -> Double? {
+        switch self[column] {
+        case .real(let d): d
+        case .integer(let i): Double(i)
+        default: nil
+        }
+    }
+}
+
+/// The statements a repository runs inside one transaction. Valid only inside the closure
+/// it was given to; the closure runs on the database's own thread.
+public protocol Transaction {
+    /// Runs a statement; returns the number of rows it changed.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int
+    /// Runs a query and returns every row.
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [Row]
+    /// The rowid of the last INSERT.
+    var lastInsertRowID: Int64 { get }
+    /// Appends a durable event to the event log in this transaction (the outbox). It reaches
+    /// live subscribers only after the commit, and never if the transaction rolls back.
+    func append(topic: String, payload: JSONValue, causedBy cause: Envelope?) throws
+}
+
+extension Transaction {
+    @discardableResult
+    public func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+
+    public func query(_ sql: String) throws -> [Row] { try query(sql, []) }
+
+    /// Appends a typed durable event.
+    public func append<E: Event>(_ event: E, causedBy cause: Envelope? = nil) throws {
+        try append(topic: E.topic, payload: JSONValue(encoding: event), causedBy: cause)
+    }
+}
+
+/// The small SQL database protocol plugins reach only through their repositories, so another
+/// driver (PostgreSQL over libpq) can serve it later without touching plugins.
+public protocol Database: Sendable {
+    /// Runs `body` in a write transaction. Returns only after the commit is durable; throws
+    /// (and changes nothing) when `body` throws or the commit fails.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T
+    /// Runs `body` against a consistent snapshot.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T
+    /// Finishes queued work and closes the database.
+    func close() async
+}

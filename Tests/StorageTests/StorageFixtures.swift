@@ -1,0 +1,38 @@
+import Bus
+import Glibc
+@testable import Storage
+
+/// A fresh directory for one test's database files.
+func temporaryDirectory() -> String {
+    var template = Array("/tmp/appd-storage-XXXXXX".utf8CString)
+    guard let dir = mkdtemp(&template) else { return "/tmp" }
+    return String(cString: dir)
+}
+
+func removeDirectory(_ path: String) {
+    for name in ["appd.db", "appd.db-wal", "appd.db-shm"] { unlink(path + "/" + name) }
+    rmdir(path)
+}
+
+struct NoteAdded: Event, Equatable {
+    static let topic = "notes.added"
+    var id: Int64
+    var text: String
+}
+
+struct Boom: Error {}
+
+let notesMigrations = [
+    Migration(plugin: "notes", version: 1, sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);"),
+    Migration(plugin: "notes", version: 2, sql: "ALTER TABLE notes ADD COLUMN done INTEGER NOT NULL DEFAULT 0; CREATE INDEX notes_done ON notes(done);"),
+]
+
+/// Adds a note and its event in one transaction.
+func addNote(_ text: String, to database: any Database) async throws -> Int64 {
+    try await database.write { transaction in
+        try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text(text)])
+        let id = transaction.lastInsertRowID
+        try transaction.append(NoteAdded(id: id, text: text))
+        return id
+    }
+}

@@ -11,7 +11,8 @@ public enum BusInterface {
         method Subscribe(
           # Topics or patterns to receive.
           topics: []string,
-          # Replay from this position of the durable event log first (needs the event log).
+          # Replay the durable event log after this sequence number first (0: from the
+          # beginning), then continue live with no gap and no repeat.
           since: ?int
         ) -> (
           seq: ?int,
@@ -35,6 +36,9 @@ public enum BusInterface {
 
         # A topic or pattern is malformed.
         error InvalidTopic (topic: string, reason: string)
+
+        # The database could not do what was asked ('kind': busy, full, constraint, ...).
+        error StorageFailed (kind: string)
 
         # An unexpected failure inside appd; its log has the details under 'messageId'.
         error InternalError (messageId: string)
@@ -64,8 +68,11 @@ public enum BusInterface {
         var dropped: Int
     }
 
-    /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`.
-    public static func install(on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default) throws {
+    /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the
+    /// durable event log) serves `Subscribe(since:)`.
+    public static func install(
+        on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, replay: (any EventReplay)? = nil
+    ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
         try bus.register(Publish.self) { command, envelope in
@@ -73,20 +80,41 @@ public enum BusInterface {
             return Empty()
         }
         try bus.register(Subscribe.self) { command, _, writer in
-            if command.since != nil {
-                throw InvalidParameters(
-                    method: Subscribe.method, parameter: "since",
-                    reason: "replay needs the durable event log, which this build does not have yet")
-            }
-            let subscription = bus.subscribe(try TopicFilter(anyOf: command.topics), options: options)
-            defer { subscription.cancel() }
-            for try await event in subscription {
+            let filter = try TopicFilter(anyOf: command.topics)
+            func send(_ event: BusEvent) async throws {
                 let payload: JSONValue
                 do { payload = try event.json() } catch { payload = .object([:]) }
                 try await writer.send(
                     WireEvent(
                         seq: event.sequence, topic: event.topic, time: event.timestamp.rfc3339,
                         payload: payload, dropped: event.droppedBefore))
+            }
+            // Live first, then the log: anything committed meanwhile arrives live, and what
+            // both deliver is skipped by its sequence number, so there is no gap and no repeat.
+            let subscription = bus.subscribe(filter, options: options)
+            defer { subscription.cancel() }
+            var replayed: Int64 = 0
+            if let since = command.since {
+                guard let replay else {
+                    throw InvalidParameters(
+                        method: Subscribe.method, parameter: "since", reason: "this daemon keeps no durable event log")
+                }
+                guard since >= 0 else {
+                    throw InvalidParameters(method: Subscribe.method, parameter: "since", reason: "must be 0 or more")
+                }
+                replayed = since
+                while true {
+                    let page = try await replay.events(after: replayed, limit: 512)
+                    for event in page {
+                        replayed = event.sequence ?? replayed
+                        if filter.matches(event.topic) { try await send(event) }
+                    }
+                    if page.count < 512 { break }
+                }
+            }
+            for try await event in subscription {
+                if let sequence = event.sequence, sequence <= replayed { continue }
+                try await send(event)
             }
             throw CancellationError()
         }

@@ -1,0 +1,177 @@
+import Bus
+import Synchronization
+import Testing
+@testable import Storage
+
+/// Collects what a consumer handled.
+final class Seen: Sendable {
+    private let items = Mutex<[Int64]>([])
+    func add(_ seq: Int64) { items.withLock { $0.append(seq) } }
+    var all: [Int64] { items.withLock { $0 } }
+}
+
+/// Waits up to `timeout` for a condition another task makes true.
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+@Suite struct SubscribeSinceTests {
+    func setUp() throws -> (String, EventBus, SQLiteDatabase, VarlinkDispatcher) {
+        let dir = temporaryDirectory()
+        let bus = EventBus()
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+        let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
+        try BusInterface.install(on: dispatcher, replay: EventLog(database: database))
+        return (dir, bus, database, dispatcher)
+    }
+
+    /// Runs Subscribe(since:) through the dispatcher until `count` events arrived.
+    func collect(_ dispatcher: VarlinkDispatcher, since: Int64?, topics: [String] = [">"], count: Int) async throws -> [JSONValue] {
+        let received = Mutex<[JSONValue]>([])
+        let task = Task {
+            var parameters: [String: JSONValue] = ["topics": .array(topics.map(JSONValue.string))]
+            if let since { parameters["since"] = .int(since) }
+            try await dispatcher.handle(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: .object(parameters), more: true), as: .daemon) { reply in
+                received.withLock { $0.append(reply.parameters) }
+                if received.withLock({ $0.count }) >= count { throw CancellationError() }
+            }
+        }
+        _ = await task.result
+        return received.withLock { $0 }
+    }
+
+    @Test func replaysThenContinuesLiveWithoutGapOrRepeat() async throws {
+        let (dir, _, database, dispatcher) = try setUp()
+        defer { removeDirectory(dir) }
+        try await Migrator.migrate(database, notesMigrations)
+        for i in 0..<5 { _ = try await addNote("before \(i)", to: database) }
+        let writer = Task {
+            try await Task.sleep(for: .milliseconds(50))
+            for i in 0..<5 { _ = try await addNote("after \(i)", to: database) }
+        }
+        let events = try await collect(dispatcher, since: 2, count: 8)
+        try await writer.value
+        #expect(events.map { $0["seq"] } == (3...10).map { JSONValue.int(Int64($0)) })
+        #expect(events.first?["payload"]?["text"] == "before 2")
+        await database.close()
+    }
+
+    @Test func noGapNoRepeatUnderConcurrentWrites() async throws {
+        let (dir, _, database, dispatcher) = try setUp()
+        defer { removeDirectory(dir) }
+        try await Migrator.migrate(database, notesMigrations)
+        for i in 0..<50 { _ = try await addNote("early \(i)", to: database) }
+        let writers = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<200 { group.addTask { _ = try await addNote("concurrent \(i)", to: database) } }
+                try await group.waitForAll()
+            }
+        }
+        let events = try await collect(dispatcher, since: 0, count: 250)
+        try await writers.value
+        #expect(events.compactMap { if case .int(let s)? = $0["seq"] { s } else { nil } } == (1...250).map { Int64($0) })
+        await database.close()
+    }
+
+    @Test func sinceWithoutAnEventLogIsAnInvalidParameter() async throws {
+        let bus = EventBus()
+        let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
+        try BusInterface.install(on: dispatcher)
+        var reply: VarlinkReply?
+        try await dispatcher.handle(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": [">"], "since": 0], more: true), as: .daemon) { reply = $0 }
+        #expect(reply?.error == "org.varlink.service.InvalidParameter")
+        #expect(reply?.parameters == ["parameter": "since"])
+    }
+}
+
+@Suite struct DurableConsumerTests {
+    @Test func catchesUpOnEverythingPublishedWhileItWasStopped() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let bus = EventBus()
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+        try await Migrator.migrate(database, notesMigrations)
+        let log = EventLog(database: database)
+        let seen = Seen()
+        func consumer() -> DurableConsumer {
+            DurableConsumer(name: "counter", filter: try! TopicFilter("notes.*"), log: log, bus: bus) { event in  // safe: a valid literal pattern
+                seen.add(event.sequence ?? -1)
+            }
+        }
+        for i in 0..<10 { _ = try await addNote("a\(i)", to: database) }
+        var running = Task { try await consumer().run() }
+        #expect(await eventually { seen.all.count == 10 })
+        for i in 0..<5 { _ = try await addNote("live\(i)", to: database) }
+        #expect(await eventually { seen.all.count == 15 })
+        running.cancel()
+        _ = await running.result
+
+        // Stopped: these must be processed when it comes back, and nothing twice.
+        for i in 0..<7 { _ = try await addNote("b\(i)", to: database) }
+        #expect(try await DurableConsumer.position(of: "counter", in: database) == 15)
+        running = Task { try await consumer().run() }
+        #expect(await eventually { seen.all.count == 22 })
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(seen.all == Array(1...22))
+        running.cancel()
+        _ = await running.result
+        await database.close()
+    }
+
+    @Test func aFailingHandlerIsRetriedAndNothingIsSkipped() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let bus = EventBus()
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+        try await Migrator.migrate(database, notesMigrations)
+        let seen = Seen()
+        let failures = Mutex(0)
+        let consumer = DurableConsumer(
+            name: "flaky", filter: TopicFilter.all, log: EventLog(database: database), bus: bus,
+            logger: Logger(label: "t", handler: InMemoryLogHandler())
+        ) { event in
+            if event.sequence == 2 && failures.withLock({ $0 += 1; return $0 }) <= 2 { throw Boom() }
+            seen.add(event.sequence ?? -1)
+        }
+        for i in 0..<3 { _ = try await addNote("n\(i)", to: database) }
+        let running = Task { try await consumer.run() }
+        #expect(await eventually { seen.all.count == 3 })
+        #expect(seen.all == [1, 2, 3])
+        #expect(failures.withLock { $0 } == 3)
+        running.cancel()
+        _ = await running.result
+        await database.close()
+    }
+
+    @Test func aSlowConsumerThatOverflowsGoesBackToTheLog() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let bus = EventBus()
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+        try await Migrator.migrate(database, notesMigrations)
+        let seen = Seen()
+        let consumer = DurableConsumer(
+            name: "slow", filter: TopicFilter.all, log: EventLog(database: database), bus: bus, liveCapacity: 4,
+            logger: Logger(label: "t", handler: InMemoryLogHandler())
+        ) { event in
+            try await Task.sleep(for: .milliseconds(2))
+            seen.add(event.sequence ?? -1)
+        }
+        let running = Task { try await consumer.run() }
+        try await Task.sleep(for: .milliseconds(20))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<100 { group.addTask { _ = try await addNote("n\(i)", to: database) } }
+            try await group.waitForAll()
+        }
+        #expect(await eventually { seen.all.count >= 100 })
+        #expect(seen.all == Array(1...100))
+        running.cancel()
+        _ = await running.result
+        await database.close()
+    }
+}

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bus
+import Storage
 
 /// The composition root: builds each part of the daemon in a named step, top to bottom.
 extension Appd {
@@ -29,19 +30,32 @@ extension Appd {
         let gates: [any Gate] = [AdminGate(adminGroup: adminGroup)]
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
 
-        // 4. The varlink interfaces the daemon itself serves.
+        // 4. The database and its durable event log (before anything can accept a write).
+        let dataDirectory = DataDirectory.resolve(flag: options.dataDirectory)
+        let database: SQLiteDatabase
+        do {
+            try DataDirectory.create(dataDirectory)
+            database = try SQLiteDatabase(path: dataDirectory + "/appd.db", bus: bus, logger: Logger(label: "appd.storage"))
+        } catch {
+            logger.critical("cannot open the database in \(dataDirectory): \(error)")
+            return 1
+        }
+        let eventLog = EventLog(database: database)
+
+        // 5. The varlink interfaces the daemon itself serves.
         let dispatcher: VarlinkDispatcher
         do {
             dispatcher = try VarlinkDispatcher(
                 bus: bus,
                 info: .init(vendor: "appd", product: "appd", version: Version.current, url: "https://github.com/appd/appd"))
-            try BusInterface.install(on: dispatcher)
+            try BusInterface.install(on: dispatcher, replay: eventLog)
         } catch {
             logger.critical("cannot set up the daemon's interfaces: \(error)")
+            await database.close()
             return 1
         }
 
-        // 5. The control socket: 0600, or 0660 with the admin group.
+        // 6. The control socket: 0600, or 0660 with the admin group.
         let path = SocketPath.resolve(flag: options.socket)
         let server: VarlinkServer
         do {
@@ -50,10 +64,11 @@ extension Appd {
                 listener: listener, dispatcher: dispatcher, limits: options.limits, logger: Logger(label: "appd.varlink"))
         } catch {
             logger.critical("\(error)")
+            await database.close()
             return 1
         }
 
-        // 6. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
+        // 7. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
         let group = ServiceGroup(services: [server], logger: logger)
         do {
             try DaemonInterface.install(
@@ -63,18 +78,22 @@ extension Appd {
                     shutdown: { await group.triggerShutdown() }))
         } catch {
             logger.critical("cannot set up io.appd.Daemon: \(error)")
+            await database.close()
             return 1
         }
 
-        logger.notice("appd started", metadata: ["version": Version.current, "socket": path])
+        logger.notice("appd started", metadata: ["version": Version.current, "socket": path, "data": dataDirectory])
+        var status: Int32 = 0
         do {
             try await group.run()
         } catch {
             logger.critical("appd stopped after a failure", metadata: ["error": "\(error)"])
-            return 1
+            status = 1
         }
+        // 8. In-flight calls are done: let subscribers finish, then close the database last.
         try? await bus.drain(timeout: .seconds(5))
+        await database.close()
         logger.notice("appd stopped")
-        return 0
+        return status
     }
 }

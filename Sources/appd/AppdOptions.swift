@@ -9,6 +9,7 @@ struct AppdOptions {
     var showVersion = false
     var logLevel: LogLevel = .info
     var socket: String?
+    var dataDirectory: String?
     var adminGroup: String?
     var limits = ServerLimits()
 
@@ -16,7 +17,7 @@ struct AppdOptions {
         let description: String
     }
 
-    static let usage = "USAGE: appd [--socket <path>] [--admin-group <group>] [--log-level <level>] [<limit options>]"
+    static let usage = "USAGE: appd [--socket <path>] [--data-dir <path>] [--admin-group <group>] [--log-level <level>] [<limit options>]"
 
     static let help = """
         OVERVIEW: appd hosts an application's features as plugins on a typed event bus.
@@ -27,6 +28,9 @@ struct AppdOptions {
           --socket <path>                 The control socket (default: $APPD_SOCKET, else
                                           /run/appd/appd.sock as root, $XDG_RUNTIME_DIR/appd/appd.sock,
                                           or /tmp/appd-<uid>/appd.sock).
+          --data-dir <path>               Where the database lives (default: $APPD_DATA_DIR, else
+                                          /var/lib/appd as root, $XDG_DATA_HOME/appd or
+                                          ~/.local/share/appd).
           --admin-group <group>           Members may call admin methods; the socket becomes 0660
                                           with this group (default: none, socket 0600).
           --log-level <level>             trace, debug, info, notice, warning, error or critical
@@ -72,6 +76,7 @@ struct AppdOptions {
             case "-h", "--help": options.showHelp = true
             case "--version": options.showVersion = true
             case "--socket": options.socket = try value(argument)
+            case "--data-dir": options.dataDirectory = try value(argument)
             case "--admin-group": options.adminGroup = try value(argument)
             case "--log-level":
                 let name = try value(argument)

@@ -68,7 +68,7 @@ final class Daemon {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/appd.sock"
         process.executableURL = URL(fileURLWithPath: Binaries.appd)
-        process.arguments = ["--socket", socket, "--log-level", "notice"] + extra
+        process.arguments = ["--socket", socket, "--data-dir", directory + "/data", "--log-level", "notice"] + extra
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
         try process.run()

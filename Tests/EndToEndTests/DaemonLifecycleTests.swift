@@ -19,7 +19,7 @@ import Testing
 
     @Test func aSecondDaemonOnTheSameSocketExitsWithAClearMessage() async throws {
         let daemon = try await Daemon.start()
-        let second = try await run(Binaries.appd, ["--socket", daemon.socket], timeout: 10)
+        let second = try await run(Binaries.appd, ["--socket", daemon.socket, "--data-dir", daemon.directory + "/data"], timeout: 10)
         #expect(second.status == 1)
         #expect(second.stderr.contains("another appd is already listening on \(daemon.socket)"))
         #expect(try await daemon.ctl(["ping"]).status == 0)
@@ -32,7 +32,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: killed.socket))
         let restarted = Process()
         restarted.executableURL = URL(fileURLWithPath: Binaries.appd)
-        restarted.arguments = ["--socket", killed.socket]
+        restarted.arguments = ["--socket", killed.socket, "--data-dir", killed.directory + "/data"]
         restarted.standardError = FileHandle.nullDevice
         try restarted.run()
         var answered = false

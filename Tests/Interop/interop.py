@@ -36,7 +36,8 @@ def check(name, condition, detail=""):
 
 
 def start_appd(binary, socket_path):
-    proc = subprocess.Popen([binary, "--socket", socket_path, "--log-level", "warning"], stderr=subprocess.PIPE)
+    data = os.path.join(os.path.dirname(socket_path), "data")
+    proc = subprocess.Popen([binary, "--socket", socket_path, "--data-dir", data, "--log-level", "warning"], stderr=subprocess.PIPE)
     deadline = time.time() + 10
     while time.time() < deadline:
         if os.path.exists(socket_path):

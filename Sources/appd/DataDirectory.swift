@@ -1,0 +1,30 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+import Storage
+
+/// Where appd keeps its database when nothing says otherwise.
+enum DataDirectory {
+    /// `--data-dir` > `APPD_DATA_DIR` > root: `/var/lib/appd`; others: `$XDG_DATA_HOME/appd`,
+    /// else `~/.local/share/appd`.
+    static func resolve(flag: String?) -> String {
+        if let flag, !flag.isEmpty { return flag }
+        if let env = SocketPath.environment("APPD_DATA_DIR"), !env.isEmpty { return env }
+        if getuid() == 0 { return "/var/lib/appd" }
+        if let data = SocketPath.environment("XDG_DATA_HOME"), !data.isEmpty { return data + "/appd" }
+        let home = SocketPath.environment("HOME") ?? "/tmp"
+        return home + "/.local/share/appd"
+    }
+
+    /// Creates the directory (and its parents) owner-only when missing.
+    static func create(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw StorageError(kind: .readOnly, message: "cannot create \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

@@ -1,5 +1,8 @@
-/// A source of past events by sequence number (the durable event log), for `Subscribe(since:)`.
+/// The durable event log as the bus's wire sees it: replay by sequence number for
+/// `Subscribe(since:)`, and appending one event on its own for durable `Publish`.
 public protocol EventReplay: Sendable {
     /// Events after `sequence`, oldest first, at most `limit`.
     func events(after sequence: Int64, limit: Int) async throws -> [BusEvent]
+    /// Commits one event to the log (then publishes it live); returns its sequence number.
+    func append(topic: String, payload: JSONValue, causedBy cause: Envelope?) async throws -> Int64
 }

@@ -22,8 +22,9 @@ public enum BusInterface {
           dropped: int
         )
 
-        # Publishes an event (live subscribers only). Admin only, for scripts and tests.
-        method Publish(topic: string, payload: object) -> ()
+        # Publishes an event. Admin only, for scripts and tests. With 'durable' the event is
+        # first committed to the event log and the reply carries its sequence number.
+        method Publish(topic: string, payload: object, durable: ?bool) -> (seq: ?int)
 
         # The call did not finish before its deadline; retry or raise the timeout.
         error DeadlineExceeded (method: string)
@@ -55,9 +56,14 @@ public enum BusInterface {
     struct Publish: Command {
         static let method = "io.appd.Bus.Publish"
         static let requirements: [Requirement] = [.admin]
-        typealias Reply = Empty
+        typealias Reply = PublishReply
         var topic: String
         var payload: JSONValue
+        var durable: Bool?
+    }
+
+    struct PublishReply: Codable, Sendable {
+        var seq: Int64?
     }
 
     struct WireEvent: Codable, Sendable {
@@ -69,15 +75,21 @@ public enum BusInterface {
     }
 
     /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the
-    /// durable event log) serves `Subscribe(since:)`.
+    /// durable event log) serves `Subscribe(since:)` and durable `Publish`.
     public static func install(
         on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, replay: (any EventReplay)? = nil
     ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
         try bus.register(Publish.self) { command, envelope in
-            try bus.publish(topic: command.topic, payload: command.payload, causedBy: envelope)
-            return Empty()
+            guard command.durable == true else {
+                try bus.publish(topic: command.topic, payload: command.payload, causedBy: envelope)
+                return PublishReply(seq: nil)
+            }
+            guard let replay else {
+                throw InvalidParameters(method: Publish.method, parameter: "durable", reason: "this daemon keeps no durable event log")
+            }
+            return PublishReply(seq: try await replay.append(topic: command.topic, payload: command.payload, causedBy: envelope))
         }
         try bus.register(Subscribe.self) { command, _, writer in
             let filter = try TopicFilter(anyOf: command.topics)

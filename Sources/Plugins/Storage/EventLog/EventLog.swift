@@ -40,6 +40,14 @@ public struct EventLog: EventReplay {
         }
     }
 
+    /// Commits one event on its own; returns its sequence number once it is durable.
+    public func append(topic: String, payload: JSONValue, causedBy cause: Envelope?) async throws -> Int64 {
+        try await database.write { transaction in
+            try transaction.append(topic: topic, payload: payload, causedBy: cause)
+            return transaction.lastInsertRowID
+        }
+    }
+
     /// The newest sequence number, 0 for an empty log.
     public func lastSequence() async throws -> Int64 {
         try await database.read { transaction in

@@ -59,7 +59,9 @@ extension Appd {
         let path = SocketPath.resolve(flag: options.socket)
         let server: VarlinkServer
         do {
-            let listener = try ListeningSocket.bind(path: path, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
+            // Under systemd socket activation the socket is passed in, already listening.
+            let listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: path) }
+                ?? ListeningSocket.bind(path: path, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
             server = try VarlinkServer(
                 listener: listener, dispatcher: dispatcher, limits: options.limits, logger: Logger(label: "appd.varlink"))
         } catch {
@@ -69,7 +71,11 @@ extension Appd {
         }
 
         // 7. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
-        let group = ServiceGroup(services: [server], logger: logger)
+        var services: [any Service] = [server]
+        if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
+        let group = ServiceGroup(services: services, logger: logger) {
+            Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
+        }
         do {
             try DaemonInterface.install(
                 on: dispatcher,
@@ -83,6 +89,8 @@ extension Appd {
         }
 
         logger.notice("appd started", metadata: ["version": Version.current, "socket": path, "data": dataDirectory])
+        // The database is open and the socket listens: tell systemd we are ready.
+        Systemd.notify("READY=1\nSTATUS=serving on \(path)")
         var status: Int32 = 0
         do {
             try await group.run()

@@ -4,6 +4,7 @@
 #include "CSystem.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,4 +123,25 @@ void appd_eventfd_signal(int fd) {
 void appd_eventfd_drain(int fd) {
     uint64_t value;
     while (read(fd, &value, sizeof(value)) > 0) {}
+}
+
+int appd_notify(const char *path, const char *message) {
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    size_t length = strlen(path);
+    if (length == 0 || length >= sizeof(addr.sun_path)) {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy(addr.sun_path, path, length);
+    if (path[0] == '@') addr.sun_path[0] = 0;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
+    ssize_t sent = sendto(fd, message, strlen(message), MSG_NOSIGNAL, (struct sockaddr *)&addr, size);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return sent < 0 ? -1 : 0;
 }

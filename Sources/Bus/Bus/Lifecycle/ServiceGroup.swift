@@ -14,6 +14,7 @@ public actor ServiceGroup {
     private let signals: [Int32]
     private let shutdownTimeout: Duration
     private let logger: Logger
+    private let onShutdown: @Sendable () -> Void
     private var state = State.idle
     private var tasks: [Task<Void, any Error>] = []
     private var failure: ServiceFailed?
@@ -22,8 +23,9 @@ public actor ServiceGroup {
 
     public init(
         services: [any Service], signals: [Int32] = [SIGTERM, SIGINT], shutdownTimeout: Duration = .seconds(10),
-        logger: Logger
+        logger: Logger, onShutdown: @escaping @Sendable () -> Void = {}
     ) {
+        self.onShutdown = onShutdown
         self.services = services
         self.signals = signals
         self.shutdownTimeout = shutdownTimeout
@@ -61,6 +63,7 @@ public actor ServiceGroup {
     public func triggerShutdown() {
         guard state == .running else { return }
         state = .stopping
+        onShutdown()
         wakeUp?.resume()
         wakeUp = nil
     }

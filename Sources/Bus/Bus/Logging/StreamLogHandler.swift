@@ -23,7 +23,7 @@ public final class StreamLogHandler: LogHandler {
 
     /// A handler on stderr that uses journald prefixes when stderr is connected to the journal.
     public static func standardError() -> StreamLogHandler {
-        StreamLogHandler(fd: 2, journald: getenv("JOURNAL_STREAM") != nil)
+        StreamLogHandler(fd: 2, journald: Systemd.loggingToJournal)
     }
 
     public func log(_ record: LogRecord) {

@@ -40,4 +40,8 @@ int appd_eventfd(void);
 void appd_eventfd_signal(int fd);
 void appd_eventfd_drain(int fd);
 
+/// Sends one datagram to a $NOTIFY_SOCKET-style `path` ('@' starts an abstract name).
+/// Returns 0, or -1 with errno set.
+int appd_notify(const char *path, const char *message);
+
 #endif

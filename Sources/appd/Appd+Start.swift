@@ -7,18 +7,18 @@ import Storage
 /// The composition root: builds each part of the daemon in a named step, top to bottom.
 extension Appd {
     /// Runs the daemon until it is told to stop; returns the process exit code.
-    static func start(_ options: AppdOptions) async -> Int32 {
+    static func start(_ config: AppdConfig, options: AppdOptions, configFile: String?) async -> Int32 {
         let startedAt = ContinuousClock.now
         // A client or log reader that goes away must never kill the daemon: writes get EPIPE.
         signal(SIGPIPE, SIG_IGN)
 
         // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd).
-        LoggingSystem.bootstrap(level: options.logLevel) { _ in StreamLogHandler.standardError() }
+        LoggingSystem.bootstrap(level: config.logLevel) { _ in StreamLogHandler.standardError() }
         let logger = Logger(label: "appd")
 
         // 2. Who may call admin methods.
         var adminGroup: gid_t?
-        if let name = options.adminGroup {
+        if let name = config.adminGroup {
             guard let group = getgrnam(name) else {
                 logger.critical("unknown admin group '\(name)'; create it or drop --admin-group")
                 return 78
@@ -31,7 +31,7 @@ extension Appd {
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
 
         // 4. The database and its durable event log (before anything can accept a write).
-        let dataDirectory = DataDirectory.resolve(flag: options.dataDirectory)
+        let dataDirectory = config.dataDirectory
         let database: SQLiteDatabase
         do {
             try DataDirectory.create(dataDirectory)
@@ -56,14 +56,14 @@ extension Appd {
         }
 
         // 6. The control socket: 0600, or 0660 with the admin group.
-        let path = SocketPath.resolve(flag: options.socket)
+        let path = config.socket
         let server: VarlinkServer
         do {
             // Under systemd socket activation the socket is passed in, already listening.
             let listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: path) }
                 ?? ListeningSocket.bind(path: path, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
             server = try VarlinkServer(
-                listener: listener, dispatcher: dispatcher, limits: options.limits, logger: Logger(label: "appd.varlink"))
+                listener: listener, dispatcher: dispatcher, limits: config.limits, logger: Logger(label: "appd.varlink"))
         } catch {
             logger.critical("\(error)")
             await database.close()
@@ -71,7 +71,10 @@ extension Appd {
         }
 
         // 7. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
-        var services: [any Service] = [server]
+        let retention = EventLogRetention(
+            log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
+        let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
+        var services: [any Service] = [server, retention, reload]
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
             Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
@@ -88,7 +91,8 @@ extension Appd {
             return 1
         }
 
-        logger.notice("appd started", metadata: ["version": Version.current, "socket": path, "data": dataDirectory])
+        logger.notice(
+            "appd started", metadata: ["version": Version.current, "socket": path, "data": dataDirectory, "config": configFile ?? "none"])
         // The database is open and the socket listens: tell systemd we are ready.
         Systemd.notify("READY=1\nSTATUS=serving on \(path)")
         var status: Int32 = 0

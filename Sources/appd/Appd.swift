@@ -3,7 +3,8 @@ import Glibc
 #endif
 import Bus
 
-/// The daemon's entry point: parse the command line, then hand over to the wiring in `Appd+Start`.
+/// The daemon's entry point: parse the command line, load the configuration, then hand over
+/// to the wiring in `Appd+Start`.
 @main
 enum Appd {
     static func main() async {
@@ -11,11 +12,20 @@ enum Appd {
         do {
             options = try AppdOptions.parse(Array(CommandLine.arguments.dropFirst()))
         } catch {
-            printError("Error: \(error)\n\n\(AppdOptions.usage)")
+            printError("Error: \(error)\n\(AppdOptions.usage)\n  See 'appd --help' for more information.")
             exit(64)
         }
         if options.showHelp { print(AppdOptions.help); return }
         if options.showVersion { print("appd \(Version.current)"); return }
-        exit(await start(options))
+        let config: AppdConfig
+        let file: String?
+        do {
+            (config, file) = try ConfigLoader.load(flags: options.overrides, configFile: options.configFile)
+        } catch {
+            printError("Error: \(error)")
+            exit(78)  // EX_CONFIG: never a half-started daemon
+        }
+        if options.printConfig { print(config.json.jsonText); return }
+        exit(await start(config, options: options, configFile: file))
     }
 }

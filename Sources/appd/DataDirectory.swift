@@ -6,11 +6,9 @@ import Storage
 
 /// Where appd keeps its database when nothing says otherwise.
 enum DataDirectory {
-    /// `--data-dir` > `APPD_DATA_DIR` > root: `/var/lib/appd`; others: `$XDG_DATA_HOME/appd`,
-    /// else `~/.local/share/appd`.
-    static func resolve(flag: String?) -> String {
-        if let flag, !flag.isEmpty { return flag }
-        if let env = SocketPath.environment("APPD_DATA_DIR"), !env.isEmpty { return env }
+    /// Root: `/var/lib/appd`; others: `$XDG_DATA_HOME/appd`, else `~/.local/share/appd`.
+    /// (`--data-dir` and `APPD_DATA_DIR` override it through the configuration.)
+    static func defaultPath() -> String {
         if getuid() == 0 { return "/var/lib/appd" }
         if let data = SocketPath.environment("XDG_DATA_HOME"), !data.isEmpty { return data + "/appd" }
         let home = SocketPath.environment("HOME") ?? "/tmp"

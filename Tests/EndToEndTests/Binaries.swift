@@ -61,22 +61,27 @@ final class Daemon {
     let directory: String
     let socket: String
     let process = Process()
-    private let stderrPipe = Pipe()
+    /// appd's stderr (its log), kept in a file so it can be read at any time.
+    var logPath: String { directory + "/appd.log" }
 
-    private init(extra: [String]) throws {
+    private init(extra: [String], environment: [String: String]) throws {
         directory = NSTemporaryDirectory() + "appd-e2e-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/appd.sock"
         process.executableURL = URL(fileURLWithPath: Binaries.appd)
         process.arguments = ["--socket", socket, "--data-dir", directory + "/data", "--log-level", "notice"] + extra
-        process.standardError = stderrPipe
+        FileManager.default.createFile(atPath: directory + "/appd.log", contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/appd.log"))
         process.standardOutput = FileHandle.nullDevice
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
         try process.run()
     }
 
     /// Starts appd and waits until it answers a ping.
-    static func start(_ extra: [String] = []) async throws -> Daemon {
-        let daemon = try Daemon(extra: extra)
+    static func start(_ extra: [String] = [], environment: [String: String] = [:]) async throws -> Daemon {
+        let daemon = try Daemon(extra: extra, environment: environment)
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             if FileManager.default.fileExists(atPath: daemon.socket), (try? await daemon.ctl(["ping"]).status) == 0 { return daemon }
@@ -106,7 +111,7 @@ final class Daemon {
     }
 
     var log: String {
-        String(decoding: stderrPipe.fileHandleForReading.availableData, as: UTF8.self)
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     }
 
     deinit {

@@ -53,10 +53,13 @@ import Testing
         #expect(await daemon.stop() == 0)
     }
 
-    @Test func badFlagsExit64() async throws {
+    @Test func unknownFlagsExit64AndBadValuesExit78() async throws {
+        let unknown = try await run(Binaries.appd, ["--max-conections", "5"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("Did you mean '--max-connections'?"))
         let outcome = try await run(Binaries.appd, ["--max-connections", "zero"])
-        #expect(outcome.status == 64)
-        #expect(outcome.stderr.contains("--max-connections needs a positive whole number"))
+        #expect(outcome.status == 78)
+        #expect(outcome.stderr.contains("maxConnections (from --max-connections) needs a positive whole number"))
         let help = try await run(Binaries.appd, ["--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("USAGE: appd"))

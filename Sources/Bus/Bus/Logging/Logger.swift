@@ -42,19 +42,28 @@ public protocol LogHandler: Sendable {
 /// A value-type logger in swift-log's shape: a label, a level, metadata and a handler.
 public struct Logger: Sendable {
     public let label: String
-    public var level: LogLevel
+    /// A level set on this logger; without one it follows `LoggingSystem.level`, which a
+    /// configuration reload can change while the daemon runs.
+    private var levelOverride: LogLevel?
     public var metadata: LogMetadata
     public let handler: any LogHandler
 
+    public var level: LogLevel {
+        get { levelOverride ?? LoggingSystem.level }
+        set { levelOverride = newValue }
+    }
+
     /// A logger whose handler comes from `LoggingSystem.bootstrap` (stderr by default).
     public init(label: String, level: LogLevel? = nil) {
-        let factory = LoggingSystem.current
-        self.init(label: label, level: level ?? factory.level, handler: factory.makeHandler(label))
+        self.label = label
+        self.levelOverride = level
+        self.metadata = [:]
+        self.handler = LoggingSystem.current.makeHandler(label)
     }
 
     public init(label: String, level: LogLevel = .info, handler: any LogHandler) {
         self.label = label
-        self.level = level
+        self.levelOverride = level
         self.metadata = [:]
         self.handler = handler
     }

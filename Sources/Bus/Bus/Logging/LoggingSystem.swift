@@ -15,10 +15,18 @@ public enum LoggingSystem {
 
     private static let factory = Mutex(
         Factory(level: .info, makeHandler: { _ in StreamLogHandler.standardError() }))
+    private static let currentLevel = Atomic<Int>(LogLevel.info.rawValue)
 
     /// Replaces the process-wide handler factory (the composition root calls this once).
     public static func bootstrap(level: LogLevel = .info, _ make: @escaping @Sendable (String) -> any LogHandler) {
         factory.withLock { $0 = Factory(level: level, makeHandler: make) }
+        currentLevel.store(level.rawValue, ordering: .relaxed)
+    }
+
+    /// The level of every logger that has none of its own; changing it takes effect at once.
+    public static var level: LogLevel {
+        get { LogLevel(rawValue: currentLevel.load(ordering: .relaxed)) ?? .info }
+        set { currentLevel.store(newValue.rawValue, ordering: .relaxed) }
     }
 
     static var current: Factory { factory.withLock { $0 } }

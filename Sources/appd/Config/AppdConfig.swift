@@ -1,0 +1,38 @@
+import Bus
+
+/// appd's effective configuration: built-in defaults < config file < `APPD_*` environment <
+/// command-line flags. With nothing given, appd works as is.
+struct AppdConfig: Sendable {
+    var socket: String = SocketPath.defaultPath()
+    var dataDirectory: String = DataDirectory.defaultPath()
+    var adminGroup: String?
+    var logLevel: LogLevel = .info
+    var limits = ServerLimits()
+    /// Event log retention: events older than this many days are pruned (nil keeps them).
+    var eventRetentionDays: Int?
+    /// Event log retention: at most this many events are kept (nil keeps them all).
+    var eventRetentionCount: Int?
+
+    /// The effective values as JSON, for `--print-config` (secrets would be redacted here).
+    var json: JSONValue {
+        func seconds(_ d: Duration) -> JSONValue {
+            .double(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+        }
+        return [
+            "socket": .string(socket),
+            "dataDirectory": .string(dataDirectory),
+            "adminGroup": adminGroup.map(JSONValue.string) ?? .null,
+            "logLevel": .string(logLevel.description),
+            "maxMessageBytes": .int(Int64(limits.maxMessageBytes)),
+            "maxConnections": .int(Int64(limits.maxConnections)),
+            "maxConnectionsPerUID": .int(Int64(limits.maxConnectionsPerUID)),
+            "maxQueuedCalls": .int(Int64(limits.maxQueuedCalls)),
+            "maxPendingOutputBytes": .int(Int64(limits.maxPendingOutputBytes)),
+            "firstMessageTimeoutSeconds": seconds(limits.firstMessageTimeout),
+            "callTimeoutSeconds": seconds(limits.callTimeout),
+            "drainTimeoutSeconds": seconds(limits.drainTimeout),
+            "eventRetentionDays": eventRetentionDays.map { .int(Int64($0)) } ?? .null,
+            "eventRetentionCount": eventRetentionCount.map { .int(Int64($0)) } ?? .null,
+        ]
+    }
+}

@@ -1,0 +1,87 @@
+import Bus
+
+/// One configuration key: its name in the JSON file, its environment variable and flag, and
+/// how a value is checked and applied. The one table every source goes through.
+struct ConfigKey: Sendable {
+    let name: String
+    let flag: String
+    let help: String
+    let apply: @Sendable (inout AppdConfig, JSONValue) throws(ConfigProblem) -> Void
+
+    /// `maxConnections` → `APPD_MAX_CONNECTIONS`.
+    var environment: String {
+        var out = "APPD_"
+        for (i, ch) in name.enumerated() {
+            if ch.isUppercase && i > 0 && !(name[name.index(name.startIndex, offsetBy: i - 1)].isUppercase) { out += "_" }
+            out += ch.uppercased()
+        }
+        return out
+    }
+
+    static let all: [ConfigKey] = [
+        text("socket", "--socket", "The control socket.") { $0.socket = $1 },
+        text("dataDirectory", "--data-dir", "Where the database lives.") { $0.dataDirectory = $1 },
+        ConfigKey(name: "adminGroup", flag: "--admin-group", help: "Members may call admin methods; the socket becomes 0660.") { config, value throws(ConfigProblem) in
+            if value == .null { config.adminGroup = nil; return }
+            guard let name = value.stringValue, !name.isEmpty else { throw ConfigProblem("needs a group name") }
+            config.adminGroup = name
+        },
+        ConfigKey(name: "logLevel", flag: "--log-level", help: "trace, debug, info, notice, warning, error or critical.") { config, value throws(ConfigProblem) in
+            guard let name = value.stringValue, let level = LogLevel(name: name) else {
+                throw ConfigProblem("needs one of trace, debug, info, notice, warning, error, critical")
+            }
+            config.logLevel = level
+        },
+        integer("maxMessageBytes", "--max-message-bytes", "Largest message (at most 16777216).") { $0.limits.maxMessageBytes = $1 },
+        integer("maxConnections", "--max-connections", "Connections in total.") { $0.limits.maxConnections = $1 },
+        integer("maxConnectionsPerUID", "--max-connections-per-uid", "Connections per user id.") { $0.limits.maxConnectionsPerUID = $1 },
+        integer("maxQueuedCalls", "--max-queued-calls", "Unanswered calls per connection before reading pauses.") { $0.limits.maxQueuedCalls = $1 },
+        integer("maxPendingOutputBytes", "--max-pending-output", "Unread reply bytes before a client is dropped.") { $0.limits.maxPendingOutputBytes = $1 },
+        seconds("firstMessageTimeoutSeconds", "--first-message-timeout", "Seconds a new connection has to send a message.") { $0.limits.firstMessageTimeout = $1 },
+        seconds("callTimeoutSeconds", "--call-timeout", "Seconds a call may take.") { $0.limits.callTimeout = $1 },
+        seconds("drainTimeoutSeconds", "--drain-timeout", "Seconds shutdown waits for in-flight calls.") { $0.limits.drainTimeout = $1 },
+        optionalInteger("eventRetentionDays", "--event-retention-days", "Prune events older than this (default: keep).") { $0.eventRetentionDays = $1 },
+        optionalInteger("eventRetentionCount", "--event-retention-count", "Keep at most this many events (default: all).") { $0.eventRetentionCount = $1 },
+    ]
+
+    static func text(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs a non-empty string") }
+            set(&config, text)
+        }
+    }
+
+    static func integer(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Int) -> Void) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            guard case .int(let n) = value, n > 0, n <= Int64(Int32.max) else { throw ConfigProblem("needs a positive whole number") }
+            set(&config, Int(n))
+        }
+    }
+
+    static func optionalInteger(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Int?) -> Void) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            if value == .null { set(&config, nil); return }
+            guard case .int(let n) = value, n > 0, n <= Int64(Int32.max) else { throw ConfigProblem("needs a positive whole number or null") }
+            set(&config, Int(n))
+        }
+    }
+
+    static func seconds(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Duration) -> Void) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            let number: Double
+            switch value {
+            case .int(let i): number = Double(i)
+            case .double(let d): number = d
+            default: throw ConfigProblem("needs a positive number of seconds")
+            }
+            guard number > 0, number <= 86_400 else { throw ConfigProblem("needs a positive number of seconds, at most 86400") }
+            set(&config, .milliseconds(Int64(number * 1000)))
+        }
+    }
+}
+
+/// What is wrong with one value (the loader adds which key and where it came from).
+struct ConfigProblem: Error {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+}

@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+
+/// A configuration value that is wrong: which key, where it came from, and what is wrong.
+struct ConfigError: Error, CustomStringConvertible {
+    let key: String
+    let source: String
+    let reason: String
+    var description: String { "invalid configuration: \(key) (from \(source)) \(reason)" }
+}
+
+/// Builds the effective configuration from the layers, in order of precedence.
+enum ConfigLoader {
+    /// The config file used when none is named: root `/etc/appd/appd.json`, others
+    /// `$XDG_CONFIG_HOME/appd/appd.json` or `~/.config/appd/appd.json`.
+    static func defaultFile() -> String {
+        if getuid() == 0 { return "/etc/appd/appd.json" }
+        if let config = SocketPath.environment("XDG_CONFIG_HOME"), !config.isEmpty { return config + "/appd/appd.json" }
+        return (SocketPath.environment("HOME") ?? "/tmp") + "/.config/appd/appd.json"
+    }
+
+    /// defaults < file (`--config`, `APPD_CONFIG`, or the default file when it exists) <
+    /// `APPD_*` environment < flags.
+    static func load(flags: [(key: ConfigKey, value: String)], configFile: String?) throws(ConfigError) -> (AppdConfig, String?) {
+        var config = AppdConfig()
+        let explicit = configFile ?? SocketPath.environment("APPD_CONFIG").flatMap { $0.isEmpty ? nil : $0 }
+        let path = explicit ?? defaultFile()
+        var used: String?
+        if let text = readFile(path) {
+            try applyFile(text, path: path, to: &config)
+            used = path
+        } else if explicit != nil {
+            throw ConfigError(key: "config", source: path, reason: "cannot be read: \(String(cString: strerror(errno)))")
+        }
+        for key in ConfigKey.all {
+            guard let text = SocketPath.environment(key.environment), !text.isEmpty else { continue }
+            try apply(key, textValue(text, for: key), source: key.environment, to: &config)
+        }
+        for (key, text) in flags {
+            try apply(key, textValue(text, for: key), source: key.flag, to: &config)
+        }
+        do {
+            config.limits = try config.limits.validated()
+        } catch {
+            throw ConfigError(key: error.name, source: "the combined configuration", reason: error.reason)
+        }
+        return (config, used)
+    }
+
+    static func applyFile(_ text: String, path: String, to config: inout AppdConfig) throws(ConfigError) {
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse(Array(text.utf8))
+        } catch {
+            throw ConfigError(key: "config", source: path, reason: "is not valid JSON: \(error)")
+        }
+        guard case .object(let members) = json else {
+            throw ConfigError(key: "config", source: path, reason: "must be a JSON object of settings")
+        }
+        for (name, value) in members.sorted(by: { $0.key < $1.key }) {
+            guard let key = ConfigKey.all.first(where: { $0.name == name }) else {
+                let hint = ConfigKey.all.map(\.name).min { distance(name, $0) < distance(name, $1) }
+                throw ConfigError(key: name, source: path, reason: "is not a setting" + (hint.map { "; did you mean '\($0)'?" } ?? ""))
+            }
+            try apply(key, value, source: path, to: &config)
+        }
+    }
+
+    static func apply(_ key: ConfigKey, _ value: JSONValue, source: String, to config: inout AppdConfig) throws(ConfigError) {
+        do {
+            try key.apply(&config, value)
+        } catch {
+            throw ConfigError(key: key.name, source: source, reason: error.reason)
+        }
+    }
+
+    /// Text from the environment or a flag, as the JSON the key expects.
+    static func textValue(_ text: String, for key: ConfigKey) -> JSONValue {
+        if ["socket", "dataDirectory", "adminGroup", "logLevel"].contains(key.name) { return .string(text) }
+        if text == "null" { return .null }
+        if let int = Int64(text) { return .int(int) }
+        if let double = Double(text) { return .double(double) }
+        return .string(text)
+    }
+
+    static func readFile(_ path: String) -> String? {
+        guard let file = fopen(path, "re") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, file)
+            if n > 0 { bytes += chunk[0..<n] }
+            if n < chunk.count { break }
+            if bytes.count > 1 << 20 { return nil }  // a config file is small; refuse a huge one
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.lowercased()), b = Array(b.lowercased())
+        var previous = Array(0...b.count)
+        for i in 1...max(1, a.count) where !a.isEmpty {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ConfigTests {
+    func printConfig(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Int32, [String: Any], String) {
+        let outcome = try await run(Binaries.appd, arguments + ["--print-config"], environment: environment)
+        let json = (try? JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8))) as? [String: Any] ?? [:]
+        return (outcome.status, json, outcome.stderr)
+    }
+
+    func file(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "appd-config-" + UUID().uuidString + ".json"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func worksWithNoConfigurationAtAll() async throws {
+        let (status, json, _) = try await printConfig([], environment: ["APPD_CONFIG": "", "XDG_CONFIG_HOME": "/nonexistent"])
+        #expect(status == 0)
+        #expect(json["maxConnections"] as? Int == 128)
+        #expect(json["logLevel"] as? String == "info")
+        #expect((json["socket"] as? String)?.hasSuffix("appd.sock") == true)
+    }
+
+    @Test func precedenceIsDefaultsThenFileThenEnvironmentThenFlags() async throws {
+        let path = try file(#"{"maxConnections": 5, "maxQueuedCalls": 9, "logLevel": "debug", "callTimeoutSeconds": 2.5}"#)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (status, json, _) = try await printConfig(
+            ["--config", path, "--max-connections", "11"], environment: ["APPD_MAX_CONNECTIONS": "7", "APPD_MAX_QUEUED_CALLS": "8"])
+        #expect(status == 0)
+        #expect(json["maxConnections"] as? Int == 11)  // flag beats environment and file
+        #expect(json["maxQueuedCalls"] as? Int == 8)  // environment beats file
+        #expect(json["logLevel"] as? String == "debug")  // file beats default
+        #expect(json["callTimeoutSeconds"] as? Double == 2.5)
+    }
+
+    @Test func invalidConfigurationNamesTheKeyAndExits78() async throws {
+        let unknown = try file(#"{"maxConections": 5}"#)
+        let wrongType = try file(#"{"maxConnections": "many"}"#)
+        let notJSON = try file("maxConnections = 5")
+        defer { for p in [unknown, wrongType, notJSON] { try? FileManager.default.removeItem(atPath: p) } }
+        let a = try await printConfig(["--config", unknown])
+        #expect(a.0 == 78)
+        #expect(a.2.contains("maxConections (from \(unknown)) is not a setting; did you mean 'maxConnections'?"))
+        let b = try await printConfig(["--config", wrongType])
+        #expect(b.0 == 78)
+        #expect(b.2.contains("maxConnections (from \(wrongType)) needs a positive whole number"))
+        let c = try await printConfig(["--config", notJSON])
+        #expect(c.0 == 78)
+        let d = try await printConfig(["--config", "/nonexistent/appd.json"])
+        #expect(d.0 == 78)
+        let e = try await printConfig([], environment: ["APPD_LOG_LEVEL": "loud"])
+        #expect(e.0 == 78)
+        #expect(e.2.contains("logLevel (from APPD_LOG_LEVEL)"))
+    }
+
+    @Test func sighupReloadsAppliesWhatItCanAndSaysWhatNeedsARestart() async throws {
+        // (The helper passes --log-level on the command line, which a file cannot override.)
+        let path = try file(#"{"eventRetentionCount": 100, "maxConnections": 50}"#)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let daemon = try await Daemon.start(["--config", path])
+        try #"{"eventRetentionCount": 200, "maxConnections": 60}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        var log = ""
+        for _ in 0..<200 where !log.contains("configuration reloaded") {
+            try await Task.sleep(for: .milliseconds(20))
+            log = daemon.log
+        }
+        #expect(log.contains("applied=\"event retention\""))
+        #expect(log.contains("needs.restart=limits"))
+        // A broken file is refused and the daemon keeps running.
+        try "{broken".write(toFile: path, atomically: true, encoding: .utf8)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        for _ in 0..<200 where !daemon.log.contains("reload refused") { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(daemon.log.contains("reload refused"))
+        #expect(try await daemon.ctl(["ping"]).status == 0)
+        #expect(await daemon.stop() == 0)
+    }
+}

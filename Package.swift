@@ -27,14 +27,17 @@ let package = Package(
         // its repository: the Database protocol, migrations, group commit, the durable event log.
         .systemLibrary(name: "CSQLite", path: "Sources/Plugins/CSQLite", pkgConfig: "sqlite3"),
         .target(name: "Storage", dependencies: ["Bus", "CSQLite"], path: "Sources/Plugins/Storage", swiftSettings: strict),
+        // What every plugin implements and the host that starts, supervises and stops them.
+        .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
-        .executableTarget(name: "appd", dependencies: ["Bus", "Storage"], path: "Sources/appd", swiftSettings: strict),
+        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit"], path: "Sources/appd", swiftSettings: strict),
         .executableTarget(
             name: "appctl", dependencies: ["Bus"], path: "Sources/appctl", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
+        .testTarget(name: "PluginKitTests", dependencies: ["PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
         .testTarget(name: "EndToEndTests", path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),

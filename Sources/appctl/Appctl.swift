@@ -7,7 +7,7 @@ import Bus
 @main
 enum Appctl {
     static let builtins: [Builtin] = [
-        DaemonCommands.ping, DaemonCommands.status, DaemonCommands.info, DaemonCommands.introspect,
+        DaemonCommands.ping, DaemonCommands.status, DaemonCommands.plugins, DaemonCommands.info, DaemonCommands.introspect,
         DaemonCommands.shutdown, CallCommand.command, EventsCommand.command, BenchCommand.command,
         CompletionCommand.command,
     ]

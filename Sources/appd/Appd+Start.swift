@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bus
+import PluginKit
 import Storage
 
 /// The composition root: builds each part of the daemon in a named step, top to bottom.
@@ -26,21 +27,30 @@ extension Appd {
             adminGroup = group.pointee.gr_gid
         }
 
-        // 3. The bus, with its gate chain fixed from here on (plugins contribute more gates).
-        let gates: [any Gate] = [AdminGate(adminGroup: adminGroup)]
-        let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
-
-        // 4. The database and its durable event log (before anything can accept a write).
+        // 3. The database and its durable event log (before anything can accept a write).
         let dataDirectory = config.dataDirectory
         let database: SQLiteDatabase
         do {
             try DataDirectory.create(dataDirectory)
-            database = try SQLiteDatabase(path: dataDirectory + "/appd.db", bus: bus, logger: Logger(label: "appd.storage"))
+            database = try SQLiteDatabase(path: dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
         } catch {
             logger.critical("cannot open the database in \(dataDirectory): \(error)")
             return 1
         }
         let eventLog = EventLog(database: database)
+
+        // 4. The plugins, and the bus with the gates they contribute, nested in the designed
+        //    order and fixed from here on. A disabled plugin's gates are missing, so commands
+        //    that need them are denied (fail closed).
+        let plugins = installedPlugins()
+        let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
+        let gates = GateOrder.sorted([AdminGate(adminGroup: adminGroup)] + enabled.flatMap { $0.gates(database: database) })
+        let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
+        database.attach(bus: bus)
+        let host = PluginHost(
+            plugins: plugins, disabled: Set(config.disabledPlugins),
+            context: PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin")),
+            logger: logger)
 
         // 5. The varlink interfaces the daemon itself serves.
         let dispatcher: VarlinkDispatcher
@@ -55,7 +65,17 @@ extension Appd {
             return 1
         }
 
-        // 6. The control socket: 0600, or 0660 with the admin group.
+        // 6. Start the plugins (dependency order) and serve their interfaces.
+        await host.startAll()
+        for text in await host.runningInterfaces() {
+            do {
+                try dispatcher.register(try VarlinkInterface(parsing: text))
+            } catch {
+                logger.error("a plugin's interface was not served", metadata: ["error": "\(error)"])
+            }
+        }
+
+        // 7. The control socket: 0600, or 0660 with the admin group.
         let path = config.socket
         let server: VarlinkServer
         do {
@@ -66,15 +86,16 @@ extension Appd {
                 listener: listener, dispatcher: dispatcher, limits: config.limits, logger: Logger(label: "appd.varlink"))
         } catch {
             logger.critical("\(error)")
+            await host.stopAll()
             await database.close()
             return 1
         }
 
-        // 7. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
+        // 8. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
         let retention = EventLogRetention(
             log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
-        var services: [any Service] = [server, retention, reload]
+        var services: [any Service] = [host, server, retention, reload]
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
             Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
@@ -83,7 +104,7 @@ extension Appd {
             try DaemonInterface.install(
                 on: dispatcher,
                 context: .init(
-                    startedAt: startedAt, connections: { server.stats.connections }, plugins: { [] },
+                    startedAt: startedAt, connections: { server.stats.connections }, plugins: { await host.statuses() },
                     shutdown: { await group.triggerShutdown() }))
         } catch {
             logger.critical("cannot set up io.appd.Daemon: \(error)")
@@ -102,10 +123,16 @@ extension Appd {
             logger.critical("appd stopped after a failure", metadata: ["error": "\(error)"])
             status = 1
         }
-        // 8. In-flight calls are done: let subscribers finish, then close the database last.
+        // 9. In-flight calls are done: let subscribers finish, then close the database last.
         try? await bus.drain(timeout: .seconds(5))
         await database.close()
         logger.notice("appd stopped")
         return status
     }
+}
+
+/// The plugins built into this appd. Auth, todos, payments, chat and rating join this list as
+/// they are written (each is a library target under Sources/Plugins).
+func installedPlugins() -> [any Plugin] {
+    []
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bus
+import PluginKit
 
 /// `io.appd.Daemon`: the daemon's own control methods.
 enum DaemonInterface {
@@ -20,8 +21,12 @@ enum DaemonInterface {
         # A plugin's lifecycle state.
         type Plugin (
           name: string,
+          version: string,
           state: (starting, running, degraded, failed, stopped),
-          lastError: ?string
+          # Why it failed, is degraded, or was not started.
+          lastError: ?string,
+          # How often its services were restarted after failing.
+          restarts: int
         )
 
         # Answers at once: the daemon is up and serving.
@@ -38,6 +43,9 @@ enum DaemonInterface {
           bus: BusCounters
         )
 
+        # The plugins, in start order, with their state.
+        method Plugins() -> (plugins: []Plugin)
+
         # Stops the daemon gracefully: in-flight calls finish, then it exits 0. Admin only.
         method Shutdown() -> ()
 
@@ -53,16 +61,19 @@ enum DaemonInterface {
         typealias Reply = StatusReply
     }
 
+    struct Plugins: Command {
+        static let method = "io.appd.Daemon.Plugins"
+        typealias Reply = PluginsReply
+    }
+
+    struct PluginsReply: Codable, Sendable {
+        var plugins: [PluginStatus]
+    }
+
     struct Shutdown: Command {
         static let method = "io.appd.Daemon.Shutdown"
         static let requirements: [Requirement] = [.admin]
         typealias Reply = Empty
-    }
-
-    struct PluginStatus: Codable, Sendable {
-        var name: String
-        var state: String
-        var lastError: String?
     }
 
     struct StatusReply: Codable, Sendable {
@@ -78,7 +89,7 @@ enum DaemonInterface {
     struct Context: Sendable {
         let startedAt: ContinuousClock.Instant
         let connections: @Sendable () -> Int
-        let plugins: @Sendable () -> [PluginStatus]
+        let plugins: @Sendable () async -> [PluginStatus]
         let shutdown: @Sendable () async -> Void
     }
 
@@ -91,8 +102,9 @@ enum DaemonInterface {
             return StatusReply(
                 version: Version.current, pid: Int(getpid()),
                 uptimeSeconds: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
-                connections: context.connections(), plugins: context.plugins(), bus: bus.counters)
+                connections: context.connections(), plugins: await context.plugins(), bus: bus.counters)
         }
+        try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
         try bus.register(Shutdown.self) { _, envelope in
             envelope.logger.notice("shutdown requested over the socket")
             await context.shutdown()

@@ -12,7 +12,7 @@ import Testing
         for section in ["OVERVIEW:", "USAGE: appctl", "OPTIONS:", "SUBCOMMANDS:", "EXIT CODES:"] {
             #expect(a.stdout.contains(section), "\(section)")
         }
-        for command in ["ping", "status", "shutdown", "call", "introspect", "info", "events", "bench", "completion"] {
+        for command in ["ping", "status", "plugins", "shutdown", "call", "introspect", "info", "events", "bench", "completion"] {
             #expect(a.stdout.contains("\n  \(command) "), "\(command)")
         }
     }
@@ -76,6 +76,11 @@ import Testing
 
         let info = try await daemon.ctl(["info"])
         #expect(info.stdout.contains("interfaces: io.appd.Bus, io.appd.Daemon, org.varlink.service"))
+
+        let plugins = try await daemon.ctl(["plugins"])
+        #expect(plugins.status == 0)
+        #expect(plugins.stdout == "no plugins installed\n")
+        #expect(try await daemon.ctl(["--json", "plugins"]).stdout == "{\"plugins\":[]}\n")
 
         let idl = try await daemon.ctl(["introspect", "daemon"])
         #expect(idl.stdout.contains("interface io.appd.Daemon"))

@@ -34,6 +34,21 @@ enum DaemonCommands {
         "info", abstract: "Show the daemon's vendor, version and interfaces (org.varlink.service.GetInfo).",
         method: "org.varlink.service.GetInfo", order: ["vendor", "product", "version", "url", "interfaces"])
 
+    static let plugins = Builtin(
+        name: "plugins", abstract: "List the plugins with their state, version, restarts and last error.", usage: "plugins"
+    ) { arguments, context throws(AppctlError) in
+        _ = try Flags(arguments, command: "plugins")
+        let reply = try context.call("io.appd.Daemon.Plugins")
+        if context.options.json {
+            context.output.reply(reply)
+        } else if case .array(let list)? = reply["plugins"], !list.isEmpty {
+            print(Output.table(list.compactMap(\.objectValue), order: ["name", "version", "state", "restarts", "lastError"]), terminator: "")
+        } else {
+            print("no plugins installed")
+        }
+        return ExitCode.ok
+    }
+
     static let introspect = Builtin(
         name: "introspect", abstract: "Print the interface definitions (IDL) the daemon serves.",
         usage: "introspect [<interface>]",

@@ -12,6 +12,8 @@ struct AppdConfig: Sendable {
     var eventRetentionDays: Int?
     /// Event log retention: at most this many events are kept (nil keeps them all).
     var eventRetentionCount: Int?
+    /// Plugins not to start (their gates are then missing: commands needing them are denied).
+    var disabledPlugins: [String] = []
 
     /// The effective values as JSON, for `--print-config` (secrets would be redacted here).
     var json: JSONValue {
@@ -33,6 +35,7 @@ struct AppdConfig: Sendable {
             "drainTimeoutSeconds": seconds(limits.drainTimeout),
             "eventRetentionDays": eventRetentionDays.map { .int(Int64($0)) } ?? .null,
             "eventRetentionCount": eventRetentionCount.map { .int(Int64($0)) } ?? .null,
+            "disabledPlugins": .array(disabledPlugins.map(JSONValue.string)),
         ]
     }
 }

@@ -42,6 +42,18 @@ struct ConfigKey: Sendable {
         seconds("drainTimeoutSeconds", "--drain-timeout", "Seconds shutdown waits for in-flight calls.") { $0.limits.drainTimeout = $1 },
         optionalInteger("eventRetentionDays", "--event-retention-days", "Prune events older than this (default: keep).") { $0.eventRetentionDays = $1 },
         optionalInteger("eventRetentionCount", "--event-retention-count", "Keep at most this many events (default: all).") { $0.eventRetentionCount = $1 },
+        ConfigKey(name: "disabledPlugins", flag: "--disable-plugins", help: "Plugins not to start (comma-separated).") { config, value throws(ConfigProblem) in
+            switch value {
+            case .array(let names):
+                let strings = names.compactMap(\.stringValue)
+                guard strings.count == names.count else { throw ConfigProblem("needs a list of plugin names") }
+                config.disabledPlugins = strings
+            case .string(let text):
+                config.disabledPlugins = text.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }.filter { !$0.isEmpty }
+            default:
+                throw ConfigProblem("needs a list of plugin names")
+            }
+        },
     ]
 
     static func text(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {

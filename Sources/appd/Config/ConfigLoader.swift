@@ -78,7 +78,7 @@ enum ConfigLoader {
 
     /// Text from the environment or a flag, as the JSON the key expects.
     static func textValue(_ text: String, for key: ConfigKey) -> JSONValue {
-        if ["socket", "dataDirectory", "adminGroup", "logLevel"].contains(key.name) { return .string(text) }
+        if ["socket", "dataDirectory", "adminGroup", "logLevel", "disabledPlugins"].contains(key.name) { return .string(text) }
         if text == "null" { return .null }
         if let int = Int64(text) { return .int(int) }
         if let double = Double(text) { return .double(double) }

@@ -34,7 +34,9 @@ public final class SQLiteDatabase: Database {
 
     public let path: String
     private let options: Options
-    private let bus: EventBus?
+    /// Where committed events go; set at start, or later when the bus is built after the
+    /// database (the bus's gates read the database).
+    private let bus: Mutex<EventBus?>
     private let queue = Mutex<(jobs: [Job], closed: Bool)>(([], false))
     private let wake = DispatchSemaphore(value: 0)
     private let logger: Logger
@@ -43,7 +45,7 @@ public final class SQLiteDatabase: Database {
     public init(path: String, bus: EventBus?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")) throws {
         self.path = path
         self.options = options
-        self.bus = bus
+        self.bus = Mutex(bus)
         self.logger = logger
         let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try connection.executeScript(
@@ -51,6 +53,11 @@ public final class SQLiteDatabase: Database {
         try connection.executeScript(EventLog.schema)
         let box = ConnectionBox(connection)
         _ = OSThread.start { [self] in serve(box.take()) }
+    }
+
+    /// Publishes committed events on `bus` from now on.
+    public func attach(bus: EventBus) {
+        self.bus.withLock { $0 = bus }
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
@@ -191,7 +198,7 @@ public final class SQLiteDatabase: Database {
             return
         }
         for complete in completions { complete() }
-        if let bus { for event in events { bus.publish(event) } }
+        if !events.isEmpty, let bus = bus.withLock({ $0 }) { for event in events { bus.publish(event) } }
     }
 }
 

@@ -1,0 +1,88 @@
+import Bus
+import Storage
+
+/// What a plugin declares about itself; the host reads it before starting anything.
+public struct PluginManifest: Sendable {
+    public var name: String
+    public var version: String
+    /// Plugins that must be running before this one starts.
+    public var dependencies: [String]
+    /// The varlink interface it serves (IDL text), if any.
+    public var interface: String?
+    /// Topics it publishes and consumes (documentation and checks).
+    public var publishes: [String]
+    public var consumes: [String]
+    /// Configuration keys it reads.
+    public var configKeys: [String]
+
+    public init(
+        name: String, version: String, dependencies: [String] = [], interface: String? = nil, publishes: [String] = [],
+        consumes: [String] = [], configKeys: [String] = []
+    ) {
+        self.name = name
+        self.version = version
+        self.dependencies = dependencies
+        self.interface = interface
+        self.publishes = publishes
+        self.consumes = consumes
+        self.configKeys = configKeys
+    }
+}
+
+/// What a plugin gets from the host: the bus, the database, its logger.
+public struct PluginContext: Sendable {
+    public let bus: EventBus
+    public let database: any Database
+    public let eventLog: EventLog
+    public let logger: Logger
+
+    public init(bus: EventBus, database: any Database, eventLog: EventLog, logger: Logger) {
+        self.bus = bus
+        self.database = database
+        self.eventLog = eventLog
+        self.logger = logger
+    }
+}
+
+/// A feature module hosted by appd. Plugins never call each other: they use the bus.
+public protocol Plugin: Sendable {
+    var manifest: PluginManifest { get }
+    /// Schema changes the host applies before `start`.
+    var migrations: [Migration] { get }
+    /// Gates this plugin contributes, built before the bus (they read persisted state through
+    /// the database, never through other plugins).
+    func gates(database: any Database) -> [any Gate]
+    /// Registers handlers; returns when the plugin can serve.
+    func start(_ context: PluginContext) async throws
+    /// Long-running work (durable consumers, timers), restarted with backoff when it fails.
+    func services(_ context: PluginContext) -> [any Service]
+    /// Undoes `start` (unregisters handlers).
+    func stop(_ context: PluginContext) async
+}
+
+extension Plugin {
+    public var migrations: [Migration] { [] }
+    public func gates(database: any Database) -> [any Gate] { [] }
+    public func services(_ context: PluginContext) -> [any Service] { [] }
+    public func stop(_ context: PluginContext) async {}
+}
+
+/// A plugin's lifecycle state, as `appctl plugins` shows it.
+public enum PluginState: String, Sendable, Codable {
+    case starting, running, degraded, failed, stopped
+}
+
+/// One plugin's state with its last error and restart count.
+public struct PluginStatus: Sendable, Codable, Equatable {
+    public var name: String
+    public var version: String
+    public var state: PluginState
+    public var lastError: String?
+    public var restarts: Int
+}
+
+/// The plugins' dependencies form a cycle; names the plugins in it.
+public struct PluginDependencyCycle: Error, Equatable, CustomStringConvertible {
+    public let plugins: [String]
+    public var description: String { "plugin dependency cycle: \(plugins.joined(separator: " -> ")); break it in their manifests" }
+}

@@ -1,0 +1,215 @@
+import Bus
+import Storage
+
+/// Starts plugins in dependency order and stops them in reverse; supervises their services
+/// (restart with capped exponential backoff); keeps each plugin's state and last error.
+///
+/// A plugin that fails to start is reported, its dependants are skipped with the reason, and
+/// everything else keeps serving. A disabled plugin is not started: commands needing a gate it
+/// would contribute are denied by the bus (fail closed).
+public actor PluginHost: Service {
+    public struct Options: Sendable {
+        public var startTimeout: Duration = .seconds(30)
+        public var stopTimeout: Duration = .seconds(10)
+        public var initialBackoff: Duration = .milliseconds(100)
+        public var maxBackoff: Duration = .seconds(30)
+        /// A restarted service that runs this long without failing counts as healthy again.
+        public var healthyAfter: Duration = .seconds(10)
+        public init() {}
+    }
+
+    struct Entry {
+        let plugin: any Plugin
+        var status: PluginStatus
+        var services: [Task<Void, Never>] = []
+        var lastFailure: ContinuousClock.Instant?
+    }
+
+    public nonisolated var name: String { "plugins" }
+    private let context: PluginContext
+    private let options: Options
+    private let logger: Logger
+    private var entries: [String: Entry] = [:]
+    private var order: [String] = []
+    private var started: [String] = []
+    private var didStart = false
+
+    public init(plugins: [any Plugin], disabled: Set<String>, context: PluginContext, options: Options = Options(), logger: Logger) {
+        self.context = context
+        self.options = options
+        self.logger = logger
+        for plugin in plugins {
+            let manifest = plugin.manifest
+            guard entries[manifest.name] == nil else {
+                logger.warning("a second plugin with the same name was ignored", metadata: ["plugin": manifest.name])
+                continue
+            }
+            let state: PluginState = disabled.contains(manifest.name) ? .stopped : .starting
+            let error = disabled.contains(manifest.name) ? "disabled by configuration" : nil
+            entries[manifest.name] = Entry(
+                plugin: plugin,
+                status: PluginStatus(name: manifest.name, version: manifest.version, state: state, lastError: error, restarts: 0))
+        }
+    }
+
+    /// The interface definitions of the plugins that are running, to serve on the socket.
+    public func runningInterfaces() -> [String] {
+        order.compactMap { name in
+            guard let entry = entries[name], entry.status.state == .running || entry.status.state == .degraded else { return nil }
+            return entry.plugin.manifest.interface
+        }
+    }
+
+    /// Every plugin's state, in start order.
+    public func statuses() -> [PluginStatus] {
+        let now = ContinuousClock.now
+        let names = order + entries.keys.filter { !order.contains($0) }.sorted()
+        return names.compactMap { name in
+            guard var status = entries[name]?.status else { return nil }
+            if status.state == .degraded, let failure = entries[name]?.lastFailure, now - failure > options.healthyAfter {
+                status.state = .running
+            }
+            return status
+        }
+    }
+
+    public nonisolated func run() async throws {
+        await startAll()  // a no-op when the composition root started them already
+        await withTaskCancellationHandler {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        } onCancel: {}
+        await stopAll()
+    }
+
+    // MARK: Start
+
+    /// Starts every enabled plugin in dependency order (once).
+    public func startAll() async {
+        guard !didStart else { return }
+        didStart = true
+        let manifests = entries.values.map(\.plugin.manifest)
+        var sorted: [PluginManifest]
+        do {
+            sorted = try PluginOrder.sorted(manifests)
+        } catch {
+            // The plugins in the cycle fail; the rest start (their dependants are skipped).
+            for name in Set(error.plugins) { fail(name, "\(error)") }
+            sorted = (try? PluginOrder.sorted(manifests.filter { !error.plugins.contains($0.name) })) ?? []
+        }
+        order = sorted.map(\.name)
+        for manifest in sorted { await start(manifest.name) }
+    }
+
+    private func start(_ name: String) async {
+        guard let entry = entries[name], entry.status.state == .starting else { return }
+        for dependency in entry.plugin.manifest.dependencies {
+            guard let other = entries[dependency] else {
+                return fail(name, "depends on '\(dependency)', which is not installed")
+            }
+            guard other.status.state == .running || other.status.state == .degraded else {
+                return fail(name, "skipped: its dependency '\(dependency)' is \(other.status.state.rawValue)")
+            }
+        }
+        let plugin = entry.plugin
+        let context = pluginContext(name)
+        do {
+            try await withTimeout(options.startTimeout, "start") {
+                try await Migrator.migrate(context.database, plugin.migrations)
+                try await plugin.start(context)
+            }
+        } catch {
+            logger.error("plugin failed to start", metadata: ["plugin": name, "error": "\(error)"])
+            return fail(name, "\(error)")
+        }
+        entries[name]?.status.state = .running
+        started.append(name)
+        logger.info("plugin running", metadata: ["plugin": name, "version": plugin.manifest.version])
+        for service in plugin.services(context) {
+            let task = Task { await self.supervise(service, of: name) }
+            entries[name]?.services.append(task)
+        }
+    }
+
+    private func fail(_ name: String, _ reason: String) {
+        entries[name]?.status.state = .failed
+        entries[name]?.status.lastError = reason
+    }
+
+    private func pluginContext(_ name: String) -> PluginContext {
+        var logger = context.logger
+        logger[metadataKey: "plugin"] = name
+        return PluginContext(bus: context.bus, database: context.database, eventLog: context.eventLog, logger: logger)
+    }
+
+    // MARK: Supervision
+
+    /// Runs a service until the host stops; restarts it with backoff when it throws.
+    private func supervise(_ service: any Service, of plugin: String) async {
+        var backoff = options.initialBackoff
+        while !Task.isCancelled {
+            let began = ContinuousClock.now
+            do {
+                try await service.run()
+                if Task.isCancelled { return }
+                logger.notice("plugin service finished", metadata: ["plugin": plugin, "service": service.name])
+                return
+            } catch {
+                if Task.isCancelled { return }
+                if ContinuousClock.now - began > options.healthyAfter { backoff = options.initialBackoff }
+                entries[plugin]?.status.state = .degraded
+                entries[plugin]?.status.lastError = "\(service.name): \(error)"
+                entries[plugin]?.status.restarts += 1
+                entries[plugin]?.lastFailure = ContinuousClock.now
+                logger.error(
+                    "plugin service failed; restarting",
+                    metadata: ["plugin": plugin, "service": service.name, "error": "\(error)", "retry.in": "\(backoff)"])
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, options.maxBackoff)
+            }
+        }
+    }
+
+    // MARK: Stop
+
+    /// Stops running plugins in reverse start order.
+    public func stopAll() async {
+        for name in started.reversed() {
+            guard let entry = entries[name] else { continue }
+            for task in entry.services { task.cancel() }
+            for task in entry.services {
+                _ = try? await withTimeout(options.stopTimeout, "stop") { await task.value }
+            }
+            let plugin = entry.plugin
+            let context = pluginContext(name)
+            _ = try? await withTimeout(options.stopTimeout, "stop") { await plugin.stop(context) }
+            entries[name]?.status.state = .stopped
+            entries[name]?.services = []
+        }
+        started = []
+    }
+
+    /// Runs `work`, giving up after `limit` (the work is cancelled).
+    private nonisolated func withTimeout<T: Sendable>(
+        _ limit: Duration, _ what: String, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await work() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw PluginTimeout(what: what, limit: limit)
+            }
+            return value
+        }
+    }
+}
+
+/// A plugin did not start or stop in time.
+public struct PluginTimeout: Error, CustomStringConvertible {
+    public let what: String
+    public let limit: Duration
+    public var description: String { "did not \(what) within \(limit)" }
+}

@@ -104,7 +104,7 @@ extension Appd {
             try DaemonInterface.install(
                 on: dispatcher,
                 context: .init(
-                    startedAt: startedAt, connections: { server.stats.connections }, plugins: { await host.statuses() },
+                    startedAt: startedAt, connections: { server.stats.connections }, plugins: { await host.statuses() }, eventLog: eventLog,
                     shutdown: { await group.triggerShutdown() }))
         } catch {
             logger.critical("cannot set up io.appd.Daemon: \(error)")

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Bus
 import PluginKit
+import Storage
 
 /// `io.appd.Daemon`: the daemon's own control methods.
 enum DaemonInterface {
@@ -29,6 +30,12 @@ enum DaemonInterface {
           restarts: int
         )
 
+        # A durable consumer's position in the event log and how far behind it is.
+        type Consumer (name: string, position: int, lag: int)
+
+        # The durable event log: its newest sequence number and its consumers.
+        type EventLogStatus (lastSeq: int, consumers: []Consumer)
+
         # Answers at once: the daemon is up and serving.
         method Ping() -> ()
 
@@ -40,7 +47,8 @@ enum DaemonInterface {
           # Client connections open now.
           connections: int,
           plugins: []Plugin,
-          bus: BusCounters
+          bus: BusCounters,
+          eventLog: EventLogStatus
         )
 
         # The plugins, in start order, with their state.
@@ -83,6 +91,18 @@ enum DaemonInterface {
         var connections: Int
         var plugins: [PluginStatus]
         var bus: EventBus.Counters
+        var eventLog: EventLogStatus
+    }
+
+    struct EventLogStatus: Codable, Sendable {
+        var lastSeq: Int64
+        var consumers: [Consumer]
+    }
+
+    struct Consumer: Codable, Sendable {
+        var name: String
+        var position: Int64
+        var lag: Int64
     }
 
     /// What the handlers need from the rest of the daemon.
@@ -90,6 +110,7 @@ enum DaemonInterface {
         let startedAt: ContinuousClock.Instant
         let connections: @Sendable () -> Int
         let plugins: @Sendable () async -> [PluginStatus]
+        let eventLog: EventLog
         let shutdown: @Sendable () async -> Void
     }
 
@@ -99,10 +120,13 @@ enum DaemonInterface {
         try bus.register(Ping.self) { _, _ in Empty() }
         try bus.register(Status.self) { _, _ in
             let uptime = ContinuousClock.now - context.startedAt
+            let lag = try await context.eventLog.consumerLag()
             return StatusReply(
                 version: Version.current, pid: Int(getpid()),
                 uptimeSeconds: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
-                connections: context.connections(), plugins: await context.plugins(), bus: bus.counters)
+                connections: context.connections(), plugins: await context.plugins(), bus: bus.counters,
+                eventLog: EventLogStatus(
+                    lastSeq: lag.last, consumers: lag.consumers.map { Consumer(name: $0.name, position: $0.position, lag: $0.lag) }))
         }
         try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
         try bus.register(Shutdown.self) { _, envelope in

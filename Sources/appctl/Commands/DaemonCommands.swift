@@ -23,7 +23,7 @@ enum DaemonCommands {
 
     static let status = simple(
         "status", abstract: "Show what the daemon is doing: version, uptime, connections, plugins, bus.",
-        method: "io.appd.Daemon.Status", order: ["version", "pid", "uptimeSeconds", "connections", "plugins", "bus"])
+        method: "io.appd.Daemon.Status", order: ["version", "pid", "uptimeSeconds", "connections", "plugins", "bus", "eventLog"])
 
     static let shutdown = simple(
         "shutdown", abstract: "Stop the daemon gracefully (admin).",

@@ -55,6 +55,18 @@ public struct EventLog: EventReplay {
         }
     }
 
+    /// Each durable consumer's position and how far behind the newest event it is.
+    public func consumerLag() async throws -> (last: Int64, consumers: [(name: String, position: Int64, lag: Int64)]) {
+        try await database.read { transaction in
+            let last = try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0
+            let rows = try transaction.query("SELECT name, seq FROM appd_consumers ORDER BY name")
+            return (last, rows.compactMap { row in
+                guard let name = row.text("name"), let position = row.integer("seq") else { return nil }
+                return (name, position, max(0, last - position))
+            })
+        }
+    }
+
     /// Deletes events older than `maxAge` and beyond the newest `maxCount`; returns how many.
     @discardableResult
     public func prune(maxAge: Duration?, maxCount: Int?) async throws -> Int {

@@ -17,17 +17,11 @@ import tempfile
 import threading
 import time
 
-passed = 0
-failed = 0
+from harness import check as _check, finish
 
 
 def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
+    _check(name, condition, detail, quiet=True)
 
 
 def call(sock, method, parameters):
@@ -157,8 +151,7 @@ def main():
         check("integrity_check ok after the graceful shutdown", database.execute("PRAGMA integrity_check").fetchone()[0] == "ok")
         database.close()
     print(f"acknowledged writes: {len(acked)} over {cycles} SIGKILLs")
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -21,18 +21,11 @@ from asyncvarlink.clientprotocol import VarlinkClientProtocol
 from asyncvarlink.message import VarlinkMethodCall
 from asyncvarlink.util import connect_unix_varlink
 
-passed = 0
-failed = 0
+from harness import check as _check, finish
 
 
 def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
+    _check(name, condition, detail, quiet=False)
 
 
 def start_appd(binary, socket_path):
@@ -152,8 +145,7 @@ def main():
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=20)
             check("appd exits 0 on SIGTERM", code == 0, code)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -13,18 +13,11 @@ import sys
 import tempfile
 import time
 
-passed = 0
-failed = 0
+from harness import check as _check, finish
 
 
 def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
+    _check(name, condition, detail, quiet=False)
 
 
 def ping(path):
@@ -105,8 +98,7 @@ def main():
     with tempfile.TemporaryDirectory() as directory:
         notify_checks(binary, directory)
         activation_checks(binary, directory)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ let package = Package(
         .target(name: "Bus", dependencies: ["CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
         // Socket calls that need _GNU_SOURCE (SO_PEERCRED, accept4), kept out of Swift headers.
         .target(name: "CSystem", path: "Sources/Bus/CSystem"),
-        // Release-mode benchmark of the bus: `swift run -c release appd-bench`.
+        // Release-mode benchmarks of the bus and storage: `swift run -c release appd-bench`.
         .executableTarget(
-            name: "appd-bench", dependencies: ["Bus"], path: "Sources/Bus/Benchmarks",
+            name: "appd-bench", dependencies: ["Bus", "Storage"], path: "Sources/Bus/Benchmarks",
             swiftSettings: strict),
 
         // SQLite from the system (libsqlite3-dev), and the storage every plugin uses through

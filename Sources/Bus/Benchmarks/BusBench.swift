@@ -1,6 +1,7 @@
 import Bus
 
-// Release-mode benchmark of the in-process bus. Run: swift run -c release appd-bench
+// Release-mode benchmarks of the in-process bus and of durable writes.
+// Run: swift run -c release appd-bench [name-prefix]
 // Prints one JSON object per line: {"name": …, "value": …, "unit": …}.
 
 struct Ping: Command {
@@ -111,23 +112,34 @@ func asyncStreamBaseline(items: Int) async -> Double {
 @main
 enum Bench {
     static func main() async throws {
-        // An optional argument limits the run to figures whose name starts with it.
+        // An optional argument runs only the figures whose name starts with it.
         let only = CommandLine.arguments.dropFirst().first ?? ""
-        let calls = 1_000_000
-        let events = 500_000
-        _ = try await commandThroughput(callers: 1, calls: 50_000)  // warm-up
-        report("bus.command.rps.1", try await commandThroughput(callers: 1, calls: calls), "calls/s")
-        guard "bus.command.rps.1".hasPrefix(only) || only.isEmpty else { return }
-        report("bus.command.rps.8", try await commandThroughput(callers: 8, calls: calls), "calls/s")
-        report("bus.command.p99_us", try await commandP99(calls: 200_000), "us")
+        func wanted(_ section: String) -> Bool { only.isEmpty || section.hasPrefix(only) || only.hasPrefix(section) }
 
-        let baseline = await asyncStreamBaseline(items: events)
-        report("baseline.asyncstream.ips", baseline, "items/s")
-        let one = try await eventThroughput(subscribers: 1, events: events)
-        report("bus.event.dps.1", one.rate, "deliveries/s")
-        let eight = try await eventThroughput(subscribers: 8, events: events)
-        report("bus.event.dps.8", eight.rate, "deliveries/s")
-        report("bus.event.dps.8.vs_baseline", eight.rate / baseline, "ratio")
-        report("bus.event.dropped", Double(one.dropped + eight.dropped), "events")
+        if wanted("bus.command") {
+            let calls = 1_000_000
+            _ = try await commandThroughput(callers: 1, calls: 50_000)  // warm-up
+            report("bus.command.rps.1", try await commandThroughput(callers: 1, calls: calls), "calls/s")
+            report("bus.command.rps.8", try await commandThroughput(callers: 8, calls: calls), "calls/s")
+            report("bus.command.p99_us", try await commandP99(calls: 200_000), "us")
+        }
+        if wanted("bus.event") || wanted("baseline") {
+            let events = 500_000
+            let baseline = await asyncStreamBaseline(items: events)
+            report("baseline.asyncstream.ips", baseline, "items/s")
+            let one = try await eventThroughput(subscribers: 1, events: events)
+            report("bus.event.dps.1", one.rate, "deliveries/s")
+            let eight = try await eventThroughput(subscribers: 8, events: events)
+            report("bus.event.dps.8", eight.rate, "deliveries/s")
+            report("bus.event.dps.8.vs_baseline", eight.rate / baseline, "ratio")
+            report("bus.event.dropped", Double(one.dropped + eight.dropped), "events")
+        }
+        if wanted("storage.write") {
+            let single = try await durableWrites(writers: 1, writes: 2_000)
+            report("storage.write.wps.1", single, "writes/s")
+            let grouped = try await durableWrites(writers: 64, writes: 50_000)
+            report("storage.write.wps.64", grouped, "writes/s")
+            report("storage.write.group_commit_gain", grouped / single, "ratio")
+        }
     }
 }

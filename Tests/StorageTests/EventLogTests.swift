@@ -91,11 +91,9 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
 
 @Suite struct DurableConsumerTests {
     @Test func catchesUpOnEverythingPublishedWhileItWasStopped() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
         let bus = EventBus()
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
-        try await Migrator.migrate(database, notesMigrations)
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
         let log = EventLog(database: database)
         let seen = Seen()
         func consumer() -> DurableConsumer {
@@ -124,11 +122,9 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
     }
 
     @Test func aFailingHandlerIsRetriedAndNothingIsSkipped() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
         let bus = EventBus()
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
-        try await Migrator.migrate(database, notesMigrations)
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
         let seen = Seen()
         let failures = Mutex(0)
         let consumer = DurableConsumer(
@@ -149,11 +145,9 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
     }
 
     @Test func aSlowConsumerThatOverflowsGoesBackToTheLog() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
         let bus = EventBus()
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
-        try await Migrator.migrate(database, notesMigrations)
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
         let seen = Seen()
         let consumer = DurableConsumer(
             name: "slow", filter: TopicFilter.all, log: EventLog(database: database), bus: bus, liveCapacity: 4,

@@ -37,10 +37,8 @@ import Testing
     }
 
     @Test func aFailingWriteChangesNothingAndOthersInTheBatchCommit() async throws {
-        let dir = temporaryDirectory()
+        let (dir, database) = try await notesDatabase(bus: nil)
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, notesMigrations)
         let outcomes = await withTaskGroup(of: Bool.self) { group in
             for i in 0..<100 {
                 group.addTask {
@@ -66,10 +64,8 @@ import Testing
     }
 
     @Test func constraintViolationsAreTypedStorageErrors() async throws {
-        let dir = temporaryDirectory()
+        let (dir, database) = try await notesDatabase(bus: nil)
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, notesMigrations)
         _ = try await addNote("same", to: database)
         do {
             _ = try await addNote("same", to: database)
@@ -109,10 +105,8 @@ import Testing
     }
 
     @Test func refusesADatabaseFromANewerVersion() async throws {
-        let dir = temporaryDirectory()
+        let (dir, database) = try await notesDatabase(bus: nil)
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, notesMigrations)
         do {
             try await Migrator.migrate(database, [notesMigrations[0]])
             Issue.record("expected newerSchema")
@@ -132,12 +126,10 @@ import Testing
 
 @Suite struct OutboxTests {
     @Test func eventsArePublishedAfterCommitWithTheirSequence() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
         let bus = EventBus()
         let subscription = bus.subscribe(NoteAdded.self)
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
-        try await Migrator.migrate(database, notesMigrations)
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
         let first = try await addNote("one", to: database)
         _ = try await addNote("two", to: database)
         var iterator = subscription.makeAsyncIterator()
@@ -150,12 +142,10 @@ import Testing
     }
 
     @Test func aRolledBackTransactionPublishesNothing() async throws {
-        let dir = temporaryDirectory()
-        defer { removeDirectory(dir) }
         let bus = EventBus()
         let subscription = try bus.subscribe(">")
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
-        try await Migrator.migrate(database, notesMigrations)
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
         await #expect(throws: Boom.self) {
             try await database.write { transaction in
                 try transaction.append(NoteAdded(id: 1, text: "never"))
@@ -173,10 +163,8 @@ import Testing
     }
 
     @Test func groupCommitKeepsEveryAcknowledgedWriteAndItsEvent() async throws {
-        let dir = temporaryDirectory()
+        let (dir, database) = try await notesDatabase(bus: nil)
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, notesMigrations)
         let ids = try await withThrowingTaskGroup(of: Int64.self) { group in
             for i in 0..<500 { group.addTask { try await addNote("n\(i)", to: database) } }
             var ids: [Int64] = []

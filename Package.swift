@@ -27,6 +27,9 @@ let package = Package(
         // its repository: the Database protocol, migrations, group commit, the durable event log.
         .systemLibrary(name: "CSQLite", path: "Sources/Plugins/CSQLite", pkgConfig: "sqlite3"),
         .target(name: "Storage", dependencies: ["Bus", "CSQLite"], path: "Sources/Plugins/Storage", swiftSettings: strict),
+        // OpenSSL libcrypto from the system (libssl-dev): scrypt, SHA-256, HMAC, CSPRNG.
+        .systemLibrary(name: "COpenSSL", path: "Sources/Plugins/COpenSSL", pkgConfig: "libcrypto"),
+        .target(name: "Crypto", dependencies: ["Bus", "COpenSSL"], path: "Sources/Plugins/Crypto", swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
         .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
@@ -38,6 +41,7 @@ let package = Package(
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
         .testTarget(name: "PluginKitTests", dependencies: ["PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
         .testTarget(name: "EndToEndTests", path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),

@@ -24,6 +24,15 @@ public enum OSThread {
         return thread
     }
 
+    /// Runs blocking `body` (a key derivation, say) on a thread of its own and returns its
+    /// result, so the cooperative pool is never blocked.
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let thread = start { continuation.resume(returning: body()) }
+            pthread_detach(thread)
+        }
+    }
+
     public static func join(_ thread: pthread_t) {
         pthread_join(thread, nil)
     }

@@ -1,0 +1,143 @@
+import Bus
+import Synchronization
+
+/// Hashes and verifies passwords with scrypt, off the cooperative pool, with bounded work.
+///
+/// At most `maxConcurrent` derivations run at once (each takes ~128 MiB and ~0.5 s); up to
+/// `maxWaiting` more wait their turn; past that `PasswordHasherBusy` is thrown at once.
+public final class PasswordHasher: Sendable {
+    /// Passwords longer than this are refused before any work (DESIGN §8: 1024 bytes).
+    public static let maxPasswordBytes = 1024
+
+    public let parameters: Scrypt.Parameters
+    private let limiter: Limiter
+    private let dummy: PasswordHash
+    private let dummyRuns = Atomic<Int>(0)
+
+    public init(parameters: Scrypt.Parameters = .interactive, maxConcurrent: Int = 4, maxWaiting: Int = 64) throws(CryptoError) {
+        self.parameters = parameters
+        self.limiter = Limiter(permits: max(1, maxConcurrent), maxWaiting: max(0, maxWaiting))
+        // A hash of a random password: verifying against it costs what a real check costs.
+        let salt = try Digest.randomBytes(16)
+        self.dummy = PasswordHash(parameters: parameters, salt: salt, hash: try Digest.randomBytes(32))
+    }
+
+    /// A new PHC string for `password`.
+    public func hash(_ password: String) async throws -> String {
+        let bytes = Array(password.utf8)
+        guard bytes.count <= Self.maxPasswordBytes else { throw CryptoError("password longer than \(Self.maxPasswordBytes) bytes") }
+        let salt = try Digest.randomBytes(16)
+        let parameters = self.parameters
+        let derived = try await limited { () throws(CryptoError) -> [UInt8] in
+            try Scrypt.derive(password: bytes, salt: salt, parameters: parameters, length: 32)
+        }
+        return PasswordHash(parameters: parameters, salt: salt, hash: derived).phc
+    }
+
+    /// Whether `password` matches `phc`, and whether the stored hash uses weaker parameters
+    /// than today's (rehash it on this successful sign-in).
+    public func verify(_ password: String, against phc: String) async throws -> (matches: Bool, needsRehash: Bool) {
+        let bytes = Array(password.utf8)
+        guard bytes.count <= Self.maxPasswordBytes, let stored = PasswordHash(phc: phc) else {
+            // Same cost as a real check, so malformed input reveals nothing by timing.
+            _ = try await verify(bytes, against: dummy)
+            return (false, false)
+        }
+        let matches = try await verify(bytes, against: stored)
+        return (matches, matches && stored.parameters != parameters)
+    }
+
+    /// Runs a full verification against a dummy hash: what an unknown account costs, so it
+    /// cannot be told from a wrong password.
+    public func verifyDummy(_ password: String) async throws {
+        dummyRuns.add(1, ordering: .relaxed)
+        _ = try await verify(Array(password.utf8.prefix(Self.maxPasswordBytes)), against: dummy)
+    }
+
+    /// How many dummy verifications ran (tests assert the unknown-user path takes it).
+    public var dummyVerifications: Int { dummyRuns.load(ordering: .relaxed) }
+
+    private func verify(_ password: [UInt8], against stored: PasswordHash) async throws -> Bool {
+        let derived = try await limited { () throws(CryptoError) -> [UInt8] in
+            try Scrypt.derive(password: password, salt: stored.salt, parameters: stored.parameters, length: stored.hash.count)
+        }
+        return Digest.constantTimeEqual(derived, stored.hash)
+    }
+
+    /// Runs a derivation on its own thread once a permit is free.
+    private func limited(_ work: @escaping @Sendable () throws(CryptoError) -> [UInt8]) async throws -> [UInt8] {
+        try await limiter.acquire()
+        defer { limiter.release() }
+        let result = await OSThread.run { () -> Result<[UInt8], CryptoError> in
+            do throws(CryptoError) { return .success(try work()) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// A counting semaphore with a bounded queue.
+    final class Limiter: Sendable {
+        private struct State {
+            var available: Int
+            var waiters: [CheckedContinuation<Void, Never>] = []
+        }
+        private let state: Mutex<State>
+        private let maxWaiting: Int
+
+        init(permits: Int, maxWaiting: Int) {
+            self.state = Mutex(State(available: permits))
+            self.maxWaiting = maxWaiting
+        }
+
+        func acquire() async throws {
+            let admitted = state.withLock { s -> Bool? in
+                if s.available > 0 {
+                    s.available -= 1
+                    return true
+                }
+                return s.waiters.count < maxWaiting ? false : nil
+            }
+            guard let admitted else { throw PasswordHasherBusy() }
+            if admitted { return }
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { s -> Bool in
+                    if s.available > 0 {
+                        s.available -= 1
+                        return true
+                    }
+                    s.waiters.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        }
+
+        func release() {
+            let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                if s.waiters.isEmpty {
+                    s.available += 1
+                    return nil
+                }
+                return s.waiters.removeFirst()
+            }
+            next?.resume()
+        }
+    }
+}
+
+/// Too many password checks are queued; the caller should retry shortly.
+public struct PasswordHasherBusy: Error, Equatable, CustomStringConvertible {
+    public var description: String { "too many password checks in progress; retry in a moment" }
+}
+
+/// Random tokens as base64url text, and the SHA-256 digests that are all the database keeps.
+public enum SecretToken {
+    /// 32 random bytes, base64url without padding (43 characters).
+    public static func generate() throws(CryptoError) -> String {
+        Base64.encode(try Digest.randomBytes(32), urlSafe: true)
+    }
+
+    /// What to store and look up instead of the token itself.
+    public static func digest(_ token: String) -> String {
+        Base64.encode(Digest.sha256(Array(token.utf8)), urlSafe: true)
+    }
+}

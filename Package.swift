@@ -30,6 +30,8 @@ let package = Package(
         // OpenSSL libcrypto from the system (libssl-dev): scrypt, SHA-256, HMAC, CSPRNG.
         .systemLibrary(name: "COpenSSL", path: "Sources/Plugins/COpenSSL", pkgConfig: "libcrypto"),
         .target(name: "Crypto", dependencies: ["Bus", "COpenSSL"], path: "Sources/Plugins/Crypto", swiftSettings: strict),
+        // Accounts and sessions (io.appd.Auth), the session and onboarding gates.
+        .target(name: "Auth", dependencies: ["Bus", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
         .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
@@ -41,6 +43,7 @@ let package = Package(
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
         .testTarget(name: "PluginKitTests", dependencies: ["PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
+        .testTarget(name: "AuthTests", dependencies: ["Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).

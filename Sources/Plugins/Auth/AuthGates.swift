@@ -1,0 +1,43 @@
+import Bus
+
+/// Resolves the connection's token against the session store on every call, so a sign-out or
+/// a disabled account takes effect on the very next call on every connection. Commands that
+/// need `.session` fail without a valid one; others just run without a principal.
+struct SessionGate: Gate {
+    let service: AuthService
+    var name: String { "session" }
+
+    func covers(_ requirement: Requirement) -> Bool { requirement == .session }
+
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        let needed = envelope.requirements.contains(.session) || envelope.requirements.contains(.onboarded)
+        guard let token = envelope.caller.sessionToken ?? envelope.caller.connection?.sessionToken else {
+            if needed { throw AuthError.unauthenticated }
+            return try await next(envelope)
+        }
+        var envelope = envelope
+        do {
+            let record = try await service.resolve(accessToken: token.value)
+            envelope.caller.sessionToken = token
+            envelope.caller.principal = Principal(userID: record.id, email: record.email, onboarded: record.onboardedAt != nil)
+        } catch let error as AuthError {
+            if needed { throw error }
+        }
+        return try await next(envelope)
+    }
+}
+
+/// `.onboarded` needs the account's persisted onboarding completion (as resolved just now by
+/// the session gate).
+struct OnboardingGate: Gate {
+    var name: String { "onboarding" }
+
+    func covers(_ requirement: Requirement) -> Bool { requirement == .onboarded }
+
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        guard envelope.requirements.contains(.onboarded) else { return try await next(envelope) }
+        guard let principal = envelope.caller.principal else { throw AuthError.unauthenticated }
+        guard principal.onboarded else { throw AuthError.onboardingRequired }
+        return try await next(envelope)
+    }
+}

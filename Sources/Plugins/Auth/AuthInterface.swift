@@ -1,0 +1,145 @@
+import Bus
+
+/// `io.appd.Auth`: the wire contract of accounts and sessions.
+enum AuthInterface {
+    static let idl = """
+        # Accounts and sessions. A connection signs in once with Authenticate; every later
+        # call on it carries the session to the gates.
+        interface io.appd.Auth
+
+        # An account as its owner sees it.
+        type User (
+          id: string,
+          email: string,
+          displayName: ?string,
+          onboarded: bool,
+          createdAt: string
+        )
+
+        # Tokens of a signed-in session. Keep them secret: they are shown only once.
+        type Session (
+          accessToken: string,
+          refreshToken: string,
+          # When the access token expires (RFC 3339); Refresh gets a new one.
+          expiresAt: string,
+          user: User
+        )
+
+        # Creates an account. The password needs 8 to 1024 bytes and must differ from the email.
+        method SignUp(email: string, password: string, displayName: ?string) -> (user: User)
+
+        # Checks the password and opens a session.
+        method SignIn(email: string, password: string) -> (session: Session)
+
+        # Attaches a session to this connection (as Redis AUTH does).
+        method Authenticate(accessToken: string) -> (user: User)
+
+        # Trades a refresh token for a new session; the old refresh token stops working, and
+        # presenting it again revokes every session descended from it.
+        method Refresh(refreshToken: string) -> (session: Session)
+
+        # Ends this connection's session.
+        method SignOut() -> ()
+
+        # Ends every session of the signed-in account.
+        method SignOutEverywhere() -> ()
+
+        # The signed-in account.
+        method WhoAmI() -> (user: User)
+
+        # Marks onboarding complete; commands that need onboarding work from then on.
+        method CompleteOnboarding() -> (user: User)
+
+        # Changes the display name (absent or null clears it).
+        method UpdateProfile(displayName: ?string) -> (user: User)
+
+        error InvalidCredentials ()
+        error EmailTaken ()
+        error ValidationFailed (field: string, reason: string)
+        error Unauthenticated ()
+        error SessionExpired ()
+        error OnboardingRequired ()
+        error TooManyAttempts (retryAfterSeconds: int)
+        error AccountDisabled ()
+        error Busy ()
+
+        """
+
+    struct SignUp: Command {
+        static let method = "io.appd.Auth.SignUp"
+        typealias Reply = UserReply
+        var email: String
+        var password: String
+        var displayName: String?
+    }
+
+    struct SignIn: Command {
+        static let method = "io.appd.Auth.SignIn"
+        typealias Reply = SessionReply
+        var email: String
+        var password: String
+    }
+
+    struct Authenticate: Command {
+        static let method = "io.appd.Auth.Authenticate"
+        typealias Reply = UserReply
+        var accessToken: String
+    }
+
+    struct Refresh: Command {
+        static let method = "io.appd.Auth.Refresh"
+        typealias Reply = SessionReply
+        var refreshToken: String
+    }
+
+    struct SignOut: Command {
+        static let method = "io.appd.Auth.SignOut"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = Empty
+    }
+
+    struct SignOutEverywhere: Command {
+        static let method = "io.appd.Auth.SignOutEverywhere"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = Empty
+    }
+
+    struct WhoAmI: Command {
+        static let method = "io.appd.Auth.WhoAmI"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = UserReply
+    }
+
+    struct CompleteOnboarding: Command {
+        static let method = "io.appd.Auth.CompleteOnboarding"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = UserReply
+    }
+
+    struct UpdateProfile: Command {
+        static let method = "io.appd.Auth.UpdateProfile"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = UserReply
+        var displayName: String?
+    }
+
+    struct UserReply: Codable, Sendable { var user: User }
+    struct SessionReply: Codable, Sendable { var session: Session }
+}
+
+/// An account as its owner sees it.
+public struct User: Codable, Sendable, Equatable {
+    public var id: String
+    public var email: String
+    public var displayName: String?
+    public var onboarded: Bool
+    public var createdAt: String
+}
+
+/// The tokens of a session, returned once.
+public struct Session: Codable, Sendable {
+    public var accessToken: String
+    public var refreshToken: String
+    public var expiresAt: String
+    public var user: User
+}

@@ -1,0 +1,89 @@
+import Bus
+import Crypto
+import PluginKit
+import Storage
+
+/// Accounts and sessions (`io.appd.Auth`), and the session and onboarding gates.
+public struct AuthPlugin: Plugin {
+    public let manifest = PluginManifest(
+        name: "auth", version: "0.1.0", interface: AuthInterface.idl,
+        publishes: ["auth.userSignedUp", "auth.signedIn", "auth.signedOut", "auth.onboardingCompleted"],
+        configKeys: [])
+    public var migrations: [Migration] { AuthRepository.migrations }
+
+    let options: AuthService.Options
+    let hasher: PasswordHasher
+    let clock: @Sendable () -> WallTime
+
+    public init(options: AuthService.Options = AuthService.Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) throws {
+        self.options = options
+        self.hasher = try PasswordHasher(parameters: options.scrypt)
+        self.clock = clock
+    }
+
+    func service(_ database: any Database) -> AuthService {
+        AuthService(database: database, hasher: hasher, options: options, clock: clock)
+    }
+
+    public func gates(database: any Database) -> [any Gate] {
+        [SessionGate(service: service(database)), OnboardingGate()]
+    }
+
+    public func start(_ context: PluginContext) async throws {
+        let service = service(context.database)
+        let bus = context.bus
+        try bus.register(AuthInterface.SignUp.self) { command, _ in
+            .init(user: try await service.signUp(email: command.email, password: command.password, displayName: command.displayName))
+        }
+        try bus.register(AuthInterface.SignIn.self) { command, _ in
+            .init(session: try await service.signIn(email: command.email, password: command.password))
+        }
+        try bus.register(AuthInterface.Authenticate.self) { command, envelope in
+            let record = try await service.resolve(accessToken: command.accessToken)
+            // Every later call on this connection carries the session (as Redis AUTH).
+            envelope.caller.connection?.sessionToken = SessionToken(command.accessToken)
+            return .init(user: record.user)
+        }
+        try bus.register(AuthInterface.Refresh.self) { command, _ in
+            .init(session: try await service.refresh(refreshToken: command.refreshToken))
+        }
+        try bus.register(AuthInterface.SignOut.self) { _, envelope in
+            let (token, principal) = try Self.signedIn(envelope)
+            try await service.signOut(accessToken: token, userID: principal.userID)
+            if envelope.caller.connection?.sessionToken?.value == token { envelope.caller.connection?.sessionToken = nil }
+            return Empty()
+        }
+        try bus.register(AuthInterface.SignOutEverywhere.self) { _, envelope in
+            let (_, principal) = try Self.signedIn(envelope)
+            try await service.signOutEverywhere(userID: principal.userID)
+            envelope.caller.connection?.sessionToken = nil
+            return Empty()
+        }
+        try bus.register(AuthInterface.WhoAmI.self) { _, envelope in
+            let (token, _) = try Self.signedIn(envelope)
+            return .init(user: try await service.resolve(accessToken: token).user)
+        }
+        try bus.register(AuthInterface.CompleteOnboarding.self) { _, envelope in
+            .init(user: try await service.completeOnboarding(userID: try Self.signedIn(envelope).1.userID))
+        }
+        try bus.register(AuthInterface.UpdateProfile.self) { command, envelope in
+            .init(user: try await service.updateProfile(userID: try Self.signedIn(envelope).1.userID, displayName: command.displayName))
+        }
+    }
+
+    public func stop(_ context: PluginContext) async {
+        for method in [
+            AuthInterface.SignUp.method, AuthInterface.SignIn.method, AuthInterface.Authenticate.method, AuthInterface.Refresh.method,
+            AuthInterface.SignOut.method, AuthInterface.SignOutEverywhere.method, AuthInterface.WhoAmI.method,
+            AuthInterface.CompleteOnboarding.method, AuthInterface.UpdateProfile.method,
+        ] { context.bus.unregister(method: method) }
+    }
+
+    /// The session token and principal the session gate established.
+    static func signedIn(_ envelope: Envelope) throws -> (String, Principal) {
+        guard let principal = envelope.caller.principal, let token = envelope.caller.sessionToken?.value else {
+            throw AuthError.unauthenticated
+        }
+        return (token, principal)
+    }
+}

@@ -1,0 +1,248 @@
+import Bus
+import Storage
+
+/// An account row as the plugin sees it (the password hash never leaves the plugin).
+struct UserRecord: Sendable {
+    let id: String
+    let email: String
+    let passwordHash: String
+    let displayName: String?
+    let onboardedAt: Int64?
+    let disabled: Bool
+    let createdAt: Int64
+
+    var user: User {
+        User(
+            id: id, email: email, displayName: displayName, onboarded: onboardedAt != nil,
+            createdAt: WallTime(nanosecondsSinceEpoch: createdAt).rfc3339)
+    }
+
+    init?(_ row: Row) {
+        guard let id = row.text("id"), let email = row.text("email"), let hash = row.text("password_hash"),
+            let created = row.integer("created_at")
+        else { return nil }
+        self.id = id
+        self.email = email
+        self.passwordHash = hash
+        self.displayName = row.text("display_name")
+        self.onboardedAt = row.integer("onboarded_at")
+        self.disabled = row.integer("disabled") == 1
+        self.createdAt = created
+    }
+}
+
+/// What a presented access token resolves to.
+enum SessionLookup: Sendable {
+    case valid(UserRecord)
+    case expired
+    case unknown
+}
+
+/// What presenting a refresh token did.
+enum RotationOutcome: Sendable {
+    case rotated(UserRecord)
+    /// An already-rotated token came back: the whole family was revoked.
+    case reused
+    case expired
+    case unknown
+}
+
+/// The auth plugin's repository: every read and write of its tables, and the events written
+/// in the same transactions. Only SHA-256 digests of tokens are stored.
+struct AuthRepository: Sendable {
+    let database: any Database
+
+    static let migrations = [
+        Migration(plugin: "auth", version: 1, sql: """
+            CREATE TABLE auth_users (
+              id TEXT PRIMARY KEY,
+              email TEXT NOT NULL UNIQUE COLLATE NOCASE,
+              password_hash TEXT NOT NULL,
+              display_name TEXT,
+              onboarded_at INTEGER,
+              disabled INTEGER NOT NULL DEFAULT 0,
+              created_at INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE auth_sessions (
+              id INTEGER PRIMARY KEY,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              family TEXT NOT NULL,
+              access_digest TEXT NOT NULL UNIQUE,
+              access_expires_at INTEGER NOT NULL,
+              refresh_digest TEXT NOT NULL UNIQUE,
+              refresh_expires_at INTEGER NOT NULL,
+              created_at INTEGER NOT NULL,
+              revoked_at INTEGER
+            );
+            CREATE INDEX auth_sessions_user ON auth_sessions(user_id);
+            CREATE INDEX auth_sessions_family ON auth_sessions(family);
+            CREATE TABLE auth_rotated_refresh (
+              digest TEXT PRIMARY KEY,
+              family TEXT NOT NULL
+            );
+            CREATE TABLE auth_attempts (
+              email TEXT PRIMARY KEY COLLATE NOCASE,
+              failures INTEGER NOT NULL,
+              window_start INTEGER NOT NULL
+            );
+            """),
+    ]
+
+    // MARK: Accounts
+
+    func createUser(id: String, email: String, passwordHash: String, displayName: String?, now: Int64) async throws -> UserRecord {
+        do {
+            return try await database.write { tx in
+                try tx.execute(
+                    "INSERT INTO auth_users (id, email, password_hash, display_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    [.text(id), .text(email), .text(passwordHash), displayName.map { .text($0) } ?? .null, .integer(now), .integer(now)])
+                try tx.append(topic: "auth.userSignedUp", payload: ["userId": .string(id), "email": .string(email)], causedBy: nil)
+                guard let record = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(id)]).first.flatMap(UserRecord.init) else {
+                    throw StorageError(kind: .other, message: "the new account was not found")
+                }
+                return record
+            }
+        } catch let error as StorageError where error.kind == .constraint {
+            throw AuthError.emailTaken
+        }
+    }
+
+    func user(email: String) async throws -> UserRecord? {
+        try await database.read { tx in
+            try tx.query("SELECT * FROM auth_users WHERE email = ?", [.text(email)]).first.flatMap(UserRecord.init)
+        }
+    }
+
+    func user(id: String) async throws -> UserRecord? {
+        try await database.read { tx in
+            try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(id)]).first.flatMap(UserRecord.init)
+        }
+    }
+
+    func replacePasswordHash(userID: String, hash: String, now: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
+        }
+    }
+
+    func completeOnboarding(userID: String, now: Int64) async throws -> UserRecord? {
+        try await database.write { tx in
+            let changed = try tx.execute(
+                "UPDATE auth_users SET onboarded_at = ?, updated_at = ? WHERE id = ? AND onboarded_at IS NULL",
+                [.integer(now), .integer(now), .text(userID)])
+            if changed > 0 { try tx.append(topic: "auth.onboardingCompleted", payload: ["userId": .string(userID)], causedBy: nil) }
+            return try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init)
+        }
+    }
+
+    func updateProfile(userID: String, displayName: String?, now: Int64) async throws -> UserRecord? {
+        try await database.write { tx in
+            try tx.execute(
+                "UPDATE auth_users SET display_name = ?, updated_at = ? WHERE id = ?",
+                [displayName.map { .text($0) } ?? .null, .integer(now), .text(userID)])
+            return try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init)
+        }
+    }
+
+    // MARK: Throttling
+
+    /// Failures in the current window for an email (0 when none or the window is over).
+    func failures(email: String, windowStart: Int64) async throws -> Int {
+        try await database.read { tx in
+            let row = try tx.query("SELECT failures, window_start FROM auth_attempts WHERE email = ?", [.text(email)]).first
+            guard let row, let start = row.integer("window_start"), start >= windowStart else { return 0 }
+            return Int(row.integer("failures") ?? 0)
+        }
+    }
+
+    func recordFailure(email: String, now: Int64, windowStart: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute(
+                """
+                INSERT INTO auth_attempts (email, failures, window_start) VALUES (?, 1, ?)
+                ON CONFLICT(email) DO UPDATE SET
+                  failures = CASE WHEN window_start < ? THEN 1 ELSE failures + 1 END,
+                  window_start = CASE WHEN window_start < ? THEN excluded.window_start ELSE window_start END
+                """,
+                [.text(email), .integer(now), .integer(windowStart), .integer(windowStart)])
+        }
+    }
+
+    func clearFailures(email: String) async throws {
+        try await database.write { tx in try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(email)]) }
+    }
+
+    // MARK: Sessions
+
+    func createSession(
+        userID: String, family: String, accessDigest: String, accessExpires: Int64, refreshDigest: String,
+        refreshExpires: Int64, now: Int64
+    ) async throws {
+        try await database.write { tx in
+            try tx.execute(
+                """
+                INSERT INTO auth_sessions (user_id, family, access_digest, access_expires_at, refresh_digest, refresh_expires_at, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.text(userID), .text(family), .text(accessDigest), .integer(accessExpires), .text(refreshDigest), .integer(refreshExpires), .integer(now)])
+            try tx.append(topic: "auth.signedIn", payload: ["userId": .string(userID)], causedBy: nil)
+        }
+    }
+
+    /// Resolves an access token digest against the store (revoked and unknown look the same).
+    func session(accessDigest: String, now: Int64) async throws -> SessionLookup {
+        try await database.read { tx in
+            let rows = try tx.query(
+                """
+                SELECT s.access_expires_at AS expires, u.* FROM auth_sessions s JOIN auth_users u ON u.id = s.user_id
+                WHERE s.access_digest = ? AND s.revoked_at IS NULL
+                """, [.text(accessDigest)])
+            guard let row = rows.first, let record = UserRecord(row), let expires = row.integer("expires") else { return .unknown }
+            return expires <= now ? .expired : .valid(record)
+        }
+    }
+
+    /// Rotates a refresh token: the old one is remembered so a replay revokes the family.
+    func rotate(
+        refreshDigest: String, newAccessDigest: String, accessExpires: Int64, newRefreshDigest: String, refreshExpires: Int64,
+        now: Int64
+    ) async throws -> RotationOutcome {
+        try await database.write { tx in
+            let rows = try tx.query(
+                "SELECT id, user_id, family, refresh_expires_at FROM auth_sessions WHERE refresh_digest = ? AND revoked_at IS NULL",
+                [.text(refreshDigest)])
+            guard let row = rows.first, let id = row.integer("id"), let userID = row.text("user_id"), let family = row.text("family"),
+                let expires = row.integer("refresh_expires_at")
+            else {
+                let reused = try tx.query("SELECT family FROM auth_rotated_refresh WHERE digest = ?", [.text(refreshDigest)]).first
+                guard let family = reused?.text("family") else { return .unknown }
+                try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE family = ? AND revoked_at IS NULL", [.integer(now), .text(family)])
+                return .reused
+            }
+            guard expires > now else { return .expired }
+            try tx.execute("INSERT INTO auth_rotated_refresh (digest, family) VALUES (?, ?)", [.text(refreshDigest), .text(family)])
+            try tx.execute(
+                "UPDATE auth_sessions SET access_digest = ?, access_expires_at = ?, refresh_digest = ?, refresh_expires_at = ? WHERE id = ?",
+                [.text(newAccessDigest), .integer(accessExpires), .text(newRefreshDigest), .integer(refreshExpires), .integer(id)])
+            guard let user = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init) else {
+                return .unknown
+            }
+            return .rotated(user)
+        }
+    }
+
+    func revokeSession(accessDigest: String, userID: String, now: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE access_digest = ? AND revoked_at IS NULL", [.integer(now), .text(accessDigest)])
+            try tx.append(topic: "auth.signedOut", payload: ["userId": .string(userID), "everywhere": false], causedBy: nil)
+        }
+    }
+
+    func revokeAllSessions(userID: String, now: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
+            try tx.append(topic: "auth.signedOut", payload: ["userId": .string(userID), "everywhere": true], causedBy: nil)
+        }
+    }
+}

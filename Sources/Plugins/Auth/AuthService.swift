@@ -1,0 +1,149 @@
+import Bus
+import Crypto
+import Storage
+
+/// The auth rules: sign-up, sign-in with throttling and the constant-cost unknown-user path,
+/// sessions with rotating refresh tokens. Knows nothing about the wire.
+public struct AuthService: Sendable {
+    public struct Options: Sendable {
+        public var accessTokenLifetime: Duration = .seconds(3600)
+        public var refreshTokenLifetime: Duration = .seconds(30 * 86_400)
+        /// Failures allowed in `throttleWindow` before each attempt must wait.
+        public var freeFailures = 5
+        public var throttleWindow: Duration = .seconds(15 * 60)
+        public var scrypt: Scrypt.Parameters = .interactive
+        public init() {}
+    }
+
+    let repository: AuthRepository
+    let hasher: PasswordHasher
+    let options: Options
+    let clock: @Sendable () -> WallTime
+
+    init(database: any Database, hasher: PasswordHasher, options: Options, clock: @escaping @Sendable () -> WallTime) {
+        self.repository = AuthRepository(database: database)
+        self.hasher = hasher
+        self.options = options
+        self.clock = clock
+    }
+
+    private var now: Int64 { clock().nanosecondsSinceEpoch }
+
+    private static func nanoseconds(_ d: Duration) -> Int64 {
+        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
+    }
+
+    // MARK: Accounts
+
+    func signUp(email rawEmail: String, password: String, displayName: String?) async throws -> User {
+        let email = try AuthValidation.email(rawEmail)
+        try AuthValidation.password(password, email: email)
+        let name = try AuthValidation.displayName(displayName)
+        if try await repository.user(email: email) != nil { throw AuthError.emailTaken }
+        let hash = try await hashing { try await hasher.hash(password) }
+        let id = "u_" + (try SecretToken.generate().prefix(22))
+        return try await repository.createUser(id: id, email: email, passwordHash: hash, displayName: name, now: now).user
+    }
+
+    /// Checks the password; unknown accounts cost a full derivation too and give the same error.
+    func signIn(email rawEmail: String, password: String) async throws -> Session {
+        guard let email = try? AuthValidation.email(rawEmail) else {
+            try await hashing { try await hasher.verifyDummy(password) }
+            throw AuthError.invalidCredentials
+        }
+        let windowStart = now - Self.nanoseconds(options.throttleWindow)
+        let failures = try await repository.failures(email: email, windowStart: windowStart)
+        if failures >= options.freeFailures {
+            // Each further failure doubles the wait: 1 s, 2 s, 4 s … up to the window.
+            let wait = min(1 << min(failures - options.freeFailures, 20), Int(options.throttleWindow.components.seconds))
+            throw AuthError.tooManyAttempts(retryAfter: wait)
+        }
+        guard let record = try await repository.user(email: email) else {
+            try await hashing { try await hasher.verifyDummy(password) }
+            try await repository.recordFailure(email: email, now: now, windowStart: windowStart)
+            throw AuthError.invalidCredentials
+        }
+        let (matches, needsRehash) = try await hashing { try await hasher.verify(password, against: record.passwordHash) }
+        guard matches else {
+            try await repository.recordFailure(email: email, now: now, windowStart: windowStart)
+            throw AuthError.invalidCredentials
+        }
+        guard !record.disabled else { throw AuthError.accountDisabled }
+        try await repository.clearFailures(email: email)
+        if needsRehash, let fresh = try? await hasher.hash(password) {
+            try await repository.replacePasswordHash(userID: record.id, hash: fresh, now: now)
+        }
+        return try await openSession(for: record, family: try SecretToken.generate())
+    }
+
+    private func openSession(for record: UserRecord, family: String) async throws -> Session {
+        let access = try SecretToken.generate(), refresh = try SecretToken.generate()
+        let now = self.now
+        let expires = now + Self.nanoseconds(options.accessTokenLifetime)
+        try await repository.createSession(
+            userID: record.id, family: family, accessDigest: SecretToken.digest(access), accessExpires: expires,
+            refreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now)
+        return Session(
+            accessToken: access, refreshToken: refresh, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339, user: record.user)
+    }
+
+    // MARK: Sessions
+
+    /// The account behind an access token, as the session gate and Authenticate need it.
+    func resolve(accessToken: String) async throws -> UserRecord {
+        switch try await repository.session(accessDigest: SecretToken.digest(accessToken), now: now) {
+        case .unknown: throw AuthError.unauthenticated
+        case .expired: throw AuthError.sessionExpired
+        case .valid(let record):
+            guard !record.disabled else { throw AuthError.accountDisabled }
+            return record
+        }
+    }
+
+    func refresh(refreshToken: String) async throws -> Session {
+        let access = try SecretToken.generate(), refresh = try SecretToken.generate()
+        let now = self.now
+        let expires = now + Self.nanoseconds(options.accessTokenLifetime)
+        let outcome = try await repository.rotate(
+            refreshDigest: SecretToken.digest(refreshToken), newAccessDigest: SecretToken.digest(access), accessExpires: expires,
+            newRefreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now)
+        switch outcome {
+        case .rotated(let record):
+            guard !record.disabled else { throw AuthError.accountDisabled }
+            return Session(
+                accessToken: access, refreshToken: refresh, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339, user: record.user)
+        case .reused, .unknown: throw AuthError.unauthenticated
+        case .expired: throw AuthError.sessionExpired
+        }
+    }
+
+    func signOut(accessToken: String, userID: String) async throws {
+        try await repository.revokeSession(accessDigest: SecretToken.digest(accessToken), userID: userID, now: now)
+    }
+
+    func signOutEverywhere(userID: String) async throws {
+        try await repository.revokeAllSessions(userID: userID, now: now)
+    }
+
+    func completeOnboarding(userID: String) async throws -> User {
+        guard let record = try await repository.completeOnboarding(userID: userID, now: now) else { throw AuthError.unauthenticated }
+        return record.user
+    }
+
+    func updateProfile(userID: String, displayName: String?) async throws -> User {
+        let name = try AuthValidation.displayName(displayName)
+        guard let record = try await repository.updateProfile(userID: userID, displayName: name, now: now) else {
+            throw AuthError.unauthenticated
+        }
+        return record.user
+    }
+
+    /// Runs password work, turning a full queue into the typed busy error.
+    private func hashing<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch is PasswordHasherBusy {
+            throw AuthError.busy
+        }
+    }
+}

@@ -1,0 +1,39 @@
+/// The templates' AuthValidation rules; each failure names the field and the reason.
+enum AuthValidation {
+    /// Trimmed, syntax-checked, domain lower-cased. Returns the normalised address.
+    static func email(_ raw: String) throws(AuthError) -> String {
+        let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        guard !trimmed.isEmpty else { throw .validation("email", "is required") }
+        guard trimmed.utf8.count <= 254 else { throw .validation("email", "is longer than 254 characters") }
+        let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, let local = parts.first, let domain = parts.last, !local.isEmpty, !domain.isEmpty else {
+            throw .validation("email", "needs exactly one @ between a name and a domain")
+        }
+        guard local.utf8.count <= 64 else { throw .validation("email", "has a name part longer than 64 characters") }
+        guard !trimmed.contains(where: { $0.isWhitespace || $0.isNewline || $0 == "<" || $0 == ">" || $0 == "," }) else {
+            throw .validation("email", "contains a character not allowed in an address")
+        }
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }) else {
+            throw .validation("email", "needs a domain like example.com")
+        }
+        return "\(local)@\(domain.lowercased())"
+    }
+
+    /// 8–1024 bytes, not equal to the email.
+    static func password(_ password: String, email: String) throws(AuthError) {
+        let bytes = password.utf8.count
+        guard bytes >= 8 else { throw .validation("password", "needs at least 8 characters") }
+        guard bytes <= 1024 else { throw .validation("password", "is longer than 1024 bytes") }
+        guard password.lowercased() != email.lowercased() else { throw .validation("password", "must not be the email address") }
+    }
+
+    /// Up to 100 characters after trimming; empty means none.
+    static func displayName(_ raw: String?) throws(AuthError) -> String? {
+        guard let raw else { return nil }
+        let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        guard !trimmed.isEmpty else { return nil }
+        guard trimmed.count <= 100 else { throw .validation("displayName", "is longer than 100 characters") }
+        return trimmed
+    }
+}

@@ -1,0 +1,216 @@
+import Bus
+import Crypto
+import Glibc
+import PluginKit
+import Storage
+import Synchronization
+import Testing
+@testable import Auth
+
+final class TestClock: Sendable {
+    private let value = Mutex(WallTime(nanosecondsSinceEpoch: 1_800_000_000_000_000_000))
+    var now: WallTime { value.withLock { $0 } }
+    func advance(seconds: Int64) { value.withLock { $0.nanosecondsSinceEpoch += seconds * 1_000_000_000 } }
+}
+
+/// A command that needs an onboarded account, to exercise the onboarding gate.
+struct OnboardedOnly: Command {
+    static let method = "io.appd.Test.OnboardedOnly"
+    static let requirements: [Requirement] = [.session, .onboarded]
+    typealias Reply = Empty
+}
+
+/// Auth wired as appd wires it: migrations, the plugin's gates in the bus, handlers started.
+struct Harness {
+    let bus: EventBus
+    let database: SQLiteDatabase
+    let plugin: AuthPlugin
+    let clock: TestClock
+    let directory: String
+
+    static func make() async throws -> Harness {
+        var template = Array("/tmp/appd-auth-XXXXXX".utf8CString)
+        let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
+        let clock = TestClock()
+        var options = AuthService.Options()
+        options.scrypt = Scrypt.Parameters(logN: 10, r: 8, p: 1)
+        let plugin = try AuthPlugin(options: options, clock: { clock.now })
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        try await Migrator.migrate(database, plugin.migrations)
+        let bus = EventBus(gates: GateOrder.sorted(plugin.gates(database: database)))
+        database.attach(bus: bus)
+        try await plugin.start(PluginContext(bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler())))
+        try bus.register(OnboardedOnly.self) { _, _ in Empty() }
+        return Harness(bus: bus, database: database, plugin: plugin, clock: clock, directory: dir)
+    }
+
+    /// A caller on a fresh connection, as the socket server makes one.
+    func connection() -> Caller {
+        Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
+    }
+
+    func signUpAndIn(_ email: String = "Ada@Example.COM", password: String = "correct horse") async throws -> Session {
+        _ = try await bus.send(AuthInterface.SignUp(email: email, password: password, displayName: "Ada"))
+        return try await bus.send(AuthInterface.SignIn(email: email, password: password)).session
+    }
+}
+
+func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected \(kind)", sourceLocation: sourceLocation)
+    } catch let error as AuthError {
+        #expect(error.kind == kind, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(kind), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite struct AuthValidationTests {
+    @Test(arguments: [
+        ("", "email"), ("no-at-sign", "email"), ("a@b", "email"), ("two@@example.com", "email"), ("a b@example.com", "email"),
+        ("@example.com", "email"), ("a@-example.com", "email"),
+    ])
+    func badEmailsNameTheField(email: String, field: String) async throws {
+        do {
+            _ = try AuthValidation.email(email)
+            Issue.record("accepted \(email)")
+        } catch {
+            #expect(error.field == field)
+        }
+    }
+
+    @Test func emailsAreTrimmedAndTheDomainLowerCased() throws {
+        #expect(try AuthValidation.email("  Ada.Lovelace@Example.COM \n") == "Ada.Lovelace@example.com")
+    }
+
+    @Test func passwordRules() {
+        #expect(throws: AuthError.validation("password", "needs at least 8 characters")) { try AuthValidation.password("short", email: "a@b.co") }
+        #expect(throws: AuthError.validation("password", "is longer than 1024 bytes")) {
+            try AuthValidation.password(String(repeating: "x", count: 1025), email: "a@b.co")
+        }
+        #expect(throws: AuthError.validation("password", "must not be the email address")) {
+            try AuthValidation.password("Ada@example.com", email: "ada@example.com")
+        }
+    }
+}
+
+@Suite struct AuthFlowTests {
+    @Test func signUpSignInAuthenticateAndWhoAmI() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        #expect(session.user.email == "Ada@example.com")
+        let caller = h.connection()
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+        let user = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller).user
+        #expect(user.id == session.user.id)
+        // The token is attached to the connection: later calls need not carry it.
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.email == "Ada@example.com")
+        await h.database.close()
+    }
+
+    @Test func emailsAreUniqueCaseInsensitively() async throws {
+        let h = try await Harness.make()
+        _ = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse", displayName: nil))
+        await expectAuthError(.emailTaken) {
+            _ = try await h.bus.send(AuthInterface.SignUp(email: "ADA@EXAMPLE.com", password: "another one", displayName: nil))
+        }
+        await h.database.close()
+    }
+
+    @Test func unknownEmailAndWrongPasswordLookTheSameAndTheUnknownPathHashes() async throws {
+        let h = try await Harness.make()
+        _ = try await h.signUpAndIn()
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password")) }
+        let before = h.plugin.hasher.dummyVerifications
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "nobody@example.com", password: "whatever1")) }
+        #expect(h.plugin.hasher.dummyVerifications == before + 1)
+        await h.database.close()
+    }
+
+    @Test func afterFiveFailuresEachAttemptWaitsAndSuccessResets() async throws {
+        let h = try await Harness.make()
+        _ = try await h.signUpAndIn()
+        for _ in 0..<5 {
+            await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password")) }
+        }
+        do {
+            _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+            Issue.record("expected TooManyAttempts")
+        } catch let error as AuthError {
+            #expect(error.kind == .tooManyAttempts)
+            #expect(error.retryAfterSeconds == 1)
+        }
+        h.clock.advance(seconds: 16 * 60)  // the window has passed
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+        await h.database.close()
+    }
+
+    @Test func signOutTakesEffectOnTheNextCallAndExpiryIsTyped() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        let a = h.connection(), b = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: a)
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: b)
+        _ = try await h.bus.send(AuthInterface.SignOut(), as: a)
+        // The other connection holding the same token is refused on its very next call.
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: b) }
+
+        let second = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")).session
+        let c = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: second.accessToken), as: c)
+        h.clock.advance(seconds: 3601)
+        await expectAuthError(.sessionExpired) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: c) }
+        await h.database.close()
+    }
+
+    @Test func refreshRotatesAndAReusedTokenRevokesTheFamily() async throws {
+        let h = try await Harness.make()
+        let first = try await h.signUpAndIn()
+        let second = try await h.bus.send(AuthInterface.Refresh(refreshToken: first.refreshToken)).session
+        #expect(second.refreshToken != first.refreshToken)
+        #expect(second.accessToken != first.accessToken)
+        let caller = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: second.accessToken), as: caller)
+        // The rotated token comes back (stolen?): the whole family is revoked.
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: first.refreshToken)) }
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: second.refreshToken)) }
+        await h.database.close()
+    }
+
+    @Test func theOnboardingGateReadsPersistedState() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        let caller = h.connection()
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(OnboardedOnly(), as: caller) }
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        await expectAuthError(.onboardingRequired) { _ = try await h.bus.send(OnboardedOnly(), as: caller) }
+        #expect(try await h.bus.send(AuthInterface.CompleteOnboarding(), as: caller).user.onboarded)
+        _ = try await h.bus.send(OnboardedOnly(), as: caller)
+        await h.database.close()
+    }
+
+    @Test func theDatabaseHoldsNoRawTokenOrPassword() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn(password: "a very particular password")
+        _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: session.refreshToken))
+        await h.database.close()
+        var bytes: [UInt8] = []
+        for name in ["appd.db", "appd.db-wal"] {
+            guard let file = fopen(h.directory + "/" + name, "rb") else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = fread(&chunk, 1, chunk.count, file)
+                bytes += chunk[0..<n]
+                if n < chunk.count { break }
+            }
+            fclose(file)
+        }
+        #expect(bytes.count > 0)
+        let text = String(decoding: bytes, as: UTF8.self)
+        for secret in [session.accessToken, session.refreshToken, "a very particular password"] {
+            #expect(!text.contains(secret))
+        }
+    }
+}

@@ -35,7 +35,7 @@ let package = Package(
         // What every plugin implements and the host that starts, supervises and stops them.
         .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
-        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit"], path: "Sources/appd", swiftSettings: strict),
+        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth"], path: "Sources/appd", swiftSettings: strict),
         .executableTarget(
             name: "appctl", dependencies: ["Bus"], path: "Sources/appctl", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).

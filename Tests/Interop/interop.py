@@ -92,6 +92,28 @@ def sync_client_checks(address):
     check("a streaming call (Subscribe) delivers events", bool(received) and received[0]["topic"] == "interop.hello", received)
 
 
+def auth_checks(address):
+    """Python signs up, authenticates its connection, and calls a protected method."""
+    client = varlink.Client(address=address)
+    with client.open("io.appd.Auth") as auth:
+        try:
+            auth.WhoAmI()
+            check("a protected method without a session is refused", False, "no error")
+        except varlink.VarlinkError as error:
+            check("a protected method without a session is refused", error.error() == "io.appd.Auth.Unauthenticated", error.error())
+        auth.SignUp("py@example.com", "python password", "Py")
+        session = auth.SignIn("py@example.com", "python password")["session"]
+        check("SignIn returns tokens", len(session["accessToken"]) == 43 and len(session["refreshToken"]) == 43, session.keys())
+        auth.Authenticate(session["accessToken"])
+        me = auth.WhoAmI()["user"]
+        check("after Authenticate the connection is signed in", me["email"] == "py@example.com" and me["displayName"] == "Py", me)
+        try:
+            auth.SignIn("py@example.com", "wrong password")
+            check("a wrong password is InvalidCredentials", False, "no error")
+        except varlink.VarlinkError as error:
+            check("a wrong password is InvalidCredentials", error.error() == "io.appd.Auth.InvalidCredentials", error.error())
+
+
 def cli_checks(address):
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "varlink.cli", *args], capture_output=True, text=True, timeout=30)
@@ -139,6 +161,7 @@ def main():
         try:
             address = "unix:" + socket_path
             sync_client_checks(address)
+            auth_checks(address)
             cli_checks(address)
             asyncio.run(pipelining_checks(socket_path))
         finally:

@@ -37,7 +37,7 @@ struct Harness {
         let plugin = try AuthPlugin(options: options, clock: { clock.now })
         let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
         try await Migrator.migrate(database, plugin.migrations)
-        let bus = EventBus(gates: GateOrder.sorted(plugin.gates(database: database)))
+        let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + plugin.gates(database: database)))
         database.attach(bus: bus)
         try await plugin.start(PluginContext(bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler())))
         try bus.register(OnboardedOnly.self) { _, _ in Empty() }
@@ -212,5 +212,91 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         for secret in [session.accessToken, session.refreshToken, "a very particular password"] {
             #expect(!text.contains(secret))
         }
+    }
+}
+
+@Suite struct AuthAccountTests {
+    @Test func changingThePasswordRevokesEveryOtherSession() async throws {
+        let h = try await Harness.make()
+        let one = try await h.signUpAndIn()
+        let two = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")).session
+        let a = h.connection(), b = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: one.accessToken), as: a)
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: two.accessToken), as: b)
+        await expectAuthError(.invalidCredentials) {
+            _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "nope nope", newPassword: "new password 1"), as: a)
+        }
+        _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "correct horse", newPassword: "new password 1"), as: a)
+        _ = try await h.bus.send(AuthInterface.WhoAmI(), as: a)  // this session stays
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: b) }
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")) }
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "new password 1"))
+        await h.database.close()
+    }
+
+    @Test func aResetTokenWorksOnceRevokesSessionsAndExpires() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        let caller = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        let mail = h.bus.subscribe(PasswordResetRequested.self)
+        // Same reply for an unknown account, and nothing published for it.
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "nobody@example.com"))
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
+        var iterator = mail.makeAsyncIterator()
+        let event = try #require(try await iterator.next()).event
+        #expect(event.email == "Ada@example.com")
+        _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: event.resetToken, newPassword: "brand new pass"))
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+        await expectAuthError(.invalidResetToken) {
+            _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: event.resetToken, newPassword: "another new one"))
+        }
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "brand new pass"))
+
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
+        let late = try #require(try await iterator.next()).event
+        h.clock.advance(seconds: 31 * 60)
+        await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: late.resetToken, newPassword: "too late now")) }
+        // The token never reached the event log.
+        let log = try await EventLog(database: h.database).events(after: 0, limit: 100)
+        #expect(!log.contains { (try? $0.json().jsonText.contains(event.resetToken)) == true })
+        await h.database.close()
+    }
+
+    @Test func deletingTheAccountLogsTheEventInTheSameTransaction() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        let caller = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "wrong password"), as: caller) }
+        _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "correct horse"), as: caller)
+        let log = try await EventLog(database: h.database).events(after: 0, limit: 100)
+        #expect(log.last?.topic == "auth.accountDeleted")
+        #expect(log.last.flatMap { try? $0.json() }?["userId"] == .string(session.user.id))
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")) }
+        await h.database.close()
+    }
+
+    @Test func adminsListDisableAndEnableAccounts() async throws {
+        let h = try await Harness.make()
+        for name in ["c", "a", "b"] {
+            _ = try await h.bus.send(AuthInterface.SignUp(email: "\(name)@example.com", password: "password \(name)", displayName: nil))
+        }
+        let first = try await h.bus.send(AuthInterface.ListUsers(cursor: nil, limit: 2))
+        #expect(first.users.map(\.email) == ["a@example.com", "b@example.com"])
+        let second = try await h.bus.send(AuthInterface.ListUsers(cursor: first.nextCursor, limit: 2))
+        #expect(second.users.map(\.email) == ["c@example.com"])
+        #expect(second.nextCursor == nil)
+
+        let session = try await h.bus.send(AuthInterface.SignIn(email: "b@example.com", password: "password b")).session
+        let caller = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        _ = try await h.bus.send(AuthInterface.DisableUser(email: "B@example.com"))
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+        await expectAuthError(.accountDisabled) { _ = try await h.bus.send(AuthInterface.SignIn(email: "b@example.com", password: "password b")) }
+        _ = try await h.bus.send(AuthInterface.EnableUser(email: "b@example.com"))
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "b@example.com", password: "password b"))
+        await expectAuthError(.notFound) { _ = try await h.bus.send(AuthInterface.DisableUser(email: "zz@example.com")) }
+        await h.database.close()
     }
 }

@@ -12,6 +12,8 @@ public struct AuthError: WireError, Equatable {
         case tooManyAttempts = "TooManyAttempts"
         case accountDisabled = "AccountDisabled"
         case busy = "Busy"
+        case invalidResetToken = "InvalidResetToken"
+        case notFound = "NotFound"
     }
 
     public let kind: Kind
@@ -26,6 +28,8 @@ public struct AuthError: WireError, Equatable {
     public static let onboardingRequired = AuthError(kind: .onboardingRequired)
     public static let accountDisabled = AuthError(kind: .accountDisabled)
     public static let busy = AuthError(kind: .busy)
+    public static let invalidResetToken = AuthError(kind: .invalidResetToken)
+    public static let notFound = AuthError(kind: .notFound)
 
     public static func validation(_ field: String, _ reason: String) -> AuthError {
         AuthError(kind: .validationFailed, field: field, reason: reason)
@@ -56,6 +60,8 @@ public struct AuthError: WireError, Equatable {
         case .tooManyAttempts: "too many failed sign-ins; retry in \(retryAfterSeconds ?? 0) s"
         case .accountDisabled: "this account is disabled; ask an administrator"
         case .busy: "too many sign-ins in progress; retry in a moment"
+        case .invalidResetToken: "the reset token is unknown, used or expired; request a new one"
+        case .notFound: "no such account"
         }
     }
 }

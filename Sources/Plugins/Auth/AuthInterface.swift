@@ -53,6 +53,38 @@ enum AuthInterface {
         # Changes the display name (absent or null clears it).
         method UpdateProfile(displayName: ?string) -> (user: User)
 
+        # Changes the password; every other session of the account is revoked.
+        method ChangePassword(currentPassword: string, newPassword: string) -> ()
+
+        # Starts a password reset. The reply is the same whether or not the account exists; when
+        # it does, auth.passwordResetRequested carries a one-time token for a mailer to deliver.
+        method RequestPasswordReset(email: string) -> ()
+
+        # Sets a new password with a reset token (single use, expires); revokes every session.
+        method ResetPassword(resetToken: string, newPassword: string) -> ()
+
+        # Deletes the signed-in account; auth.accountDeleted tells every plugin to erase its data.
+        method DeleteAccount(password: string) -> ()
+
+        # An account as an administrator sees it.
+        type AccountSummary (
+          id: string,
+          email: string,
+          displayName: ?string,
+          onboarded: bool,
+          disabled: bool,
+          createdAt: string
+        )
+
+        # Lists accounts by email (admin). Pass nextCursor back as cursor for the next page.
+        method ListUsers(cursor: ?string, limit: ?int) -> (users: []AccountSummary, nextCursor: ?string)
+
+        # Disables an account and ends its sessions (admin).
+        method DisableUser(email: string) -> ()
+
+        # Enables a disabled account (admin).
+        method EnableUser(email: string) -> ()
+
         error InvalidCredentials ()
         error EmailTaken ()
         error ValidationFailed (field: string, reason: string)
@@ -62,6 +94,8 @@ enum AuthInterface {
         error TooManyAttempts (retryAfterSeconds: int)
         error AccountDisabled ()
         error Busy ()
+        error InvalidResetToken ()
+        error NotFound ()
 
         """
 
@@ -123,6 +157,61 @@ enum AuthInterface {
         var displayName: String?
     }
 
+    struct ChangePassword: Command {
+        static let method = "io.appd.Auth.ChangePassword"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = Empty
+        var currentPassword: String
+        var newPassword: String
+    }
+
+    struct RequestPasswordReset: Command {
+        static let method = "io.appd.Auth.RequestPasswordReset"
+        typealias Reply = Empty
+        var email: String
+    }
+
+    struct ResetPassword: Command {
+        static let method = "io.appd.Auth.ResetPassword"
+        typealias Reply = Empty
+        var resetToken: String
+        var newPassword: String
+    }
+
+    struct DeleteAccount: Command {
+        static let method = "io.appd.Auth.DeleteAccount"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = Empty
+        var password: String
+    }
+
+    struct ListUsers: Command {
+        static let method = "io.appd.Auth.ListUsers"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = UserPage
+        var cursor: String?
+        var limit: Int?
+    }
+
+    struct DisableUser: Command {
+        static let method = "io.appd.Auth.DisableUser"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = Empty
+        var email: String
+    }
+
+    struct EnableUser: Command {
+        static let method = "io.appd.Auth.EnableUser"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = Empty
+        var email: String
+    }
+
+    struct UserPage: Codable, Sendable {
+        var users: [AccountSummary]
+        var nextCursor: String?
+    }
+
     struct UserReply: Codable, Sendable { var user: User }
     struct SessionReply: Codable, Sendable { var session: Session }
 }
@@ -142,4 +231,25 @@ public struct Session: Codable, Sendable {
     public var refreshToken: String
     public var expiresAt: String
     public var user: User
+}
+
+/// An account as an administrator sees it.
+public struct AccountSummary: Codable, Sendable, Equatable {
+    public var id: String
+    public var email: String
+    public var displayName: String?
+    public var onboarded: Bool
+    public var disabled: Bool
+    public var createdAt: String
+}
+
+/// Published (live only) when a reset is requested for an existing account. It carries the
+/// one-time token for a mailer, so it is never written to the event log: the database holds
+/// no raw token.
+public struct PasswordResetRequested: Event {
+    public static let topic = "auth.passwordResetRequested"
+    public var userId: String
+    public var email: String
+    public var resetToken: String
+    public var expiresAt: String
 }

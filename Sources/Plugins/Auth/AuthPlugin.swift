@@ -7,7 +7,10 @@ import Storage
 public struct AuthPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "auth", version: "0.1.0", interface: AuthInterface.idl,
-        publishes: ["auth.userSignedUp", "auth.signedIn", "auth.signedOut", "auth.onboardingCompleted"],
+        publishes: [
+            "auth.userSignedUp", "auth.signedIn", "auth.signedOut", "auth.onboardingCompleted", "auth.passwordResetRequested",
+            "auth.accountDeleted",
+        ],
         configKeys: [])
     public var migrations: [Migration] { AuthRepository.migrations }
 
@@ -69,14 +72,55 @@ public struct AuthPlugin: Plugin {
         try bus.register(AuthInterface.UpdateProfile.self) { command, envelope in
             .init(user: try await service.updateProfile(userID: try Self.signedIn(envelope).1.userID, displayName: command.displayName))
         }
+        try registerAccountMethods(service, on: bus)
     }
 
     public func stop(_ context: PluginContext) async {
-        for method in [
-            AuthInterface.SignUp.method, AuthInterface.SignIn.method, AuthInterface.Authenticate.method, AuthInterface.Refresh.method,
-            AuthInterface.SignOut.method, AuthInterface.SignOutEverywhere.method, AuthInterface.WhoAmI.method,
-            AuthInterface.CompleteOnboarding.method, AuthInterface.UpdateProfile.method,
-        ] { context.bus.unregister(method: method) }
+        for method in Self.methods { context.bus.unregister(method: method) }
+    }
+
+    static let methods = [
+        AuthInterface.SignUp.method, AuthInterface.SignIn.method, AuthInterface.Authenticate.method, AuthInterface.Refresh.method,
+        AuthInterface.SignOut.method, AuthInterface.SignOutEverywhere.method, AuthInterface.WhoAmI.method,
+        AuthInterface.CompleteOnboarding.method, AuthInterface.UpdateProfile.method, AuthInterface.ChangePassword.method,
+        AuthInterface.RequestPasswordReset.method, AuthInterface.ResetPassword.method, AuthInterface.DeleteAccount.method,
+        AuthInterface.ListUsers.method, AuthInterface.DisableUser.method, AuthInterface.EnableUser.method,
+    ]
+
+    /// Password, account and administration methods.
+    private func registerAccountMethods(_ service: AuthService, on bus: EventBus) throws {
+        try bus.register(AuthInterface.ChangePassword.self) { command, envelope in
+            let (token, principal) = try Self.signedIn(envelope)
+            try await service.changePassword(userID: principal.userID, accessToken: token, current: command.currentPassword, new: command.newPassword)
+            return Empty()
+        }
+        try bus.register(AuthInterface.RequestPasswordReset.self) { command, envelope in
+            if let event = try await service.requestPasswordReset(email: command.email) {
+                // Live only: it carries the token, which must never reach the database.
+                bus.publish(event, causedBy: envelope)
+            }
+            return Empty()
+        }
+        try bus.register(AuthInterface.ResetPassword.self) { command, _ in
+            try await service.resetPassword(token: command.resetToken, new: command.newPassword)
+            return Empty()
+        }
+        try bus.register(AuthInterface.DeleteAccount.self) { command, envelope in
+            try await service.deleteAccount(userID: try Self.signedIn(envelope).1.userID, password: command.password)
+            envelope.caller.connection?.sessionToken = nil
+            return Empty()
+        }
+        try bus.register(AuthInterface.ListUsers.self) { command, _ in
+            try await service.listUsers(cursor: command.cursor, limit: command.limit)
+        }
+        try bus.register(AuthInterface.DisableUser.self) { command, _ in
+            try await service.setDisabled(email: command.email, true)
+            return Empty()
+        }
+        try bus.register(AuthInterface.EnableUser.self) { command, _ in
+            try await service.setDisabled(email: command.email, false)
+            return Empty()
+        }
     }
 
     /// The session token and principal the session gate established.

@@ -87,6 +87,14 @@ struct AuthRepository: Sendable {
               window_start INTEGER NOT NULL
             );
             """),
+        Migration(plugin: "auth", version: 2, sql: """
+            CREATE TABLE auth_reset_tokens (
+              digest TEXT PRIMARY KEY,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              expires_at INTEGER NOT NULL,
+              used_at INTEGER
+            );
+            """),
     ]
 
     // MARK: Accounts
@@ -142,6 +150,81 @@ struct AuthRepository: Sendable {
                 "UPDATE auth_users SET display_name = ?, updated_at = ? WHERE id = ?",
                 [displayName.map { .text($0) } ?? .null, .integer(now), .text(userID)])
             return try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init)
+        }
+    }
+
+    /// Sets a new password hash and revokes every session except `keepAccessDigest`'s.
+    func changePassword(userID: String, hash: String, keepAccessDigest: String?, now: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
+            try tx.execute(
+                "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS NOT ?",
+                [.integer(now), .text(userID), keepAccessDigest.map { .text($0) } ?? .null])
+        }
+    }
+
+    func storeResetToken(digest: String, userID: String, expires: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute("INSERT INTO auth_reset_tokens (digest, user_id, expires_at) VALUES (?, ?, ?)", [.text(digest), .text(userID), .integer(expires)])
+        }
+    }
+
+    /// The account a usable reset token belongs to (unknown, used or expired: nil).
+    func resetTokenOwner(digest: String, now: Int64) async throws -> UserRecord? {
+        try await database.read { tx in
+            try tx.query(
+                """
+                SELECT u.* FROM auth_reset_tokens t JOIN auth_users u ON u.id = t.user_id
+                WHERE t.digest = ? AND t.used_at IS NULL AND t.expires_at > ?
+                """, [.text(digest), .integer(now)]
+            ).first.flatMap(UserRecord.init)
+        }
+    }
+
+    /// Uses a reset token once: sets the password and revokes every session. False when the
+    /// token is unknown, used or expired.
+    func resetPassword(digest: String, hash: String, now: Int64) async throws -> Bool {
+        try await database.write { tx in
+            let rows = try tx.query(
+                "SELECT user_id FROM auth_reset_tokens WHERE digest = ? AND used_at IS NULL AND expires_at > ?", [.text(digest), .integer(now)])
+            guard let userID = rows.first?.text("user_id") else { return false }
+            try tx.execute("UPDATE auth_reset_tokens SET used_at = ? WHERE digest = ?", [.integer(now), .text(digest)])
+            try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
+            try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
+            return true
+        }
+    }
+
+    /// Deletes the account (its sessions and tokens go with it) and logs auth.accountDeleted
+    /// in the same transaction, so every plugin's consumer erases the user's data.
+    func deleteUser(userID: String) async throws {
+        try await database.write { tx in
+            try tx.execute("DELETE FROM auth_users WHERE id = ?", [.text(userID)])
+            try tx.append(topic: "auth.accountDeleted", payload: ["userId": .string(userID)], causedBy: nil)
+        }
+    }
+
+    /// Accounts ordered by email after `cursor`, at most `limit`.
+    func listUsers(after cursor: String?, limit: Int) async throws -> [UserRecord] {
+        try await database.read { tx in
+            try tx.query(
+                "SELECT * FROM auth_users WHERE email > ? ORDER BY email LIMIT ?", [.text(cursor ?? ""), .integer(Int64(limit))]
+            ).compactMap(UserRecord.init)
+        }
+    }
+
+    /// Disables or enables an account; disabling also ends its sessions. False when unknown.
+    func setDisabled(email: String, _ disabled: Bool, now: Int64) async throws -> Bool {
+        try await database.write { tx in
+            let changed = try tx.execute(
+                "UPDATE auth_users SET disabled = ?, updated_at = ? WHERE email = ?", [.integer(disabled ? 1 : 0), .integer(now), .text(email)])
+            guard changed > 0 else { return false }
+            if disabled {
+                try tx.execute(
+                    "UPDATE auth_sessions SET revoked_at = ? WHERE revoked_at IS NULL AND user_id = (SELECT id FROM auth_users WHERE email = ?)",
+                    [.integer(now), .text(email)])
+            }
+            return true
         }
     }
 

@@ -12,6 +12,8 @@ public struct AuthService: Sendable {
         public var freeFailures = 5
         public var throttleWindow: Duration = .seconds(15 * 60)
         public var scrypt: Scrypt.Parameters = .interactive
+        public var resetTokenLifetime: Duration = .seconds(30 * 60)
+        public var maxPageSize = 200
         public init() {}
     }
 
@@ -136,6 +138,65 @@ public struct AuthService: Sendable {
             throw AuthError.unauthenticated
         }
         return record.user
+    }
+
+    // MARK: Passwords
+
+    func changePassword(userID: String, accessToken: String, current: String, new: String) async throws {
+        guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
+        let (matches, _) = try await hashing { try await hasher.verify(current, against: record.passwordHash) }
+        guard matches else { throw AuthError.invalidCredentials }
+        try AuthValidation.password(new, email: record.email)
+        let hash = try await hashing { try await hasher.hash(new) }
+        try await repository.changePassword(userID: userID, hash: hash, keepAccessDigest: SecretToken.digest(accessToken), now: now)
+    }
+
+    /// Creates a reset token when the account exists; returns the event to publish (or nil).
+    /// The caller's reply is the same either way.
+    func requestPasswordReset(email rawEmail: String) async throws -> PasswordResetRequested? {
+        guard let email = try? AuthValidation.email(rawEmail), let record = try await repository.user(email: email), !record.disabled else {
+            return nil
+        }
+        let token = try SecretToken.generate()
+        let expires = now + Self.nanoseconds(options.resetTokenLifetime)
+        try await repository.storeResetToken(digest: SecretToken.digest(token), userID: record.id, expires: expires)
+        return PasswordResetRequested(
+            userId: record.id, email: record.email, resetToken: token, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339)
+    }
+
+    func resetPassword(token: String, new: String) async throws {
+        let digest = SecretToken.digest(token)
+        // No password work for a token that cannot be used.
+        guard let owner = try await repository.resetTokenOwner(digest: digest, now: now) else { throw AuthError.invalidResetToken }
+        try AuthValidation.password(new, email: owner.email)
+        let hash = try await hashing { try await hasher.hash(new) }
+        // Checked again in the write: a token used meanwhile is refused.
+        guard try await repository.resetPassword(digest: digest, hash: hash, now: now) else { throw AuthError.invalidResetToken }
+    }
+
+    func deleteAccount(userID: String, password: String) async throws {
+        guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
+        let (matches, _) = try await hashing { try await hasher.verify(password, against: record.passwordHash) }
+        guard matches else { throw AuthError.invalidCredentials }
+        try await repository.deleteUser(userID: userID)
+    }
+
+    // MARK: Administration
+
+    func listUsers(cursor: String?, limit: Int?) async throws -> AuthInterface.UserPage {
+        let size = min(max(limit ?? 50, 1), options.maxPageSize)
+        let records = try await repository.listUsers(after: cursor, limit: size + 1)
+        let page = records.prefix(size).map { record in
+            AccountSummary(
+                id: record.id, email: record.email, displayName: record.displayName, onboarded: record.onboardedAt != nil,
+                disabled: record.disabled, createdAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
+        }
+        return AuthInterface.UserPage(users: Array(page), nextCursor: records.count > size ? page.last?.email : nil)
+    }
+
+    func setDisabled(email rawEmail: String, _ disabled: Bool) async throws {
+        let email = try AuthValidation.email(rawEmail)
+        guard try await repository.setDisabled(email: email, disabled, now: now) else { throw AuthError.notFound }
     }
 
     /// Runs password work, turning a full queue into the typed busy error.

@@ -8,7 +8,8 @@ import Bus
 enum Appctl {
     static let builtins: [Builtin] = [
         DaemonCommands.ping, DaemonCommands.status, DaemonCommands.plugins, DaemonCommands.info, DaemonCommands.introspect,
-        DaemonCommands.shutdown, CallCommand.command, EventsCommand.command, BenchCommand.command,
+        DaemonCommands.shutdown, AuthCommands.signup, AuthCommands.login, AuthCommands.logout, AuthCommands.whoami,
+        AuthCommands.onboard, CallCommand.command, EventsCommand.command, BenchCommand.command,
         CompletionCommand.command,
     ]
 
@@ -122,6 +123,9 @@ enum Appctl {
         case .daemon(let reply):
             let parameters = reply.parameters.objectValue.map { $0.isEmpty ? "" : " " + JSONValue.object($0).jsonText } ?? ""
             StandardError.write("Error: \(reply.error ?? "error")\(parameters)\n")
+            if error.exitCode == ExitCode.notSignedIn {
+                StandardError.write("You are not signed in, or your session ended. Run 'appctl login <email>'.\n")
+            }
         }
         return error.exitCode
     }

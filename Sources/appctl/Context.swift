@@ -19,12 +19,35 @@ final class Context {
     func connect() throws(AppctlError) -> VarlinkClient {
         if let client { return client }
         let path = options.socketPath
+        let client: VarlinkClient
         do throws(VarlinkClientError) {
-            let client = try VarlinkClient(path: path, timeout: options.timeout)
-            self.client = client
-            return client
+            client = try VarlinkClient(path: path, timeout: options.timeout)
         } catch {
             throw .unreachable(error, socket: path)
+        }
+        self.client = client
+        try attachSession(client)
+        return client
+    }
+
+    /// Authenticates the connection with the saved session, refreshing it once when the access
+    /// token has expired. Without a usable session the call goes out unauthenticated, and a
+    /// method that needs one answers Unauthenticated (reported with "run appctl login").
+    private func attachSession(_ client: VarlinkClient) throws(AppctlError) {
+        let store = SessionStore.standard()
+        let socket = options.socketPath
+        guard let saved = store.session(for: socket) else { return }
+        do throws(VarlinkClientError) {
+            let reply = try client.call("io.appd.Auth.Authenticate", ["accessToken": .string(saved.accessToken)])
+            guard reply.error == "io.appd.Auth.SessionExpired" else { return }
+            let refreshed = try client.call("io.appd.Auth.Refresh", ["refreshToken": .string(saved.refreshToken)])
+            guard refreshed.error == nil, let session = refreshed.parameters["session"],
+                let access = session["accessToken"]?.stringValue, let refresh = session["refreshToken"]?.stringValue
+            else { return }
+            try? store.save(.init(accessToken: access, refreshToken: refresh, email: saved.email), for: socket)
+            _ = try client.call("io.appd.Auth.Authenticate", ["accessToken": .string(access)])
+        } catch {
+            throw .unreachable(error, socket: socket)
         }
     }
 

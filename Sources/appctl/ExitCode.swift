@@ -9,6 +9,8 @@ enum ExitCode {
     static let unreachable: Int32 = 2
     /// The command line was wrong.
     static let usage: Int32 = 64
+    /// Not signed in, or the session ended: run `appctl login`.
+    static let notSignedIn: Int32 = 67
     /// The daemon refused a parameter (`org.varlink.service.InvalidParameter`, validation).
     static let invalidParameter: Int32 = 65
     /// The interface or method does not exist or is not implemented.
@@ -26,7 +28,9 @@ enum ExitCode {
             "org.varlink.service.MethodNotImplemented":
             notFound
         case "org.varlink.service.PermissionDenied": permissionDenied
-        case "io.appd.Bus.DeadlineExceeded": tryAgain
+        case "io.appd.Bus.DeadlineExceeded", "io.appd.Auth.TooManyAttempts", "io.appd.Auth.Busy": tryAgain
+        case "io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired": notSignedIn
+        case "io.appd.Auth.ValidationFailed": invalidParameter
         default: daemonError
         }
     }
@@ -37,9 +41,10 @@ enum ExitCode {
           1    The daemon answered with an error.
           2    The daemon could not be reached (not running, wrong --socket, or timed out).
           64   Usage error: the command line was wrong.
-          65   The daemon refused a parameter (InvalidParameter).
+          65   The daemon refused a parameter (InvalidParameter, ValidationFailed).
+          67   Not signed in, or the session ended: run 'appctl login'.
           69   No such interface or method, or it is not implemented.
-          75   Try again later (deadline exceeded).
+          75   Try again later (deadline exceeded, too many attempts, busy).
           77   Permission denied.
         """
 }

@@ -43,7 +43,7 @@ extension Appd {
         // 4. The plugins, and the bus with the gates they contribute, nested in the designed
         //    order and fixed from here on. A disabled plugin's gates are missing, so commands
         //    that need them are denied (fail closed).
-        let plugins = installedPlugins(logger: logger)
+        let plugins = installedPlugins(config, logger: logger)
         let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
         let gates = GateOrder.sorted([AdminGate(adminGroup: adminGroup)] + enabled.flatMap { $0.gates(database: database) })
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
@@ -134,10 +134,13 @@ extension Appd {
 
 /// The plugins built into this appd. Todos, payments, chat and rating join this list as they
 /// are written (each is a library target under Sources/Plugins).
-func installedPlugins(logger: Logger) -> [any Plugin] {
+func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
     var plugins: [any Plugin] = []
     do {
-        plugins.append(try AuthPlugin())
+        var auth = AuthService.Options()
+        auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
+        auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
+        plugins.append(try AuthPlugin(options: auth))
     } catch {
         logger.error("the auth plugin could not be set up", metadata: ["error": "\(error)"])
     }

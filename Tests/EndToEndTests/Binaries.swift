@@ -61,11 +61,13 @@ final class Daemon {
     let directory: String
     let socket: String
     let process = Process()
+    /// Set when another Daemon took over this directory (a restart), so it is not removed.
+    var keepDirectory = false
     /// appd's stderr (its log), kept in a file so it can be read at any time.
     var logPath: String { directory + "/appd.log" }
 
-    private init(extra: [String], environment: [String: String]) throws {
-        directory = NSTemporaryDirectory() + "appd-e2e-" + UUID().uuidString.prefix(8)
+    private init(extra: [String], environment: [String: String], directory existing: String? = nil) throws {
+        directory = existing ?? NSTemporaryDirectory() + "appd-e2e-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/appd.sock"
         process.executableURL = URL(fileURLWithPath: Binaries.appd)
@@ -80,8 +82,14 @@ final class Daemon {
     }
 
     /// Starts appd and waits until it answers a ping.
-    static func start(_ extra: [String] = [], environment: [String: String] = [:]) async throws -> Daemon {
-        let daemon = try Daemon(extra: extra, environment: environment)
+    /// A new appd on the same socket and data directory as a stopped one (a restart).
+    static func start(reusing stopped: Daemon) async throws -> Daemon {
+        stopped.keepDirectory = true
+        return try await start(directory: stopped.directory)
+    }
+
+    static func start(_ extra: [String] = [], environment: [String: String] = [:], directory: String? = nil) async throws -> Daemon {
+        let daemon = try Daemon(extra: extra, environment: environment, directory: directory)
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             if FileManager.default.fileExists(atPath: daemon.socket), (try? await daemon.ctl(["ping"]).status) == 0 { return daemon }
@@ -119,6 +127,6 @@ final class Daemon {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        try? FileManager.default.removeItem(atPath: directory)
+        if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 }

@@ -114,6 +114,37 @@ def auth_checks(address):
             check("a wrong password is InvalidCredentials", error.error() == "io.appd.Auth.InvalidCredentials", error.error())
 
 
+def appctl_tty_login_check(appctl, socket_path):
+    """appctl login prompts on a terminal and does not echo the password."""
+    import pty
+    import select
+    env = dict(os.environ, XDG_CONFIG_HOME=tempfile.mkdtemp())
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(appctl, [appctl, "--socket", socket_path, "login", "py@example.com"], env)
+    out = b""
+
+    def read_for(seconds):
+        nonlocal out
+        end = time.time() + seconds
+        while time.time() < end:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                try:
+                    out += os.read(fd, 1024)
+                except OSError:
+                    return
+
+    read_for(1.0)
+    os.write(fd, b"python password\n")
+    read_for(3.0)
+    _, status = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    check("appctl login prompts on a TTY", "Password for py@example.com:" in text, text)
+    check("appctl login does not echo the password", "python password" not in text, text)
+    check("appctl login signs in", os.waitstatus_to_exitcode(status) == 0 and "signed in as py@example.com" in text, text)
+
+
 def cli_checks(address):
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "varlink.cli", *args], capture_output=True, text=True, timeout=30)
@@ -162,6 +193,7 @@ def main():
             address = "unix:" + socket_path
             sync_client_checks(address)
             auth_checks(address)
+            appctl_tty_login_check(os.path.join(os.path.dirname(binary), "appctl"), socket_path)
             cli_checks(address)
             asyncio.run(pipelining_checks(socket_path))
         finally:

@@ -12,6 +12,9 @@ struct AppdConfig: Sendable {
     var eventRetentionDays: Int?
     /// Event log retention: at most this many events are kept (nil keeps them all).
     var eventRetentionCount: Int?
+    /// Lifetime of an access token, and of a refresh token.
+    var accessTokenSeconds = 3600
+    var refreshTokenDays = 30
     /// Plugins not to start (their gates are then missing: commands needing them are denied).
     var disabledPlugins: [String] = []
 
@@ -36,6 +39,8 @@ struct AppdConfig: Sendable {
             "eventRetentionDays": eventRetentionDays.map { .int(Int64($0)) } ?? .null,
             "eventRetentionCount": eventRetentionCount.map { .int(Int64($0)) } ?? .null,
             "disabledPlugins": .array(disabledPlugins.map(JSONValue.string)),
+            "accessTokenSeconds": .int(Int64(accessTokenSeconds)),
+            "refreshTokenDays": .int(Int64(refreshTokenDays)),
         ]
     }
 }

@@ -42,6 +42,8 @@ struct ConfigKey: Sendable {
         seconds("drainTimeoutSeconds", "--drain-timeout", "Seconds shutdown waits for in-flight calls.") { $0.limits.drainTimeout = $1 },
         optionalInteger("eventRetentionDays", "--event-retention-days", "Prune events older than this (default: keep).") { $0.eventRetentionDays = $1 },
         optionalInteger("eventRetentionCount", "--event-retention-count", "Keep at most this many events (default: all).") { $0.eventRetentionCount = $1 },
+        integer("accessTokenSeconds", "--access-token-seconds", "How long an access token lasts (default: 3600).") { $0.accessTokenSeconds = $1 },
+        integer("refreshTokenDays", "--refresh-token-days", "How long a refresh token lasts (default: 30).") { $0.refreshTokenDays = $1 },
         ConfigKey(name: "disabledPlugins", flag: "--disable-plugins", help: "Plugins not to start (comma-separated).") { config, value throws(ConfigProblem) in
             switch value {
             case .array(let names):

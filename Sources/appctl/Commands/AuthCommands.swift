@@ -1,0 +1,82 @@
+import Bus
+
+/// `signup`, `login`, `logout`, `whoami`, `onboard`: the session appctl keeps for you.
+enum AuthCommands {
+    static let signup = Builtin(
+        name: "signup", abstract: "Create an account, then sign in to it.",
+        usage: "signup <email> [--display-name <name>] [--password-stdin]",
+        discussion: "Prompts for the password twice (no echo) on a terminal.",
+        options: """
+              --display-name <name>   The name to show.
+              --password-stdin        Read the password from the first line of standard input.
+            """,
+        reserved: ["--display-name", "--password-stdin"]
+    ) { arguments, context throws(AppctlError) in
+        let flags = try Flags(arguments, valued: ["--display-name"], switchFlags: ["--password-stdin"], command: "signup")
+        guard flags.positionals.count == 1, let email = flags.positionals.first else { throw .usage("signup needs one email address", command: "signup") }
+        let fromStdin = flags.switches.contains("--password-stdin")
+        let password = try PasswordInput.read(prompt: "Password: ", fromStandardInput: fromStdin, command: "signup")
+        if !fromStdin, try PasswordInput.read(prompt: "Repeat password: ", fromStandardInput: false, command: "signup") != password {
+            throw .usage("the passwords differ", command: "signup")
+        }
+        var parameters: [String: JSONValue] = ["email": .string(email), "password": .string(password)]
+        if let name = flags.value("--display-name") { parameters["displayName"] = .string(name) }
+        _ = try context.call("io.appd.Auth.SignUp", .object(parameters))
+        return try signIn(email: email, password: password, context: context)
+    }
+
+    static let login = Builtin(
+        name: "login", abstract: "Sign in; later commands carry the session.",
+        usage: "login <email> [--password-stdin]",
+        discussion: "Prompts for the password without echo on a terminal. The session is kept (mode 0600) in $XDG_CONFIG_HOME/appctl/ and refreshed when it expires.",
+        options: """
+              --password-stdin        Read the password from the first line of standard input.
+            """,
+        reserved: ["--password-stdin"]
+    ) { arguments, context throws(AppctlError) in
+        let flags = try Flags(arguments, switchFlags: ["--password-stdin"], command: "login")
+        guard flags.positionals.count == 1, let email = flags.positionals.first else { throw .usage("login needs one email address", command: "login") }
+        let password = try PasswordInput.read(
+            prompt: "Password for \(email): ", fromStandardInput: flags.switches.contains("--password-stdin"), command: "login")
+        return try signIn(email: email, password: password, context: context)
+    }
+
+    static func signIn(email: String, password: String, context: Context) throws(AppctlError) -> Int32 {
+        let reply = try context.call("io.appd.Auth.SignIn", ["email": .string(email), "password": .string(password)])
+        guard let session = reply["session"], let access = session["accessToken"]?.stringValue,
+            let refresh = session["refreshToken"]?.stringValue
+        else { throw .daemon(VarlinkReply(error: InternalError(messageID: "SignIn reply without tokens"))) }
+        let user = session["user"] ?? [:]
+        try SessionStore.standard().save(
+            .init(accessToken: access, refreshToken: refresh, email: user["email"]?.stringValue ?? email), for: context.options.socketPath)
+        if context.options.json {
+            context.output.reply(["user": user])  // never print the tokens
+        } else {
+            print("signed in as \(user["email"]?.stringValue ?? email)")
+        }
+        return ExitCode.ok
+    }
+
+    static let logout = Builtin(name: "logout", abstract: "End this session and forget it.", usage: "logout") { arguments, context throws(AppctlError) in
+        _ = try Flags(arguments, command: "logout")
+        let store = SessionStore.standard()
+        defer { try? store.save(nil, for: context.options.socketPath) }
+        guard store.session(for: context.options.socketPath) != nil else {
+            print("not signed in")
+            return ExitCode.ok
+        }
+        do throws(AppctlError) {
+            _ = try context.call("io.appd.Auth.SignOut")
+        } catch .daemon(let reply) where reply.error == "io.appd.Auth.Unauthenticated" || reply.error == "io.appd.Auth.SessionExpired" {
+            // Already over on the daemon's side: forgetting it is all that is left.
+        }
+        print("signed out")
+        return ExitCode.ok
+    }
+
+    static let whoami = DaemonCommands.simple(
+        "whoami", abstract: "Show the signed-in account.", method: "io.appd.Auth.WhoAmI")
+
+    static let onboard = DaemonCommands.simple(
+        "onboard", abstract: "Mark onboarding complete for the signed-in account.", method: "io.appd.Auth.CompleteOnboarding")
+}

@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+
+/// appctl's saved sessions, one per socket, in `$XDG_CONFIG_HOME/appctl/sessions.json`
+/// (`~/.config/appctl/` without it): directory 0700, file 0600, replaced atomically.
+struct SessionStore {
+    struct Saved: Equatable {
+        var accessToken: String
+        var refreshToken: String
+        var email: String
+    }
+
+    let path: String
+
+    static func standard() -> SessionStore {
+        let base = SocketPath.environment("XDG_CONFIG_HOME").flatMap { $0.isEmpty ? nil : $0 }
+            ?? (SocketPath.environment("HOME") ?? "/tmp") + "/.config"
+        return SessionStore(path: base + "/appctl/sessions.json")
+    }
+
+    private func readAll() -> [String: JSONValue] {
+        guard let file = fopen(path, "re") else { return [:] }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, file)
+            bytes += chunk[0..<n]
+            if n < chunk.count || bytes.count > 1 << 20 { break }
+        }
+        return (try? JSONParser.parse(bytes))?.objectValue ?? [:]
+    }
+
+    func session(for socket: String) -> Saved? {
+        guard let entry = readAll()[socket], let access = entry["accessToken"]?.stringValue,
+            let refresh = entry["refreshToken"]?.stringValue
+        else { return nil }
+        return Saved(accessToken: access, refreshToken: refresh, email: entry["email"]?.stringValue ?? "")
+    }
+
+    func save(_ saved: Saved?, for socket: String) throws(AppctlError) {
+        var all = readAll()
+        all[socket] = saved.map {
+            ["accessToken": .string($0.accessToken), "refreshToken": .string($0.refreshToken), "email": .string($0.email)]
+        }
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+        var prefix = ""
+        for part in directory.split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw .usage("cannot create \(prefix) for the session: \(String(cString: strerror(errno)))", command: nil)
+            }
+        }
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .usage("cannot write \(temporary): \(String(cString: strerror(errno)))", command: nil) }
+        fchmod(fd, 0o600)
+        let written = FileDescriptorWriter.writeAll(fd, JSONWriter.bytes(.object(all)) + [0x0A])
+        fsync(fd)
+        close(fd)
+        guard written, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .usage("cannot save the session to \(path)", command: nil)
+        }
+    }
+}
+
+/// Reads a password: from a TTY without echo, or the first line of stdin.
+enum PasswordInput {
+    static func read(prompt: String, fromStandardInput: Bool, command: String) throws(AppctlError) -> String {
+        if fromStandardInput || isatty(0) == 0 {
+            guard fromStandardInput else {
+                throw .usage("standard input is not a terminal: pass --password-stdin to read the password from it", command: command)
+            }
+            let text = String(decoding: readStandardInput(), as: UTF8.self)
+            return String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        }
+        StandardError.write(prompt)
+        var original = termios()
+        tcgetattr(0, &original)
+        var silent = original
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(0, TCSAFLUSH, &silent)
+        defer {
+            tcsetattr(0, TCSAFLUSH, &original)
+            StandardError.write("\n")
+        }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(0, &byte, 1) == 1, byte != 0x0A { line.append(byte) }
+        return String(decoding: line, as: UTF8.self)
+    }
+}

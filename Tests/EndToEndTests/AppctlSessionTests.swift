@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct AppctlSessionTests {
+    @Test func signupLoginWhoamiLogoutWithASavedSession() async throws {
+        let daemon = try await Daemon.start()
+        let config = daemon.directory + "/config"
+        func ctl(_ args: [String], stdin: String? = nil) async throws -> Outcome {
+            try await run(Binaries.appctl, ["--socket", daemon.socket] + args, stdin: stdin, environment: ["XDG_CONFIG_HOME": config])
+        }
+        let anonymous = try await ctl(["whoami"])
+        #expect(anonymous.status == 67)
+        #expect(anonymous.stderr.contains("Run 'appctl login <email>'"))
+
+        let signup = try await ctl(["signup", "ada@example.com", "--password-stdin", "--display-name", "Ada"], stdin: "correct horse\n")
+        #expect(signup.status == 0)
+        #expect(signup.stdout == "signed in as ada@example.com\n")
+        let file = config + "/appctl/sessions.json"
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let me = try await ctl(["--json", "whoami"])
+        #expect(me.status == 0)
+        #expect(me.stdout.contains("\"email\":\"ada@example.com\""))
+        #expect(!me.stdout.contains("Token"))
+        #expect(try await ctl(["--json", "onboard"]).stdout.contains("\"onboarded\":true"))
+
+        let wrong = try await ctl(["login", "ada@example.com", "--password-stdin"], stdin: "not it\n")
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("io.appd.Auth.InvalidCredentials"))
+        let noTTY = try await ctl(["login", "ada@example.com"])
+        #expect(noTTY.status == 64)
+
+        #expect(try await ctl(["logout"]).stdout == "signed out\n")
+        #expect(try await ctl(["whoami"]).status == 67)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func anExpiredAccessTokenIsRefreshedTransparently() async throws {
+        let daemon = try await Daemon.start(["--access-token-seconds", "1"])
+        let config = daemon.directory + "/config"
+        func ctl(_ args: [String], stdin: String? = nil) async throws -> Outcome {
+            try await run(Binaries.appctl, ["--socket", daemon.socket] + args, stdin: stdin, environment: ["XDG_CONFIG_HOME": config])
+        }
+        #expect(try await ctl(["signup", "bo@example.com", "--password-stdin"], stdin: "correct horse\n").status == 0)
+        let before = try String(contentsOfFile: config + "/appctl/sessions.json", encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(1500))
+        let me = try await ctl(["whoami"])
+        #expect(me.status == 0)
+        #expect(me.stdout.contains("bo@example.com"))
+        let after = try String(contentsOfFile: config + "/appctl/sessions.json", encoding: .utf8)
+        #expect(before != after)  // the rotated tokens were saved
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func accountsSurviveARestart() async throws {
+        let daemon = try await Daemon.start()
+        let config = daemon.directory + "/config"
+        let env = ["XDG_CONFIG_HOME": config]
+        #expect(try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "cy@example.com", "--password-stdin"], stdin: "correct horse\n", environment: env).status == 0)
+        #expect(await daemon.stop() == 0)
+        let restarted = try await Daemon.start(reusing: daemon)
+        let me = try await run(Binaries.appctl, ["--socket", restarted.socket, "whoami"], environment: env)
+        #expect(me.status == 0)
+        #expect(me.stdout.contains("cy@example.com"))
+        #expect(await restarted.stop() == 0)
+    }
+}

@@ -292,9 +292,10 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         let caller = h.connection()
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
         _ = try await h.bus.send(AuthInterface.DisableUser(email: "B@example.com"))
-        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+        await expectAuthError(.accountDisabled) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
         await expectAuthError(.accountDisabled) { _ = try await h.bus.send(AuthInterface.SignIn(email: "b@example.com", password: "password b")) }
         _ = try await h.bus.send(AuthInterface.EnableUser(email: "b@example.com"))
+        _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller)
         _ = try await h.bus.send(AuthInterface.SignIn(email: "b@example.com", password: "password b"))
         await expectAuthError(.notFound) { _ = try await h.bus.send(AuthInterface.DisableUser(email: "zz@example.com")) }
         await h.database.close()

@@ -79,7 +79,7 @@ enum AuthInterface {
         # Lists accounts by email (admin). Pass nextCursor back as cursor for the next page.
         method ListUsers(cursor: ?string, limit: ?int) -> (users: []AccountSummary, nextCursor: ?string)
 
-        # Disables an account and ends its sessions (admin).
+        # Disables an account: sign-in and every call with its sessions fail with AccountDisabled (admin).
         method DisableUser(email: string) -> ()
 
         # Enables a disabled account (admin).

@@ -213,18 +213,13 @@ struct AuthRepository: Sendable {
         }
     }
 
-    /// Disables or enables an account; disabling also ends its sessions. False when unknown.
+    /// Disables or enables an account. Its sessions stay, but the session gate refuses every
+    /// one of them with AccountDisabled while it is disabled. False when unknown.
     func setDisabled(email: String, _ disabled: Bool, now: Int64) async throws -> Bool {
         try await database.write { tx in
             let changed = try tx.execute(
                 "UPDATE auth_users SET disabled = ?, updated_at = ? WHERE email = ?", [.integer(disabled ? 1 : 0), .integer(now), .text(email)])
-            guard changed > 0 else { return false }
-            if disabled {
-                try tx.execute(
-                    "UPDATE auth_sessions SET revoked_at = ? WHERE revoked_at IS NULL AND user_id = (SELECT id FROM auth_users WHERE email = ?)",
-                    [.integer(now), .text(email)])
-            }
-            return true
+            return changed > 0
         }
     }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Auth
 import Bus
+import Todos
 import PluginKit
 import Storage
 
@@ -132,8 +133,8 @@ extension Appd {
     }
 }
 
-/// The plugins built into this appd. Todos, payments, chat and rating join this list as they
-/// are written (each is a library target under Sources/Plugins).
+/// The plugins built into this appd. Payments, chat and rating join this list as they are
+/// written (each is a library target under Sources/Plugins).
 func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
     var plugins: [any Plugin] = []
     do {
@@ -141,6 +142,7 @@ func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
         auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
         auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
         plugins.append(try AuthPlugin(options: auth))
+        plugins.append(TodosPlugin())
     } catch {
         logger.error("the auth plugin could not be set up", metadata: ["error": "\(error)"])
     }

@@ -1,0 +1,74 @@
+import Bus
+import PluginKit
+import Storage
+
+/// Owner-scoped todos (`io.appd.Todos`), and the consumer that erases a deleted account's todos.
+public struct TodosPlugin: Plugin {
+    public let manifest = PluginManifest(
+        name: "todos", version: "0.1.0", dependencies: ["auth"], interface: TodosInterface.idl,
+        publishes: ["todos.created", "todos.updated", "todos.completed", "todos.reopened", "todos.deleted"],
+        consumes: ["auth.accountDeleted"])
+    public var migrations: [Migration] { SQLiteTodosRepository.migrations }
+    let clock: @Sendable () -> WallTime
+
+    public init(clock: @escaping @Sendable () -> WallTime = { .now() }) { self.clock = clock }
+
+    func service(_ database: any Database) -> TodosService {
+        TodosService(repository: SQLiteTodosRepository(database: database), clock: clock)
+    }
+
+    public func start(_ context: PluginContext) async throws {
+        let service = service(context.database)
+        let repository = service.repository
+        let bus = context.bus
+        try bus.register(TodosInterface.Add.self) { c, e in
+            .init(todo: try await service.add(owner: try owner(e), title: c.title, notes: c.notes, dueAt: c.dueAt))
+        }
+        try bus.register(TodosInterface.Get.self) { c, e in .init(todo: try await repository.get(owner: try owner(e), id: c.id)) }
+        try bus.register(TodosInterface.List.self) { c, e in
+            try await service.list(owner: try owner(e), filter: c.filter, cursor: c.cursor, limit: c.limit)
+        }
+        try bus.register(TodosInterface.Update.self) { c, e in
+            .init(todo: try await service.update(owner: try owner(e), id: c.id, title: c.title, notes: c.notes, dueAt: c.dueAt))
+        }
+        try bus.register(TodosInterface.Complete.self) { c, e in
+            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: true, now: service.now))
+        }
+        try bus.register(TodosInterface.Reopen.self) { c, e in
+            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: false, now: service.now))
+        }
+        try bus.register(TodosInterface.Delete.self) { c, e in
+            try await repository.delete(owner: try owner(e), id: c.id)
+            return Empty()
+        }
+        try bus.register(TodosInterface.ClearCompleted.self) { _, e in
+            .init(deleted: try await repository.clearCompleted(owner: try owner(e)))
+        }
+    }
+
+    public func services(_ context: PluginContext) -> [any Service] {
+        let repository = service(context.database).repository
+        // A deleted account's todos go too, even if the account was deleted while this plugin
+        // was stopped (durable consumer; deleting twice is harmless).
+        guard let filter = try? TopicFilter("auth.accountDeleted") else { return [] }
+        return [
+            DurableConsumer(name: "todos.accountDeleted", filter: filter, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
+                guard let userID = (try? event.json())?["userId"]?.stringValue else { return }
+                _ = try await repository.deleteAll(owner: userID)
+            }
+        ]
+    }
+
+    public func stop(_ context: PluginContext) async {
+        for method in [
+            TodosInterface.Add.method, TodosInterface.Get.method, TodosInterface.List.method, TodosInterface.Update.method,
+            TodosInterface.Complete.method, TodosInterface.Reopen.method, TodosInterface.Delete.method, TodosInterface.ClearCompleted.method,
+        ] { context.bus.unregister(method: method) }
+    }
+}
+
+/// The signed-in user the gates established (they ran before any todos handler).
+private func owner(_ envelope: Envelope) throws -> String {
+    guard let principal = envelope.caller.principal else { throw TodosError.notFound }
+    return principal.userID
+}

@@ -1,0 +1,190 @@
+import Bus
+import Storage
+
+/// The changes an Update asks for: nil leaves a field alone; for notes and dueAt, `.some(nil)`
+/// clears it.
+struct TodoChanges: Sendable {
+    var title: String?
+    var notes: String??
+    var dueAt: Int64??
+}
+
+/// The todos repository boundary: plugins' logic talks to this, never to SQL.
+protocol TodosRepository: Sendable {
+    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64) async throws -> Todo
+    func get(owner: String, id: String) async throws -> Todo
+    /// Todos after position `after`, oldest first, each with its position (the paging cursor).
+    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> [(position: Int64, todo: Todo)]
+    func update(owner: String, id: String, changes: TodoChanges, now: Int64) async throws -> Todo
+    func setDone(owner: String, id: String, done: Bool, now: Int64) async throws -> Todo
+    func delete(owner: String, id: String) async throws
+    func clearCompleted(owner: String) async throws -> Int
+    func deleteAll(owner: String) async throws -> Int
+}
+
+/// `TodosRepository` over the storage `Database`: owner-scoped queries (another user's todo
+/// is simply not found), events in the same transaction, retry when the database is busy.
+struct SQLiteTodosRepository: TodosRepository {
+    let database: any Database
+
+    static let migrations = [
+        Migration(plugin: "todos", version: 1, sql: """
+            CREATE TABLE todos (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              id TEXT NOT NULL UNIQUE,
+              owner TEXT NOT NULL,
+              title TEXT NOT NULL,
+              notes TEXT,
+              done INTEGER NOT NULL DEFAULT 0,
+              due_at INTEGER,
+              created_at INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL,
+              completed_at INTEGER
+            );
+            CREATE INDEX todos_owner ON todos(owner, seq);
+            """),
+    ]
+
+    static func todo(_ row: Row) -> Todo? {
+        func time(_ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
+        guard let id = row.text("id"), let title = row.text("title"), let created = time("created_at"), let updated = time("updated_at")
+        else { return nil }
+        return Todo(
+            id: id, title: title, notes: row.text("notes"), done: row.integer("done") == 1, dueAt: time("due_at"),
+            createdAt: created, updatedAt: updated, completedAt: time("completed_at"))
+    }
+
+    /// The full id for an id or a unique prefix of it, among the owner's todos.
+    static func resolve(_ tx: any Transaction, owner: String, id: String) throws -> (seq: Int64, id: String) {
+        guard id.utf8.count >= 4, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+        else { throw TodosError.notFound }
+        let rows = try tx.query(
+            "SELECT seq, id FROM todos WHERE owner = ? AND substr(id, 1, ?) = ? LIMIT 2",
+            [.text(owner), .integer(Int64(id.utf8.count)), .text(id)])
+        guard let first = rows.first, let seq = first.integer("seq"), let full = first.text("id") else { throw TodosError.notFound }
+        guard rows.count == 1 else { throw TodosError.validation("id", "matches several todos; give more characters") }
+        return (seq, full)
+    }
+
+    static func fetch(_ tx: any Transaction, seq: Int64) throws -> Todo {
+        guard let todo = try tx.query("SELECT * FROM todos WHERE seq = ?", [.integer(seq)]).first.flatMap(todo) else {
+            throw TodosError.notFound
+        }
+        return todo
+    }
+
+    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64) async throws -> Todo {
+        try await retrying {
+            try await database.write { tx in
+                try tx.execute(
+                    "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [.text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now), .integer(now)])
+                let todo = try Self.fetch(tx, seq: tx.lastInsertRowID)
+                try tx.append(topic: "todos.created", payload: ["todoId": .string(todo.id), "userId": .string(owner), "title": .string(title)], causedBy: nil)
+                return todo
+            }
+        }
+    }
+
+    func get(owner: String, id: String) async throws -> Todo {
+        try await retrying {
+            try await database.read { tx in try Self.fetch(tx, seq: try Self.resolve(tx, owner: owner, id: id).seq) }
+        }
+    }
+
+    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> [(position: Int64, todo: Todo)] {
+        try await retrying {
+            try await database.read { tx in
+                let condition = filter == "open" ? " AND done = 0" : filter == "done" ? " AND done = 1" : ""
+                let rows = try tx.query(
+                    "SELECT * FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?",
+                    [.text(owner), .integer(after), .integer(Int64(limit))])
+                return rows.compactMap { row in
+                    guard let seq = row.integer("seq"), let todo = Self.todo(row) else { return nil }
+                    return (seq, todo)
+                }
+            }
+        }
+    }
+
+    func update(owner: String, id: String, changes: TodoChanges, now: Int64) async throws -> Todo {
+        try await retrying {
+            try await database.write { tx in
+                let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
+                if let title = changes.title {
+                    try tx.execute("UPDATE todos SET title = ? WHERE seq = ?", [.text(title), .integer(seq)])
+                }
+                if let notes = changes.notes {
+                    try tx.execute("UPDATE todos SET notes = ? WHERE seq = ?", [notes.map { .text($0) } ?? .null, .integer(seq)])
+                }
+                if let due = changes.dueAt {
+                    try tx.execute("UPDATE todos SET due_at = ? WHERE seq = ?", [due.map { .integer($0) } ?? .null, .integer(seq)])
+                }
+                try tx.execute("UPDATE todos SET updated_at = ? WHERE seq = ?", [.integer(now), .integer(seq)])
+                try tx.append(topic: "todos.updated", payload: ["todoId": .string(full), "userId": .string(owner)], causedBy: nil)
+                return try Self.fetch(tx, seq: seq)
+            }
+        }
+    }
+
+    func setDone(owner: String, id: String, done: Bool, now: Int64) async throws -> Todo {
+        try await retrying {
+            try await database.write { tx in
+                let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
+                let changed = try tx.execute(
+                    "UPDATE todos SET done = ?, completed_at = ?, updated_at = ? WHERE seq = ? AND done = ?",
+                    [.integer(done ? 1 : 0), done ? .integer(now) : .null, .integer(now), .integer(seq), .integer(done ? 0 : 1)])
+                // Completing a completed todo changes nothing and publishes nothing.
+                if changed > 0 {
+                    try tx.append(
+                        topic: done ? "todos.completed" : "todos.reopened", payload: ["todoId": .string(full), "userId": .string(owner)],
+                        causedBy: nil)
+                }
+                return try Self.fetch(tx, seq: seq)
+            }
+        }
+    }
+
+    func delete(owner: String, id: String) async throws {
+        try await retrying {
+            try await database.write { tx in
+                let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
+                try tx.execute("DELETE FROM todos WHERE seq = ?", [.integer(seq)])
+                try tx.append(topic: "todos.deleted", payload: ["todoId": .string(full), "userId": .string(owner)], causedBy: nil)
+            }
+        }
+    }
+
+    func clearCompleted(owner: String) async throws -> Int {
+        try await retrying {
+            try await database.write { tx in
+                let ids = try tx.query("SELECT id FROM todos WHERE owner = ? AND done = 1", [.text(owner)]).compactMap { $0.text("id") }
+                try tx.execute("DELETE FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
+                for id in ids {
+                    try tx.append(topic: "todos.deleted", payload: ["todoId": .string(id), "userId": .string(owner)], causedBy: nil)
+                }
+                return ids.count
+            }
+        }
+    }
+
+    func deleteAll(owner: String) async throws -> Int {
+        try await retrying {
+            try await database.write { tx in try tx.execute("DELETE FROM todos WHERE owner = ?", [.text(owner)]) }
+        }
+    }
+
+    /// Retries work the database refused as busy, with a short backoff, three times.
+    private func retrying<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        var delay = Duration.milliseconds(10)
+        for _ in 0..<3 {
+            do {
+                return try await work()
+            } catch let error as StorageError where error.kind == .busy {
+                try await Task.sleep(for: delay)
+                delay *= 4
+            }
+        }
+        return try await work()
+    }
+}

@@ -1,0 +1,61 @@
+import Bus
+import Crypto
+
+/// The todo rules: validation, cursor paging, owner scoping (through the repository).
+struct TodosService: Sendable {
+    static let defaultPageSize = 50
+    static let maxPageSize = 500
+
+    let repository: any TodosRepository
+    let clock: @Sendable () -> WallTime
+
+    var now: Int64 { clock().nanosecondsSinceEpoch }
+
+    static func title(_ raw: String) throws(TodosError) -> String {
+        let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        guard !trimmed.isEmpty else { throw .validation("title", "is required") }
+        guard trimmed.count <= 200 else { throw .validation("title", "is longer than 200 characters") }
+        return trimmed
+    }
+
+    static func notes(_ raw: String?) throws(TodosError) -> String? {
+        guard let raw, !raw.isEmpty else { return nil }
+        guard raw.count <= 10_000 else { throw .validation("notes", "is longer than 10000 characters") }
+        return raw
+    }
+
+    static func due(_ raw: String?) throws(TodosError) -> Int64? {
+        guard let raw, !raw.isEmpty else { return nil }
+        guard let time = RFC3339.parse(raw) else { throw .validation("dueAt", "needs an RFC 3339 time like 2026-12-24T18:00:00Z") }
+        return time.nanosecondsSinceEpoch
+    }
+
+    func add(owner: String, title: String, notes: String?, dueAt: String?) async throws -> Todo {
+        let id = "t_" + (try SecretToken.generate().prefix(20))
+        return try await repository.add(
+            owner: owner, id: id, title: try Self.title(title), notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now)
+    }
+
+    func list(owner: String, filter: String?, cursor: String?, limit: Int?) async throws -> TodosInterface.TodoPage {
+        let size = min(max(limit ?? Self.defaultPageSize, 1), Self.maxPageSize)
+        var after: Int64 = 0
+        if let cursor, !cursor.isEmpty {
+            guard let value = Int64(cursor), value >= 0 else { throw TodosError.validation("cursor", "is not a cursor from a previous page") }
+            after = value
+        }
+        let rows = try await repository.list(owner: owner, filter: filter ?? "all", after: after, limit: size + 1)
+        let shown = rows.prefix(size)
+        // The cursor is the position of the last todo shown: new todos come after it and deleted
+        // ones leave no gap, so pages never repeat or skip while the list changes.
+        let next = rows.count > size ? shown.last.map { String($0.position) } : nil
+        return TodosInterface.TodoPage(todos: shown.map(\.todo), nextCursor: next)
+    }
+
+    func update(owner: String, id: String, title: String?, notes: String?, dueAt: String?) async throws -> Todo {
+        var changes = TodoChanges()
+        if let title { changes.title = try Self.title(title) }
+        if let notes { changes.notes = .some(try Self.notes(notes)) }
+        if let dueAt { changes.dueAt = .some(try Self.due(dueAt)) }
+        return try await repository.update(owner: owner, id: id, changes: changes, now: now)
+    }
+}

@@ -1,0 +1,208 @@
+import Bus
+import Crypto
+import Glibc
+import PluginKit
+import Storage
+import Synchronization
+import Testing
+@testable import Auth
+@testable import Todos
+
+/// Auth and todos wired as appd wires them.
+struct Harness {
+    let bus: EventBus
+    let database: SQLiteDatabase
+    let context: PluginContext
+
+    static func make() async throws -> Harness {
+        var template = Array("/tmp/appd-todos-XXXXXX".utf8CString)
+        let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
+        var options = AuthService.Options()
+        options.scrypt = Scrypt.Parameters(logN: 10, r: 8, p: 1)
+        let auth = try AuthPlugin(options: options)
+        let todos = TodosPlugin()
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        try await Migrator.migrate(database, auth.migrations + todos.migrations)
+        let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + auth.gates(database: database)))
+        database.attach(bus: bus)
+        let context = PluginContext(bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler()))
+        try await auth.start(context)
+        try await todos.start(context)
+        return Harness(bus: bus, database: database, context: context)
+    }
+
+    /// A signed-in, onboarded user on a connection of its own.
+    func user(_ email: String) async throws -> Caller {
+        _ = try await bus.send(AuthInterface.SignUp(email: email, password: "password for \(email)", displayName: nil))
+        let session = try await bus.send(AuthInterface.SignIn(email: email, password: "password for \(email)")).session
+        let caller = Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
+        _ = try await bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        _ = try await bus.send(AuthInterface.CompleteOnboarding(), as: caller)
+        return caller
+    }
+
+    func add(_ title: String, as caller: Caller) async throws -> Todo {
+        try await bus.send(TodosInterface.Add(title: title, notes: nil, dueAt: nil), as: caller).todo
+    }
+}
+
+func expectTodosError(_ name: String, field: String? = nil, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected \(name)", sourceLocation: sourceLocation)
+    } catch let error as TodosError {
+        #expect(error.name == name, sourceLocation: sourceLocation)
+        if let field { #expect(error.field == field, sourceLocation: sourceLocation) }
+    } catch {
+        Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite struct TodosTests {
+    @Test func validationNamesTheField() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        await expectTodosError("ValidationFailed", field: "title") { _ = try await h.add("   ", as: ada) }
+        await expectTodosError("ValidationFailed", field: "title") { _ = try await h.add(String(repeating: "x", count: 201), as: ada) }
+        await expectTodosError("ValidationFailed", field: "notes") {
+            _ = try await h.bus.send(TodosInterface.Add(title: "t", notes: String(repeating: "n", count: 10_001), dueAt: nil), as: ada)
+        }
+        await expectTodosError("ValidationFailed", field: "dueAt") {
+            _ = try await h.bus.send(TodosInterface.Add(title: "t", notes: nil, dueAt: "tomorrow"), as: ada)
+        }
+        let todo = try await h.bus.send(TodosInterface.Add(title: "  Buy milk  ", notes: nil, dueAt: "2026-12-24T18:00:00+02:00"), as: ada).todo
+        #expect(todo.title == "Buy milk")
+        #expect(todo.dueAt == "2026-12-24T16:00:00.000Z")
+        await h.database.close()
+    }
+
+    @Test func theGatesComeFirst() async throws {
+        let h = try await Harness.make()
+        let anonymous = Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1))
+        do {
+            _ = try await h.add("x", as: anonymous)
+            Issue.record("expected Unauthenticated")
+        } catch let error as AuthError {
+            #expect(error.kind == .unauthenticated)
+        }
+        await h.database.close()
+    }
+
+    @Test func usersCannotSeeOrChangeEachOthersTodos() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let todo = try await h.add("Ada's", as: ada)
+        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: todo.id), as: bob) }
+        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Complete(id: todo.id), as: bob) }
+        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Delete(id: todo.id), as: bob) }
+        await expectTodosError("NotFound") {
+            _ = try await h.bus.send(TodosInterface.Update(id: todo.id, title: "mine now", notes: nil, dueAt: nil), as: bob)
+        }
+        #expect(try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: nil), as: bob).todos.isEmpty)
+        #expect(try await h.bus.send(TodosInterface.Get(id: todo.id), as: ada).todo.title == "Ada's")
+        await h.database.close()
+    }
+
+    @Test func shortIdsWorkWhenUnique() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        let todo = try await h.add("short", as: ada)
+        #expect(try await h.bus.send(TodosInterface.Complete(id: String(todo.id.prefix(8))), as: ada).todo.done)
+        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: "t_"), as: ada) }
+        await h.database.close()
+    }
+
+    @Test func pagesNeitherRepeatNorSkipWhileTheListChanges() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        var ids: [String] = []
+        for i in 0..<25 { ids.append(try await h.add("todo \(i)", as: ada).id) }
+        let first = try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: 10), as: ada)
+        #expect(first.todos.map(\.id) == Array(ids[0..<10]))
+        // Between pages: delete one already shown, one not yet shown, and add two.
+        _ = try await h.bus.send(TodosInterface.Delete(id: ids[3]), as: ada)
+        _ = try await h.bus.send(TodosInterface.Delete(id: ids[14]), as: ada)
+        let late = [try await h.add("late 1", as: ada).id, try await h.add("late 2", as: ada).id]
+        var seen = first.todos.map(\.id)
+        var cursor = first.nextCursor
+        while let next = cursor {
+            let page = try await h.bus.send(TodosInterface.List(filter: nil, cursor: next, limit: 10), as: ada)
+            seen += page.todos.map(\.id)
+            cursor = page.nextCursor
+        }
+        let expected = Array(ids[0..<10]) + ids[10...].filter { $0 != ids[14] } + late
+        #expect(seen == expected)
+        #expect(Set(seen).count == seen.count)
+        await h.database.close()
+    }
+
+    @Test func eventsExactlyOncePerChangeAndNoneOnFailure() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        let events = try h.bus.subscribe("todos.>")
+        let todo = try await h.add("one", as: ada)
+        _ = try await h.bus.send(TodosInterface.Update(id: todo.id, title: "one!", notes: "n", dueAt: nil), as: ada)
+        _ = try await h.bus.send(TodosInterface.Complete(id: todo.id), as: ada)
+        _ = try await h.bus.send(TodosInterface.Complete(id: todo.id), as: ada)  // no change, no event
+        _ = try await h.bus.send(TodosInterface.Reopen(id: todo.id), as: ada)
+        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Complete(id: "t_doesnotexist"), as: ada) }
+        await expectTodosError("ValidationFailed") { _ = try await h.bus.send(TodosInterface.Update(id: todo.id, title: "", notes: nil, dueAt: nil), as: ada) }
+        _ = try await h.bus.send(TodosInterface.Delete(id: todo.id), as: ada)
+        var topics: [String] = []
+        var iterator = events.makeAsyncIterator()
+        for _ in 0..<5 { topics.append(try await iterator.next()?.topic ?? "") }
+        #expect(topics == ["todos.created", "todos.updated", "todos.completed", "todos.reopened", "todos.deleted"])
+        let log = try await EventLog(database: h.database).events(after: 0, limit: 100).filter { $0.topic.hasPrefix("todos.") }
+        #expect(log.count == 5)
+        events.cancel()
+        var rest = 0
+        for try await _ in events { rest += 1 }
+        #expect(rest == 0)  // nothing beyond the five
+        await h.database.close()
+    }
+
+    @Test func deletingTheAccountErasesItsTodos() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        for i in 0..<3 { _ = try await h.add("ada \(i)", as: ada) }
+        _ = try await h.add("bob", as: bob)
+        let consumers = TodosPlugin().services(h.context)
+        let running = Task { try await consumers[0].run() }
+        _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
+        var left = -1
+        for _ in 0..<200 where left != 1 {
+            try await Task.sleep(for: .milliseconds(10))
+            left = try await h.database.read { try $0.query("SELECT COUNT(*) AS n FROM todos").first?.integer("n") }.map(Int.init) ?? -1
+        }
+        #expect(left == 1)  // only bob's
+        running.cancel()
+        _ = await running.result
+        await h.database.close()
+    }
+
+    @Test func clearCompletedDeletesOnlyDoneTodos() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        let a = try await h.add("a", as: ada)
+        _ = try await h.add("b", as: ada)
+        _ = try await h.bus.send(TodosInterface.Complete(id: a.id), as: ada)
+        #expect(try await h.bus.send(TodosInterface.ClearCompleted(), as: ada).deleted == 1)
+        #expect(try await h.bus.send(TodosInterface.List(filter: "done", cursor: nil, limit: nil), as: ada).todos.isEmpty)
+        #expect(try await h.bus.send(TodosInterface.List(filter: "open", cursor: nil, limit: nil), as: ada).todos.map(\.title) == ["b"])
+        await h.database.close()
+    }
+}
+
+@Suite struct RFC3339Tests {
+    @Test(arguments: [
+        ("1970-01-01T00:00:00Z", Int64(0)), ("2026-12-24T18:00:00+02:00", Int64(1_798_128_000)), ("2000-02-29T12:00:00.5Z", Int64(951_825_600)),
+    ])
+    func parses(text: String, seconds: Int64) {
+        #expect(RFC3339.parse(text).map { $0.nanosecondsSinceEpoch / 1_000_000_000 } == seconds)
+    }
+
+    @Test(arguments: ["2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-12-24 18:00", "2026-12-24T18:00:00", "yesterday", "2026-12-24T25:00:00Z"])
+    func rejects(text: String) {
+        #expect(RFC3339.parse(text) == nil)
+    }
+}

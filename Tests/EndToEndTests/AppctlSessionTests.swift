@@ -66,3 +66,41 @@ import Testing
         #expect(await restarted.stop() == 0)
     }
 }
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct AppctlTodosTests {
+    @Test func addListCompleteEditRemoveAndClear() async throws {
+        let daemon = try await Daemon.start()
+        let env = ["XDG_CONFIG_HOME": daemon.directory + "/config"]
+        func ctl(_ args: [String], stdin: String? = nil) async throws -> Outcome {
+            try await run(Binaries.appctl, ["--socket", daemon.socket] + args, stdin: stdin, environment: env)
+        }
+        #expect(try await ctl(["signup", "ada@example.com", "--password-stdin"], stdin: "correct horse\n").status == 0)
+        let notYet = try await ctl(["todos", "add", "Buy", "milk"])
+        #expect(notYet.status == 1)
+        #expect(notYet.stderr.contains("io.appd.Auth.OnboardingRequired"))
+        #expect(try await ctl(["onboard"]).status == 0)
+
+        let added = try await ctl(["todos", "add", "Buy", "milk", "--due", "2026-12-24T18:00:00Z"])
+        #expect(added.status == 0)
+        #expect(added.stdout.hasSuffix("[ ] Buy milk\n"))
+        let id = String(added.stdout.prefix(8))
+        _ = try await ctl(["todos", "add", "Call", "Bob"])
+
+        let list = try await ctl(["todos", "ls"])
+        #expect(list.stdout.hasPrefix("ID        DONE  TITLE     DUE"))
+        #expect(list.stdout.contains("Buy milk  2026-12-24T18:00:00.000Z"))
+        #expect(try await ctl(["todos", "done", id]).stdout.contains("[✓] Buy milk"))
+        #expect(try await ctl(["--json", "todos", "ls", "--done"]).stdout.split(separator: "\n").count == 1)
+        #expect(try await ctl(["todos", "edit", id, "--title", "Buy oat milk"]).stdout.contains("Buy oat milk"))
+        #expect(try await ctl(["todos", "undo", id]).stdout.contains("[ ] Buy oat milk"))
+        #expect(try await ctl(["todos", "done", id]).status == 0)
+        #expect(try await ctl(["todos", "clear"]).stdout == "deleted 1 completed todo(s)\n")
+        let missing = try await ctl(["todos", "rm", id])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("io.appd.Todos.NotFound"))
+        let remaining = try await ctl(["--json", "todos", "ls"])
+        #expect(remaining.stdout.contains("Call Bob"))
+        #expect(try await ctl(["todos", "get", "--id", "t_nope"]).status == 1)  // derived commands still reachable
+        #expect(await daemon.stop() == 0)
+    }
+}

@@ -8,7 +8,7 @@ enum BenchCommand {
     static let command = Builtin(
         name: "bench", abstract: "Measure calls per second and latency against the running daemon.",
         usage: "bench [-c <connections>] [-n <calls>] [-P <pipeline>] [--method <method>] [--params <json>]",
-        discussion: "One thread drives all connections; each keeps -P calls in flight. Prints calls/s, p50 and p99 latency.",
+        discussion: "One thread drives all connections; each keeps -P calls in flight and carries the saved session (appctl login). Prints calls/s, p50 and p99 latency.",
         options: """
               -c <connections>        Concurrent connections (default: 1).
               -n <calls>              Calls in total (default: 100000).
@@ -80,12 +80,23 @@ enum BenchCommand {
         path: String, connections: Int, calls: Int, pipeline: Int, call: VarlinkCall, timeout: Duration
     ) throws(AppctlError) -> Report {
         var lanes: [Lane] = []
+        // Each connection carries the saved session (appctl login), so protected methods such
+        // as io.appd.Todos.Add can be measured too.
+        let session = SessionStore.standard().session(for: path)
         for _ in 0..<connections {
+            let client: VarlinkClient
+            var refused: VarlinkReply?
             do throws(VarlinkClientError) {
-                lanes.append(Lane(client: try VarlinkClient(path: path, timeout: timeout)))
+                client = try VarlinkClient(path: path, timeout: timeout)
+                if let session {
+                    let reply = try client.call("io.appd.Auth.Authenticate", ["accessToken": .string(session.accessToken)])
+                    if reply.error != nil { refused = reply }
+                }
             } catch {
                 throw .unreachable(error, socket: path)
             }
+            if let refused { throw .daemon(refused) }
+            lanes.append(Lane(client: client))
         }
         let frame = call.frame()
         var latencies: [Double] = []

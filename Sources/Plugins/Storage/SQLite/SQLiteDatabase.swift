@@ -1,9 +1,14 @@
 import Bus
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// SQLite behind the `Database` protocol: WAL, `synchronous=FULL`, foreign keys on, a busy
-/// timeout, and one dedicated thread that owns the connection.
+/// timeout. One thread owns the write connection; another owns a read-only connection, so
+/// reads (the session gate's, say) never interrupt a batch of writes (WAL lets them run side
+/// by side, each read seeing the last commit).
 ///
 /// **Group commit**: the thread takes every write waiting when it is free and runs them in
 /// one transaction, each in its own savepoint (one failing write rolls back only itself). One
@@ -25,10 +30,9 @@ public final class SQLiteDatabase: Database {
         let fail: @Sendable (any Error) -> Void
     }
 
-    /// Work queued for the database thread.
+    /// Work queued for the writer thread.
     private enum Job {
         case write(Work)
-        case read(Work)
         case close(@Sendable () -> Void)
     }
 
@@ -39,6 +43,8 @@ public final class SQLiteDatabase: Database {
     private let bus: Mutex<EventBus?>
     private let queue = Mutex<(jobs: [Job], closed: Bool)>(([], false))
     private let wake = DispatchSemaphore(value: 0)
+    private let reads = Mutex<(jobs: [Work], closing: (@Sendable () -> Void)?, closed: Bool)>(([], nil, false))
+    private let readWake = DispatchSemaphore(value: 0)
     private let logger: Logger
 
     /// Opens (or creates) the database and starts its thread.
@@ -51,8 +57,12 @@ public final class SQLiteDatabase: Database {
         try connection.executeScript(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
         try connection.executeScript(EventLog.schema)
+        let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+        try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")
         let box = ConnectionBox(connection)
-        _ = OSThread.start { [self] in serve(box.take()) }
+        let readerBox = ConnectionBox(reader)
+        pthread_detach(OSThread.start { [self] in serve(box.take()) })
+        pthread_detach(OSThread.start { [self] in serveReads(readerBox.take()) })
     }
 
     /// Publishes committed events on `bus` from now on.
@@ -70,9 +80,15 @@ public final class SQLiteDatabase: Database {
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            enqueue(.read(Self.work(body, continuation))) {
-                continuation.resume(throwing: StorageError(kind: .closed, message: "the database is closed"))
+            let accepted = reads.withLock { r -> Bool in
+                guard !r.closed else { return false }
+                r.jobs.append(Self.work(body, continuation))
+                return true
             }
+            guard accepted else {
+                return continuation.resume(throwing: StorageError(kind: .closed, message: "the database is closed"))
+            }
+            readWake.signal()
         }
     }
 
@@ -91,7 +107,17 @@ public final class SQLiteDatabase: Database {
             fail: { error in continuation.resume(throwing: error) })
     }
 
+    /// Finishes queued reads and writes, then closes both connections.
     public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let accepted = reads.withLock { r -> Bool in
+                guard !r.closed else { return false }
+                r.closed = true
+                r.closing = { continuation.resume() }
+                return true
+            }
+            if accepted { readWake.signal() } else { continuation.resume() }
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueue(.close { continuation.resume() }) { continuation.resume() }
         }
@@ -127,10 +153,6 @@ public final class SQLiteDatabase: Database {
                         commit(writes, on: open)
                         writes.removeAll()
                     }
-                case .read(let work):
-                    commit(writes, on: open)
-                    writes.removeAll()
-                    read(work, on: open)
                 case .close(let done):
                     commit(writes, on: open)
                     writes.removeAll()
@@ -139,6 +161,22 @@ public final class SQLiteDatabase: Database {
                 }
             }
             commit(writes, on: open)
+        }
+    }
+
+    /// The reader thread: each read in its own transaction, a consistent snapshot of the last commit.
+    private func serveReads(_ connection: SQLiteConnection) {
+        while true {
+            readWake.wait()
+            let (jobs, closing) = reads.withLock { r -> ([Work], (@Sendable () -> Void)?) in
+                defer { r.jobs.removeAll(keepingCapacity: true) }
+                return (r.jobs, r.closed ? r.closing : nil)
+            }
+            for work in jobs { read(work, on: connection) }
+            if let closing {
+                closing()
+                return  // the connection closes as this thread lets go of it
+            }
         }
     }
 

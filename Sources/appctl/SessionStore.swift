@@ -45,13 +45,10 @@ struct SessionStore {
         all[socket] = saved.map {
             ["accessToken": .string($0.accessToken), "refreshToken": .string($0.refreshToken), "email": .string($0.email)]
         }
-        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
-        var prefix = ""
-        for part in directory.split(separator: "/") {
-            prefix += "/" + part
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw .usage("cannot create \(prefix) for the session: \(String(cString: strerror(errno)))", command: nil)
-            }
+        do throws(SocketError) {
+            try FileSystem.makeDirectories(FileSystem.parent(of: path), mode: 0o700)
+        } catch {
+            throw .usage("cannot create \(error.path) for the session: \(String(cString: strerror(error.code)))", command: nil)
         }
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)

@@ -17,12 +17,10 @@ enum DataDirectory {
 
     /// Creates the directory (and its parents) owner-only when missing.
     static func create(_ path: String) throws {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") {
-            prefix += "/" + part
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw StorageError(kind: .readOnly, message: "cannot create \(prefix): \(String(cString: strerror(errno)))")
-            }
+        do {
+            try FileSystem.makeDirectories(path, mode: 0o700)
+        } catch {
+            throw StorageError(kind: .readOnly, message: "cannot create \(error.path): \(String(cString: strerror(error.code)))")
         }
     }
 }

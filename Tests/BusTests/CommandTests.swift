@@ -198,3 +198,15 @@ import Testing
         await #expect(throws: WrongCallShape.self) { try await bus.callStream(method: Echo.method, parameters: ["text": ""]) }
     }
 }
+
+@Suite struct UnregisterTests {
+    @Test func unregisteringAnInterfaceRemovesExactlyItsMethods() async throws {
+        let bus = EventBus()
+        try bus.register(Echo.self) { c, _ in EchoReply(text: c.text) }
+        try bus.register(Sleepy.self) { _, _ in Empty() }
+        try bus.registerRaw(method: "io.appd.TestOther.Echo", requirements: []) { _, p in p }
+        bus.unregister(interface: "io.appd.Test")
+        #expect(bus.methods == ["io.appd.TestOther.Echo"])
+        await #expect(throws: NoHandler(method: Echo.method)) { try await bus.send(Echo(text: "x")) }
+    }
+}

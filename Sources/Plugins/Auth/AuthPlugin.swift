@@ -76,16 +76,8 @@ public struct AuthPlugin: Plugin {
     }
 
     public func stop(_ context: PluginContext) async {
-        for method in Self.methods { context.bus.unregister(method: method) }
+        context.bus.unregister(interface: "io.appd.Auth")
     }
-
-    static let methods = [
-        AuthInterface.SignUp.method, AuthInterface.SignIn.method, AuthInterface.Authenticate.method, AuthInterface.Refresh.method,
-        AuthInterface.SignOut.method, AuthInterface.SignOutEverywhere.method, AuthInterface.WhoAmI.method,
-        AuthInterface.CompleteOnboarding.method, AuthInterface.UpdateProfile.method, AuthInterface.ChangePassword.method,
-        AuthInterface.RequestPasswordReset.method, AuthInterface.ResetPassword.method, AuthInterface.DeleteAccount.method,
-        AuthInterface.ListUsers.method, AuthInterface.DisableUser.method, AuthInterface.EnableUser.method,
-    ]
 
     /// Password, account and administration methods.
     private func registerAccountMethods(_ service: AuthService, on bus: EventBus) throws {

@@ -1,8 +1,10 @@
+import Bus
+
 /// The templates' AuthValidation rules; each failure names the field and the reason.
 enum AuthValidation {
     /// Trimmed, syntax-checked, domain lower-cased. Returns the normalised address.
     static func email(_ raw: String) throws(AuthError) -> String {
-        let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        let trimmed = raw.trimmingWhitespace()
         guard !trimmed.isEmpty else { throw .validation("email", "is required") }
         guard trimmed.utf8.count <= 254 else { throw .validation("email", "is longer than 254 characters") }
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
@@ -31,7 +33,7 @@ enum AuthValidation {
     /// Up to 100 characters after trimming; empty means none.
     static func displayName(_ raw: String?) throws(AuthError) -> String? {
         guard let raw else { return nil }
-        let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        let trimmed = raw.trimmingWhitespace()
         guard !trimmed.isEmpty else { return nil }
         guard trimmed.count <= 100 else { throw .validation("displayName", "is longer than 100 characters") }
         return trimmed

@@ -60,10 +60,7 @@ public struct TodosPlugin: Plugin {
     }
 
     public func stop(_ context: PluginContext) async {
-        for method in [
-            TodosInterface.Add.method, TodosInterface.Get.method, TodosInterface.List.method, TodosInterface.Update.method,
-            TodosInterface.Complete.method, TodosInterface.Reopen.method, TodosInterface.Delete.method, TodosInterface.ClearCompleted.method,
-        ] { context.bus.unregister(method: method) }
+        context.bus.unregister(interface: "io.appd.Todos")
     }
 }
 

@@ -12,7 +12,7 @@ struct TodosService: Sendable {
     var now: Int64 { clock().nanosecondsSinceEpoch }
 
     static func title(_ raw: String) throws(TodosError) -> String {
-        let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        let trimmed = raw.trimmingWhitespace()
         guard !trimmed.isEmpty else { throw .validation("title", "is required") }
         guard trimmed.count <= 200 else { throw .validation("title", "is longer than 200 characters") }
         return trimmed

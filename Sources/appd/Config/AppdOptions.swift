@@ -63,7 +63,7 @@ struct AppdOptions {
             default:
                 guard let key = ConfigKey.all.first(where: { $0.flag == flag }) else {
                     let flags = ["--config", "--print-config", "--help", "--version"] + ConfigKey.all.map(\.flag)
-                    let hint = flags.min { ConfigLoader.distance(flag, $0) < ConfigLoader.distance(flag, $1) }
+                    let hint = EditDistance.closest(to: flag, in: flags)
                     throw UsageError(description: "unknown option '\(flag)'" + (hint.map { "\nDid you mean '\($0)'?" } ?? ""))
                 }
                 options.overrides.append((key, try value()))

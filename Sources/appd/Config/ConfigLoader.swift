@@ -61,7 +61,7 @@ enum ConfigLoader {
         }
         for (name, value) in members.sorted(by: { $0.key < $1.key }) {
             guard let key = ConfigKey.all.first(where: { $0.name == name }) else {
-                let hint = ConfigKey.all.map(\.name).min { distance(name, $0) < distance(name, $1) }
+                let hint = EditDistance.closest(to: name, in: ConfigKey.all.map(\.name))
                 throw ConfigError(key: name, source: path, reason: "is not a setting" + (hint.map { "; did you mean '\($0)'?" } ?? ""))
             }
             try apply(key, value, source: path, to: &config)
@@ -97,18 +97,5 @@ enum ConfigLoader {
             if bytes.count > 1 << 20 { return nil }  // a config file is small; refuse a huge one
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.lowercased()), b = Array(b.lowercased())
-        var previous = Array(0...b.count)
-        for i in 1...max(1, a.count) where !a.isEmpty {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...max(1, b.count) where !b.isEmpty {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
     }
 }

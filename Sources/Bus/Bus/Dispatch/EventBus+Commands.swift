@@ -45,6 +45,14 @@ extension EventBus {
         _ = handlers.withLock { $0.removeValue(forKey: method) }
     }
 
+    /// Removes every handler of an interface (`io.appd.Todos`): what a plugin does when it stops.
+    public func unregister(interface: String) {
+        let prefix = interface + "."
+        handlers.withLock { table in
+            for method in table.keys where method.hasPrefix(prefix) { table[method] = nil }
+        }
+    }
+
     /// Requirements and shape of a registered method.
     public func methodInfo(_ method: String) -> MethodInfo? {
         handlers.withLock { $0[method] }.map {

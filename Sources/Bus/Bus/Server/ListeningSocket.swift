@@ -48,7 +48,8 @@ public final class ListeningSocket: Sendable {
     /// Binds `path` with `mode` (and `group`, when set). A stale socket left by a dead daemon
     /// is replaced; a live one is never stolen.
     public static func bind(path: String, mode: mode_t, group: gid_t? = nil, backlog: Int32 = 128) throws(SocketError) -> ListeningSocket {
-        try makeParentDirectory(of: path)
+        let parent = FileSystem.parent(of: path)
+        if !parent.isEmpty { try FileSystem.makeDirectories(parent, mode: 0o755) }
         var info = stat()
         if lstat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK else {
@@ -100,15 +101,4 @@ public final class ListeningSocket: Sendable {
         }
     }
 
-    private static func makeParentDirectory(of path: String) throws(SocketError) {
-        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
-        let directory = String(path[..<slash])
-        var prefix = ""
-        for part in directory.split(separator: "/") {
-            prefix += "/" + part
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw SocketError(operation: "mkdir", path: prefix, code: errno)
-            }
-        }
-    }
 }

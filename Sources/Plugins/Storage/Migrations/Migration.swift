@@ -1,3 +1,5 @@
+import Bus
+
 /// One versioned schema change of one plugin.
 public struct Migration: Sendable {
     public let plugin: String
@@ -65,24 +67,15 @@ public enum Migrator {
             } else if ch == "'" || ch == "\"" {
                 quote = ch
             } else if ch == ";" {
-                let trimmed = current.trimmingCharacters(in: " \n\t")
+                let trimmed = current.trimmingWhitespace()
                 if !trimmed.isEmpty { statements.append(trimmed) }
                 current = ""
                 continue
             }
             current.append(ch)
         }
-        let trimmed = current.trimmingCharacters(in: " \n\t")
+        let trimmed = current.trimmingWhitespace()
         if !trimmed.isEmpty { statements.append(trimmed) }
         return statements
-    }
-}
-
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let first = s.first, set.contains(first) { s.removeFirst() }
-        while let last = s.last, set.contains(last) { s.removeLast() }
-        return String(s)
     }
 }

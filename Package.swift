@@ -34,10 +34,14 @@ let package = Package(
         .target(name: "Auth", dependencies: ["Bus", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // Owner-scoped todos (io.appd.Todos).
         .target(name: "Todos", dependencies: ["Bus", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Todos", swiftSettings: strict),
+        // Products, entitlements from provider webhooks, the paywall gate (io.appd.Payments).
+        .target(
+            name: "Payments", dependencies: ["Bus", "CSystem", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
+            swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
         .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
-        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos"], path: "Sources/appd", swiftSettings: strict),
+        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments"], path: "Sources/appd", swiftSettings: strict),
         .executableTarget(
             name: "appctl", dependencies: ["Bus"], path: "Sources/appctl", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
@@ -47,6 +51,9 @@ let package = Package(
         .testTarget(name: "PluginKitTests", dependencies: ["PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
         .testTarget(name: "TodosTests", dependencies: ["Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
+        .testTarget(
+            name: "PaymentsTests", dependencies: ["Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
+            swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).

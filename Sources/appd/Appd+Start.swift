@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Auth
 import Bus
+import Payments
 import Todos
 import PluginKit
 import Storage
@@ -133,8 +134,7 @@ extension Appd {
     }
 }
 
-/// The plugins built into this appd. Payments, chat and rating join this list as they are
-/// written (each is a library target under Sources/Plugins).
+/// The plugins built into this appd (each is a library target under Sources/Plugins).
 func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
     var plugins: [any Plugin] = []
     do {
@@ -143,6 +143,7 @@ func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
         auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
         plugins.append(try AuthPlugin(options: auth))
         plugins.append(TodosPlugin())
+        plugins.append(PaymentsPlugin(options: config.payments))
     } catch {
         logger.error("the auth plugin could not be set up", metadata: ["error": "\(error)"])
     }

@@ -14,6 +14,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/time.h>
 
 int appd_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid) {
     struct ucred cred;
@@ -144,4 +148,63 @@ int appd_notify(const char *path, const char *message) {
     close(fd);
     errno = saved;
     return sent < 0 ? -1 : 0;
+}
+
+int appd_tcp_listen(const char *host, uint16_t port, int backlog, int loopback_only) {
+    struct sockaddr_storage storage;
+    memset(&storage, 0, sizeof(storage));
+    socklen_t length;
+    int family;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&storage;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&storage;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        family = AF_INET;
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        length = sizeof(*v4);
+        if (loopback_only && (ntohl(v4->sin_addr.s_addr) >> 24) != 127) { errno = EADDRNOTAVAIL; return -2; }
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        family = AF_INET6;
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        length = sizeof(*v6);
+        if (loopback_only && !IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr)) { errno = EADDRNOTAVAIL; return -2; }
+    } else {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&storage, length) != 0 || listen(fd, backlog) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int appd_tcp_port(int fd) {
+    struct sockaddr_storage storage;
+    socklen_t length = sizeof(storage);
+    if (getsockname(fd, (struct sockaddr *)&storage, &length) != 0) return -1;
+    if (storage.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&storage)->sin_port);
+    return ntohs(((struct sockaddr_in6 *)&storage)->sin6_port);
+}
+
+int appd_set_timeouts(int fd, int milliseconds) {
+    struct timeval tv = { .tv_sec = milliseconds / 1000, .tv_usec = (milliseconds % 1000) * 1000 };
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) return -1;
+    return setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+int appd_wait_readable(int fd, int timeout_ms) {
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    return poll(&p, 1, timeout_ms);
+}
+
+int appd_accept_blocking(int listen_fd) {
+    return accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 }

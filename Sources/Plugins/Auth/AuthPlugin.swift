@@ -73,6 +73,12 @@ public struct AuthPlugin: Plugin {
             .init(user: try await service.updateProfile(userID: try Self.signedIn(envelope).1.userID, displayName: command.displayName))
         }
         try registerAccountMethods(service, on: bus)
+        try bus.register(LookupAccount.self) { command, _ in
+            var record: UserRecord?
+            if let email = command.email { record = try await service.repository.user(email: email.trimmingWhitespace()) }
+            if record == nil, let id = command.userID { record = try await service.repository.user(id: id) }
+            return .init(userID: record?.id, email: record?.email)
+        }
     }
 
     public func stop(_ context: PluginContext) async {

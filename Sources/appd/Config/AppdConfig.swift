@@ -1,4 +1,5 @@
 import Bus
+import Payments
 
 /// appd's effective configuration: built-in defaults < config file < `APPD_*` environment <
 /// command-line flags. With nothing given, appd works as is.
@@ -17,6 +18,8 @@ struct AppdConfig: Sendable {
     var refreshTokenDays = 30
     /// Plugins not to start (their gates are then missing: commands needing them are denied).
     var disabledPlugins: [String] = []
+    /// Products, meters, provider secrets and the webhook listener.
+    var payments = PaymentsPlugin.Options()
 
     /// The effective values as JSON, for `--print-config` (secrets would be redacted here).
     var json: JSONValue {
@@ -41,6 +44,13 @@ struct AppdConfig: Sendable {
             "disabledPlugins": .array(disabledPlugins.map(JSONValue.string)),
             "accessTokenSeconds": .int(Int64(accessTokenSeconds)),
             "refreshTokenDays": .int(Int64(refreshTokenDays)),
+            "paymentsProducts": .string(payments.catalog.products.map { "\($0.id)=\($0.entitlement)/\($0.period.rawValue)" }.joined(separator: ",")),
+            "paymentsMeters": .string(payments.catalog.meters.map { "\($0.name)=\($0.limit)/\($0.period.rawValue)/\($0.entitlement)" }.joined(separator: ",")),
+            // Secrets: only whether they are set.
+            "revenuecatWebhookSecret": payments.revenueCatSecret == nil ? .null : .string("<redacted>"),
+            "stripeWebhookSecrets": .array(payments.stripeSecrets.map { _ in .string("<redacted>") }),
+            "webhookListen": payments.webhookListen.map(JSONValue.string) ?? .null,
+            "maxWebhookBytes": .int(Int64(payments.maxWebhookBytes)),
         ]
     }
 }

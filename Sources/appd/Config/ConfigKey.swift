@@ -1,4 +1,5 @@
 import Bus
+import Payments
 
 /// One configuration key: its name in the JSON file, its environment variable and flag, and
 /// how a value is checked and applied. The one table every source goes through.
@@ -6,7 +7,17 @@ struct ConfigKey: Sendable {
     let name: String
     let flag: String
     let help: String
+    /// A secret: never printed (`--print-config` shows whether it is set).
+    var secret = false
     let apply: @Sendable (inout AppdConfig, JSONValue) throws(ConfigProblem) -> Void
+
+    init(name: String, flag: String, help: String, secret: Bool = false, apply: @escaping @Sendable (inout AppdConfig, JSONValue) throws(ConfigProblem) -> Void) {
+        self.name = name
+        self.flag = flag
+        self.help = help
+        self.secret = secret
+        self.apply = apply
+    }
 
     /// `maxConnections` → `APPD_MAX_CONNECTIONS`.
     var environment: String {
@@ -56,6 +67,44 @@ struct ConfigKey: Sendable {
                 throw ConfigProblem("needs a list of plugin names")
             }
         },
+        ConfigKey(name: "paymentsProducts", flag: "--payments-products", help: "Products: id=entitlement/period,… (period: day, week, month, year, lifetime).") { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue else { throw ConfigProblem("needs a string like pro_monthly=pro/month,pro_lifetime=pro/lifetime") }
+            do throws(CatalogProblem) {
+                let products = try PaymentsCatalog.parseProducts(text)
+                config.payments.catalog = PaymentsCatalog(products: products, entitlements: config.payments.catalog.entitlements, meters: config.payments.catalog.meters)
+            } catch { throw ConfigProblem(error.description) }
+        },
+        ConfigKey(name: "paymentsMeters", flag: "--payments-meters", help: "Free quotas: name=limit/period/entitlement,… (default chat.messages=10/day/pro).") { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue else { throw ConfigProblem("needs a string like chat.messages=10/day/pro") }
+            do throws(CatalogProblem) {
+                let meters = try PaymentsCatalog.parseMeters(text)
+                config.payments.catalog = PaymentsCatalog(products: config.payments.catalog.products, entitlements: config.payments.catalog.entitlements, meters: meters)
+            } catch { throw ConfigProblem(error.description) }
+        },
+        ConfigKey(name: "revenuecatWebhookSecret", flag: "--revenuecat-webhook-secret", help: "The Authorization value RevenueCat sends (secret; prefer the environment).", secret: true) { config, value throws(ConfigProblem) in
+            if value == .null { config.payments.revenueCatSecret = nil; return }
+            guard let text = value.stringValue, text.utf8.count >= 8 else { throw ConfigProblem("needs a secret of at least 8 characters") }
+            config.payments.revenueCatSecret = text
+        },
+        ConfigKey(name: "stripeWebhookSecrets", flag: "--stripe-webhook-secrets", help: "Stripe endpoint signing secrets, comma-separated (secret; prefer the environment).", secret: true) { config, value throws(ConfigProblem) in
+            let items: [String]
+            switch value {
+            case .null: items = []
+            case .string(let text): items = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            case .array(let values):
+                items = values.compactMap(\.stringValue)
+                guard items.count == values.count else { throw ConfigProblem("needs a list of secrets") }
+            default: throw ConfigProblem("needs a list of secrets")
+            }
+            guard items.allSatisfy({ $0.utf8.count >= 8 }) else { throw ConfigProblem("each secret needs at least 8 characters") }
+            config.payments.stripeSecrets = items
+        },
+        ConfigKey(name: "webhookListen", flag: "--webhook-listen", help: "HTTP webhook listener on a loopback address, e.g. 127.0.0.1:8787 (default: off).") { config, value throws(ConfigProblem) in
+            if value == .null { config.payments.webhookListen = nil; return }
+            guard let text = value.stringValue, text.contains(":") else { throw ConfigProblem("needs host:port, e.g. 127.0.0.1:8787") }
+            config.payments.webhookListen = text
+        },
+        integer("maxWebhookBytes", "--max-webhook-bytes", "Largest webhook body (default: 262144).") { $0.payments.maxWebhookBytes = $1 },
     ]
 
     static func text(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {

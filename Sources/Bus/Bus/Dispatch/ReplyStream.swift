@@ -7,7 +7,7 @@ import Synchronization
 /// Bounded with backpressure: the producer waits when `capacity` replies are unread, so a slow
 /// consumer never makes the daemon buffer without limit. Dropping the stream or cancelling the
 /// consuming task cancels the producer. An error from the producer ends the stream.
-public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
+public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, FinishObservable {
     let channel: ReplyChannel<Element>
 
     init(channel: ReplyChannel<Element>) { self.channel = channel }
@@ -16,6 +16,11 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable {
 
     /// Stops the stream and cancels the producer.
     public func cancel() { channel.cancel() }
+
+    /// Calls `body` once when the stream's producer has finished: with nil when it delivered
+    /// its final reply, with the error when it failed or was cancelled. Gates use it to act on
+    /// a stream's outcome (a paywall refunds a quota use when the command failed).
+    public func whenFinished(_ body: @escaping @Sendable ((any Error)?) -> Void) { channel.whenFinished(body) }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let stream: ReplyStream<Element>
@@ -64,6 +69,7 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         var finished: (any Error)??
         var cancelled = false
         var task: Task<Void, Never>?
+        var observers: [@Sendable ((any Error)?) -> Void] = []
     }
     private enum Step { case element(Element, Bool), end((any Error)?), wait }
     private let capacity: Int
@@ -128,12 +134,28 @@ final class ReplyChannel<Element: Sendable>: Sendable {
     }
 
     func finish(_ error: (any Error)?) {
-        let consumer = state.withLock { s -> CheckedContinuation<Void, any Error>? in
-            if s.finished == nil { s.finished = .some(error) }
+        let (consumer, observers) = state.withLock { s -> (CheckedContinuation<Void, any Error>?, [@Sendable ((any Error)?) -> Void]) in
+            var observers: [@Sendable ((any Error)?) -> Void] = []
+            if s.finished == nil {
+                s.finished = .some(error)
+                swap(&observers, &s.observers)
+            }
             defer { s.consumer = nil }
-            return s.consumer
+            return (s.consumer, observers)
         }
         consumer?.resume()
+        for observer in observers { observer(error) }
+    }
+
+    /// Calls `body` once when the producer has finished: nil when it returned its final
+    /// reply, the error when it failed or was cancelled. At once if it already has.
+    func whenFinished(_ body: @escaping @Sendable ((any Error)?) -> Void) {
+        let done = state.withLock { s -> (any Error)?? in
+            if let finished = s.finished { return .some(finished) }
+            s.observers.append(body)
+            return nil
+        }
+        if let done { body(done) }
     }
 
     func cancel() {
@@ -185,4 +207,10 @@ final class ReplyChannel<Element: Sendable>: Sendable {
             }
         }
     }
+}
+
+/// A reply whose outcome is known only later (a stream): gates see replies generically and
+/// ask through this protocol.
+public protocol FinishObservable: Sendable {
+    func whenFinished(_ body: @escaping @Sendable ((any Error)?) -> Void)
 }

@@ -44,4 +44,21 @@ void appd_eventfd_drain(int fd);
 /// Returns 0, or -1 with errno set.
 int appd_notify(const char *path, const char *message);
 
+/// Accepts one connection as blocking and close-on-exec. Returns the fd or -1.
+int appd_accept_blocking(int listen_fd);
+
+/// A blocking, close-on-exec TCP socket bound to `host` (an IPv4 or IPv6 literal) and `port`
+/// (0 picks one), listening. Returns the fd; -1 with errno set; -2 when `loopback_only` and
+/// the address is not a loopback address.
+int appd_tcp_listen(const char *host, uint16_t port, int backlog, int loopback_only);
+
+/// The local port a TCP socket is bound to, or -1.
+int appd_tcp_port(int fd);
+
+/// SO_RCVTIMEO and SO_SNDTIMEO on a blocking socket. Returns 0 or -1.
+int appd_set_timeouts(int fd, int milliseconds);
+
+/// poll() for readability: 1 readable, 0 timed out, -1 error.
+int appd_wait_readable(int fd, int timeout_ms);
+
 #endif

@@ -1,8 +1,6 @@
-import Bus
-
 /// Parses RFC 3339 timestamps (`2026-12-01T09:30:00Z`, `…T09:30:00.250+02:00`) into UTC.
-enum RFC3339 {
-    static func parse(_ text: String) -> WallTime? {
+public enum RFC3339 {
+    public static func parse(_ text: String) -> WallTime? {
         let b = Array(text.utf8)
         func digits(_ at: Int, _ count: Int) -> Int? {
             guard at + count <= b.count else { return nil }

@@ -1,0 +1,125 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+import Dispatch
+import Storage
+import Synchronization
+
+/// One HTTP/1.1 request and its response on a blocking socket (the connection is closed after).
+struct HTTPExchange {
+    let fd: Int32
+    let listener: WebhookListener
+    static let maxHeaderBytes = 16 * 1024
+
+    func serve() {
+        var buffer: [UInt8] = []
+        var headerEnd: Int?
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while headerEnd == nil {
+            guard buffer.count < Self.maxHeaderBytes else { return Self.respond(fd, 431, ["error": "HeadersTooLarge", "reason": "the request head is over 16 KiB"]) }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { return }  // closed, or the read timed out (a slow client)
+            buffer += chunk[0..<n]
+            headerEnd = Self.find([13, 10, 13, 10], in: buffer)
+        }
+        guard let headerEnd, let head = String(validating: buffer[0..<headerEnd], as: UTF8.self) else {
+            return Self.respond(fd, 400, ["error": "BadRequest", "reason": "the request head is not UTF-8"])
+        }
+        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let requestLine = lines.first?.split(separator: " ") ?? []
+        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1.") else {
+            return Self.respond(fd, 400, ["error": "BadRequest", "reason": "not an HTTP/1.x request line"])
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":") else { return Self.respond(fd, 400, ["error": "BadRequest", "reason": "a header line without ':'"]) }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingWhitespace()
+        }
+        let path = requestLine[1]
+        guard path.hasPrefix("/webhooks/"), case let provider = String(path.dropFirst("/webhooks/".count)), !provider.isEmpty,
+            provider.utf8.count <= 32, provider.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
+        else { return Self.respond(fd, 404, ["error": "NotFound", "reason": "webhooks are accepted at POST /webhooks/<provider>"]) }
+        guard requestLine[0] == "POST" else { return Self.respond(fd, 405, ["error": "MethodNotAllowed", "reason": "use POST"]) }
+        guard headers["transfer-encoding"] == nil, let lengthText = headers["content-length"] else {
+            return Self.respond(fd, 411, ["error": "LengthRequired", "reason": "send a Content-Length (chunked bodies are not accepted)"])
+        }
+        guard let length = Int(lengthText), length >= 0 else { return Self.respond(fd, 400, ["error": "BadRequest", "reason": "Content-Length is not a number"]) }
+        guard length <= listener.maxBodyBytes else {
+            return Self.respond(fd, 413, ["error": "PayloadTooLarge", "reason": .string("the body is over \(listener.maxBodyBytes) bytes")])
+        }
+        if headers["expect"]?.lowercased() == "100-continue" { Self.write(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
+        var body = Array(buffer[(headerEnd + 4)...])
+        while body.count < length {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, length - body.count), 0) }
+            guard n > 0 else { return }
+            body += chunk[0..<n]
+        }
+        guard body.count == length else { return Self.respond(fd, 400, ["error": "BadRequest", "reason": "more bytes than Content-Length"]) }
+        guard let text = String(validating: body, as: UTF8.self) else {
+            return Self.respond(fd, 400, ["error": "MalformedEvent", "reason": "the body is not UTF-8"])
+        }
+        let (status, reply) = deliver(provider: provider, headers: headers, body: text)
+        Self.respond(fd, status, reply)
+    }
+
+    /// Stores the event (async) and waits, bounded, for the outcome.
+    private func deliver(provider: String, headers: [String: String], body: String) -> (Int, JSONValue) {
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let service = listener.service
+        Task {
+            do {
+                let ingested = try await service.ingest(provider: provider, headers: headers, body: body)
+                outcome.set((200, ["eventId": .string(ingested.eventId), "duplicate": .bool(ingested.duplicate)]))
+            } catch let error as PaymentsError {
+                let status = error.kind == .unknownProvider ? 404 : 400
+                outcome.set((status, ["error": .string(error.wireName), "reason": .string(error.description)]))
+            } catch let error as StorageError {
+                outcome.set((503, ["error": .string("Unavailable"), "reason": .string("the event was not stored (\(error)); retry")]))
+            } catch {
+                outcome.set((500, ["error": .string("Internal"), "reason": .string("the event was not stored; retry")]))
+            }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + .seconds(30)) == .success, let result = outcome.get() else {
+            return (503, ["error": "Unavailable", "reason": "storing the event took too long; retry"])
+        }
+        if result.0 != 200 { listener.logger.warning("webhook refused", metadata: ["provider": provider, "status": "\(result.0)"]) }
+        return result
+    }
+
+    static func respond(_ fd: Int32, _ status: Int, _ body: JSONValue) {
+        let reasons = [
+            200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 411: "Length Required", 413: "Payload Too Large",
+            431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable",
+        ]
+        let payload = JSONWriter.bytes(body)
+        var head = "HTTP/1.1 \(status) \(reasons[status] ?? "Error")\r\nContent-Type: application/json\r\nContent-Length: \(payload.count)\r\n"
+        if status == 503 { head += "Retry-After: 1\r\n" }
+        head += "Connection: close\r\n\r\n"
+        write(fd, Array(head.utf8) + payload)
+    }
+
+    static func write(_ fd: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] && Array(haystack[i..<(i + needle.count)]) == needle { return i }
+        return nil
+    }
+}
+
+/// The delivery's result, handed from the async task to the waiting thread.
+final class Outcome: Sendable {
+    private let value = Mutex<(Int, JSONValue)?>(nil)
+    func set(_ result: (Int, JSONValue)) { value.withLock { $0 = result } }
+    func get() -> (Int, JSONValue)? { value.withLock { $0 } }
+}

@@ -1,0 +1,115 @@
+import Bus
+import PluginKit
+import Storage
+
+/// Products and entitlements from provider webhooks and admin grants (`io.appd.Payments`), the
+/// paywall gate, the expiry service, the optional HTTP webhook listener, and erasure of a
+/// deleted account's payment data.
+public struct PaymentsPlugin: Plugin {
+    public struct Options: Sendable {
+        public var catalog = PaymentsCatalog()
+        /// The `Authorization` header value configured for RevenueCat's webhook (nil: not accepted).
+        public var revenueCatSecret: String?
+        /// Stripe endpoint signing secrets (`whsec_…`); several while one rotates.
+        public var stripeSecrets: [String] = []
+        /// The HTTP webhook listener (`127.0.0.1:8787`); nil keeps it off.
+        public var webhookListen: String?
+        /// The largest webhook body accepted (HTTP and IngestWebhook).
+        public var maxWebhookBytes = 256 * 1024
+        public init() {}
+    }
+
+    public let manifest = PluginManifest(
+        name: "payments", version: "0.1.0", dependencies: ["auth"], interface: PaymentsInterface.idl,
+        publishes: ["payments.entitlementChanged", "payments.purchaseFailed"], consumes: ["auth.accountDeleted"],
+        configKeys: ["paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes"])
+    public var migrations: [Migration] { PaymentsRepository.migrations }
+
+    let options: Options
+    let clock: @Sendable () -> WallTime
+
+    public init(options: Options = Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) {
+        self.options = options
+        self.clock = clock
+    }
+
+    var providers: [String: any PaymentProvider] {
+        var providers: [String: any PaymentProvider] = [:]
+        if let secret = options.revenueCatSecret, !secret.isEmpty { providers["revenuecat"] = RevenueCatProvider(secret: secret) }
+        if !options.stripeSecrets.isEmpty { providers["stripe"] = StripeProvider(secrets: options.stripeSecrets) }
+        return providers
+    }
+
+    func service(_ context: PluginContext) -> PaymentsService {
+        PaymentsService(
+            repository: PaymentsRepository(database: context.database), catalog: options.catalog, providers: providers, bus: context.bus,
+            clock: clock)
+    }
+
+    public func gates(database: any Database) -> [any Gate] {
+        [PaywallGate(repository: PaymentsRepository(database: database), catalog: options.catalog, clock: clock, logger: Logger(label: "appd.paywall"))]
+    }
+
+    public func start(_ context: PluginContext) async throws {
+        let service = service(context)
+        let catalog = options.catalog, maxBytes = options.maxWebhookBytes
+        let bus = context.bus
+        try bus.register(PaymentsInterface.Products.self) { _, _ in
+            .init(
+                products: catalog.products.map { .init(id: $0.id, entitlement: $0.entitlement, period: $0.period.rawValue) },
+                entitlements: catalog.entitlements,
+                meters: catalog.meters.map { .init(name: $0.name, limit: $0.limit, period: $0.period.rawValue, entitlement: $0.entitlement) })
+        }
+        try bus.register(PaymentsInterface.Status.self) { _, envelope in try await service.status(user: try Self.user(envelope)) }
+        try bus.register(PaymentsInterface.Restore.self) { _, envelope in .init(entitlements: try await service.restore(user: try Self.user(envelope))) }
+        try bus.register(PaymentsInterface.Grant.self) { c, envelope in
+            .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope)))
+        }
+        try bus.register(PaymentsInterface.Revoke.self) { c, envelope in
+            .init(entitlement: try await service.revoke(email: c.email, entitlement: c.entitlement, reason: c.reason, actor: Self.actor(envelope)))
+        }
+        try bus.register(PaymentsInterface.UserStatus.self) { c, _ in
+            let user = try await service.accountID(email: c.email)
+            let status = try await service.status(user: user)
+            return .init(userId: user, entitlements: status.entitlements, meters: status.meters)
+        }
+        try bus.register(PaymentsInterface.IngestWebhook.self) { c, _ in
+            guard c.body.utf8.count <= maxBytes else { throw PaymentsError.malformed("the body is larger than \(maxBytes) bytes") }
+            return try await service.ingest(provider: c.provider, headers: c.headers, body: c.body)
+        }
+        if providers.isEmpty {
+            context.logger.info("no payment provider is configured: webhooks are refused until revenuecatWebhookSecret or stripeWebhookSecrets is set")
+        }
+    }
+
+    public func services(_ context: PluginContext) -> [any Service] {
+        let service = service(context)
+        let repository = service.repository
+        var services: [any Service] = [ExpiryService(repository: repository, clock: clock, logger: context.logger)]
+        if let filter = try? TopicFilter("auth.accountDeleted") {
+            services.append(
+                DurableConsumer(name: "payments.accountDeleted", filter: filter, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
+                    guard let userID = (try? event.json())?["userId"]?.stringValue else { return }
+                    try await repository.eraseUser(userID)
+                })
+        }
+        if let listen = options.webhookListen {
+            services.append(WebhookListener(address: listen, maxBodyBytes: options.maxWebhookBytes, service: service, logger: context.logger))
+        }
+        return services
+    }
+
+    public func stop(_ context: PluginContext) async {
+        context.bus.unregister(interface: "io.appd.Payments")
+    }
+
+    static func user(_ envelope: Envelope) throws -> String {
+        guard let principal = envelope.caller.principal else { throw PaymentsError.paymentRequired("", remaining: 0, resetsAt: nil) }
+        return principal.userID
+    }
+
+    /// Who made an admin change, for the audit trail.
+    static func actor(_ envelope: Envelope) -> String {
+        envelope.caller.peer.map { "uid=\($0.uid) pid=\($0.pid)" } ?? envelope.caller.plugin.map { "plugin=\($0)" } ?? "daemon"
+    }
+}

@@ -1,0 +1,341 @@
+import Bus
+import Storage
+
+/// The accounts a provider event concerns, resolved before its transaction.
+struct ResolvedAccounts: Sendable, Equatable {
+    /// The account the event is about (nil: not yet known; the event is kept unapplied).
+    var subject: String?
+    /// TRANSFER: the accounts that lose and gain the entitlements.
+    var from: [String] = []
+    var to: [String] = []
+}
+
+/// The payments tables: stored provider events, entitlements, their history, admin grants,
+/// meters and Stripe customers. Each operation is one transaction; events are appended in it.
+struct PaymentsRepository: Sendable {
+    let database: any Database
+
+    static let migrations = [
+        Migration(plugin: "payments", version: 1, sql: """
+            CREATE TABLE payments_events (
+              provider TEXT NOT NULL,
+              event_id TEXT NOT NULL,
+              type TEXT NOT NULL,
+              event_time INTEGER NOT NULL,
+              received_at INTEGER NOT NULL,
+              body TEXT NOT NULL,
+              PRIMARY KEY (provider, event_id)
+            );
+            CREATE TABLE payments_event_users (
+              provider TEXT NOT NULL,
+              event_id TEXT NOT NULL,
+              user_id TEXT NOT NULL,
+              role TEXT NOT NULL,
+              PRIMARY KEY (provider, event_id, user_id, role)
+            );
+            CREATE INDEX payments_event_users_user ON payments_event_users(user_id);
+            CREATE TABLE payments_entitlements (
+              user_id TEXT NOT NULL,
+              entitlement TEXT NOT NULL,
+              source TEXT NOT NULL,
+              active INTEGER NOT NULL,
+              product TEXT,
+              expires_at INTEGER,
+              will_renew INTEGER NOT NULL,
+              last_event_time INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL,
+              PRIMARY KEY (user_id, entitlement, source)
+            );
+            CREATE INDEX payments_entitlements_expiry ON payments_entitlements(active, expires_at);
+            CREATE TABLE payments_history (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              user_id TEXT NOT NULL,
+              entitlement TEXT NOT NULL,
+              change TEXT NOT NULL,
+              source TEXT NOT NULL,
+              product TEXT,
+              reference TEXT,
+              at INTEGER NOT NULL
+            );
+            CREATE INDEX payments_history_user ON payments_history(user_id, entitlement, seq);
+            CREATE TABLE payments_grants (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              user_id TEXT NOT NULL,
+              entitlement TEXT NOT NULL,
+              action TEXT NOT NULL,
+              expires_at INTEGER,
+              reason TEXT NOT NULL,
+              actor TEXT NOT NULL,
+              at INTEGER NOT NULL
+            );
+            CREATE INDEX payments_grants_user ON payments_grants(user_id, seq);
+            CREATE TABLE payments_meters (
+              user_id TEXT NOT NULL,
+              meter TEXT NOT NULL,
+              period_start INTEGER NOT NULL,
+              used INTEGER NOT NULL,
+              PRIMARY KEY (user_id, meter)
+            );
+            CREATE TABLE payments_customers (
+              provider TEXT NOT NULL,
+              customer_id TEXT NOT NULL,
+              user_id TEXT NOT NULL,
+              PRIMARY KEY (provider, customer_id)
+            );
+            """),
+    ]
+
+    // MARK: Provider events
+
+    /// Stores and applies one verified event in one transaction. The primary key on
+    /// (provider, event id) makes a second delivery — sequential or concurrent — a no-op.
+    func ingest(_ event: ProviderEvent, body: String, accounts: ResolvedAccounts, now: Int64) async throws -> Ingested {
+        try await database.write { tx in
+            let inserted = try tx.execute(
+                "INSERT OR IGNORE INTO payments_events (provider, event_id, type, event_time, received_at, body) VALUES (?, ?, ?, ?, ?, ?)",
+                [.text(event.provider), .text(event.id), .text(event.type), .integer(event.time), .integer(now), .text(body)])
+            guard inserted == 1 else { return Ingested(eventId: event.id, duplicate: true) }
+            var subject = accounts.subject
+            if case .customer(let customer?, _) = event.subject {
+                if let user = subject {
+                    try tx.execute(
+                        "INSERT OR REPLACE INTO payments_customers (provider, customer_id, user_id) VALUES (?, ?, ?)",
+                        [.text(event.provider), .text(customer), .text(user)])
+                } else {
+                    subject = try tx.query(
+                        "SELECT user_id FROM payments_customers WHERE provider = ? AND customer_id = ?", [.text(event.provider), .text(customer)]
+                    ).first?.text("user_id")
+                }
+            }
+            var links: [(String, String)] = subject.map { [($0, "subject")] } ?? []
+            links += accounts.from.map { ($0, "from") } + accounts.to.map { ($0, "to") }
+            for (user, role) in links {
+                try tx.execute(
+                    "INSERT OR IGNORE INTO payments_event_users (provider, event_id, user_id, role) VALUES (?, ?, ?, ?)",
+                    [.text(event.provider), .text(event.id), .text(user), .text(role)])
+            }
+            let store = EntitlementStore(tx: tx, now: now)
+            for (user, role) in links { try Self.apply(event, to: user, role: role, store) }
+            return Ingested(eventId: event.id, duplicate: false)
+        }
+    }
+
+    /// What one event does to one account.
+    static func apply(_ event: ProviderEvent, to user: String, role: String, _ store: EntitlementStore) throws {
+        let source = event.provider, time = event.time, ref = event.id
+        for action in event.actions {
+            switch (action, role) {
+            case (.activate(let entitlement, let product, let expiresAt, let willRenew), "subject"):
+                try store.activate(user, entitlement, source: source, product: product, expiresAt: expiresAt, willRenew: willRenew, time: time, reference: ref)
+            case (.cancelRenewal(let entitlement, _), "subject"):
+                try store.cancelRenewal(user, entitlement, source: source, time: time, reference: ref)
+            case (.expire(let entitlement, _), "subject"):
+                try store.end(user, entitlement, source: source, time: time, change: "expired", reference: ref)
+            case (.purchaseFailed(let product, let reason), "subject"):
+                guard !store.quiet else { continue }
+                try store.tx.append(
+                    topic: "payments.purchaseFailed",
+                    payload: ["userId": .string(user), "provider": .string(source), "product": product.map(JSONValue.string) ?? .null, "reason": .string(reason)],
+                    causedBy: nil)
+            case (.transfer(_, _, let entitlements, _, _), "from"):
+                for entitlement in entitlements {
+                    try store.end(user, entitlement, source: source, time: time, change: "revoked", reference: ref)
+                }
+            case (.transfer(_, _, let entitlements, let product, let expiresAt), "to"), (.transfer(_, _, let entitlements, let product, let expiresAt), "subject"):
+                for entitlement in entitlements {
+                    try store.activate(user, entitlement, source: source, product: product, expiresAt: expiresAt, willRenew: true, time: time, reference: ref)
+                }
+            default:
+                continue
+            }
+        }
+    }
+
+    // MARK: Admin grants
+
+    func grant(user: String, entitlement: String, expiresAt: Int64?, reason: String, actor: String, now: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute(
+                "INSERT INTO payments_grants (user_id, entitlement, action, expires_at, reason, actor, at) VALUES (?, ?, 'grant', ?, ?, ?, ?)",
+                [.text(user), .text(entitlement), expiresAt.map { .integer($0) } ?? .null, .text(reason), .text(actor), .integer(now)])
+            try EntitlementStore(tx: tx, now: now).activate(
+                user, entitlement, source: "admin", product: nil, expiresAt: expiresAt, willRenew: false, time: now, reference: reason)
+        }
+    }
+
+    /// Ends the entitlement from every source.
+    func revoke(user: String, entitlement: String, reason: String, actor: String, now: Int64) async throws {
+        try await database.write { tx in
+            try tx.execute(
+                "INSERT INTO payments_grants (user_id, entitlement, action, expires_at, reason, actor, at) VALUES (?, ?, 'revoke', NULL, ?, ?, ?)",
+                [.text(user), .text(entitlement), .text(reason), .text(actor), .integer(now)])
+            let store = EntitlementStore(tx: tx, now: now)
+            for row in try store.rows(user) where row.entitlement == entitlement {
+                try store.end(user, entitlement, source: row.source, time: max(now, row.lastEventTime), change: "revoked", reference: reason)
+            }
+        }
+    }
+
+    // MARK: Restore
+
+    /// Recomputes a user's entitlements from their stored provider events and admin grants,
+    /// in event-time order, and records the net changes.
+    func restore(user: String, decode: @escaping @Sendable (String, String) -> ProviderEvent?, now: Int64) async throws {
+        try await database.write { tx in
+            let before = try EntitlementStore(tx: tx, now: now).rows(user)
+            try tx.execute("DELETE FROM payments_entitlements WHERE user_id = ?", [.text(user)])
+            enum Step { case event(ProviderEvent, String), grant(Row) }
+            var steps: [(Int64, Step)] = []
+            for row in try tx.query(
+                """
+                SELECT e.provider, e.body, u.role FROM payments_event_users u
+                JOIN payments_events e ON e.provider = u.provider AND e.event_id = u.event_id WHERE u.user_id = ?
+                """, [.text(user)])
+            {
+                guard let provider = row.text("provider"), let body = row.text("body"), let role = row.text("role"),
+                    let event = decode(provider, body)
+                else { continue }
+                steps.append((event.time, .event(event, role)))
+            }
+            for row in try tx.query("SELECT * FROM payments_grants WHERE user_id = ? ORDER BY seq", [.text(user)]) {
+                steps.append((row.integer("at") ?? 0, .grant(row)))
+            }
+            var quiet = EntitlementStore(tx: tx, now: now)
+            quiet.quiet = true
+            for (time, step) in steps.sorted(by: { $0.0 < $1.0 }) {
+                switch step {
+                case .event(let event, let role):
+                    try Self.apply(event, to: user, role: role, quiet)
+                case .grant(let row):
+                    guard let entitlement = row.text("entitlement"), let reason = row.text("reason") else { continue }
+                    if row.text("action") == "grant" {
+                        try quiet.activate(user, entitlement, source: "admin", product: nil, expiresAt: row.integer("expires_at"), willRenew: false, time: time, reference: reason)
+                    } else {
+                        for existing in try quiet.rows(user) where existing.entitlement == entitlement {
+                            try quiet.end(user, entitlement, source: existing.source, time: max(time, existing.lastEventTime), change: "revoked", reference: reason)
+                        }
+                    }
+                }
+            }
+            // Report only what changed.
+            let loud = EntitlementStore(tx: tx, now: now)
+            let after = try loud.rows(user)
+            for row in after {
+                let old = before.first { $0.entitlement == row.entitlement && $0.source == row.source }
+                if (old.map(loud.grants) ?? false) != loud.grants(row) { try loud.record(loud.grants(row) ? "granted" : "expired", row, reference: "restore") }
+            }
+            for old in before where loud.grants(old) && !after.contains(where: { $0.entitlement == old.entitlement && $0.source == old.source }) {
+                var gone = old
+                gone.active = false
+                try loud.record("expired", gone, reference: "restore")
+            }
+        }
+    }
+
+    // MARK: Reads
+
+    func entitlements(user: String, now: Int64) async throws -> [Entitlement] {
+        try await database.read { tx in
+            let store = EntitlementStore(tx: tx, now: now)
+            let rows = try store.rows(user)
+            let history = try tx.query("SELECT * FROM payments_history WHERE user_id = ? ORDER BY seq", [.text(user)])
+            return Dictionary(grouping: rows, by: \.entitlement).keys.sorted().map { name in
+                let mine = rows.filter { $0.entitlement == name }
+                // The row that grants the longest access speaks for the entitlement.
+                let best = mine.filter(store.grants).max { ($0.expiresAt ?? .max) < ($1.expiresAt ?? .max) } ?? mine.max { $0.lastEventTime < $1.lastEventTime }
+                return Entitlement(
+                    name: name, active: best.map(store.grants) ?? false, source: best?.source, product: best?.product,
+                    expiresAt: best?.expiresAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 }, willRenew: best?.willRenew ?? false,
+                    history: history.filter { $0.text("entitlement") == name }.suffix(50).map { row in
+                        EntitlementChange(
+                            change: row.text("change") ?? "", source: row.text("source") ?? "", product: row.text("product"), reference: row.text("reference"),
+                            at: WallTime(nanosecondsSinceEpoch: row.integer("at") ?? 0).rfc3339)
+                    })
+            }
+        }
+    }
+
+    /// Whether the user holds the entitlement now (the paywall asks on every call).
+    func isEntitled(user: String, entitlement: String, now: Int64) async throws -> Bool {
+        try await database.read { tx in
+            try !tx.query(
+                """
+                SELECT 1 FROM payments_entitlements WHERE user_id = ? AND entitlement = ? AND active = 1
+                AND (expires_at IS NULL OR expires_at > ?) LIMIT 1
+                """, [.text(user), .text(entitlement), .integer(now)]
+            ).isEmpty
+        }
+    }
+
+    // MARK: Meters
+
+    /// Takes one use of the meter in the period starting at `periodStart` if fewer than
+    /// `limit` are used; returns whether it did and how many are used. One transaction: two
+    /// concurrent calls with one use left cannot both pass.
+    func consume(user: String, meter: String, periodStart: Int64, limit: Int) async throws -> (taken: Bool, used: Int) {
+        try await database.write { tx in
+            try Self.rollOver(tx, user: user, meter: meter, periodStart: periodStart)
+            let taken = try tx.execute(
+                "UPDATE payments_meters SET used = used + 1 WHERE user_id = ? AND meter = ? AND used < ?",
+                [.text(user), .text(meter), .integer(Int64(limit))]) == 1
+            let used = try tx.query("SELECT used FROM payments_meters WHERE user_id = ? AND meter = ?", [.text(user), .text(meter)]).first?.integer("used") ?? 0
+            return (taken, Int(used))
+        }
+    }
+
+    /// Gives back a use taken by a command that then failed (same period only).
+    func refund(user: String, meter: String, periodStart: Int64) async throws {
+        try await database.write { tx in
+            _ = try tx.execute(
+                "UPDATE payments_meters SET used = used - 1 WHERE user_id = ? AND meter = ? AND period_start = ? AND used > 0",
+                [.text(user), .text(meter), .integer(periodStart)])
+        }
+    }
+
+    func used(user: String, meter: String, periodStart: Int64) async throws -> Int {
+        try await database.read { tx in
+            let row = try tx.query("SELECT used, period_start FROM payments_meters WHERE user_id = ? AND meter = ?", [.text(user), .text(meter)]).first
+            guard let row, row.integer("period_start") == periodStart else { return 0 }
+            return Int(row.integer("used") ?? 0)
+        }
+    }
+
+    private static func rollOver(_ tx: any Transaction, user: String, meter: String, periodStart: Int64) throws {
+        try tx.execute(
+            """
+            INSERT INTO payments_meters (user_id, meter, period_start, used) VALUES (?, ?, ?, 0)
+            ON CONFLICT (user_id, meter) DO UPDATE SET period_start = excluded.period_start, used = 0
+            WHERE payments_meters.period_start < excluded.period_start
+            """, [.text(user), .text(meter), .integer(periodStart)])
+    }
+
+    // MARK: Expiry and erasure
+
+    /// Turns off every entitlement whose time has come; returns how many, and the next expiry.
+    func expireDue(now: Int64) async throws -> (expired: Int, next: Int64?) {
+        try await database.write { tx in
+            let store = EntitlementStore(tx: tx, now: now)
+            let due = try tx.query(
+                "SELECT * FROM payments_entitlements WHERE active = 1 AND expires_at IS NOT NULL AND expires_at <= ? LIMIT 500", [.integer(now)]
+            ).compactMap(EntitlementStore.decode)
+            for var row in due {
+                row.active = false
+                row.willRenew = false
+                try store.save(row)
+                try store.record("expired", row, reference: "expiresAt")
+            }
+            let next = try tx.query("SELECT MIN(expires_at) AS next FROM payments_entitlements WHERE active = 1 AND expires_at IS NOT NULL").first?.integer("next")
+            return (due.count, next)
+        }
+    }
+
+    /// Erases a deleted account's payment data. Stored provider events and admin grants stay
+    /// (audit and bookkeeping need them); their link to the account is removed.
+    func eraseUser(_ user: String) async throws {
+        try await database.write { tx in
+            for table in ["payments_entitlements", "payments_history", "payments_meters", "payments_customers", "payments_event_users"] {
+                try tx.execute("DELETE FROM \(table) WHERE user_id = ?", [.text(user)])
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Bus
+import PluginKit
+import Storage
+
+/// The payments rules: webhook verification and ingestion, grants, status, meters.
+struct PaymentsService: Sendable {
+    let repository: PaymentsRepository
+    let catalog: PaymentsCatalog
+    let providers: [String: any PaymentProvider]
+    let bus: EventBus
+    let clock: @Sendable () -> WallTime
+
+    var now: Int64 { clock().nanosecondsSinceEpoch }
+
+    /// Verifies, decodes, resolves and stores one delivery. A forgery throws before anything is stored.
+    func ingest(provider name: String, headers: [String: String], body: String) async throws -> Ingested {
+        guard let provider = providers[name.lowercased()] else { throw PaymentsError.unknownProvider(name) }
+        let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        let bytes = Array(body.utf8)
+        try provider.verify(headers: lowered, body: bytes, now: clock())
+        let event = try provider.decode(bytes, catalog: catalog)
+        var accounts = ResolvedAccounts()
+        switch event.subject {
+        case .appUser(let id): accounts.subject = try await account(id)
+        case .customer(_, let user?): accounts.subject = try await account(user)
+        case .customer(_, nil), .none: break
+        }
+        for action in event.actions {
+            if case .transfer(let from, let to, _, _, _) = action {
+                accounts.subject = nil
+                for id in from { if let user = try await account(id) { accounts.from.append(user) } }
+                for id in to { if let user = try await account(id) { accounts.to.append(user) } }
+            }
+        }
+        return try await repository.ingest(event, body: body, accounts: accounts, now: now)
+    }
+
+    /// An app user id or email → the account's id (nil when there is no such account).
+    func account(_ idOrEmail: String) async throws -> String? {
+        let found = try await bus.send(
+            LookupAccount(email: idOrEmail.contains("@") ? idOrEmail : nil, userID: idOrEmail.contains("@") ? nil : idOrEmail),
+            as: .plugin("payments"))
+        return found.userID
+    }
+
+    func accountID(email: String) async throws -> String {
+        guard let id = try await bus.send(LookupAccount(email: email), as: .plugin("payments")).userID else { throw PaymentsError.unknownAccount(email) }
+        return id
+    }
+
+    func checkEntitlement(_ name: String) throws(PaymentsError) {
+        guard catalog.entitlements.contains(name) else { throw .unknownEntitlement(name) }
+    }
+
+    func grant(email: String, entitlement: String, expiresAt: String?, reason: String, actor: String) async throws -> Entitlement {
+        try checkEntitlement(entitlement)
+        let reason = try Self.reason(reason)
+        var expires: Int64?
+        if let expiresAt, !expiresAt.isEmpty {
+            guard let time = RFC3339.parse(expiresAt) else { throw PaymentsError.validation("expiresAt", "needs an RFC 3339 time like 2027-01-01T00:00:00Z") }
+            guard time.nanosecondsSinceEpoch > now else { throw PaymentsError.validation("expiresAt", "is in the past") }
+            expires = time.nanosecondsSinceEpoch
+        }
+        let user = try await accountID(email: email)
+        try await repository.grant(user: user, entitlement: entitlement, expiresAt: expires, reason: reason, actor: actor, now: now)
+        return try await current(user: user, entitlement)
+    }
+
+    func revoke(email: String, entitlement: String, reason: String, actor: String) async throws -> Entitlement {
+        try checkEntitlement(entitlement)
+        let reason = try Self.reason(reason)
+        let user = try await accountID(email: email)
+        try await repository.revoke(user: user, entitlement: entitlement, reason: reason, actor: actor, now: now)
+        return try await current(user: user, entitlement)
+    }
+
+    static func reason(_ raw: String) throws(PaymentsError) -> String {
+        let reason = raw.trimmingWhitespace()
+        guard !reason.isEmpty else { throw .validation("reason", "is required (it goes into the audit trail)") }
+        guard reason.count <= 500 else { throw .validation("reason", "is longer than 500 characters") }
+        return reason
+    }
+
+    func current(user: String, _ name: String) async throws -> Entitlement {
+        try await repository.entitlements(user: user, now: now).first { $0.name == name }
+            ?? Entitlement(name: name, active: false, source: nil, product: nil, expiresAt: nil, willRenew: false, history: [])
+    }
+
+    /// Every configured entitlement (inactive ones too) and every meter.
+    func status(user: String) async throws -> PaymentsInterface.AccountStatus {
+        let now = self.now
+        let held = try await repository.entitlements(user: user, now: now)
+        var entitlements = held
+        for name in catalog.entitlements where !held.contains(where: { $0.name == name }) {
+            entitlements.append(Entitlement(name: name, active: false, source: nil, product: nil, expiresAt: nil, willRenew: false, history: []))
+        }
+        var meters: [Meter] = []
+        for meter in catalog.meters {
+            let window = Self.window(meter, now: now)
+            let unlimited = entitlements.contains { $0.name == meter.entitlement && $0.active }
+            let used = try await repository.used(user: user, meter: meter.name, periodStart: window.start)
+            meters.append(
+                Meter(
+                    name: meter.name, entitlement: meter.entitlement, unlimited: unlimited, used: used, limit: meter.limit,
+                    resetsAt: WallTime(nanosecondsSinceEpoch: window.end).rfc3339))
+        }
+        return .init(entitlements: entitlements.sorted { $0.name < $1.name }, meters: meters)
+    }
+
+    func restore(user: String) async throws -> [Entitlement] {
+        // Stored events decode without the secrets (they were verified when they arrived), so
+        // events from a provider that is no longer configured still count.
+        let catalog = self.catalog
+        let providers: [String: any PaymentProvider] = ["revenuecat": RevenueCatProvider(secret: ""), "stripe": StripeProvider(secrets: [])]
+        try await repository.restore(
+            user: user,
+            decode: { provider, body in try? providers[provider]?.decode(Array(body.utf8), catalog: catalog) },
+            now: now)
+        return try await status(user: user).entitlements
+    }
+
+    /// The quota window a meter is in at `now`.
+    static func window(_ meter: PaymentsCatalog.Meter, now: Int64) -> (start: Int64, end: Int64) {
+        let period = CalendarPeriod(rawValue: meter.period.rawValue) ?? .day
+        let bounds = period.bounds(containing: WallTime(nanosecondsSinceEpoch: now))
+        return (bounds.start.nanosecondsSinceEpoch, bounds.end.nanosecondsSinceEpoch)
+    }
+}

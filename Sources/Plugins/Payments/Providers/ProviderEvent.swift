@@ -1,0 +1,77 @@
+import Bus
+
+/// One provider webhook event, verified and reduced to what it does to entitlements.
+struct ProviderEvent: Sendable, Equatable {
+    /// How the event names the account.
+    enum Subject: Sendable, Equatable {
+        /// RevenueCat's `app_user_id`: appd's user id (or the account's email).
+        case appUser(String)
+        /// A Stripe customer, with the user id the checkout or subscription metadata carried, if any.
+        case customer(String?, user: String?)
+        /// Not about one account (informational events).
+        case none
+    }
+
+    enum Action: Sendable, Equatable {
+        /// Active until `expiresAt` (nil: for good): a purchase, renewal, product change or uncancellation.
+        case activate(entitlement: String, product: String?, expiresAt: Int64?, willRenew: Bool)
+        /// The subscription will not renew; it stays active until it expires.
+        case cancelRenewal(entitlement: String, product: String?)
+        /// The subscription renews again.
+        case resumeRenewal(entitlement: String, product: String?)
+        /// Access ends now.
+        case expire(entitlement: String, product: String?)
+        /// A payment failed (a billing issue); access is unchanged for now.
+        case purchaseFailed(product: String?, reason: String)
+        /// RevenueCat TRANSFER: the entitlements move from some app users to others.
+        case transfer(from: [String], to: [String], entitlements: [String], product: String?, expiresAt: Int64?)
+    }
+
+    var provider: String
+    var id: String
+    var type: String
+    /// The event's own time (ns since the epoch): later state wins, late old events lose.
+    var time: Int64
+    var subject: Subject
+    var actions: [Action]
+}
+
+/// What a provider adapter does: checks a delivery's authenticity, then decodes it.
+protocol PaymentProvider: Sendable {
+    var name: String { get }
+    /// Throws `InvalidSignature` unless the delivery is authentic. `headers` keys are lower case.
+    func verify(headers: [String: String], body: [UInt8], now: WallTime) throws(PaymentsError)
+    /// Throws `MalformedEvent` for a body that is not one of its events.
+    func decode(_ body: [UInt8], catalog: PaymentsCatalog) throws(PaymentsError) -> ProviderEvent
+}
+
+extension JSONValue {
+    /// An integer member (JSON numbers that are whole).
+    func int(_ key: String) -> Int64? {
+        switch self[key] {
+        case .int(let i): i
+        case .double(let d) where d.rounded() == d && abs(d) < 9e18: Int64(d)
+        default: nil
+        }
+    }
+
+    func string(_ key: String) -> String? { self[key]?.stringValue }
+
+    func strings(_ key: String) -> [String] {
+        guard case .array(let items) = self[key] else { return [] }
+        return items.compactMap(\.stringValue)
+    }
+}
+
+/// Parses a webhook body with appd's own JSON parser (depth-limited).
+func parseWebhookJSON(_ body: [UInt8]) throws(PaymentsError) -> JSONValue {
+    do {
+        let value = try JSONParser.parse(body, maxDepth: 64)
+        guard value.objectValue != nil else { throw PaymentsError.malformed("the body is not a JSON object") }
+        return value
+    } catch let error as PaymentsError {
+        throw error
+    } catch {
+        throw .malformed("the body is not JSON (\(error))")
+    }
+}

@@ -1,0 +1,72 @@
+import Bus
+
+/// Stripe webhooks (`Stripe-Signature`, see `StripeSignature`). The account is the Checkout
+/// Session's `client_reference_id` or a `userId` in the metadata (set one of them when you
+/// create the session), remembered per customer for the subscription events that follow.
+/// The product is matched against the catalog by price lookup key, price id, or product id.
+struct StripeProvider: PaymentProvider {
+    let secrets: [String]
+    var name: String { "stripe" }
+
+    func verify(headers: [String: String], body: [UInt8], now: WallTime) throws(PaymentsError) {
+        try StripeSignature.verify(
+            header: headers["stripe-signature"], body: body, secrets: secrets, now: now.nanosecondsSinceEpoch / 1_000_000_000)
+    }
+
+    func decode(_ body: [UInt8], catalog: PaymentsCatalog) throws(PaymentsError) -> ProviderEvent {
+        let root = try parseWebhookJSON(body)
+        guard let id = root.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformed("the event has no 'id'") }
+        guard let type = root.string("type"), !type.isEmpty else { throw .malformed("the event has no 'type'") }
+        guard let created = root.int("created"), created > 0 else { throw .malformed("the event has no 'created' time") }
+        guard let object = root["data"]?["object"], object.objectValue != nil else { throw .malformed("the event has no 'data.object'") }
+
+        let customer = object.string("customer")
+        let metadataUser = object["metadata"]?.string("userId")
+        var event = ProviderEvent(
+            provider: name, id: id, type: type, time: created * 1_000_000_000, subject: .customer(customer, user: metadataUser), actions: [])
+
+        switch type {
+        case "checkout.session.completed":
+            event.subject = .customer(customer, user: object.string("client_reference_id") ?? metadataUser)
+            // A one-off payment names its product in the session's metadata; a subscription's
+            // product arrives with customer.subscription.created.
+            if object.string("mode") == "payment", let productID = object["metadata"]?.string("product"), let product = catalog.product(productID) {
+                let expires = product.period.nanoseconds.map { created * 1_000_000_000 + $0 }
+                event.actions = [.activate(entitlement: product.entitlement, product: product.id, expiresAt: expires, willRenew: false)]
+            }
+        case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted":
+            guard let product = subscriptionProduct(object, catalog) else { break }
+            let status = object.string("status") ?? ""
+            let periodEnd = (object.int("current_period_end") ?? object["items"]?["data"]?.first?.int("current_period_end")).map { $0 * 1_000_000_000 }
+            if type == "customer.subscription.deleted" || ["canceled", "unpaid", "incomplete_expired"].contains(status) {
+                event.actions = [.expire(entitlement: product.entitlement, product: product.id)]
+            } else if ["active", "trialing", "past_due"].contains(status) {
+                let willRenew = object["cancel_at_period_end"] != .bool(true) && object["cancel_at"].map { $0 == .null } ?? true
+                event.actions = [.activate(entitlement: product.entitlement, product: product.id, expiresAt: periodEnd, willRenew: willRenew)]
+            }
+        case "invoice.payment_failed":
+            event.actions = [.purchaseFailed(product: nil, reason: "invoice payment failed")]
+        default:
+            break  // stored for audit, no effect
+        }
+        return event
+    }
+
+    private func subscriptionProduct(_ subscription: JSONValue, _ catalog: PaymentsCatalog) -> PaymentsCatalog.Product? {
+        guard case .array(let items) = subscription["items"]?["data"] else { return nil }
+        for item in items {
+            guard let price = item["price"] else { continue }
+            for key in [price.string("lookup_key"), price.string("id"), price.string("product")].compactMap({ $0 }) {
+                if let product = catalog.product(key) { return product }
+            }
+        }
+        return nil
+    }
+}
+
+extension JSONValue {
+    var first: JSONValue? {
+        if case .array(let items) = self { return items.first }
+        return nil
+    }
+}

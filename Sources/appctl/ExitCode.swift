@@ -19,6 +19,8 @@ enum ExitCode {
     static let tryAgain: Int32 = 75
     /// Permission denied (admin methods).
     static let permissionDenied: Int32 = 77
+    /// The feature needs an entitlement, or its free quota is used up (`PaymentRequired`).
+    static let paymentRequired: Int32 = 68
 
     /// The exit code for a daemon error reply.
     static func forError(_ name: String) -> Int32 {
@@ -30,7 +32,8 @@ enum ExitCode {
         case "org.varlink.service.PermissionDenied": permissionDenied
         case "io.appd.Bus.DeadlineExceeded", "io.appd.Auth.TooManyAttempts", "io.appd.Auth.Busy": tryAgain
         case "io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired": notSignedIn
-        case "io.appd.Auth.ValidationFailed": invalidParameter
+        case "io.appd.Payments.PaymentRequired": paymentRequired
+        case let name where name.hasSuffix(".ValidationFailed"): invalidParameter
         default: daemonError
         }
     }
@@ -43,6 +46,7 @@ enum ExitCode {
           64   Usage error: the command line was wrong.
           65   The daemon refused a parameter (InvalidParameter, ValidationFailed).
           67   Not signed in, or the session ended: run 'appctl login'.
+          68   Payment required: the feature needs an entitlement, or its free quota is used up.
           69   No such interface or method, or it is not implemented.
           75   Try again later (deadline exceeded, too many attempts, busy).
           77   Permission denied.

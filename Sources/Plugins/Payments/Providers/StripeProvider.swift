@@ -37,7 +37,9 @@ struct StripeProvider: PaymentProvider {
         case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted":
             guard let product = subscriptionProduct(object, catalog) else { break }
             let status = object.string("status") ?? ""
+            // Newer API versions carry the period end on the item; without one, the product's period from now.
             let periodEnd = (object.int("current_period_end") ?? object["items"]?["data"]?.first?.int("current_period_end")).map { $0 * 1_000_000_000 }
+                ?? product.period.nanoseconds.map { created * 1_000_000_000 + $0 }
             if type == "customer.subscription.deleted" || ["canceled", "unpaid", "incomplete_expired"].contains(status) {
                 event.actions = [.expire(entitlement: product.entitlement, product: product.id)]
             } else if ["active", "trialing", "past_due"].contains(status) {

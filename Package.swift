@@ -38,10 +38,16 @@ let package = Package(
         .target(
             name: "Payments", dependencies: ["Bus", "CSystem", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
             swiftSettings: strict),
+        // Outbound TCP and TLS (OpenSSL libssl) with timeouts and abort, for the LLM providers.
+        .target(name: "CNet", path: "Sources/Plugins/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // Conversations and streamed LLM replies (io.appd.Chat), the provider seam.
+        .target(
+            name: "Chat", dependencies: ["Bus", "CNet", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
+            swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
         .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
-        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments"], path: "Sources/appd", swiftSettings: strict),
+        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments", "Chat"], path: "Sources/appd", swiftSettings: strict),
         .executableTarget(
             name: "appctl", dependencies: ["Bus"], path: "Sources/appctl", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
@@ -53,6 +59,9 @@ let package = Package(
         .testTarget(name: "TodosTests", dependencies: ["Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
         .testTarget(
             name: "PaymentsTests", dependencies: ["Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
+            swiftSettings: strict),
+        .testTarget(
+            name: "ChatTests", dependencies: ["Chat", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
             swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),

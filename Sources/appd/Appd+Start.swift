@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Auth
 import Bus
+import Chat
 import Payments
 import Todos
 import PluginKit
@@ -146,6 +147,11 @@ func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
         plugins.append(PaymentsPlugin(options: config.payments))
     } catch {
         logger.error("the auth plugin could not be set up", metadata: ["error": "\(error)"])
+    }
+    do {
+        plugins.append(try ChatPlugin(options: config.chatOptions))
+    } catch {
+        logger.error("the chat plugin could not be set up; fix chatBaseURL", metadata: ["error": "\(error)"])
     }
     return plugins
 }

@@ -1,4 +1,5 @@
 import Bus
+import Chat
 import Payments
 
 /// appd's effective configuration: built-in defaults < config file < `APPD_*` environment <
@@ -20,6 +21,29 @@ struct AppdConfig: Sendable {
     var disabledPlugins: [String] = []
     /// Products, meters, provider secrets and the webhook listener.
     var payments = PaymentsPlugin.Options()
+    /// Chat: the plugin's options, and the provider's settings.
+    var chat = ChatPlugin.Options()
+    var chatProvider = "echo"
+    var chatBaseURL = "https://api.openai.com/v1"
+    var chatModel = "gpt-4o-mini"
+    var chatAPIKey: String?
+    var chatEchoDelay: Duration = .milliseconds(20)
+    var chatTimeouts = HTTPTimeouts()
+    var chatCAFile: String?
+
+    /// The chat plugin's options with the chosen provider.
+    var chatOptions: ChatPlugin.Options {
+        var options = chat
+        if chatProvider == "openai" {
+            var settings = OpenAIProvider.Options(baseURL: chatBaseURL, model: chatModel, apiKey: chatAPIKey)
+            settings.timeouts = chatTimeouts
+            settings.caFile = chatCAFile
+            options.provider = .openAI(settings)
+        } else {
+            options.provider = .echo(delay: chatEchoDelay)
+        }
+        return options
+    }
 
     /// The effective values as JSON, for `--print-config` (secrets would be redacted here).
     var json: JSONValue {
@@ -51,6 +75,19 @@ struct AppdConfig: Sendable {
             "stripeWebhookSecrets": .array(payments.stripeSecrets.map { _ in .string("<redacted>") }),
             "webhookListen": payments.webhookListen.map(JSONValue.string) ?? .null,
             "maxWebhookBytes": .int(Int64(payments.maxWebhookBytes)),
+            "chatProvider": .string(chatProvider),
+            "chatBaseURL": .string(chatBaseURL),
+            "chatModel": .string(chatModel),
+            "chatApiKey": chatAPIKey == nil ? .null : .string("<redacted>"),
+            "chatSystemPrompt": chat.systemPrompt.map(JSONValue.string) ?? .null,
+            "chatContextCharacters": .int(Int64(chat.contextCharacters)),
+            "chatMeter": chat.meter.map(JSONValue.string) ?? .null,
+            "chatEchoDelayMilliseconds": .int(chatEchoDelay.components.seconds * 1000 + chatEchoDelay.components.attoseconds / 1_000_000_000_000_000),
+            "chatConnectTimeoutSeconds": seconds(chatTimeouts.connect),
+            "chatFirstByteTimeoutSeconds": seconds(chatTimeouts.firstByte),
+            "chatIdleTimeoutSeconds": seconds(chatTimeouts.idle),
+            "chatTotalTimeoutSeconds": seconds(chatTimeouts.total),
+            "chatCaFile": chatCAFile.map(JSONValue.string) ?? .null,
         ]
     }
 }

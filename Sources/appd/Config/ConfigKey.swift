@@ -1,4 +1,5 @@
 import Bus
+import Chat
 import Payments
 
 /// One configuration key: its name in the JSON file, its environment variable and flag, and
@@ -105,6 +106,39 @@ struct ConfigKey: Sendable {
             config.payments.webhookListen = text
         },
         integer("maxWebhookBytes", "--max-webhook-bytes", "Largest webhook body (default: 262144).") { $0.payments.maxWebhookBytes = $1 },
+        ConfigKey(name: "chatProvider", flag: "--chat-provider", help: "echo (built in, no network) or openai (any OpenAI-compatible endpoint).") { config, value throws(ConfigProblem) in
+            guard let name = value.stringValue, ["echo", "openai"].contains(name) else { throw ConfigProblem("needs echo or openai") }
+            config.chatProvider = name
+        },
+        ConfigKey(name: "chatBaseURL", flag: "--chat-base-url", help: "The OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 (default: https://api.openai.com/v1).") { config, value throws(ConfigProblem) in
+            guard let url = value.stringValue, (try? OpenAIProvider(options: .init(baseURL: url, model: ""))) != nil else {
+                throw ConfigProblem("needs an http:// or https:// URL like http://127.0.0.1:8080/v1")
+            }
+            config.chatBaseURL = url
+        },
+        text("chatModel", "--chat-model", "The model name sent to the endpoint (default: gpt-4o-mini).") { $0.chatModel = $1 },
+        ConfigKey(name: "chatApiKey", flag: "--chat-api-key", help: "The endpoint's API key (secret; prefer APPD_CHAT_API_KEY).", secret: true) { config, value throws(ConfigProblem) in
+            if value == .null { config.chatAPIKey = nil; return }
+            guard let key = value.stringValue else { throw ConfigProblem("needs a string") }
+            config.chatAPIKey = key.isEmpty ? nil : key
+        },
+        ConfigKey(name: "chatSystemPrompt", flag: "--chat-system-prompt", help: "Sent before every conversation (empty: none).") { config, value throws(ConfigProblem) in
+            if value == .null { config.chat.systemPrompt = nil; return }
+            guard let text = value.stringValue else { throw ConfigProblem("needs a string") }
+            config.chat.systemPrompt = text.isEmpty ? nil : text
+        },
+        integer("chatContextCharacters", "--chat-context-characters", "Recent history sent with each message, in characters (default: 12000).") { $0.chat.contextCharacters = $1 },
+        ConfigKey(name: "chatMeter", flag: "--chat-meter", help: "The free quota Send uses (default: chat.messages; empty: unmetered).") { config, value throws(ConfigProblem) in
+            if value == .null { config.chat.meter = nil; return }
+            guard let text = value.stringValue else { throw ConfigProblem("needs a meter name") }
+            config.chat.meter = text.isEmpty ? nil : text
+        },
+        integer("chatEchoDelayMilliseconds", "--chat-echo-delay-ms", "The echo provider's pause between words (default: 20).") { $0.chatEchoDelay = .milliseconds($1) },
+        seconds("chatConnectTimeoutSeconds", "--chat-connect-timeout", "Connecting to the endpoint (default: 5).") { $0.chatTimeouts.connect = $1 },
+        seconds("chatFirstByteTimeoutSeconds", "--chat-first-byte-timeout", "Waiting for the first byte of a reply (default: 60).") { $0.chatTimeouts.firstByte = $1 },
+        seconds("chatIdleTimeoutSeconds", "--chat-idle-timeout", "Silence between chunks of a reply (default: 60).") { $0.chatTimeouts.idle = $1 },
+        seconds("chatTotalTimeoutSeconds", "--chat-total-timeout", "A whole reply (default: 600).") { $0.chatTimeouts.total = $1 },
+        text("chatCaFile", "--chat-ca-file", "Trusted CA certificates (PEM) for the endpoint instead of the system store.") { $0.chatCAFile = $1 },
     ]
 
     static func text(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {

@@ -17,11 +17,13 @@ extension EventBus {
 
     /// Registers the one handler of a streaming command: it sends intermediate replies through
     /// the writer and returns the final one.
+    /// `requirements` replaces the type's own when the configuration decides them (a meter
+    /// that can be turned off, say).
     public func register<C: StreamingCommand>(
-        _ type: C.Type = C.self,
+        _ type: C.Type = C.self, requirements: [Requirement]? = nil,
         handler: @escaping @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> C.Reply
     ) throws(DuplicateHandler) {
-        try install(StreamingHandler<C>(body: handler))
+        try install(StreamingHandler<C>(body: handler, requirements: requirements ?? C.requirements))
     }
 
     /// Registers a JSON handler for a method known only by name (external plugins).

@@ -40,8 +40,8 @@ struct CommandHandler<C: Command>: HandlerEntry {
 /// The handler of a typed `StreamingCommand`.
 struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
     let body: @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> C.Reply
+    let requirements: [Requirement]
     var method: String { C.method }
-    var requirements: [Requirement] { C.requirements }
     var streaming: Bool { true }
 
     func start(_ command: C, _ envelope: Envelope, capacity: Int) -> ReplyStream<C.Reply> {

@@ -1,0 +1,178 @@
+import Bus
+
+/// `io.appd.Chat`: a signed-in, onboarded user's conversations with an assistant.
+enum ChatInterface {
+    static let idl = """
+        # Chat. Each user sees only their own conversations; another user's is NotFound. Every method
+        # needs a signed-in, onboarded account; Send also uses the free quota chat.messages unless
+        # the user has its entitlement (see io.appd.Payments).
+        interface io.appd.Chat
+
+        type Conversation (
+          id: string,
+          title: ?string,
+          createdAt: string,
+          updatedAt: string
+        )
+
+        type Usage (
+          promptTokens: int,
+          completionTokens: int
+        )
+
+        type Message (
+          id: string,
+          conversationId: string,
+          role: (user, assistant),
+          text: string,
+          # An assistant message that was cancelled or failed keeps the text produced until then.
+          status: (complete, cancelled, failed),
+          error: ?string,
+          usage: ?Usage,
+          # up or down, once given.
+          feedback: ?string,
+          createdAt: string
+        )
+
+        method CreateConversation(title: ?string) -> (conversation: Conversation)
+
+        # Newest first. query matches titles (case-insensitive). Pass nextCursor back as cursor.
+        method ListConversations(query: ?string, cursor: ?string, limit: ?int) -> (conversations: []Conversation, nextCursor: ?string)
+
+        method RenameConversation(id: string, title: string) -> (conversation: Conversation)
+
+        # Deletes the conversation and its messages.
+        method DeleteConversation(id: string) -> ()
+
+        # The latest messages, oldest first within the page. nextCursor pages back to older ones.
+        method History(conversationId: string, cursor: ?string, limit: ?int) -> (messages: []Message, nextCursor: ?string)
+
+        # Sends a message and streams the reply. Call with more: every reply carries the assistant
+        # message's id (for Cancel from another connection) and the next piece of text in delta;
+        # the last carries the stored message. Closing the connection cancels the reply.
+        method Send(conversationId: string, text: string) -> (messageId: string, delta: ?string, message: ?Message)
+
+        # Cancels a reply that is still streaming; it is stored as cancelled with its text so far.
+        method Cancel(messageId: string) -> ()
+
+        method Feedback(messageId: string, rating: (up, down)) -> ()
+
+        error NotFound ()
+        error ValidationFailed (field: string, reason: string)
+
+        """
+
+    static let needs: [Requirement] = [.session, .onboarded]
+
+    struct CreateConversation: Command {
+        static let method = "io.appd.Chat.CreateConversation"
+        static var requirements: [Requirement] { needs }
+        typealias Reply = ConversationReply
+        var title: String?
+    }
+    struct ListConversations: Command {
+        static let method = "io.appd.Chat.ListConversations"
+        static var requirements: [Requirement] { needs }
+        struct Reply: Codable, Sendable {
+            var conversations: [Conversation]
+            var nextCursor: String?
+        }
+        var query: String?
+        var cursor: String?
+        var limit: Int?
+    }
+    struct RenameConversation: Command {
+        static let method = "io.appd.Chat.RenameConversation"
+        static var requirements: [Requirement] { needs }
+        typealias Reply = ConversationReply
+        var id: String
+        var title: String
+    }
+    struct DeleteConversation: Command {
+        static let method = "io.appd.Chat.DeleteConversation"
+        static var requirements: [Requirement] { needs }
+        typealias Reply = Empty
+        var id: String
+    }
+    struct History: Command {
+        static let method = "io.appd.Chat.History"
+        static var requirements: [Requirement] { needs }
+        struct Reply: Codable, Sendable {
+            var messages: [ChatMessage]
+            var nextCursor: String?
+        }
+        var conversationId: String
+        var cursor: String?
+        var limit: Int?
+    }
+    struct Send: StreamingCommand {
+        static let method = "io.appd.Chat.Send"
+        static var requirements: [Requirement] { needs + [.meter("chat.messages")] }
+        typealias Reply = SendReply
+        var conversationId: String
+        var text: String
+    }
+    struct Cancel: Command {
+        static let method = "io.appd.Chat.Cancel"
+        static var requirements: [Requirement] { needs }
+        typealias Reply = Empty
+        var messageId: String
+    }
+    struct Feedback: Command {
+        static let method = "io.appd.Chat.Feedback"
+        static var requirements: [Requirement] { needs }
+        typealias Reply = Empty
+        var messageId: String
+        var rating: String
+    }
+
+    struct ConversationReply: Codable, Sendable { var conversation: Conversation }
+}
+
+public struct SendReply: Codable, Sendable, Equatable {
+    public var messageId: String
+    public var delta: String?
+    public var message: ChatMessage?
+}
+
+public struct Conversation: Codable, Sendable, Equatable {
+    public var id: String
+    public var title: String?
+    public var createdAt: String
+    public var updatedAt: String
+}
+
+public struct Usage: Codable, Sendable, Equatable {
+    public var promptTokens: Int
+    public var completionTokens: Int
+}
+
+public struct ChatMessage: Codable, Sendable, Equatable {
+    public var id: String
+    public var conversationId: String
+    public var role: String
+    public var text: String
+    public var status: String
+    public var error: String?
+    public var usage: Usage?
+    public var feedback: String?
+    public var createdAt: String
+}
+
+/// The typed errors of `io.appd.Chat`.
+public struct ChatError: WireError, Equatable {
+    public let name: String
+    public var field: String?
+    public var reason: String?
+
+    public static let notFound = ChatError(name: "NotFound")
+    public static func validation(_ field: String, _ reason: String) -> ChatError { ChatError(name: "ValidationFailed", field: field, reason: reason) }
+
+    public var wireName: String { "io.appd.Chat.\(name)" }
+    public var wireParameters: [String: JSONValue] {
+        name == "ValidationFailed" ? ["field": .string(field ?? ""), "reason": .string(reason ?? "")] : [:]
+    }
+    public var description: String {
+        name == "NotFound" ? "no such conversation or message (or it is not yours)" : "\(field ?? "input"): \(reason ?? "invalid")"
+    }
+}

@@ -1,0 +1,112 @@
+import Bus
+import PluginKit
+import Storage
+
+/// Conversations with an assistant (`io.appd.Chat`): streamed replies with cancel, the LLM
+/// provider seam, and erasure of a deleted account's conversations.
+public struct ChatPlugin: Plugin {
+    public struct Options: Sendable {
+        /// Which provider answers: the embedded echo provider, or an OpenAI-compatible endpoint.
+        public var provider: ProviderChoice = .echo(delay: .milliseconds(20))
+        /// Sent first, before the conversation.
+        public var systemPrompt: String? = "You are a helpful assistant."
+        /// How much recent history (characters) goes with each request.
+        public var contextCharacters = 12_000
+        public var maxMessageCharacters = 32_000
+        /// The free quota Send uses (nil: Send is not metered).
+        public var meter: String? = "chat.messages"
+        public init() {}
+    }
+
+    public enum ProviderChoice: Sendable {
+        case echo(delay: Duration)
+        case openAI(OpenAIProvider.Options)
+    }
+
+    public let manifest = PluginManifest(
+        name: "chat", version: "0.1.0", dependencies: ["auth"], interface: ChatInterface.idl,
+        publishes: ["chat.messageSent", "chat.replyCompleted", "chat.replyFailed", "chat.feedbackGiven"], consumes: ["auth.accountDeleted"],
+        configKeys: ["chatProvider", "chatBaseURL", "chatModel", "chatApiKey", "chatSystemPrompt", "chatContextCharacters", "chatMeter"])
+    public var migrations: [Migration] { ChatRepository.migrations }
+
+    let options: Options
+    let provider: any LLMProvider
+    let running = RunningReplies()
+    let clock: @Sendable () -> WallTime
+
+    /// Fails when the provider's settings are unusable (a bad URL).
+    public init(options: Options = Options(), provider: (any LLMProvider)? = nil, clock: @escaping @Sendable () -> WallTime = { .now() }) throws(ProviderError) {
+        self.options = options
+        self.clock = clock
+        if let provider {
+            self.provider = provider
+        } else {
+            switch options.provider {
+            case .echo(let delay): self.provider = EchoProvider(delay: delay)
+            case .openAI(let settings): self.provider = try OpenAIProvider(options: settings)
+            }
+        }
+    }
+
+    func service(_ database: any Database) -> ChatService {
+        ChatService(repository: ChatRepository(database: database), provider: provider, options: options, running: running, clock: clock)
+    }
+
+    public func start(_ context: PluginContext) async throws {
+        let service = service(context.database)
+        let repository = service.repository
+        let bus = context.bus
+        try bus.register(ChatInterface.CreateConversation.self) { c, e in
+            .init(conversation: try await service.createConversation(owner: try owner(e), title: c.title))
+        }
+        try bus.register(ChatInterface.ListConversations.self) { c, e in
+            try await service.listConversations(owner: try owner(e), query: c.query, cursor: c.cursor, limit: c.limit)
+        }
+        try bus.register(ChatInterface.RenameConversation.self) { c, e in
+            .init(conversation: try await repository.rename(owner: try owner(e), id: c.id, title: try ChatService.title(c.title, required: true) ?? "", now: service.now))
+        }
+        try bus.register(ChatInterface.DeleteConversation.self) { c, e in
+            try await repository.deleteConversation(owner: try owner(e), id: c.id)
+            return Empty()
+        }
+        try bus.register(ChatInterface.History.self) { c, e in
+            try await service.history(owner: try owner(e), conversation: c.conversationId, cursor: c.cursor, limit: c.limit)
+        }
+        let sendNeeds = ChatInterface.needs + (options.meter.map { [Requirement.meter($0)] } ?? [])
+        try bus.register(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
+            try await service.send(owner: try owner(e), conversation: c.conversationId, text: c.text, writer: writer)
+        }
+        let running = self.running
+        try bus.register(ChatInterface.Cancel.self) { c, e in
+            guard running.cancel(c.messageId, owner: try owner(e)) else { throw ChatError.notFound }
+            return Empty()
+        }
+        try bus.register(ChatInterface.Feedback.self) { c, e in
+            guard c.rating == "up" || c.rating == "down" else { throw ChatError.validation("rating", "is up or down") }
+            try await repository.feedback(owner: try owner(e), message: c.messageId, rating: c.rating)
+            return Empty()
+        }
+        context.logger.info("chat provider ready", metadata: ["provider": provider.name])
+    }
+
+    public func services(_ context: PluginContext) -> [any Service] {
+        let repository = ChatRepository(database: context.database)
+        guard let filter = try? TopicFilter("auth.accountDeleted") else { return [] }
+        return [
+            DurableConsumer(name: "chat.accountDeleted", filter: filter, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
+                guard let userID = (try? event.json())?["userId"]?.stringValue else { return }
+                try await repository.eraseUser(userID)
+            }
+        ]
+    }
+
+    public func stop(_ context: PluginContext) async {
+        context.bus.unregister(interface: "io.appd.Chat")
+    }
+}
+
+/// The signed-in user the gates established.
+private func owner(_ envelope: Envelope) throws -> String {
+    guard let principal = envelope.caller.principal else { throw ChatError.notFound }
+    return principal.userID
+}

@@ -1,0 +1,220 @@
+import Bus
+import Storage
+
+/// The chat tables: conversations and messages, owner-scoped (another user's rows are simply
+/// not found), events appended in the same transaction as the change.
+struct ChatRepository: Sendable {
+    let database: any Database
+
+    static let migrations = [
+        Migration(plugin: "chat", version: 1, sql: """
+            CREATE TABLE chat_conversations (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              id TEXT NOT NULL UNIQUE,
+              owner TEXT NOT NULL,
+              title TEXT,
+              created_at INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL
+            );
+            CREATE INDEX chat_conversations_owner ON chat_conversations(owner, seq);
+            CREATE TABLE chat_messages (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              id TEXT NOT NULL UNIQUE,
+              conversation_id TEXT NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
+              owner TEXT NOT NULL,
+              role TEXT NOT NULL,
+              text TEXT NOT NULL,
+              status TEXT NOT NULL,
+              error TEXT,
+              prompt_tokens INTEGER,
+              completion_tokens INTEGER,
+              feedback TEXT,
+              created_at INTEGER NOT NULL
+            );
+            CREATE INDEX chat_messages_conversation ON chat_messages(conversation_id, seq);
+            CREATE INDEX chat_messages_owner ON chat_messages(owner);
+            """),
+    ]
+
+    static func time(_ row: Row, _ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
+
+    static func conversation(_ row: Row) -> Conversation? {
+        guard let id = row.text("id"), let created = time(row, "created_at"), let updated = time(row, "updated_at") else { return nil }
+        return Conversation(id: id, title: row.text("title"), createdAt: created, updatedAt: updated)
+    }
+
+    static func message(_ row: Row) -> ChatMessage? {
+        guard let id = row.text("id"), let conversation = row.text("conversation_id"), let role = row.text("role"), let text = row.text("text"),
+            let status = row.text("status"), let created = time(row, "created_at")
+        else { return nil }
+        var usage: Usage?
+        if let prompt = row.integer("prompt_tokens"), let completion = row.integer("completion_tokens") {
+            usage = Usage(promptTokens: Int(prompt), completionTokens: Int(completion))
+        }
+        return ChatMessage(
+            id: id, conversationId: conversation, role: role, text: text, status: status, error: row.text("error"), usage: usage,
+            feedback: row.text("feedback"), createdAt: created)
+    }
+
+    /// The owner's conversation by id (full id only: ids are shown whole).
+    static func ownedConversation(_ tx: any Transaction, owner: String, id: String) throws -> Row {
+        guard let row = try tx.query("SELECT * FROM chat_conversations WHERE id = ? AND owner = ?", [.text(id), .text(owner)]).first else {
+            throw ChatError.notFound
+        }
+        return row
+    }
+
+    func createConversation(owner: String, id: String, title: String?, now: Int64) async throws -> Conversation {
+        try await database.write { tx in
+            try tx.execute(
+                "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now)])
+            guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
+            return conversation
+        }
+    }
+
+    /// Conversations with a position below `before`, newest first, each with its position.
+    func listConversations(owner: String, query: String?, before: Int64, limit: Int) async throws -> [(Int64, Conversation)] {
+        try await database.read { tx in
+            var sql = "SELECT * FROM chat_conversations WHERE owner = ? AND seq < ?"
+            var parameters: [SQLValue] = [.text(owner), .integer(before)]
+            if let query, !query.isEmpty {
+                sql += " AND title LIKE ? ESCAPE '\\'"
+                let escaped = query.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_")
+                parameters.append(.text("%\(escaped)%"))
+            }
+            sql += " ORDER BY seq DESC LIMIT ?"
+            parameters.append(.integer(Int64(limit)))
+            return try tx.query(sql, parameters).compactMap { row in
+                guard let seq = row.integer("seq"), let conversation = Self.conversation(row) else { return nil }
+                return (seq, conversation)
+            }
+        }
+    }
+
+    func rename(owner: String, id: String, title: String, now: Int64) async throws -> Conversation {
+        try await database.write { tx in
+            _ = try Self.ownedConversation(tx, owner: owner, id: id)
+            try tx.execute("UPDATE chat_conversations SET title = ?, updated_at = ? WHERE id = ?", [.text(title), .integer(now), .text(id)])
+            guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
+            return conversation
+        }
+    }
+
+    func deleteConversation(owner: String, id: String) async throws {
+        try await database.write { tx in
+            _ = try Self.ownedConversation(tx, owner: owner, id: id)
+            try tx.execute("DELETE FROM chat_messages WHERE conversation_id = ?", [.text(id)])
+            try tx.execute("DELETE FROM chat_conversations WHERE id = ?", [.text(id)])
+        }
+    }
+
+    /// Messages with a position below `before`, newest first, each with its position.
+    func history(owner: String, conversation: String, before: Int64, limit: Int) async throws -> [(Int64, ChatMessage)] {
+        try await database.read { tx in
+            _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
+            return try tx.query(
+                "SELECT * FROM chat_messages WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+                [.text(conversation), .integer(before), .integer(Int64(limit))]
+            ).compactMap { row in
+                guard let seq = row.integer("seq"), let message = Self.message(row) else { return nil }
+                return (seq, message)
+            }
+        }
+    }
+
+    /// Commits the user's message (and `chat.messageSent`) before the provider is called.
+    /// A conversation without a title takes the first words of its first message.
+    func addUserMessage(owner: String, conversation: String, id: String, text: String, now: Int64) async throws -> ChatMessage {
+        try await database.write { tx in
+            let row = try Self.ownedConversation(tx, owner: owner, id: conversation)
+            try tx.execute(
+                "INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, created_at) VALUES (?, ?, ?, 'user', ?, 'complete', ?)",
+                [.text(id), .text(conversation), .text(owner), .text(text), .integer(now)])
+            if row.text("title") == nil {
+                let words = text.split(whereSeparator: { $0.isWhitespace }).prefix(8).joined(separator: " ")
+                try tx.execute("UPDATE chat_conversations SET title = ? WHERE id = ?", [.text(String(words.prefix(80))), .text(conversation)])
+            }
+            try tx.execute("UPDATE chat_conversations SET updated_at = ? WHERE id = ?", [.integer(now), .text(conversation)])
+            try tx.append(
+                topic: "chat.messageSent",
+                payload: ["userId": .string(owner), "conversationId": .string(conversation), "messageId": .string(id), "text": .string(text)],
+                causedBy: nil)
+            guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
+                throw ChatError.notFound
+            }
+            return message
+        }
+    }
+
+    /// The most recent messages of the conversation that fit `budget` characters, oldest
+    /// first (failed replies with no text are left out).
+    func context(owner: String, conversation: String, budget: Int) async throws -> [ChatTurn] {
+        try await database.read { tx in
+            _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
+            var turns: [ChatTurn] = []
+            var used = 0
+            for row in try tx.query("SELECT role, text FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 500", [.text(conversation)]) {
+                guard let text = row.text("text"), !text.isEmpty, let role = row.text("role").flatMap(ChatTurn.Role.init(rawValue:)) else { continue }
+                // The newest message always goes in, even past the budget.
+                if !turns.isEmpty && used + text.count > budget { break }
+                used += text.count
+                turns.append(ChatTurn(role: role, text: text))
+            }
+            return turns.reversed()
+        }
+    }
+
+    /// Commits the assistant's message with its final status, and its event.
+    func finishReply(
+        owner: String, conversation: String, id: String, text: String, status: String, error: String?, usage: Usage?, now: Int64
+    ) async throws -> ChatMessage {
+        try await database.write { tx in
+            _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
+            try tx.execute(
+                """
+                INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, error, prompt_tokens, completion_tokens, created_at)
+                VALUES (?, ?, ?, 'assistant', ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .text(id), .text(conversation), .text(owner), .text(text), .text(status), error.map { .text($0) } ?? .null,
+                    usage.map { .integer(Int64($0.promptTokens)) } ?? .null, usage.map { .integer(Int64($0.completionTokens)) } ?? .null, .integer(now),
+                ])
+            try tx.execute("UPDATE chat_conversations SET updated_at = ? WHERE id = ?", [.integer(now), .text(conversation)])
+            var payload: [String: JSONValue] = [
+                "userId": .string(owner), "conversationId": .string(conversation), "messageId": .string(id), "status": .string(status),
+            ]
+            if let usage { payload["usage"] = ["promptTokens": .int(Int64(usage.promptTokens)), "completionTokens": .int(Int64(usage.completionTokens))] }
+            if let error { payload["reason"] = .string(error) }
+            try tx.append(topic: status == "failed" ? "chat.replyFailed" : "chat.replyCompleted", payload: .object(payload), causedBy: nil)
+            guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
+                throw ChatError.notFound
+            }
+            return message
+        }
+    }
+
+    func feedback(owner: String, message: String, rating: String) async throws {
+        try await database.write { tx in
+            guard let row = try tx.query("SELECT conversation_id FROM chat_messages WHERE id = ? AND owner = ? AND role = 'assistant'", [.text(message), .text(owner)]).first
+            else { throw ChatError.notFound }
+            try tx.execute("UPDATE chat_messages SET feedback = ? WHERE id = ?", [.text(rating), .text(message)])
+            try tx.append(
+                topic: "chat.feedbackGiven",
+                payload: [
+                    "userId": .string(owner), "conversationId": .string(row.text("conversation_id") ?? ""), "messageId": .string(message),
+                    "rating": .string(rating),
+                ],
+                causedBy: nil)
+        }
+    }
+
+    /// Erases a deleted account's conversations and messages.
+    func eraseUser(_ owner: String) async throws {
+        try await database.write { tx in
+            try tx.execute("DELETE FROM chat_messages WHERE owner = ?", [.text(owner)])
+            try tx.execute("DELETE FROM chat_conversations WHERE owner = ?", [.text(owner)])
+        }
+    }
+}

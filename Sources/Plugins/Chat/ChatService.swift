@@ -1,0 +1,127 @@
+import Bus
+import Crypto
+
+/// The chat rules: validation, paging, and Send — commit the user's message, stream the
+/// provider's reply, commit the assistant's message with how it ended.
+struct ChatService: Sendable {
+    static let defaultPageSize = 50
+    static let maxPageSize = 200
+    static let maxTitle = 200
+
+    let repository: ChatRepository
+    let provider: any LLMProvider
+    let options: ChatPlugin.Options
+    let running: RunningReplies
+    let clock: @Sendable () -> WallTime
+
+    var now: Int64 { clock().nanosecondsSinceEpoch }
+
+    static func newID(_ prefix: String) throws -> String { prefix + (try SecretToken.generate().prefix(20)) }
+
+    static func title(_ raw: String?, required: Bool) throws(ChatError) -> String? {
+        guard let raw else {
+            if required { throw .validation("title", "is required") }
+            return nil
+        }
+        let title = raw.trimmingWhitespace()
+        if title.isEmpty {
+            if required { throw .validation("title", "is required") }
+            return nil
+        }
+        guard title.count <= maxTitle else { throw .validation("title", "is longer than \(maxTitle) characters") }
+        return title
+    }
+
+    static func page(_ cursor: String?, _ limit: Int?) throws(ChatError) -> (before: Int64, size: Int) {
+        let size = min(max(limit ?? defaultPageSize, 1), maxPageSize)
+        guard let cursor, !cursor.isEmpty else { return (.max, size) }
+        guard let value = Int64(cursor), value > 0 else { throw .validation("cursor", "is not a cursor from a previous page") }
+        return (value, size)
+    }
+
+    func createConversation(owner: String, title: String?) async throws -> Conversation {
+        try await repository.createConversation(owner: owner, id: try Self.newID("c_"), title: try Self.title(title, required: false), now: now)
+    }
+
+    func listConversations(owner: String, query: String?, cursor: String?, limit: Int?) async throws -> ChatInterface.ListConversations.Reply {
+        let (before, size) = try Self.page(cursor, limit)
+        if let query, query.count > 200 { throw ChatError.validation("query", "is longer than 200 characters") }
+        let rows = try await repository.listConversations(owner: owner, query: query, before: before, limit: size + 1)
+        let shown = rows.prefix(size)
+        return .init(conversations: shown.map(\.1), nextCursor: rows.count > size ? shown.last.map { String($0.0) } : nil)
+    }
+
+    func history(owner: String, conversation: String, cursor: String?, limit: Int?) async throws -> ChatInterface.History.Reply {
+        let (before, size) = try Self.page(cursor, limit)
+        let rows = try await repository.history(owner: owner, conversation: conversation, before: before, limit: size + 1)
+        let shown = rows.prefix(size)
+        return .init(messages: shown.reversed().map(\.1), nextCursor: rows.count > size ? shown.last.map { String($0.0) } : nil)
+    }
+
+    func text(_ raw: String) throws(ChatError) -> String {
+        guard !raw.trimmingWhitespace().isEmpty else { throw .validation("text", "is empty") }
+        guard raw.count <= options.maxMessageCharacters else { throw .validation("text", "is longer than \(options.maxMessageCharacters) characters") }
+        return raw
+    }
+
+    /// How the provider's stream ended.
+    enum Ending: Sendable {
+        case complete, cancelled
+        case failed(String)
+    }
+
+    func send(owner: String, conversation: String, text raw: String, writer: ReplyWriter<SendReply>) async throws -> SendReply {
+        let text = try text(raw)
+        // 1. The user's message is committed before the provider is called.
+        _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newID("m_"), text: text, now: now)
+        let replyID = try Self.newID("m_")
+        var turns = try await repository.context(owner: owner, conversation: conversation, budget: options.contextCharacters)
+        if let prompt = options.systemPrompt, !prompt.isEmpty { turns.insert(ChatTurn(role: .system, text: prompt), at: 0) }
+        try await writer.send(SendReply(messageId: replyID, delta: nil, message: nil))
+
+        // 2. Stream the reply in a task of its own, so Cancel (another connection) can stop the
+        //    provider while this call still answers with the stored message.
+        let upstream = provider.reply(to: turns)
+        let consume = Task { () -> (String, Usage?, Ending) in
+            var reply = "", usage: Usage?
+            do {
+                for try await chunk in upstream {
+                    switch chunk {
+                    case .delta(let delta):
+                        reply += delta
+                        try await writer.send(SendReply(messageId: replyID, delta: delta, message: nil))
+                    case .usage(let prompt, let completion):
+                        usage = Usage(promptTokens: prompt, completionTokens: completion)
+                    }
+                }
+                return (reply, usage, Task.isCancelled ? .cancelled : .complete)
+            } catch {
+                if Task.isCancelled || error is CancellationError { return (reply, usage, .cancelled) }
+                return (reply, usage, .failed((error as? ProviderError)?.reason ?? "\(error)"))
+            }
+        }
+        running.add(replyID, owner: owner) { consume.cancel() }
+        let (reply, usage, ending) = await withTaskCancellationHandler {
+            await consume.value
+        } onCancel: {
+            consume.cancel()  // the connection closed
+        }
+        running.remove(replyID)
+
+        // 3. The assistant's message is committed however it ended (a task of its own: a
+        //    closed connection must not stop the write).
+        let (status, error): (String, String?) =
+            switch ending {
+            case .complete: ("complete", nil)
+            case .cancelled: ("cancelled", nil)
+            case .failed(let reason): ("failed", reason)
+            }
+        let repository = self.repository, now = self.now
+        let message = try await Task {
+            try await repository.finishReply(
+                owner: owner, conversation: conversation, id: replyID, text: reply, status: status, error: error, usage: usage, now: now)
+        }.value
+        try Task.checkCancellation()
+        return SendReply(messageId: replyID, delta: nil, message: message)
+    }
+}

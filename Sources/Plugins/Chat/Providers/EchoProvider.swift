@@ -1,0 +1,30 @@
+/// The embedded default provider: no network, deterministic. It answers with the user's last
+/// message ("Echo: …"), streamed word by word with `delay` between words.
+public struct EchoProvider: LLMProvider {
+    public var delay: Duration
+    public var name: String { "echo" }
+
+    public init(delay: Duration = .milliseconds(20)) { self.delay = delay }
+
+    public func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+        let last = turns.last { $0.role == .user }?.text ?? ""
+        let words = ("Echo: " + last).split(separator: " ", omittingEmptySubsequences: true)
+        let delay = self.delay
+        let prompt = turns.reduce(0) { $0 + $1.text.split(separator: " ").count }
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for (i, word) in words.enumerated() {
+                        if i > 0, delay > .zero { try await Task.sleep(for: delay) }
+                        continuation.yield(.delta(i == 0 ? String(word) : " " + word))
+                    }
+                    continuation.yield(.usage(promptTokens: prompt, completionTokens: words.count))
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

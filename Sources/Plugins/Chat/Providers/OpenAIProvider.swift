@@ -1,0 +1,145 @@
+import Bus
+
+/// Any OpenAI-compatible Chat Completions endpoint with `"stream": true` (OpenAI, llama.cpp's
+/// server, Ollama's `/v1`, vLLM). Retries only before the first token, only on 408, 409, 429
+/// and 5xx, honouring `Retry-After`, at most `maxRetries` times. A mid-stream error object
+/// fails the reply; a missing `[DONE]` at the end of the stream is accepted.
+public struct OpenAIProvider: LLMProvider {
+    public struct Options: Sendable {
+        /// e.g. `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1`, `http://127.0.0.1:11434/v1`.
+        public var baseURL: String
+        public var model: String
+        public var apiKey: String?
+        public var timeouts = HTTPTimeouts()
+        public var maxRetries = 2
+        /// The longest a Retry-After is honoured.
+        public var maxRetryDelay: Duration = .seconds(30)
+        public var caFile: String?
+        public init(baseURL: String, model: String, apiKey: String? = nil) {
+            self.baseURL = baseURL
+            self.model = model
+            self.apiKey = apiKey
+        }
+    }
+
+    let options: Options
+    let request: HTTPRequest
+    public var name: String { "openai" }
+
+    /// Fails when the base URL is not an http(s) URL.
+    public init(options: Options) throws(ProviderError) {
+        guard let request = HTTPRequest(url: options.baseURL, appending: "/chat/completions") else {
+            throw ProviderError("the chat provider URL '\(options.baseURL)' is not an http:// or https:// URL")
+        }
+        self.options = options
+        self.request = request
+    }
+
+    public func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<ProviderChunk, any Error>.makeStream()
+        let task = Task { await run(turns, continuation) }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    func body(_ turns: [ChatTurn]) -> [UInt8] {
+        JSONWriter.bytes([
+            "model": .string(options.model), "stream": true, "stream_options": ["include_usage": true],
+            "messages": .array(turns.map { ["role": .string($0.role.rawValue), "content": .string($0.text)] }),
+        ])
+    }
+
+    private func run(_ turns: [ChatTurn], _ continuation: AsyncThrowingStream<ProviderChunk, any Error>.Continuation) async {
+        var request = self.request
+        request.headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), ("User-Agent", "appd/\(Version.current)")]
+        if let key = options.apiKey, !key.isEmpty { request.headers.append(("Authorization", "Bearer \(key)")) }
+        request.body = body(turns)
+        let client = HTTPClient(timeouts: options.timeouts, caFile: options.caFile)
+        var attempt = 0
+        while true {
+            var sentToken = false
+            do {
+                try await attemptOnce(request, client) { chunk in
+                    if case .delta = chunk { sentToken = true }
+                    continuation.yield(chunk)
+                }
+                continuation.finish()
+            } catch let error as Retryable {
+                if !sentToken && attempt < options.maxRetries && !Task.isCancelled {
+                    attempt += 1
+                    let backoff = error.retryAfter.map { min($0, options.maxRetryDelay) } ?? .milliseconds(250 * (1 << attempt))
+                    if (try? await Task.sleep(for: backoff)) != nil { continue }
+                    continuation.finish(throwing: CancellationError())
+                } else {
+                    continuation.finish(throwing: ProviderError(error.reason))
+                }
+            } catch let error as HTTPFailure {
+                continuation.finish(throwing: Task.isCancelled ? CancellationError() : ProviderError(error.description))
+            } catch {
+                continuation.finish(throwing: error)
+            }
+            return
+        }
+    }
+
+    /// A response that may be retried (before any token): 408, 409, 429, 5xx.
+    struct Retryable: Error {
+        var reason: String
+        var retryAfter: Duration?
+    }
+
+    private func attemptOnce(_ request: HTTPRequest, _ client: HTTPClient, yield: (ProviderChunk) -> Void) async throws {
+        var parser = SSEParser()
+        var status = 0
+        var errorBody: [UInt8] = []
+        var retryAfter: Duration?
+        for try await part in client.send(request) {
+            switch part {
+            case .head(let head):
+                status = head.status
+                if let value = head.headers["retry-after"], let seconds = Int(value.trimmingWhitespace()), seconds >= 0 { retryAfter = .seconds(seconds) }
+            case .body(let bytes):
+                if status != 200 {
+                    if errorBody.count < 4096 { errorBody += bytes.prefix(4096 - errorBody.count) }
+                    continue
+                }
+                for event in try parser.feed(bytes) {
+                    if try handle(event, yield) { return }
+                }
+            }
+        }
+        try Task.checkCancellation()
+        guard status == 200 else {
+            let message = Self.errorMessage(errorBody).map { ": \($0)" } ?? ""
+            let reason = "the provider answered HTTP \(status)\(message)"
+            if status == 408 || status == 409 || status == 429 || (500...599).contains(status) { throw Retryable(reason: reason, retryAfter: retryAfter) }
+            throw ProviderError(reason)
+        }
+        // The stream ended without [DONE]: what arrived is the reply.
+        for event in parser.finish() where try handle(event, yield) { return }
+    }
+
+    /// Handles one event; true at `[DONE]`.
+    private func handle(_ event: SSEParser.Event, _ yield: (ProviderChunk) -> Void) throws -> Bool {
+        let data = event.data.trimmingWhitespace()
+        if data == "[DONE]" { return true }
+        guard let json = try? JSONParser.parse(Array(data.utf8)) else { return false }  // tolerate keep-alive junk
+        if let error = json["error"], error != .null {
+            throw ProviderError("the provider reported an error mid-stream: \(error["message"]?.stringValue ?? "unknown")")
+        }
+        if case .array(let choices)? = json["choices"], let choice = choices.first,
+            let text = choice["delta"]?["content"]?.stringValue, !text.isEmpty
+        {
+            yield(.delta(text))
+        }
+        if let usage = json["usage"], case .int(let prompt)? = usage["prompt_tokens"], case .int(let completion)? = usage["completion_tokens"] {
+            yield(.usage(promptTokens: Int(prompt), completionTokens: Int(completion)))
+        }
+        return false
+    }
+
+    static func errorMessage(_ body: [UInt8]) -> String? {
+        guard let json = try? JSONParser.parse(body) else { return nil }
+        return json["error"]?["message"]?.stringValue ?? json["error"]?.stringValue
+    }
+}

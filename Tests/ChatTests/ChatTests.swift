@@ -1,1 +1,268 @@
+import Bus
+import Glibc
+import Storage
+import Synchronization
 import Testing
+@testable import Auth
+@testable import Chat
+@testable import Payments
+
+/// A provider that streams some words, then fails (the seam the design names for fakes).
+struct FailingProvider: LLMProvider {
+    var name: String { "failing" }
+    func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+        AsyncThrowingStream { continuation in
+            continuation.yield(.delta("half"))
+            continuation.yield(.delta(" a reply"))
+            continuation.finish(throwing: ProviderError("the provider answered HTTP 500"))
+        }
+    }
+}
+
+/// Records what it was sent, answers "ok".
+final class RecordingProvider: LLMProvider {
+    let seen = Mutex<[[ChatTurn]]>([])
+    var name: String { "recording" }
+    func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+        seen.withLock { $0.append(turns) }
+        return AsyncThrowingStream { $0.yield(.delta("ok")); $0.finish() }
+    }
+}
+
+func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected \(name)", sourceLocation: sourceLocation)
+    } catch let error as ChatError {
+        #expect(error.name == name, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite struct ChatTests {
+    @Test func aReplyStreamsWordByWordAndBothMessagesAreStored() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        let events = try h.bus.subscribe("chat.>")
+        let conversation = try await h.conversation(ada)
+        let (deltas, message) = try await h.send("hello there world", in: conversation.id, as: ada)
+        #expect(deltas == ["Echo:", " hello", " there", " world"])
+        #expect(message.text == "Echo: hello there world" && message.status == "complete" && message.role == "assistant")
+        #expect(message.usage?.completionTokens == 4)
+        let history = try await h.history(conversation.id, as: ada)
+        #expect(history.map(\.role) == ["user", "assistant"])
+        #expect(history.map(\.text) == ["hello there world", "Echo: hello there world"])
+        var iterator = events.makeAsyncIterator()
+        let first = try #require(await iterator.next()), second = try #require(await iterator.next())
+        let sent = try first.json()
+        #expect(first.topic == "chat.messageSent" && sent["text"]?.stringValue == "hello there world")
+        #expect(second.topic == "chat.replyCompleted")
+        // The first message titles an untitled conversation.
+        let listed = try await h.bus.send(ChatInterface.ListConversations(query: nil, cursor: nil, limit: nil), as: ada)
+        #expect(listed.conversations.first?.title == "hello there world")
+        await h.database.close()
+    }
+
+    @Test func theFreeQuotaDeniesAfterExactlyNSendsAndProLiftsIt() async throws {
+        let h = try await Harness.make(freeMessages: 3)
+        let ada = try await h.user("ada@example.com")
+        let conversation = try await h.conversation(ada)
+        for i in 0..<3 { _ = try await h.send("message \(i)", in: conversation.id, as: ada) }
+        do {
+            _ = try await h.send("one too many", in: conversation.id, as: ada)
+            Issue.record("a fourth message passed")
+        } catch let error as PaymentsError {
+            #expect(error.kind == .paymentRequired && error.remaining == 0 && error.resetsAt != nil)
+        }
+        // Nothing of the refused message was stored.
+        #expect(try await h.history(conversation.id, as: ada).count == 6)
+        let admin = Caller(peer: PeerCredentials(uid: getuid(), gid: getgid(), pid: getpid()))
+        _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "test"), as: admin)
+        for i in 0..<4 { _ = try await h.send("pro message \(i)", in: conversation.id, as: ada) }
+        await h.database.close()
+    }
+
+    @Test func cancelFromAnotherConnectionStoresThePartialReply() async throws {
+        let h = try await Harness.make(provider: EchoProvider(delay: .milliseconds(100)))
+        let ada = try await h.user("ada@example.com")
+        let bob = try await h.user("bob@example.com")
+        let conversation = try await h.conversation(ada)
+        let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "one two three four five six seven eight"), as: ada)
+        var deltas: [String] = []
+        var final: ChatMessage?
+        var cancelled = false
+        for try await reply in stream {
+            if let delta = reply.delta { deltas.append(delta) }
+            if let message = reply.message { final = message }
+            if deltas.count == 2 && !cancelled {
+                cancelled = true
+                await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Cancel(messageId: reply.messageId), as: bob) }
+                // The same user on another connection.
+                var other = ada
+                other.connection = ConnectionContext(id: 424242, peer: nil)
+                other.connection?.sessionToken = ada.connection?.sessionToken
+                _ = try await h.bus.send(ChatInterface.Cancel(messageId: reply.messageId), as: other)
+            }
+        }
+        let message = try #require(final)
+        #expect(message.status == "cancelled")
+        #expect(deltas.count < 9 && message.text == deltas.joined())
+        #expect(try await h.history(conversation.id, as: ada).last == message)
+        await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Cancel(messageId: message.id), as: ada) }
+        await h.database.close()
+    }
+
+    @Test func droppingTheStreamCancelsTheReplyAndKeepsWhatArrived() async throws {
+        let h = try await Harness.make(provider: EchoProvider(delay: .milliseconds(100)))
+        let ada = try await h.user("ada@example.com")
+        let conversation = try await h.conversation(ada)
+        let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "a b c d e f g h i j"), as: ada)
+        var seen = 0
+        for try await reply in stream where reply.delta != nil {
+            seen += 1
+            if seen == 2 { break }
+        }
+        stream.cancel()  // what a closed connection does
+        var history: [ChatMessage] = []
+        for _ in 0..<100 {
+            history = try await h.history(conversation.id, as: ada)
+            if history.count == 2 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let reply = try #require(history.last)
+        #expect(reply.role == "assistant" && reply.status == "cancelled" && !reply.text.isEmpty && reply.text.count < "Echo: a b c d e f g h i j".count)
+        await h.database.close()
+    }
+
+    @Test func aProviderFailureStoresAFailedReplyWithItsPartialText() async throws {
+        let h = try await Harness.make(provider: FailingProvider())
+        let ada = try await h.user("ada@example.com")
+        let conversation = try await h.conversation(ada)
+        let failed = try h.bus.subscribe("chat.replyFailed")
+        let (deltas, message) = try await h.send("hi", in: conversation.id, as: ada)
+        #expect(deltas == ["half", " a reply"])
+        #expect(message.status == "failed" && message.text == "half a reply" && message.error?.contains("500") == true)
+        var iterator = failed.makeAsyncIterator()
+        #expect((try await iterator.next()?.json())?["messageId"]?.stringValue == message.id)
+        #expect(try await h.history(conversation.id, as: ada).map(\.status) == ["complete", "failed"])
+        await h.database.close()
+    }
+
+    @Test func historyPagesBackwardsWithoutGapsOrRepeats() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        let conversation = try await h.conversation(ada)
+        for i in 0..<7 { _ = try await h.send("m\(i)", in: conversation.id, as: ada) }
+        var pages: [[ChatMessage]] = []
+        var cursor: String?
+        repeat {
+            let page = try await h.bus.send(ChatInterface.History(conversationId: conversation.id, cursor: cursor, limit: 4), as: ada)
+            pages.append(page.messages)
+            cursor = page.nextCursor
+        } while cursor != nil
+        #expect(pages.map(\.count) == [4, 4, 4, 2])
+        let all = pages.reversed().flatMap { $0 }
+        #expect(all.filter { $0.role == "user" }.map(\.text) == (0..<7).map { "m\($0)" })
+        #expect(Set(all.map(\.id)).count == 14)
+        await expectChatError("ValidationFailed") {
+            _ = try await h.bus.send(ChatInterface.History(conversationId: conversation.id, cursor: "x", limit: 4), as: ada)
+        }
+        await h.database.close()
+    }
+
+    @Test func usersAreIsolated() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let mine = try await h.conversation(ada, "ada's")
+        _ = try await h.send("secret", in: mine.id, as: ada)
+        await expectChatError("NotFound") { _ = try await h.history(mine.id, as: bob) }
+        await expectChatError("NotFound") { _ = try await h.send("hi", in: mine.id, as: bob) }
+        await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.RenameConversation(id: mine.id, title: "x"), as: bob) }
+        await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.DeleteConversation(id: mine.id), as: bob) }
+        let reply = try #require(try await h.history(mine.id, as: ada).last)
+        await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Feedback(messageId: reply.id, rating: "down"), as: bob) }
+        #expect(try await h.bus.send(ChatInterface.ListConversations(query: nil, cursor: nil, limit: nil), as: bob).conversations.isEmpty)
+        await h.database.close()
+    }
+
+    @Test func conversationsListSearchRenameAndDelete() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        for title in ["Trip to Rome", "Groceries", "rome again", "50% off_sale"] { _ = try await h.conversation(ada, title) }
+        let rome = try await h.bus.send(ChatInterface.ListConversations(query: "ROME", cursor: nil, limit: nil), as: ada)
+        #expect(rome.conversations.map(\.title) == ["rome again", "Trip to Rome"])
+        let literal = try await h.bus.send(ChatInterface.ListConversations(query: "0%", cursor: nil, limit: nil), as: ada)
+        #expect(literal.conversations.map(\.title) == ["50% off_sale"])
+        let first = try await h.bus.send(ChatInterface.ListConversations(query: nil, cursor: nil, limit: 3), as: ada)
+        let second = try await h.bus.send(ChatInterface.ListConversations(query: nil, cursor: first.nextCursor, limit: 3), as: ada)
+        #expect(first.conversations.count == 3 && second.conversations.count == 1 && second.nextCursor == nil)
+        let target = try #require(first.conversations.first)
+        let renamed = try await h.bus.send(ChatInterface.RenameConversation(id: target.id, title: "  Sale  "), as: ada).conversation
+        #expect(renamed.title == "Sale")
+        await expectChatError("ValidationFailed") { _ = try await h.bus.send(ChatInterface.RenameConversation(id: target.id, title: " "), as: ada) }
+        _ = try await h.bus.send(ChatInterface.DeleteConversation(id: target.id), as: ada)
+        await expectChatError("NotFound") { _ = try await h.history(target.id, as: ada) }
+        await h.database.close()
+    }
+
+    @Test func feedbackIsRecordedOnAssistantMessagesOnly() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        let conversation = try await h.conversation(ada)
+        let (_, message) = try await h.send("hi", in: conversation.id, as: ada)
+        let events = try h.bus.subscribe("chat.feedbackGiven")
+        _ = try await h.bus.send(ChatInterface.Feedback(messageId: message.id, rating: "up"), as: ada)
+        var iterator = events.makeAsyncIterator()
+        #expect((try await iterator.next()?.json())?["rating"]?.stringValue == "up")
+        #expect(try await h.history(conversation.id, as: ada).last?.feedback == "up")
+        let user = try #require(try await h.history(conversation.id, as: ada).first)
+        await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Feedback(messageId: user.id, rating: "up"), as: ada) }
+        await expectChatError("ValidationFailed") { _ = try await h.bus.send(ChatInterface.Feedback(messageId: message.id, rating: "meh"), as: ada) }
+        await h.database.close()
+    }
+
+    @Test func validationNamesTheField() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com")
+        let conversation = try await h.conversation(ada)
+        await expectChatError("ValidationFailed") { _ = try await h.send("   ", in: conversation.id, as: ada) }
+        await expectChatError("ValidationFailed") { _ = try await h.conversation(ada, String(repeating: "t", count: 201)) }
+        // Nothing was stored for the refused message, and no quota was used.
+        #expect(try await h.history(conversation.id, as: ada).isEmpty)
+        let meters = try await h.bus.send(PaymentsInterface.Status(), as: ada).meters
+        #expect(meters.first?.used == 0)
+        await h.database.close()
+    }
+
+    @Test func theSystemPromptAndRecentHistoryFitTheBudget() async throws {
+        let recorder = RecordingProvider()
+        let h = try await Harness.make(provider: recorder)
+        let ada = try await h.user("ada@example.com")
+        let conversation = try await h.conversation(ada)
+        for i in 0..<3 { _ = try await h.send("message number \(i)", in: conversation.id, as: ada) }
+        let last = try #require(recorder.seen.withLock { $0.last })
+        #expect(last.first == ChatTurn(role: .system, text: "You are a helpful assistant."))
+        #expect(last.dropFirst().map(\.text) == ["message number 0", "ok", "message number 1", "ok", "message number 2"])
+        await h.database.close()
+    }
+
+    @Test func deletingTheAccountErasesItsConversations() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        _ = try await h.send("hi", in: try await h.conversation(ada).id, as: ada)
+        _ = try await h.send("hi", in: try await h.conversation(bob).id, as: bob)
+        let consumer = try #require(h.chat.services(h.context).first)
+        let running = Task { try await consumer.run() }
+        _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
+        var left = -1
+        for _ in 0..<300 where left != 1 {
+            try await Task.sleep(for: .milliseconds(10))
+            left = Int(try await h.database.read { try $0.query("SELECT COUNT(*) AS n FROM chat_conversations").first?.integer("n") } ?? -1)
+        }
+        #expect(left == 1)
+        #expect(try await h.database.read { try $0.query("SELECT COUNT(DISTINCT owner) AS n FROM chat_messages").first?.integer("n") } == 1)
+        running.cancel()
+        await h.database.close()
+    }
+}

@@ -1,0 +1,143 @@
+import Synchronization
+import Testing
+@testable import Chat
+
+/// The OpenAI-compatible provider against a scripted server on loopback.
+@Suite struct OpenAIProviderTests {
+    func provider(_ server: FakeOpenAIServer, idle: Duration = .seconds(5), key: String? = "sk-test") throws -> OpenAIProvider {
+        var options = OpenAIProvider.Options(baseURL: server.baseURL, model: "test-model", apiKey: key)
+        options.timeouts.idle = idle
+        options.timeouts.firstByte = .seconds(5)
+        return try OpenAIProvider(options: options)
+    }
+
+    @Test func aNormalStream() async throws {
+        let server = FakeOpenAIServer { _ in
+            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("Hello"))),
+             .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta(", world") + FakeOpenAIServer.usage + FakeOpenAIServer.done)), .send(FakeOpenAIServer.end)]
+        }
+        defer { server.stop() }
+        let (text, usage) = try await collect(try provider(server), "say hi")
+        #expect(text == "Hello, world")
+        #expect(usage.map { [$0.0, $0.1] } == [7, 3])
+        let request = try #require(server.requests.first?.request)
+        #expect(request.hasPrefix("POST /v1/chat/completions HTTP/1.1\r\n"))
+        #expect(request.contains("Authorization: Bearer sk-test"))
+        #expect(request.contains(#""stream":true"#) && request.contains(#""model":"test-model""#) && request.contains("say hi"))
+    }
+
+    @Test func byteByByteWithCommentsAndNoDone() async throws {
+        let body = ": ping\n\n" + FakeOpenAIServer.delta("Sp") + ": another comment\n" + FakeOpenAIServer.delta("lit ✓")
+        let server = FakeOpenAIServer { _ in [.send(FakeOpenAIServer.head(chunked: false)), .sendBytewise(Array(body.utf8))] }
+        defer { server.stop() }
+        // The connection closes without [DONE]: what arrived is the reply.
+        #expect(try await collect(try provider(server)).text == "Split ✓")
+    }
+
+    @Test func aMidStreamErrorFailsTheReply() async throws {
+        let server = FakeOpenAIServer { _ in
+            [.send(FakeOpenAIServer.head(chunked: false)), .send(Array((FakeOpenAIServer.delta("partial") + #"data: {"error":{"message":"model overloaded"}}"# + "\n\n").utf8))]
+        }
+        defer { server.stop() }
+        var text = ""
+        do {
+            for try await chunk in try provider(server).reply(to: [ChatTurn(role: .user, text: "x")]) {
+                if case .delta(let d) = chunk { text += d }
+            }
+            Issue.record("expected a failure")
+        } catch let error as ProviderError {
+            #expect(error.reason.contains("model overloaded"))
+        }
+        #expect(text == "partial")
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func a429WithRetryAfterIsRetriedThenSucceeds() async throws {
+        let server = FakeOpenAIServer { n in
+            n == 0 ? [.send(FakeOpenAIServer.error(status: 429, retryAfter: 1))] : [.send(FakeOpenAIServer.head(chunked: false)), .send(FakeOpenAIServer.reply(["ok"]))]
+        }
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        #expect(try await collect(try provider(server)).text == "ok")
+        #expect(ContinuousClock.now - started >= .milliseconds(900))  // Retry-After: 1 was honoured
+        #expect(server.requests.count == 2)
+    }
+
+    @Test func retriesStopAfterTwo() async throws {
+        let server = FakeOpenAIServer { _ in [.send(FakeOpenAIServer.error(status: 503, retryAfter: 0))] }
+        defer { server.stop() }
+        await #expect(throws: ProviderError.self) { _ = try await collect(try provider(server)) }
+        #expect(server.requests.count == 3)
+    }
+
+    @Test func aClientErrorIsNotRetried() async throws {
+        let server = FakeOpenAIServer { _ in [.send(FakeOpenAIServer.error(status: 401))] }
+        defer { server.stop() }
+        do {
+            _ = try await collect(try provider(server))
+            Issue.record("expected a failure")
+        } catch let error as ProviderError {
+            #expect(error.reason.contains("401"))
+        }
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func aFailureAfterTheFirstTokenIsNotRetried() async throws {
+        // 200, one token, then the chunked body breaks off (a 500 on the upstream's side).
+        let server = FakeOpenAIServer { _ in
+            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("one"))), .send(Array("1f\r\nHTTP/1.1 500".utf8))]
+        }
+        defer { server.stop() }
+        await #expect(throws: ProviderError.self) { _ = try await collect(try provider(server)) }
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func aStallHitsTheIdleTimeout() async throws {
+        let server = FakeOpenAIServer { _ in
+            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("wait"))), .holdOpen(milliseconds: 5_000)]
+        }
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        do {
+            _ = try await collect(try provider(server, idle: .milliseconds(300)))
+            Issue.record("expected the idle timeout")
+        } catch let error as ProviderError {
+            #expect(error.reason.contains("idle"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    @Test func cancellingClosesTheUpstreamAtOnce() async throws {
+        let server = FakeOpenAIServer { _ in
+            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("first"))), .holdOpen(milliseconds: 10_000)]
+        }
+        defer { server.stop() }
+        let stream = try provider(server).reply(to: [ChatTurn(role: .user, text: "x")])
+        let tokens = Atomic<Int>(0)
+        let reader = Task {
+            for try await chunk in stream { if case .delta = chunk { tokens.add(1, ordering: .relaxed) } }
+        }
+        for _ in 0..<250 where tokens.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(tokens.load(ordering: .relaxed) == 1)
+        let cancelled = ContinuousClock.now
+        reader.cancel()  // what Cancel or a closed client connection does to the reply
+        var closedAt: ContinuousClock.Instant?
+        for _ in 0..<100 where closedAt == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            closedAt = server.requests.first?.clientClosedAt
+        }
+        let closed = try #require(closedAt)
+        #expect(closed - cancelled < .seconds(1))
+    }
+
+    @Test func nothingListeningIsAConnectFailure() async throws {
+        var options = OpenAIProvider.Options(baseURL: "http://127.0.0.1:9/v1", model: "m")
+        options.timeouts.connect = .seconds(1)
+        do {
+            _ = try await collect(try OpenAIProvider(options: options))
+            Issue.record("expected a failure")
+        } catch let error as ProviderError {
+            #expect(error.reason.contains("connect"))
+        }
+    }
+}

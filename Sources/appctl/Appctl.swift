@@ -9,7 +9,7 @@ enum Appctl {
     static let builtins: [Builtin] = [
         DaemonCommands.ping, DaemonCommands.status, DaemonCommands.plugins, DaemonCommands.info, DaemonCommands.introspect,
         DaemonCommands.shutdown, AuthCommands.signup, AuthCommands.login, AuthCommands.logout, AuthCommands.whoami,
-        AuthCommands.onboard, TodosCommand.command, PaymentsCommand.command, CallCommand.command, EventsCommand.command, BenchCommand.command,
+        AuthCommands.onboard, TodosCommand.command, PaymentsCommand.command, ChatCommand.command, CallCommand.command, EventsCommand.command, BenchCommand.command,
         CompletionCommand.command,
     ]
 
@@ -125,6 +125,9 @@ enum Appctl {
             StandardError.write("Error: \(reply.error ?? "error")\(parameters)\n")
             if error.exitCode == ExitCode.notSignedIn {
                 StandardError.write("You are not signed in, or your session ended. Run 'appctl login <email>'.\n")
+            }
+            if error.exitCode == ExitCode.paymentRequired {
+                StandardError.write("This needs an entitlement, or its free quota is used up: see 'appctl payments status'.\n")
             }
         }
         return error.exitCode

@@ -121,7 +121,8 @@ struct ChatService: Sendable {
             try await repository.finishReply(
                 owner: owner, conversation: conversation, id: replyID, text: reply, status: status, error: error, usage: usage, now: now)
         }.value
-        try Task.checkCancellation()
+        // Even when the client has gone, the call ends normally: its message was stored and the
+        // reply was produced (and paid for) until the cancel, so the quota use stands.
         return SendReply(messageId: replyID, delta: nil, message: message)
     }
 }

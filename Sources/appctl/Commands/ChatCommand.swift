@@ -1,0 +1,180 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+import Synchronization
+
+/// Set by SIGINT while a reply streams: the reply is cancelled, the session goes on.
+nonisolated(unsafe) private var interrupted: sig_atomic_t = 0
+
+/// `appctl chat` (interactive), `chat send TEXT [--conversation ID]`, `chat ls [QUERY]`,
+/// `chat history ID`, `chat rm ID`, `chat rename ID TITLE`. Any other word goes to the commands
+/// derived from `io.appd.Chat`.
+enum ChatCommand {
+    static let command = Builtin(
+        name: "chat", abstract: "Chat with the assistant: interactive, send, ls, history, rm, rename.",
+        usage: "chat [send TEXT [--conversation ID] | ls [QUERY] | history ID | rm ID | rename ID TITLE] [--conversation ID]",
+        discussion: """
+            With no subcommand: an interactive chat. Type a line, the reply prints as it streams; Ctrl-C cancels the reply and keeps the chat; Ctrl-D (or /quit) ends it. --conversation continues one; otherwise a new conversation starts.
+            send prints one reply (a new conversation unless --conversation). With --json: one JSON object per streamed reply (delta, then the stored message).
+            Needs 'appctl login' and 'appctl onboard'. Without pro, messages count against the daily free quota (exit code 68 when it is used up).
+            """,
+        options: """
+              --conversation <id>     Continue this conversation.
+            """,
+        reserved: ["--conversation"]
+    ) { arguments, context throws(AppctlError) in
+        let flags = try Flags(arguments, valued: ["--conversation"], command: "chat")
+        let verb = flags.positionals.first
+        let rest = Array(flags.positionals.dropFirst())
+        switch verb {
+        case nil:
+            return try interactive(context, conversation: flags.value("--conversation"))
+        case "send":
+            guard !rest.isEmpty else { throw .usage("chat send needs the text of the message", command: "chat") }
+            var conversation = flags.value("--conversation")
+            if conversation == nil { conversation = try newConversation(context) }
+            try send(rest.joined(separator: " "), in: conversation ?? "", context)
+            return ExitCode.ok
+        case "ls":
+            var parameters: [String: JSONValue] = ["limit": 200]
+            if !rest.isEmpty { parameters["query"] = .string(rest.joined(separator: " ")) }
+            let reply = try context.call("io.appd.Chat.ListConversations", .object(parameters))
+            guard case .array(let list)? = reply["conversations"] else { return ExitCode.ok }
+            if context.options.json {
+                for conversation in list { print(conversation.jsonText) }
+            } else if list.isEmpty {
+                print("no conversations")
+            } else {
+                print(Output.table(list.compactMap(\.objectValue), order: ["id", "title", "updatedAt"]), terminator: "")
+            }
+            return ExitCode.ok
+        case "history":
+            guard rest.count == 1 else { throw .usage("chat history needs one conversation id", command: "chat") }
+            var messages: [JSONValue] = []
+            var cursor: JSONValue = .null
+            repeat {
+                let page = try context.call("io.appd.Chat.History", ["conversationId": .string(rest[0]), "cursor": cursor, "limit": 200])
+                if case .array(let list)? = page["messages"] { messages = list + messages }
+                cursor = page["nextCursor"] ?? .null
+            } while cursor != .null
+            for message in messages {
+                if context.options.json {
+                    print(message.jsonText)
+                } else {
+                    let status = message["status"]?.stringValue ?? "complete"
+                    let who = message["role"]?.stringValue == "user" ? "you" : "assistant"
+                    print("\(who)\(status == "complete" ? "" : " (\(status))"): \(message["text"]?.stringValue ?? "")")
+                }
+            }
+            return ExitCode.ok
+        case "rm":
+            guard rest.count == 1 else { throw .usage("chat rm needs one conversation id", command: "chat") }
+            let reply = try context.call("io.appd.Chat.DeleteConversation", ["id": .string(rest[0])])
+            if context.options.json { context.output.reply(reply) } else { print("deleted") }
+            return ExitCode.ok
+        case "rename":
+            guard rest.count >= 2 else { throw .usage("chat rename needs a conversation id and a title", command: "chat") }
+            let reply = try context.call("io.appd.Chat.RenameConversation", ["id": .string(rest[0]), "title": .string(rest.dropFirst().joined(separator: " "))])
+            if context.options.json { context.output.reply(reply) } else { print(reply["conversation"]?["title"]?.stringValue ?? "") }
+            return ExitCode.ok
+        default:
+            return try DerivedCommand.run(interfaceWord: "chat", arguments, options: context.options)
+        }
+    }
+
+    static func newConversation(_ context: Context) throws(AppctlError) -> String {
+        let reply = try context.call("io.appd.Chat.CreateConversation")
+        guard let id = reply["conversation"]?["id"]?.stringValue else { throw .usage("the daemon answered without a conversation id", command: "chat") }
+        return id
+    }
+
+    /// Sends one message and prints the reply as it streams. Ctrl-C (SIGINT) cancels the reply
+    /// through a second connection; the stream then ends with the stored, cancelled message.
+    static func send(_ text: String, in conversation: String, _ context: Context) throws(AppctlError) {
+        interrupted = 0
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in interrupted = 1 }
+        sigemptyset(&action.sa_mask)
+        var previous = sigaction()
+        sigaction(SIGINT, &action, &previous)
+        defer { sigaction(SIGINT, &previous, nil) }
+
+        let client = try context.connect()
+        var messageID: String?
+        var cancelSent = false
+        var printed = false
+        do {
+            try client.send(VarlinkCall(method: "io.appd.Chat.Send", parameters: ["conversationId": .string(conversation), "text": .string(text)], more: true))
+            while true {
+                guard let reply = try client.nextBufferedReply() else {
+                    if interrupted != 0, !cancelSent, let id = messageID {
+                        cancelSent = true
+                        // A second connection: this one is busy streaming.
+                        _ = try? Context(options: context.options).call("io.appd.Chat.Cancel", ["messageId": .string(id)])
+                    }
+                    if client.isReadable(milliseconds: 100) { try client.fill() }
+                    continue
+                }
+                if reply.error != nil { throw AppctlError.daemon(reply) }
+                let parameters = reply.parameters
+                messageID = parameters["messageId"]?.stringValue ?? messageID
+                if context.options.json {
+                    print(parameters.jsonText)
+                } else if let delta = parameters["delta"]?.stringValue {
+                    print(delta, terminator: "")
+                    printed = true
+                } else if let message = parameters["message"] {
+                    if printed { print("") }
+                    let status = message["status"]?.stringValue ?? "complete"
+                    if status == "cancelled" { print("[cancelled]") }
+                    if status == "failed" { print("[failed: \(message["error"]?.stringValue ?? "unknown")]") }
+                }
+                if !reply.continues { return }
+            }
+        } catch let error as AppctlError {
+            throw error
+        } catch let error as VarlinkClientError {
+            throw .unreachable(error, socket: context.options.socketPath)
+        } catch {
+            throw .unreachable(.closed, socket: context.options.socketPath)
+        }
+    }
+
+    /// Reads lines and chats until end of input or /quit.
+    static func interactive(_ context: Context, conversation given: String?) throws(AppctlError) -> Int32 {
+        var conversation = given
+        if stdinIsTerminal() && !context.options.json {
+            print("chatting\(given.map { " in \($0)" } ?? ""); Ctrl-C cancels a reply, Ctrl-D or /quit ends")
+        }
+        while true {
+            if stdinIsTerminal() { print("> ", terminator: "") }
+            guard let line = readInputLine() else { break }
+            let text = line.trimmingWhitespace()
+            if text.isEmpty { continue }
+            if text == "/quit" || text == "/exit" { break }
+            if conversation == nil { conversation = try newConversation(context) }
+            do throws(AppctlError) {
+                try send(text, in: conversation ?? "", context)
+            } catch let error where error.exitCode == ExitCode.paymentRequired {
+                // Out of free messages: say so and keep the session (the quota may be lifted).
+                _ = Appctl.report(error)
+            }
+        }
+        if let conversation, !context.options.json { print("conversation \(conversation)") }
+        return ExitCode.ok
+    }
+
+    /// One line of standard input without its newline; nil at the end of input.
+    static func readInputLine() -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(0, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            if byte == 10 { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+/// Chat and payments through the real binaries: appctl chat, the quota's exit code, an admin
+/// grant, and Ctrl-C cancelling a streaming reply.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ChatAndPaymentsEndToEndTests {
+    /// A daemon with a signed-in, onboarded user; appctl keeps its session in the daemon's directory.
+    func signedIn(_ extra: [String]) async throws -> (Daemon, ([String], String?) async throws -> Outcome) {
+        let daemon = try await Daemon.start(extra)
+        let config = daemon.directory + "/config"
+        let ctl = { (args: [String], stdin: String?) async throws -> Outcome in
+            try await run(Binaries.appctl, ["--socket", daemon.socket] + args, stdin: stdin, environment: ["XDG_CONFIG_HOME": config])
+        }
+        #expect(try await ctl(["signup", "ada@example.com", "--password-stdin"], "a password\n").status == 0)
+        #expect(try await ctl(["onboard"], nil).status == 0)
+        return (daemon, ctl)
+    }
+
+    @Test func chatSendsRepliesAndTheFreeQuotaEndsWithExitCode68UntilProIsGranted() async throws {
+        let (daemon, ctl) = try await signedIn(["--chat-echo-delay-ms", "1", "--payments-meters", "chat.messages=2/day/pro"])
+        let first = try await ctl(["chat", "send", "hello", "world"], nil)
+        #expect(first.status == 0 && first.stdout == "Echo: hello world\n", "\(first)")
+        let piped = try await ctl(["chat"], "one\n\n/quit\nnever sent\n")
+        #expect(piped.status == 0 && piped.stdout.hasPrefix("Echo: one\nconversation c_"), "\(piped)")
+        let refused = try await ctl(["chat", "send", "three"], nil)
+        #expect(refused.status == 68 && refused.stderr.contains("PaymentRequired"), "\(refused)")
+        let status = try await ctl(["payments", "status"], nil)
+        #expect(status.stdout.contains("chat.messages: 2 of 2 used"))
+        let grant = try await ctl(["payments", "grant", "ada@example.com", "pro", "--reason", "e2e"], nil)
+        #expect(grant.status == 0 && grant.stdout.contains("pro: active from admin"), "\(grant)")
+        #expect(try await ctl(["chat", "send", "three"], nil).status == 0)
+        let json = try await ctl(["--json", "chat", "send", "a", "b"], nil)
+        let lines = json.stdout.split(separator: "\n")
+        #expect(lines.count == 5)  // the id, three deltas, the stored message
+        #expect(lines.last?.contains(#""status":"complete""#) == true)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func ctrlCCancelsTheReplyAndTheCancelledMessageIsStored() async throws {
+        let (daemon, ctl) = try await signedIn(["--chat-echo-delay-ms", "150"])
+        let config = daemon.directory + "/config"
+        let conversation = try await ctl(["--json", "chat", "create-conversation"], nil)
+        let id = try #require(conversation.stdout.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first.map(String.init))
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.appctl)
+        process.arguments = ["--socket", daemon.socket, "chat", "send", "--conversation", id] + (1...30).map { "word\($0)" }
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_CONFIG_HOME"] = config
+        process.environment = env
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait for the reply to start streaming, then press Ctrl-C.
+        var seen = Data()
+        let reader = out.fileHandleForReading
+        let deadline = Date().addingTimeInterval(10)
+        while !String(decoding: seen, as: UTF8.self).contains("word2"), Date() < deadline {
+            seen += reader.availableData
+        }
+        kill(process.processIdentifier, SIGINT)
+        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        seen += reader.readDataToEndOfFile()
+        let output = String(decoding: seen, as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.hasSuffix("[cancelled]\n") && !output.contains("word30"), "\(output)")
+        let history = try await ctl(["chat", "history", id], nil)
+        #expect(history.stdout.contains("assistant (cancelled): Echo: word1"), "\(history)")
+        #expect(await daemon.stop() == 0)
+    }
+}

@@ -75,13 +75,14 @@ import Testing
         #expect(human.stdout.contains("connections:"))
 
         let info = try await daemon.ctl(["info"])
-        #expect(info.stdout.contains("interfaces: io.appd.Auth, io.appd.Bus, io.appd.Daemon, io.appd.Todos, org.varlink.service"))
+        #expect(info.stdout.contains("interfaces: io.appd.Auth, io.appd.Bus, io.appd.Chat, io.appd.Daemon, io.appd.Payments, io.appd.Todos, org.varlink.service"))
 
         let plugins = try await daemon.ctl(["plugins"])
         #expect(plugins.status == 0)
-        #expect(plugins.stdout.hasPrefix("NAME   VERSION  STATE    RESTARTS"))
-        #expect(plugins.stdout.contains("auth   0.1.0    running  0"))
-        #expect(plugins.stdout.contains("todos  0.1.0    running  0"))
+        #expect(plugins.stdout.hasPrefix("NAME      VERSION  STATE    RESTARTS"))
+        for name in ["auth    ", "todos   ", "payments", "chat    "] {
+            #expect(plugins.stdout.contains("\(name)  0.1.0    running  0"), "\(plugins.stdout)")
+        }
 
         let idl = try await daemon.ctl(["introspect", "daemon"])
         #expect(idl.stdout.contains("interface io.appd.Daemon"))

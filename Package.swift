@@ -44,10 +44,12 @@ let package = Package(
         .target(
             name: "Chat", dependencies: ["Bus", "CNet", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
             swiftSettings: strict),
+        // Rating prompts from bus signals (io.appd.Rating).
+        .target(name: "Rating", dependencies: ["Bus", "Storage", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
         .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
-        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments", "Chat"], path: "Sources/appd", swiftSettings: strict),
+        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments", "Chat", "Rating"], path: "Sources/appd", swiftSettings: strict),
         .executableTarget(
             name: "appctl", dependencies: ["Bus"], path: "Sources/appctl", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
@@ -63,6 +65,9 @@ let package = Package(
         .testTarget(
             name: "ChatTests", dependencies: ["Chat", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
             swiftSettings: strict),
+        .testTarget(
+            name: "RatingTests", dependencies: ["Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
+            path: "Tests/RatingTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).

@@ -9,7 +9,7 @@ enum Appctl {
     static let builtins: [Builtin] = [
         DaemonCommands.ping, DaemonCommands.status, DaemonCommands.plugins, DaemonCommands.info, DaemonCommands.introspect,
         DaemonCommands.shutdown, AuthCommands.signup, AuthCommands.login, AuthCommands.logout, AuthCommands.whoami,
-        AuthCommands.onboard, TodosCommand.command, PaymentsCommand.command, ChatCommand.command, CallCommand.command, EventsCommand.command, BenchCommand.command,
+        AuthCommands.onboard, TodosCommand.command, PaymentsCommand.command, ChatCommand.command, RatingCommand.command, CallCommand.command, EventsCommand.command, BenchCommand.command,
         CompletionCommand.command,
     ]
 

@@ -5,6 +5,7 @@ import Auth
 import Bus
 import Chat
 import Payments
+import Rating
 import Todos
 import PluginKit
 import Storage
@@ -153,5 +154,6 @@ func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
     } catch {
         logger.error("the chat plugin could not be set up; fix chatBaseURL", metadata: ["error": "\(error)"])
     }
+    plugins.append(RatingPlugin(rules: config.rating))
     return plugins
 }

@@ -75,12 +75,12 @@ import Testing
         #expect(human.stdout.contains("connections:"))
 
         let info = try await daemon.ctl(["info"])
-        #expect(info.stdout.contains("interfaces: io.appd.Auth, io.appd.Bus, io.appd.Chat, io.appd.Daemon, io.appd.Payments, io.appd.Todos, org.varlink.service"))
+        #expect(info.stdout.contains("interfaces: io.appd.Auth, io.appd.Bus, io.appd.Chat, io.appd.Daemon, io.appd.Payments, io.appd.Rating, io.appd.Todos, org.varlink.service"))
 
         let plugins = try await daemon.ctl(["plugins"])
         #expect(plugins.status == 0)
         #expect(plugins.stdout.hasPrefix("NAME      VERSION  STATE    RESTARTS"))
-        for name in ["auth    ", "todos   ", "payments", "chat    "] {
+        for name in ["auth    ", "todos   ", "payments", "chat    ", "rating  "] {
             #expect(plugins.stdout.contains("\(name)  0.1.0    running  0"), "\(plugins.stdout)")
         }
 

@@ -1,6 +1,7 @@
 import Bus
 import Chat
 import Payments
+import Rating
 
 /// appd's effective configuration: built-in defaults < config file < `APPD_*` environment <
 /// command-line flags. With nothing given, appd works as is.
@@ -30,6 +31,8 @@ struct AppdConfig: Sendable {
     var chatEchoDelay: Duration = .milliseconds(20)
     var chatTimeouts = HTTPTimeouts()
     var chatCAFile: String?
+    /// When rating asks for a rating.
+    var rating = RatingRules()
 
     /// The chat plugin's options with the chosen provider.
     var chatOptions: ChatPlugin.Options {
@@ -88,6 +91,12 @@ struct AppdConfig: Sendable {
             "chatIdleTimeoutSeconds": seconds(chatTimeouts.idle),
             "chatTotalTimeoutSeconds": seconds(chatTimeouts.total),
             "chatCaFile": chatCAFile.map(JSONValue.string) ?? .null,
+            "ratingMinPositiveSignals": .int(Int64(rating.minPositiveSignals)),
+            "ratingMinDaysSinceFirstSeen": .int(Int64(rating.minDaysSinceFirstSeen)),
+            "ratingMinSessions": .int(Int64(rating.minSessions)),
+            "ratingNegativeCooldownHours": .int(Int64(rating.negativeCooldownHours)),
+            "ratingMinDaysBetweenPrompts": .int(Int64(rating.minDaysBetweenPrompts)),
+            "ratingMaxPromptsPerYear": .int(Int64(rating.maxPromptsPerYear)),
         ]
     }
 }

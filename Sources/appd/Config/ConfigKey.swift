@@ -138,6 +138,12 @@ struct ConfigKey: Sendable {
         seconds("chatFirstByteTimeoutSeconds", "--chat-first-byte-timeout", "Waiting for the first byte of a reply (default: 60).") { $0.chatTimeouts.firstByte = $1 },
         seconds("chatIdleTimeoutSeconds", "--chat-idle-timeout", "Silence between chunks of a reply (default: 60).") { $0.chatTimeouts.idle = $1 },
         seconds("chatTotalTimeoutSeconds", "--chat-total-timeout", "A whole reply (default: 600).") { $0.chatTimeouts.total = $1 },
+        integer("ratingMinPositiveSignals", "--rating-min-positive-signals", "Rating: positive signals needed since the last prompt (default: 3).") { $0.rating.minPositiveSignals = $1 },
+        integer("ratingMinDaysSinceFirstSeen", "--rating-min-days-since-first-seen", "Rating: days since the user was first seen (default: 3).") { $0.rating.minDaysSinceFirstSeen = $1 },
+        integer("ratingMinSessions", "--rating-min-sessions", "Rating: sign-ins needed (default: 3).") { $0.rating.minSessions = $1 },
+        integer("ratingNegativeCooldownHours", "--rating-negative-cooldown-hours", "Rating: hours after a negative signal with no prompt (default: 24).") { $0.rating.negativeCooldownHours = $1 },
+        integer("ratingMinDaysBetweenPrompts", "--rating-min-days-between-prompts", "Rating: days between prompts (default: 90).") { $0.rating.minDaysBetweenPrompts = $1 },
+        integer("ratingMaxPromptsPerYear", "--rating-max-prompts-per-year", "Rating: prompts in any 365 days (default: 3).") { $0.rating.maxPromptsPerYear = $1 },
         text("chatCaFile", "--chat-ca-file", "Trusted CA certificates (PEM) for the endpoint instead of the system store.") { $0.chatCAFile = $1 },
     ]
 

@@ -1,0 +1,80 @@
+import Bus
+import PluginKit
+import Storage
+
+/// Rating prompts from bus signals (`io.appd.Rating`): a durable consumer of other plugins'
+/// events, the rules, and erasure of a deleted account's rating state.
+public struct RatingPlugin: Plugin {
+    public let manifest = PluginManifest(
+        name: "rating", version: "0.1.0", dependencies: ["auth"], interface: RatingInterface.idl, publishes: ["rating.promptSuggested"],
+        consumes: RatingSignal.topics + ["auth.accountDeleted"],
+        configKeys: ["ratingMinPositiveSignals", "ratingMinDaysSinceFirstSeen", "ratingMinSessions", "ratingNegativeCooldownHours",
+                     "ratingMinDaysBetweenPrompts", "ratingMaxPromptsPerYear"])
+    public var migrations: [Migration] { RatingRepository.migrations }
+
+    let rules: RatingRules
+    let clock: @Sendable () -> WallTime
+
+    public init(rules: RatingRules = RatingRules(), clock: @escaping @Sendable () -> WallTime = { .now() }) {
+        self.rules = rules
+        self.clock = clock
+    }
+
+    public func start(_ context: PluginContext) async throws {
+        let repository = RatingRepository(database: context.database)
+        let rules = self.rules, clock = self.clock
+        try context.bus.register(RatingInterface.Decide.self) { c, e in
+            let decision = try await repository.decide(user: try user(e), appVersion: try Self.version(c.appVersion), rules: rules, now: clock().nanosecondsSinceEpoch)
+            return .init(action: decision.action.rawValue, reason: decision.reason)
+        }
+        try context.bus.register(RatingInterface.RecordOutcome.self) { c, e in
+            guard ["shown", "dismissed", "rated", "feedbackSent"].contains(c.outcome) else {
+                throw RatingError(field: "outcome", reason: "is shown, dismissed, rated or feedbackSent")
+            }
+            try await repository.record(user: try user(e), appVersion: try Self.version(c.appVersion), outcome: c.outcome, now: clock().nanosecondsSinceEpoch)
+            return Empty()
+        }
+        try context.bus.register(RatingInterface.Status.self) { _, e in
+            let (state, promptsLastYear) = try await repository.status(user: try user(e), now: clock().nanosecondsSinceEpoch)
+            func time(_ t: Int64?) -> String? { t.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
+            return .init(
+                score: state?.sentiment ?? 0, positiveSignals: state?.positives ?? 0, negativeSignals: state?.negatives ?? 0,
+                positiveSinceLastPrompt: state?.positivesSincePrompt ?? 0, sessions: state?.sessions ?? 0, firstSeen: time(state?.firstSeen),
+                lastNegative: time(state?.lastNegativeAt), lastPrompt: time(state?.lastPromptAt), promptsLastYear: promptsLastYear)
+        }
+    }
+
+    static func version(_ raw: String) throws(RatingError) -> String {
+        let version = raw.trimmingWhitespace()
+        guard !version.isEmpty, version.count <= 64 else { throw RatingError(field: "appVersion", reason: "needs 1 to 64 characters, e.g. 2.4.1") }
+        return version
+    }
+
+    public func services(_ context: PluginContext) -> [any Service] {
+        let repository = RatingRepository(database: context.database)
+        let rules = self.rules, clock = self.clock
+        guard let signals = try? TopicFilter(anyOf: RatingSignal.topics), let deleted = try? TopicFilter("auth.accountDeleted") else { return [] }
+        return [
+            // Signals are timed when rating applies them (at once while it runs; on catch-up after downtime).
+            DurableConsumer(name: "rating.signals", filter: signals, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
+                guard let payload = try? event.json(), let user = payload["userId"]?.stringValue, let sequence = event.sequence,
+                    let signal = RatingSignal.from(topic: event.topic, payload: payload)
+                else { return }
+                try await repository.apply(signal, user: user, sequence: sequence, rules: rules, now: clock().nanosecondsSinceEpoch)
+            },
+            DurableConsumer(name: "rating.accountDeleted", filter: deleted, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
+                guard let user = (try? event.json())?["userId"]?.stringValue else { return }
+                try await repository.erase(user)
+            },
+        ]
+    }
+
+    public func stop(_ context: PluginContext) async {
+        context.bus.unregister(interface: "io.appd.Rating")
+    }
+}
+
+private func user(_ envelope: Envelope) throws -> String {
+    guard let principal = envelope.caller.principal else { throw RatingError(field: "session", reason: "sign in first") }
+    return principal.userID
+}

@@ -1,0 +1,171 @@
+import Bus
+import Storage
+
+/// The rating tables: per-user state and the prompt history. Signals are applied in one
+/// transaction each, skipping events already applied (the per-user sequence), so redelivery
+/// never double-counts.
+struct RatingRepository: Sendable {
+    let database: any Database
+
+    static let migrations = [
+        Migration(plugin: "rating", version: 1, sql: """
+            CREATE TABLE rating_users (
+              user_id TEXT PRIMARY KEY,
+              first_seen INTEGER NOT NULL,
+              sessions INTEGER NOT NULL DEFAULT 0,
+              positives INTEGER NOT NULL DEFAULT 0,
+              negatives INTEGER NOT NULL DEFAULT 0,
+              positives_since_prompt INTEGER NOT NULL DEFAULT 0,
+              last_negative_at INTEGER,
+              last_prompt_at INTEGER,
+              sentiment REAL NOT NULL DEFAULT 0,
+              sentiment_samples INTEGER NOT NULL DEFAULT 0,
+              suggested INTEGER NOT NULL DEFAULT 0,
+              last_seq INTEGER NOT NULL DEFAULT 0
+            );
+            CREATE TABLE rating_prompts (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              user_id TEXT NOT NULL,
+              app_version TEXT NOT NULL,
+              outcome TEXT NOT NULL,
+              at INTEGER NOT NULL,
+              UNIQUE (user_id, app_version, outcome)
+            );
+            """),
+    ]
+
+    static let promptOutcomes = "('shown', 'dismissed', 'rated')"
+
+    static func load(_ tx: any Transaction, _ user: String) throws -> RatingState? {
+        guard let row = try tx.query("SELECT * FROM rating_users WHERE user_id = ?", [.text(user)]).first, let first = row.integer("first_seen") else {
+            return nil
+        }
+        return RatingState(
+            firstSeen: first, sessions: Int(row.integer("sessions") ?? 0), positives: Int(row.integer("positives") ?? 0),
+            negatives: Int(row.integer("negatives") ?? 0), positivesSincePrompt: Int(row.integer("positives_since_prompt") ?? 0),
+            lastNegativeAt: row.integer("last_negative_at"), lastPromptAt: row.integer("last_prompt_at"), sentiment: row.real("sentiment") ?? 0,
+            sentimentSamples: Int(row.integer("sentiment_samples") ?? 0), suggested: row.integer("suggested") == 1,
+            lastSequence: row.integer("last_seq") ?? 0)
+    }
+
+    static func save(_ tx: any Transaction, _ user: String, _ s: RatingState) throws {
+        try tx.execute(
+            """
+            INSERT OR REPLACE INTO rating_users (user_id, first_seen, sessions, positives, negatives, positives_since_prompt, last_negative_at,
+              last_prompt_at, sentiment, sentiment_samples, suggested, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(user), .integer(s.firstSeen), .integer(Int64(s.sessions)), .integer(Int64(s.positives)), .integer(Int64(s.negatives)),
+                .integer(Int64(s.positivesSincePrompt)), s.lastNegativeAt.map { .integer($0) } ?? .null, s.lastPromptAt.map { .integer($0) } ?? .null,
+                .real(s.sentiment), .integer(Int64(s.sentimentSamples)), .integer(s.suggested ? 1 : 0), .integer(s.lastSequence),
+            ])
+    }
+
+    static func promptHistory(_ tx: any Transaction, _ user: String, version: String?, now: Int64) throws -> (forVersion: Bool, lastYear: Int) {
+        let year = now - 365 * RatingRules.day
+        let lastYear = try tx.query(
+            "SELECT COUNT(DISTINCT app_version) AS n FROM rating_prompts WHERE user_id = ? AND outcome IN \(promptOutcomes) AND at > ?",
+            [.text(user), .integer(year)]
+        ).first?.integer("n") ?? 0
+        var forVersion = false
+        if let version {
+            forVersion = try !tx.query(
+                "SELECT 1 FROM rating_prompts WHERE user_id = ? AND app_version = ? AND outcome IN \(promptOutcomes) LIMIT 1", [.text(user), .text(version)]
+            ).isEmpty
+        }
+        return (forVersion, Int(lastYear))
+    }
+
+    /// Applies one signal; publishes `rating.promptSuggested` when the user's decision turns to prompt.
+    func apply(_ signal: RatingSignal, user: String, sequence: Int64, rules: RatingRules, now: Int64) async throws {
+        try await database.write { tx in
+            var state = try Self.load(tx, user) ?? RatingState(firstSeen: now)
+            guard sequence > state.lastSequence else { return }  // already applied
+            state.lastSequence = sequence
+            switch signal {
+            case .positive:
+                state.positives += 1
+                state.positivesSincePrompt += 1
+            case .negative:
+                state.negatives += 1
+                state.lastNegativeAt = now
+            case .session:
+                state.sessions += 1
+            case .message(let score):
+                // An exponential average of recent messages: the newest weighs a third.
+                state.sentiment = state.sentimentSamples == 0 ? score : state.sentiment * 2 / 3 + score / 3
+                state.sentimentSamples += 1
+            case .seen:
+                break
+            }
+            let history = try Self.promptHistory(tx, user, version: nil, now: now)
+            let decision = rules.decide(state, appVersion: nil, promptedForVersion: false, promptsInLastYear: history.lastYear, now: now)
+            if decision.action == .prompt && !state.suggested {
+                state.suggested = true
+                try tx.append(topic: "rating.promptSuggested", payload: ["userId": .string(user)], causedBy: nil)
+            }
+            try Self.save(tx, user, state)
+        }
+    }
+
+    func decide(user: String, appVersion: String, rules: RatingRules, now: Int64) async throws -> RatingDecision {
+        try await database.read { tx in
+            let state = try Self.load(tx, user)
+            let history = try Self.promptHistory(tx, user, version: appVersion, now: now)
+            return rules.decide(state, appVersion: appVersion, promptedForVersion: history.forVersion, promptsInLastYear: history.lastYear, now: now)
+        }
+    }
+
+    /// Records what happened to a prompt. The first of shown/dismissed/rated for a version is
+    /// the prompt itself: it starts the counts over.
+    func record(user: String, appVersion: String, outcome: String, now: Int64) async throws {
+        try await database.write { tx in
+            let before = try Self.promptHistory(tx, user, version: appVersion, now: now)
+            try tx.execute(
+                "INSERT OR IGNORE INTO rating_prompts (user_id, app_version, outcome, at) VALUES (?, ?, ?, ?)",
+                [.text(user), .text(appVersion), .text(outcome), .integer(now)])
+            guard outcome != "feedbackSent", !before.forVersion else { return }
+            var state = try Self.load(tx, user) ?? RatingState(firstSeen: now)
+            state.lastPromptAt = now
+            state.positivesSincePrompt = 0
+            state.suggested = false
+            try Self.save(tx, user, state)
+        }
+    }
+
+    func status(user: String, now: Int64) async throws -> (RatingState?, Int) {
+        try await database.read { tx in (try Self.load(tx, user), try Self.promptHistory(tx, user, version: nil, now: now).lastYear) }
+    }
+
+    func erase(_ user: String) async throws {
+        try await database.write { tx in
+            try tx.execute("DELETE FROM rating_users WHERE user_id = ?", [.text(user)])
+            try tx.execute("DELETE FROM rating_prompts WHERE user_id = ?", [.text(user)])
+        }
+    }
+}
+
+/// What one event means to rating.
+enum RatingSignal: Sendable, Equatable {
+    case positive, negative, session, seen
+    case message(score: Double)
+
+    /// The signal an event carries, if any.
+    static func from(topic: String, payload: JSONValue) -> RatingSignal? {
+        switch topic {
+        case "todos.completed": .positive
+        case "chat.feedbackGiven": payload["rating"]?.stringValue == "up" ? .positive : payload["rating"]?.stringValue == "down" ? .negative : nil
+        case "payments.entitlementChanged": payload["change"]?.stringValue == "granted" ? .positive : nil
+        case "chat.replyFailed", "payments.purchaseFailed": .negative
+        case "auth.signedIn": .session
+        case "auth.userSignedUp": .seen
+        case "chat.messageSent": .message(score: SentimentScorer.score(payload["text"]?.stringValue ?? ""))
+        default: nil
+        }
+    }
+
+    static let topics = [
+        "todos.completed", "chat.feedbackGiven", "payments.entitlementChanged", "chat.replyFailed", "payments.purchaseFailed", "auth.signedIn",
+        "auth.userSignedUp", "chat.messageSent",
+    ]
+}

@@ -1,0 +1,277 @@
+import Bus
+import Crypto
+import Glibc
+import PluginKit
+import Storage
+import Synchronization
+import Testing
+@testable import Auth
+@testable import Chat
+@testable import Payments
+@testable import Rating
+@testable import Todos
+
+final class TestClock: Sendable {
+    private let value = Mutex(WallTime(nanosecondsSinceEpoch: 1_800_000_000_000_000_000))
+    var now: WallTime { value.withLock { $0 } }
+    func advance(hours: Int64) { value.withLock { $0.nanosecondsSinceEpoch += hours * 3_600_000_000_000 } }
+}
+
+@Suite struct SentimentTests {
+    @Test(arguments: [
+        ("This is great, thanks!", 1), ("I love it", 1), ("not bad at all", 1), ("really helpful", 1),
+        ("This is terrible", -1), ("not good", -1), ("I don't like this", -1), ("it isn't helpful", -1), ("never works", -1),
+        ("the answer was wrong and useless", -1), ("what time is it", 0), ("", 0), ("Not   GOOD!!!", -1), ("no problem", 1),
+    ])
+    func sentenceSign(_ text: String, _ sign: Int) {
+        let score = SentimentScorer.score(text)
+        #expect(score >= -1 && score <= 1)
+        switch sign {
+        case 1: #expect(score > 0, "\(text): \(score)")
+        case -1: #expect(score < 0, "\(text): \(score)")
+        default: #expect(score == 0, "\(text): \(score)")
+        }
+    }
+
+    @Test func intensifiersAndRepetitionStrengthenButStayBounded() {
+        #expect(SentimentScorer.score("very good") > SentimentScorer.score("good"))
+        #expect(SentimentScorer.score(String(repeating: "great ", count: 200)) < 1)
+        #expect(SentimentScorer.score("terrible awful horrible") < SentimentScorer.score("bad"))
+    }
+}
+
+@Suite struct RulesTests {
+    let rules = RatingRules()
+    let day = RatingRules.day
+    let now: Int64 = 1_800_000_000_000_000_000
+
+    /// A state that passes every rule at `now`.
+    var passing: RatingState {
+        RatingState(firstSeen: now - 3 * day, sessions: 3, positives: 3, positivesSincePrompt: 3)
+    }
+
+    func reason(_ state: RatingState, version: Bool = false, lastYear: Int = 0) -> String {
+        String(rules.decide(state, appVersion: "1.0", promptedForVersion: version, promptsInLastYear: lastYear, now: now).reason.prefix { $0 != ":" })
+    }
+
+    @Test func allRulesPassedPrompts() {
+        #expect(rules.decide(passing, appVersion: "1.0", promptedForVersion: false, promptsInLastYear: 0, now: now).action == .prompt)
+        #expect(rules.decide(nil, appVersion: "1.0", promptedForVersion: false, promptsInLastYear: 0, now: now).action == .none)
+    }
+
+    @Test func eachRuleAtItsBoundary() {
+        var s = passing
+        s.positivesSincePrompt = 2
+        #expect(reason(s) == "positiveSignals")
+        s = passing
+        s.firstSeen = now - 3 * day + 1
+        #expect(reason(s) == "daysSinceFirstSeen")
+        s = passing
+        s.sessions = 2
+        #expect(reason(s) == "sessions")
+        s = passing
+        s.lastNegativeAt = now - 24 * 3_600_000_000_000 + 1
+        #expect(reason(s) == "recentNegative")
+        s.lastNegativeAt = now - 24 * 3_600_000_000_000
+        #expect(reason(s) == "allRulesPassed")
+        #expect(reason(passing, version: true) == "alreadyPromptedForVersion")
+        s = passing
+        s.lastPromptAt = now - 90 * day + 1
+        #expect(reason(s) == "daysSinceLastPrompt")
+        s.lastPromptAt = now - 90 * day
+        #expect(reason(s) == "allRulesPassed")
+        #expect(reason(passing, lastYear: 3) == "promptsPerYear")
+        #expect(reason(passing, lastYear: 2) == "allRulesPassed")
+    }
+
+    @Test func negativeSentimentAsksForFeedback() {
+        var s = passing
+        s.sentiment = -0.21
+        s.sentimentSamples = 2
+        let decision = rules.decide(s, appVersion: "1.0", promptedForVersion: false, promptsInLastYear: 0, now: now)
+        #expect(decision.action == .feedback && decision.reason.hasPrefix("negativeSentiment"))
+        s.sentiment = -0.19
+        #expect(rules.decide(s, appVersion: "1.0", promptedForVersion: false, promptsInLastYear: 0, now: now).action == .prompt)
+    }
+}
+
+/// Auth, todos, payments, chat and rating wired as appd wires them, sharing one injected clock.
+struct Harness {
+    let bus: EventBus
+    let database: SQLiteDatabase
+    let context: PluginContext
+    let rating: RatingPlugin
+    let clock: TestClock
+
+    static func make(clock: TestClock = TestClock(), startRating: Bool = true) async throws -> Harness {
+        var template = Array("/tmp/appd-rating-XXXXXX".utf8CString)
+        let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
+        var authOptions = AuthService.Options()
+        authOptions.scrypt = Scrypt.Parameters(logN: 10, r: 8, p: 1)
+        authOptions.accessTokenLifetime = .seconds(400 * 86_400)
+        let now: @Sendable () -> WallTime = { clock.now }
+        let auth = try AuthPlugin(options: authOptions, clock: now)
+        let todos = TodosPlugin(clock: now)
+        let payments = PaymentsPlugin(clock: now)
+        let chat = try ChatPlugin(provider: EchoProvider(delay: .zero), clock: now)
+        let rating = RatingPlugin(clock: now)
+        let plugins: [any Plugin] = [auth, todos, payments, chat, rating]
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        try await Migrator.migrate(database, plugins.flatMap(\.migrations))
+        let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + plugins.flatMap { $0.gates(database: database) }))
+        database.attach(bus: bus)
+        let context = PluginContext(
+            bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler()))
+        for plugin in plugins { try await plugin.start(context) }
+        return Harness(bus: bus, database: database, context: context, rating: rating, clock: clock)
+    }
+
+    /// Runs rating's durable consumers until `body` is done.
+    func withRatingRunning<T>(_ body: () async throws -> T) async throws -> T {
+        let services = rating.services(context)
+        let tasks = services.map { service in Task { try await service.run() } }
+        defer { for task in tasks { task.cancel() } }
+        return try await body()
+    }
+
+    func signIn(_ email: String) async throws -> Caller {
+        let session = try await bus.send(AuthInterface.SignIn(email: email, password: "password for \(email)")).session
+        let caller = Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
+        _ = try await bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        return caller
+    }
+
+    func signUp(_ email: String) async throws -> Caller {
+        _ = try await bus.send(AuthInterface.SignUp(email: email, password: "password for \(email)", displayName: nil))
+        let caller = try await signIn(email)
+        _ = try await bus.send(AuthInterface.CompleteOnboarding(), as: caller)
+        return caller
+    }
+
+    func status(_ caller: Caller) async throws -> RatingInterface.Status.Reply {
+        try await bus.send(RatingInterface.Status(), as: caller)
+    }
+
+    /// Waits until rating has applied everything in the log.
+    func settle(_ caller: Caller, until done: (RatingInterface.Status.Reply) -> Bool) async throws -> RatingInterface.Status.Reply {
+        var status = try await status(caller)
+        for _ in 0..<300 where !done(status) {
+            try await Task.sleep(for: .milliseconds(10))
+            status = try await self.status(caller)
+        }
+        return status
+    }
+
+    func decide(_ caller: Caller, _ version: String = "1.0") async throws -> RatingInterface.Decide.Reply {
+        try await bus.send(RatingInterface.Decide(appVersion: version), as: caller)
+    }
+
+    func completeTodo(_ caller: Caller, _ title: String) async throws {
+        let todo = try await bus.send(TodosInterface.Add(title: title, notes: nil, dueAt: nil), as: caller).todo
+        _ = try await bus.send(TodosInterface.Complete(id: todo.id), as: caller)
+    }
+}
+
+@Suite struct RatingPluginTests {
+    @Test func aUserWhoLikesTheAppOverSeveralDaysGetsPromptedThenNotAgain() async throws {
+        let h = try await Harness.make()
+        let suggested = try h.bus.subscribe("rating.promptSuggested")
+        try await h.withRatingRunning {
+            var ada = try await h.signUp("ada@example.com")  // session 1
+            try await h.completeTodo(ada, "first")
+            #expect(try await h.decide(ada).reason.hasPrefix("positiveSignals"))
+            h.clock.advance(hours: 30)
+            ada = try await h.signIn("ada@example.com")  // session 2
+            try await h.completeTodo(ada, "second")
+            let conversation = try await h.bus.send(ChatInterface.CreateConversation(title: nil), as: ada).conversation
+            let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "this is really helpful, thanks"), as: ada)
+            var reply: ChatMessage?
+            for try await part in stream { if let m = part.message { reply = m } }
+            _ = try await h.bus.send(ChatInterface.Feedback(messageId: try #require(reply).id, rating: "up"), as: ada)
+            _ = try await h.settle(ada) { $0.positiveSignals == 3 }
+            #expect(try await h.decide(ada).reason.hasPrefix("daysSinceFirstSeen"))
+            h.clock.advance(hours: 48)
+            ada = try await h.signIn("ada@example.com")  // session 3, day 3
+            let status = try await h.settle(ada) { $0.sessions == 3 }
+            #expect(status.positiveSignals == 3 && status.score > 0)
+            #expect(try await h.decide(ada) == .init(action: "prompt", reason: "allRulesPassed"))
+            var iterator = suggested.makeAsyncIterator()
+            #expect((try await iterator.next()?.json())?["userId"] != nil)
+
+            _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1.0", outcome: "shown"), as: ada)
+            _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1.0", outcome: "rated"), as: ada)
+            #expect(try await h.decide(ada).action == "none")
+            #expect(try await h.decide(ada, "1.1").reason.hasPrefix("positiveSignals"))
+            #expect(try await h.status(ada).promptsLastYear == 1)
+        }
+        await h.database.close()
+    }
+
+    @Test func aRecentNegativeSignalOrNegativeMessagesHoldThePromptBack() async throws {
+        let h = try await Harness.make()
+        try await h.withRatingRunning {
+            var ada = try await h.signUp("ada@example.com")
+            for i in 0..<3 { try await h.completeTodo(ada, "t\(i)") }
+            h.clock.advance(hours: 72)
+            ada = try await h.signIn("ada@example.com")
+            ada = try await h.signIn("ada@example.com")
+            _ = try await h.settle(ada) { $0.sessions == 3 && $0.positiveSignals == 3 }
+            #expect(try await h.decide(ada).action == "prompt")
+            // Two unhappy messages: ask for feedback instead.
+            let conversation = try await h.bus.send(ChatInterface.CreateConversation(title: nil), as: ada).conversation
+            for text in ["this is terrible and useless", "not good, the answer was wrong"] {
+                let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: text), as: ada)
+                for try await _ in stream {}
+            }
+            let status = try await h.settle(ada) { $0.score < -0.2 }
+            #expect(status.score < -0.2)
+            #expect(try await h.decide(ada).action == "feedback")
+            // A thumbs-down is a negative signal: nothing for 24 hours.
+            let history = try await h.bus.send(ChatInterface.History(conversationId: conversation.id, cursor: nil, limit: 10), as: ada).messages
+            _ = try await h.bus.send(ChatInterface.Feedback(messageId: try #require(history.last).id, rating: "down"), as: ada)
+            _ = try await h.settle(ada) { $0.negativeSignals == 1 }
+            #expect(try await h.decide(ada).reason.hasPrefix("recentNegative"))
+        }
+        await h.database.close()
+    }
+
+    @Test func eventsFromWhileRatingWasStoppedAreAppliedOnStartAndNeverTwice() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.signUp("ada@example.com")
+        for i in 0..<2 { try await h.completeTodo(ada, "while stopped \(i)") }
+        // Not running yet: nothing applied.
+        #expect(try await h.status(ada).positiveSignals == 0)
+        try await h.withRatingRunning {
+            let status = try await h.settle(ada) { $0.positiveSignals == 2 }
+            #expect(status.positiveSignals == 2 && status.sessions == 1)
+        }
+        // Forget the consumer's position: everything is delivered again, and skipped.
+        _ = try await h.database.write { try $0.execute("DELETE FROM appd_consumers WHERE name = 'rating.signals'") }
+        try await h.withRatingRunning {
+            try await h.completeTodo(ada, "after")
+            let status = try await h.settle(ada) { $0.positiveSignals >= 3 }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(try await h.status(ada).positiveSignals == 3 && status.sessions == 1)
+        }
+        await h.database.close()
+    }
+
+    @Test func validationAndErasure() async throws {
+        let h = try await Harness.make()
+        try await h.withRatingRunning {
+            let ada = try await h.signUp("ada@example.com")
+            await #expect(throws: RatingError.self) { _ = try await h.decide(ada, " ") }
+            await #expect(throws: RatingError.self) { _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1", outcome: "loved"), as: ada) }
+            _ = try await h.settle(ada) { $0.sessions == 1 }
+            _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1", outcome: "shown"), as: ada)
+            _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
+            var left = -1
+            for _ in 0..<300 where left != 0 {
+                try await Task.sleep(for: .milliseconds(10))
+                left = Int(try await h.database.read { try $0.query("SELECT (SELECT COUNT(*) FROM rating_users) + (SELECT COUNT(*) FROM rating_prompts) AS n").first?.integer("n") } ?? -1)
+            }
+            #expect(left == 0)
+        }
+        await h.database.close()
+    }
+}

@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .executable(name: "appd", targets: ["appd"]),
         .executable(name: "appctl", targets: ["appctl"]),
+        .executable(name: "appd-plugin-greeter", targets: ["appd-plugin-greeter"]),
         .library(name: "Bus", targets: ["Bus"]),
     ],
     targets: [
@@ -46,8 +47,10 @@ let package = Package(
             swiftSettings: strict),
         // Rating prompts from bus signals (io.appd.Rating).
         .target(name: "Rating", dependencies: ["Bus", "Storage", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
+        // An example external plugin in Swift (contrib/plugins/greeter), also used by the tests.
+        .executableTarget(name: "appd-plugin-greeter", dependencies: ["Bus"], path: "Sources/Plugins/Greeter", swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
-        .target(name: "PluginKit", dependencies: ["Bus", "Storage"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
+        .target(name: "PluginKit", dependencies: ["Bus", "CSystem", "Storage", "Crypto"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
         .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments", "Chat", "Rating"], path: "Sources/appd", swiftSettings: strict),
         .executableTarget(

@@ -30,7 +30,7 @@ enum ExitCode {
             "org.varlink.service.MethodNotImplemented":
             notFound
         case "org.varlink.service.PermissionDenied": permissionDenied
-        case "io.appd.Bus.DeadlineExceeded", "io.appd.Auth.TooManyAttempts", "io.appd.Auth.Busy": tryAgain
+        case "io.appd.Bus.DeadlineExceeded", "io.appd.Auth.TooManyAttempts", "io.appd.Auth.Busy", "io.appd.Daemon.PluginUnavailable": tryAgain
         case "io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired": notSignedIn
         case "io.appd.Payments.PaymentRequired": paymentRequired
         case let name where name.hasSuffix(".ValidationFailed"): invalidParameter
@@ -48,7 +48,7 @@ enum ExitCode {
           67   Not signed in, or the session ended: run 'appctl login'.
           68   Payment required: the feature needs an entitlement, or its free quota is used up.
           69   No such interface or method, or it is not implemented.
-          75   Try again later (deadline exceeded, too many attempts, busy).
+          75   Try again later (deadline exceeded, too many attempts, busy, a plugin restarting).
           77   Permission denied.
         """
 }

@@ -49,7 +49,8 @@ extension Appd {
         //    that need them are denied (fail closed).
         let plugins = installedPlugins(config, logger: logger)
         let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
-        let gates = GateOrder.sorted([AdminGate(adminGroup: adminGroup)] + enabled.flatMap { $0.gates(database: database) })
+        let adminGate = AdminGate(adminGroup: adminGroup)
+        let gates = GateOrder.sorted([adminGate, PluginScopeGate()] + enabled.flatMap { $0.gates(database: database) })
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
         database.attach(bus: bus)
         let host = PluginHost(
@@ -63,9 +64,24 @@ extension Appd {
             dispatcher = try VarlinkDispatcher(
                 bus: bus,
                 info: .init(vendor: "appd", product: "appd", version: Version.current, url: "https://github.com/appd/appd"))
-            try BusInterface.install(on: dispatcher, replay: eventLog)
         } catch {
             logger.critical("cannot set up the daemon's interfaces: \(error)")
+            await database.close()
+            return 1
+        }
+
+        // 5b. External plugins (supervised processes from the plugin directories), and the
+        //     credentials their own connections to appd present.
+        let external = ExternalPluginHost(
+            settings: ExternalPluginSettings(
+                directories: config.pluginDirectories ?? [dataDirectory + "/plugins", "/usr/lib/appd/plugins"],
+                runtimeDirectory: dataDirectory + "/plugins-run", dataDirectory: dataDirectory + "/plugin-data", controlSocket: config.socket),
+            dispatcher: dispatcher, stateFile: dataDirectory + "/external-plugins.json", isAdmin: { adminGate.isPrivileged($0) },
+            logger: Logger(label: "appd.plugins"))
+        do {
+            try BusInterface.install(on: dispatcher, replay: eventLog, credentials: external.credentials)
+        } catch {
+            logger.critical("cannot set up io.appd.Bus: \(error)")
             await database.close()
             return 1
         }
@@ -100,7 +116,7 @@ extension Appd {
         let retention = EventLogRetention(
             log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
-        var services: [any Service] = [host, server, retention, reload]
+        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, reload]
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
             Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
@@ -109,8 +125,9 @@ extension Appd {
             try DaemonInterface.install(
                 on: dispatcher,
                 context: .init(
-                    startedAt: startedAt, connections: { server.stats.connections }, plugins: { await host.statuses() }, eventLog: eventLog,
-                    shutdown: { await group.triggerShutdown() }))
+                    startedAt: startedAt, connections: { server.stats.connections },
+                    plugins: { await host.statuses() + external.statuses() }, eventLog: eventLog,
+                    shutdown: { await group.triggerShutdown() }, external: external))
         } catch {
             logger.critical("cannot set up io.appd.Daemon: \(error)")
             await database.close()

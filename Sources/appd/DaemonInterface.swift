@@ -26,8 +26,12 @@ enum DaemonInterface {
           state: (starting, running, degraded, failed, stopped),
           # Why it failed, is degraded, or was not started.
           lastError: ?string,
-          # How often its services were restarted after failing.
-          restarts: int
+          # How often its services (or, external, its process) were restarted after failing.
+          restarts: int,
+          kind: (builtin, external),
+          # An external plugin's process id while it runs.
+          pid: ?int,
+          interfaces: []string
         )
 
         # A durable consumer's position in the event log and how far behind it is.
@@ -57,6 +61,27 @@ enum DaemonInterface {
         # Stops the daemon gracefully: in-flight calls finish, then it exits 0. Admin only.
         method Shutdown() -> ()
 
+        # Admin: restarts an external plugin (its in-flight calls finish first).
+        method RestartPlugin(name: string) -> ()
+
+        # Admin: starts an external plugin and keeps it enabled across restarts of appd.
+        method EnablePlugin(name: string) -> ()
+
+        # Admin: stops an external plugin and keeps it disabled across restarts of appd.
+        method DisablePlugin(name: string) -> ()
+
+        # Admin: picks up new plugin folders and drops removed ones, without restarting appd.
+        method RescanPlugins() -> (added: []string, removed: []string)
+
+        # A call to an external plugin that is down, restarting or stopped.
+        error PluginUnavailable (plugin: string, reason: string)
+
+        # No external plugin has this name.
+        error UnknownPlugin (name: string)
+
+        # The plugin is disabled; enable it first.
+        error PluginDisabled (name: string)
+
         """
 
     struct Ping: Command {
@@ -82,6 +107,34 @@ enum DaemonInterface {
         static let method = "io.appd.Daemon.Shutdown"
         static let requirements: [Requirement] = [.admin]
         typealias Reply = Empty
+    }
+
+    struct PluginName: Codable, Sendable { var name: String }
+    struct RestartPlugin: Command {
+        static let method = "io.appd.Daemon.RestartPlugin"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = Empty
+        var name: String
+    }
+    struct EnablePlugin: Command {
+        static let method = "io.appd.Daemon.EnablePlugin"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = Empty
+        var name: String
+    }
+    struct DisablePlugin: Command {
+        static let method = "io.appd.Daemon.DisablePlugin"
+        static let requirements: [Requirement] = [.admin]
+        typealias Reply = Empty
+        var name: String
+    }
+    struct RescanPlugins: Command {
+        static let method = "io.appd.Daemon.RescanPlugins"
+        static let requirements: [Requirement] = [.admin]
+        struct Reply: Codable, Sendable {
+            var added: [String]
+            var removed: [String]
+        }
     }
 
     struct StatusReply: Codable, Sendable {
@@ -112,6 +165,7 @@ enum DaemonInterface {
         let plugins: @Sendable () async -> [PluginStatus]
         let eventLog: EventLog
         let shutdown: @Sendable () async -> Void
+        let external: ExternalPluginHost
     }
 
     static func install(on dispatcher: VarlinkDispatcher, context: Context) throws {
@@ -129,6 +183,23 @@ enum DaemonInterface {
                     lastSeq: lag.last, consumers: lag.consumers.map { Consumer(name: $0.name, position: $0.position, lag: $0.lag) }))
         }
         try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
+        let external = context.external
+        try bus.register(RestartPlugin.self) { command, _ in
+            try await external.restart(command.name)
+            return Empty()
+        }
+        try bus.register(EnablePlugin.self) { command, _ in
+            try await external.enable(command.name)
+            return Empty()
+        }
+        try bus.register(DisablePlugin.self) { command, _ in
+            try await external.disable(command.name)
+            return Empty()
+        }
+        try bus.register(RescanPlugins.self) { _, _ in
+            let (added, removed) = await external.rescan()
+            return .init(added: added, removed: removed)
+        }
         try bus.register(Shutdown.self) { _, envelope in
             envelope.logger.notice("shutdown requested over the socket")
             await context.shutdown()

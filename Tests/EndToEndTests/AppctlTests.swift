@@ -79,9 +79,9 @@ import Testing
 
         let plugins = try await daemon.ctl(["plugins"])
         #expect(plugins.status == 0)
-        #expect(plugins.stdout.hasPrefix("NAME      VERSION  STATE    RESTARTS"))
-        for name in ["auth    ", "todos   ", "payments", "chat    ", "rating  "] {
-            #expect(plugins.stdout.contains("\(name)  0.1.0    running  0"), "\(plugins.stdout)")
+        #expect(plugins.stdout.hasPrefix("NAME      VERSION  KIND     STATE    RESTARTS  INTERFACES"))
+        for (name, interface) in [("auth    ", "Auth"), ("todos   ", "Todos"), ("payments", "Payments"), ("chat    ", "Chat"), ("rating  ", "Rating")] {
+            #expect(plugins.stdout.contains("\(name)  0.1.0    builtin  running  0         io.appd.\(interface)"), "\(plugins.stdout)")
         }
 
         let idl = try await daemon.ctl(["introspect", "daemon"])

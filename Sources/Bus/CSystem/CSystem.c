@@ -208,3 +208,66 @@ int appd_wait_readable(int fd, int timeout_ms) {
 int appd_accept_blocking(int listen_fd) {
     return accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 }
+
+#include <signal.h>
+#include <sys/wait.h>
+
+/* Formats "LISTEN_PID=<pid>" into buf without malloc or stdio (async-signal-safe). */
+static void format_listen_pid(char *buf, size_t len, pid_t pid) {
+    const char *prefix = "LISTEN_PID=";
+    size_t i = 0;
+    while (prefix[i] && i < len - 1) { buf[i] = prefix[i]; i++; }
+    char digits[16];
+    int n = 0;
+    unsigned long v = (unsigned long)pid;
+    do { digits[n++] = (char)('0' + v % 10); v /= 10; } while (v && n < 15);
+    while (n > 0 && i < len - 1) buf[i++] = digits[--n];
+    buf[i] = 0;
+}
+
+pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[], int listen_pid_slot, int listen_fd, int out_fd, int err_fd, const char *directory) {
+    /* Prepared before fork: the child only formats digits into it. */
+    static __thread char pid_entry[32];
+    char **env = (char **)envp;
+    pid_t pid = fork();
+    if (pid != 0) return pid; /* parent (or -1) */
+
+    /* Child: signals back to defaults and unblocked, fds in place, then exec. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
+    setsid();
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) dup2(devnull, 0);
+    if (out_fd >= 0) dup2(out_fd, 1);
+    if (err_fd >= 0) dup2(err_fd, 2);
+    if (listen_fd >= 0) {
+        if (listen_fd == 3) {
+            fcntl(3, F_SETFD, 0);
+        } else {
+            dup2(listen_fd, 3);
+        }
+        int flags = fcntl(3, F_GETFL);
+        if (flags >= 0) fcntl(3, F_SETFL, flags & ~O_NONBLOCK);
+    }
+    if (listen_pid_slot >= 0) {
+        format_listen_pid(pid_entry, sizeof(pid_entry), getpid());
+        env[listen_pid_slot] = pid_entry;
+    }
+    if (directory && chdir(directory) != 0) _exit(126);
+    execve(path, argv, env);
+    _exit(127);
+}
+
+int appd_wait_exit(pid_t pid, int *status) {
+    for (;;) {
+        pid_t r = waitpid(pid, status, 0);
+        if (r >= 0) return 0;
+        if (errno != EINTR) return -1;
+    }
+}
+
+int appd_pipe(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}

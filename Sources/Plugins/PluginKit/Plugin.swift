@@ -79,6 +79,26 @@ public struct PluginStatus: Sendable, Codable, Equatable {
     public var state: PluginState
     public var lastError: String?
     public var restarts: Int
+    /// builtin (compiled into appd) or external (a supervised process).
+    public var kind: String = "builtin"
+    /// An external plugin's process, while it runs.
+    public var pid: Int?
+    /// The varlink interfaces it serves.
+    public var interfaces: [String] = []
+
+    public init(
+        name: String, version: String, state: PluginState, lastError: String? = nil, restarts: Int = 0, kind: String = "builtin",
+        pid: Int? = nil, interfaces: [String] = []
+    ) {
+        self.name = name
+        self.version = version
+        self.state = state
+        self.lastError = lastError
+        self.restarts = restarts
+        self.kind = kind
+        self.pid = pid
+        self.interfaces = interfaces
+    }
 }
 
 /// The plugins' dependencies form a cycle; names the plugins in it.

@@ -48,7 +48,9 @@ public actor PluginHost: Service {
             let error = disabled.contains(manifest.name) ? "disabled by configuration" : nil
             entries[manifest.name] = Entry(
                 plugin: plugin,
-                status: PluginStatus(name: manifest.name, version: manifest.version, state: state, lastError: error, restarts: 0))
+                status: PluginStatus(
+                    name: manifest.name, version: manifest.version, state: state, lastError: error, restarts: 0,
+                    interfaces: manifest.interface.flatMap { try? VarlinkInterface(parsing: $0).name }.map { [$0] } ?? []))
         }
     }
 

@@ -35,16 +35,47 @@ enum DaemonCommands {
         method: "org.varlink.service.GetInfo", order: ["vendor", "product", "version", "url", "interfaces"])
 
     static let plugins = Builtin(
-        name: "plugins", abstract: "List the plugins with their state, version, restarts and last error.", usage: "plugins"
+        name: "plugins", abstract: "List the plugins (state, pid, restarts, interfaces, last error); restart, enable, disable, rescan external ones.",
+        usage: "plugins [restart NAME | enable NAME | disable NAME | rescan]",
+        discussion: """
+            External plugins are folders with a plugin.json in the plugin directories (see docs/plugins.md). restart drains the plugin's calls in flight, then restarts it; enable and disable are kept across restarts of appd; rescan picks up new folders and drops removed ones. These four are admin only.
+            """
     ) { arguments, context throws(AppctlError) in
-        _ = try Flags(arguments, command: "plugins")
-        let reply = try context.call("io.appd.Daemon.Plugins")
-        if context.options.json {
-            context.output.reply(reply)
-        } else if case .array(let list)? = reply["plugins"], !list.isEmpty {
-            print(Output.table(list.compactMap(\.objectValue), order: ["name", "version", "state", "restarts", "lastError"]), terminator: "")
-        } else {
-            print("no plugins installed")
+        let flags = try Flags(arguments, command: "plugins")
+        let verb = flags.positionals.first
+        switch verb {
+        case nil:
+            let reply = try context.call("io.appd.Daemon.Plugins")
+            if context.options.json {
+                context.output.reply(reply)
+            } else if case .array(let list)? = reply["plugins"], !list.isEmpty {
+                let rows = list.compactMap(\.objectValue).map { row -> [String: JSONValue] in
+                    var row = row
+                    if case .array(let names)? = row["interfaces"] { row["interfaces"] = .string(names.compactMap(\.stringValue).joined(separator: ",")) }
+                    return row
+                }
+                print(Output.table(rows, order: ["name", "version", "kind", "state", "pid", "restarts", "interfaces", "lastError"]), terminator: "")
+            } else {
+                print("no plugins installed")
+            }
+        case "restart", "enable", "disable":
+            guard flags.positionals.count == 2 else { throw .usage("plugins \(verb ?? "") needs one plugin name", command: "plugins") }
+            let method = verb == "restart" ? "io.appd.Daemon.RestartPlugin" : verb == "enable" ? "io.appd.Daemon.EnablePlugin" : "io.appd.Daemon.DisablePlugin"
+            let reply = try context.call(method, ["name": .string(flags.positionals[1])])
+            if context.options.json { context.output.reply(reply) } else { print("\(verb == "restart" ? "restarted" : verb == "enable" ? "enabled" : "disabled") \(flags.positionals[1])") }
+        case "rescan":
+            let reply = try context.call("io.appd.Daemon.RescanPlugins")
+            if context.options.json {
+                context.output.reply(reply)
+            } else {
+                func names(_ key: String) -> String {
+                    guard case .array(let list)? = reply[key], !list.isEmpty else { return "none" }
+                    return list.compactMap(\.stringValue).joined(separator: ", ")
+                }
+                print("added: \(names("added"))\nremoved: \(names("removed"))")
+            }
+        default:
+            throw .usage("plugins takes restart, enable, disable or rescan" + Suggestions.hint(for: verb ?? "", in: ["restart", "enable", "disable", "rescan"]), command: "plugins")
         }
         return ExitCode.ok
     }

@@ -31,6 +31,8 @@ struct AppdConfig: Sendable {
     var chatEchoDelay: Duration = .milliseconds(20)
     var chatTimeouts = HTTPTimeouts()
     var chatCAFile: String?
+    /// Where external plugins are found (nil: `<data dir>/plugins`, then `/usr/lib/appd/plugins`).
+    var pluginDirectories: [String]?
     /// When rating asks for a rating.
     var rating = RatingRules()
 
@@ -91,6 +93,7 @@ struct AppdConfig: Sendable {
             "chatIdleTimeoutSeconds": seconds(chatTimeouts.idle),
             "chatTotalTimeoutSeconds": seconds(chatTimeouts.total),
             "chatCaFile": chatCAFile.map(JSONValue.string) ?? .null,
+            "pluginDirectories": pluginDirectories.map { .array($0.map(JSONValue.string)) } ?? .null,
             "ratingMinPositiveSignals": .int(Int64(rating.minPositiveSignals)),
             "ratingMinDaysSinceFirstSeen": .int(Int64(rating.minDaysSinceFirstSeen)),
             "ratingMinSessions": .int(Int64(rating.minSessions)),

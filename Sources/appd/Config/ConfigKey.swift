@@ -138,6 +138,17 @@ struct ConfigKey: Sendable {
         seconds("chatFirstByteTimeoutSeconds", "--chat-first-byte-timeout", "Waiting for the first byte of a reply (default: 60).") { $0.chatTimeouts.firstByte = $1 },
         seconds("chatIdleTimeoutSeconds", "--chat-idle-timeout", "Silence between chunks of a reply (default: 60).") { $0.chatTimeouts.idle = $1 },
         seconds("chatTotalTimeoutSeconds", "--chat-total-timeout", "A whole reply (default: 600).") { $0.chatTimeouts.total = $1 },
+        ConfigKey(name: "pluginDirectories", flag: "--plugin-dirs", help: "Where external plugins are found, in order (comma-separated; default: <data dir>/plugins, /usr/lib/appd/plugins).") { config, value throws(ConfigProblem) in
+            switch value {
+            case .null: config.pluginDirectories = nil
+            case .array(let items):
+                let dirs = items.compactMap(\.stringValue)
+                guard dirs.count == items.count else { throw ConfigProblem("needs a list of directories") }
+                config.pluginDirectories = dirs
+            case .string(let text): config.pluginDirectories = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            default: throw ConfigProblem("needs a list of directories")
+            }
+        },
         integer("ratingMinPositiveSignals", "--rating-min-positive-signals", "Rating: positive signals needed since the last prompt (default: 3).") { $0.rating.minPositiveSignals = $1 },
         integer("ratingMinDaysSinceFirstSeen", "--rating-min-days-since-first-seen", "Rating: days since the user was first seen (default: 3).") { $0.rating.minDaysSinceFirstSeen = $1 },
         integer("ratingMinSessions", "--rating-min-sessions", "Rating: sign-ins needed (default: 3).") { $0.rating.minSessions = $1 },

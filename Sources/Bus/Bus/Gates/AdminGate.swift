@@ -39,7 +39,7 @@ public struct AdminGate: Gate {
     }
 
     /// In-process calls from the daemon itself are privileged; plugins and users are not.
-    func isPrivileged(_ caller: Caller) -> Bool {
+    public func isPrivileged(_ caller: Caller) -> Bool {
         guard let peer = caller.peer else { return caller.plugin == nil && caller.principal == nil }
         if peer.uid == 0 || peer.uid == daemonUID { return true }
         guard let group = adminGroup else { return false }

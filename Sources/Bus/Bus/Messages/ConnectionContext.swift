@@ -1,11 +1,12 @@
 import Synchronization
 
 /// State that belongs to one client connection and outlives single calls: the session token
-/// attached by `io.appd.Auth.Authenticate` (as Redis `AUTH` does).
+/// attached by `io.appd.Auth.Authenticate` (as Redis `AUTH` does), or a plugin's scope.
 public final class ConnectionContext: Sendable {
     public let id: Int
     public let peer: PeerCredentials?
     private let token = Mutex<SessionToken?>(nil)
+    private let scope = Mutex<PluginScope?>(nil)
 
     public init(id: Int, peer: PeerCredentials?) {
         self.id = id
@@ -16,5 +17,12 @@ public final class ConnectionContext: Sendable {
     public var sessionToken: SessionToken? {
         get { token.withLock { $0 } }
         set { token.withLock { $0 = newValue } }
+    }
+
+    /// Set when an external plugin presented its credential: the connection is then limited
+    /// to what the plugin's manifest declares.
+    public var pluginScope: PluginScope? {
+        get { scope.withLock { $0 } }
+        set { scope.withLock { $0 = newValue } }
     }
 }

@@ -26,6 +26,10 @@ public enum BusInterface {
         # first committed to the event log and the reply carries its sequence number.
         method Publish(topic: string, payload: object, durable: ?bool) -> (seq: ?int)
 
+        # An external plugin's connection presents the credential appd gave it (APPD_PLUGIN_TOKEN);
+        # the connection is then limited to what the plugin's manifest declares.
+        method AuthenticatePlugin(token: string) -> (plugin: string)
+
         # The call did not finish before its deadline; retry or raise the timeout.
         error DeadlineExceeded (method: string)
 
@@ -62,6 +66,12 @@ public enum BusInterface {
         var durable: Bool?
     }
 
+    struct AuthenticatePlugin: Command {
+        static let method = "io.appd.Bus.AuthenticatePlugin"
+        struct Reply: Codable, Sendable { var plugin: String }
+        var token: String
+    }
+
     struct PublishReply: Codable, Sendable {
         var seq: Int64?
     }
@@ -77,11 +87,22 @@ public enum BusInterface {
     /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the
     /// durable event log) serves `Subscribe(since:)` and durable `Publish`.
     public static func install(
-        on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, replay: (any EventReplay)? = nil
+        on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, replay: (any EventReplay)? = nil,
+        credentials: (any PluginCredentials)? = nil
     ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
+        try bus.register(AuthenticatePlugin.self) { command, envelope in
+            guard let connection = envelope.caller.connection, let scope = credentials?.scope(forToken: command.token) else {
+                throw PermissionDenied(reason: "not a valid plugin credential")
+            }
+            connection.pluginScope = scope
+            return .init(plugin: scope.plugin)
+        }
         try bus.register(Publish.self) { command, envelope in
+            if let scope = envelope.caller.connection?.pluginScope, !scope.mayPublish(command.topic) {
+                throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not publish \(command.topic); declare it under \"publishes\"")
+            }
             guard command.durable == true else {
                 try bus.publish(topic: command.topic, payload: command.payload, causedBy: envelope)
                 return PublishReply(seq: nil)
@@ -91,7 +112,10 @@ public enum BusInterface {
             }
             return PublishReply(seq: try await replay.append(topic: command.topic, payload: command.payload, causedBy: envelope))
         }
-        try bus.register(Subscribe.self) { command, _, writer in
+        try bus.register(Subscribe.self) { command, envelope, writer in
+            if let scope = envelope.caller.connection?.pluginScope, let denied = command.topics.first(where: { !scope.maySubscribe($0) }) {
+                throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not subscribe to \(denied); declare it under \"subscribes\"")
+            }
             let filter = try TopicFilter(anyOf: command.topics)
             func send(_ event: BusEvent) async throws {
                 let payload: JSONValue

@@ -61,4 +61,16 @@ int appd_set_timeouts(int fd, int milliseconds);
 /// poll() for readability: 1 readable, 0 timed out, -1 error.
 int appd_wait_readable(int fd, int timeout_ms);
 
+/// Starts an external plugin: fork, then in the child: default signal handlers, empty mask, a
+/// new session, /dev/null on stdin, `out_fd`/`err_fd` on stdout/stderr, `listen_fd` on fd 3
+/// (blocking, inherited), `envp[listen_pid_slot]` set to LISTEN_PID=<child pid>, chdir to
+/// `directory`, execve. Returns the child's pid, or -1 (errno set). Exit 127 when exec fails.
+pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[], int listen_pid_slot, int listen_fd, int out_fd, int err_fd, const char *directory);
+
+/// waitpid(pid) until it returns (retrying EINTR). 0, or -1 with errno set.
+int appd_wait_exit(pid_t pid, int *status);
+
+/// pipe2 with O_CLOEXEC.
+int appd_pipe(int fds[2]);
+
 #endif

@@ -1,0 +1,160 @@
+import Bus
+
+/// An external plugin's `plugin.json` (see docs/plugins.md for the reference).
+public struct ExternalManifest: Sendable, Equatable {
+    public struct Restart: Sendable, Equatable {
+        /// always, on-failure, or never.
+        public var policy = "on-failure"
+        /// Consecutive failed starts (each within `healthyAfter` of the last) before `failed`.
+        public var maxRetries = 5
+        public var backoff: Duration = .milliseconds(500)
+        public var maxBackoff: Duration = .seconds(30)
+    }
+
+    public var name: String
+    public var version: String
+    /// An absolute path, or a path relative to the plugin's folder.
+    public var executable: String
+    public var arguments: [String]
+    /// Names of appd's environment variables passed on (everything else is withheld).
+    public var environment: [String]
+    public var interfaces: [String]
+    /// Per-method requirements (`io.example.Notes.Add` → `[.session]`).
+    public var requirements: [String: [Requirement]]
+    /// Requirements of the methods not listed.
+    public var defaultRequirements: [Requirement]
+    public var subscribes: [String]
+    public var publishes: [String]
+    public var calls: [String]
+    public var restart: Restart
+    public var callTimeout: Duration
+    public var maxConcurrentCalls: Int
+    public var enabled: Bool
+
+    /// Parses and checks a manifest; the error says what to fix.
+    public static func parse(_ bytes: [UInt8]) throws(ManifestProblem) -> ExternalManifest {
+        let json: JSONValue
+        do { json = try JSONParser.parse(bytes, maxDepth: 16) } catch { throw ManifestProblem("plugin.json is not JSON: \(error)") }
+        guard let object = json.objectValue else { throw ManifestProblem("plugin.json must be a JSON object") }
+        let known: Set<String> = [
+            "name", "version", "executable", "arguments", "environment", "interfaces", "requirements", "defaultRequirements", "subscribes",
+            "publishes", "calls", "restart", "callTimeoutSeconds", "maxConcurrentCalls", "enabled", "description",
+        ]
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw ManifestProblem("unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: Array(known)).map { "; did you mean '\($0)'?" } ?? ""))
+        }
+        func string(_ key: String) throws(ManifestProblem) -> String {
+            guard let value = object[key]?.stringValue, !value.isEmpty else { throw ManifestProblem("'\(key)' is required (a non-empty string)") }
+            return value
+        }
+        func strings(_ key: String) throws(ManifestProblem) -> [String] {
+            guard let value = object[key] else { return [] }
+            guard case .array(let items) = value else { throw ManifestProblem("'\(key)' must be a list of strings") }
+            let strings = items.compactMap(\.stringValue)
+            guard strings.count == items.count else { throw ManifestProblem("'\(key)' must be a list of strings") }
+            return strings
+        }
+        let name = try string("name")
+        guard name.utf8.count <= 64, name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }), name.first?.isLetter == true else {
+            throw ManifestProblem("'name' must be lower-case letters, digits and '-', starting with a letter (it names the plugin in appctl)")
+        }
+        var manifest = ExternalManifest(
+            name: name, version: try string("version"), executable: try string("executable"), arguments: try strings("arguments"),
+            environment: try strings("environment"), interfaces: try strings("interfaces"), requirements: [:],
+            defaultRequirements: [.session], subscribes: try strings("subscribes"), publishes: try strings("publishes"), calls: try strings("calls"),
+            restart: Restart(), callTimeout: .seconds(30), maxConcurrentCalls: 4, enabled: true)
+        guard !manifest.interfaces.isEmpty else { throw ManifestProblem("'interfaces' must name at least one interface the plugin serves") }
+        for interface in manifest.interfaces where VarlinkInterface.isReserved(interface) {
+            throw ManifestProblem("'\(interface)' is reserved for appd's own interfaces")
+        }
+        for pattern in manifest.subscribes + manifest.publishes {
+            do { _ = try TopicFilter(pattern) } catch { throw ManifestProblem("'\(pattern)' is not a topic or pattern: \(error)") }
+        }
+        if let value = object["defaultRequirements"] {
+            manifest.defaultRequirements = try requirementList(value, "defaultRequirements")
+        }
+        if let value = object["requirements"] {
+            guard let table = value.objectValue else { throw ManifestProblem("'requirements' must map method names to lists") }
+            for (method, list) in table {
+                guard manifest.interfaces.contains(where: { method.hasPrefix($0 + ".") }) else {
+                    throw ManifestProblem("requirements: '\(method)' is not a method of a declared interface (use the full name, e.g. \(manifest.interfaces[0]).Method)")
+                }
+                manifest.requirements[method] = try requirementList(list, "requirements.\(method)")
+            }
+        }
+        if let restart = object["restart"] {
+            guard let table = restart.objectValue else { throw ManifestProblem("'restart' must be an object") }
+            if let policy = table["policy"] {
+                guard let text = policy.stringValue, ["always", "on-failure", "never"].contains(text) else {
+                    throw ManifestProblem("restart.policy is always, on-failure or never")
+                }
+                manifest.restart.policy = text
+            }
+            if let retries = table["maxRetries"] {
+                guard case .int(let n) = retries, n >= 0, n <= 1000 else { throw ManifestProblem("restart.maxRetries must be 0 to 1000") }
+                manifest.restart.maxRetries = Int(n)
+            }
+            if let backoff = table["backoffSeconds"] { manifest.restart.backoff = try seconds(backoff, "restart.backoffSeconds") }
+            if let cap = table["maxBackoffSeconds"] { manifest.restart.maxBackoff = try seconds(cap, "restart.maxBackoffSeconds") }
+        }
+        if let timeout = object["callTimeoutSeconds"] { manifest.callTimeout = try seconds(timeout, "callTimeoutSeconds") }
+        if let concurrent = object["maxConcurrentCalls"] {
+            guard case .int(let n) = concurrent, n >= 1, n <= 64 else { throw ManifestProblem("maxConcurrentCalls must be 1 to 64") }
+            manifest.maxConcurrentCalls = Int(n)
+        }
+        if let enabled = object["enabled"] {
+            guard case .bool(let flag) = enabled else { throw ManifestProblem("'enabled' must be true or false") }
+            manifest.enabled = flag
+        }
+        return manifest
+    }
+
+    static func seconds(_ value: JSONValue, _ key: String) throws(ManifestProblem) -> Duration {
+        let number: Double
+        switch value {
+        case .int(let i): number = Double(i)
+        case .double(let d): number = d
+        default: throw ManifestProblem("\(key) must be a number of seconds")
+        }
+        guard number > 0, number <= 3600 else { throw ManifestProblem("\(key) must be more than 0 and at most 3600") }
+        return .milliseconds(Int64(number * 1000))
+    }
+
+    /// `["session", "admin", "entitlement:pro", "meter:chat.messages"]`.
+    static func requirementList(_ value: JSONValue, _ key: String) throws(ManifestProblem) -> [Requirement] {
+        guard case .array(let items) = value else { throw ManifestProblem("'\(key)' must be a list like [\"session\"]") }
+        var out: [Requirement] = []
+        for item in items {
+            guard let text = item.stringValue else { throw ManifestProblem("'\(key)' must be a list of strings") }
+            switch text {
+            case "session": out.append(.session)
+            case "onboarded": out.append(.onboarded)
+            case "admin": out.append(.admin)
+            case let t where t.hasPrefix("entitlement:") && t.count > 12: out.append(.entitlement(String(t.dropFirst(12))))
+            case let t where t.hasPrefix("meter:") && t.count > 6: out.append(.meter(String(t.dropFirst(6))))
+            default: throw ManifestProblem("'\(text)' in \(key) is not session, onboarded, admin, entitlement:NAME or meter:NAME")
+            }
+        }
+        return out
+    }
+
+    /// The requirements of a method.
+    public func requirements(of method: String) -> [Requirement] { requirements[method] ?? defaultRequirements }
+
+    /// What the plugin's own connection to appd may do.
+    var scope: PluginScope { PluginScope(plugin: name, publishes: publishes, subscribes: subscribes, calls: Set(calls)) }
+}
+
+/// Why a manifest was refused.
+public struct ManifestProblem: Error, CustomStringConvertible, Equatable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension VarlinkInterface {
+    /// appd's own interface names, which no external plugin may serve.
+    static func isReserved(_ name: String) -> Bool {
+        ["io.appd.Auth", "io.appd.Todos", "io.appd.Payments", "io.appd.Chat", "io.appd.Rating", "io.appd.Daemon", "io.appd.Bus"].contains(name)
+            || name.hasPrefix("org.varlink.")
+    }
+}

@@ -1,0 +1,201 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+import Crypto
+import Synchronization
+
+/// The external plugins: discovery, start and stop, rescan, restart/enable/disable, their
+/// credentials, and their statuses for `appctl plugins`. A plugin's crash never takes appd down.
+public actor ExternalPluginHost {
+    let settings: ExternalPluginSettings
+    let registrar: InterfaceRegistrar
+    let isAdmin: @Sendable (Caller) -> Bool
+    let logger: Logger
+    /// Names disabled with `appctl plugins disable`, kept across restarts of appd.
+    let stateFile: String
+    public nonisolated let credentials = PluginCredentialStore()
+    private var plugins: [String: ExternalPlugin] = [:]
+    private var order: [String] = []
+    private var problems: [PluginProblem] = []
+    private var disabled: Set<String> = []
+
+    public init(settings: ExternalPluginSettings, dispatcher: VarlinkDispatcher, stateFile: String, isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger) {
+        self.settings = settings
+        self.registrar = InterfaceRegistrar(dispatcher: dispatcher)
+        self.stateFile = stateFile
+        self.isAdmin = isAdmin
+        self.logger = logger
+    }
+
+    /// Discovers and starts every enabled plugin (in parallel).
+    public func startAll() async {
+        try? FileSystem.makeDirectories(settings.runtimeDirectory, mode: 0o700)
+        chmod(settings.runtimeDirectory, 0o700)
+        disabled = loadDisabled()
+        _ = await rescan()
+    }
+
+    /// Picks up new plugin folders and drops removed ones; returns the names added and removed.
+    public func rescan() async -> (added: [String], removed: [String]) {
+        let (found, problems) = PluginDirectoryScanner.scan(settings.directories)
+        self.problems = problems
+        for problem in problems { logger.warning("plugin folder skipped", metadata: ["folder": "\(problem.folder)", "reason": "\(problem.reason)"]) }
+        var added: [String] = [], removed: [String] = []
+        for name in order where !found.contains(where: { $0.manifest.name == name }) {
+            await plugins[name]?.remove()
+            credentials.remove(plugin: name)
+            plugins[name] = nil
+            removed.append(name)
+        }
+        order.removeAll { removed.contains($0) }
+        var starting: [ExternalPlugin] = []
+        for discovered in found where plugins[discovered.manifest.name] == nil {
+            let name = discovered.manifest.name
+            let token = (try? SecretToken.generate()) ?? ""
+            guard !token.isEmpty else { continue }
+            credentials.set(token: token, scope: discovered.manifest.scope)
+            let plugin = ExternalPlugin(
+                discovered: discovered, settings: settings, registrar: registrar, token: token, isAdmin: isAdmin,
+                logger: logger)
+            plugins[name] = plugin
+            order.append(name)
+            added.append(name)
+            if discovered.manifest.enabled && !disabled.contains(name) { starting.append(plugin) }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for plugin in starting { group.addTask { await plugin.start() } }
+        }
+        return (added, removed)
+    }
+
+    public func stopAll() async {
+        await withTaskGroup(of: Void.self) { group in
+            for plugin in plugins.values { group.addTask { await plugin.stop() } }
+        }
+    }
+
+    public func restart(_ name: String) async throws(ExternalPluginError) {
+        let plugin = try find(name)
+        guard !disabled.contains(name) else { throw .disabled(name) }
+        await plugin.restart()
+    }
+
+    public func enable(_ name: String) async throws(ExternalPluginError) {
+        let plugin = try find(name)
+        disabled.remove(name)
+        saveDisabled()
+        let state = await plugin.state
+        if state == .stopped || state == .failed { await plugin.restart() }
+    }
+
+    public func disable(_ name: String) async throws(ExternalPluginError) {
+        let plugin = try find(name)
+        disabled.insert(name)
+        saveDisabled()
+        await plugin.stop()
+    }
+
+    private func find(_ name: String) throws(ExternalPluginError) -> ExternalPlugin {
+        guard let plugin = plugins[name] else { throw .unknown(name) }
+        return plugin
+    }
+
+    public func isExternal(_ name: String) -> Bool { plugins[name] != nil }
+
+    /// Every external plugin's state, then each skipped folder as `failed` with the reason.
+    public func statuses() async -> [PluginStatus] {
+        var out: [PluginStatus] = []
+        for name in order {
+            guard var status = await plugins[name]?.status else { continue }
+            if disabled.contains(name) && status.state == .stopped { status.lastError = "disabled (appctl plugins enable \(name))" }
+            out.append(status)
+        }
+        for problem in problems {
+            let folder = problem.folder.split(separator: "/").last.map(String.init) ?? problem.folder
+            out.append(PluginStatus(name: folder, version: "-", state: .failed, lastError: "\(problem.folder): \(problem.reason)", kind: "external"))
+        }
+        return out
+    }
+
+    private func loadDisabled() -> Set<String> {
+        guard let bytes = PluginDirectoryScanner.readFile(stateFile, limit: 1 << 20), let json = try? JSONParser.parse(bytes),
+            case .array(let names)? = json["disabled"]
+        else { return [] }
+        return Set(names.compactMap(\.stringValue))
+    }
+
+    private func saveDisabled() {
+        let bytes = JSONWriter.bytes(["disabled": .array(disabled.sorted().map(JSONValue.string))])
+        let temporary = stateFile + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            logger.error("cannot save the disabled plugins", metadata: ["file": "\(stateFile)", "error": "\(String(cString: strerror(errno)))"])
+            return
+        }
+        FileDescriptorWriter.writeAll(fd, bytes)
+        fsync(fd)
+        close(fd)
+        rename(temporary, stateFile)
+    }
+}
+
+/// A plugin operation that cannot be done; says what to do instead.
+public enum ExternalPluginError: WireError, Equatable {
+    case unknown(String)
+    case disabled(String)
+
+    public var wireName: String {
+        switch self {
+        case .unknown: "io.appd.Daemon.UnknownPlugin"
+        case .disabled: "io.appd.Daemon.PluginDisabled"
+        }
+    }
+    public var wireParameters: [String: JSONValue] {
+        switch self {
+        case .unknown(let name), .disabled(let name): ["name": .string(name)]
+        }
+    }
+    public var description: String {
+        switch self {
+        case .unknown(let name): "no external plugin is named '\(name)'; see 'appctl plugins' (built-in plugins are configured with disabledPlugins)"
+        case .disabled(let name): "plugin '\(name)' is disabled; 'appctl plugins enable \(name)' starts it"
+        }
+    }
+}
+
+/// The plugins' credentials: only their SHA-256 digests are kept.
+public final class PluginCredentialStore: PluginCredentials {
+    private let scopes = Mutex<[String: PluginScope]>([:])
+
+    func set(token: String, scope: PluginScope) {
+        scopes.withLock { table in
+            table = table.filter { $0.value.plugin != scope.plugin }
+            table[SecretToken.digest(token)] = scope
+        }
+    }
+
+    func remove(plugin: String) {
+        scopes.withLock { $0 = $0.filter { $0.value.plugin != plugin } }
+    }
+
+    public func scope(forToken token: String) -> PluginScope? {
+        scopes.withLock { $0[SecretToken.digest(token)] }
+    }
+}
+
+/// Runs the external plugins as one of appd's services: starts them, and stops them all when
+/// appd shuts down.
+public struct ExternalPluginService: Service {
+    public let host: ExternalPluginHost
+    public init(host: ExternalPluginHost) { self.host = host }
+    public var name: String { "external-plugins" }
+
+    public func run() async throws {
+        await host.startAll()
+        await withTaskCancellationHandler {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        } onCancel: {}
+        await host.stopAll()
+    }
+}

@@ -1,0 +1,55 @@
+import Bus
+import Synchronization
+
+/// The bus's way into one external plugin: the handlers registered for its methods call
+/// through here. While the plugin is down, calls fail fast with `PluginUnavailable`.
+final class PluginGateway: Sendable {
+    let plugin: String
+    private let current = Mutex<(pool: PluginConnectionPool?, reason: String)>((nil, "it has not started"))
+    private let isAdmin: @Sendable (Caller) -> Bool
+    private let callTimeout: Duration
+
+    init(plugin: String, callTimeout: Duration, isAdmin: @escaping @Sendable (Caller) -> Bool) {
+        self.plugin = plugin
+        self.callTimeout = callTimeout
+        self.isAdmin = isAdmin
+    }
+
+    func up(_ pool: PluginConnectionPool) { current.withLock { $0 = (pool, "") } }
+    func down(_ reason: String) { current.withLock { $0 = (nil, reason) } }
+
+    /// Routes one client call. `injectsCaller`: the method declares `caller: ?Caller`, which
+    /// appd fills in; a client that sends one is refused, so it cannot be forged.
+    func call(_ method: String, _ parameters: JSONValue, _ envelope: Envelope, injectsCaller: Bool) async throws -> JSONValue {
+        var parameters = parameters == .null ? .object([:]) : parameters
+        if injectsCaller {
+            if let given = parameters["caller"], given != .null {
+                throw InvalidParameters(method: method, parameter: "caller", reason: "is filled in by appd; do not send it")
+            }
+            guard case .object(var fields) = parameters else { throw InvalidParameters(method: method, parameter: "caller", reason: "parameters must be an object") }
+            fields["caller"] = Self.callerValue(envelope.caller, admin: isAdmin(envelope.caller))
+            parameters = .object(fields)
+        }
+        let (pool, reason) = current.withLock { $0 }
+        guard let pool else { throw PluginUnavailable(plugin: plugin, reason: reason) }
+        var timeout = callTimeout
+        if let deadline = envelope.deadline { timeout = min(timeout, deadline - ContinuousClock.now) }
+        return try await pool.call(method, parameters, timeout: timeout)
+    }
+
+    /// `Caller (uid: int, userId: ?string, email: ?string, roles: []string)`.
+    static func callerValue(_ caller: Caller, admin: Bool) -> JSONValue {
+        var roles: [JSONValue] = []
+        if caller.principal != nil { roles.append("user") }
+        if admin { roles.append("admin") }
+        return [
+            "uid": .int(Int64(caller.peer?.uid ?? getuidValue())), "userId": caller.principal.map { .string($0.userID) } ?? .null,
+            "email": caller.principal?.email.map(JSONValue.string) ?? .null, "roles": .array(roles),
+        ]
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+private func getuidValue() -> UInt32 { getuid() }

@@ -1,0 +1,200 @@
+import Foundation
+import Testing
+
+/// External plugins through the real binaries: appd spawns the Swift example plugin
+/// (appd-plugin-greeter, built beside the tests) from a plugin folder and routes calls to it.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ExternalPluginTests {
+    static var manifest: [String: Any] { [
+        "name": "greeter", "version": "1.0.0", "executable": "appd-plugin-greeter", "interfaces": ["io.appd.examples.Greeter"],
+        "requirements": [
+            "io.appd.examples.Greeter.Hello": ["session"], "io.appd.examples.Greeter.Slow": [String](),
+            "io.appd.examples.Greeter.Count": [String](), "io.appd.examples.Greeter.Publish": ["admin"],
+        ],
+        "publishes": ["greeter.>"], "callTimeoutSeconds": 1,
+        "restart": ["policy": "on-failure", "maxRetries": 2, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.5],
+    ] }
+
+    /// Writes a plugin folder with `manifest` (overridden by `changes`) and the greeter binary.
+    static func install(in plugins: String, folder: String = "greeter", changes: [String: Any] = [:], mode: Int = 0o644) throws {
+        let dir = plugins + "/" + folder
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var manifest = Self.manifest
+        for (k, v) in changes { manifest[k] = v }
+        let path = dir + "/plugin.json"
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        try? FileManager.default.removeItem(atPath: dir + "/appd-plugin-greeter")
+        try FileManager.default.createSymbolicLink(atPath: dir + "/appd-plugin-greeter", withDestinationPath: Binaries.directory + "/appd-plugin-greeter")
+    }
+
+    static func newDirectory() throws -> String {
+        let dir = NSTemporaryDirectory() + "appd-ext-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: dir + "/data/plugins", withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// appctl with a session store of the daemon's own.
+    static func ctl(_ daemon: Daemon, _ args: [String]) async throws -> Outcome {
+        try await run(Binaries.appctl, ["--socket", daemon.socket] + args, environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+    }
+
+    static func plugin(_ daemon: Daemon, _ name: String) async throws -> [String: Any] {
+        let out = try await ctl(daemon, ["--json", "plugins"])
+        let json = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+        let list = json?["plugins"] as? [[String: Any]] ?? []
+        return list.first { $0["name"] as? String == name } ?? [:]
+    }
+
+    /// Polls until `done` holds for the plugin's status (or 10 s pass).
+    static func wait(_ daemon: Daemon, _ name: String, until done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+        var status: [String: Any] = [:]
+        for _ in 0..<500 {
+            status = try await plugin(daemon, name)
+            if done(status) { return status }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return status
+    }
+
+    @Test func spawnRouteGatesCallerAndScope() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins")
+        let daemon = try await Daemon.start(directory: dir)
+        let status = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        #expect(status["kind"] as? String == "external" && (status["pid"] as? Int ?? 0) > 0, "\(status)")
+        #expect(status["interfaces"] as? [String] == ["io.appd.examples.Greeter"])
+
+        // The manifest's requirements are enforced by the same gates as built-in plugins.
+        let anonymous = try await Self.ctl(daemon, ["greeter", "hello", "--name", "Ada"])
+        #expect(anonymous.status == 67, "\(anonymous)")
+        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+        let me = try await Self.ctl(daemon, ["--json", "whoami"])
+        let hello = try await Self.ctl(daemon, ["--json", "greeter", "hello"])
+        #expect(hello.status == 0, "\(hello)")
+        // appd filled in the caller: the plugin saw the signed-in user.
+        let userID = (try JSONSerialization.jsonObject(with: Data(me.stdout.utf8)) as? [String: Any]).flatMap { ($0["user"] as? [String: Any])?["id"] as? String }
+        let greeting = try JSONSerialization.jsonObject(with: Data(hello.stdout.utf8)) as? [String: Any]
+        #expect(greeting?["greeting"] as? String == "Hello, ada@example.com!")
+        #expect(greeting?["userId"] as? String == userID && userID != nil)
+        #expect((greeting?["roles"] as? [String])?.contains("user") == true)
+        // A client cannot forge it.
+        let forged = try await Self.ctl(daemon, ["greeter", "hello", "--caller", #"{"uid":0,"userId":"u_admin","roles":["admin"]}"#])
+        #expect(forged.status == 65 && forged.stderr.contains("caller"), "\(forged)")
+
+        // The plugin's own connection may publish what its manifest declares, nothing else.
+        let allowed = try await Self.ctl(daemon, ["--json", "greeter", "publish", "--topic", "greeter.test"])
+        #expect(allowed.stdout.contains(#""published":true"#), "\(allowed)")
+        let denied = try await Self.ctl(daemon, ["--json", "greeter", "publish", "--topic", "auth.userSignedUp"])
+        #expect(denied.stdout.contains(#""published":false"#) && denied.stdout.contains("PermissionDenied"), "\(denied)")
+
+        // A slow call hits the plugin's call timeout; other calls keep being served meanwhile.
+        let socket = daemon.socket, config = daemon.directory + "/config"
+        let slow = Task { try await run(Binaries.appctl, ["--socket", socket, "greeter", "slow", "--seconds", "3"], environment: ["XDG_CONFIG_HOME": config]) }
+        try await Task.sleep(for: .milliseconds(200))
+        let count = try await Self.ctl(daemon, ["greeter", "count"])
+        #expect(count.status == 0 && count.stdout.contains("count: 1"), "\(count)")
+        let timedOut = try await slow.value
+        #expect(timedOut.status == 75 && timedOut.stderr.contains("DeadlineExceeded"), "\(timedOut)")
+
+        // Its output goes to appd's log, prefixed with its name.
+        #expect(daemon.log.contains("[greeter]"))
+        #expect(await daemon.stop() == 0)
+        // Stopping appd stops the plugin.
+        let pid = Int32(status["pid"] as? Int ?? 0)
+        #expect(kill(pid, 0) != 0)
+    }
+
+    @Test func aKilledPluginFailsFastThenIsRestartedAndServesAgain() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins")
+        let daemon = try await Daemon.start(directory: dir)
+        let first = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        let pid = Int32(first["pid"] as? Int ?? 0)
+        #expect(pid > 0)
+        kill(pid, SIGKILL)
+        // Until it is back, calls fail fast with PluginUnavailable (not a hang).
+        var sawUnavailable = false
+        for _ in 0..<50 {
+            let started = Date()
+            let call = try await Self.ctl(daemon, ["greeter", "count"])
+            if call.stderr.contains("io.appd.Daemon.PluginUnavailable") {
+                sawUnavailable = true
+                #expect(call.status == 75 && Date().timeIntervalSince(started) < 1)
+                break
+            }
+            if call.status == 0 && !call.stdout.contains("count: 0") { continue }
+        }
+        let again = try await Self.wait(daemon, "greeter") { ($0["pid"] as? Int).map { Int32($0) != pid } == true && $0["state"] as? String == "running" }
+        #expect(again["restarts"] as? Int == 1, "\(again)")
+        #expect((again["lastError"] as? String ?? "").contains("killed by signal 9") || sawUnavailable, "\(again)")
+        let count = try await Self.ctl(daemon, ["greeter", "count"])
+        #expect(count.status == 0 && count.stdout.contains("count: 0"), "\(count)")  // a new process
+        // A manual restart, then disable (kept across restarts of appd) and enable.
+        #expect(try await Self.ctl(daemon, ["plugins", "restart", "greeter"]).stdout == "restarted greeter\n")
+        #expect(try await Self.ctl(daemon, ["plugins", "disable", "greeter"]).status == 0)
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).stderr.contains("PluginUnavailable"))
+        #expect(try await Self.ctl(daemon, ["plugins", "restart", "nope"]).stderr.contains("UnknownPlugin"))
+        #expect(await daemon.stop() == 0)
+        let restarted = try await Daemon.start(reusing: daemon)
+        #expect(try await Self.plugin(restarted, "greeter")["state"] as? String == "stopped")
+        #expect(try await Self.ctl(restarted, ["plugins", "enable", "greeter"]).status == 0)
+        #expect(try await Self.ctl(restarted, ["greeter", "count"]).status == 0)
+        #expect(await restarted.stop() == 0)
+    }
+
+    @Test func aPluginThatExitsAtOnceBacksOffThenFails() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins", changes: ["arguments": ["--exit-at-once"]])
+        let daemon = try await Daemon.start(directory: dir)
+        let status = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "failed" }
+        #expect(status["state"] as? String == "failed", "\(status)")
+        #expect(status["restarts"] as? Int == 2)
+        #expect((status["lastError"] as? String ?? "").contains("exited with status 3"), "\(status)")
+        #expect((status["lastError"] as? String ?? "").contains("gave up"), "\(status)")
+        // appd itself is fine.
+        #expect(try await Self.ctl(daemon, ["ping"]).status == 0)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func anInterfaceThatDoesNotMatchTheManifestIsRefusedWithTheReason() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins", changes: ["arguments": ["--serve-interface", "io.appd.examples.Impostor"]])
+        let daemon = try await Daemon.start(directory: dir)
+        let status = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "failed" }
+        #expect((status["lastError"] as? String ?? "").contains("serves io.appd.examples.Impostor but its manifest declares io.appd.examples.Greeter"), "\(status)")
+        #expect(status["restarts"] as? Int == 0)
+        let info = try await Self.ctl(daemon, ["info"])
+        #expect(!info.stdout.contains("Impostor"))
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func rescanBrokenManifestsShadowingAndUnsafeFiles() async throws {
+        let dir = try Self.newDirectory()
+        let plugins = dir + "/data/plugins"
+        // A broken manifest and a world-writable one are reported and skipped, never fatal.
+        try FileManager.default.createDirectory(atPath: plugins + "/broken", withIntermediateDirectories: true)
+        try Data("{ not json".utf8).write(to: URL(fileURLWithPath: plugins + "/broken/plugin.json"))
+        try Self.install(in: plugins, folder: "unsafe", changes: ["name": "unsafe"], mode: 0o666)
+        let daemon = try await Daemon.start(directory: dir)
+        #expect(try await Self.plugin(daemon, "broken")["state"] as? String == "failed")
+        #expect((try await Self.plugin(daemon, "broken")["lastError"] as? String ?? "").contains("not JSON"))
+        #expect((try await Self.plugin(daemon, "unsafe")["lastError"] as? String ?? "").contains("writable by other users"))
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status != 0)
+
+        // A new folder is picked up without restarting appd; a second of the same name is shadowed.
+        try Self.install(in: plugins, folder: "a-greeter")
+        try Self.install(in: plugins, folder: "b-greeter")
+        let rescan = try await Self.ctl(daemon, ["plugins", "rescan"])
+        #expect(rescan.stdout.contains("added: greeter"), "\(rescan)")
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
+        #expect((try await Self.plugin(daemon, "b-greeter")["lastError"] as? String ?? "").contains("shadowed"))
+        // Removed folders are dropped, and their interface is no longer served.
+        try FileManager.default.removeItem(atPath: plugins + "/a-greeter")
+        try FileManager.default.removeItem(atPath: plugins + "/b-greeter")
+        #expect(try await Self.ctl(daemon, ["plugins", "rescan"]).stdout.contains("removed: greeter"))
+        let gone = try await Self.ctl(daemon, ["greeter", "count"])
+        #expect(gone.status == 64, "\(gone)")  // appctl no longer knows the command: nothing serves it
+        #expect(await daemon.stop() == 0)
+    }
+}

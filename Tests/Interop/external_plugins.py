@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The Python example plugin (contrib/plugins/mailer, PyPI varlink) under the real appd: appd
+spawns it, routes io.appd.examples.Mailer through its gates, and the mailer follows appd's
+events with its plugin credential. End to end: a sign-up gets a welcome message; a password
+reset request gets a message whose token really resets the password; a SIGKILLed mailer is
+restarted and still has its maildir.
+
+Usage: external_plugins.py APPD_BINARY REPO_ROOT
+"""
+import email
+import email.policy
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import varlink
+
+from harness import check, finish
+
+
+def call(sock_path, method, parameters=None, token=None):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock_path)
+    s.settimeout(10)
+
+    def send(m, p):
+        s.sendall(json.dumps({"method": m, "parameters": p or {}}).encode() + b"\0")
+        data = b""
+        while not data.endswith(b"\0"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return json.loads(data[:-1])
+
+    try:
+        if token:
+            send("io.appd.Auth.Authenticate", {"accessToken": token})
+        return send(method, parameters)
+    finally:
+        s.close()
+
+
+def wait_for(what, predicate, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    return None
+
+
+def mailer_status(sock_path):
+    for plugin in call(sock_path, "io.appd.Daemon.Plugins")["parameters"]["plugins"]:
+        if plugin["name"] == "mailer":
+            return plugin
+    return {}
+
+
+def outbox(sock_path):
+    reply = call(sock_path, "io.appd.examples.Mailer.Outbox")
+    return reply.get("parameters", {}).get("messages", [])
+
+
+def main():
+    appd, root = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as directory:
+        plugins = os.path.join(directory, "data", "plugins")
+        os.makedirs(plugins)
+        shutil.copytree(os.path.join(root, "contrib", "plugins", "mailer"), os.path.join(plugins, "mailer"))
+        sock_path = os.path.join(directory, "appd.sock")
+        proc = subprocess.Popen([appd, "--socket", sock_path, "--data-dir", os.path.join(directory, "data"), "--log-level", "notice"],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for("socket", lambda: os.path.exists(sock_path))
+            status = wait_for("mailer", lambda: mailer_status(sock_path).get("state") == "running" and mailer_status(sock_path))
+            check("appd starts the Python mailer from its plugin folder", bool(status), str(mailer_status(sock_path)))
+            check("it serves io.appd.examples.Mailer", (status or {}).get("interfaces") == ["io.appd.examples.Mailer"], str(status))
+            # Its first run starts from the current end of the event log (it writes its cursor then).
+            wait_for("cursor", lambda: os.path.exists(os.path.join(directory, "data", "plugin-data", "mailer", "cursor")))
+
+            call(sock_path, "io.appd.Auth.SignUp", {"email": "ada@example.com", "password": "first password"})
+            welcome = wait_for("welcome", lambda: [m for m in outbox(sock_path) if m["subject"] == "Welcome"])
+            check("a sign-up gets a welcome message in the maildir", bool(welcome), str(outbox(sock_path)))
+
+            call(sock_path, "io.appd.Auth.RequestPasswordReset", {"email": "ada@example.com"})
+            reset = wait_for("reset", lambda: [m for m in outbox(sock_path) if m["subject"] == "Reset your password"])
+            check("a password reset request gets a message", bool(reset))
+            token = None
+            if reset:
+                with open(reset[0]["file"], "rb") as f:
+                    message = email.message_from_bytes(f.read(), policy=email.policy.default)
+                check("it is an RFC 5322 message to the account", message["To"] == "ada@example.com" and message["Message-ID"] is not None)
+                match = re.search(r"--reset-token (\S+)", message.get_content())
+                token = match.group(1) if match else None
+            reply = call(sock_path, "io.appd.Auth.ResetPassword", {"resetToken": token or "", "newPassword": "second password"})
+            check("the token in the message resets the password", "error" not in reply, str(reply))
+            signed_in = call(sock_path, "io.appd.Auth.SignIn", {"email": "ada@example.com", "password": "second password"})
+            check("and the new password signs in", "error" not in signed_in, str(signed_in))
+
+            # Python varlink's own client calls the plugin's interface through appd.
+            with varlink.Client(address="unix:" + sock_path) as client, client.open("io.appd.examples.Mailer") as mailer:
+                messages = mailer.Outbox()["messages"]
+            check("python varlink calls the plugin through appd", len(messages) == 2, str(messages))
+
+            pid = (mailer_status(sock_path) or {}).get("pid")
+            os.kill(pid, signal.SIGKILL)
+            back = wait_for("restart", lambda: mailer_status(sock_path).get("pid") not in (None, pid) and mailer_status(sock_path).get("state") == "running")
+            check("a SIGKILLed mailer is restarted", bool(back), str(mailer_status(sock_path)))
+            check("and still lists what it wrote", len(outbox(sock_path)) == 2)
+            check("appd answers throughout", "error" not in call(sock_path, "io.appd.Daemon.Ping"))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, log = proc.communicate(timeout=30)
+        check("appd exits 0 and stops the mailer", proc.returncode == 0, str(proc.returncode))
+        check("the mailer's output is in appd's log, prefixed", "[mailer] mailer: wrote 'Welcome'" in log, log[-2000:])
+        check("no reset token in appd's own log lines", token is None or token not in "\n".join(l for l in log.splitlines() if "[mailer]" not in l))
+    finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""mailer: an appd external plugin written with the PyPI varlink package.
+
+appd starts it with its varlink socket on fd 3 (LISTEN_FDS=1, LISTEN_PID), so varlink's own
+server picks the socket up. It connects back to appd (APPD_SOCKET), presents its credential
+(APPD_PLUGIN_TOKEN) and subscribes to auth.userSignedUp and auth.passwordResetRequested; for
+each it writes an RFC 5322 message into APPD_PLUGIN_DATA/Maildir (tmp/ then new/, as the
+maildir convention asks). Outbox() lists what it wrote. Its position in appd's durable event
+log is kept in APPD_PLUGIN_DATA/cursor, so sign-ups that happen while it is down are mailed
+when it is back (password resets are live-only events: they carry the reset token, which appd
+never stores).
+"""
+import email.message
+import email.utils
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+import varlink
+
+DATA = os.environ.get("APPD_PLUGIN_DATA", os.path.join(os.getcwd(), "data"))
+MAILDIR = os.path.join(DATA, "Maildir")
+CURSOR = os.path.join(DATA, "cursor")
+SENDER = os.environ.get("APPD_MAILER_FROM", "appd <no-reply@localhost>")
+HERE = os.path.dirname(os.path.abspath(__file__))
+lock = threading.Lock()
+counter = [0]
+
+
+def log(message):
+    print(f"mailer: {message}", file=sys.stderr, flush=True)
+
+
+def write_message(to, subject, body):
+    """Delivers one message into the maildir: written in tmp/, then renamed into new/."""
+    msg = email.message.EmailMessage()
+    msg["From"] = SENDER
+    msg["To"] = to
+    msg["Subject"] = subject
+    msg["Date"] = email.utils.formatdate(localtime=False)
+    msg["Message-ID"] = email.utils.make_msgid(domain="appd.local")
+    msg.set_content(body)
+    with lock:
+        counter[0] += 1
+        name = f"{time.time():.6f}.P{os.getpid()}Q{counter[0]}.{socket.gethostname()}"
+    tmp = os.path.join(MAILDIR, "tmp", name)
+    with open(tmp, "wb") as f:
+        f.write(msg.as_bytes())
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, os.path.join(MAILDIR, "new", name))
+    log(f"wrote '{subject}' to {to}")
+
+
+def handle(event):
+    topic, payload = event["topic"], event.get("payload", {})
+    if topic == "auth.userSignedUp":
+        write_message(payload["email"], "Welcome", "Your account is ready. Sign in with: appctl login " + payload["email"] + "\n")
+    elif topic == "auth.passwordResetRequested":
+        write_message(
+            payload["email"], "Reset your password",
+            "Someone asked to reset the password of this account. If it was you, run:\n\n"
+            f"  appctl auth reset-password --reset-token {payload['resetToken']} --new-password '...'\n\n"
+            f"The token works once, until {payload['expiresAt']}. If it was not you, ignore this message.\n")
+
+
+def save_cursor(seq):
+    with open(CURSOR + ".tmp", "w") as f:
+        f.write(str(seq))
+    os.rename(CURSOR + ".tmp", CURSOR)
+
+
+def follow_events():
+    """Subscribes through appd's socket with the plugin credential; reconnects when appd restarts."""
+    address = "unix:" + os.environ["APPD_SOCKET"]
+    token = os.environ["APPD_PLUGIN_TOKEN"]
+    while True:
+        try:
+            with varlink.Client(address=address) as client, client.open("io.appd.Bus") as bus:
+                bus.AuthenticatePlugin(token=token)
+                if os.path.exists(CURSOR):
+                    since = int(open(CURSOR).read())
+                else:
+                    # First run: start from now, not with a welcome for every existing account.
+                    with client.open("io.appd.Daemon") as daemon:
+                        since = daemon.Status()["eventLog"]["lastSeq"]
+                    save_cursor(since)
+                log(f"following events since {since}")
+                for event in bus.Subscribe(topics=["auth.userSignedUp", "auth.passwordResetRequested"], since=since, _more=True):
+                    handle(event)
+                    if event.get("seq") is not None:
+                        save_cursor(event["seq"])
+        except Exception as error:  # appd restarting, or not listening yet
+            log(f"event stream ended ({error!r}); reconnecting")
+            time.sleep(1)
+
+
+service = varlink.Service(
+    vendor="appd examples", product="mailer", version="1.0.0", url="https://github.com/appd/appd", interface_dir=HERE)
+
+
+@service.interface("io.appd.examples.Mailer")
+class Mailer:
+    def Outbox(self):
+        messages = []
+        for name in sorted(os.listdir(os.path.join(MAILDIR, "new"))):
+            path = os.path.join(MAILDIR, "new", name)
+            with open(path, "rb") as f:
+                msg = email.message_from_bytes(f.read())
+            messages.append({"id": msg["Message-ID"], "to": msg["To"], "subject": msg["Subject"], "date": msg["Date"], "file": path})
+        return {"messages": messages}
+
+
+class Handler(varlink.RequestHandler):
+    service = service
+
+
+def main():
+    for sub in ("tmp", "new", "cur"):
+        os.makedirs(os.path.join(MAILDIR, sub), mode=0o700, exist_ok=True)
+    if varlink.server.get_listen_fd() is None:
+        sys.exit("mailer: no socket on fd 3; appd starts this plugin (see docs/plugins.md)")
+    threading.Thread(target=follow_events, daemon=True).start()
+    server = varlink.ThreadingServer("unix:@unused", Handler)
+    log("serving io.appd.examples.Mailer")
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

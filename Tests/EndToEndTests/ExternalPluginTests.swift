@@ -9,6 +9,7 @@ import Testing
         "requirements": [
             "io.appd.examples.Greeter.Hello": ["session"], "io.appd.examples.Greeter.Slow": [String](),
             "io.appd.examples.Greeter.Count": [String](), "io.appd.examples.Greeter.Publish": ["admin"],
+            "io.appd.examples.Greeter.Environment": ["admin"],
         ],
         "publishes": ["greeter.>"], "callTimeoutSeconds": 1,
         "restart": ["policy": "on-failure", "maxRetries": 2, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.5],
@@ -59,7 +60,7 @@ import Testing
     @Test func spawnRouteGatesCallerAndScope() async throws {
         let dir = try Self.newDirectory()
         try Self.install(in: dir + "/data/plugins")
-        let daemon = try await Daemon.start(directory: dir)
+        let daemon = try await Daemon.start(environment: ["APPD_TEST_SECRET": "must not leak"], directory: dir)
         let status = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
         #expect(status["kind"] as? String == "external" && (status["pid"] as? Int ?? 0) > 0, "\(status)")
         #expect(status["interfaces"] as? [String] == ["io.appd.examples.Greeter"])
@@ -96,11 +97,26 @@ import Testing
         let timedOut = try await slow.value
         #expect(timedOut.status == 75 && timedOut.stderr.contains("DeadlineExceeded"), "\(timedOut)")
 
+        // Its environment is the allow-list (none here) and what it needs to find appd (the
+        // LISTEN_* variables were there too; taking the socket removes them).
+        let env = try await Self.ctl(daemon, ["--json", "greeter", "environment"])
+        let names = (try JSONSerialization.jsonObject(with: Data(env.stdout.utf8)) as? [String: Any])?["names"] as? [String]
+        #expect(
+            names == ["APPD_PLUGIN_DATA", "APPD_PLUGIN_NAME", "APPD_PLUGIN_TOKEN", "APPD_SOCKET", "PATH"],
+            "\(env)")
+
+        // A restart lets a call in flight finish first.
+        let inFlight = Task { try await run(Binaries.appctl, ["--socket", socket, "greeter", "slow", "--seconds", "0.6"], environment: ["XDG_CONFIG_HOME": config]) }
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(try await Self.ctl(daemon, ["plugins", "restart", "greeter"]).status == 0)
+        let drained = try await inFlight.value
+        #expect(drained.status == 0, "\(drained)")
+
         // Its output goes to appd's log, prefixed with its name.
         #expect(daemon.log.contains("[greeter]"))
+        let pid = Int32(try await Self.plugin(daemon, "greeter")["pid"] as? Int ?? 0)
         #expect(await daemon.stop() == 0)
         // Stopping appd stops the plugin.
-        let pid = Int32(status["pid"] as? Int ?? 0)
         #expect(kill(pid, 0) != 0)
     }
 

@@ -36,6 +36,9 @@ struct Greeter {
         # Tries to publish an event on appd's bus with the plugin's credential.
         method Publish(topic: string) -> (published: bool, reason: ?string)
 
+        # The names of the environment variables this process got from appd.
+        method Environment() -> (names: []string)
+
         error Failed (reason: string)
 
         """
@@ -64,6 +67,10 @@ struct Greeter {
     struct Count: Command {
         static let method = "io.appd.examples.Greeter.Count"
         struct Reply: Codable, Sendable { var count: Int }
+    }
+    struct Environment: Command {
+        static let method = "io.appd.examples.Greeter.Environment"
+        struct Reply: Codable, Sendable { var names: [String] }
     }
     struct Publish: Command {
         static let method = "io.appd.examples.Greeter.Publish"
@@ -104,6 +111,15 @@ struct Greeter {
                 return Empty()
             }
             try bus.register(Count.self) { _, _ in .init(count: counter.value) }
+            try bus.register(Environment.self) { _, _ in
+                var names: [String] = []
+                var entry = environ
+                while let pointer = entry.pointee {
+                    names.append(String(String(cString: pointer).prefix { $0 != "=" }))
+                    entry += 1
+                }
+                return .init(names: names.sorted())
+            }
             try bus.register(Publish.self) { command, _ in
                 let denied = await OSThread.run { publish(topic: command.topic, payload: [:]) }
                 return .init(published: denied == nil, reason: denied)

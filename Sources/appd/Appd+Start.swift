@@ -72,10 +72,13 @@ extension Appd {
 
         // 5b. External plugins (supervised processes from the plugin directories), and the
         //     credentials their own connections to appd present.
+        var externalSettings = ExternalPluginSettings(
+            directories: config.pluginDirectories ?? [dataDirectory + "/plugins", "/usr/lib/appd/plugins"],
+            runtimeDirectory: dataDirectory + "/plugins-run", dataDirectory: dataDirectory + "/plugin-data", controlSocket: config.socket)
+        externalSettings.healthInterval = config.pluginHealthInterval
+        externalSettings.healthTimeout = min(.seconds(3), config.pluginHealthInterval)
         let external = ExternalPluginHost(
-            settings: ExternalPluginSettings(
-                directories: config.pluginDirectories ?? [dataDirectory + "/plugins", "/usr/lib/appd/plugins"],
-                runtimeDirectory: dataDirectory + "/plugins-run", dataDirectory: dataDirectory + "/plugin-data", controlSocket: config.socket),
+            settings: externalSettings,
             dispatcher: dispatcher, stateFile: dataDirectory + "/external-plugins.json", isAdmin: { adminGate.isPrivileged($0) },
             logger: Logger(label: "appd.plugins"))
         do {

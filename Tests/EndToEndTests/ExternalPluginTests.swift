@@ -158,6 +158,20 @@ import Testing
         #expect(await restarted.stop() == 0)
     }
 
+    @Test func aPluginThatStopsAnsweringFailsItsHealthCheckAndIsRestarted() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins")
+        let daemon = try await Daemon.start(["--plugin-health-interval", "0.3"], directory: dir)
+        let first = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        let pid = Int32(first["pid"] as? Int ?? 0)
+        kill(pid, SIGSTOP)  // alive, but answers nothing
+        let again = try await Self.wait(daemon, "greeter") { ($0["pid"] as? Int).map { Int32($0) != pid } == true && $0["state"] as? String == "running" }
+        #expect((again["pid"] as? Int).map { Int32($0) != pid } == true, "\(again)")
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
+        #expect(daemon.log.contains("failed its health check"))
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test func aPluginThatExitsAtOnceBacksOffThenFails() async throws {
         let dir = try Self.newDirectory()
         try Self.install(in: dir + "/data/plugins", changes: ["arguments": ["--exit-at-once"]])

@@ -33,6 +33,8 @@ struct AppdConfig: Sendable {
     var chatCAFile: String?
     /// Where external plugins are found (nil: `<data dir>/plugins`, then `/usr/lib/appd/plugins`).
     var pluginDirectories: [String]?
+    /// How often external plugins are health-checked.
+    var pluginHealthInterval: Duration = .seconds(10)
     /// When rating asks for a rating.
     var rating = RatingRules()
 
@@ -94,6 +96,7 @@ struct AppdConfig: Sendable {
             "chatTotalTimeoutSeconds": seconds(chatTimeouts.total),
             "chatCaFile": chatCAFile.map(JSONValue.string) ?? .null,
             "pluginDirectories": pluginDirectories.map { .array($0.map(JSONValue.string)) } ?? .null,
+            "pluginHealthIntervalSeconds": seconds(pluginHealthInterval),
             "ratingMinPositiveSignals": .int(Int64(rating.minPositiveSignals)),
             "ratingMinDaysSinceFirstSeen": .int(Int64(rating.minDaysSinceFirstSeen)),
             "ratingMinSessions": .int(Int64(rating.minSessions)),

@@ -149,6 +149,7 @@ struct ConfigKey: Sendable {
             default: throw ConfigProblem("needs a list of directories")
             }
         },
+        seconds("pluginHealthIntervalSeconds", "--plugin-health-interval", "Seconds between external plugins' health checks (default: 10).") { $0.pluginHealthInterval = $1 },
         integer("ratingMinPositiveSignals", "--rating-min-positive-signals", "Rating: positive signals needed since the last prompt (default: 3).") { $0.rating.minPositiveSignals = $1 },
         integer("ratingMinDaysSinceFirstSeen", "--rating-min-days-since-first-seen", "Rating: days since the user was first seen (default: 3).") { $0.rating.minDaysSinceFirstSeen = $1 },
         integer("ratingMinSessions", "--rating-min-sessions", "Rating: sign-ins needed (default: 3).") { $0.rating.minSessions = $1 },

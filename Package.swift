@@ -19,6 +19,12 @@ let package = Package(
         .target(name: "Bus", dependencies: ["CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
         // Socket calls that need _GNU_SOURCE (SO_PEERCRED, accept4), kept out of Swift headers.
         .target(name: "CSystem", path: "Sources/Bus/CSystem"),
+        // The fuzzers (Tests/Fuzz/run builds them with -sanitize=fuzzer): targets, driver shim, executable.
+        .target(
+            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "Payments"], path: "Sources/Bus/Fuzz/Targets",
+            swiftSettings: strict),
+        .target(name: "CFuzz", path: "Sources/Bus/Fuzz/CFuzz"),
+        .executableTarget(name: "appd-fuzz", dependencies: ["FuzzTargets", "CFuzz"], path: "Sources/Bus/Fuzz/Main", swiftSettings: strict),
         // Release-mode benchmarks of the bus and storage: `swift run -c release appd-bench`.
         .executableTarget(
             name: "appd-bench", dependencies: ["Bus", "Storage"], path: "Sources/Bus/Benchmarks",
@@ -53,8 +59,11 @@ let package = Package(
         .target(name: "PluginKit", dependencies: ["Bus", "CSystem", "Storage", "Crypto"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
 
         .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments", "Chat", "Rating"], path: "Sources/appd", swiftSettings: strict),
+        // appctl's commands and parsers (a library, so the fuzzers can reach the parsers), and the
+        // thin executable.
+        .target(name: "AppctlKit", dependencies: ["Bus"], path: "Sources/appctl/AppctlKit", swiftSettings: strict),
         .executableTarget(
-            name: "appctl", dependencies: ["Bus"], path: "Sources/appctl", swiftSettings: strict,
+            name: "appctl", dependencies: ["AppctlKit"], path: "Sources/appctl/Main", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
@@ -71,6 +80,7 @@ let package = Package(
         .testTarget(
             name: "RatingTests", dependencies: ["Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
             path: "Tests/RatingTests", swiftSettings: strict),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).

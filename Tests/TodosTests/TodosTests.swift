@@ -70,6 +70,10 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         await expectTodosError("ValidationFailed", field: "dueAt") {
             _ = try await h.bus.send(TodosInterface.Add(title: "t", notes: nil, dueAt: "tomorrow"), as: ada)
         }
+        // Found by fuzzing: a year past 2262 does not fit in nanoseconds and used to trap.
+        await expectTodosError("ValidationFailed", field: "dueAt") {
+            _ = try await h.bus.send(TodosInterface.Add(title: "t", notes: nil, dueAt: "9999-12-31T23:59:59Z"), as: ada)
+        }
         let todo = try await h.bus.send(TodosInterface.Add(title: "  Buy milk  ", notes: nil, dueAt: "2026-12-24T18:00:00+02:00"), as: ada).todo
         #expect(todo.title == "Buy milk")
         #expect(todo.dueAt == "2026-12-24T16:00:00.000Z")

@@ -43,6 +43,8 @@ public enum RFC3339 {
         guard i == b.count, day <= daysIn(month, year) else { return nil }
         let days = daysFromCivil(year, month, day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - Int64(offset)
+        // Nanoseconds since 1970 in an Int64 reach only from 1677 to 2262.
+        guard seconds > -9_223_372_035, seconds < 9_223_372_035 else { return nil }
         return WallTime(nanosecondsSinceEpoch: seconds * 1_000_000_000 + Int64(nanos))
     }
 

@@ -57,6 +57,14 @@ extension JSONValue {
 
     func string(_ key: String) -> String? { self[key]?.stringValue }
 
+    /// A time member in `unit` nanoseconds (1_000_000_000 for Unix seconds, 1_000_000 for
+    /// milliseconds) as nanoseconds since the epoch; nil when missing, not positive, or past
+    /// the year 2200 (which would not fit, and is no real event time).
+    func time(_ key: String, unit: Int64) -> Int64? {
+        guard let value = int(key), value > 0, value <= 7_258_118_400_000_000_000 / unit else { return nil }
+        return value * unit
+    }
+
     func strings(_ key: String) -> [String] {
         guard case .array(let items) = self[key] else { return [] }
         return items.compactMap(\.stringValue)

@@ -26,12 +26,12 @@ struct RevenueCatProvider: PaymentProvider {
         guard let event = root["event"], event.objectValue != nil else { throw .malformed("no 'event' object") }
         guard let id = event.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformed("the event has no 'id'") }
         guard let type = event.string("type"), !type.isEmpty else { throw .malformed("the event has no 'type'") }
-        guard let millis = event.int("event_timestamp_ms"), millis > 0 else { throw .malformed("the event has no 'event_timestamp_ms'") }
+        guard let time = event.time("event_timestamp_ms", unit: 1_000_000) else { throw .malformed("the event has no valid 'event_timestamp_ms'") }
         let product = event.string("new_product_id") ?? event.string("product_id")
         var entitlements = event.strings("entitlement_ids")
         if entitlements.isEmpty, let id = event.string("entitlement_id") { entitlements = [id] }
         if entitlements.isEmpty, let product, let known = catalog.product(product) { entitlements = [known.entitlement] }
-        let expiresAt = event.int("expiration_at_ms").map { $0 * 1_000_000 }
+        let expiresAt = event.time("expiration_at_ms", unit: 1_000_000)
         let lifetime = product.flatMap { catalog.product($0) }?.period == .lifetime
 
         var actions: [ProviderEvent.Action] = []
@@ -64,6 +64,6 @@ struct RevenueCatProvider: PaymentProvider {
                 actions = entitlements.map { .activate(entitlement: $0, product: product, expiresAt: expiresAt, willRenew: true) }
             }
         }
-        return ProviderEvent(provider: name, id: id, type: type, time: millis * 1_000_000, subject: subject, actions: actions)
+        return ProviderEvent(provider: name, id: id, type: type, time: time, subject: subject, actions: actions)
     }
 }

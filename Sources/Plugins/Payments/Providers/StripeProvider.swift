@@ -17,13 +17,13 @@ struct StripeProvider: PaymentProvider {
         let root = try parseWebhookJSON(body)
         guard let id = root.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformed("the event has no 'id'") }
         guard let type = root.string("type"), !type.isEmpty else { throw .malformed("the event has no 'type'") }
-        guard let created = root.int("created"), created > 0 else { throw .malformed("the event has no 'created' time") }
+        guard let createdAt = root.time("created", unit: 1_000_000_000) else { throw .malformed("the event has no valid 'created' time") }
         guard let object = root["data"]?["object"], object.objectValue != nil else { throw .malformed("the event has no 'data.object'") }
 
         let customer = object.string("customer")
         let metadataUser = object["metadata"]?.string("userId")
         var event = ProviderEvent(
-            provider: name, id: id, type: type, time: created * 1_000_000_000, subject: .customer(customer, user: metadataUser), actions: [])
+            provider: name, id: id, type: type, time: createdAt, subject: .customer(customer, user: metadataUser), actions: [])
 
         switch type {
         case "checkout.session.completed":
@@ -31,15 +31,16 @@ struct StripeProvider: PaymentProvider {
             // A one-off payment names its product in the session's metadata; a subscription's
             // product arrives with customer.subscription.created.
             if object.string("mode") == "payment", let productID = object["metadata"]?.string("product"), let product = catalog.product(productID) {
-                let expires = product.period.nanoseconds.map { created * 1_000_000_000 + $0 }
+                let expires = product.period.nanoseconds.map { createdAt + $0 }
                 event.actions = [.activate(entitlement: product.entitlement, product: product.id, expiresAt: expires, willRenew: false)]
             }
         case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted":
             guard let product = subscriptionProduct(object, catalog) else { break }
             let status = object.string("status") ?? ""
             // Newer API versions carry the period end on the item; without one, the product's period from now.
-            let periodEnd = (object.int("current_period_end") ?? object["items"]?["data"]?.first?.int("current_period_end")).map { $0 * 1_000_000_000 }
-                ?? product.period.nanoseconds.map { created * 1_000_000_000 + $0 }
+            let periodEnd = object.time("current_period_end", unit: 1_000_000_000)
+                ?? object["items"]?["data"]?.first?.time("current_period_end", unit: 1_000_000_000)
+                ?? product.period.nanoseconds.map { createdAt + $0 }
             if type == "customer.subscription.deleted" || ["canceled", "unpaid", "incomplete_expired"].contains(status) {
                 event.actions = [.expire(entitlement: product.entitlement, product: product.id)]
             } else if ["active", "trialing", "past_due"].contains(status) {

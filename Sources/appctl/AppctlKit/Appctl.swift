@@ -3,9 +3,9 @@ import Glibc
 #endif
 import Bus
 
-/// appctl's entry point: find the subcommand, run it, turn the outcome into an exit code.
-@main
-enum Appctl {
+/// appctl: find the subcommand, run it, turn the outcome into an exit code. The executable
+/// (Sources/appctl/Main) only calls `main()`; the fuzzers call the argument parsers here.
+public enum Appctl {
     static let builtins: [Builtin] = [
         DaemonCommands.ping, DaemonCommands.status, DaemonCommands.plugins, DaemonCommands.info, DaemonCommands.introspect,
         DaemonCommands.shutdown, AuthCommands.signup, AuthCommands.login, AuthCommands.logout, AuthCommands.whoami,
@@ -13,7 +13,7 @@ enum Appctl {
         CompletionCommand.command,
     ]
 
-    static func main() {
+    public static func main() {
         // A parent may hand us a blocked signal mask (spawned from a thread that blocks them):
         // Ctrl-C and SIGTERM must always end appctl.
         var none = sigset_t()

@@ -47,8 +47,8 @@ struct GlobalOptions {
             case "-h", "--help": options.help = true
             case "--timeout":
                 let text = try value()
-                guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
-                    throw .usage("--timeout needs a positive number of seconds, not '\(text)'", command: nil)
+                guard let seconds = Double(text), seconds > 0, seconds <= 86_400 * 365 else {
+                    throw .usage("--timeout needs a positive number of seconds (at most a year), not '\(text)'", command: nil)
                 }
                 options.timeout = .milliseconds(Int64(seconds * 1000))
             default: rest.append(argument)

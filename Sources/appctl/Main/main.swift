@@ -1,0 +1,4 @@
+import AppctlKit
+
+// appctl's entry point; everything else is in AppctlKit.
+Appctl.main()

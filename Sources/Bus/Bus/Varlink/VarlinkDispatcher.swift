@@ -41,8 +41,15 @@ public final class VarlinkDispatcher: Sendable {
     public func handle(
         _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, emit: (VarlinkReply) async throws -> Void
     ) async throws {
+        // A failure to write a reply is the connection's (its client left, or stopped reading):
+        // pass it up as is, never as an error of the call.
+        let emitting: (VarlinkReply) async throws -> Void = { reply in
+            do { try await emit(reply) } catch { throw EmitFailed(underlying: error) }
+        }
         do {
-            try await route(call, caller: caller, timeout: timeout, emit: emit)
+            try await route(call, caller: caller, timeout: timeout, emit: emitting)
+        } catch let failure as EmitFailed {
+            throw failure.underlying
         } catch is CancellationError {
             throw CancellationError()
         } catch let error as any WireError {
@@ -82,6 +89,11 @@ public final class VarlinkDispatcher: Sendable {
         guard !call.oneway else { return }
         try check(reply, of: method, in: interface)
         try await emit(VarlinkReply(parameters: reply))
+    }
+
+    /// Marks an error thrown while writing a reply.
+    struct EmitFailed: Error {
+        let underlying: any Error
     }
 
     /// A reply that breaks the interface's contract is a bug in appd: log it, answer InternalError.

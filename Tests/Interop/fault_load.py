@@ -201,12 +201,14 @@ def crash(binary, cycles):
             # Everything acknowledged, and its event, survived the kill.
             con = db(directory)
             users = {row[0] for row in con.execute("SELECT email FROM auth_users")}
+            signup_events = {json.loads(row[0]).get("email") for row in con.execute("SELECT payload FROM appd_events WHERE topic = 'auth.userSignedUp'")}
             todos = {row[0] for row in con.execute("SELECT id FROM todos")}
             todo_events = {json.loads(row[0]).get("todoId") for row in con.execute("SELECT payload FROM appd_events WHERE topic = 'todos.created'")}
             hooks = {row[0] for row in con.execute("SELECT event_id FROM payments_events")}
             replies = {row[0] for row in con.execute("SELECT id FROM chat_messages WHERE role = 'assistant'")}
             reply_events = {json.loads(row[0]).get("messageId") for row in con.execute("SELECT payload FROM appd_events WHERE topic IN ('chat.replyCompleted', 'chat.replyFailed')")}
-            s.check(f"cycle {cycle}: acknowledged sign-ups present", acked["signup"] <= users, str(acked["signup"] - users))
+            s.check(f"cycle {cycle}: acknowledged sign-ups and their events present", acked["signup"] <= users and acked["signup"] <= signup_events,
+                    str(acked["signup"] - users))
             s.check(f"cycle {cycle}: acknowledged todos and their events present", acked["todo"] <= todos and acked["todo"] <= todo_events,
                     str((acked["todo"] - todos, acked["todo"] - todo_events)))
             s.check(f"cycle {cycle}: acknowledged webhook deliveries present", acked["webhook"] <= hooks, str(acked["webhook"] - hooks))

@@ -5,6 +5,7 @@ import CSQLite
 final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
+    private var columnNames: [String: [String]] = [:]
 
     init(path: String, busyTimeoutMilliseconds: Int32) throws(StorageError) {
         var db: OpaquePointer?
@@ -36,6 +37,17 @@ final class SQLiteConnection {
         }
     }
 
+    /// Runs one parameterless statement that returns no rows (BEGIN, SAVEPOINT, RELEASE,
+    /// COMMIT) from the statement cache: these run several times per write, and parsing them
+    /// each time showed up in profiles.
+    func control(_ sql: String) throws(StorageError) {
+        let statement = try prepare(sql)
+        defer { sqlite3_reset(statement) }
+        var rc = sqlite3_step(statement)
+        while rc == SQLITE_ROW { rc = sqlite3_step(statement) }
+        guard rc == SQLITE_DONE else { throw lastError(rc) }
+    }
+
     /// Runs one statement with parameters; returns its rows (none for writes).
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> [Row] {
         let statement = try prepare(sql)
@@ -64,7 +76,13 @@ final class SQLiteConnection {
             guard rc == SQLITE_ROW else { throw lastError(rc) }
             let count = sqlite3_column_count(statement)
             if columns == nil {
-                columns = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
+                if let known = columnNames[sql] {
+                    columns = known
+                } else {
+                    let names = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
+                    columnNames[sql] = names
+                    columns = names
+                }
             }
             var values: [SQLValue] = []
             values.reserveCapacity(Int(count))
@@ -95,6 +113,7 @@ final class SQLiteConnection {
         if statements.count > 512 {
             for old in statements.values { sqlite3_finalize(old) }
             statements.removeAll()
+            columnNames.removeAll()
         }
         statements[sql] = statement
         return statement

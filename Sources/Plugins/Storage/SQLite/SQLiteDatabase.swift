@@ -183,12 +183,12 @@ public final class SQLiteDatabase: Database {
     /// Runs a read in its own (deferred) transaction, so it sees one consistent snapshot.
     private func read(_ work: Work, on connection: SQLiteConnection) {
         do {
-            try connection.executeScript("BEGIN")
+            try connection.control("BEGIN")
         } catch {
             return work.fail(error)
         }
         let (_, complete) = work.run(SQLiteTransaction(connection: connection, logEvents: false))
-        try? connection.executeScript("COMMIT")
+        try? connection.control("COMMIT")
         complete()
     }
 
@@ -198,7 +198,7 @@ public final class SQLiteDatabase: Database {
     private func commit(_ writes: [Work], on connection: SQLiteConnection) {
         guard !writes.isEmpty else { return }
         do {
-            try connection.executeScript("BEGIN IMMEDIATE")
+            try connection.control("BEGIN IMMEDIATE")
         } catch {
             logger.error("cannot begin a transaction", metadata: ["error": "\(error)"])
             for work in writes { work.fail(error) }
@@ -209,10 +209,10 @@ public final class SQLiteDatabase: Database {
         for work in writes {
             let transaction = SQLiteTransaction(connection: connection, logEvents: true)
             do {
-                try connection.executeScript("SAVEPOINT w")
+                try connection.control("SAVEPOINT w")
                 let (succeeded, complete) = work.run(transaction)
                 if succeeded {
-                    try connection.executeScript("RELEASE w")
+                    try connection.control("RELEASE w")
                     events += transaction.events
                 } else {
                     // The closure threw: undo exactly its changes; the others stay.
@@ -228,7 +228,7 @@ public final class SQLiteDatabase: Database {
             }
         }
         do {
-            try connection.executeScript("COMMIT")
+            try connection.control("COMMIT")
         } catch {
             try? connection.executeScript("ROLLBACK")
             logger.error("commit failed; no write in the batch was applied", metadata: ["error": "\(error)", "writes": "\(writes.count)"])

@@ -9,7 +9,7 @@ import Testing
         "requirements": [
             "io.appd.examples.Greeter.Hello": ["session"], "io.appd.examples.Greeter.Slow": [String](),
             "io.appd.examples.Greeter.Count": [String](), "io.appd.examples.Greeter.Publish": ["admin"],
-            "io.appd.examples.Greeter.Environment": ["admin"],
+            "io.appd.examples.Greeter.Environment": ["admin"], "io.appd.examples.Greeter.Countdown": [String](),
         ],
         "publishes": ["greeter.>"], "callTimeoutSeconds": 1,
         "restart": ["policy": "on-failure", "maxRetries": 2, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.5],
@@ -104,6 +104,10 @@ import Testing
         #expect(
             names == ["APPD_PLUGIN_DATA", "APPD_PLUGIN_NAME", "APPD_PLUGIN_TOKEN", "APPD_SOCKET", "PATH"],
             "\(env)")
+
+        // A streaming method is streamed through (appctl asks again with 'more' when told to).
+        let countdown = try await Self.ctl(daemon, ["--json", "greeter", "countdown", "--from", "3"])
+        #expect(countdown.status == 0 && countdown.stdout == "{\"n\":3}\n{\"n\":2}\n{\"n\":1}\n{\"n\":0}\n", "\(countdown)")
 
         // A restart lets a call in flight finish first.
         let inFlight = Task { try await run(Binaries.appctl, ["--socket", socket, "greeter", "slow", "--seconds", "0.6"], environment: ["XDG_CONFIG_HOME": config]) }

@@ -36,6 +36,9 @@ struct Greeter {
         # Tries to publish an event on appd's bus with the plugin's credential.
         method Publish(topic: string) -> (published: bool, reason: ?string)
 
+        # Counts down from 'from' to 0, one reply a tenth of a second apart. Call with more.
+        method Countdown(from: int) -> (n: int)
+
         # The names of the environment variables this process got from appd.
         method Environment() -> (names: []string)
 
@@ -67,6 +70,11 @@ struct Greeter {
     struct Count: Command {
         static let method = "io.appd.examples.Greeter.Count"
         struct Reply: Codable, Sendable { var count: Int }
+    }
+    struct Countdown: StreamingCommand {
+        static let method = "io.appd.examples.Greeter.Countdown"
+        struct Reply: Codable, Sendable { var n: Int }
+        var from: Int
     }
     struct Environment: Command {
         static let method = "io.appd.examples.Greeter.Environment"
@@ -111,6 +119,16 @@ struct Greeter {
                 return Empty()
             }
             try bus.register(Count.self) { _, _ in .init(count: counter.value) }
+            try bus.register(Countdown.self) { command, _, writer in
+                guard command.from >= 0, command.from <= 1000 else { throw InvalidParameters(method: Countdown.method, parameter: "from", reason: "0 to 1000") }
+                var n = command.from
+                while n > 0 {
+                    try await writer.send(.init(n: n))
+                    try await Task.sleep(for: .milliseconds(100))
+                    n -= 1
+                }
+                return .init(n: 0)
+            }
             try bus.register(Environment.self) { _, _ in
                 var names: [String] = []
                 var entry = environ

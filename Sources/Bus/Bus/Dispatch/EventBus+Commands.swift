@@ -42,6 +42,16 @@ extension EventBus {
         try install(RawHandler(method: method, requirements: requirements, single: nil, stream: handler))
     }
 
+    /// Registers a JSON method that answers both ways: once when called plainly, as a stream
+    /// when called with `more` (a proxy to a server whose IDL does not say which it is).
+    public func registerRaw(
+        method: String, requirements: [Requirement],
+        single: @escaping @Sendable (Envelope, JSONValue) async throws -> JSONValue,
+        stream: @escaping @Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> JSONValue
+    ) throws(DuplicateHandler) {
+        try install(RawHandler(method: method, requirements: requirements, single: single, stream: stream))
+    }
+
     /// Removes a method's handler; removing a missing one is not an error.
     public func unregister(method: String) {
         _ = handlers.withLock { $0.removeValue(forKey: method) }

@@ -45,9 +45,13 @@ struct InterfaceRegistrar: Sendable {
                 let full = "\(interface.name).\(method.name)"
                 let injects = method.input.contains { $0.name == "caller" }
                 dispatcher.bus.unregister(method: full)
-                try dispatcher.bus.registerRaw(method: full, requirements: manifest.requirements(of: full)) { envelope, parameters in
-                    try await gateway.call(full, parameters, envelope, injectsCaller: injects)
-                }
+                // Plain calls get one reply; calls with `more` are streamed through from the plugin.
+                try dispatcher.bus.registerRaw(
+                    method: full, requirements: manifest.requirements(of: full),
+                    single: { envelope, parameters in try await gateway.call(full, parameters, envelope, injectsCaller: injects) },
+                    stream: { envelope, parameters, writer in
+                        try await gateway.stream(full, parameters, envelope, injectsCaller: injects, writer: writer)
+                    })
             }
         }
     }

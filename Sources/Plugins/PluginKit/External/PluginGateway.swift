@@ -21,6 +21,18 @@ final class PluginGateway: Sendable {
     /// Routes one client call. `injectsCaller`: the method declares `caller: ?Caller`, which
     /// appd fills in; a client that sends one is refused, so it cannot be forged.
     func call(_ method: String, _ parameters: JSONValue, _ envelope: Envelope, injectsCaller: Bool) async throws -> JSONValue {
+        let (pool, parameters, timeout) = try prepare(method, parameters, envelope, injectsCaller: injectsCaller)
+        return try await pool.call(method, parameters, timeout: timeout)
+    }
+
+    /// A call with `more`: each of the plugin's replies is passed on as it arrives; the last is
+    /// returned. The call timeout applies to each wait for the next reply.
+    func stream(_ method: String, _ parameters: JSONValue, _ envelope: Envelope, injectsCaller: Bool, writer: ReplyWriter<JSONValue>) async throws -> JSONValue {
+        let (pool, parameters, _) = try prepare(method, parameters, envelope, injectsCaller: injectsCaller)
+        return try await pool.stream(method, parameters, timeout: callTimeout) { reply in try await writer.send(reply) }
+    }
+
+    private func prepare(_ method: String, _ parameters: JSONValue, _ envelope: Envelope, injectsCaller: Bool) throws -> (PluginConnectionPool, JSONValue, Duration) {
         var parameters = parameters == .null ? .object([:]) : parameters
         if injectsCaller {
             if let given = parameters["caller"], given != .null {
@@ -34,7 +46,7 @@ final class PluginGateway: Sendable {
         guard let pool else { throw PluginUnavailable(plugin: plugin, reason: reason) }
         var timeout = callTimeout
         if let deadline = envelope.deadline { timeout = min(timeout, deadline - ContinuousClock.now) }
-        return try await pool.call(method, parameters, timeout: timeout)
+        return (pool, parameters, timeout)
     }
 
     /// `Caller (uid: int, userId: ?string, email: ?string, roles: []string)`.

@@ -79,7 +79,11 @@ struct SQLiteTodosRepository: TodosRepository {
                 try tx.execute(
                     "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [.text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now), .integer(now)])
-                let todo = try Self.fetch(tx, seq: tx.lastInsertRowID)
+                // Built from what was just inserted: no need to read the row back.
+                let created = WallTime(nanosecondsSinceEpoch: now).rfc3339
+                let todo = Todo(
+                    id: id, title: title, notes: notes, done: false, dueAt: dueAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 },
+                    createdAt: created, updatedAt: created, completedAt: nil)
                 try tx.append(topic: "todos.created", payload: ["todoId": .string(todo.id), "userId": .string(owner), "title": .string(title)], causedBy: nil)
                 return todo
             }

@@ -271,3 +271,9 @@ int appd_wait_exit(pid_t pid, int *status) {
 int appd_pipe(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
+
+#include <sys/prctl.h>
+
+void appd_set_thread_name(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+}

@@ -59,7 +59,7 @@ public final class VarlinkServer: Service {
     public func run() async throws {
         appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), listener.fd, UInt32(APPD_EPOLL_IN))
         appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), wakeFD, UInt32(APPD_EPOLL_IN))
-        let thread = OSThread.start { [self] in loop() }
+        let thread = OSThread.start(name: "appd-io") { [self] in loop() }
         logger.notice("listening", metadata: ["socket": listener.path])
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(3600))

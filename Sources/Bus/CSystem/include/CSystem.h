@@ -70,6 +70,9 @@ pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[]
 /// waitpid(pid) until it returns (retrying EINTR). 0, or -1 with errno set.
 int appd_wait_exit(pid_t pid, int *status);
 
+/// Names the calling thread (at most 15 bytes show), for top -H, ps -L and profiles.
+void appd_set_thread_name(const char *name);
+
 /// pipe2 with O_CLOEXEC.
 int appd_pipe(int fds[2]);
 

@@ -21,7 +21,7 @@ struct HTTPClient: Sendable {
         let connection = Connection()
         continuation.onTermination = { _ in connection.abort() }
         let client = self
-        let thread = OSThread.start {
+        let thread = OSThread.start(name: "appd-llm-http") {
             do throws(HTTPFailure) {
                 try client.exchange(request, connection) { continuation.yield($0) }
                 continuation.finish()

@@ -88,7 +88,7 @@ final class AcceptLoop: Sendable {
                 continue
             }
             let listener = self.listener
-            let thread = OSThread.start { [self] in
+            let thread = OSThread.start(name: "appd-webhook") { [self] in
                 HTTPExchange(fd: connection, listener: listener).serve()
                 close(connection)
                 active.subtract(1, ordering: .acquiringAndReleasing)

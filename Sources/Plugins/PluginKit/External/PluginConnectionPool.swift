@@ -27,7 +27,7 @@ final class PluginConnectionPool: Sendable {
         self.socketPath = socketPath
         self.workers = workers
         for _ in 0..<workers {
-            let thread = OSThread.start { [self] in work() }
+            let thread = OSThread.start(name: "plugin-calls") { [self] in work() }
             pthread_detach(thread)
         }
     }

@@ -40,7 +40,7 @@ final class PluginProcess: Sendable {
         }
         let process = PluginProcess(pid: pid)
         let stdout = out[0], stderr = err[0]
-        let thread = OSThread.start {
+        let thread = OSThread.start(name: "plugin-output") {
             pump([stdout, stderr], name: name, logger: logger)
             var status: Int32 = 0
             _ = appd_wait_exit(pid, &status)

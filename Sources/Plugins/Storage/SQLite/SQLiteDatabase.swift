@@ -61,8 +61,8 @@ public final class SQLiteDatabase: Database {
         try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")
         let box = ConnectionBox(connection)
         let readerBox = ConnectionBox(reader)
-        pthread_detach(OSThread.start { [self] in serve(box.take()) })
-        pthread_detach(OSThread.start { [self] in serveReads(readerBox.take()) })
+        pthread_detach(OSThread.start(name: "appd-db-write") { [self] in serve(box.take()) })
+        pthread_detach(OSThread.start(name: "appd-db-read") { [self] in serveReads(readerBox.take()) })
     }
 
     /// Publishes committed events on `bus` from now on.

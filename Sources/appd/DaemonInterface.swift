@@ -70,8 +70,9 @@ enum DaemonInterface {
         # Admin: stops an external plugin and keeps it disabled across restarts of appd.
         method DisablePlugin(name: string) -> ()
 
-        # Admin: picks up new plugin folders and drops removed ones, without restarting appd.
-        method RescanPlugins() -> (added: []string, removed: []string)
+        # Admin: picks up new plugin folders, drops removed ones, and restarts the plugins whose
+        # plugin.json or executable path changed — without restarting appd.
+        method RescanPlugins() -> (added: []string, removed: []string, changed: []string)
 
         # A call to an external plugin that is down, restarting or stopped.
         error PluginUnavailable (plugin: string, reason: string)
@@ -134,6 +135,7 @@ enum DaemonInterface {
         struct Reply: Codable, Sendable {
             var added: [String]
             var removed: [String]
+            var changed: [String]
         }
     }
 
@@ -197,8 +199,8 @@ enum DaemonInterface {
             return Empty()
         }
         try bus.register(RescanPlugins.self) { _, _ in
-            let (added, removed) = await external.rescan()
-            return .init(added: added, removed: removed)
+            let (added, removed, changed) = await external.rescan()
+            return .init(added: added, removed: removed, changed: changed)
         }
         try bus.register(Shutdown.self) { _, envelope in
             envelope.logger.notice("shutdown requested over the socket")

@@ -223,6 +223,17 @@ import Testing
         _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
         #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
         #expect((try await Self.plugin(daemon, "b-greeter")["lastError"] as? String ?? "").contains("shadowed"))
+        // A changed manifest is picked up: the plugin restarts with it (here: Count needs a session now).
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
+        var manifest = Self.manifest
+        var requirements = manifest["requirements"] as? [String: [String]] ?? [:]
+        requirements["io.appd.examples.Greeter.Count"] = ["session"]
+        manifest["requirements"] = requirements
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: plugins + "/a-greeter/plugin.json"))
+        let changed = try await Self.ctl(daemon, ["plugins", "rescan"])
+        #expect(changed.stdout.contains("changed: greeter"), "\(changed)")
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 67)
         // Removed folders are dropped, and their interface is no longer served.
         try FileManager.default.removeItem(atPath: plugins + "/a-greeter")
         try FileManager.default.removeItem(atPath: plugins + "/b-greeter")

@@ -36,19 +36,25 @@ public actor ExternalPluginHost {
         _ = await rescan()
     }
 
-    /// Picks up new plugin folders and drops removed ones; returns the names added and removed.
-    public func rescan() async -> (added: [String], removed: [String]) {
+    /// Picks up new plugin folders, drops removed ones, and restarts plugins whose manifest or
+    /// folder changed; returns the names added, removed and changed.
+    public func rescan() async -> (added: [String], removed: [String], changed: [String]) {
         let (found, problems) = PluginDirectoryScanner.scan(settings.directories)
         self.problems = problems
         for problem in problems { logger.warning("plugin folder skipped", metadata: ["folder": "\(problem.folder)", "reason": "\(problem.reason)"]) }
-        var added: [String] = [], removed: [String] = []
-        for name in order where !found.contains(where: { $0.manifest.name == name }) {
-            await plugins[name]?.remove()
+        var added: [String] = [], removed: [String] = [], changed: [String] = []
+        for name in order {
+            guard let plugin = plugins[name] else { continue }
+            let now = found.first { $0.manifest.name == name }
+            if let now, now == plugin.discovered { continue }
+            // Gone, or changed: stop it and stop serving its interfaces (a changed one is then
+            // started again below with its new manifest).
+            await plugin.remove()
             credentials.remove(plugin: name)
             plugins[name] = nil
-            removed.append(name)
+            if now == nil { removed.append(name) } else { changed.append(name) }
         }
-        order.removeAll { removed.contains($0) }
+        order.removeAll { plugins[$0] == nil }
         var starting: [ExternalPlugin] = []
         for discovered in found where plugins[discovered.manifest.name] == nil {
             let name = discovered.manifest.name
@@ -60,13 +66,13 @@ public actor ExternalPluginHost {
                 logger: logger)
             plugins[name] = plugin
             order.append(name)
-            added.append(name)
+            if !changed.contains(name) { added.append(name) }
             if discovered.manifest.enabled && !disabled.contains(name) { starting.append(plugin) }
         }
         await withTaskGroup(of: Void.self) { group in
             for plugin in starting { group.addTask { await plugin.start() } }
         }
-        return (added, removed)
+        return (added, removed, changed)
     }
 
     public func stopAll() async {

@@ -72,7 +72,7 @@ enum DaemonCommands {
                     guard case .array(let list)? = reply[key], !list.isEmpty else { return "none" }
                     return list.compactMap(\.stringValue).joined(separator: ", ")
                 }
-                print("added: \(names("added"))\nremoved: \(names("removed"))")
+                print("added: \(names("added"))\nremoved: \(names("removed"))\nchanged: \(names("changed"))")
             }
         default:
             throw .usage("plugins takes restart, enable, disable or rescan" + Suggestions.hint(for: verb ?? "", in: ["restart", "enable", "disable", "rescan"]), command: "plugins")

@@ -78,6 +78,39 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
         await database.close()
     }
 
+    @Test func aSlowSubscriberWithSinceGetsWhatItsBufferDroppedFromTheLog() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let bus = EventBus()
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+        let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
+        // A tiny live buffer that drops its oldest events when the subscriber falls behind.
+        try BusInterface.install(on: dispatcher, options: SubscriptionOptions(capacity: 4, overflow: .dropOldest), replay: EventLog(database: database))
+        try await Migrator.migrate(database, notesMigrations)
+        let received = Mutex<[JSONValue]>([])
+        let task = Task {
+            try await dispatcher.handle(
+                VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": [">"], "since": 0], more: true), as: .daemon
+            ) { reply in
+                received.withLock { $0.append(reply.parameters) }
+                try await Task.sleep(for: .milliseconds(2))  // a slow reader
+                if received.withLock({ $0.count }) >= 120 { throw CancellationError() }
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<120 { group.addTask { _ = try await addNote("burst \(i)", to: database) } }
+            try await group.waitForAll()
+        }
+        // Bounded: a regression shows as missing events, not as a hang.
+        _ = await eventually(timeout: .seconds(10)) { received.withLock { $0.count } >= 120 }
+        task.cancel()
+        _ = await task.result
+        let events = received.withLock { $0 }
+        #expect(events.compactMap { if case .int(let s)? = $0["seq"] { s } else { nil } } == (1...120).map { Int64($0) })
+        #expect(events.allSatisfy { $0["dropped"] == .int(0) })
+        await database.close()
+    }
+
     @Test func sinceWithoutAnEventLogIsAnInvalidParameter() async throws {
         let bus = EventBus()
         let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))

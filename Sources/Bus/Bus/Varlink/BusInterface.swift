@@ -7,7 +7,8 @@ public enum BusInterface {
         # Streams events whose topic matches one of the topics or patterns
         # ('todos.completed', 'todos.*', 'todos.>', '>' for everything). Call with 'more'.
         # Each reply is one event; 'dropped' counts events this subscriber missed just
-        # before it because it read too slowly.
+        # before it because it read too slowly. With 'since', durable events it would have
+        # missed are fetched from the log instead: only live-only events can be dropped.
         method Subscribe(
           # Topics or patterns to receive.
           topics: []string,
@@ -150,7 +151,30 @@ public enum BusInterface {
             }
             for try await event in subscription {
                 if let sequence = event.sequence, sequence <= replayed { continue }
+                // A subscriber that asked for the log and fell behind its live buffer: what was
+                // dropped and is durable comes back from the log, in order; only live-only
+                // events stay reported as dropped.
+                if event.droppedBefore > 0, command.since != nil, let replay, let sequence = event.sequence {
+                    var recovered = 0
+                    while replayed < sequence - 1 {
+                        let page = try await replay.events(after: replayed, limit: 512).filter { ($0.sequence ?? 0) < sequence }
+                        for missed in page {
+                            replayed = missed.sequence ?? replayed
+                            if filter.matches(missed.topic) {
+                                try await send(missed)
+                                recovered += 1
+                            }
+                        }
+                        if page.isEmpty { break }
+                    }
+                    var live = event
+                    live.droppedBefore = max(0, event.droppedBefore - recovered)
+                    try await send(live)
+                    replayed = sequence
+                    continue
+                }
                 try await send(event)
+                if let sequence = event.sequence { replayed = sequence }
             }
             throw CancellationError()
         }

@@ -238,8 +238,10 @@ def disk(binary):
         s.done()
         return
     try:
-        proc, sock = start(binary, directory)
+        port = free_port()
+        proc, sock = start(binary, directory, extra=["--webhook-listen", f"127.0.0.1:{port}"])
         c, _ = signed_in(sock, "disk@example.com")
+        user_id = c.call("io.appd.Auth.WhoAmI")["parameters"]["user"]["id"]
         # Leave a little room, held by a ballast file we can delete later.
         ballast = os.path.join(data, "ballast")
         statvfs = os.statvfs(data)
@@ -259,11 +261,15 @@ def disk(binary):
         s.check("with a typed error (StorageFailed{kind: full})",
                 all(e["error"] == "io.appd.Bus.StorageFailed" and e["parameters"].get("kind") in ("full", "io") for e in errors), str(errors[:2]))
         s.check("appd keeps answering", "error" not in c.call("io.appd.Daemon.Ping"))
+        status, _ = post_webhook(port, stripe_delivery("evt_disk_full", user_id, 1_800_000_000))
+        s.check("the webhook listener answers 503 (retry) while the event cannot be stored", status == 503, str(status))
         listed = c.call("io.appd.Todos.List", {"limit": 500})
         s.check("reads still work", "error" not in listed, str(listed)[:200])
         os.remove(ballast)
         recovered = c.call("io.appd.Todos.Add", {"title": "after space returns"})
         s.check("writes work again when space returns", "error" not in recovered, str(recovered))
+        status, _ = post_webhook(port, stripe_delivery("evt_disk_full", user_id, 1_800_000_000))
+        s.check("and the provider's retry of the delivery is stored (200)", status == 200, str(status))
         if "error" not in recovered:
             acked.append(recovered["parameters"]["todo"]["id"])
         c.close()
@@ -278,6 +284,26 @@ def disk(binary):
         subprocess.run(["umount", "-l", data])
         shutil.rmtree(directory, ignore_errors=True)
     s.done()
+
+
+def free_port():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def post_webhook(port, delivery):
+    import urllib.error
+    import urllib.request
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/webhooks/stripe", data=delivery["body"].encode(), method="POST",
+                                     headers=delivery["headers"])
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
 
 
 def fd_count(pid):

@@ -62,3 +62,38 @@ import Testing
         #expect(throws: PaymentsError.self) { try verify(nil) }
     }
 }
+
+@Suite struct WebhookRequestTests {
+    func parse(_ head: String, max: Int = 1000) -> Result<WebhookRequest, WebhookRequest.Refusal> {
+        WebhookRequest.parse(head: Array(head.utf8)[...], maxBodyBytes: max)
+    }
+    func status(_ head: String, max: Int = 1000) -> Int {
+        switch parse(head, max: max) {
+        case .success: 200
+        case .failure(let refusal): refusal.status
+        }
+    }
+
+    @Test func aGoodHeadParses() throws {
+        let request = try parse("POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nStripe-Signature: t=1,v1=ab\r\nContent-Length: 12\r\nExpect: 100-continue").get()
+        #expect(request.provider == "stripe" && request.contentLength == 12 && request.expectsContinue)
+        #expect(request.headers["stripe-signature"] == "t=1,v1=ab")
+    }
+
+    @Test func everyRefusalHasItsStatus() {
+        #expect(status("GET /webhooks/stripe HTTP/1.1\r\nContent-Length: 1") == 405)
+        #expect(status("POST /other HTTP/1.1\r\nContent-Length: 1") == 404)
+        #expect(status("POST /webhooks/../x HTTP/1.1\r\nContent-Length: 1") == 404)
+        #expect(status("POST /webhooks/stripe HTTP/1.1") == 411)
+        #expect(status("POST /webhooks/stripe HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1") == 411)
+        #expect(status("POST /webhooks/stripe HTTP/1.1\r\nContent-Length: 1001") == 413)
+        #expect(status("POST /webhooks/stripe HTTP/1.1\r\nContent-Length: -1") == 400)
+        #expect(status("POST /webhooks/stripe HTTP/1.1\r\nContent-Length: +5") == 400)
+        #expect(status("POST /webhooks/stripe HTTP/2\r\nContent-Length: 1") == 400)
+        #expect(status("POST  /webhooks/stripe HTTP/1.1\r\nContent-Length: 1") == 400)
+        #expect(status("POST /webhooks/stripe HTTP/1.1\r\nno colon here\r\nContent-Length: 1") == 400)
+        // Request smuggling: two lengths (or two transfer codings) are refused.
+        #expect(status("POST /webhooks/stripe HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2") == 400)
+        #expect(status("POST /webhooks/stripe HTTP/1.1\r\nContent-Length : 1") == 400)
+    }
+}

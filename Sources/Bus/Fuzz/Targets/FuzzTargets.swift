@@ -4,10 +4,13 @@ import Chat
 import Crypto
 import Payments
 
+/// Chat's HTTP response decoder, reached through its public probe.
+typealias HTTPResponseProbe = Chat.HTTPResponseFuzzing
+
 /// The fuzz targets: each takes arbitrary bytes and must never crash, hang or grow without
 /// bound — only return or throw the parser's typed error.
 public enum FuzzTargets {
-    public static let names = ["varlink", "idl", "json", "appctl", "sse", "stripe-signature", "phc", "webhook", "rfc3339"]
+    public static let names = ["varlink", "idl", "json", "appctl", "sse", "stripe-signature", "phc", "webhook", "rfc3339", "http-request", "http-response"]
 
     /// An interface with every kind of field, to validate calls against.
     static let interface: VarlinkInterface? = try? VarlinkInterface(parsing: """
@@ -57,6 +60,15 @@ public enum FuzzTargets {
                 let again = RFC3339.parse(time.rfc3339)?.nanosecondsSinceEpoch
                 precondition(again == time.nanosecondsSinceEpoch / 1_000_000 * 1_000_000, "RFC 3339 round trip changed the time")
             }
+        case "http-request":
+            // The webhook listener's request head (hostile clients).
+            _ = WebhookRequest.parse(head: bytes[...], maxBodyBytes: 65536)
+        case "http-response":
+            // An LLM endpoint's response (a hostile or broken upstream), split where the first byte says.
+            var decoder = HTTPResponseProbe()
+            let cut = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+            decoder.feed(Array(bytes[..<cut]))
+            decoder.feed(Array(bytes[cut...]))
         default:
             preconditionFailure("unknown fuzz target \(target); one of \(names.joined(separator: ", "))")
         }

@@ -130,3 +130,14 @@ struct HTTPResponseDecoder {
         return HTTPHead(status: status, headers: headers)
     }
 }
+
+/// The response decoder for the fuzzers: feeds bytes, keeps going until the first failure.
+public struct HTTPResponseFuzzing {
+    var decoder = HTTPResponseDecoder()
+    var failed = false
+    public init() {}
+    public mutating func feed(_ bytes: [UInt8]) {
+        guard !failed else { return }
+        do { _ = try decoder.feed(bytes) } catch { failed = true }
+    }
+}

@@ -23,32 +23,14 @@ struct HTTPExchange {
             buffer += chunk[0..<n]
             headerEnd = Self.find([13, 10, 13, 10], in: buffer)
         }
-        guard let headerEnd, let head = String(validating: buffer[0..<headerEnd], as: UTF8.self) else {
-            return Self.respond(fd, 400, ["error": "BadRequest", "reason": "the request head is not UTF-8"])
+        guard let headerEnd else { return }
+        let request: WebhookRequest
+        switch WebhookRequest.parse(head: buffer[0..<headerEnd], maxBodyBytes: listener.maxBodyBytes) {
+        case .success(let parsed): request = parsed
+        case .failure(let refusal): return Self.respond(fd, refusal.status, refusal.json)
         }
-        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
-        let requestLine = lines.first?.split(separator: " ") ?? []
-        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1.") else {
-            return Self.respond(fd, 400, ["error": "BadRequest", "reason": "not an HTTP/1.x request line"])
-        }
-        var headers: [String: String] = [:]
-        for line in lines.dropFirst() where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":") else { return Self.respond(fd, 400, ["error": "BadRequest", "reason": "a header line without ':'"]) }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingWhitespace()
-        }
-        let path = requestLine[1]
-        guard path.hasPrefix("/webhooks/"), case let provider = String(path.dropFirst("/webhooks/".count)), !provider.isEmpty,
-            provider.utf8.count <= 32, provider.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
-        else { return Self.respond(fd, 404, ["error": "NotFound", "reason": "webhooks are accepted at POST /webhooks/<provider>"]) }
-        guard requestLine[0] == "POST" else { return Self.respond(fd, 405, ["error": "MethodNotAllowed", "reason": "use POST"]) }
-        guard headers["transfer-encoding"] == nil, let lengthText = headers["content-length"] else {
-            return Self.respond(fd, 411, ["error": "LengthRequired", "reason": "send a Content-Length (chunked bodies are not accepted)"])
-        }
-        guard let length = Int(lengthText), length >= 0 else { return Self.respond(fd, 400, ["error": "BadRequest", "reason": "Content-Length is not a number"]) }
-        guard length <= listener.maxBodyBytes else {
-            return Self.respond(fd, 413, ["error": "PayloadTooLarge", "reason": .string("the body is over \(listener.maxBodyBytes) bytes")])
-        }
-        if headers["expect"]?.lowercased() == "100-continue" { Self.write(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
+        let (provider, headers, length) = (request.provider, request.headers, request.contentLength)
+        if request.expectsContinue { Self.write(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
         var body = Array(buffer[(headerEnd + 4)...])
         while body.count < length {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, length - body.count), 0) }

@@ -94,7 +94,7 @@ public enum Appctl {
             OPTIONS:
 
             """
-        text += GlobalOptions.help + "\n          --version               Show the version.\n"
+        text += GlobalOptions.help + "\n  --version               Show the version.\n"
         text += "\nSUBCOMMANDS:\n"
         for command in builtins { text += Help.row(command.name, command.abstract) }
         text += Help.row("help", "Show help for a subcommand.")

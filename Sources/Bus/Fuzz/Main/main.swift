@@ -8,7 +8,7 @@ import Glibc
 // appd's fuzzers: APPD_FUZZ_TARGET=<target> appd-fuzz [libFuzzer options] [corpus dirs].
 // Built with -sanitize=fuzzer (Tests/Fuzz/run) this is libFuzzer; in a plain build it runs each
 // given file once (regression mode).
-nonisolated(unsafe) var selected = getenv("APPD_FUZZ_TARGET").map { String(cString: $0) } ?? ""
+nonisolated(unsafe) var selected = getenv("APPD_FUZZ_TARGET").map { String(cString: $0) } ?? ""  // safe: set once before the driver starts
 guard FuzzTargets.names.contains(selected) else {
     print("set APPD_FUZZ_TARGET to one of: \(FuzzTargets.names.joined(separator: " "))")
     exit(64)

@@ -84,7 +84,7 @@ struct HTTPClient: Sendable {
 
     /// The connection handle, shared by the reading thread and whoever cancels.
     final class Connection: Sendable {
-        private struct State: @unchecked Sendable {  // the pointer is only used under the lock or by the owning thread
+        private struct State: @unchecked Sendable {  // safe: the pointer is only used under the lock or by the owning thread
             var handle: OpaquePointer?
             var aborted = false
         }

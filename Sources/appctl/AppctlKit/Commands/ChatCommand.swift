@@ -5,7 +5,7 @@ import Bus
 import Synchronization
 
 /// Set by SIGINT while a reply streams: the reply is cancelled, the session goes on.
-nonisolated(unsafe) private var interrupted: sig_atomic_t = 0
+nonisolated(unsafe) private var interrupted: sig_atomic_t = 0  // safe: a sig_atomic_t set by the SIGINT handler, read by the one thread
 
 /// `appctl chat` (interactive), `chat send TEXT [--conversation ID]`, `chat ls [QUERY]`,
 /// `chat history ID`, `chat rm ID`, `chat rename ID TITLE`. Any other word goes to the commands

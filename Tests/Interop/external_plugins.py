@@ -22,30 +22,9 @@ import time
 
 import varlink
 
-from harness import check, finish
+from harness import call, check, finish
 
 
-def call(sock_path, method, parameters=None, token=None):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock_path)
-    s.settimeout(10)
-
-    def send(m, p):
-        s.sendall(json.dumps({"method": m, "parameters": p or {}}).encode() + b"\0")
-        data = b""
-        while not data.endswith(b"\0"):
-            chunk = s.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return json.loads(data[:-1])
-
-    try:
-        if token:
-            send("io.appd.Auth.Authenticate", {"accessToken": token})
-        return send(method, parameters)
-    finally:
-        s.close()
 
 
 def wait_for(what, predicate, timeout=15):

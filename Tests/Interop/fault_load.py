@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from harness import check as _check
+from harness import free_port
 
 STRIPE_SECRET = "whsec_fault_suite"
 totals = {"passed": 0, "failed": 0}
@@ -286,12 +286,6 @@ def disk(binary):
     s.done()
 
 
-def free_port():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
 
 
 def post_webhook(port, delivery):

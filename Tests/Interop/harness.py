@@ -1,4 +1,7 @@
-"""Shared by the interop suites: named checks and the closing 'N passed, N failed' line."""
+"""Shared by the interop suites: named checks, the closing 'N passed, N failed' line, and
+one-shot varlink calls and free ports."""
+import json
+import socket
 import sys
 
 _counts = {"passed": 0, "failed": 0}
@@ -18,3 +21,36 @@ def finish():
     """Prints the summary line and exits non-zero when anything failed."""
     print(f"{_counts['passed']} passed, {_counts['failed']} failed")
     sys.exit(1 if _counts["failed"] else 0)
+
+
+def call(sock_path, method, parameters=None, token=None, timeout=10):
+    """One varlink call on a fresh connection (after Authenticate(token) when given); the reply."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(sock_path)
+
+    def send(m, p):
+        s.sendall(json.dumps({"method": m, "parameters": p or {}}).encode() + b"\0")
+        data = b""
+        while not data.endswith(b"\0"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return json.loads(data[:-1])
+
+    try:
+        if token:
+            send("io.appd.Auth.Authenticate", {"accessToken": token})
+        return send(method, parameters)
+    finally:
+        s.close()
+
+
+def free_port():
+    """A TCP port on loopback that nothing listens on now."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port

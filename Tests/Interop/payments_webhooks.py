@@ -19,32 +19,12 @@ import time
 import urllib.error
 import urllib.request
 
-from harness import check, finish
+from harness import call, check, finish, free_port
 
 SECRET = "whsec_interop_secret"
 RC_SECRET = "rc-interop-secret"
 
 
-def call(sock_path, method, parameters=None):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock_path)
-    s.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
-    data = b""
-    while not data.endswith(b"\0"):
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    s.close()
-    return json.loads(data[:-1])
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def start(binary, directory, port):

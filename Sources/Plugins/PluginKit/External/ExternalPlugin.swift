@@ -54,6 +54,9 @@ actor ExternalPlugin {
     private var stopping = false
     private var gaveUp = false
     private var startedAt: ContinuousClock.Instant?
+    /// Why the current process is being given up on (no GetInfo, a failed health check), to
+    /// report with its exit status.
+    private var attemptError: String?
     private var health: Task<Void, Never>?
     private var pendingRestart: Task<Void, Never>?
 
@@ -79,6 +82,7 @@ actor ExternalPlugin {
         guard process == nil else { return }
         stopping = false
         gaveUp = false
+        attemptError = nil
         state = .starting
         generation += 1
         let generation = self.generation
@@ -130,7 +134,8 @@ actor ExternalPlugin {
             process?.signal(SIGKILL)
         } catch {
             guard generation == self.generation, !stopping, process != nil else { return }
-            lastError = "did not answer GetInfo within \(settings.startTimeout): \(error)"
+            attemptError = "did not answer GetInfo within \(settings.startTimeout): \(error)"
+            lastError = attemptError
             process?.signal(SIGKILL)  // its exit restarts it with backoff
         }
     }
@@ -174,7 +179,8 @@ actor ExternalPlugin {
             gateway.down("it was refused: \(lastError ?? description)")
             return
         }
-        lastError = lastError.map { "\($0); \(description)" } ?? description
+        // This attempt's reason with its exit status (not every earlier attempt's).
+        lastError = [attemptError, description].compactMap { $0 }.joined(separator: "; ")
         logger.warning("external plugin stopped unexpectedly", metadata: ["plugin": "\(manifest.name)", "status": "\(description)"])
         if manifest.restart.policy == "never" || (manifest.restart.policy == "on-failure" && PluginProcess.exitedCleanly(status)) {
             state = PluginProcess.exitedCleanly(status) ? .stopped : .failed
@@ -213,7 +219,8 @@ actor ExternalPlugin {
                 _ = try await pool.call("org.varlink.service.GetInfo", [:], timeout: settings.healthTimeout)
             } catch {
                 guard generation == self.generation, state == .running else { return }
-                lastError = "health check failed: \(error)"
+                attemptError = "health check failed: \(error)"
+                lastError = attemptError
                 logger.warning("external plugin failed its health check; restarting it", metadata: ["plugin": "\(manifest.name)", "error": "\(error)"])
                 process?.signal(SIGKILL)
                 return

@@ -64,7 +64,7 @@ final class FakeOpenAIServer: Sendable {
             let n = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
             guard n > 0 else { return }
             data += chunk[0..<n]
-            if let end = Self.find(data) {
+            if let end = data.firstRange(of: [13, 10, 13, 10])?.lowerBound {
                 let head = String(decoding: data[..<end], as: UTF8.self).lowercased()
                 let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
                     .flatMap { Int($0.dropFirst("content-length:".count).trimmingWhitespace()) } ?? 0
@@ -109,12 +109,6 @@ final class FakeOpenAIServer: Sendable {
             offset += n
         }
         return true
-    }
-
-    static func find(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 { return i }
-        return nil
     }
 
     // MARK: Response pieces

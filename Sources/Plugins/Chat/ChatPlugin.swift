@@ -106,7 +106,4 @@ public struct ChatPlugin: Plugin {
 }
 
 /// The signed-in user the gates established.
-private func owner(_ envelope: Envelope) throws -> String {
-    guard let principal = envelope.caller.principal else { throw ChatError.notFound }
-    return principal.userID
-}
+private func owner(_ envelope: Envelope) throws(ChatError) -> String { try envelope.signedInUser(or: ChatError.notFound) }

@@ -22,6 +22,4 @@ final class RunningReplies: Sendable {
         entry.cancel()
         return true
     }
-
-    var count: Int { entries.withLock { $0.count } }
 }

@@ -103,9 +103,8 @@ public struct PaymentsPlugin: Plugin {
         context.bus.unregister(interface: "io.appd.Payments")
     }
 
-    static func user(_ envelope: Envelope) throws -> String {
-        guard let principal = envelope.caller.principal else { throw PaymentsError.paymentRequired("", remaining: 0, resetsAt: nil) }
-        return principal.userID
+    static func user(_ envelope: Envelope) throws(PaymentsError) -> String {
+        try envelope.signedInUser(or: PaymentsError.paymentRequired("", remaining: 0, resetsAt: nil))
     }
 
     /// Who made an admin change, for the audit trail.

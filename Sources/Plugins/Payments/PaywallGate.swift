@@ -1,4 +1,5 @@
 import Bus
+import PluginKit
 
 /// `.entitlement(name)` passes only with an active persisted entitlement. `.meter(name)` lets a
 /// user without the meter's entitlement through until the period's free quota is used, then
@@ -82,8 +83,7 @@ struct PaywallGate: Gate {
 
     private func user(_ envelope: Envelope, _ entitlement: String) throws(PaymentsError) -> String {
         // The session gate runs first; without a signed-in user there is nobody to charge.
-        guard let principal = envelope.caller.principal else { throw .paymentRequired(entitlement, remaining: 0, resetsAt: nil) }
-        return principal.userID
+        try envelope.signedInUser(or: PaymentsError.paymentRequired(entitlement, remaining: 0, resetsAt: nil))
     }
 
     private func refund(_ taken: [(meter: String, user: String, periodStart: Int64)]) async {

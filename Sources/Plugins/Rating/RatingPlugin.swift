@@ -74,7 +74,6 @@ public struct RatingPlugin: Plugin {
     }
 }
 
-private func user(_ envelope: Envelope) throws -> String {
-    guard let principal = envelope.caller.principal else { throw RatingError(field: "session", reason: "sign in first") }
-    return principal.userID
+private func user(_ envelope: Envelope) throws(RatingError) -> String {
+    try envelope.signedInUser(or: RatingError(field: "session", reason: "sign in first"))
 }

@@ -65,7 +65,4 @@ public struct TodosPlugin: Plugin {
 }
 
 /// The signed-in user the gates established (they ran before any todos handler).
-private func owner(_ envelope: Envelope) throws -> String {
-    guard let principal = envelope.caller.principal else { throw TodosError.notFound }
-    return principal.userID
-}
+private func owner(_ envelope: Envelope) throws(TodosError) -> String { try envelope.signedInUser(or: TodosError.notFound) }

@@ -41,7 +41,7 @@ struct HTTPResponseDecoder {
             case .head:
                 buffer += input
                 input = []
-                guard let end = Self.find(buffer) else {
+                guard let end = buffer.firstRange(of: [13, 10, 13, 10])?.lowerBound else {
                     guard buffer.count <= Self.maxHeadBytes else { throw HTTPFailure(stage: .response, reason: "the response head is over 64 KiB") }
                     continue
                 }
@@ -109,11 +109,6 @@ struct HTTPResponseDecoder {
         return nil
     }
 
-    static func find(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 { return i }
-        return nil
-    }
 
     static func parseHead(_ bytes: [UInt8]) throws(HTTPFailure) -> HTTPHead {
         let text = String(decoding: bytes, as: UTF8.self)

@@ -21,7 +21,7 @@ struct HTTPExchange {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             guard n > 0 else { return }  // closed, or the read timed out (a slow client)
             buffer += chunk[0..<n]
-            headerEnd = Self.find([13, 10, 13, 10], in: buffer)
+            headerEnd = buffer.firstRange(of: [13, 10, 13, 10])?.lowerBound
         }
         guard let headerEnd else { return }
         let request: WebhookRequest
@@ -92,11 +92,6 @@ struct HTTPExchange {
         }
     }
 
-    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] && Array(haystack[i..<(i + needle.count)]) == needle { return i }
-        return nil
-    }
 }
 
 /// The delivery's result, handed from the async task to the waiting thread.

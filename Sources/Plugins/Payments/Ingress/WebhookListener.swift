@@ -21,8 +21,6 @@ struct WebhookListener: Service {
     let logger: Logger
     var maxConcurrent = 16
     var ioTimeoutMilliseconds: Int32 = 10_000
-    /// Reports the bound port (tests bind port 0).
-    var onListening: (@Sendable (Int) -> Void)?
 
     var name: String { "payments.webhooks" }
 
@@ -34,7 +32,6 @@ struct WebhookListener: Service {
         defer { close(fd) }
         let bound = Int(appd_tcp_port(fd))
         logger.notice("webhook listener ready", metadata: ["address": "\(host):\(bound)"])
-        onListening?(bound)
         let loop = AcceptLoop(fd: fd, listener: self)
         await withTaskCancellationHandler {
             await OSThread.run { loop.run() }

@@ -17,8 +17,6 @@ struct ProviderEvent: Sendable, Equatable {
         case activate(entitlement: String, product: String?, expiresAt: Int64?, willRenew: Bool)
         /// The subscription will not renew; it stays active until it expires.
         case cancelRenewal(entitlement: String, product: String?)
-        /// The subscription renews again.
-        case resumeRenewal(entitlement: String, product: String?)
         /// Access ends now.
         case expire(entitlement: String, product: String?)
         /// A payment failed (a billing issue); access is unchanged for now.

@@ -107,8 +107,6 @@ public actor ExternalPluginHost {
         return plugin
     }
 
-    public func isExternal(_ name: String) -> Bool { plugins[name] != nil }
-
     /// Every external plugin's state, then each skipped folder as `failed` with the reason.
     public func statuses() async -> [PluginStatus] {
         var out: [PluginStatus] = []

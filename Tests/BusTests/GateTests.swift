@@ -89,3 +89,50 @@ import Testing
         #expect(!"\(Caller(sessionToken: SessionToken("secret-value")))".contains("secret"))
     }
 }
+
+/// A gate that records a stream's outcome slowly, as a paywall's refund would.
+private struct OutcomeGate: Gate {
+    let outcomes: GateLog
+    var name: String { "outcome" }
+
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        let reply = try await next(envelope)
+        if let stream = reply as? any FinishObservable {
+            await stream.whenFinished { [outcomes] error in
+                try? await Task.sleep(for: .milliseconds(100))
+                outcomes.append(error == nil ? "ok" : "failed")
+            }
+        }
+        return reply
+    }
+}
+
+@Suite struct StreamOutcomeTests {
+    @Test(arguments: [false, true])
+    func aStreamsErrorReachesTheConsumerOnlyAfterGatesActedOnIt(failAtOnce: Bool) async throws {
+        let outcomes = GateLog()
+        let bus = EventBus(gates: [OutcomeGate(outcomes: outcomes)])
+        try bus.register(Count.self) { _, _, writer in
+            if !failAtOnce { try await writer.send(1) }
+            throw Denied(reason: "broken")
+        }
+        await #expect(throws: Denied(reason: "broken")) {
+            for try await _ in try await bus.stream(Count(upTo: 5)) {}
+        }
+        // Not "eventually": the observer's work is done by the time the error arrives.
+        #expect(outcomes.all == ["failed"])
+    }
+
+    @Test func aStreamThatSucceedsReportsNoError() async throws {
+        let outcomes = GateLog()
+        let bus = EventBus(gates: [OutcomeGate(outcomes: outcomes)])
+        try bus.register(Count.self) { command, _, writer in
+            for i in 1..<command.upTo { try await writer.send(i) }
+            return command.upTo
+        }
+        var seen: [Int] = []
+        for try await n in try await bus.stream(Count(upTo: 3)) { seen.append(n) }
+        #expect(seen == [1, 2, 3])
+        #expect(await eventually { outcomes.all == ["ok"] })
+    }
+}

@@ -73,9 +73,10 @@ struct PaywallGate: Gate {
         }
         if let stream = reply as? any FinishObservable {
             let repository = self.repository, logger = self.logger, taken = taken
-            stream.whenFinished { error in
+            // The client sees the stream's error only after the use is given back.
+            await stream.whenFinished { error in
                 guard error != nil else { return }
-                Task { await Self.refund(taken, repository, logger) }
+                await Self.refund(taken, repository, logger)
             }
         }
         return reply

@@ -20,7 +20,13 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
     /// Calls `body` once when the stream's producer has finished: with nil when it delivered
     /// its final reply, with the error when it failed or was cancelled. Gates use it to act on
     /// a stream's outcome (a paywall refunds a quota use when the command failed).
-    public func whenFinished(_ body: @escaping @Sendable ((any Error)?) -> Void) { channel.whenFinished(body) }
+    ///
+    /// The consumer sees the stream's error only after every `body` has returned, so what a
+    /// body commits is visible to whoever reacts to the error. If the producer has already
+    /// finished, `body` runs before this returns.
+    public func whenFinished(_ body: @escaping @Sendable ((any Error)?) async -> Void) async {
+        await channel.whenFinished(body)
+    }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let stream: ReplyStream<Element>
@@ -69,7 +75,9 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         var finished: (any Error)??
         var cancelled = false
         var task: Task<Void, Never>?
-        var observers: [@Sendable ((any Error)?) -> Void] = []
+        /// The producer's outcome once it has returned or thrown, before observers have run.
+        var outcome: (any Error)??
+        var observers: [@Sendable ((any Error)?) async -> Void] = []
     }
     private enum Step { case element(Element, Bool), end((any Error)?), wait }
     private let capacity: Int
@@ -83,13 +91,16 @@ final class ReplyChannel<Element: Sendable>: Sendable {
     ) -> ReplyStream<Element> {
         let channel = ReplyChannel(capacity: capacity)
         let task = Task {
+            let outcome: (any Error)?
             do {
                 let last = try await body(ReplyWriter(channel: channel))
                 try await channel.send(last, isFinal: true)
-                channel.finish(nil)
+                outcome = nil
             } catch {
-                channel.finish(error)
+                outcome = error
             }
+            await channel.settle(outcome)
+            channel.finish(outcome)
         }
         channel.attach(task)
         return ReplyStream(channel: channel)
@@ -133,29 +144,37 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         }
     }
 
-    func finish(_ error: (any Error)?) {
-        let (consumer, observers) = state.withLock { s -> (CheckedContinuation<Void, any Error>?, [@Sendable ((any Error)?) -> Void]) in
-            var observers: [@Sendable ((any Error)?) -> Void] = []
-            if s.finished == nil {
-                s.finished = .some(error)
-                swap(&observers, &s.observers)
-            }
-            defer { s.consumer = nil }
-            return (s.consumer, observers)
+    /// Runs the observers with the producer's outcome; until they return, the consumer waits.
+    func settle(_ outcome: (any Error)?) async {
+        let observers = state.withLock { s -> [@Sendable ((any Error)?) async -> Void] in
+            s.outcome = .some(outcome)
+            defer { s.observers = [] }
+            return s.observers
         }
-        consumer?.resume()
-        for observer in observers { observer(error) }
+        guard !observers.isEmpty else { return }
+        // In a task of their own: a producer cancelled because its client left must not
+        // cancel what the observers commit (a refund) with it.
+        await Task { for observer in observers { await observer(outcome) } }.value
     }
 
-    /// Calls `body` once when the producer has finished: nil when it returned its final
-    /// reply, the error when it failed or was cancelled. At once if it already has.
-    func whenFinished(_ body: @escaping @Sendable ((any Error)?) -> Void) {
+    func finish(_ error: (any Error)?) {
+        let consumer = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+            if s.finished == nil { s.finished = .some(error) }
+            defer { s.consumer = nil }
+            return s.consumer
+        }
+        consumer?.resume()
+    }
+
+    /// Calls `body` once with the producer's outcome: nil when it returned its final reply, the
+    /// error when it failed or was cancelled. Inline if the producer has already finished.
+    func whenFinished(_ body: @escaping @Sendable ((any Error)?) async -> Void) async {
         let done = state.withLock { s -> (any Error)?? in
-            if let finished = s.finished { return .some(finished) }
+            if let outcome = s.outcome { return .some(outcome) }
             s.observers.append(body)
             return nil
         }
-        if let done { body(done) }
+        if let done { await body(done) }
     }
 
     func cancel() {
@@ -212,5 +231,5 @@ final class ReplyChannel<Element: Sendable>: Sendable {
 /// A reply whose outcome is known only later (a stream): gates see replies generically and
 /// ask through this protocol.
 public protocol FinishObservable: Sendable {
-    func whenFinished(_ body: @escaping @Sendable ((any Error)?) -> Void)
+    func whenFinished(_ body: @escaping @Sendable ((any Error)?) async -> Void) async
 }

@@ -24,7 +24,8 @@ import Testing
         await #expect(throws: NoHandler(method: "io.appd.Nope.Nothing")) {
             try await bus.call(method: "io.appd.Nope.Nothing", parameters: [:])
         }
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // Far below the 30 s deadline: it did not wait for it.
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     @Test func aSlowHandlerHitsTheDeadlineAndIsCancelled() async throws {

@@ -31,7 +31,8 @@ import Testing
                 return 1
             }
         }
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // Well short of the 4 s the work takes, with room for a loaded machine.
+        #expect(ContinuousClock.now - start < .seconds(3))
     }
 }
 

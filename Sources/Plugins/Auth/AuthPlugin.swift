@@ -17,6 +17,8 @@ public struct AuthPlugin: Plugin {
     let options: AuthService.Options
     let hasher: PasswordHasher
     let clock: @Sendable () -> WallTime
+    /// One per plugin: the gates' service and the handlers' share it.
+    let sessions = SessionCache<UserRecord>()
 
     public init(options: AuthService.Options = AuthService.Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) throws {
         self.options = options
@@ -25,7 +27,7 @@ public struct AuthPlugin: Plugin {
     }
 
     func service(_ database: any Database) -> AuthService {
-        AuthService(database: database, hasher: hasher, options: options, clock: clock)
+        AuthService(database: database, sessions: sessions, hasher: hasher, options: options, clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {

@@ -51,6 +51,16 @@ enum RotationOutcome: Sendable {
 /// in the same transactions. Only SHA-256 digests of tokens are stored.
 struct AuthRepository: Sendable {
     let database: any Database
+    /// Shared by every `AuthRepository` of one database (the gates' and the handlers').
+    let sessions: SessionCache<UserRecord>
+
+    /// A write to accounts or sessions; the session cache is invalidated once it has committed
+    /// (or failed), before the caller hears back.
+    @discardableResult
+    private func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
+        defer { sessions.invalidate() }
+        return try await database.write(body)
+    }
 
     static let migrations = [
         Migration(plugin: "auth", version: 1, sql: """
@@ -101,7 +111,7 @@ struct AuthRepository: Sendable {
 
     func createUser(id: String, email: String, passwordHash: String, displayName: String?, now: Int64) async throws -> UserRecord {
         do {
-            return try await database.write { tx in
+            return try await write { tx in
                 try tx.execute(
                     "INSERT INTO auth_users (id, email, password_hash, display_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                     [.text(id), .text(email), .text(passwordHash), displayName.map { .text($0) } ?? .null, .integer(now), .integer(now)])
@@ -129,13 +139,13 @@ struct AuthRepository: Sendable {
     }
 
     func replacePasswordHash(userID: String, hash: String, now: Int64) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
         }
     }
 
     func completeOnboarding(userID: String, now: Int64) async throws -> UserRecord? {
-        try await database.write { tx in
+        try await write { tx in
             let changed = try tx.execute(
                 "UPDATE auth_users SET onboarded_at = ?, updated_at = ? WHERE id = ? AND onboarded_at IS NULL",
                 [.integer(now), .integer(now), .text(userID)])
@@ -145,7 +155,7 @@ struct AuthRepository: Sendable {
     }
 
     func updateProfile(userID: String, displayName: String?, now: Int64) async throws -> UserRecord? {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute(
                 "UPDATE auth_users SET display_name = ?, updated_at = ? WHERE id = ?",
                 [displayName.map { .text($0) } ?? .null, .integer(now), .text(userID)])
@@ -155,7 +165,7 @@ struct AuthRepository: Sendable {
 
     /// Sets a new password hash and revokes every session except `keepAccessDigest`'s.
     func changePassword(userID: String, hash: String, keepAccessDigest: String?, now: Int64) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
             try tx.execute(
                 "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS NOT ?",
@@ -164,7 +174,7 @@ struct AuthRepository: Sendable {
     }
 
     func storeResetToken(digest: String, userID: String, expires: Int64) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute("INSERT INTO auth_reset_tokens (digest, user_id, expires_at) VALUES (?, ?, ?)", [.text(digest), .text(userID), .integer(expires)])
         }
     }
@@ -184,7 +194,7 @@ struct AuthRepository: Sendable {
     /// Uses a reset token once: sets the password and revokes every session. False when the
     /// token is unknown, used or expired.
     func resetPassword(digest: String, hash: String, now: Int64) async throws -> Bool {
-        try await database.write { tx in
+        try await write { tx in
             let rows = try tx.query(
                 "SELECT user_id FROM auth_reset_tokens WHERE digest = ? AND used_at IS NULL AND expires_at > ?", [.text(digest), .integer(now)])
             guard let userID = rows.first?.text("user_id") else { return false }
@@ -198,7 +208,7 @@ struct AuthRepository: Sendable {
     /// Deletes the account (its sessions and tokens go with it) and logs auth.accountDeleted
     /// in the same transaction, so every plugin's consumer erases the user's data.
     func deleteUser(userID: String) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute("DELETE FROM auth_users WHERE id = ?", [.text(userID)])
             try tx.append(topic: "auth.accountDeleted", payload: ["userId": .string(userID)], causedBy: nil)
         }
@@ -216,7 +226,7 @@ struct AuthRepository: Sendable {
     /// Disables or enables an account. Its sessions stay, but the session gate refuses every
     /// one of them with AccountDisabled while it is disabled. False when unknown.
     func setDisabled(email: String, _ disabled: Bool, now: Int64) async throws -> Bool {
-        try await database.write { tx in
+        try await write { tx in
             let changed = try tx.execute(
                 "UPDATE auth_users SET disabled = ?, updated_at = ? WHERE email = ?", [.integer(disabled ? 1 : 0), .integer(now), .text(email)])
             return changed > 0
@@ -235,7 +245,7 @@ struct AuthRepository: Sendable {
     }
 
     func recordFailure(email: String, now: Int64, windowStart: Int64) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute(
                 """
                 INSERT INTO auth_attempts (email, failures, window_start) VALUES (?, 1, ?)
@@ -248,7 +258,7 @@ struct AuthRepository: Sendable {
     }
 
     func clearFailures(email: String) async throws {
-        try await database.write { tx in try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(email)]) }
+        try await write { tx in try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(email)]) }
     }
 
     // MARK: Sessions
@@ -257,7 +267,7 @@ struct AuthRepository: Sendable {
         userID: String, family: String, accessDigest: String, accessExpires: Int64, refreshDigest: String,
         refreshExpires: Int64, now: Int64
     ) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute(
                 """
                 INSERT INTO auth_sessions (user_id, family, access_digest, access_expires_at, refresh_digest, refresh_expires_at, created_at)
@@ -269,16 +279,24 @@ struct AuthRepository: Sendable {
     }
 
     /// Resolves an access token digest against the store (revoked and unknown look the same).
+    /// Served from the session cache when it can be; unknown tokens are not cached.
     func session(accessDigest: String, now: Int64) async throws -> SessionLookup {
-        try await database.read { tx in
+        if let cached = sessions.lookup(accessDigest) {
+            return cached.expiresAt <= now ? .expired : .valid(cached.record)
+        }
+        let generation = sessions.generation
+        let found = try await database.read { tx -> SessionCache<UserRecord>.Entry? in
             let rows = try tx.query(
                 """
                 SELECT s.access_expires_at AS expires, u.* FROM auth_sessions s JOIN auth_users u ON u.id = s.user_id
                 WHERE s.access_digest = ? AND s.revoked_at IS NULL
                 """, [.text(accessDigest)])
-            guard let row = rows.first, let record = UserRecord(row), let expires = row.integer("expires") else { return .unknown }
-            return expires <= now ? .expired : .valid(record)
+            guard let row = rows.first, let record = UserRecord(row), let expires = row.integer("expires") else { return nil }
+            return SessionCache<UserRecord>.Entry(record: record, expiresAt: expires)
         }
+        guard let found else { return .unknown }
+        sessions.store(accessDigest, found, readAt: generation)
+        return found.expiresAt <= now ? .expired : .valid(found.record)
     }
 
     /// Rotates a refresh token: the old one is remembered so a replay revokes the family.
@@ -286,7 +304,7 @@ struct AuthRepository: Sendable {
         refreshDigest: String, newAccessDigest: String, accessExpires: Int64, newRefreshDigest: String, refreshExpires: Int64,
         now: Int64
     ) async throws -> RotationOutcome {
-        try await database.write { tx in
+        try await write { tx in
             let rows = try tx.query(
                 "SELECT id, user_id, family, refresh_expires_at FROM auth_sessions WHERE refresh_digest = ? AND revoked_at IS NULL",
                 [.text(refreshDigest)])
@@ -311,14 +329,14 @@ struct AuthRepository: Sendable {
     }
 
     func revokeSession(accessDigest: String, userID: String, now: Int64) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE access_digest = ? AND revoked_at IS NULL", [.integer(now), .text(accessDigest)])
             try tx.append(topic: "auth.signedOut", payload: ["userId": .string(userID), "everywhere": false], causedBy: nil)
         }
     }
 
     func revokeAllSessions(userID: String, now: Int64) async throws {
-        try await database.write { tx in
+        try await write { tx in
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
             try tx.append(topic: "auth.signedOut", payload: ["userId": .string(userID), "everywhere": true], causedBy: nil)
         }

@@ -22,8 +22,11 @@ public struct AuthService: Sendable {
     let options: Options
     let clock: @Sendable () -> WallTime
 
-    init(database: any Database, hasher: PasswordHasher, options: Options, clock: @escaping @Sendable () -> WallTime) {
-        self.repository = AuthRepository(database: database)
+    init(
+        database: any Database, sessions: SessionCache<UserRecord>, hasher: PasswordHasher, options: Options,
+        clock: @escaping @Sendable () -> WallTime
+    ) {
+        self.repository = AuthRepository(database: database, sessions: sessions)
         self.hasher = hasher
         self.options = options
         self.clock = clock

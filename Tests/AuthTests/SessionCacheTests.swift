@@ -1,0 +1,42 @@
+import Bus
+import Testing
+@testable import Auth
+
+@Suite struct SessionCacheTests {
+    static func entry(_ id: String) -> SessionCache<String>.Entry { .init(record: id, expiresAt: 100) }
+
+    @Test func signedInCallsAreServedFromMemoryUntilAWrite() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        let caller = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller)
+        #expect(h.plugin.sessions.count == 1)
+        // The session gate resolves the caller from the cache even with the database closed
+        // (the onboarding gate then refuses on the cached account: not onboarded yet).
+        await h.database.close()
+        await expectAuthError(.onboardingRequired) { _ = try await h.bus.send(OnboardedOnly(), as: caller) }
+    }
+
+    @Test func aLookupThatRacedWithAWriteIsNotKept() {
+        let cache = SessionCache<String>()
+        let before = cache.generation
+        cache.invalidate()  // a write committed while the lookup was reading
+        cache.store("d", Self.entry("u"), readAt: before)
+        #expect(cache.lookup("d") == nil)
+        cache.store("d", Self.entry("u"), readAt: cache.generation)
+        #expect(cache.lookup("d")?.record == "u")
+        cache.invalidate()
+        #expect(cache.lookup("d") == nil)
+    }
+
+    @Test func theCacheIsBounded() {
+        let cache = SessionCache<String>(capacity: 3)
+        for i in 0..<10 { cache.store("d\(i)", Self.entry("u\(i)"), readAt: cache.generation) }
+        #expect(cache.count <= 3)
+        #expect(cache.lookup("d9") != nil)
+        let off = SessionCache<String>(capacity: 0)
+        off.store("d", Self.entry("u"), readAt: off.generation)
+        #expect(off.lookup("d") == nil)
+    }
+}

@@ -163,6 +163,7 @@ func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
         var auth = AuthService.Options()
         auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
         auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
+        auth.sessionCacheEntries = config.sessionCacheEntries
         plugins.append(try AuthPlugin(options: auth))
         plugins.append(TodosPlugin())
         plugins.append(PaymentsPlugin(options: config.payments))

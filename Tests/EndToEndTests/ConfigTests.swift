@@ -34,6 +34,16 @@ import Testing
         #expect(json["callTimeoutSeconds"] as? Double == 2.5)
     }
 
+    @Test func theSessionCacheCanBeSizedOrTurnedOff() async throws {
+        #expect(try await printConfig([]).1["sessionCacheEntries"] as? Int == 10_000)
+        let off = try await printConfig(["--session-cache-entries", "0"])
+        #expect(off.0 == 0)
+        #expect(off.1["sessionCacheEntries"] as? Int == 0)
+        let negative = try await printConfig([], environment: ["APPD_SESSION_CACHE_ENTRIES": "-1"])
+        #expect(negative.0 == 78)
+        #expect(negative.2.contains("sessionCacheEntries (from APPD_SESSION_CACHE_ENTRIES) needs a whole number from 0 to 10000000"))
+    }
+
     @Test func invalidConfigurationNamesTheKeyAndExits78() async throws {
         let unknown = try file(#"{"maxConections": 5}"#)
         let wrongType = try file(#"{"maxConnections": "many"}"#)

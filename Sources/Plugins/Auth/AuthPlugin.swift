@@ -18,12 +18,13 @@ public struct AuthPlugin: Plugin {
     let hasher: PasswordHasher
     let clock: @Sendable () -> WallTime
     /// One per plugin: the gates' service and the handlers' share it.
-    let sessions = SessionCache<UserRecord>()
+    let sessions: SessionCache<UserRecord>
 
     public init(options: AuthService.Options = AuthService.Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) throws {
         self.options = options
         self.hasher = try PasswordHasher(parameters: options.scrypt)
         self.clock = clock
+        self.sessions = SessionCache(capacity: options.sessionCacheEntries)
     }
 
     func service(_ database: any Database) -> AuthService {

@@ -14,6 +14,8 @@ public struct AuthService: Sendable {
         public var scrypt: Scrypt.Parameters = .interactive
         public var resetTokenLifetime: Duration = .seconds(30 * 60)
         public var maxPageSize = 200
+        /// Resolved sessions kept in memory; 0 turns the cache off (see `SessionCache`).
+        public var sessionCacheEntries = 10_000
         public init() {}
     }
 

@@ -9,6 +9,10 @@ import Synchronization
 /// caller is answered: a sign-out, a revocation, a disabled or deleted account takes effect on
 /// the next call, as without the cache. A lookup that raced with a write is not stored (the
 /// generation moved on while it read). Expiry is checked on every hit.
+///
+/// When another process can change sessions in the same database (several appd instances on
+/// one PostgreSQL, DESIGN §10), this process would not hear of it: run with the cache off
+/// (`sessionCacheEntries` 0) until invalidations travel between instances.
 final class SessionCache<Record: Sendable>: Sendable {
     struct Entry: Sendable {
         let record: Record

@@ -18,6 +18,9 @@ struct AppdConfig: Sendable {
     /// Lifetime of an access token, and of a refresh token.
     var accessTokenSeconds = 3600
     var refreshTokenDays = 30
+    /// Resolved sessions kept in memory (0 turns the cache off; needed when another process
+    /// can revoke sessions in the same database).
+    var sessionCacheEntries = 10_000
     /// Plugins not to start (their gates are then missing: commands needing them are denied).
     var disabledPlugins: [String] = []
     /// Products, meters, provider secrets and the webhook listener.
@@ -75,6 +78,7 @@ struct AppdConfig: Sendable {
             "disabledPlugins": .array(disabledPlugins.map(JSONValue.string)),
             "accessTokenSeconds": .int(Int64(accessTokenSeconds)),
             "refreshTokenDays": .int(Int64(refreshTokenDays)),
+            "sessionCacheEntries": .int(Int64(sessionCacheEntries)),
             "paymentsProducts": .string(payments.catalog.products.map { "\($0.id)=\($0.entitlement)/\($0.period.rawValue)" }.joined(separator: ",")),
             "paymentsMeters": .string(payments.catalog.meters.map { "\($0.name)=\($0.limit)/\($0.period.rawValue)/\($0.entitlement)" }.joined(separator: ",")),
             // Secrets: only whether they are set.

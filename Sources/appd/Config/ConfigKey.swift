@@ -56,6 +56,13 @@ struct ConfigKey: Sendable {
         optionalInteger("eventRetentionCount", "--event-retention-count", "Keep at most this many events (default: all).") { $0.eventRetentionCount = $1 },
         integer("accessTokenSeconds", "--access-token-seconds", "How long an access token lasts (default: 3600).") { $0.accessTokenSeconds = $1 },
         integer("refreshTokenDays", "--refresh-token-days", "How long a refresh token lasts (default: 30).") { $0.refreshTokenDays = $1 },
+        ConfigKey(
+            name: "sessionCacheEntries", flag: "--session-cache-entries",
+            help: "Resolved sessions kept in memory (default: 10000; 0 turns the cache off)."
+        ) { config, value throws(ConfigProblem) in
+            guard case .int(let n) = value, n >= 0, n <= 10_000_000 else { throw ConfigProblem("needs a whole number from 0 to 10000000") }
+            config.sessionCacheEntries = Int(n)
+        },
         ConfigKey(name: "disabledPlugins", flag: "--disable-plugins", help: "Plugins not to start (comma-separated).") { config, value throws(ConfigProblem) in
             switch value {
             case .array(let names):

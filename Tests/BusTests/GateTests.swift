@@ -136,3 +136,30 @@ private struct OutcomeGate: Gate {
         #expect(await eventually { outcomes.all == ["ok"] })
     }
 }
+
+/// A gate that only has work for commands that need a session.
+private struct SessionOnlyGate: Gate {
+    let log: GateLog
+    var name: String { "sessionOnly" }
+    func covers(_ requirement: Requirement) -> Bool { requirement == .session }
+    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.session) }
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        log.append("sessionOnly")
+        return try await next(envelope)
+    }
+}
+
+@Suite struct GateSkippingTests {
+    @Test func aGateWithNothingToDoIsPassedByAndTheOthersStillRun() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: [
+            RecordingGate(name: "outer", log: log), SessionOnlyGate(log: log), RecordingGate(name: "inner", log: log),
+        ])
+        try bus.register(Echo.self) { c, _ in EchoReply(text: c.text) }
+        try bus.register(NeedsSession.self) { _, _ in Empty() }
+        _ = try await bus.send(Echo(text: ""))
+        #expect(log.all == ["outer.in", "inner.in", "inner.out", "outer.out"])
+        _ = try await bus.send(NeedsSession())
+        #expect(log.all.suffix(5) == ["outer.in", "sessionOnly", "inner.in", "inner.out", "outer.out"])
+    }
+}

@@ -9,6 +9,13 @@ struct SessionGate: Gate {
 
     func covers(_ requirement: Requirement) -> Bool { requirement == .session }
 
+    /// A call with a session token is resolved even when it does not require one (a handler
+    /// may use the principal); a call with neither passes by.
+    func applies(to envelope: Envelope) -> Bool {
+        envelope.caller.sessionToken != nil || envelope.caller.connection?.sessionToken != nil
+            || envelope.requirements.contains(.session) || envelope.requirements.contains(.onboarded)
+    }
+
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         let needed = envelope.requirements.contains(.session) || envelope.requirements.contains(.onboarded)
         guard let token = envelope.caller.sessionToken ?? envelope.caller.connection?.sessionToken else {
@@ -34,8 +41,10 @@ struct OnboardingGate: Gate {
 
     func covers(_ requirement: Requirement) -> Bool { requirement == .onboarded }
 
+    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.onboarded) }
+
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        guard envelope.requirements.contains(.onboarded) else { return try await next(envelope) }
+        guard applies(to: envelope) else { return try await next(envelope) }
         guard let principal = envelope.caller.principal else { throw AuthError.unauthenticated }
         guard principal.onboarded else { throw AuthError.onboardingRequired }
         return try await next(envelope)

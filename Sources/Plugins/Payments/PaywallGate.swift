@@ -23,6 +23,8 @@ struct PaywallGate: Gate {
         }
     }
 
+    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(where: covers) }
+
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         var meters: [PaymentsCatalog.Meter] = []
         for requirement in envelope.requirements {

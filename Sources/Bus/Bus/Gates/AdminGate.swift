@@ -20,8 +20,10 @@ public struct AdminGate: Gate {
 
     public func covers(_ requirement: Requirement) -> Bool { requirement == .admin }
 
+    public func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.admin) }
+
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        guard envelope.requirements.contains(.admin) else { return try await next(envelope) }
+        guard applies(to: envelope) else { return try await next(envelope) }
         let who = envelope.caller.peer.map { "\($0.uid)" } ?? (envelope.caller.plugin.map { "plugin:\($0)" } ?? "daemon")
         guard isPrivileged(envelope.caller) else {
             audit.notice("admin call denied", metadata: ["peer.uid": who, "method": envelope.name, "outcome": "denied"])

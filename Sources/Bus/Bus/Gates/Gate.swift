@@ -11,6 +11,11 @@ public protocol Gate: Sendable {
     /// installed gate covers is denied before any gate runs (fail closed).
     func covers(_ requirement: Requirement) -> Bool
 
+    /// Whether `handle` has anything to do for this call; when false the chain goes straight
+    /// past the gate (most calls need only one or two of them, and each gate passed costs an
+    /// async frame). Must say true whenever `handle` would do more than call `next` unchanged.
+    func applies(to envelope: Envelope) -> Bool
+
     func handle<Reply: Sendable>(
         _ envelope: Envelope, next: (Envelope) async throws -> Reply
     ) async throws -> Reply
@@ -18,4 +23,5 @@ public protocol Gate: Sendable {
 
 extension Gate {
     public func covers(_ requirement: Requirement) -> Bool { false }
+    public func applies(to envelope: Envelope) -> Bool { true }
 }

@@ -19,8 +19,10 @@ public struct GateChain: Sendable {
     public func run<Reply: Sendable>(
         _ envelope: Envelope, from index: Int = 0, terminal: (Envelope) async throws -> Reply
     ) async throws -> Reply {
+        var index = index
+        while index < gates.count, !gates[index].applies(to: envelope) { index += 1 }
         guard index < gates.count else { return try await terminal(envelope) }
-        return try await gates[index].handle(envelope) { inner in
+        return try await gates[index].handle(envelope) { [index] inner in
             try await run(inner, from: index + 1, terminal: terminal)
         }
     }

@@ -46,6 +46,8 @@ public struct PluginScopeGate: Gate {
     public init() {}
     public var name: String { "scope" }
 
+    public func applies(to envelope: Envelope) -> Bool { envelope.caller.connection?.pluginScope != nil }
+
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         guard let scope = envelope.caller.connection?.pluginScope else { return try await next(envelope) }
         guard scope.mayCall(envelope.name) else {

@@ -12,6 +12,14 @@ import Testing
     @Test func trimmingRemovesOuterWhitespaceOnly() {
         #expect("  a b \n".trimmingWhitespace() == "a b")
         #expect("".trimmingWhitespace() == "")
+        #expect(" \t\r\n ".trimmingWhitespace() == "")
+        #expect("untouched".trimmingWhitespace() == "untouched")
+        #expect("x".trimmingWhitespace() == "x")
+        #expect("\u{00A0}café au lait\u{2003}".trimmingWhitespace() == "café au lait")
+        #expect("  é ".trimmingWhitespace() == "é")
+        #expect("a\r\n".trimmingWhitespace() == "a")
+        #expect("  a b ".dropFirst().trimmingWhitespace() == "a b")
+        #expect("  ".dropFirst().trimmingWhitespace() == "")
     }
 
     @Test func makeDirectoriesCreatesMissingParentsWithTheMode() throws {

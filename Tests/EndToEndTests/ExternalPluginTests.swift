@@ -11,7 +11,7 @@ import Testing
             "io.appd.examples.Greeter.Count": [String](), "io.appd.examples.Greeter.Publish": ["admin"],
             "io.appd.examples.Greeter.Environment": ["admin"], "io.appd.examples.Greeter.Countdown": [String](),
         ],
-        "publishes": ["greeter.>"], "callTimeoutSeconds": 1,
+        "publishes": ["greeter.>"], "callTimeoutSeconds": 1, "streamIdleTimeoutSeconds": 2,
         "restart": ["policy": "on-failure", "maxRetries": 2, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.5],
     ] }
 
@@ -108,6 +108,12 @@ import Testing
         // A streaming method is streamed through (appctl asks again with 'more' when told to).
         let countdown = try await Self.ctl(daemon, ["--json", "greeter", "countdown", "--from", "3"])
         #expect(countdown.status == 0 && countdown.stdout == "{\"n\":3}\n{\"n\":2}\n{\"n\":1}\n{\"n\":0}\n", "\(countdown)")
+        // A stream may go quiet for longer than a call may take (1 s), up to
+        // streamIdleTimeoutSeconds (2 s) between replies; quieter than that, it ends.
+        let patient = try await Self.ctl(daemon, ["--json", "greeter", "countdown", "--from", "1", "--every-ms", "1400"])
+        #expect(patient.status == 0 && patient.stdout == "{\"n\":1}\n{\"n\":0}\n", "\(patient)")
+        let quiet = try await Self.ctl(daemon, ["--json", "greeter", "countdown", "--from", "1", "--every-ms", "3000"])
+        #expect(quiet.status == 75 && quiet.stdout == "{\"n\":1}\n" && quiet.stderr.contains("DeadlineExceeded"), "\(quiet)")
 
         // A restart lets a call in flight finish first.
         let inFlight = Task { try await run(Binaries.appctl, ["--socket", socket, "greeter", "slow", "--seconds", "0.6"], environment: ["XDG_CONFIG_HOME": config]) }

@@ -36,8 +36,9 @@ struct Greeter {
         # Tries to publish an event on appd's bus with the plugin's credential.
         method Publish(topic: string) -> (published: bool, reason: ?string)
 
-        # Counts down from 'from' to 0, one reply a tenth of a second apart. Call with more.
-        method Countdown(from: int) -> (n: int)
+        # Counts down from 'from' to 0, one reply 'everyMs' milliseconds apart (default 100).
+        # Call with more.
+        method Countdown(from: int, everyMs: ?int) -> (n: int)
 
         # The names of the environment variables this process got from appd.
         method Environment() -> (names: []string)
@@ -75,6 +76,7 @@ struct Greeter {
         static let method = "io.appd.examples.Greeter.Countdown"
         struct Reply: Codable, Sendable { var n: Int }
         var from: Int
+        var everyMs: Int?
     }
     struct Environment: Command {
         static let method = "io.appd.examples.Greeter.Environment"
@@ -121,10 +123,12 @@ struct Greeter {
             try bus.register(Count.self) { _, _ in .init(count: counter.value) }
             try bus.register(Countdown.self) { command, _, writer in
                 guard command.from >= 0, command.from <= 1000 else { throw InvalidParameters(method: Countdown.method, parameter: "from", reason: "0 to 1000") }
+                let every = command.everyMs ?? 100
+                guard every >= 0, every <= 60_000 else { throw InvalidParameters(method: Countdown.method, parameter: "everyMs", reason: "0 to 60000") }
                 var n = command.from
                 while n > 0 {
                     try await writer.send(.init(n: n))
-                    try await Task.sleep(for: .milliseconds(100))
+                    try await Task.sleep(for: .milliseconds(every))
                     n -= 1
                 }
                 return .init(n: 0)

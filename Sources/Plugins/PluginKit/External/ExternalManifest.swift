@@ -28,6 +28,8 @@ public struct ExternalManifest: Sendable, Equatable {
     public var calls: [String]
     public var restart: Restart
     public var callTimeout: Duration
+    /// How long a streamed call may wait for the plugin's next reply (default: `callTimeout`).
+    public var streamIdleTimeout: Duration
     public var maxConcurrentCalls: Int
     public var enabled: Bool
 
@@ -38,7 +40,7 @@ public struct ExternalManifest: Sendable, Equatable {
         guard let object = json.objectValue else { throw ManifestProblem("plugin.json must be a JSON object") }
         let known: Set<String> = [
             "name", "version", "executable", "arguments", "environment", "interfaces", "requirements", "defaultRequirements", "subscribes",
-            "publishes", "calls", "restart", "callTimeoutSeconds", "maxConcurrentCalls", "enabled", "description",
+            "publishes", "calls", "restart", "callTimeoutSeconds", "streamIdleTimeoutSeconds", "maxConcurrentCalls", "enabled", "description",
         ]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw ManifestProblem("unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: Array(known)).map { "; did you mean '\($0)'?" } ?? ""))
@@ -62,7 +64,7 @@ public struct ExternalManifest: Sendable, Equatable {
             name: name, version: try string("version"), executable: try string("executable"), arguments: try strings("arguments"),
             environment: try strings("environment"), interfaces: try strings("interfaces"), requirements: [:],
             defaultRequirements: [.session], subscribes: try strings("subscribes"), publishes: try strings("publishes"), calls: try strings("calls"),
-            restart: Restart(), callTimeout: .seconds(30), maxConcurrentCalls: 4, enabled: true)
+            restart: Restart(), callTimeout: .seconds(30), streamIdleTimeout: .seconds(30), maxConcurrentCalls: 4, enabled: true)
         guard !manifest.interfaces.isEmpty else { throw ManifestProblem("'interfaces' must name at least one interface the plugin serves") }
         for interface in manifest.interfaces where VarlinkInterface.isReserved(interface) {
             throw ManifestProblem("'\(interface)' is reserved for appd's own interfaces")
@@ -98,6 +100,10 @@ public struct ExternalManifest: Sendable, Equatable {
             if let cap = table["maxBackoffSeconds"] { manifest.restart.maxBackoff = try seconds(cap, "restart.maxBackoffSeconds") }
         }
         if let timeout = object["callTimeoutSeconds"] { manifest.callTimeout = try seconds(timeout, "callTimeoutSeconds") }
+        manifest.streamIdleTimeout = manifest.callTimeout
+        if let idle = object["streamIdleTimeoutSeconds"] {
+            manifest.streamIdleTimeout = try seconds(idle, "streamIdleTimeoutSeconds", upTo: 86_400)
+        }
         if let concurrent = object["maxConcurrentCalls"] {
             guard case .int(let n) = concurrent, n >= 1, n <= 64 else { throw ManifestProblem("maxConcurrentCalls must be 1 to 64") }
             manifest.maxConcurrentCalls = Int(n)
@@ -109,14 +115,14 @@ public struct ExternalManifest: Sendable, Equatable {
         return manifest
     }
 
-    static func seconds(_ value: JSONValue, _ key: String) throws(ManifestProblem) -> Duration {
+    static func seconds(_ value: JSONValue, _ key: String, upTo limit: Double = 3600) throws(ManifestProblem) -> Duration {
         let number: Double
         switch value {
         case .int(let i): number = Double(i)
         case .double(let d): number = d
         default: throw ManifestProblem("\(key) must be a number of seconds")
         }
-        guard number > 0, number <= 3600 else { throw ManifestProblem("\(key) must be more than 0 and at most 3600") }
+        guard number > 0, number <= limit else { throw ManifestProblem("\(key) must be more than 0 and at most \(Int(limit))") }
         return .milliseconds(Int64(number * 1000))
     }
 

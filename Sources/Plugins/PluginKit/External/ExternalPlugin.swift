@@ -66,7 +66,9 @@ actor ExternalPlugin {
         self.registrar = registrar
         self.token = token
         self.logger = logger
-        self.gateway = PluginGateway(plugin: discovered.manifest.name, callTimeout: discovered.manifest.callTimeout, isAdmin: isAdmin)
+        self.gateway = PluginGateway(
+            plugin: discovered.manifest.name, callTimeout: discovered.manifest.callTimeout,
+            streamIdleTimeout: discovered.manifest.streamIdleTimeout, isAdmin: isAdmin)
     }
 
     var status: PluginStatus {

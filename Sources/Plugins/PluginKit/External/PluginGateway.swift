@@ -8,10 +8,12 @@ final class PluginGateway: Sendable {
     private let current = Mutex<(pool: PluginConnectionPool?, reason: String)>((nil, "it has not started"))
     private let isAdmin: @Sendable (Caller) -> Bool
     private let callTimeout: Duration
+    private let streamIdleTimeout: Duration
 
-    init(plugin: String, callTimeout: Duration, isAdmin: @escaping @Sendable (Caller) -> Bool) {
+    init(plugin: String, callTimeout: Duration, streamIdleTimeout: Duration, isAdmin: @escaping @Sendable (Caller) -> Bool) {
         self.plugin = plugin
         self.callTimeout = callTimeout
+        self.streamIdleTimeout = streamIdleTimeout
         self.isAdmin = isAdmin
     }
 
@@ -26,10 +28,11 @@ final class PluginGateway: Sendable {
     }
 
     /// A call with `more`: each of the plugin's replies is passed on as it arrives; the last is
-    /// returned. The call timeout applies to each wait for the next reply.
+    /// returned. The manifest's `streamIdleTimeoutSeconds` bounds each wait for the next reply
+    /// (the first one too: the bus's deadline covers only starting the stream).
     func stream(_ method: String, _ parameters: JSONValue, _ envelope: Envelope, injectsCaller: Bool, writer: ReplyWriter<JSONValue>) async throws -> JSONValue {
         let (pool, parameters, _) = try prepare(method, parameters, envelope, injectsCaller: injectsCaller)
-        return try await pool.stream(method, parameters, timeout: callTimeout) { reply in try await writer.send(reply) }
+        return try await pool.stream(method, parameters, timeout: streamIdleTimeout) { reply in try await writer.send(reply) }
     }
 
     private func prepare(_ method: String, _ parameters: JSONValue, _ envelope: Envelope, injectsCaller: Bool) throws -> (PluginConnectionPool, JSONValue, Duration) {

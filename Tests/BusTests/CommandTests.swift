@@ -1,4 +1,4 @@
-import Bus
+@testable import Bus
 import Testing
 
 @Suite struct CommandTests {
@@ -209,5 +209,27 @@ import Testing
         bus.unregister(interface: "io.appd.Test")
         #expect(bus.methods == ["io.appd.TestOther.Echo"])
         await #expect(throws: NoHandler(method: Echo.method)) { try await bus.send(Echo(text: "x")) }
+    }
+}
+
+@Suite struct ReplyStreamMemoryTests {
+    @Test func aConsumerThatNeverQuiteCatchesUpDoesNotMakeTheBufferGrow() async throws {
+        let bus = EventBus(options: .init(streamCapacity: 8))
+        try bus.register(Count.self) { command, _, writer in
+            for i in 1..<command.upTo { try await writer.send(i) }
+            return command.upTo
+        }
+        let stream = try await bus.stream(Count(upTo: 20_000))
+        var largest = 0, seen = 0
+        while let (value, _) = try await stream.nextReply() {
+            seen += 1
+            #expect(value == seen)
+            largest = max(largest, stream.channel.storedCount)
+            // Let the producer refill before the next take, so the buffer is never empty.
+            await Task.yield()
+            await Task.yield()
+        }
+        #expect(seen == 20_000)
+        #expect(largest <= 2 * 64 + 8)
     }
 }

@@ -384,60 +384,75 @@ def rss_kb(pid):
 def slow(binary):
     s = Section("slow")
     with tempfile.TemporaryDirectory() as directory:
-        proc, sock = start(binary, directory, extra=["--max-pending-output", "1048576"])
+        proc, sock = start(binary, directory, extra=["--max-pending-output", "1048576", "--stalled-stream-timeout", "2"])
         before = rss_kb(proc.pid)
         # A subscriber that never reads.
         lazy = Conn(sock)
         lazy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         lazy.send("io.appd.Bus.Subscribe", {"topics": ["load.>"]}, more=True)
-        # A subscriber that reads everything.
+        # A subscriber that reads everything, and one that reads slower than events come.
         reader = Conn(sock)
         reader.send("io.appd.Bus.Subscribe", {"topics": ["load.>"]}, more=True)
+        sluggish = Conn(sock)
+        sluggish.send("io.appd.Bus.Subscribe", {"topics": ["load.>"]}, more=True)
         got = {"events": 0, "dropped": 0}
+        late = {"events": 0, "dropped": 0, "closed": False}
 
-        def read():
+        def read(conn, tally, pause):
             try:
                 while True:
-                    reply = reader.receive()
+                    reply = conn.receive()
                     if "error" in reply:
+                        tally["closed"] = True
                         return
-                    got["events"] += 1
-                    got["dropped"] += reply["parameters"].get("dropped", 0)
-            except (OSError, ValueError):
+                    tally["events"] += 1
+                    tally["dropped"] += reply["parameters"].get("dropped", 0)
+                    if pause and tally["events"] % 10 == 0:
+                        time.sleep(pause)
+            except (OSError, ValueError, ConnectionError):
+                tally["closed"] = True
                 return
 
-        threading.Thread(target=read, daemon=True).start()
+        threading.Thread(target=read, args=(reader, got, 0), daemon=True).start()
+        threading.Thread(target=read, args=(sluggish, late, 0.01), daemon=True).start()
         time.sleep(0.2)
         publisher = Conn(sock)
         payload = {"blob": "y" * 1000}
-        total, errors, started = 30000, 0, time.time()
+        total, errors, started = int(os.environ.get("SLOW_EVENTS", "30000")), 0, time.time()
         for n in range(total):
             reply = publisher.call("io.appd.Bus.Publish", {"topic": "load.event", "payload": payload})
             errors += 1 if "error" in reply else 0
         elapsed = time.time() - started
         s.check("every publish is acknowledged (publishers are never blocked)", errors == 0, f"{errors} errors")
         print(f"slow: {total} publishes in {elapsed:.1f} s ({total / elapsed:.0f}/s) with a subscriber that never reads")
-        time.sleep(1)
+        deadline = time.time() + 10
+        while time.time() < deadline and (got["events"] + got["dropped"] < total or late["events"] + late["dropped"] < total):
+            time.sleep(0.1)
         s.check("the reading subscriber saw every event (delivered or counted as dropped)", got["events"] + got["dropped"] >= total * 0.99,
                 f"{got}")
+        print(f"slow: a subscriber reading 1,000 events/s got {late['events']} and was told {late['dropped']} were dropped")
+        s.check("a subscriber slower than the events is slowed down and told what it missed, not disconnected",
+                not late["closed"] and late["dropped"] > 0 and late["events"] + late["dropped"] >= total * 0.99, f"{late}")
         lazy.sock.setblocking(False)
         dropped = False
-        try:
-            while True:
-                chunk = lazy.sock.recv(1 << 20)
-                if chunk == b"":
-                    dropped = True
-                    break
-        except BlockingIOError:
-            pass
-        except OSError:
-            dropped = True
-        s.check("the subscriber that never reads is disconnected", dropped)
+        deadline = time.time() + 10
+        while time.time() < deadline and not dropped:
+            try:
+                while True:
+                    chunk = lazy.sock.recv(1 << 20)
+                    if chunk == b"":
+                        dropped = True
+                        break
+            except BlockingIOError:
+                time.sleep(0.1)
+            except OSError:
+                dropped = True
+        s.check("the subscriber that never reads is disconnected after the stall timeout", dropped)
         after = rss_kb(proc.pid)
         print(f"slow: appd RSS {before // 1024} MB before, {after // 1024} MB after")
         s.check("appd's memory stays bounded (< 64 MB growth)", after - before < 64 * 1024, f"{before} -> {after} kB")
         s.check("appd still answers", "error" not in publisher.call("io.appd.Daemon.Ping"))
-        for c in (lazy, reader, publisher):
+        for c in (lazy, reader, sluggish, publisher):
             c.close()
         proc.send_signal(signal.SIGTERM)
         s.check("appd exits 0", proc.wait(timeout=30) == 0)

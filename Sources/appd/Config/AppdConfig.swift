@@ -73,6 +73,7 @@ struct AppdConfig: Sendable {
             "firstMessageTimeoutSeconds": seconds(limits.firstMessageTimeout),
             "callTimeoutSeconds": seconds(limits.callTimeout),
             "drainTimeoutSeconds": seconds(limits.drainTimeout),
+            "stalledStreamTimeoutSeconds": seconds(limits.stalledStreamTimeout),
             "eventRetentionDays": eventRetentionDays.map { .int(Int64($0)) } ?? .null,
             "eventRetentionCount": eventRetentionCount.map { .int(Int64($0)) } ?? .null,
             "disabledPlugins": .array(disabledPlugins.map(JSONValue.string)),

@@ -52,6 +52,9 @@ struct ConfigKey: Sendable {
         seconds("firstMessageTimeoutSeconds", "--first-message-timeout", "Seconds a new connection has to send a message.") { $0.limits.firstMessageTimeout = $1 },
         seconds("callTimeoutSeconds", "--call-timeout", "Seconds a call may take.") { $0.limits.callTimeout = $1 },
         seconds("drainTimeoutSeconds", "--drain-timeout", "Seconds shutdown waits for in-flight calls.") { $0.limits.drainTimeout = $1 },
+        seconds("stalledStreamTimeoutSeconds", "--stalled-stream-timeout", "Seconds a stream may wait on a client that reads nothing.") {
+            $0.limits.stalledStreamTimeout = $1
+        },
         optionalInteger("eventRetentionDays", "--event-retention-days", "Prune events older than this (default: keep).") { $0.eventRetentionDays = $1 },
         optionalInteger("eventRetentionCount", "--event-retention-count", "Keep at most this many events (default: all).") { $0.eventRetentionCount = $1 },
         integer("accessTokenSeconds", "--access-token-seconds", "How long an access token lasts (default: 3600).") { $0.accessTokenSeconds = $1 },

@@ -126,6 +126,49 @@ import Testing
         await server.stop()
     }
 
+    @Test func aSlowStreamReaderSlowsItsStreamDownInsteadOfBeingDropped() async throws {
+        var limits = ServerLimits()
+        limits.maxMessageBytes = 16 * 1024
+        limits.maxPendingOutputBytes = 64 * 1024
+        let server = try TestServer(limits: limits)
+        let slow = try server.client()
+        // About 1.4 MB of replies, twenty times the pending-output limit; nothing read for a while.
+        try slow.send(VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 30_000], more: true))
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(server.server.stats.connections == 1)
+        var expected = 1
+        while true {
+            let reply = try await slow.receive()
+            #expect(reply.error == nil)
+            guard reply.parameters["n"] == .int(Int64(expected)) else {
+                Issue.record("reply \(expected) was \(reply)")
+                break
+            }
+            if !reply.continues { break }
+            expected += 1
+        }
+        #expect(expected == 30_000)
+        try await Self.expectHealthy(server)
+        await server.stop()
+    }
+
+    @Test func aStreamWhoseClientReadsNothingIsClosedAfterTheStallTimeout() async throws {
+        var limits = ServerLimits()
+        limits.maxMessageBytes = 16 * 1024
+        limits.maxPendingOutputBytes = 64 * 1024
+        limits.stalledStreamTimeout = .milliseconds(800)
+        let server = try TestServer(limits: limits)
+        let before = openFileDescriptors()
+        let stuck = try server.client()
+        try stuck.send(VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 10_000_000], more: true))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(server.server.stats.connections == 1)  // paused, not dropped
+        #expect(await eventually { server.server.stats.connections == 0 })
+        try await Self.expectHealthy(server)
+        #expect(await eventually { openFileDescriptors() <= before + 1 })
+        await server.stop()
+    }
+
     @Test func aClientThatNeverReadsIsDroppedAtThePendingOutputLimit() async throws {
         var limits = ServerLimits()
         limits.maxMessageBytes = 64 * 1024

@@ -144,6 +144,9 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         }
     }
 
+    /// Replies held, consumed ones not yet released included (for tests: it stays bounded).
+    var storedCount: Int { state.withLock { $0.buffer.count } }
+
     /// Runs the observers with the producer's outcome; until they return, the consumer waits.
     func settle(_ outcome: (any Error)?) async {
         let observers = state.withLock { s -> [@Sendable ((any Error)?) async -> Void] in
@@ -195,7 +198,15 @@ final class ReplyChannel<Element: Sendable>: Sendable {
                 if s.head < s.buffer.count {
                     let (element, isFinal) = s.buffer[s.head]
                     s.head += 1
-                    if s.head == s.buffer.count { s.buffer.removeAll(keepingCapacity: true); s.head = 0 }
+                    if s.head == s.buffer.count {
+                        s.buffer.removeAll(keepingCapacity: true)
+                        s.head = 0
+                    } else if s.head >= 64 && s.head * 2 >= s.buffer.count {
+                        // A producer that keeps the buffer from ever emptying (a slow
+                        // consumer) must not make it grow: drop what was consumed.
+                        s.buffer.removeFirst(s.head)
+                        s.head = 0
+                    }
                     defer { s.producer = nil }
                     return (.element(element, isFinal), s.producer)
                 }

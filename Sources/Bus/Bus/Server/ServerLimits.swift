@@ -10,6 +10,11 @@ public struct ServerLimits: Sendable, Hashable {
     public var maxQueuedCalls: Int = 64
     /// Reply bytes a client has not read; past it the connection is closed.
     public var maxPendingOutputBytes: Int = 8 << 20
+    /// A stream (a call with `more`) pauses when its client has an eighth of
+    /// `maxPendingOutputBytes` unread, and resumes when half of that is read: a slow reader
+    /// slows its stream down (a subscription then drops per its policy and says so) instead of
+    /// being disconnected. A stream paused this long without its client reading is closed.
+    public var stalledStreamTimeout: Duration = .seconds(60)
     /// A connection that has not sent one whole message by then is closed.
     public var firstMessageTimeout: Duration = .seconds(10)
     /// Deadline of each call.
@@ -18,6 +23,10 @@ public struct ServerLimits: Sendable, Hashable {
     public var drainTimeout: Duration = .seconds(10)
 
     public init() {}
+
+    /// Unread bytes at which a stream pauses, and the level it resumes at.
+    var streamHighWater: Int { max(1, maxPendingOutputBytes / 8) }
+    var streamLowWater: Int { streamHighWater / 2 }
 
     /// Checks the values, naming the first that is out of range.
     public func validated() throws(InvalidLimit) -> ServerLimits {
@@ -30,6 +39,7 @@ public struct ServerLimits: Sendable, Hashable {
         if maxPendingOutputBytes < maxMessageBytes {
             throw InvalidLimit(name: "maxPendingOutputBytes", reason: "must be at least maxMessageBytes")
         }
+        if stalledStreamTimeout <= .zero { throw InvalidLimit(name: "stalledStreamTimeout", reason: "must be more than 0") }
         return self
     }
 }

@@ -30,6 +30,11 @@ final class VarlinkConnection: Sendable {
         var workerDone = false
         var sawMessage = false
         var registeredEvents: UInt32 = 0
+        /// The worker, paused in the middle of a stream until the client reads.
+        var streamWriter: CheckedContinuation<Bool, Never>?
+        var streamPausedAt: ContinuousClock.Instant?
+        /// When the client last took some of its output.
+        var lastDrain = ContinuousClock.now
 
         var queued: Int { calls.count - callsHead }
     }
@@ -204,6 +209,30 @@ final class VarlinkConnection: Sendable {
         }
     }
 
+    /// Queues one reply of a stream; when the client has `streamHighWater` bytes unread, waits
+    /// until it has read down to `streamLowWater`, so the stream's producer slows down with it.
+    /// Throws `Gone` when the connection closes meanwhile (or the stall timeout closes it).
+    func sendStreaming(_ reply: VarlinkReply) async throws(Gone) {
+        try send(reply)
+        let paused = state.withLock { s -> Bool in
+            guard s.output.count - s.outputStart > limits.streamHighWater else { return false }
+            s.streamPausedAt = .now
+            return true
+        }
+        guard paused else { return }
+        let resumed = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            let now = state.withLock { s -> Bool? in
+                if s.closed || s.closing { return false }
+                if s.output.count - s.outputStart <= limits.streamLowWater { return true }
+                s.streamWriter = c
+                return nil
+            }
+            if let now { c.resume(returning: now) }
+        }
+        state.withLock { $0.streamPausedAt = nil }
+        guard resumed else { throw Gone() }
+    }
+
     /// Writes pending output (I/O thread on EPOLLOUT, or the worker). Call with the lock held.
     func flush(_ s: inout State) {
         while s.outputStart < s.output.count && !s.closed {
@@ -215,6 +244,7 @@ final class VarlinkConnection: Sendable {
             }
             if n > 0 {
                 s.outputStart += n
+                s.lastDrain = .now
             } else if n < 0 && errno == EINTR {
                 continue
             } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -240,7 +270,13 @@ final class VarlinkConnection: Sendable {
     }
 
     func writable() {
-        state.withLock { s in flush(&s) }
+        let writer = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            flush(&s)
+            guard s.streamWriter != nil, s.output.count - s.outputStart <= limits.streamLowWater else { return nil }
+            defer { s.streamWriter = nil }
+            return s.streamWriter
+        }
+        writer?.resume(returning: true)
     }
 
     // MARK: Closing
@@ -259,15 +295,16 @@ final class VarlinkConnection: Sendable {
 
     /// Closes the fd (I/O thread only). Returns false when it was closed already.
     func close() -> Bool {
-        let (first, worker) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
-            guard !s.closed else { return (false, nil) }
+        let (first, worker, writer) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?, CheckedContinuation<Bool, Never>?) in
+            guard !s.closed else { return (false, nil, nil) }
             s.closed = true
             appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_DEL), fd, 0)
             Glibc.close(fd)
-            defer { s.worker = nil }
-            return (true, s.worker)
+            defer { s.worker = nil; s.streamWriter = nil }
+            return (true, s.worker, s.streamWriter)
         }
         worker?.resume()
+        writer?.resume(returning: false)
         return first
     }
 
@@ -278,6 +315,13 @@ final class VarlinkConnection: Sendable {
     func shouldClose(now: ContinuousClock.Instant) -> Bool {
         state.withLock { s in
             if s.closing || s.closed { return true }
+            if let paused = s.streamPausedAt, now - max(paused, s.lastDrain) > limits.stalledStreamTimeout {
+                logger.notice(
+                    "closing connection: the client has not read its stream",
+                    metadata: ["peer": peerDescription, "pending.bytes": "\(s.output.count - s.outputStart)"])
+                requestClose(&s)
+                return true
+            }
             if !s.sawMessage && now - acceptedAt > limits.firstMessageTimeout {
                 logger.notice("closing connection: no message within the first-message timeout", metadata: ["peer": peerDescription])
                 requestClose(&s)

@@ -216,7 +216,7 @@ public final class VarlinkServer: Service {
                 connection: connection.context)
             do {
                 try await dispatcher.handle(call, as: caller, timeout: limits.callTimeout) { reply in
-                    try connection.send(reply)
+                    if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
                 }
             } catch {
                 // The connection is gone (closed, or its client stopped reading): stop serving it.

@@ -69,4 +69,41 @@ import Testing
         #expect(history.stdout.contains("assistant (cancelled): Echo: word1"), "\(history)")
         #expect(await daemon.stop() == 0)
     }
+
+    @Test func ctrlCAtTheInteractivePromptKeepsTheChat() async throws {
+        let (daemon, ctl) = try await signedIn(["--chat-echo-delay-ms", "1"])
+        let conversation = try await ctl(["--json", "chat", "create-conversation"], nil)
+        let id = try #require(conversation.stdout.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first.map(String.init))
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.appctl)
+        process.arguments = ["--socket", daemon.socket, "chat", "--conversation", id]
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_CONFIG_HOME"] = daemon.directory + "/config"
+        process.environment = env
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data("hello\n".utf8))
+        // Wait until the reply is stored: appctl is then back at its prompt.
+        var answered = false
+        for _ in 0..<200 where !answered {
+            answered = try await ctl(["chat", "history", id], nil).stdout.contains("assistant: Echo: hello")
+            if !answered { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(answered)
+        try await Task.sleep(for: .milliseconds(200))
+        kill(process.processIdentifier, SIGINT)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(process.isRunning, "Ctrl-C at the prompt ended the chat")
+        input.fileHandleForWriting.write(Data("again\n".utf8))
+        try input.fileHandleForWriting.close()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("Echo: hello\n") && text.contains("Echo: again\n") && text.hasSuffix("conversation \(id)\n"), "\(text)")
+        #expect(await daemon.stop() == 0)
+    }
 }

@@ -15,7 +15,7 @@ enum ChatCommand {
         name: "chat", abstract: "Chat with the assistant: interactive, send, ls, history, rm, rename.",
         usage: "chat [send TEXT [--conversation ID] | ls [QUERY] | history ID | rm ID | rename ID TITLE] [--conversation ID]",
         discussion: """
-            With no subcommand: an interactive chat. Type a line, the reply prints as it streams; Ctrl-C cancels the reply and keeps the chat; Ctrl-D (or /quit) ends it. --conversation continues one; otherwise a new conversation starts.
+            With no subcommand: an interactive chat. Type a line, the reply prints as it streams; Ctrl-C cancels the reply (or, at the prompt, the line) and keeps the chat; Ctrl-D (or /quit) ends it. --conversation continues one; otherwise a new conversation starts.
             send prints one reply (a new conversation unless --conversation). With --json: one JSON object per streamed reply (delta, then the stored message).
             Needs 'appctl login' and 'appctl onboard'. Without pro, messages count against the daily free quota (exit code 68 when it is used up).
             """,
@@ -141,15 +141,32 @@ enum ChatCommand {
         }
     }
 
-    /// Reads lines and chats until end of input or /quit.
+    /// Reads lines and chats until end of input or /quit. Ctrl-C at the prompt drops the line
+    /// being typed and keeps the chat (as a shell or psql does); during a reply it cancels it.
     static func interactive(_ context: Context, conversation given: String?) throws(AppctlError) -> Int32 {
+        interrupted = 0
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in interrupted = 1 }
+        sigemptyset(&action.sa_mask)  // no SA_RESTART: a read at the prompt returns EINTR
+        var previous = sigaction()
+        sigaction(SIGINT, &action, &previous)
+        defer { sigaction(SIGINT, &previous, nil) }
+
         var conversation = given
-        if stdinIsTerminal() && !context.options.json {
+        let terminal = stdinIsTerminal()
+        if terminal && !context.options.json {
             print("chatting\(given.map { " in \($0)" } ?? ""); Ctrl-C cancels a reply, Ctrl-D or /quit ends")
         }
-        while true {
-            if stdinIsTerminal() { print("> ", terminator: "") }
-            guard let line = readInputLine() else { break }
+        reading: while true {
+            if terminal { print("> ", terminator: "") }
+            let line: String
+            switch readInputLine() {
+            case .end: break reading
+            case .interrupted:
+                if terminal { print("") }
+                continue reading
+            case .line(let text): line = text
+            }
             let text = line.trimmingWhitespace()
             if text.isEmpty { continue }
             if text == "/quit" || text == "/exit" { break }
@@ -165,15 +182,28 @@ enum ChatCommand {
         return ExitCode.ok
     }
 
-    /// One line of standard input without its newline; nil at the end of input.
-    static func readInputLine() -> String? {
+    enum InputLine: Equatable {
+        case line(String)
+        /// Ctrl-C while waiting for input: what was typed is dropped.
+        case interrupted
+        case end
+    }
+
+    /// One line of standard input without its newline.
+    static func readInputLine() -> InputLine {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while true {
             let n = read(0, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
-            if byte == 10 { return String(decoding: bytes, as: UTF8.self) }
+            if n < 0 && errno == EINTR {
+                if interrupted != 0 {
+                    interrupted = 0
+                    return .interrupted
+                }
+                continue
+            }
+            if n <= 0 { return bytes.isEmpty ? .end : .line(String(decoding: bytes, as: UTF8.self)) }
+            if byte == 10 { return .line(String(decoding: bytes, as: UTF8.self)) }
             bytes.append(byte)
         }
     }

@@ -126,11 +126,17 @@ import Testing
         await server.stop()
     }
 
-    @Test func aSlowStreamReaderSlowsItsStreamDownInsteadOfBeingDropped() async throws {
+    /// A server whose streams pause at 8 KiB unread (an eighth of 64 KiB).
+    static func smallOutputServer(stalledStreamTimeout: Duration = .seconds(60)) throws -> TestServer {
         var limits = ServerLimits()
         limits.maxMessageBytes = 16 * 1024
         limits.maxPendingOutputBytes = 64 * 1024
-        let server = try TestServer(limits: limits)
+        limits.stalledStreamTimeout = stalledStreamTimeout
+        return try TestServer(limits: limits)
+    }
+
+    @Test func aSlowStreamReaderSlowsItsStreamDownInsteadOfBeingDropped() async throws {
+        let server = try Self.smallOutputServer()
         let slow = try server.client()
         // About 1.4 MB of replies, twenty times the pending-output limit; nothing read for a while.
         try slow.send(VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 30_000], more: true))
@@ -153,11 +159,7 @@ import Testing
     }
 
     @Test func aStreamWhoseClientReadsNothingIsClosedAfterTheStallTimeout() async throws {
-        var limits = ServerLimits()
-        limits.maxMessageBytes = 16 * 1024
-        limits.maxPendingOutputBytes = 64 * 1024
-        limits.stalledStreamTimeout = .milliseconds(800)
-        let server = try TestServer(limits: limits)
+        let server = try Self.smallOutputServer(stalledStreamTimeout: .milliseconds(800))
         let before = openFileDescriptors()
         let stuck = try server.client()
         try stuck.send(VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 10_000_000], more: true))

@@ -130,6 +130,37 @@ import Testing
         #expect(kill(pid, 0) != 0)
     }
 
+    /// Whether a process is gone (or only a zombie left for its new parent to reap).
+    static func isGone(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+    }
+
+    @Test func aPluginGetsNoStrayDescriptorsAndDoesNotOutliveAKilledAppd() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins")
+        // (appd inherits a descriptor from this test process that is not close-on-exec:
+        // Foundation's child-watching socket.)
+        let daemon = try await Daemon.start(directory: dir)
+        let status = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        let pid = Int32(status["pid"] as? Int ?? 0)
+        #expect(pid > 0 && !Self.isGone(pid))
+        let env = try await Self.ctl(daemon, ["--json", "greeter", "environment"])
+        let descriptors = (try JSONSerialization.jsonObject(with: Data(env.stdout.utf8)) as? [String: Any])?["descriptors"] as? [String] ?? []
+        // Exactly stdin (/dev/null), stdout and stderr (pipes to appd's log) and the socket.
+        let numbers = descriptors.compactMap { $0.split(separator: " ").first.flatMap { Int($0) } }
+        #expect(numbers == [0, 1, 2, 3], "\(descriptors)")
+        #expect(descriptors.first == "0 -> /dev/null" && descriptors.last?.hasPrefix("3 -> socket:") == true, "\(descriptors)")
+        // No chance to stop its plugins: the kernel's parent-death signal does it.
+        #expect(await daemon.stop(signal: SIGKILL) != 0)
+        var gone = false
+        for _ in 0..<250 where !gone {
+            gone = Self.isGone(pid)
+            if !gone { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(gone, "plugin \(pid) still runs after appd was killed")
+    }
+
     @Test func aKilledPluginFailsFastThenIsRestartedAndServesAgain() async throws {
         let dir = try Self.newDirectory()
         try Self.install(in: dir + "/data/plugins")

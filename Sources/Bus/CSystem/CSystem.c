@@ -210,6 +210,8 @@ int appd_accept_blocking(int listen_fd) {
 }
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 /* Formats "LISTEN_PID=<pid>" into buf without malloc or stdio (async-signal-safe). */
@@ -229,6 +231,7 @@ pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[]
     /* Prepared before fork: the child only formats digits into it. */
     static __thread char pid_entry[32];
     char **env = (char **)envp;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) return pid; /* parent (or -1) */
 
@@ -238,6 +241,11 @@ pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[]
     sigprocmask(SIG_SETMASK, &none, NULL);
     for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
     setsid();
+    /* Dies with appd (an orphaned plugin would keep running beside the next appd's), and
+       cannot gain privileges through setuid binaries. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent) _exit(125); /* appd died before the line above */
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull >= 0) dup2(devnull, 0);
     if (out_fd >= 0) dup2(out_fd, 1);
@@ -250,6 +258,12 @@ pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[]
         }
         int flags = fcntl(3, F_GETFL);
         if (flags >= 0) fcntl(3, F_SETFL, flags & ~O_NONBLOCK);
+    }
+    /* Nothing else crosses into the plugin: not appd's own descriptors, nor any that appd
+       inherited without close-on-exec (a supervisor's, say). */
+    int first = listen_fd >= 0 ? 4 : 3;
+    if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) != 0) {
+        for (int fd = first; fd < 65536; fd++) close(fd);
     }
     if (listen_pid_slot >= 0) {
         format_listen_pid(pid_entry, sizeof(pid_entry), getpid());
@@ -272,7 +286,6 @@ int appd_pipe(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
-#include <sys/prctl.h>
 
 void appd_set_thread_name(const char *name) {
     prctl(PR_SET_NAME, name, 0, 0, 0);

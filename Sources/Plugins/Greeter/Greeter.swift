@@ -40,8 +40,9 @@ struct Greeter {
         # Call with more.
         method Countdown(from: int, everyMs: ?int) -> (n: int)
 
-        # The names of the environment variables this process got from appd.
-        method Environment() -> (names: []string)
+        # The names of the environment variables this process got from appd, and the file
+        # descriptors it had open when it started (what each points to).
+        method Environment() -> (names: []string, descriptors: []string)
 
         error Failed (reason: string)
 
@@ -80,7 +81,10 @@ struct Greeter {
     }
     struct Environment: Command {
         static let method = "io.appd.examples.Greeter.Environment"
-        struct Reply: Codable, Sendable { var names: [String] }
+        struct Reply: Codable, Sendable {
+            var names: [String]
+            var descriptors: [String]
+        }
     }
     struct Publish: Command {
         static let method = "io.appd.examples.Greeter.Publish"
@@ -92,6 +96,8 @@ struct Greeter {
     }
 
     static func main() async {
+        // What appd handed over, before this process opens anything of its own.
+        let inherited = openDescriptors()
         let arguments = CommandLine.arguments
         if arguments.contains("--exit-at-once") { exit(3) }
         var idl = Self.idl
@@ -140,7 +146,7 @@ struct Greeter {
                     names.append(String(String(cString: pointer).prefix { $0 != "=" }))
                     entry += 1
                 }
-                return .init(names: names.sorted())
+                return .init(names: names.sorted(), descriptors: inherited)
             }
             try bus.register(Publish.self) { command, _ in
                 let denied = await OSThread.run { publish(topic: command.topic, payload: [:]) }
@@ -178,4 +184,19 @@ final class Counter: Sendable {
     private let count = Mutex(0)
     func increment() -> Int { count.withLock { $0 += 1; return $0 } }
     var value: Int { count.withLock { $0 } }
+}
+
+/// "N -> target" for each open file descriptor, read from /proc/self/fd.
+func openDescriptors() -> [String] {
+    guard let directory = opendir("/proc/self/fd") else { return [] }
+    defer { closedir(directory) }
+    var found: [(Int32, String)] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard let fd = Int32(name), fd != dirfd(directory) else { continue }
+        var target = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/fd/\(name)", &target, target.count - 1)
+        found.append((fd, "\(fd) -> " + (n > 0 ? String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?")))
+    }
+    return found.sorted { $0.0 < $1.0 }.map(\.1)
 }

@@ -76,6 +76,7 @@ extension Transaction {
 public protocol Database: Sendable {
     /// Runs `body` in a write transaction. Returns only after the commit is durable; throws
     /// (and changes nothing) when `body` throws or the commit fails.
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T
     /// Runs `body` against a consistent snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T

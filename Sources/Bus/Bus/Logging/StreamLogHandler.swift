@@ -33,7 +33,7 @@ public final class StreamLogHandler: LogHandler {
             line += " \(key)=\(Self.quoted(record.metadata[key] ?? ""))"
         }
         line += "\n"
-        lock.withLock { _ in FileDescriptorWriter.writeAll(fd, Array(line.utf8)) }
+        _ = lock.withLock { _ in FileDescriptorWriter.writeAll(fd, Array(line.utf8)) }
     }
 
     /// syslog priorities as journald reads them.

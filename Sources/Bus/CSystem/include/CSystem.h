@@ -65,6 +65,9 @@ int appd_wait_readable(int fd, int timeout_ms);
 /// new session, /dev/null on stdin, `out_fd`/`err_fd` on stdout/stderr, `listen_fd` on fd 3
 /// (blocking, inherited), `envp[listen_pid_slot]` set to LISTEN_PID=<child pid>, chdir to
 /// `directory`, execve. Returns the child's pid, or -1 (errno set). Exit 127 when exec fails.
+/* Forks and execs a plugin. The child gets SIGKILL when the forking thread's process dies
+   (PR_SET_PDEATHSIG, which follows the forking *thread*: call it from a thread that lives as
+   long as the process), and no new privileges (PR_SET_NO_NEW_PRIVS). */
 pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[], int listen_pid_slot, int listen_fd, int out_fd, int err_fd, const char *directory);
 
 /// waitpid(pid) until it returns (retrying EINTR). 0, or -1 with errno set.

@@ -23,20 +23,24 @@ final class PluginProcess: Sendable {
     ) throws(PluginStartError) -> PluginProcess {
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
         guard appd_pipe(&out) == 0, appd_pipe(&err) == 0 else { throw PluginStartError("cannot create pipes: \(String(cString: strerror(errno)))") }
-        // C strings that outlive the fork; the LISTEN_PID slot is filled in by the child.
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let env = (environment + ["LISTEN_PID=0"]).map { strdup($0) } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in env { free(p) }
+        let (stdoutWrite, stderrWrite) = (out[1], err[1])
+        let (pid, spawnErrno) = SpawnThread.shared.run { () -> (pid_t, Int32) in
+            // C strings that outlive the fork; the LISTEN_PID slot is filled in by the child.
+            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+            let env = (environment + ["LISTEN_PID=0"]).map { strdup($0) } + [nil]
+            defer {
+                for p in argv { free(p) }
+                for p in env { free(p) }
+            }
+            let pid = appd_spawn_plugin(executable, argv, env, Int32(environment.count), listenFD, stdoutWrite, stderrWrite, folder)
+            return (pid, errno)
         }
-        let pid = appd_spawn_plugin(executable, argv, env, Int32(environment.count), listenFD, out[1], err[1], folder)
         close(out[1])
         close(err[1])
         guard pid > 0 else {
             close(out[0])
             close(err[0])
-            throw PluginStartError("cannot start \(executable): \(String(cString: strerror(errno)))")
+            throw PluginStartError("cannot start \(executable): \(String(cString: strerror(spawnErrno)))")
         }
         let process = PluginProcess(pid: pid)
         let stdout = out[0], stderr = err[0]

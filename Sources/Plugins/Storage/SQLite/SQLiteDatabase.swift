@@ -70,6 +70,7 @@ public final class SQLiteDatabase: Database {
         self.bus.withLock { $0 = bus }
     }
 
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             enqueue(.write(Self.work(body, continuation))) {

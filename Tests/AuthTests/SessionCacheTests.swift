@@ -18,6 +18,22 @@ import Testing
         await expectAuthError(.onboardingRequired) { _ = try await h.bus.send(OnboardedOnly(), as: caller) }
     }
 
+    @Test func signInsAndWrongPasswordsLeaveTheCacheAloneAndASignOutEmptiesIt() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        let caller = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        #expect(h.plugin.sessions.count == 1)
+        await expectAuthError(.invalidCredentials) {
+            _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password"))
+        }
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+        #expect(h.plugin.sessions.count == 1)
+        _ = try await h.bus.send(AuthInterface.SignOut(), as: caller)
+        #expect(h.plugin.sessions.count == 0)
+        await h.database.close()
+    }
+
     @Test func aLookupThatRacedWithAWriteIsNotKept() {
         let cache = SessionCache<String>()
         let before = cache.generation

@@ -54,8 +54,9 @@ struct AuthRepository: Sendable {
     /// Shared by every `AuthRepository` of one database (the gates' and the handlers').
     let sessions: SessionCache<UserRecord>
 
-    /// A write to accounts or sessions; the session cache is invalidated once it has committed
-    /// (or failed), before the caller hears back.
+    /// A write that changes accounts or sessions; the session cache is invalidated once it has
+    /// committed (or failed), before the caller hears back. Writes that change neither use
+    /// `database.write` directly.
     @discardableResult
     private func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         defer { sessions.invalidate() }
@@ -174,7 +175,8 @@ struct AuthRepository: Sendable {
     }
 
     func storeResetToken(digest: String, userID: String, expires: Int64) async throws {
-        try await write { tx in
+        // Changes no account or session: the session cache stays.
+        try await database.write { tx in
             try tx.execute("INSERT INTO auth_reset_tokens (digest, user_id, expires_at) VALUES (?, ?, ?)", [.text(digest), .text(userID), .integer(expires)])
         }
     }
@@ -245,7 +247,8 @@ struct AuthRepository: Sendable {
     }
 
     func recordFailure(email: String, now: Int64, windowStart: Int64) async throws {
-        try await write { tx in
+        // Changes no account or session: a stream of wrong passwords does not empty the cache.
+        try await database.write { tx in
             try tx.execute(
                 """
                 INSERT INTO auth_attempts (email, failures, window_start) VALUES (?, 1, ?)
@@ -258,7 +261,7 @@ struct AuthRepository: Sendable {
     }
 
     func clearFailures(email: String) async throws {
-        try await write { tx in try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(email)]) }
+        try await database.write { tx in try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(email)]) }
     }
 
     // MARK: Sessions
@@ -267,7 +270,8 @@ struct AuthRepository: Sendable {
         userID: String, family: String, accessDigest: String, accessExpires: Int64, refreshDigest: String,
         refreshExpires: Int64, now: Int64
     ) async throws {
-        try await write { tx in
+        // A new session changes none already cached (unknown tokens are never cached).
+        try await database.write { tx in
             try tx.execute(
                 """
                 INSERT INTO auth_sessions (user_id, family, access_digest, access_expires_at, refresh_digest, refresh_expires_at, created_at)

@@ -33,7 +33,7 @@ final class VarlinkConnection: Sendable {
         /// The worker, paused in the middle of a stream until the client reads.
         var streamWriter: CheckedContinuation<Bool, Never>?
         var streamPausedAt: ContinuousClock.Instant?
-        /// When the client last took some of its output.
+        /// When the client last took some of its output while a stream was paused.
         var lastDrain = ContinuousClock.now
 
         var queued: Int { calls.count - callsHead }
@@ -244,7 +244,7 @@ final class VarlinkConnection: Sendable {
             }
             if n > 0 {
                 s.outputStart += n
-                s.lastDrain = .now
+                if s.streamPausedAt != nil { s.lastDrain = .now }
             } else if n < 0 && errno == EINTR {
                 continue
             } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {

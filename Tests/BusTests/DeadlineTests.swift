@@ -48,3 +48,27 @@ import Testing
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 }
+
+@Suite struct DeadlineWorkCancellationTests {
+    @Test func theWorkOfAnAlreadyCancelledCallerIsCancelledToo() async throws {
+        let cancelled = Flag()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await Deadline.run(until: .now.advanced(by: .seconds(30)), timeoutError: { Denied(reason: "late") }) {
+                do {
+                    try await Task.sleep(for: .seconds(30))
+                } catch {
+                    cancelled.set()
+                    throw error
+                }
+                return 1
+            }
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(await eventually { cancelled.isSet })
+    }
+
+    @Test func workThatNeverSuspendsIsAnsweredInline() async throws {
+        #expect(try await Deadline.run(until: .now.advanced(by: .seconds(30)), timeoutError: { Denied(reason: "late") }) { 7 } == 7)
+    }
+}

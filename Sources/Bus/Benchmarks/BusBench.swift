@@ -42,14 +42,15 @@ func makeBus() throws -> EventBus {
     return bus
 }
 
-/// Typed round trips per second with `callers` concurrent callers.
-func commandThroughput(callers: Int, calls: Int) async throws -> Double {
+/// Typed round trips per second with `callers` concurrent callers; with a `timeout`, each call
+/// runs against a deadline (as every call over the socket does).
+func commandThroughput(callers: Int, calls: Int, timeout: Duration? = nil) async throws -> Double {
     let bus = try makeBus()
     let start = ContinuousClock.now
     try await withThrowingTaskGroup(of: Void.self) { group in
         for _ in 0..<callers {
             group.addTask {
-                for i in 0..<(calls / callers) { _ = try await bus.send(Ping(n: i)) }
+                for i in 0..<(calls / callers) { _ = try await bus.send(Ping(n: i), timeout: timeout) }
             }
         }
         try await group.waitForAll()
@@ -121,6 +122,7 @@ enum Bench {
             _ = try await commandThroughput(callers: 1, calls: 50_000)  // warm-up
             report("bus.command.rps.1", try await commandThroughput(callers: 1, calls: calls), "calls/s")
             report("bus.command.rps.8", try await commandThroughput(callers: 8, calls: calls), "calls/s")
+            report("bus.command.rps.deadline.1", try await commandThroughput(callers: 1, calls: calls, timeout: .seconds(30)), "calls/s")
             report("bus.command.p99_us", try await commandP99(calls: 200_000), "us")
         }
         if wanted("bus.event") || wanted("baseline") {

@@ -8,8 +8,8 @@ enum Deadline {
     /// A shared timer list (the server's loop sweeps it) used instead of one timer task per call.
     @TaskLocal static var timers: DeadlineTimers?
 
-    /// Runs `operation` in a child task; at `deadline` the caller gets `timeoutError()` at once
-    /// and the operation is cancelled. Cancelling the caller cancels the operation.
+    /// Runs `operation` in a task of its own; at `deadline` the caller gets `timeoutError()` at
+    /// once and the operation is cancelled. Cancelling the caller cancels the operation.
     static func run<R: Sendable>(
         until deadline: ContinuousClock.Instant,
         timeoutError: @escaping @Sendable () -> any Error,
@@ -18,11 +18,19 @@ enum Deadline {
         let race = Race<R>()
         let timers = self.timers
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            // Unsafe is safe here: `Race` resumes the continuation exactly once (the first
+            // `finish` takes it out under the lock; `begin` resumes only a decided race).
+            try await withUnsafeThrowingContinuation { continuation in
                 race.begin(continuation)
-                let work = Task(executorPreference: executor) {
+                // The work starts right here, on this thread, and runs until it first
+                // suspends: a call that never suspends is decided before a timer is set, and
+                // the caller does not suspend at all (twice the in-process rate with a deadline).
+                let work = Task.immediate(executorPreference: executor) {
                     do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
                 }
+                // Decided already: by the work itself, or by a caller cancelled before it began
+                // (then the work, which has just suspended, is cancelled too).
+                guard !race.isDecided else { return work.cancel() }
                 if let timers {
                     let token = timers.schedule(deadline) { race.finish(.failure(timeoutError())) }
                     race.attach { work.cancel(); timers.cancel(token) }
@@ -78,7 +86,7 @@ public final class DeadlineTimers: Sendable {
 /// cancels the other side.
 private final class Race<R: Sendable>: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<R, any Error>?
+        var continuation: UnsafeContinuation<R, any Error>?
         var result: Result<R, any Error>?
         var cleanup: (@Sendable () -> Void)?
     }
@@ -86,7 +94,7 @@ private final class Race<R: Sendable>: Sendable {
 
     /// Stores the caller's continuation, or resumes it at once when the race is already
     /// decided (the caller was cancelled before the work started).
-    func begin(_ continuation: CheckedContinuation<R, any Error>) {
+    func begin(_ continuation: UnsafeContinuation<R, any Error>) {
         let decided = state.withLock { s -> Result<R, any Error>? in
             if s.result == nil { s.continuation = continuation }
             return s.result
@@ -104,8 +112,10 @@ private final class Race<R: Sendable>: Sendable {
         if finished { cleanup() }
     }
 
+    var isDecided: Bool { state.withLock { $0.result != nil } }
+
     func finish(_ result: Result<R, any Error>) {
-        let (continuation, cleanup) = state.withLock { s -> (CheckedContinuation<R, any Error>?, (@Sendable () -> Void)?) in
+        let (continuation, cleanup) = state.withLock { s -> (UnsafeContinuation<R, any Error>?, (@Sendable () -> Void)?) in
             guard s.result == nil else { return (nil, nil) }
             s.result = result
             defer { s.continuation = nil; s.cleanup = nil }

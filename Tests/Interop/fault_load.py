@@ -414,7 +414,7 @@ def slow(binary):
                 return
 
         threading.Thread(target=read, args=(reader, got, 0), daemon=True).start()
-        threading.Thread(target=read, args=(sluggish, late, 0.01), daemon=True).start()
+        threading.Thread(target=read, args=(sluggish, late, 0.02), daemon=True).start()
         time.sleep(0.2)
         publisher = Conn(sock)
         payload = {"blob": "y" * 1000}
@@ -430,7 +430,7 @@ def slow(binary):
             time.sleep(0.1)
         s.check("the reading subscriber saw every event (delivered or counted as dropped)", got["events"] + got["dropped"] >= total * 0.99,
                 f"{got}")
-        print(f"slow: a subscriber reading 1,000 events/s got {late['events']} and was told {late['dropped']} were dropped")
+        print(f"slow: a subscriber reading at most 500 events/s got {late['events']} and was told {late['dropped']} were dropped")
         s.check("a subscriber slower than the events is slowed down and told what it missed, not disconnected",
                 not late["closed"] and late["dropped"] > 0 and late["events"] + late["dropped"] >= total * 0.99, f"{late}")
         lazy.sock.setblocking(False)

@@ -16,6 +16,28 @@ import Testing
         return (daemon, ctl)
     }
 
+    /// A new conversation's id.
+    func newConversation(_ ctl: ([String], String?) async throws -> Outcome) async throws -> String {
+        let conversation = try await ctl(["--json", "chat", "create-conversation"], nil)
+        return try #require(conversation.stdout.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first.map(String.init))
+    }
+
+    /// appctl started with the daemon's session, its output on a pipe (for signals mid-run).
+    func appctl(_ daemon: Daemon, _ arguments: [String], input: Pipe? = nil) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.appctl)
+        process.arguments = ["--socket", daemon.socket] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_CONFIG_HOME"] = daemon.directory + "/config"
+        process.environment = env
+        let output = Pipe()
+        if let input { process.standardInput = input }
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, output)
+    }
+
     @Test func chatSendsRepliesAndTheFreeQuotaEndsWithExitCode68UntilProIsGranted() async throws {
         let (daemon, ctl) = try await signedIn(["--chat-echo-delay-ms", "1", "--payments-meters", "chat.messages=2/day/pro"])
         let first = try await ctl(["chat", "send", "hello", "world"], nil)
@@ -38,20 +60,8 @@ import Testing
 
     @Test func ctrlCCancelsTheReplyAndTheCancelledMessageIsStored() async throws {
         let (daemon, ctl) = try await signedIn(["--chat-echo-delay-ms", "150"])
-        let config = daemon.directory + "/config"
-        let conversation = try await ctl(["--json", "chat", "create-conversation"], nil)
-        let id = try #require(conversation.stdout.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first.map(String.init))
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binaries.appctl)
-        process.arguments = ["--socket", daemon.socket, "chat", "send", "--conversation", id] + (1...30).map { "word\($0)" }
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_CONFIG_HOME"] = config
-        process.environment = env
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let id = try await newConversation(ctl)
+        let (process, out) = try appctl(daemon, ["chat", "send", "--conversation", id] + (1...30).map { "word\($0)" })
         // Wait for the reply to start streaming, then press Ctrl-C.
         var seen = Data()
         let reader = out.fileHandleForReading
@@ -73,20 +83,9 @@ import Testing
 
     @Test func ctrlCAtTheInteractivePromptKeepsTheChat() async throws {
         let (daemon, ctl) = try await signedIn(["--chat-echo-delay-ms", "1"])
-        let conversation = try await ctl(["--json", "chat", "create-conversation"], nil)
-        let id = try #require(conversation.stdout.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first.map(String.init))
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binaries.appctl)
-        process.arguments = ["--socket", daemon.socket, "chat", "--conversation", id]
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_CONFIG_HOME"] = daemon.directory + "/config"
-        process.environment = env
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let id = try await newConversation(ctl)
+        let input = Pipe()
+        let (process, output) = try appctl(daemon, ["chat", "--conversation", id], input: input)
         input.fileHandleForWriting.write(Data("hello\n".utf8))
         // Wait until the reply is stored: appctl is then back at its prompt.
         var answered = false

@@ -17,22 +17,11 @@ import tempfile
 import threading
 import time
 
-from harness import check as _check, finish
+from harness import check as _check, exchange as call, finish
 
 
 def check(name, condition, detail=""):
     _check(name, condition, detail, quiet=True)
-
-
-def call(sock, method, parameters):
-    sock.sendall(json.dumps({"method": method, "parameters": parameters}).encode() + b"\0")
-    data = b""
-    while not data.endswith(b"\0"):
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return json.loads(data[:-1])
 
 
 def start(binary, sock_path, data_dir):

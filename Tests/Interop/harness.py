@@ -23,26 +23,27 @@ def finish():
     sys.exit(1 if _counts["failed"] else 0)
 
 
+def exchange(s, method, parameters=None):
+    """One call on an open connection, and its one reply."""
+    s.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
+    data = b""
+    while not data.endswith(b"\0"):
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return json.loads(data[:-1])
+
+
 def call(sock_path, method, parameters=None, token=None, timeout=10):
     """One varlink call on a fresh connection (after Authenticate(token) when given); the reply."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(timeout)
     s.connect(sock_path)
-
-    def send(m, p):
-        s.sendall(json.dumps({"method": m, "parameters": p or {}}).encode() + b"\0")
-        data = b""
-        while not data.endswith(b"\0"):
-            chunk = s.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return json.loads(data[:-1])
-
     try:
         if token:
-            send("io.appd.Auth.Authenticate", {"accessToken": token})
-        return send(method, parameters)
+            exchange(s, "io.appd.Auth.Authenticate", {"accessToken": token})
+        return exchange(s, method, parameters)
     finally:
         s.close()
 

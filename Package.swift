@@ -37,22 +37,25 @@ let package = Package(
         // OpenSSL libcrypto from the system (libssl-dev): scrypt, SHA-256, HMAC, CSPRNG.
         .systemLibrary(name: "COpenSSL", path: "Sources/Plugins/COpenSSL", pkgConfig: "libcrypto"),
         .target(name: "Crypto", dependencies: ["Bus", "COpenSSL"], path: "Sources/Plugins/Crypto", swiftSettings: strict),
+        // The event types each plugin publishes, apart from the plugins, so consumers import
+        // the events they react to without importing the publisher.
+        .target(name: "Contracts", dependencies: ["Bus"], path: "Sources/Plugins/Contracts", exclude: ["README.md"], swiftSettings: strict),
         // Accounts and sessions (io.appd.Auth), the session and onboarding gates.
-        .target(name: "Auth", dependencies: ["Bus", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
+        .target(name: "Auth", dependencies: ["Bus", "Contracts", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // Owner-scoped todos (io.appd.Todos).
-        .target(name: "Todos", dependencies: ["Bus", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Todos", swiftSettings: strict),
+        .target(name: "Todos", dependencies: ["Bus", "Contracts", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Todos", swiftSettings: strict),
         // Products, entitlements from provider webhooks, the paywall gate (io.appd.Payments).
         .target(
-            name: "Payments", dependencies: ["Bus", "CSystem", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
+            name: "Payments", dependencies: ["Bus", "Contracts", "CSystem", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
             swiftSettings: strict),
         // Outbound TCP and TLS (OpenSSL libssl) with timeouts and abort, for the LLM providers.
         .target(name: "CNet", path: "Sources/Plugins/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Conversations and streamed LLM replies (io.appd.Chat), the provider seam.
         .target(
-            name: "Chat", dependencies: ["Bus", "CNet", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
+            name: "Chat", dependencies: ["Bus", "Contracts", "CNet", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
             swiftSettings: strict),
         // Rating prompts from bus signals (io.appd.Rating).
-        .target(name: "Rating", dependencies: ["Bus", "Storage", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
+        .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
         // An example external plugin in Swift (contrib/plugins/greeter), also used by the tests.
         .executableTarget(name: "appd-plugin-greeter", dependencies: ["Bus"], path: "Sources/Plugins/Greeter", swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
@@ -68,21 +71,21 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
-        .testTarget(name: "PluginKitTests", dependencies: ["PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
-        .testTarget(name: "AuthTests", dependencies: ["Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
-        .testTarget(name: "TodosTests", dependencies: ["Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
+        .testTarget(name: "PluginKitTests", dependencies: ["Contracts", "PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
+        .testTarget(name: "AuthTests", dependencies: ["Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
+        .testTarget(name: "TodosTests", dependencies: ["Contracts", "Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
         .testTarget(
-            name: "PaymentsTests", dependencies: ["Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
+            name: "PaymentsTests", dependencies: ["Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
             swiftSettings: strict),
         .testTarget(
-            name: "ChatTests", dependencies: ["Chat", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
+            name: "ChatTests", dependencies: ["Contracts", "Chat", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
             swiftSettings: strict),
         .testTarget(
-            name: "RatingTests", dependencies: ["Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
+            name: "RatingTests", dependencies: ["Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
             path: "Tests/RatingTests", swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["Contracts", "Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
         .testTarget(name: "EndToEndTests", path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
     ],

@@ -82,7 +82,7 @@ extension Appd {
             dispatcher: dispatcher, stateFile: dataDirectory + "/external-plugins.json", isAdmin: { adminGate.isPrivileged($0) },
             logger: Logger(label: "appd.plugins"))
         do {
-            try BusInterface.install(on: dispatcher, replay: eventLog, credentials: external.credentials)
+            try BusInterface.install(on: dispatcher, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
         } catch {
             logger.critical("cannot set up io.appd.Bus: \(error)")
             await database.close()

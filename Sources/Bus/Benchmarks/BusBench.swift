@@ -16,6 +16,7 @@ struct Pong: Codable, Sendable {
 
 struct Tick: Event {
     static let topic = "bench.tick"
+    static let audience = EventAudience.admin
     var n: Int
 }
 
@@ -76,7 +77,7 @@ func commandP99(calls: Int) async throws -> Double {
 func eventThroughput(subscribers: Int, events: Int) async throws -> (rate: Double, dropped: Int) {
     let bus = EventBus(logger: Logger(label: "bench", level: .error))
     let options = SubscriptionOptions(capacity: events, overflow: .dropOldest)
-    let subscriptions = (0..<subscribers).map { _ in bus.subscribe(Tick.self, options: options) }
+    let subscriptions = try (0..<subscribers).map { _ in try bus.subscribe(Tick.self, options: options) }
     let start = ContinuousClock.now
     let consumers = subscriptions.map { subscription in
         Task {
@@ -88,7 +89,7 @@ func eventThroughput(subscribers: Int, events: Int) async throws -> (rate: Doubl
             return seen
         }
     }
-    for i in 0..<events { bus.publish(Tick(n: i)) }
+    for i in 0..<events { bus.publish(Tick(n: i), causedBy: nil) }
     var delivered = 0
     for consumer in consumers { delivered += try await consumer.value }
     let elapsed = ContinuousClock.now - start

@@ -21,7 +21,7 @@ func durableWrites(writers: Int, writes: Int) async throws -> Double {
                 for i in 0..<(writes / writers) {
                     try await database.write { transaction in
                         try transaction.execute("INSERT INTO items (n) VALUES (?)", [.integer(Int64(w * writes + i))])
-                        try transaction.append(topic: "bench.item", payload: ["n": .int(Int64(i))], causedBy: nil)
+                        try transaction.append(BenchItem(n: i), causedBy: nil)
                     }
                 }
             }
@@ -31,4 +31,11 @@ func durableWrites(writers: Int, writes: Int) async throws -> Double {
     let elapsed = ContinuousClock.now - start
     await database.close()
     return Double(writes) / seconds(elapsed)
+}
+
+/// The event each benchmark write logs.
+struct BenchItem: Event {
+    static let topic = "bench.item"
+    static let audience = EventAudience.admin
+    var n: Int
 }

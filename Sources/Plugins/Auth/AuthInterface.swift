@@ -57,8 +57,14 @@ enum AuthInterface {
         method ChangePassword(currentPassword: string, newPassword: string) -> ()
 
         # Starts a password reset. The reply is the same whether or not the account exists; when
-        # it does, auth.passwordResetRequested carries a one-time token for a mailer to deliver.
+        # it does, auth.passwordResetRequested (durable; no token) tells a mailer to send one.
         method RequestPasswordReset(email: string) -> ()
+
+        # Mints the one-time token for a pending reset request (auth.passwordResetRequested's
+        # requestId), for the mailer to deliver. Only a plugin holding the 'auth.resetTokens'
+        # capability may call it. Issuing again replaces the earlier token; the token expires
+        # with the request and is void once any reset of the account succeeds.
+        method IssueResetToken(requestId: string) -> (resetToken: string, email: string, expiresAt: string)
 
         # Sets a new password with a reset token (single use, expires); revokes every session.
         method ResetPassword(resetToken: string, newPassword: string) -> ()
@@ -171,6 +177,19 @@ enum AuthInterface {
         var email: String
     }
 
+    struct IssueResetToken: Command {
+        static let method = "io.appd.Auth.IssueResetToken"
+        static let requirements: [Requirement] = [.capability("auth.resetTokens")]
+        typealias Reply = IssuedResetToken
+        var requestId: String
+    }
+
+    struct IssuedResetToken: Codable, Sendable {
+        var resetToken: String
+        var email: String
+        var expiresAt: String
+    }
+
     struct ResetPassword: Command {
         static let method = "io.appd.Auth.ResetPassword"
         typealias Reply = Empty
@@ -241,15 +260,4 @@ public struct AccountSummary: Codable, Sendable, Equatable {
     public var onboarded: Bool
     public var disabled: Bool
     public var createdAt: String
-}
-
-/// Published (live only) when a reset is requested for an existing account. It carries the
-/// one-time token for a mailer, so it is never written to the event log: the database holds
-/// no raw token.
-public struct PasswordResetRequested: Event {
-    public static let topic = "auth.passwordResetRequested"
-    public var userId: String
-    public var email: String
-    public var resetToken: String
-    public var expiresAt: String
 }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 import PluginKit
 import Storage
@@ -6,12 +7,7 @@ import Storage
 /// Accounts and sessions (`io.appd.Auth`), and the session and onboarding gates.
 public struct AuthPlugin: Plugin {
     public let manifest = PluginManifest(
-        name: "auth", version: "0.1.0", interface: AuthInterface.idl,
-        publishes: [
-            "auth.userSignedUp", "auth.signedIn", "auth.signedOut", "auth.onboardingCompleted", "auth.passwordResetRequested",
-            "auth.accountDeleted",
-        ],
-        configKeys: [])
+        name: "auth", version: "0.1.0", interface: AuthInterface.idl, events: AuthEvents.all, configKeys: [])
     public var migrations: [Migration] { AuthRepository.migrations }
 
     let options: AuthService.Options
@@ -38,11 +34,11 @@ public struct AuthPlugin: Plugin {
     public func start(_ context: PluginContext) async throws {
         let service = service(context.database)
         let bus = context.bus
-        try bus.register(AuthInterface.SignUp.self) { command, _ in
-            .init(user: try await service.signUp(email: command.email, password: command.password, displayName: command.displayName))
+        try bus.register(AuthInterface.SignUp.self) { command, envelope in
+            .init(user: try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope))
         }
-        try bus.register(AuthInterface.SignIn.self) { command, _ in
-            .init(session: try await service.signIn(email: command.email, password: command.password))
+        try bus.register(AuthInterface.SignIn.self) { command, envelope in
+            .init(session: try await service.signIn(email: command.email, password: command.password, causedBy: envelope))
         }
         try bus.register(AuthInterface.Authenticate.self) { command, envelope in
             let record = try await service.resolve(accessToken: command.accessToken)
@@ -55,13 +51,13 @@ public struct AuthPlugin: Plugin {
         }
         try bus.register(AuthInterface.SignOut.self) { _, envelope in
             let (token, principal) = try Self.signedIn(envelope)
-            try await service.signOut(accessToken: token, userID: principal.userID)
+            try await service.signOut(accessToken: token, userID: principal.userID, causedBy: envelope)
             if envelope.caller.connection?.sessionToken?.value == token { envelope.caller.connection?.sessionToken = nil }
             return Empty()
         }
         try bus.register(AuthInterface.SignOutEverywhere.self) { _, envelope in
             let (_, principal) = try Self.signedIn(envelope)
-            try await service.signOutEverywhere(userID: principal.userID)
+            try await service.signOutEverywhere(userID: principal.userID, causedBy: envelope)
             envelope.caller.connection?.sessionToken = nil
             return Empty()
         }
@@ -70,7 +66,7 @@ public struct AuthPlugin: Plugin {
             return .init(user: try await service.resolve(accessToken: token).user)
         }
         try bus.register(AuthInterface.CompleteOnboarding.self) { _, envelope in
-            .init(user: try await service.completeOnboarding(userID: try Self.signedIn(envelope).1.userID))
+            .init(user: try await service.completeOnboarding(userID: try Self.signedIn(envelope).1.userID, causedBy: envelope))
         }
         try bus.register(AuthInterface.UpdateProfile.self) { command, envelope in
             .init(user: try await service.updateProfile(userID: try Self.signedIn(envelope).1.userID, displayName: command.displayName))
@@ -96,18 +92,18 @@ public struct AuthPlugin: Plugin {
             return Empty()
         }
         try bus.register(AuthInterface.RequestPasswordReset.self) { command, envelope in
-            if let event = try await service.requestPasswordReset(email: command.email) {
-                // Live only: it carries the token, which must never reach the database.
-                bus.publish(event, causedBy: envelope)
-            }
+            try await service.requestPasswordReset(email: command.email, causedBy: envelope)
             return Empty()
+        }
+        try bus.register(AuthInterface.IssueResetToken.self) { command, _ in
+            try await service.issueResetToken(requestID: command.requestId)
         }
         try bus.register(AuthInterface.ResetPassword.self) { command, _ in
             try await service.resetPassword(token: command.resetToken, new: command.newPassword)
             return Empty()
         }
         try bus.register(AuthInterface.DeleteAccount.self) { command, envelope in
-            try await service.deleteAccount(userID: try Self.signedIn(envelope).1.userID, password: command.password)
+            try await service.deleteAccount(userID: try Self.signedIn(envelope).1.userID, password: command.password, causedBy: envelope)
             envelope.caller.connection?.sessionToken = nil
             return Empty()
         }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Storage
 
 /// An account row as the plugin sees it (the password hash never leaves the plugin).
@@ -106,17 +107,32 @@ struct AuthRepository: Sendable {
               used_at INTEGER
             );
             """),
+        // Reset tokens are minted on demand for a request (IssueResetToken), never carried by
+        // an event. Tokens of the old table were mailed from a live event; they stop working.
+        Migration(plugin: "auth", version: 3, sql: """
+            CREATE TABLE auth_reset_requests (
+              id TEXT PRIMARY KEY,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              expires_at INTEGER NOT NULL,
+              token_digest TEXT UNIQUE,
+              issued_at INTEGER,
+              used_at INTEGER,
+              created_at INTEGER NOT NULL
+            );
+            CREATE INDEX auth_reset_requests_user ON auth_reset_requests(user_id);
+            DROP TABLE auth_reset_tokens;
+            """),
     ]
 
     // MARK: Accounts
 
-    func createUser(id: String, email: String, passwordHash: String, displayName: String?, now: Int64) async throws -> UserRecord {
+    func createUser(id: String, email: String, passwordHash: String, displayName: String?, now: Int64, causedBy cause: (any Cause)?) async throws -> UserRecord {
         do {
             return try await write { tx in
                 try tx.execute(
                     "INSERT INTO auth_users (id, email, password_hash, display_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                     [.text(id), .text(email), .text(passwordHash), displayName.map { .text($0) } ?? .null, .integer(now), .integer(now)])
-                try tx.append(topic: "auth.userSignedUp", payload: ["userId": .string(id), "email": .string(email)], causedBy: nil)
+                try tx.append(UserSignedUp(userId: id, email: email), causedBy: cause)
                 guard let record = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(id)]).first.flatMap(UserRecord.init) else {
                     throw StorageError(kind: .other, message: "the new account was not found")
                 }
@@ -145,12 +161,12 @@ struct AuthRepository: Sendable {
         }
     }
 
-    func completeOnboarding(userID: String, now: Int64) async throws -> UserRecord? {
+    func completeOnboarding(userID: String, now: Int64, causedBy cause: (any Cause)?) async throws -> UserRecord? {
         try await write { tx in
             let changed = try tx.execute(
                 "UPDATE auth_users SET onboarded_at = ?, updated_at = ? WHERE id = ? AND onboarded_at IS NULL",
                 [.integer(now), .integer(now), .text(userID)])
-            if changed > 0 { try tx.append(topic: "auth.onboardingCompleted", payload: ["userId": .string(userID)], causedBy: nil) }
+            if changed > 0 { try tx.append(OnboardingCompleted(userId: userID), causedBy: cause) }
             return try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init)
         }
     }
@@ -174,10 +190,32 @@ struct AuthRepository: Sendable {
         }
     }
 
-    func storeResetToken(digest: String, userID: String, expires: Int64) async throws {
+    /// Records a reset request and its durable event (no token yet).
+    func createResetRequest(id: String, user: UserRecord, expires: Int64, now: Int64, causedBy cause: (any Cause)?) async throws {
         // Changes no account or session: the session cache stays.
         try await database.write { tx in
-            try tx.execute("INSERT INTO auth_reset_tokens (digest, user_id, expires_at) VALUES (?, ?, ?)", [.text(digest), .text(userID), .integer(expires)])
+            try tx.execute(
+                "INSERT INTO auth_reset_requests (id, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)",
+                [.text(id), .text(user.id), .integer(expires), .integer(now)])
+            try tx.append(
+                PasswordResetRequested(requestId: id, userId: user.id, email: user.email, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339),
+                causedBy: cause)
+        }
+    }
+
+    /// Stores the digest of a freshly minted token for a pending request (replacing an earlier
+    /// one); nil when the request is unknown, used or expired.
+    func issueResetToken(requestID: String, digest: String, now: Int64) async throws -> (email: String, expires: Int64)? {
+        try await database.write { tx in
+            let rows = try tx.query(
+                """
+                SELECT u.email, r.expires_at FROM auth_reset_requests r JOIN auth_users u ON u.id = r.user_id
+                WHERE r.id = ? AND r.used_at IS NULL AND r.expires_at > ?
+                """, [.text(requestID), .integer(now)])
+            guard let row = rows.first, let email = row.text("email"), let expires = row.integer("expires_at") else { return nil }
+            try tx.execute(
+                "UPDATE auth_reset_requests SET token_digest = ?, issued_at = ? WHERE id = ?", [.text(digest), .integer(now), .text(requestID)])
+            return (email, expires)
         }
     }
 
@@ -186,33 +224,35 @@ struct AuthRepository: Sendable {
         try await database.read { tx in
             try tx.query(
                 """
-                SELECT u.* FROM auth_reset_tokens t JOIN auth_users u ON u.id = t.user_id
-                WHERE t.digest = ? AND t.used_at IS NULL AND t.expires_at > ?
+                SELECT u.* FROM auth_reset_requests r JOIN auth_users u ON u.id = r.user_id
+                WHERE r.token_digest = ? AND r.used_at IS NULL AND r.expires_at > ?
                 """, [.text(digest), .integer(now)]
             ).first.flatMap(UserRecord.init)
         }
     }
 
-    /// Uses a reset token once: sets the password and revokes every session. False when the
-    /// token is unknown, used or expired.
+    /// Uses a reset token once: sets the password, revokes every session, and voids every
+    /// other pending request of the account. False when the token is unknown, used or expired.
     func resetPassword(digest: String, hash: String, now: Int64) async throws -> Bool {
         try await write { tx in
             let rows = try tx.query(
-                "SELECT user_id FROM auth_reset_tokens WHERE digest = ? AND used_at IS NULL AND expires_at > ?", [.text(digest), .integer(now)])
+                "SELECT user_id FROM auth_reset_requests WHERE token_digest = ? AND used_at IS NULL AND expires_at > ?",
+                [.text(digest), .integer(now)])
             guard let userID = rows.first?.text("user_id") else { return false }
-            try tx.execute("UPDATE auth_reset_tokens SET used_at = ? WHERE digest = ?", [.integer(now), .text(digest)])
+            try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
             return true
         }
     }
 
-    /// Deletes the account (its sessions and tokens go with it) and logs auth.accountDeleted
-    /// in the same transaction, so every plugin's consumer erases the user's data.
-    func deleteUser(userID: String) async throws {
+    /// Erasure happens in the same transaction: every logged event about the user becomes a
+    /// tombstone, before auth.accountDeleted (which stays, for the consumers) is appended.
+    func deleteUser(userID: String, causedBy cause: (any Cause)?) async throws {
         try await write { tx in
             try tx.execute("DELETE FROM auth_users WHERE id = ?", [.text(userID)])
-            try tx.append(topic: "auth.accountDeleted", payload: ["userId": .string(userID)], causedBy: nil)
+            try tx.redactEvents(about: userID)
+            try tx.append(AccountDeleted(userId: userID), causedBy: cause)
         }
     }
 
@@ -268,7 +308,7 @@ struct AuthRepository: Sendable {
 
     func createSession(
         userID: String, family: String, accessDigest: String, accessExpires: Int64, refreshDigest: String,
-        refreshExpires: Int64, now: Int64
+        refreshExpires: Int64, now: Int64, causedBy cause: (any Cause)?
     ) async throws {
         // A new session changes none already cached (unknown tokens are never cached).
         try await database.write { tx in
@@ -278,7 +318,7 @@ struct AuthRepository: Sendable {
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.text(userID), .text(family), .text(accessDigest), .integer(accessExpires), .text(refreshDigest), .integer(refreshExpires), .integer(now)])
-            try tx.append(topic: "auth.signedIn", payload: ["userId": .string(userID)], causedBy: nil)
+            try tx.append(SignedIn(userId: userID), causedBy: cause)
         }
     }
 
@@ -332,17 +372,17 @@ struct AuthRepository: Sendable {
         }
     }
 
-    func revokeSession(accessDigest: String, userID: String, now: Int64) async throws {
+    func revokeSession(accessDigest: String, userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
         try await write { tx in
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE access_digest = ? AND revoked_at IS NULL", [.integer(now), .text(accessDigest)])
-            try tx.append(topic: "auth.signedOut", payload: ["userId": .string(userID), "everywhere": false], causedBy: nil)
+            try tx.append(SignedOut(userId: userID, everywhere: false), causedBy: cause)
         }
     }
 
-    func revokeAllSessions(userID: String, now: Int64) async throws {
+    func revokeAllSessions(userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
         try await write { tx in
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
-            try tx.append(topic: "auth.signedOut", payload: ["userId": .string(userID), "everywhere": true], causedBy: nil)
+            try tx.append(SignedOut(userId: userID, everywhere: true), causedBy: cause)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 import Storage
 
@@ -42,18 +43,18 @@ public struct AuthService: Sendable {
 
     // MARK: Accounts
 
-    func signUp(email rawEmail: String, password: String, displayName: String?) async throws -> User {
+    func signUp(email rawEmail: String, password: String, displayName: String?, causedBy cause: (any Cause)?) async throws -> User {
         let email = try AuthValidation.email(rawEmail)
         try AuthValidation.password(password, email: email)
         let name = try AuthValidation.displayName(displayName)
         if try await repository.user(email: email) != nil { throw AuthError.emailTaken }
         let hash = try await hashing { try await hasher.hash(password) }
         let id = "u_" + (try SecretToken.generate().prefix(22))
-        return try await repository.createUser(id: id, email: email, passwordHash: hash, displayName: name, now: now).user
+        return try await repository.createUser(id: id, email: email, passwordHash: hash, displayName: name, now: now, causedBy: cause).user
     }
 
     /// Checks the password; unknown accounts cost a full derivation too and give the same error.
-    func signIn(email rawEmail: String, password: String) async throws -> Session {
+    func signIn(email rawEmail: String, password: String, causedBy cause: (any Cause)?) async throws -> Session {
         guard let email = try? AuthValidation.email(rawEmail) else {
             try await hashing { try await hasher.verifyDummy(password) }
             throw AuthError.invalidCredentials
@@ -80,16 +81,16 @@ public struct AuthService: Sendable {
         if needsRehash, let fresh = try? await hasher.hash(password) {
             try await repository.replacePasswordHash(userID: record.id, hash: fresh, now: now)
         }
-        return try await openSession(for: record, family: try SecretToken.generate())
+        return try await openSession(for: record, family: try SecretToken.generate(), causedBy: cause)
     }
 
-    private func openSession(for record: UserRecord, family: String) async throws -> Session {
+    private func openSession(for record: UserRecord, family: String, causedBy cause: (any Cause)?) async throws -> Session {
         let access = try SecretToken.generate(), refresh = try SecretToken.generate()
         let now = self.now
         let expires = now + Self.nanoseconds(options.accessTokenLifetime)
         try await repository.createSession(
             userID: record.id, family: family, accessDigest: SecretToken.digest(access), accessExpires: expires,
-            refreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now)
+            refreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now, causedBy: cause)
         return Session(
             accessToken: access, refreshToken: refresh, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339, user: record.user)
     }
@@ -124,16 +125,16 @@ public struct AuthService: Sendable {
         }
     }
 
-    func signOut(accessToken: String, userID: String) async throws {
-        try await repository.revokeSession(accessDigest: SecretToken.digest(accessToken), userID: userID, now: now)
+    func signOut(accessToken: String, userID: String, causedBy cause: (any Cause)?) async throws {
+        try await repository.revokeSession(accessDigest: SecretToken.digest(accessToken), userID: userID, now: now, causedBy: cause)
     }
 
-    func signOutEverywhere(userID: String) async throws {
-        try await repository.revokeAllSessions(userID: userID, now: now)
+    func signOutEverywhere(userID: String, causedBy cause: (any Cause)?) async throws {
+        try await repository.revokeAllSessions(userID: userID, now: now, causedBy: cause)
     }
 
-    func completeOnboarding(userID: String) async throws -> User {
-        guard let record = try await repository.completeOnboarding(userID: userID, now: now) else { throw AuthError.unauthenticated }
+    func completeOnboarding(userID: String, causedBy cause: (any Cause)?) async throws -> User {
+        guard let record = try await repository.completeOnboarding(userID: userID, now: now, causedBy: cause) else { throw AuthError.unauthenticated }
         return record.user
     }
 
@@ -156,17 +157,27 @@ public struct AuthService: Sendable {
         try await repository.changePassword(userID: userID, hash: hash, keepAccessDigest: SecretToken.digest(accessToken), now: now)
     }
 
-    /// Creates a reset token when the account exists; returns the event to publish (or nil).
-    /// The caller's reply is the same either way.
-    func requestPasswordReset(email rawEmail: String) async throws -> PasswordResetRequested? {
+    /// Records a reset request when the account exists, with a durable
+    /// auth.passwordResetRequested in the same transaction. No token exists yet: a plugin with
+    /// the `auth.resetTokens` capability mints it (`issueResetToken`). The caller's reply is
+    /// the same whether or not the account exists.
+    func requestPasswordReset(email rawEmail: String, causedBy cause: (any Cause)?) async throws {
         guard let email = try? AuthValidation.email(rawEmail), let record = try await repository.user(email: email), !record.disabled else {
-            return nil
+            return
         }
-        let token = try SecretToken.generate()
+        let id = "rr_" + (try SecretToken.generate().prefix(22))
         let expires = now + Self.nanoseconds(options.resetTokenLifetime)
-        try await repository.storeResetToken(digest: SecretToken.digest(token), userID: record.id, expires: expires)
-        return PasswordResetRequested(
-            userId: record.id, email: record.email, resetToken: token, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339)
+        try await repository.createResetRequest(id: id, user: record, expires: expires, now: now, causedBy: cause)
+    }
+
+    /// Mints the one-time token of a pending reset request; only its digest is stored, and a
+    /// second issue replaces the first. Unknown, used or expired requests are refused.
+    func issueResetToken(requestID: String) async throws -> AuthInterface.IssuedResetToken {
+        let token = try SecretToken.generate()
+        guard let issued = try await repository.issueResetToken(requestID: requestID, digest: SecretToken.digest(token), now: now) else {
+            throw AuthError.invalidResetToken
+        }
+        return .init(resetToken: token, email: issued.email, expiresAt: WallTime(nanosecondsSinceEpoch: issued.expires).rfc3339)
     }
 
     func resetPassword(token: String, new: String) async throws {
@@ -179,11 +190,11 @@ public struct AuthService: Sendable {
         guard try await repository.resetPassword(digest: digest, hash: hash, now: now) else { throw AuthError.invalidResetToken }
     }
 
-    func deleteAccount(userID: String, password: String) async throws {
+    func deleteAccount(userID: String, password: String, causedBy cause: (any Cause)?) async throws {
         guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
         let (matches, _) = try await hashing { try await hasher.verify(password, against: record.passwordHash) }
         guard matches else { throw AuthError.invalidCredentials }
-        try await repository.deleteUser(userID: userID)
+        try await repository.deleteUser(userID: userID, causedBy: cause)
     }
 
     // MARK: Administration

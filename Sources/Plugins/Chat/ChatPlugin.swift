@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import PluginKit
 import Storage
 
@@ -25,7 +26,7 @@ public struct ChatPlugin: Plugin {
 
     public let manifest = PluginManifest(
         name: "chat", version: "0.1.0", dependencies: ["auth"], interface: ChatInterface.idl,
-        publishes: ["chat.messageSent", "chat.replyCompleted", "chat.replyFailed", "chat.feedbackGiven"], consumes: ["auth.accountDeleted"],
+        events: ChatEvents.all, consumes: [AccountDeleted.self],
         configKeys: ["chatProvider", "chatBaseURL", "chatModel", "chatApiKey", "chatSystemPrompt", "chatContextCharacters", "chatMeter"])
     public var migrations: [Migration] { ChatRepository.migrations }
 
@@ -74,7 +75,7 @@ public struct ChatPlugin: Plugin {
         }
         let sendNeeds = ChatInterface.needs + (options.meter.map { [Requirement.meter($0)] } ?? [])
         try bus.register(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
-            try await service.send(owner: try owner(e), conversation: c.conversationId, text: c.text, writer: writer)
+            try await service.send(owner: try owner(e), conversation: c.conversationId, text: c.text, writer: writer, causedBy: e)
         }
         let running = self.running
         try bus.register(ChatInterface.Cancel.self) { c, e in
@@ -83,7 +84,7 @@ public struct ChatPlugin: Plugin {
         }
         try bus.register(ChatInterface.Feedback.self) { c, e in
             guard c.rating == "up" || c.rating == "down" else { throw ChatError.validation("rating", "is up or down") }
-            try await repository.feedback(owner: try owner(e), message: c.messageId, rating: c.rating)
+            try await repository.feedback(owner: try owner(e), message: c.messageId, rating: c.rating, causedBy: e)
             return Empty()
         }
         context.logger.info("chat provider ready", metadata: ["provider": provider.name])
@@ -91,13 +92,15 @@ public struct ChatPlugin: Plugin {
 
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = ChatRepository(database: context.database)
-        guard let filter = try? TopicFilter("auth.accountDeleted") else { return [] }
-        return [
-            DurableConsumer(name: "chat.accountDeleted", filter: filter, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
-                guard let userID = (try? event.json())?["userId"]?.stringValue else { return }
-                try await repository.eraseUser(userID)
-            }
-        ]
+        do {
+            return [
+                try DurableConsumer(name: "chat.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
+                    deleted, _ in try await repository.eraseUser(deleted.userId)
+                }
+            ]
+        } catch {
+            return [FailedService(name: "chat.accountDeleted", error: error)]
+        }
     }
 
     public func stop(_ context: PluginContext) async {

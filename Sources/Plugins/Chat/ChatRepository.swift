@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Storage
 
 /// The chat tables: conversations and messages, owner-scoped (another user's rows are simply
@@ -126,7 +127,7 @@ struct ChatRepository: Sendable {
 
     /// Commits the user's message (and `chat.messageSent`) before the provider is called.
     /// A conversation without a title takes the first words of its first message.
-    func addUserMessage(owner: String, conversation: String, id: String, text: String, now: Int64) async throws -> ChatMessage {
+    func addUserMessage(owner: String, conversation: String, id: String, text: String, now: Int64, causedBy cause: (any Cause)?) async throws -> ChatMessage {
         try await database.write { tx in
             let row = try Self.ownedConversation(tx, owner: owner, id: conversation)
             try tx.execute(
@@ -137,10 +138,7 @@ struct ChatRepository: Sendable {
                 try tx.execute("UPDATE chat_conversations SET title = ? WHERE id = ?", [.text(String(words.prefix(80))), .text(conversation)])
             }
             try tx.execute("UPDATE chat_conversations SET updated_at = ? WHERE id = ?", [.integer(now), .text(conversation)])
-            try tx.append(
-                topic: "chat.messageSent",
-                payload: ["userId": .string(owner), "conversationId": .string(conversation), "messageId": .string(id), "text": .string(text)],
-                causedBy: nil)
+            try tx.append(ChatMessageSent(userId: owner, conversationId: conversation, messageId: id, text: text), causedBy: cause)
             guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
                 throw ChatError.notFound
             }
@@ -168,7 +166,8 @@ struct ChatRepository: Sendable {
 
     /// Commits the assistant's message with its final status, and its event.
     func finishReply(
-        owner: String, conversation: String, id: String, text: String, status: String, error: String?, usage: Usage?, now: Int64
+        owner: String, conversation: String, id: String, text: String, status: String, error: String?, usage: Usage?, now: Int64,
+        causedBy cause: (any Cause)?
     ) async throws -> ChatMessage {
         try await database.write { tx in
             _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
@@ -182,12 +181,12 @@ struct ChatRepository: Sendable {
                     usage.map { .integer(Int64($0.promptTokens)) } ?? .null, usage.map { .integer(Int64($0.completionTokens)) } ?? .null, .integer(now),
                 ])
             try tx.execute("UPDATE chat_conversations SET updated_at = ? WHERE id = ?", [.integer(now), .text(conversation)])
-            var payload: [String: JSONValue] = [
-                "userId": .string(owner), "conversationId": .string(conversation), "messageId": .string(id), "status": .string(status),
-            ]
-            if let usage { payload["usage"] = ["promptTokens": .int(Int64(usage.promptTokens)), "completionTokens": .int(Int64(usage.completionTokens))] }
-            if let error { payload["reason"] = .string(error) }
-            try tx.append(topic: status == "failed" ? "chat.replyFailed" : "chat.replyCompleted", payload: .object(payload), causedBy: nil)
+            let tokens = usage.map { ChatTokenUsage(promptTokens: $0.promptTokens, completionTokens: $0.completionTokens) }
+            if status == "failed" {
+                try tx.append(ChatReplyFailed(userId: owner, conversationId: conversation, messageId: id, reason: error, usage: tokens), causedBy: cause)
+            } else {
+                try tx.append(ChatReplyCompleted(userId: owner, conversationId: conversation, messageId: id, status: status, usage: tokens), causedBy: cause)
+            }
             guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
                 throw ChatError.notFound
             }
@@ -195,18 +194,13 @@ struct ChatRepository: Sendable {
         }
     }
 
-    func feedback(owner: String, message: String, rating: String) async throws {
+    func feedback(owner: String, message: String, rating: String, causedBy cause: (any Cause)?) async throws {
         try await database.write { tx in
             guard let row = try tx.query("SELECT conversation_id FROM chat_messages WHERE id = ? AND owner = ? AND role = 'assistant'", [.text(message), .text(owner)]).first
             else { throw ChatError.notFound }
             try tx.execute("UPDATE chat_messages SET feedback = ? WHERE id = ?", [.text(rating), .text(message)])
             try tx.append(
-                topic: "chat.feedbackGiven",
-                payload: [
-                    "userId": .string(owner), "conversationId": .string(row.text("conversation_id") ?? ""), "messageId": .string(message),
-                    "rating": .string(rating),
-                ],
-                causedBy: nil)
+                ChatFeedbackGiven(userId: owner, conversationId: row.text("conversation_id") ?? "", messageId: message, rating: rating), causedBy: cause)
         }
     }
 

@@ -70,10 +70,10 @@ struct ChatService: Sendable {
         case failed(String)
     }
 
-    func send(owner: String, conversation: String, text raw: String, writer: ReplyWriter<SendReply>) async throws -> SendReply {
+    func send(owner: String, conversation: String, text raw: String, writer: ReplyWriter<SendReply>, causedBy cause: (any Cause)?) async throws -> SendReply {
         let text = try text(raw)
         // 1. The user's message is committed before the provider is called.
-        _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newID("m_"), text: text, now: now)
+        _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newID("m_"), text: text, now: now, causedBy: cause)
         let replyID = try Self.newID("m_")
         var turns = try await repository.context(owner: owner, conversation: conversation, budget: options.contextCharacters)
         if let prompt = options.systemPrompt, !prompt.isEmpty { turns.insert(ChatTurn(role: .system, text: prompt), at: 0) }
@@ -119,7 +119,7 @@ struct ChatService: Sendable {
         let repository = self.repository, now = self.now
         let message = try await Task {
             try await repository.finishReply(
-                owner: owner, conversation: conversation, id: replyID, text: reply, status: status, error: error, usage: usage, now: now)
+                owner: owner, conversation: conversation, id: replyID, text: reply, status: status, error: error, usage: usage, now: now, causedBy: cause)
         }.value
         // Even when the client has gone, the call ends normally: its message was stored and the
         // reply was produced (and paid for) until the cancel, so the quota use stands.

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Storage
 
 /// One source's hold on one entitlement for one user (a row of `payments_entitlements`).
@@ -21,6 +22,8 @@ struct EntitlementRow: Sendable, Equatable {
 struct EntitlementStore {
     let tx: any Transaction
     let now: Int64
+    /// What caused the change (a webhook call, an admin's command): its events carry it on.
+    var cause: (any Cause)? = nil
     /// Restore recomputes quietly and reports only the net changes.
     var quiet = false
 
@@ -65,13 +68,10 @@ struct EntitlementStore {
             [.text(row.user), .text(row.entitlement), .text(change), .text(row.source), row.product.map { .text($0) } ?? .null,
              reference.map { .text($0) } ?? .null, .integer(now)])
         try tx.append(
-            topic: "payments.entitlementChanged",
-            payload: [
-                "userId": .string(row.user), "entitlement": .string(row.entitlement), "change": .string(change), "source": .string(row.source),
-                "product": row.product.map(JSONValue.string) ?? .null, "active": .bool(row.active),
-                "expiresAt": row.expiresAt.map { .string(WallTime(nanosecondsSinceEpoch: $0).rfc3339) } ?? .null,
-            ],
-            causedBy: nil)
+            EntitlementChanged(
+                userId: row.user, entitlement: row.entitlement, change: change, source: row.source, product: row.product, active: row.active,
+                expiresAt: row.expiresAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 }),
+            causedBy: cause)
     }
 
     /// Whether a row grants access at `now`.

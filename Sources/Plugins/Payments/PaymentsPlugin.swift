@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import PluginKit
 import Storage
 
@@ -21,7 +22,7 @@ public struct PaymentsPlugin: Plugin {
 
     public let manifest = PluginManifest(
         name: "payments", version: "0.1.0", dependencies: ["auth"], interface: PaymentsInterface.idl,
-        publishes: ["payments.entitlementChanged", "payments.purchaseFailed"], consumes: ["auth.accountDeleted"],
+        events: PaymentsEvents.all, consumes: [AccountDeleted.self],
         configKeys: ["paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes"])
     public var migrations: [Migration] { PaymentsRepository.migrations }
 
@@ -63,19 +64,19 @@ public struct PaymentsPlugin: Plugin {
         try bus.register(PaymentsInterface.Status.self) { _, envelope in try await service.status(user: try Self.user(envelope)) }
         try bus.register(PaymentsInterface.Restore.self) { _, envelope in .init(entitlements: try await service.restore(user: try Self.user(envelope))) }
         try bus.register(PaymentsInterface.Grant.self) { c, envelope in
-            .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope)))
+            .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
         }
         try bus.register(PaymentsInterface.Revoke.self) { c, envelope in
-            .init(entitlement: try await service.revoke(email: c.email, entitlement: c.entitlement, reason: c.reason, actor: Self.actor(envelope)))
+            .init(entitlement: try await service.revoke(email: c.email, entitlement: c.entitlement, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
         }
         try bus.register(PaymentsInterface.UserStatus.self) { c, _ in
             let user = try await service.accountID(email: c.email)
             let status = try await service.status(user: user)
             return .init(userId: user, entitlements: status.entitlements, meters: status.meters)
         }
-        try bus.register(PaymentsInterface.IngestWebhook.self) { c, _ in
+        try bus.register(PaymentsInterface.IngestWebhook.self) { c, envelope in
             guard c.body.utf8.count <= maxBytes else { throw PaymentsError.malformed("the body is larger than \(maxBytes) bytes") }
-            return try await service.ingest(provider: c.provider, headers: c.headers, body: c.body)
+            return try await service.ingest(provider: c.provider, headers: c.headers, body: c.body, causedBy: envelope)
         }
         if providers.isEmpty {
             context.logger.info("no payment provider is configured: webhooks are refused until revenuecatWebhookSecret or stripeWebhookSecrets is set")
@@ -86,12 +87,13 @@ public struct PaymentsPlugin: Plugin {
         let service = service(context)
         let repository = service.repository
         var services: [any Service] = [ExpiryService(repository: repository, clock: clock, logger: context.logger)]
-        if let filter = try? TopicFilter("auth.accountDeleted") {
+        do {
             services.append(
-                DurableConsumer(name: "payments.accountDeleted", filter: filter, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
-                    guard let userID = (try? event.json())?["userId"]?.stringValue else { return }
-                    try await repository.eraseUser(userID)
+                try DurableConsumer(name: "payments.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
+                    deleted, _ in try await repository.eraseUser(deleted.userId)
                 })
+        } catch {
+            services.append(FailedService(name: "payments.accountDeleted", error: error))
         }
         if let listen = options.webhookListen {
             services.append(WebhookListener(address: listen, maxBodyBytes: options.maxWebhookBytes, service: service, logger: context.logger))

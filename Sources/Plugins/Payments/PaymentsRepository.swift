@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Storage
 
 /// The accounts a provider event concerns, resolved before its transaction.
@@ -89,7 +90,7 @@ struct PaymentsRepository: Sendable {
 
     /// Stores and applies one verified event in one transaction. The primary key on
     /// (provider, event id) makes a second delivery — sequential or concurrent — a no-op.
-    func ingest(_ event: ProviderEvent, body: String, accounts: ResolvedAccounts, now: Int64) async throws -> Ingested {
+    func ingest(_ event: ProviderEvent, body: String, accounts: ResolvedAccounts, now: Int64, causedBy cause: (any Cause)?) async throws -> Ingested {
         try await database.write { tx in
             let inserted = try tx.execute(
                 "INSERT OR IGNORE INTO payments_events (provider, event_id, type, event_time, received_at, body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -114,7 +115,7 @@ struct PaymentsRepository: Sendable {
                     "INSERT OR IGNORE INTO payments_event_users (provider, event_id, user_id, role) VALUES (?, ?, ?, ?)",
                     [.text(event.provider), .text(event.id), .text(user), .text(role)])
             }
-            let store = EntitlementStore(tx: tx, now: now)
+            let store = EntitlementStore(tx: tx, now: now, cause: cause)
             for (user, role) in links { try Self.apply(event, to: user, role: role, store) }
             return Ingested(eventId: event.id, duplicate: false)
         }
@@ -133,10 +134,7 @@ struct PaymentsRepository: Sendable {
                 try store.end(user, entitlement, source: source, time: time, change: "expired", reference: ref)
             case (.purchaseFailed(let product, let reason), "subject"):
                 guard !store.quiet else { continue }
-                try store.tx.append(
-                    topic: "payments.purchaseFailed",
-                    payload: ["userId": .string(user), "provider": .string(source), "product": product.map(JSONValue.string) ?? .null, "reason": .string(reason)],
-                    causedBy: nil)
+                try store.tx.append(PurchaseFailed(userId: user, provider: source, product: product, reason: reason), causedBy: store.cause)
             case (.transfer(_, _, let entitlements, _, _), "from"):
                 for entitlement in entitlements {
                     try store.end(user, entitlement, source: source, time: time, change: "revoked", reference: ref)
@@ -153,23 +151,23 @@ struct PaymentsRepository: Sendable {
 
     // MARK: Admin grants
 
-    func grant(user: String, entitlement: String, expiresAt: Int64?, reason: String, actor: String, now: Int64) async throws {
+    func grant(user: String, entitlement: String, expiresAt: Int64?, reason: String, actor: String, now: Int64, causedBy cause: (any Cause)?) async throws {
         try await database.write { tx in
             try tx.execute(
                 "INSERT INTO payments_grants (user_id, entitlement, action, expires_at, reason, actor, at) VALUES (?, ?, 'grant', ?, ?, ?, ?)",
                 [.text(user), .text(entitlement), expiresAt.map { .integer($0) } ?? .null, .text(reason), .text(actor), .integer(now)])
-            try EntitlementStore(tx: tx, now: now).activate(
+            try EntitlementStore(tx: tx, now: now, cause: cause).activate(
                 user, entitlement, source: "admin", product: nil, expiresAt: expiresAt, willRenew: false, time: now, reference: reason)
         }
     }
 
     /// Ends the entitlement from every source.
-    func revoke(user: String, entitlement: String, reason: String, actor: String, now: Int64) async throws {
+    func revoke(user: String, entitlement: String, reason: String, actor: String, now: Int64, causedBy cause: (any Cause)?) async throws {
         try await database.write { tx in
             try tx.execute(
                 "INSERT INTO payments_grants (user_id, entitlement, action, expires_at, reason, actor, at) VALUES (?, ?, 'revoke', NULL, ?, ?, ?)",
                 [.text(user), .text(entitlement), .text(reason), .text(actor), .integer(now)])
-            let store = EntitlementStore(tx: tx, now: now)
+            let store = EntitlementStore(tx: tx, now: now, cause: cause)
             for row in try store.rows(user) where row.entitlement == entitlement {
                 try store.end(user, entitlement, source: row.source, time: max(now, row.lastEventTime), change: "revoked", reference: reason)
             }

@@ -13,7 +13,7 @@ struct PaymentsService: Sendable {
     var now: Int64 { clock().nanosecondsSinceEpoch }
 
     /// Verifies, decodes, resolves and stores one delivery. A forgery throws before anything is stored.
-    func ingest(provider name: String, headers: [String: String], body: String) async throws -> Ingested {
+    func ingest(provider name: String, headers: [String: String], body: String, causedBy cause: (any Cause)? = nil) async throws -> Ingested {
         guard let provider = providers[name.lowercased()] else { throw PaymentsError.unknownProvider(name) }
         let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
         let bytes = Array(body.utf8)
@@ -32,7 +32,7 @@ struct PaymentsService: Sendable {
                 for id in to { if let user = try await account(id) { accounts.to.append(user) } }
             }
         }
-        return try await repository.ingest(event, body: body, accounts: accounts, now: now)
+        return try await repository.ingest(event, body: body, accounts: accounts, now: now, causedBy: cause)
     }
 
     /// An app user id or email → the account's id (nil when there is no such account).
@@ -52,7 +52,7 @@ struct PaymentsService: Sendable {
         guard catalog.entitlements.contains(name) else { throw .unknownEntitlement(name) }
     }
 
-    func grant(email: String, entitlement: String, expiresAt: String?, reason: String, actor: String) async throws -> Entitlement {
+    func grant(email: String, entitlement: String, expiresAt: String?, reason: String, actor: String, causedBy cause: (any Cause)?) async throws -> Entitlement {
         try checkEntitlement(entitlement)
         let reason = try Self.reason(reason)
         var expires: Int64?
@@ -62,15 +62,15 @@ struct PaymentsService: Sendable {
             expires = time.nanosecondsSinceEpoch
         }
         let user = try await accountID(email: email)
-        try await repository.grant(user: user, entitlement: entitlement, expiresAt: expires, reason: reason, actor: actor, now: now)
+        try await repository.grant(user: user, entitlement: entitlement, expiresAt: expires, reason: reason, actor: actor, now: now, causedBy: cause)
         return try await current(user: user, entitlement)
     }
 
-    func revoke(email: String, entitlement: String, reason: String, actor: String) async throws -> Entitlement {
+    func revoke(email: String, entitlement: String, reason: String, actor: String, causedBy cause: (any Cause)?) async throws -> Entitlement {
         try checkEntitlement(entitlement)
         let reason = try Self.reason(reason)
         let user = try await accountID(email: email)
-        try await repository.revoke(user: user, entitlement: entitlement, reason: reason, actor: actor, now: now)
+        try await repository.revoke(user: user, entitlement: entitlement, reason: reason, actor: actor, now: now, causedBy: cause)
         return try await current(user: user, entitlement)
     }
 

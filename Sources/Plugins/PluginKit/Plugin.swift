@@ -9,24 +9,29 @@ public struct PluginManifest: Sendable {
     public var dependencies: [String]
     /// The varlink interface it serves (IDL text), if any.
     public var interface: String?
-    /// Topics it publishes and consumes (documentation and checks).
-    public var publishes: [String]
-    public var consumes: [String]
+    /// The event types it publishes: the host registers their topics for it (no one else may
+    /// publish them), with their audience and payload type.
+    public var events: [any Event.Type]
+    /// The event types it consumes.
+    public var consumes: [any Event.Type]
     /// Configuration keys it reads.
     public var configKeys: [String]
 
     public init(
-        name: String, version: String, dependencies: [String] = [], interface: String? = nil, publishes: [String] = [],
-        consumes: [String] = [], configKeys: [String] = []
+        name: String, version: String, dependencies: [String] = [], interface: String? = nil, events: [any Event.Type] = [],
+        consumes: [any Event.Type] = [], configKeys: [String] = []
     ) {
         self.name = name
         self.version = version
         self.dependencies = dependencies
         self.interface = interface
-        self.publishes = publishes
+        self.events = events
         self.consumes = consumes
         self.configKeys = configKeys
     }
+
+    /// The topics it publishes, from its event types.
+    public var publishes: [String] { events.map { $0.topic } }
 }
 
 /// What a plugin gets from the host: the bus, the database, its logger.

@@ -44,12 +44,20 @@ public actor PluginHost: Service {
                 logger.warning("a second plugin with the same name was ignored", metadata: ["plugin": manifest.name])
                 continue
             }
-            let state: PluginState = disabled.contains(manifest.name) ? .stopped : .starting
-            let error = disabled.contains(manifest.name) ? "disabled by configuration" : nil
+            var state: PluginState = disabled.contains(manifest.name) ? .stopped : .starting
+            var lastError = disabled.contains(manifest.name) ? "disabled by configuration" : nil
+            // Its topics are its own even while it is disabled: nobody else may publish them.
+            do {
+                try context.bus.topics.register(manifest.events, publisher: manifest.name)
+            } catch {
+                logger.error("a plugin's event types were refused", metadata: ["plugin": manifest.name, "error": "\(error)"])
+                state = .failed
+                lastError = "its event types were refused: \(error)"
+            }
             entries[manifest.name] = Entry(
                 plugin: plugin,
                 status: PluginStatus(
-                    name: manifest.name, version: manifest.version, state: state, lastError: error, restarts: 0,
+                    name: manifest.name, version: manifest.version, state: state, lastError: lastError, restarts: 0,
                     interfaces: manifest.interface.flatMap { try? VarlinkInterface(parsing: $0).name }.map { [$0] } ?? []))
         }
     }

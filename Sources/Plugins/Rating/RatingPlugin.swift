@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import PluginKit
 import Storage
 
@@ -6,8 +7,8 @@ import Storage
 /// events, the rules, and erasure of a deleted account's rating state.
 public struct RatingPlugin: Plugin {
     public let manifest = PluginManifest(
-        name: "rating", version: "0.1.0", dependencies: ["auth"], interface: RatingInterface.idl, publishes: ["rating.promptSuggested"],
-        consumes: RatingSignal.topics + ["auth.accountDeleted"],
+        name: "rating", version: "0.1.0", dependencies: ["auth"], interface: RatingInterface.idl, events: RatingEvents.all,
+        consumes: RatingSignal.events + [AccountDeleted.self],
         configKeys: ["ratingMinPositiveSignals", "ratingMinDaysSinceFirstSeen", "ratingMinSessions", "ratingNegativeCooldownHours",
                      "ratingMinDaysBetweenPrompts", "ratingMaxPromptsPerYear"])
     public var migrations: [Migration] { RatingRepository.migrations }
@@ -53,20 +54,28 @@ public struct RatingPlugin: Plugin {
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = RatingRepository(database: context.database)
         let rules = self.rules, clock = self.clock
-        guard let signals = try? TopicFilter(anyOf: RatingSignal.topics), let deleted = try? TopicFilter("auth.accountDeleted") else { return [] }
-        return [
+        let signals: TopicFilter
+        do {
+            signals = try TopicFilter(events: RatingSignal.events)
+        } catch {
+            return [FailedService(name: "rating.signals", error: error)]
+        }
+        var services: [any Service] = [
             // Signals are timed when rating applies them (at once while it runs; on catch-up after downtime).
             DurableConsumer(name: "rating.signals", filter: signals, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
-                guard let payload = try? event.json(), let user = payload["userId"]?.stringValue, let sequence = event.sequence,
-                    let signal = RatingSignal.from(topic: event.topic, payload: payload)
-                else { return }
-                try await repository.apply(signal, user: user, sequence: sequence, rules: rules, now: clock().nanosecondsSinceEpoch)
-            },
-            DurableConsumer(name: "rating.accountDeleted", filter: deleted, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
-                guard let user = (try? event.json())?["userId"]?.stringValue else { return }
-                try await repository.erase(user)
-            },
+                guard let sequence = event.sequence, let (user, signal) = RatingSignal.from(event) else { return }
+                try await repository.apply(signal, user: user, sequence: sequence, rules: rules, now: clock().nanosecondsSinceEpoch, causedBy: event)
+            }
         ]
+        do {
+            services.append(
+                try DurableConsumer(name: "rating.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
+                    deleted, _ in try await repository.erase(deleted.userId)
+                })
+        } catch {
+            services.append(FailedService(name: "rating.accountDeleted", error: error))
+        }
+        return services
     }
 
     public func stop(_ context: PluginContext) async {

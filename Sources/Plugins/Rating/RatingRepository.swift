@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Storage
 
 /// The rating tables: per-user state and the prompt history. Signals are applied in one
@@ -77,7 +78,7 @@ struct RatingRepository: Sendable {
     }
 
     /// Applies one signal; publishes `rating.promptSuggested` when the user's decision turns to prompt.
-    func apply(_ signal: RatingSignal, user: String, sequence: Int64, rules: RatingRules, now: Int64) async throws {
+    func apply(_ signal: RatingSignal, user: String, sequence: Int64, rules: RatingRules, now: Int64, causedBy cause: (any Cause)?) async throws {
         try await database.write { tx in
             var state = try Self.load(tx, user) ?? RatingState(firstSeen: now)
             guard sequence > state.lastSequence else { return }  // already applied
@@ -102,7 +103,7 @@ struct RatingRepository: Sendable {
             let decision = rules.decide(state, appVersion: nil, promptedForVersion: false, promptsInLastYear: history.lastYear, now: now)
             if decision.action == .prompt && !state.suggested {
                 state.suggested = true
-                try tx.append(topic: "rating.promptSuggested", payload: ["userId": .string(user)], causedBy: nil)
+                try tx.append(RatingPromptSuggested(userId: user, reason: decision.reason), causedBy: cause)
             }
             try Self.save(tx, user, state)
         }
@@ -150,22 +151,24 @@ enum RatingSignal: Sendable, Equatable {
     case positive, negative, session, seen
     case message(score: Double)
 
-    /// The signal an event carries, if any.
-    static func from(topic: String, payload: JSONValue) -> RatingSignal? {
-        switch topic {
-        case "todos.completed": .positive
-        case "chat.feedbackGiven": payload["rating"]?.stringValue == "up" ? .positive : payload["rating"]?.stringValue == "down" ? .negative : nil
-        case "payments.entitlementChanged": payload["change"]?.stringValue == "granted" ? .positive : nil
-        case "chat.replyFailed", "payments.purchaseFailed": .negative
-        case "auth.signedIn": .session
-        case "auth.userSignedUp": .seen
-        case "chat.messageSent": .message(score: SentimentScorer.score(payload["text"]?.stringValue ?? ""))
-        default: nil
+    /// The user an event is about and the signal it carries, if any.
+    static func from(_ event: BusEvent) -> (user: String, signal: RatingSignal)? {
+        if let e = event.decode(as: TodoCompleted.self) { return (e.userId, .positive) }
+        if let e = event.decode(as: ChatFeedbackGiven.self) {
+            return e.rating == "up" ? (e.userId, .positive) : e.rating == "down" ? (e.userId, .negative) : nil
         }
+        if let e = event.decode(as: EntitlementChanged.self) { return e.change == "granted" ? (e.userId, .positive) : nil }
+        if let e = event.decode(as: ChatReplyFailed.self) { return (e.userId, .negative) }
+        if let e = event.decode(as: PurchaseFailed.self) { return (e.userId, .negative) }
+        if let e = event.decode(as: SignedIn.self) { return (e.userId, .session) }
+        if let e = event.decode(as: UserSignedUp.self) { return (e.userId, .seen) }
+        if let e = event.decode(as: ChatMessageSent.self) { return (e.userId, .message(score: SentimentScorer.score(e.text))) }
+        return nil
     }
 
-    static let topics = [
-        "todos.completed", "chat.feedbackGiven", "payments.entitlementChanged", "chat.replyFailed", "payments.purchaseFailed", "auth.signedIn",
-        "auth.userSignedUp", "chat.messageSent",
+    /// The event types rating listens to.
+    static let events: [any Event.Type] = [
+        TodoCompleted.self, ChatFeedbackGiven.self, EntitlementChanged.self, ChatReplyFailed.self, PurchaseFailed.self, SignedIn.self,
+        UserSignedUp.self, ChatMessageSent.self,
     ]
 }

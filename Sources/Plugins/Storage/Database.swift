@@ -56,7 +56,7 @@ public protocol Transaction {
     var lastInsertRowID: Int64 { get }
     /// Appends a durable event to the event log in this transaction (the outbox). It reaches
     /// live subscribers only after the commit, and never if the transaction rolls back.
-    func append(topic: String, payload: JSONValue, causedBy cause: Envelope?) throws
+    func append(_ event: BusEvent) throws
 }
 
 extension Transaction {
@@ -65,9 +65,20 @@ extension Transaction {
 
     public func query(_ sql: String) throws -> [Row] { try query(sql, []) }
 
-    /// Appends a typed durable event.
-    public func append<E: Event>(_ event: E, causedBy cause: Envelope? = nil) throws {
-        try append(topic: E.topic, payload: JSONValue(encoding: event), causedBy: cause)
+    /// Appends a typed durable event, caused by `cause` (the command's envelope, or the event a
+    /// consumer is handling): its id and correlation id go into the log with it.
+    public func append<E: Event>(_ event: E, causedBy cause: (any Cause)?) throws {
+        guard E.durable else {
+            throw StorageError(kind: .other, message: "\(E.topic) is live-only: publish it with bus.publish, not in a transaction")
+        }
+        try append(BusEvent(event, causedBy: cause))
+    }
+
+    /// Erasure: replaces the payload of every logged event about `userID` with a tombstone
+    /// (topic, sequence and time stay). Returns how many events were redacted.
+    @discardableResult
+    public func redactEvents(about userID: String) throws -> Int {
+        try execute("UPDATE appd_events SET payload = '{}', redacted = 1 WHERE owner = ? AND redacted = 0", [.text(userID)])
     }
 }
 

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import PluginKit
 import Storage
 
@@ -6,8 +7,7 @@ import Storage
 public struct TodosPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "todos", version: "0.1.0", dependencies: ["auth"], interface: TodosInterface.idl,
-        publishes: ["todos.created", "todos.updated", "todos.completed", "todos.reopened", "todos.deleted"],
-        consumes: ["auth.accountDeleted"])
+        events: TodosEvents.all, consumes: [AccountDeleted.self])
     public var migrations: [Migration] { SQLiteTodosRepository.migrations }
     let clock: @Sendable () -> WallTime
 
@@ -22,27 +22,27 @@ public struct TodosPlugin: Plugin {
         let repository = service.repository
         let bus = context.bus
         try bus.register(TodosInterface.Add.self) { c, e in
-            .init(todo: try await service.add(owner: try owner(e), title: c.title, notes: c.notes, dueAt: c.dueAt))
+            .init(todo: try await service.add(owner: try owner(e), title: c.title, notes: c.notes, dueAt: c.dueAt, causedBy: e))
         }
         try bus.register(TodosInterface.Get.self) { c, e in .init(todo: try await repository.get(owner: try owner(e), id: c.id)) }
         try bus.register(TodosInterface.List.self) { c, e in
             try await service.list(owner: try owner(e), filter: c.filter, cursor: c.cursor, limit: c.limit)
         }
         try bus.register(TodosInterface.Update.self) { c, e in
-            .init(todo: try await service.update(owner: try owner(e), id: c.id, title: c.title, notes: c.notes, dueAt: c.dueAt))
+            .init(todo: try await service.update(owner: try owner(e), id: c.id, title: c.title, notes: c.notes, dueAt: c.dueAt, causedBy: e))
         }
         try bus.register(TodosInterface.Complete.self) { c, e in
-            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: true, now: service.now))
+            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: true, now: service.now, causedBy: e))
         }
         try bus.register(TodosInterface.Reopen.self) { c, e in
-            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: false, now: service.now))
+            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: false, now: service.now, causedBy: e))
         }
         try bus.register(TodosInterface.Delete.self) { c, e in
-            try await repository.delete(owner: try owner(e), id: c.id)
+            try await repository.delete(owner: try owner(e), id: c.id, causedBy: e)
             return Empty()
         }
         try bus.register(TodosInterface.ClearCompleted.self) { _, e in
-            .init(deleted: try await repository.clearCompleted(owner: try owner(e)))
+            .init(deleted: try await repository.clearCompleted(owner: try owner(e), causedBy: e))
         }
     }
 
@@ -50,13 +50,15 @@ public struct TodosPlugin: Plugin {
         let repository = service(context.database).repository
         // A deleted account's todos go too, even if the account was deleted while this plugin
         // was stopped (durable consumer; deleting twice is harmless).
-        guard let filter = try? TopicFilter("auth.accountDeleted") else { return [] }
-        return [
-            DurableConsumer(name: "todos.accountDeleted", filter: filter, log: context.eventLog, bus: context.bus, logger: context.logger) { event in
-                guard let userID = (try? event.json())?["userId"]?.stringValue else { return }
-                _ = try await repository.deleteAll(owner: userID)
-            }
-        ]
+        do {
+            return [
+                try DurableConsumer(name: "todos.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
+                    deleted, _ in _ = try await repository.deleteAll(owner: deleted.userId)
+                }
+            ]
+        } catch {
+            return [FailedService(name: "todos.accountDeleted", error: error)]
+        }
     }
 
     public func stop(_ context: PluginContext) async {

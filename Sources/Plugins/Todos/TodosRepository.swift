@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Storage
 
 /// The changes an Update asks for: nil leaves a field alone; for notes and dueAt, `.some(nil)`
@@ -11,14 +12,14 @@ struct TodoChanges: Sendable {
 
 /// The todos repository boundary: plugins' logic talks to this, never to SQL.
 protocol TodosRepository: Sendable {
-    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64) async throws -> Todo
+    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
     func get(owner: String, id: String) async throws -> Todo
     /// Todos after position `after`, oldest first, each with its position (the paging cursor).
     func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> [(position: Int64, todo: Todo)]
-    func update(owner: String, id: String, changes: TodoChanges, now: Int64) async throws -> Todo
-    func setDone(owner: String, id: String, done: Bool, now: Int64) async throws -> Todo
-    func delete(owner: String, id: String) async throws
-    func clearCompleted(owner: String) async throws -> Int
+    func update(owner: String, id: String, changes: TodoChanges, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
+    func setDone(owner: String, id: String, done: Bool, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
+    func delete(owner: String, id: String, causedBy cause: (any Cause)?) async throws
+    func clearCompleted(owner: String, causedBy cause: (any Cause)?) async throws -> Int
     func deleteAll(owner: String) async throws -> Int
 }
 
@@ -73,7 +74,7 @@ struct SQLiteTodosRepository: TodosRepository {
         return todo
     }
 
-    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64) async throws -> Todo {
+    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo {
         try await retrying {
             try await database.write { tx in
                 try tx.execute(
@@ -84,7 +85,7 @@ struct SQLiteTodosRepository: TodosRepository {
                 let todo = Todo(
                     id: id, title: title, notes: notes, done: false, dueAt: dueAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 },
                     createdAt: created, updatedAt: created, completedAt: nil)
-                try tx.append(topic: "todos.created", payload: ["todoId": .string(todo.id), "userId": .string(owner), "title": .string(title)], causedBy: nil)
+                try tx.append(TodoCreated(todoId: todo.id, userId: owner, title: title), causedBy: cause)
                 return todo
             }
         }
@@ -111,7 +112,7 @@ struct SQLiteTodosRepository: TodosRepository {
         }
     }
 
-    func update(owner: String, id: String, changes: TodoChanges, now: Int64) async throws -> Todo {
+    func update(owner: String, id: String, changes: TodoChanges, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
@@ -125,13 +126,13 @@ struct SQLiteTodosRepository: TodosRepository {
                     try tx.execute("UPDATE todos SET due_at = ? WHERE seq = ?", [due.map { .integer($0) } ?? .null, .integer(seq)])
                 }
                 try tx.execute("UPDATE todos SET updated_at = ? WHERE seq = ?", [.integer(now), .integer(seq)])
-                try tx.append(topic: "todos.updated", payload: ["todoId": .string(full), "userId": .string(owner)], causedBy: nil)
+                try tx.append(TodoUpdated(todoId: full, userId: owner), causedBy: cause)
                 return try Self.fetch(tx, seq: seq)
             }
         }
     }
 
-    func setDone(owner: String, id: String, done: Bool, now: Int64) async throws -> Todo {
+    func setDone(owner: String, id: String, done: Bool, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
@@ -140,32 +141,34 @@ struct SQLiteTodosRepository: TodosRepository {
                     [.integer(done ? 1 : 0), done ? .integer(now) : .null, .integer(now), .integer(seq), .integer(done ? 0 : 1)])
                 // Completing a completed todo changes nothing and publishes nothing.
                 if changed > 0 {
-                    try tx.append(
-                        topic: done ? "todos.completed" : "todos.reopened", payload: ["todoId": .string(full), "userId": .string(owner)],
-                        causedBy: nil)
+                    if done {
+                        try tx.append(TodoCompleted(todoId: full, userId: owner), causedBy: cause)
+                    } else {
+                        try tx.append(TodoReopened(todoId: full, userId: owner), causedBy: cause)
+                    }
                 }
                 return try Self.fetch(tx, seq: seq)
             }
         }
     }
 
-    func delete(owner: String, id: String) async throws {
+    func delete(owner: String, id: String, causedBy cause: (any Cause)?) async throws {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
                 try tx.execute("DELETE FROM todos WHERE seq = ?", [.integer(seq)])
-                try tx.append(topic: "todos.deleted", payload: ["todoId": .string(full), "userId": .string(owner)], causedBy: nil)
+                try tx.append(TodoDeleted(todoId: full, userId: owner), causedBy: cause)
             }
         }
     }
 
-    func clearCompleted(owner: String) async throws -> Int {
+    func clearCompleted(owner: String, causedBy cause: (any Cause)?) async throws -> Int {
         try await retrying {
             try await database.write { tx in
                 let ids = try tx.query("SELECT id FROM todos WHERE owner = ? AND done = 1", [.text(owner)]).compactMap { $0.text("id") }
                 try tx.execute("DELETE FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
                 for id in ids {
-                    try tx.append(topic: "todos.deleted", payload: ["todoId": .string(id), "userId": .string(owner)], causedBy: nil)
+                    try tx.append(TodoDeleted(todoId: id, userId: owner), causedBy: cause)
                 }
                 return ids.count
             }

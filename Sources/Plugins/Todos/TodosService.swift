@@ -30,10 +30,10 @@ struct TodosService: Sendable {
         return time.nanosecondsSinceEpoch
     }
 
-    func add(owner: String, title: String, notes: String?, dueAt: String?) async throws -> Todo {
+    func add(owner: String, title: String, notes: String?, dueAt: String?, causedBy cause: (any Cause)?) async throws -> Todo {
         let id = "t_" + (try SecretToken.generate().prefix(20))
         return try await repository.add(
-            owner: owner, id: id, title: try Self.title(title), notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now)
+            owner: owner, id: id, title: try Self.title(title), notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now, causedBy: cause)
     }
 
     func list(owner: String, filter: String?, cursor: String?, limit: Int?) async throws -> TodosInterface.TodoPage {
@@ -51,11 +51,11 @@ struct TodosService: Sendable {
         return TodosInterface.TodoPage(todos: shown.map(\.todo), nextCursor: next)
     }
 
-    func update(owner: String, id: String, title: String?, notes: String?, dueAt: String?) async throws -> Todo {
+    func update(owner: String, id: String, title: String?, notes: String?, dueAt: String?, causedBy cause: (any Cause)?) async throws -> Todo {
         var changes = TodoChanges()
         if let title { changes.title = try Self.title(title) }
         if let notes { changes.notes = .some(try Self.notes(notes)) }
         if let dueAt { changes.dueAt = .some(try Self.due(dueAt)) }
-        return try await repository.update(owner: owner, id: id, changes: changes, now: now)
+        return try await repository.update(owner: owner, id: id, changes: changes, now: now, causedBy: cause)
     }
 }

@@ -2,14 +2,28 @@ extension EventBus {
     // MARK: Publishing
 
     /// Publishes a typed event to every matching subscription. Never waits for subscribers.
-    public func publish<E: Event>(_ event: E, causedBy cause: Envelope? = nil) {
-        publish(BusEvent(topic: E.topic, payload: .typed(event), causedBy: cause))
+    public func publish<E: Event>(_ event: E, causedBy cause: (any Cause)?) {
+        publish(BusEvent(event, causedBy: cause))
     }
 
-    /// Publishes a JSON event under a topic given at run time (wire, external plugins).
-    public func publish(topic: String, payload: JSONValue, causedBy cause: Envelope? = nil) throws(InvalidTopic) {
+    /// Publishes a JSON event under a topic given at run time (wire, external plugins). A
+    /// registered topic's payload must fit its declared type.
+    public func publish(topic: String, payload: JSONValue, causedBy cause: (any Cause)?) throws {
+        publish(try event(topic: topic, payload: payload, causedBy: cause))
+    }
+
+    /// A JSON event under a run-time topic, checked against the topic's declared payload type;
+    /// its owner is the payload's `userId` when the topic's audience is `owner`.
+    public func event(topic: String, payload: JSONValue, causedBy cause: (any Cause)?) throws -> BusEvent {
         try TopicFilter.validate(topic: topic)
-        publish(BusEvent(topic: topic, payload: .json(payload), causedBy: cause))
+        guard let info = topics.info(topic) else {
+            return BusEvent(topic: topic, payload: .json(payload), causedBy: cause)
+        }
+        if let problem = info.schema.problem(with: payload) {
+            throw InvalidEventPayload(topic: topic, reason: "\(problem); \(topic) carries \(info.schema)")
+        }
+        let owner = info.audience == .owner ? payload["userId"]?.stringValue : nil
+        return BusEvent(topic: topic, payload: .json(payload), version: info.version, owner: owner, causedBy: cause)
     }
 
     /// Publishes a prepared event (for example one read back from the event log).
@@ -18,10 +32,17 @@ extension EventBus {
         let targets = matchingQueues(event.topic)
         guard !targets.isEmpty else { return }
         var closed: [Int] = []
-        for queue in targets where !queue.enqueue(event) {
-            closed.append(queue.id)
+        var delivered = 0
+        var audience: EventAudience?
+        for queue in targets {
+            if queue.visibility != .everything {
+                let known = audience ?? topics.audience(of: event.topic)
+                audience = known
+                guard queue.visibility.admits(audience: known, owner: event.owner) else { continue }
+            }
+            if queue.enqueue(event) { delivered += 1 } else { closed.append(queue.id) }
         }
-        deliveryCount.add(targets.count - closed.count, ordering: .relaxed)
+        deliveryCount.add(delivered, ordering: .relaxed)
         for id in closed { removeQueue(id) }
     }
 
@@ -43,10 +64,10 @@ extension EventBus {
     }
 
     /// Subscribes with a parsed filter.
-    public func subscribe(_ filter: TopicFilter, options: SubscriptionOptions = .default) -> Subscription {
+    public func subscribe(_ filter: TopicFilter, options: SubscriptionOptions = .default, visibility: EventVisibility = .everything) -> Subscription {
         let queue = registry.withLock { r in
             r.nextID += 1
-            let queue = SubscriptionQueue(id: r.nextID, filter: filter, options: options)
+            let queue = SubscriptionQueue(id: r.nextID, filter: filter, options: options, visibility: visibility)
             r.queues[queue.id] = queue
             r.matchCache.removeAll(keepingCapacity: true)
             return queue
@@ -55,10 +76,8 @@ extension EventBus {
     }
 
     /// Subscribes to one event type.
-    public func subscribe<E: Event>(_ type: E.Type, options: SubscriptionOptions = .default) -> TypedSubscription<E> {
-        // A static topic is a programming contract; a malformed one is caught by plugin tests.
-        let filter = (try? TopicFilter(E.topic)) ?? TopicFilter.all
-        return TypedSubscription(subscription: subscribe(filter, options: options))
+    public func subscribe<E: Event>(_ type: E.Type, options: SubscriptionOptions = .default) throws(InvalidTopic) -> TypedSubscription<E> {
+        TypedSubscription(subscription: subscribe(try TopicFilter(E.topic), options: options))
     }
 
     func removeQueue(_ id: Int) {
@@ -74,9 +93,8 @@ extension EventBus {
     public func listen<E: Event>(
         _ type: E.Type, name: String, options: SubscriptionOptions = .default,
         handler: @escaping @Sendable (E, BusEvent) async throws -> Void
-    ) -> Listener {
-        let filter = (try? TopicFilter(E.topic)) ?? TopicFilter.all
-        return listen(filter, name: name, options: options) { event in
+    ) throws(InvalidTopic) -> Listener {
+        listen(try TopicFilter(E.topic), name: name, options: options) { event in
             if let value = event.decode(as: E.self) { try await handler(value, event) }
         }
     }

@@ -38,6 +38,8 @@ public final class EventBus: Sendable {
     }
 
     public let chain: GateChain
+    /// The topics plugins' event types own: audience, payload type, publisher.
+    public let topics = EventTopics()
     public let options: Options
     let logger: Logger
     let handlers = Mutex<[String: any HandlerEntry]>([:])

@@ -102,3 +102,31 @@ public struct DrainTimeout: Error, Equatable, CustomStringConvertible {
     public init(pending: Int) { self.pending = pending }
     public var description: String { "drain timed out with \(pending) subscription(s) still behind" }
 }
+
+/// A published payload does not fit its topic's declared type.
+public struct InvalidEventPayload: WireError, Equatable {
+    public let topic: String
+    public let reason: String
+    public init(topic: String, reason: String) {
+        self.topic = topic
+        self.reason = reason
+    }
+    public var wireName: String { "io.appd.Bus.InvalidEventPayload" }
+    public var wireParameters: [String: JSONValue] { ["topic": .string(topic), "reason": .string(reason)] }
+    public var description: String { "the payload does not fit \(topic): \(reason)" }
+}
+
+/// The topic belongs to a plugin's event type; only that plugin publishes it.
+public struct TopicOwned: WireError, Equatable {
+    public let topic: String
+    public let publisher: String
+    public init(topic: String, publisher: String) {
+        self.topic = topic
+        self.publisher = publisher
+    }
+    public var wireName: String { "io.appd.Bus.TopicOwned" }
+    public var wireParameters: [String: JSONValue] { ["topic": .string(topic), "publisher": .string(publisher)] }
+    public var description: String {
+        "\(topic) belongs to plugin '\(publisher)': its events are published only by it (pick a topic of your own, e.g. demo.\(topic))"
+    }
+}

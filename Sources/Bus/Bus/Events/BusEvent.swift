@@ -5,38 +5,80 @@ public enum EventPayload: Sendable {
 }
 
 /// One event as a subscriber receives it: metadata plus payload.
-public struct BusEvent: Sendable {
+public struct BusEvent: Sendable, Cause {
     public let id: MessageID
     public let correlationID: MessageID
     public let causationID: MessageID?
     public let topic: String
+    /// The payload's shape version (`Event.version` of its publisher).
+    public let version: Int
+    /// The user it is about, for `owner`-audience events.
+    public let owner: String?
     public let timestamp: WallTime
     /// Position in the durable event log; nil for live-only events.
-    public let sequence: Int64?
+    public private(set) var sequence: Int64?
     public let payload: EventPayload
+    /// Its owner's account was deleted: the payload is gone, topic, sequence and time remain.
+    public let redacted: Bool
     /// How many events this subscriber missed just before this one (`dropOldest` overflow).
     public internal(set) var droppedBefore: Int = 0
 
+    /// A new event, caused by `cause` (a command's envelope or another event).
     public init(
-        topic: String, payload: EventPayload, sequence: Int64? = nil, causedBy cause: Envelope? = nil,
-        timestamp: WallTime = .now()
+        topic: String, payload: EventPayload, version: Int = 1, owner: String? = nil, sequence: Int64? = nil,
+        causedBy cause: (any Cause)? = nil, timestamp: WallTime = .now()
     ) {
         let id = MessageID.next()
         self.id = id
         self.correlationID = cause?.correlationID ?? id
         self.causationID = cause?.id
         self.topic = topic
+        self.version = version
+        self.owner = owner
         self.timestamp = timestamp
         self.sequence = sequence
         self.payload = payload
+        self.redacted = false
     }
 
-    /// The payload as `E`, or nil when the topic differs or the payload does not decode.
+    /// A new typed event.
+    public init<E: Event>(_ event: E, causedBy cause: (any Cause)?, timestamp: WallTime = .now()) {
+        self.init(topic: E.topic, payload: .typed(event), version: E.version, owner: event.owner, causedBy: cause, timestamp: timestamp)
+    }
+
+    /// An event as the log stored it.
+    public init(
+        stored id: MessageID, correlationID: MessageID, causationID: MessageID?, topic: String, version: Int, owner: String?,
+        sequence: Int64, timestamp: WallTime, payload: JSONValue, redacted: Bool
+    ) {
+        self.id = id
+        self.correlationID = correlationID
+        self.causationID = causationID
+        self.topic = topic
+        self.version = version
+        self.owner = owner
+        self.sequence = sequence
+        self.timestamp = timestamp
+        self.payload = .json(payload)
+        self.redacted = redacted
+    }
+
+    /// The same event at its place in the log.
+    public func logged(at sequence: Int64) -> BusEvent {
+        var copy = self
+        copy.sequence = sequence
+        return copy
+    }
+
+    /// The payload as `E` (brought forward from an older version), or nil when the topic
+    /// differs, the event was redacted, or the payload does not decode.
     public func decode<E: Event>(as type: E.Type = E.self) -> E? {
-        guard topic == E.topic else { return nil }
+        guard topic == E.topic, !redacted else { return nil }
         switch payload {
         case .typed(let event): return event as? E
-        case .json(let json): return try? json.decode(as: E.self)
+        case .json(let json):
+            guard let current = version < E.version ? try? E.upgrade(json, from: version) : json else { return nil }
+            return try? current.decode(as: E.self)
         }
     }
 

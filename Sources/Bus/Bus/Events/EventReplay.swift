@@ -4,5 +4,5 @@ public protocol EventReplay: Sendable {
     /// Events after `sequence`, oldest first, at most `limit`.
     func events(after sequence: Int64, limit: Int) async throws -> [BusEvent]
     /// Commits one event to the log (then publishes it live); returns its sequence number.
-    func append(topic: String, payload: JSONValue, causedBy cause: Envelope?) async throws -> Int64
+    func append(_ event: BusEvent) async throws -> Int64
 }

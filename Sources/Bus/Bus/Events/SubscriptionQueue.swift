@@ -36,12 +36,16 @@ final class SubscriptionQueue: Sendable {
     let id: Int
     let filter: TopicFilter
     let options: SubscriptionOptions
+    /// Which events this subscriber may receive; checked before anything is buffered, so what
+    /// it may not see neither takes room nor counts as dropped.
+    let visibility: EventVisibility
     private let state = Mutex(State())
 
-    init(id: Int, filter: TopicFilter, options: SubscriptionOptions) {
+    init(id: Int, filter: TopicFilter, options: SubscriptionOptions, visibility: EventVisibility = .everything) {
         self.id = id
         self.filter = filter
         self.options = options
+        self.visibility = visibility
     }
 
     /// Adds an event; returns false when the subscription is closed (including closed now by

@@ -15,6 +15,11 @@ public struct TopicFilter: Hashable, Sendable, CustomStringConvertible {
     let alternatives: [[Token]]
 
     /// Matches a topic that matches any of the patterns.
+    /// Matches the topics of these event types.
+    public init(events types: [any Event.Type]) throws(InvalidTopic) {
+        try self.init(anyOf: types.map { $0.topic })
+    }
+
     public init(anyOf patterns: [String]) throws(InvalidTopic) {
         guard !patterns.isEmpty else { throw InvalidTopic(topic: "", reason: "give at least one topic or pattern") }
         var alternatives: [[Token]] = []

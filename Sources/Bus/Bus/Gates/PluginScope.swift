@@ -6,12 +6,15 @@ public struct PluginScope: Sendable, Equatable {
     public let publishes: [String]
     public let subscribes: [String]
     public let calls: Set<String>
+    /// Named capabilities (`auth.resetTokens`): capability-only events and methods.
+    public let capabilities: Set<String>
 
-    public init(plugin: String, publishes: [String], subscribes: [String], calls: Set<String>) {
+    public init(plugin: String, publishes: [String], subscribes: [String], calls: Set<String>, capabilities: Set<String> = []) {
         self.plugin = plugin
         self.publishes = publishes
         self.subscribes = subscribes
         self.calls = calls
+        self.capabilities = capabilities
     }
 
     /// Methods every plugin connection may call: the handshake, ping, introspection, and the
@@ -46,10 +49,30 @@ public struct PluginScopeGate: Gate {
     public init() {}
     public var name: String { "scope" }
 
-    public func applies(to envelope: Envelope) -> Bool { envelope.caller.connection?.pluginScope != nil }
+    public func covers(_ requirement: Requirement) -> Bool {
+        if case .capability = requirement { return true }
+        return false
+    }
+
+    public func applies(to envelope: Envelope) -> Bool {
+        envelope.caller.connection?.pluginScope != nil || envelope.requirements.contains { if case .capability = $0 { true } else { false } }
+    }
 
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        guard let scope = envelope.caller.connection?.pluginScope else { return try await next(envelope) }
+        let needed = envelope.requirements.compactMap { requirement -> String? in
+            if case .capability(let name) = requirement { return name }
+            return nil
+        }
+        guard let scope = envelope.caller.connection?.pluginScope else {
+            // Only the daemon's own in-process calls (no socket peer) hold every capability.
+            if let name = needed.first, envelope.caller.peer != nil || envelope.caller.connection != nil || envelope.caller.principal != nil {
+                throw PermissionDenied(reason: "\(envelope.name) needs the '\(name)' capability: only a plugin whose plugin.json lists it under \"capabilities\" may call it")
+            }
+            return try await next(envelope)
+        }
+        if let missing = needed.first(where: { !scope.capabilities.contains($0) }) {
+            throw PermissionDenied(reason: "plugin '\(scope.plugin)' lacks the '\(missing)' capability; declare it under \"capabilities\" in its plugin.json")
+        }
         guard scope.mayCall(envelope.name) else {
             throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not call \(envelope.name); declare it under \"calls\" in its plugin.json")
         }

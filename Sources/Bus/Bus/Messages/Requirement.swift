@@ -10,6 +10,9 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
     case meter(String)
     /// A privileged peer: the daemon's uid, root, or the admin group.
     case admin
+    /// An external plugin whose manifest holds this capability (`auth.resetTokens`), or the
+    /// daemon itself; no user and no admin peer has it.
+    case capability(String)
 
     public var description: String {
         switch self {
@@ -18,6 +21,7 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
         case .entitlement(let name): "entitlement(\(name))"
         case .meter(let name): "meter(\(name))"
         case .admin: "admin"
+        case .capability(let name): "capability(\(name))"
         }
     }
 }

@@ -4,11 +4,32 @@ public enum BusInterface {
         # The event bus: subscribe to the events plugins publish.
         interface io.appd.Bus
 
+        # One topic: the event type that owns it, as its publisher declared it.
+        type Topic (
+          topic: string,
+          # The payload's shape version.
+          version: int,
+          # The payload type in varlink IDL syntax.
+          payload: string,
+          # Who receives it: owner (the user it is about, and admins), admin, or
+          # capability:NAME (only plugins holding that capability).
+          audience: string,
+          # Whether it is written to the event log (replayable with 'since').
+          durable: bool,
+          # The plugin that publishes it.
+          publisher: string,
+          # Whether that plugin is an external one.
+          external: bool
+        )
+
         # Streams events whose topic matches one of the topics or patterns
         # ('todos.completed', 'todos.*', 'todos.>', '>' for everything). Call with 'more'.
         # Each reply is one event; 'dropped' counts events this subscriber missed just
         # before it because it read too slowly. With 'since', durable events it would have
         # missed are fetched from the log instead: only live-only events can be dropped.
+        # Who asks decides what arrives, live and replayed: a signed-in user (Authenticate)
+        # receives the events about them, an admin peer every event but capability-only ones,
+        # a plugin what its manifest declares; anyone else gets PermissionDenied.
         method Subscribe(
           # Topics or patterns to receive.
           topics: []string,
@@ -20,11 +41,24 @@ public enum BusInterface {
           topic: string,
           time: string,
           payload: object,
-          dropped: int
+          dropped: int,
+          # The event's id, the id of the conversation it belongs to (the first command's),
+          # and the message that caused it.
+          id: string,
+          correlationId: string,
+          causationId: ?string,
+          # The payload's shape version.
+          version: int,
+          # The account it was about was deleted: the payload is gone.
+          redacted: ?bool
         )
 
+        # Every topic plugins' event types own, with payload type, audience and publisher.
+        method Topics() -> (topics: []Topic)
+
         # Publishes an event. Admin only, for scripts and tests. With 'durable' the event is
-        # first committed to the event log and the reply carries its sequence number.
+        # first committed to the event log and the reply carries its sequence number. Topics
+        # owned by a plugin's event types are refused (TopicOwned): nobody forges them.
         method Publish(topic: string, payload: object, durable: ?bool) -> (seq: ?int)
 
         # An external plugin's connection presents the credential appd gave it (APPD_PLUGIN_TOKEN);
@@ -43,6 +77,12 @@ public enum BusInterface {
         # A topic or pattern is malformed.
         error InvalidTopic (topic: string, reason: string)
 
+        # The payload does not fit the type the topic's publisher declared.
+        error InvalidEventPayload (topic: string, reason: string)
+
+        # The topic belongs to a plugin's event type; only that plugin publishes it.
+        error TopicOwned (topic: string, publisher: string)
+
         # The database could not do what was asked ('kind': busy, full, constraint, ...).
         error StorageFailed (kind: string)
 
@@ -56,6 +96,21 @@ public enum BusInterface {
         typealias Reply = WireEvent
         var topics: [String]
         var since: Int64?
+    }
+
+    struct Topics: Command {
+        static let method = "io.appd.Bus.Topics"
+        struct Reply: Codable, Sendable { var topics: [WireTopic] }
+    }
+
+    struct WireTopic: Codable, Sendable {
+        var topic: String
+        var version: Int
+        var payload: String
+        var audience: String
+        var durable: Bool
+        var publisher: String
+        var external: Bool
     }
 
     struct Publish: Command {
@@ -83,13 +138,19 @@ public enum BusInterface {
         var time: String
         var payload: JSONValue
         var dropped: Int
+        var id: String
+        var correlationId: String
+        var causationId: String?
+        var version: Int
+        var redacted: Bool?
     }
 
     /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the
-    /// durable event log) serves `Subscribe(since:)` and durable `Publish`.
+    /// durable event log) serves `Subscribe(since:)` and durable `Publish`; `isAdmin` says
+    /// which callers are peer-credential admins (they see every event but capability-only ones).
     public static func install(
         on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, replay: (any EventReplay)? = nil,
-        credentials: (any PluginCredentials)? = nil
+        credentials: (any PluginCredentials)? = nil, isAdmin: @escaping @Sendable (Caller) -> Bool
     ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
@@ -100,35 +161,56 @@ public enum BusInterface {
             connection.pluginScope = scope
             return .init(plugin: scope.plugin)
         }
+        try bus.register(Topics.self) { _, _ in
+            .init(
+                topics: bus.topics.all.map {
+                    WireTopic(
+                        topic: $0.topic, version: $0.version, payload: $0.schema.description, audience: $0.audience.description,
+                        durable: $0.durable, publisher: $0.publisher, external: $0.external)
+                })
+        }
         try bus.register(Publish.self) { command, envelope in
-            if let scope = envelope.caller.connection?.pluginScope, !scope.mayPublish(command.topic) {
+            let scope = envelope.caller.connection?.pluginScope
+            if let scope, !scope.mayPublish(command.topic) {
                 throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not publish \(command.topic); declare it under \"publishes\"")
             }
+            // A plugin's event types are published by that plugin alone: an admin script that
+            // could publish a durable auth.accountDeleted would erase a live user's data.
+            if let owner = bus.topics.info(command.topic)?.publisher, owner != scope?.plugin {
+                throw TopicOwned(topic: command.topic, publisher: owner)
+            }
+            let event = try bus.event(topic: command.topic, payload: command.payload, causedBy: envelope)
             guard command.durable == true else {
-                try bus.publish(topic: command.topic, payload: command.payload, causedBy: envelope)
+                bus.publish(event)
                 return PublishReply(seq: nil)
             }
             guard let replay else {
                 throw InvalidParameters(method: Publish.method, parameter: "durable", reason: "this daemon keeps no durable event log")
             }
-            return PublishReply(seq: try await replay.append(topic: command.topic, payload: command.payload, causedBy: envelope))
+            return PublishReply(seq: try await replay.append(event))
         }
         try bus.register(Subscribe.self) { command, envelope, writer in
-            if let scope = envelope.caller.connection?.pluginScope, let denied = command.topics.first(where: { !scope.maySubscribe($0) }) {
+            let visibility = try Self.visibility(of: envelope, isAdmin: isAdmin)
+            if case .plugin(let scope) = visibility, let denied = command.topics.first(where: { !scope.maySubscribe($0) }) {
                 throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not subscribe to \(denied); declare it under \"subscribes\"")
             }
             let filter = try TopicFilter(anyOf: command.topics)
+            func visible(_ event: BusEvent) -> Bool {
+                filter.matches(event.topic) && visibility.admits(audience: bus.topics.audience(of: event.topic), owner: event.owner)
+            }
             func send(_ event: BusEvent) async throws {
                 let payload: JSONValue
                 do { payload = try event.json() } catch { payload = .object([:]) }
                 try await writer.send(
                     WireEvent(
                         seq: event.sequence, topic: event.topic, time: event.timestamp.rfc3339,
-                        payload: payload, dropped: event.droppedBefore))
+                        payload: payload, dropped: event.droppedBefore, id: event.id.description,
+                        correlationId: event.correlationID.description, causationId: event.causationID?.description,
+                        version: event.version, redacted: event.redacted ? true : nil))
             }
             // Live first, then the log: anything committed meanwhile arrives live, and what
             // both deliver is skipped by its sequence number, so there is no gap and no repeat.
-            let subscription = bus.subscribe(filter, options: options)
+            let subscription = bus.subscribe(filter, options: options, visibility: visibility)
             defer { subscription.cancel() }
             var replayed: Int64 = 0
             if let since = command.since {
@@ -144,7 +226,7 @@ public enum BusInterface {
                     let page = try await replay.events(after: replayed, limit: 512)
                     for event in page {
                         replayed = event.sequence ?? replayed
-                        if filter.matches(event.topic) { try await send(event) }
+                        if visible(event) { try await send(event) }
                     }
                     if page.count < 512 { break }
                 }
@@ -160,7 +242,7 @@ public enum BusInterface {
                         let page = try await replay.events(after: replayed, limit: 512).filter { ($0.sequence ?? 0) < sequence }
                         for missed in page {
                             replayed = missed.sequence ?? replayed
-                            if filter.matches(missed.topic) {
+                            if visible(missed) {
                                 try await send(missed)
                                 recovered += 1
                             }
@@ -178,5 +260,16 @@ public enum BusInterface {
             }
             throw CancellationError()
         }
+    }
+
+    /// Who is subscribing decides what they receive (DESIGN §11): a plugin's connection its
+    /// manifest, an admin peer every event but capability-only ones, a signed-in user their
+    /// own events; anyone else is refused.
+    static func visibility(of envelope: Envelope, isAdmin: (Caller) -> Bool) throws -> EventVisibility {
+        if let scope = envelope.caller.connection?.pluginScope { return .plugin(scope) }
+        if isAdmin(envelope.caller) { return .admin }
+        if let principal = envelope.caller.principal { return .user(principal.userID) }
+        throw PermissionDenied(
+            reason: "Subscribe needs a signed-in session (io.appd.Auth.Authenticate on this connection) or an admin peer (the daemon's uid, root, or the admin group)")
     }
 }

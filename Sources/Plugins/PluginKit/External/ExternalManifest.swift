@@ -26,6 +26,10 @@ public struct ExternalManifest: Sendable, Equatable {
     public var subscribes: [String]
     public var publishes: [String]
     public var calls: [String]
+    /// The event types it publishes: topic, payload type (IDL), audience, durability, version.
+    public var events: [DeclaredEvent]
+    /// Named capabilities (`auth.resetTokens`): capability-only events and methods.
+    public var capabilities: [String]
     public var restart: Restart
     public var callTimeout: Duration
     /// How long a streamed call may wait for the plugin's next reply (default: `callTimeout`).
@@ -41,6 +45,7 @@ public struct ExternalManifest: Sendable, Equatable {
         let known: Set<String> = [
             "name", "version", "executable", "arguments", "environment", "interfaces", "requirements", "defaultRequirements", "subscribes",
             "publishes", "calls", "restart", "callTimeoutSeconds", "streamIdleTimeoutSeconds", "maxConcurrentCalls", "enabled", "description",
+            "events", "capabilities",
         ]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw ManifestProblem("unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: Array(known)).map { "; did you mean '\($0)'?" } ?? ""))
@@ -64,13 +69,23 @@ public struct ExternalManifest: Sendable, Equatable {
             name: name, version: try string("version"), executable: try string("executable"), arguments: try strings("arguments"),
             environment: try strings("environment"), interfaces: try strings("interfaces"), requirements: [:],
             defaultRequirements: [.session], subscribes: try strings("subscribes"), publishes: try strings("publishes"), calls: try strings("calls"),
-            restart: Restart(), callTimeout: .seconds(30), streamIdleTimeout: .seconds(30), maxConcurrentCalls: 4, enabled: true)
+            events: [], capabilities: try strings("capabilities"), restart: Restart(), callTimeout: .seconds(30), streamIdleTimeout: .seconds(30), maxConcurrentCalls: 4, enabled: true)
         guard !manifest.interfaces.isEmpty else { throw ManifestProblem("'interfaces' must name at least one interface the plugin serves") }
         for interface in manifest.interfaces where VarlinkInterface.isReserved(interface) {
             throw ManifestProblem("'\(interface)' is reserved for appd's own interfaces")
         }
         for pattern in manifest.subscribes + manifest.publishes {
             do { _ = try TopicFilter(pattern) } catch { throw ManifestProblem("'\(pattern)' is not a topic or pattern: \(error)") }
+        }
+        if let value = object["events"] {
+            guard let table = value.objectValue else {
+                throw ManifestProblem("'events' must map topics to {\"type\": \"(field: string, ...)\", \"audience\": \"owner\"}")
+            }
+            for (topic, declaration) in table.sorted(by: { $0.key < $1.key }) {
+                let event = try DeclaredEvent.parse(topic: topic, declaration)
+                manifest.events.append(event)
+                if !manifest.publishes.contains(where: { (try? TopicFilter($0))?.matches(topic) == true }) { manifest.publishes.append(topic) }
+            }
         }
         if let value = object["defaultRequirements"] {
             manifest.defaultRequirements = try requirementList(value, "defaultRequirements")
@@ -148,7 +163,18 @@ public struct ExternalManifest: Sendable, Equatable {
     public func requirements(of method: String) -> [Requirement] { requirements[method] ?? defaultRequirements }
 
     /// What the plugin's own connection to appd may do.
-    var scope: PluginScope { PluginScope(plugin: name, publishes: publishes, subscribes: subscribes, calls: Set(calls)) }
+    var scope: PluginScope {
+        PluginScope(plugin: name, publishes: publishes, subscribes: subscribes, calls: Set(calls), capabilities: Set(capabilities))
+    }
+
+    /// The topics its declared events own, for the bus.
+    func topics() throws -> [TopicInfo] {
+        try events.map { event in
+            TopicInfo(
+                topic: event.topic, version: event.version, schema: try EventSchema(parsing: event.type), audience: event.audience,
+                durable: event.durable, publisher: name, external: true)
+        }
+    }
 }
 
 /// Why a manifest was refused.
@@ -162,5 +188,44 @@ extension VarlinkInterface {
     static func isReserved(_ name: String) -> Bool {
         ["io.appd.Auth", "io.appd.Todos", "io.appd.Payments", "io.appd.Chat", "io.appd.Rating", "io.appd.Daemon", "io.appd.Bus"].contains(name)
             || name.hasPrefix("org.varlink.")
+    }
+}
+
+/// One event type an external plugin declares under "events" in its plugin.json.
+public struct DeclaredEvent: Sendable, Equatable {
+    public var topic: String
+    /// The payload type in varlink IDL syntax, e.g. `(noteId: string, userId: string)`.
+    public var type: String
+    public var audience: EventAudience
+    public var durable: Bool
+    public var version: Int
+
+    static func parse(topic: String, _ value: JSONValue) throws(ManifestProblem) -> DeclaredEvent {
+        do { try TopicFilter.validate(topic: topic) } catch { throw ManifestProblem("events: '\(topic)' is not a topic: \(error)") }
+        guard let table = value.objectValue else { throw ManifestProblem("events.\(topic) must be an object with 'type' and 'audience'") }
+        if let unknown = table.keys.sorted().first(where: { !["type", "audience", "durable", "version", "description"].contains($0) }) {
+            throw ManifestProblem("events.\(topic): unknown key '\(unknown)' (type, audience, durable, version)")
+        }
+        guard let type = table["type"]?.stringValue else {
+            throw ManifestProblem("events.\(topic).type is required: the payload type in varlink IDL, e.g. \"(noteId: string, userId: string)\"")
+        }
+        let schema: EventSchema
+        do { schema = try EventSchema(parsing: type) } catch { throw ManifestProblem("events.\(topic).type: \(error.reason)") }
+        guard let text = table["audience"]?.stringValue, let audience = EventAudience(parsing: text) else {
+            throw ManifestProblem("events.\(topic).audience is owner, admin or capability:NAME")
+        }
+        if audience == .owner, case .structure(let fields) = schema.type, !fields.contains(where: { $0.name == "userId" && $0.type == .string }) {
+            throw ManifestProblem("events.\(topic): an owner-audience event names its owner in a 'userId: string' field")
+        }
+        var event = DeclaredEvent(topic: topic, type: type, audience: audience, durable: true, version: 1)
+        if let durable = table["durable"] {
+            guard case .bool(let flag) = durable else { throw ManifestProblem("events.\(topic).durable must be true or false") }
+            event.durable = flag
+        }
+        if let version = table["version"] {
+            guard case .int(let n) = version, n >= 1, n <= 1_000_000 else { throw ManifestProblem("events.\(topic).version must be a positive integer") }
+            event.version = Int(n)
+        }
+        return event
     }
 }

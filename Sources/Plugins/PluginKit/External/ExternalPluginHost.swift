@@ -18,11 +18,13 @@ public actor ExternalPluginHost {
     private var plugins: [String: ExternalPlugin] = [:]
     private var order: [String] = []
     private var problems: [PluginProblem] = []
+    private let topics: EventTopics
     private var disabled: Set<String> = []
 
     public init(settings: ExternalPluginSettings, dispatcher: VarlinkDispatcher, stateFile: String, isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger) {
         self.settings = settings
         self.registrar = InterfaceRegistrar(dispatcher: dispatcher)
+        self.topics = dispatcher.bus.topics
         self.stateFile = stateFile
         self.isAdmin = isAdmin
         self.logger = logger
@@ -51,6 +53,7 @@ public actor ExternalPluginHost {
             // started again below with its new manifest).
             await plugin.remove()
             credentials.remove(plugin: name)
+            topics.unregister(publisher: name)
             plugins[name] = nil
             if now == nil { removed.append(name) } else { changed.append(name) }
         }
@@ -58,6 +61,16 @@ public actor ExternalPluginHost {
         var starting: [ExternalPlugin] = []
         for discovered in found where plugins[discovered.manifest.name] == nil {
             let name = discovered.manifest.name
+            // Its declared event types own their topics; one another plugin owns is refused.
+            do {
+                let declared = try discovered.manifest.topics()
+                for info in declared { try topics.register(info) }
+            } catch {
+                topics.unregister(publisher: name)
+                self.problems.append(PluginProblem(folder: discovered.folder, reason: "its events were refused: \(error)"))
+                logger.warning("plugin skipped: its events were refused", metadata: ["plugin": name, "error": "\(error)"])
+                continue
+            }
             let token = (try? SecretToken.generate()) ?? ""
             guard !token.isEmpty else { continue }
             credentials.set(token: token, scope: discovered.manifest.scope)

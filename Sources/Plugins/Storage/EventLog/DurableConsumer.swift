@@ -31,6 +31,26 @@ public struct DurableConsumer: Service {
         self.handler = handler
     }
 
+    /// A consumer of one event type. The handler gets the decoded event and its metadata, to
+    /// pass on as the cause of whatever it does. Redacted events (an erased account's) are
+    /// skipped; an event that does not decode is logged and skipped, never retried forever.
+    public init<E: Event>(
+        name: String, consuming type: E.Type, log: EventLog, bus: EventBus, liveCapacity: Int = 4096,
+        logger: Logger = Logger(label: "appd.consumer"),
+        handler: @escaping @Sendable (E, BusEvent) async throws -> Void
+    ) throws(InvalidTopic) {
+        self.init(name: name, filter: try TopicFilter(E.topic), log: log, bus: bus, liveCapacity: liveCapacity, logger: logger) { event in
+            guard !event.redacted else { return }
+            guard let value = event.decode(as: E.self) else {
+                logger.warning(
+                    "skipped an event that does not decode as its type",
+                    metadata: ["consumer": name, "event.topic": event.topic, "event.seq": "\(event.sequence ?? -1)", "event.version": "\(event.version)"])
+                return
+            }
+            try await handler(value, event)
+        }
+    }
+
     public func run() async throws {
         var position = try await Self.position(of: name, in: log.database)
         while !Task.isCancelled {

@@ -11,13 +11,39 @@ public struct EventLog: EventReplay {
           time_ns INTEGER NOT NULL,
           payload TEXT NOT NULL,
           correlation TEXT,
-          causation TEXT
+          causation TEXT,
+          message_id TEXT,
+          version INTEGER NOT NULL DEFAULT 1,
+          owner TEXT,
+          redacted INTEGER NOT NULL DEFAULT 0
         );
         CREATE TABLE IF NOT EXISTS appd_consumers (
           name TEXT PRIMARY KEY,
           seq INTEGER NOT NULL
         );
         """
+
+    /// Columns added since the first release, for databases created before them: events'
+    /// own ids, payload versions, owners (for visibility and erasure) and tombstones. Rows
+    /// written before get version 1 and their owner from the payload's `userId`.
+    static let addedColumns = [
+        ("message_id", "ALTER TABLE appd_events ADD COLUMN message_id TEXT"),
+        ("version", "ALTER TABLE appd_events ADD COLUMN version INTEGER NOT NULL DEFAULT 1"),
+        ("owner", "ALTER TABLE appd_events ADD COLUMN owner TEXT"),
+        ("redacted", "ALTER TABLE appd_events ADD COLUMN redacted INTEGER NOT NULL DEFAULT 0"),
+    ]
+
+    /// Brings an older event log to the current shape, in one transaction.
+    static func upgrade(_ connection: SQLiteConnection) throws {
+        let columns = Set(try connection.run("PRAGMA table_info(appd_events)", []).compactMap { $0.text("name") })
+        let missing = addedColumns.filter { !columns.contains($0.0) }
+        var script = missing.map(\.1)
+        if missing.contains(where: { $0.0 == "owner" }) {
+            script.append("UPDATE appd_events SET owner = json_extract(payload, '$.userId') WHERE json_valid(payload) AND json_type(payload, '$.userId') = 'text'")
+        }
+        script.append("CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner)")
+        try connection.executeScript("BEGIN IMMEDIATE; " + script.joined(separator: "; ") + "; COMMIT;")
+    }
 
     public let database: any Database
 
@@ -27,23 +53,29 @@ public struct EventLog: EventReplay {
     public func events(after sequence: Int64, limit: Int) async throws -> [BusEvent] {
         let rows = try await database.read { transaction in
             try transaction.query(
-                "SELECT seq, topic, time_ns, payload FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?",
-                [.integer(sequence), .integer(Int64(limit))])
+                "SELECT * FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(sequence), .integer(Int64(limit))])
         }
-        return try rows.map { row in
-            guard let seq = row.integer("seq"), let topic = row.text("topic"), let time = row.integer("time_ns"),
-                let payload = row.text("payload")
-            else { throw StorageError(kind: .corrupt, message: "an event log row is incomplete") }
-            return BusEvent(
-                topic: topic, payload: .json(try JSONParser.parse(Array(payload.utf8))), sequence: seq,
-                timestamp: WallTime(nanosecondsSinceEpoch: time))
-        }
+        return try rows.map(Self.event)
+    }
+
+    /// One row as an event. Rows from before events kept their ids get one made from the
+    /// sequence (stable across reads), and are their own correlation.
+    static func event(_ row: Row) throws -> BusEvent {
+        guard let seq = row.integer("seq"), let topic = row.text("topic"), let time = row.integer("time_ns"),
+            let payload = row.text("payload")
+        else { throw StorageError(kind: .corrupt, message: "an event log row is incomplete") }
+        let id = row.text("message_id").flatMap(MessageID.init) ?? MessageID(sequence: UInt64(seq), instance: 0)
+        return BusEvent(
+            stored: id, correlationID: row.text("correlation").flatMap(MessageID.init) ?? id,
+            causationID: row.text("causation").flatMap(MessageID.init), topic: topic, version: Int(row.integer("version") ?? 1),
+            owner: row.text("owner"), sequence: seq, timestamp: WallTime(nanosecondsSinceEpoch: time),
+            payload: try JSONParser.parse(Array(payload.utf8)), redacted: row.integer("redacted") == 1)
     }
 
     /// Commits one event on its own; returns its sequence number once it is durable.
-    public func append(topic: String, payload: JSONValue, causedBy cause: Envelope?) async throws -> Int64 {
+    public func append(_ event: BusEvent) async throws -> Int64 {
         try await database.write { transaction in
-            try transaction.append(topic: topic, payload: payload, causedBy: cause)
+            try transaction.append(event)
             return transaction.lastInsertRowID
         }
     }

@@ -22,20 +22,22 @@ final class SQLiteTransaction: Transaction {
 
     var lastInsertRowID: Int64 { connection.lastInsertRowID }
 
-    func append(topic: String, payload: JSONValue, causedBy cause: Envelope?) throws {
+    func append(_ event: BusEvent) throws {
         guard logEvents else {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
-        try TopicFilter.validate(topic: topic)
-        let timestamp = WallTime.now()
+        try TopicFilter.validate(topic: event.topic)
+        let payload = try event.json()
         _ = try connection.run(
-                "INSERT INTO appd_events (topic, time_ns, payload, correlation, causation) VALUES (?, ?, ?, ?, ?)",
+                """
+                INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
                 [
-                    .text(topic), .integer(timestamp.nanosecondsSinceEpoch), .text(payload.jsonText),
-                    cause.map { .text($0.correlationID.description) } ?? .null,
-                    cause.map { .text($0.id.description) } ?? .null,
+                    .text(event.topic), .integer(event.timestamp.nanosecondsSinceEpoch), .text(payload.jsonText),
+                    .text(event.correlationID.description), event.causationID.map { .text($0.description) } ?? .null,
+                    .text(event.id.description), .integer(Int64(event.version)), event.owner.map { .text($0) } ?? .null,
                 ])
-        let sequence = connection.lastInsertRowID
-        events.append(BusEvent(topic: topic, payload: .json(payload), sequence: sequence, causedBy: cause, timestamp: timestamp))
+        events.append(event.logged(at: connection.lastInsertRowID))
     }
 }

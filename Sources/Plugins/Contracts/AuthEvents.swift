@@ -1,0 +1,73 @@
+import Bus
+
+/// The events the auth plugin publishes. Every one is durable and about one user.
+public enum AuthEvents {
+    public static let all: [any Event.Type] = [
+        UserSignedUp.self, SignedIn.self, SignedOut.self, OnboardingCompleted.self, PasswordResetRequested.self, AccountDeleted.self,
+    ]
+}
+
+/// An account was created.
+public struct UserSignedUp: OwnedEvent, Equatable {
+    public static let topic = "auth.userSignedUp"
+    public var userId: String
+    public var email: String
+    public init(userId: String, email: String) {
+        self.userId = userId
+        self.email = email
+    }
+}
+
+/// A session was opened (sign-in, or the one sign-up opens).
+public struct SignedIn: OwnedEvent, Equatable {
+    public static let topic = "auth.signedIn"
+    public var userId: String
+    public init(userId: String) { self.userId = userId }
+}
+
+/// One session, or every session of the account (`everywhere`), was closed.
+public struct SignedOut: OwnedEvent, Equatable {
+    public static let topic = "auth.signedOut"
+    public var userId: String
+    public var everywhere: Bool
+    public init(userId: String, everywhere: Bool) {
+        self.userId = userId
+        self.everywhere = everywhere
+    }
+}
+
+/// The account completed onboarding.
+public struct OnboardingCompleted: OwnedEvent, Equatable {
+    public static let topic = "auth.onboardingCompleted"
+    public var userId: String
+    public init(userId: String) { self.userId = userId }
+}
+
+/// Someone asked to reset the account's password. It carries no token: a plugin holding the
+/// `auth.resetTokens` capability (the mailer) mints one with `io.appd.Auth.IssueResetToken(requestId)`.
+///
+/// Version 2: version 1 carried the token itself and was never written to the log.
+public struct PasswordResetRequested: OwnedEvent, Equatable {
+    public static let topic = "auth.passwordResetRequested"
+    public static let version = 2
+    public var requestId: String
+    public var userId: String
+    public var email: String
+    /// When the request (and any token issued for it) expires.
+    public var expiresAt: String
+    public init(requestId: String, userId: String, email: String, expiresAt: String) {
+        self.requestId = requestId
+        self.userId = userId
+        self.email = email
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The account was deleted; every plugin erases what it keeps about the user. Admins see it
+/// (the user is gone); it is the one event about the user that erasure keeps.
+public struct AccountDeleted: OwnedEvent, Equatable {
+    public static let topic = "auth.accountDeleted"
+    public static let audience = EventAudience.admin
+    public var userId: String
+    public init(userId: String) { self.userId = userId }
+}

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 import Glibc
 import PluginKit
@@ -37,7 +38,7 @@ struct Harness {
         let plugin = try AuthPlugin(options: options, clock: { clock.now })
         let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
         try await Migrator.migrate(database, plugin.migrations)
-        let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + plugin.gates(database: database)))
+        let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate()] + plugin.gates(database: database)))
         database.attach(bus: bus)
         try await plugin.start(PluginContext(bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler())))
         try bus.register(OnboardedOnly.self) { _, _ in Empty() }
@@ -234,33 +235,80 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         await h.database.close()
     }
 
-    @Test func aResetTokenWorksOnceRevokesSessionsAndExpires() async throws {
+    /// A connection an external plugin authenticated with its credential.
+    func pluginConnection(_ h: Harness, capabilities: Set<String>) -> Caller {
+        let connection = ConnectionContext(id: Int.random(in: 1...1_000_000), peer: PeerCredentials(uid: 0, gid: 0, pid: 2))
+        connection.pluginScope = PluginScope(
+            plugin: "mailer", publishes: [], subscribes: ["auth.passwordResetRequested"], calls: ["io.appd.Auth.IssueResetToken"],
+            capabilities: capabilities)
+        return Caller(peer: connection.peer, connection: connection)
+    }
+
+    @Test func aResetTokenIsMintedOnlyForTheCapabilityWorksOnceAndExpires() async throws {
         let h = try await Harness.make()
         let session = try await h.signUpAndIn()
         let caller = h.connection()
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
-        let mail = h.bus.subscribe(PasswordResetRequested.self)
+        let mail = try h.bus.subscribe(PasswordResetRequested.self)
         // Same reply for an unknown account, and nothing published for it.
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "nobody@example.com"))
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
         var iterator = mail.makeAsyncIterator()
-        let event = try #require(try await iterator.next()).event
+        let received = try #require(try await iterator.next())
+        let event = received.event
         #expect(event.email == "Ada@example.com")
-        _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: event.resetToken, newPassword: "brand new pass"))
+        #expect(received.metadata.sequence != nil)  // durable: a mailer that was down still gets it
+
+        // Neither a user, nor an admin peer, nor a plugin without the capability can mint the token.
+        await #expect(throws: PermissionDenied.self) { _ = try await h.bus.send(AuthInterface.IssueResetToken(requestId: event.requestId), as: caller) }
+        let admin = Caller(peer: PeerCredentials(uid: 0, gid: 0, pid: 1), connection: ConnectionContext(id: 7, peer: nil))
+        await #expect(throws: PermissionDenied.self) { _ = try await h.bus.send(AuthInterface.IssueResetToken(requestId: event.requestId), as: admin) }
+        await #expect(throws: PermissionDenied.self) {
+            _ = try await h.bus.send(AuthInterface.IssueResetToken(requestId: event.requestId), as: pluginConnection(h, capabilities: []))
+        }
+        let mailer = pluginConnection(h, capabilities: ["auth.resetTokens"])
+        let first = try await h.bus.send(AuthInterface.IssueResetToken(requestId: event.requestId), as: mailer)
+        // Issuing again (a mailer that crashed before sending) replaces the first token.
+        let issued = try await h.bus.send(AuthInterface.IssueResetToken(requestId: event.requestId), as: mailer)
+        #expect(issued.email == "Ada@example.com")
+        await expectAuthError(.invalidResetToken) {
+            _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: first.resetToken, newPassword: "brand new pass"))
+        }
+        _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: issued.resetToken, newPassword: "brand new pass"))
         await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
         await expectAuthError(.invalidResetToken) {
-            _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: event.resetToken, newPassword: "another new one"))
+            _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: issued.resetToken, newPassword: "another new one"))
         }
+        await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.IssueResetToken(requestId: event.requestId), as: mailer) }
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "brand new pass"))
 
+        // Two pending requests: once one resets the password, the other's token is void.
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
+        let one = try #require(try await iterator.next()).event, two = try #require(try await iterator.next()).event
+        let tokenOne = try await h.bus.send(AuthInterface.IssueResetToken(requestId: one.requestId), as: mailer).resetToken
+        let tokenTwo = try await h.bus.send(AuthInterface.IssueResetToken(requestId: two.requestId), as: mailer).resetToken
+        _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: tokenTwo, newPassword: "third password"))
+        await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: tokenOne, newPassword: "fourth password")) }
+
+        // A request expires, and so does its token.
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
         let late = try #require(try await iterator.next()).event
+        let lateToken = try await h.bus.send(AuthInterface.IssueResetToken(requestId: late.requestId), as: mailer).resetToken
         h.clock.advance(seconds: 31 * 60)
-        await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: late.resetToken, newPassword: "too late now")) }
-        // The token never reached the event log.
-        let log = try await EventLog(database: h.database).events(after: 0, limit: 100)
-        #expect(!log.contains { (try? $0.json().jsonText.contains(event.resetToken)) == true })
+        await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: lateToken, newPassword: "too late now")) }
+        await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.IssueResetToken(requestId: late.requestId), as: mailer) }
+
+        // No token is in any event, nor anywhere in the database files.
+        let log = try await EventLog(database: h.database).events(after: 0, limit: 1000)
+        let tokens = [first.resetToken, issued.resetToken, tokenOne, tokenTwo, lateToken]
+        #expect(log.contains { $0.topic == PasswordResetRequested.topic })
+        #expect(!log.contains { event in tokens.contains { (try? event.json().jsonText.contains($0)) == true } })
         await h.database.close()
+        for file in ["appd.db", "appd.db-wal"] {
+            let bytes = String(decoding: (try? readFile(h.directory + "/" + file)) ?? [], as: UTF8.self)
+            for token in tokens { #expect(!bytes.contains(token), "a reset token is in \(file)") }
+        }
     }
 
     @Test func deletingTheAccountLogsTheEventInTheSameTransaction() async throws {
@@ -300,4 +348,19 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         await expectAuthError(.notFound) { _ = try await h.bus.send(AuthInterface.DisableUser(email: "zz@example.com")) }
         await h.database.close()
     }
+}
+
+/// A whole file's bytes (the database files, to prove what is not in them).
+func readFile(_ path: String) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
+        if n <= 0 { break }
+        bytes += chunk[0..<n]
+    }
+    return bytes
 }

@@ -10,7 +10,7 @@ import Testing
         let subscribers = 4
         let bus = EventBus()
         let options = SubscriptionOptions(capacity: publishers * perPublisher, overflow: .disconnect)
-        let subscriptions = (0..<subscribers).map { _ in bus.subscribe(TodoCompleted.self, options: options) }
+        let subscriptions = try (0..<subscribers).map { _ in try bus.subscribe(TodoCompleted.self, options: options) }
 
         let consumers = subscriptions.map { subscription in
             Task { () -> [[Int]] in
@@ -27,7 +27,7 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for p in 0..<publishers {
                 group.addTask {
-                    for i in 0..<perPublisher { bus.publish(TodoCompleted(id: i, publisher: p)) }
+                    for i in 0..<perPublisher { bus.publish(TodoCompleted(id: i, publisher: p), causedBy: nil) }
                 }
             }
         }

@@ -5,14 +5,14 @@ import Testing
 @Suite struct EventTests {
     @Test func subscribersByTypeTopicAndPatternEachGetTheEvent() async throws {
         let bus = EventBus()
-        let byType = bus.subscribe(TodoCompleted.self)
+        let byType = try bus.subscribe(TodoCompleted.self)
         let byTopic = try bus.subscribe("todos.completed")
         let byPattern = try bus.subscribe("todos.*")
         let everything = try bus.subscribe(">")
         let other = try bus.subscribe("auth.*")
 
-        bus.publish(TodoCompleted(id: 7))
-        bus.publish(UserSignedUp(email: "a@b.c"))
+        bus.publish(TodoCompleted(id: 7), causedBy: nil)
+        bus.publish(UserSignedUp(email: "a@b.c"), causedBy: nil)
 
         var typed = byType.makeAsyncIterator()
         #expect(try await typed.next()?.event == TodoCompleted(id: 7))
@@ -29,20 +29,20 @@ import Testing
 
     @Test func jsonEventsReachTypedSubscribers() async throws {
         let bus = EventBus()
-        let typed = bus.subscribe(TodoCreated.self)
-        try bus.publish(topic: "todos.created", payload: ["id": 3])
+        let typed = try bus.subscribe(TodoCreated.self)
+        try bus.publish(topic: "todos.created", payload: ["id": 3], causedBy: nil)
         var iterator = typed.makeAsyncIterator()
         #expect(try await iterator.next()?.event == TodoCreated(id: 3))
-        #expect(throws: InvalidTopic.self) { try bus.publish(topic: "todos.*", payload: [:]) }
+        #expect(throws: InvalidTopic.self) { try bus.publish(topic: "todos.*", payload: [:], causedBy: nil) }
     }
 
     @Test func unsubscribingIsIdempotentAndEndsTheSequence() async throws {
         let bus = EventBus()
         let subscription = try bus.subscribe("todos.*")
-        bus.publish(TodoCreated(id: 1))
+        bus.publish(TodoCreated(id: 1), causedBy: nil)
         subscription.cancel()
         subscription.cancel()
-        bus.publish(TodoCreated(id: 2))
+        bus.publish(TodoCreated(id: 2), causedBy: nil)
         var ids: [Int] = []
         for try await event in subscription { ids.append(event.decode(as: TodoCreated.self)?.id ?? -1) }
         #expect(ids == [1])
@@ -59,14 +59,14 @@ import Testing
         let logs = InMemoryLogHandler()
         let bus = EventBus(logger: Logger(label: "bus", handler: logs))
         let received = Mutex<[Int]>([])
-        let failing = bus.listen(TodoCompleted.self, name: "failing") { event, _ in
+        let failing = try bus.listen(TodoCompleted.self, name: "failing") { event, _ in
             if event.id == 1 { throw Denied(reason: "listener bug") }
         }
-        let healthy = bus.listen(TodoCompleted.self, name: "healthy") { event, _ in
+        let healthy = try bus.listen(TodoCompleted.self, name: "healthy") { event, _ in
             received.withLock { $0.append(event.id) }
         }
-        bus.publish(TodoCompleted(id: 1))
-        bus.publish(TodoCompleted(id: 2))
+        bus.publish(TodoCompleted(id: 1), causedBy: nil)
+        bus.publish(TodoCompleted(id: 2), causedBy: nil)
         try await bus.drain()
         #expect(received.withLock { $0 } == [1, 2])
         let errors = logs.records.filter { $0.level == .error }
@@ -79,11 +79,11 @@ import Testing
     @Test func drainWaitsForListenersToFinish() async throws {
         let bus = EventBus()
         let done = Mutex(0)
-        let listener = bus.listen(TodoCompleted.self, name: "slow") { _, _ in
+        let listener = try bus.listen(TodoCompleted.self, name: "slow") { _, _ in
             try await Task.sleep(for: .milliseconds(5))
             done.withLock { $0 += 1 }
         }
-        for i in 0..<20 { bus.publish(TodoCompleted(id: i)) }
+        for i in 0..<20 { bus.publish(TodoCompleted(id: i), causedBy: nil) }
         try await bus.drain()
         #expect(done.withLock { $0 } == 20)
         listener.cancel()
@@ -92,7 +92,7 @@ import Testing
     @Test func drainTimesOutOnAStuckSubscriber() async throws {
         let bus = EventBus()
         let stuck = try bus.subscribe(">")
-        bus.publish(TodoCompleted(id: 1))
+        bus.publish(TodoCompleted(id: 1), causedBy: nil)
         await #expect(throws: DrainTimeout(pending: 1)) { try await bus.drain(timeout: .milliseconds(50)) }
         stuck.cancel()
     }
@@ -100,7 +100,7 @@ import Testing
     @Test func dropOldestKeepsTheNewestAndCountsExactly() async throws {
         let bus = EventBus()
         let subscription = bus.subscribe(TopicFilter.all, options: .init(capacity: 10, overflow: .dropOldest))
-        for i in 0..<25 { bus.publish(TodoCreated(id: i)) }
+        for i in 0..<25 { bus.publish(TodoCreated(id: i), causedBy: nil) }
         #expect(subscription.droppedCount == 15)
         var iterator = subscription.makeAsyncIterator()
         let first = try await iterator.next()
@@ -114,7 +114,7 @@ import Testing
         }
         #expect(ids == Array(15..<25))
         // A second overflow is reported on the first event after the gap.
-        for i in 25..<40 { bus.publish(TodoCreated(id: i)) }
+        for i in 25..<40 { bus.publish(TodoCreated(id: i), causedBy: nil) }
         let afterGap = try await iterator.next()
         #expect(afterGap?.droppedBefore == 5)
         #expect(afterGap?.decode(as: TodoCreated.self)?.id == 30)
@@ -124,7 +124,7 @@ import Testing
     @Test func disconnectDeliversTheBufferThenATypedError() async throws {
         let bus = EventBus()
         let subscription = bus.subscribe(TopicFilter.all, options: .init(capacity: 4, overflow: .disconnect))
-        for i in 0..<6 { bus.publish(TodoCreated(id: i)) }
+        for i in 0..<6 { bus.publish(TodoCreated(id: i), causedBy: nil) }
         #expect(bus.counters.subscriptions == 0)
         var ids: [Int] = []
         await #expect(throws: SubscriptionOverflow(capacity: 4)) {
@@ -137,7 +137,7 @@ import Testing
         let bus = EventBus()
         let slow = bus.subscribe(TopicFilter.all, options: .init(capacity: 8))
         let start = ContinuousClock.now
-        for i in 0..<100_000 { bus.publish(TodoCreated(id: i)) }
+        for i in 0..<100_000 { bus.publish(TodoCreated(id: i), causedBy: nil) }
         // Nobody reads `slow`; the publisher still finished, and memory stayed bounded.
         #expect(slow.droppedCount == 100_000 - 8)
         #expect(ContinuousClock.now - start < .seconds(30))
@@ -145,7 +145,7 @@ import Testing
 
     @Test func causationLinksEventsToTheirCommand() async throws {
         let bus = EventBus()
-        let subscription = bus.subscribe(TodoCreated.self)
+        let subscription = try bus.subscribe(TodoCreated.self)
         let cause = Envelope(name: "io.appd.Todos.Add", requirements: [], caller: .daemon, logger: Logger(label: "t"))
         bus.publish(TodoCreated(id: 1), causedBy: cause)
         var iterator = subscription.makeAsyncIterator()

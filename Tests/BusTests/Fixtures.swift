@@ -34,17 +34,20 @@ struct Count: StreamingCommand {
 
 struct TodoCompleted: Event, Equatable {
     static let topic = "todos.completed"
+    static let audience = EventAudience.admin
     var id: Int
     var publisher: Int = 0
 }
 
 struct TodoCreated: Event, Equatable {
     static let topic = "todos.created"
+    static let audience = EventAudience.admin
     var id: Int
 }
 
 struct UserSignedUp: Event, Equatable {
     static let topic = "auth.userSignedUp"
+    static let audience = EventAudience.admin
     var email: String
 }
 

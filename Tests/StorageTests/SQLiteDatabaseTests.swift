@@ -127,7 +127,7 @@ import Testing
 @Suite struct OutboxTests {
     @Test func eventsArePublishedAfterCommitWithTheirSequence() async throws {
         let bus = EventBus()
-        let subscription = bus.subscribe(NoteAdded.self)
+        let subscription = try bus.subscribe(NoteAdded.self)
         let (dir, database) = try await notesDatabase(bus: bus)
         defer { removeDirectory(dir) }
         let first = try await addNote("one", to: database)
@@ -148,7 +148,7 @@ import Testing
         defer { removeDirectory(dir) }
         await #expect(throws: Boom.self) {
             try await database.write { transaction in
-                try transaction.append(NoteAdded(id: 1, text: "never"))
+                try transaction.append(NoteAdded(id: 1, text: "never"), causedBy: nil)
                 throw Boom()
             }
         }

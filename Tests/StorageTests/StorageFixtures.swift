@@ -16,6 +16,7 @@ func removeDirectory(_ path: String) {
 
 struct NoteAdded: Event, Equatable {
     static let topic = "notes.added"
+    static let audience = EventAudience.admin
     var id: Int64
     var text: String
 }
@@ -32,7 +33,7 @@ func addNote(_ text: String, to database: any Database) async throws -> Int64 {
     try await database.write { transaction in
         try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text(text)])
         let id = transaction.lastInsertRowID
-        try transaction.append(NoteAdded(id: id, text: text))
+        try transaction.append(NoteAdded(id: id, text: text), causedBy: nil)
         return id
     }
 }

@@ -78,7 +78,7 @@ final class TestServer: Sendable {
         bus = EventBus(gates: [AdminGate()], logger: logger)
         dispatcher = try VarlinkDispatcher(
             bus: bus, info: .init(vendor: "appd", product: "appd-test", version: "0", url: "https://example.org"), logger: logger)
-        try BusInterface.install(on: dispatcher)
+        try BusInterface.install(on: dispatcher, isAdmin: { _ in true })
         try dispatcher.register(try VarlinkInterface(parsing: Self.idl))
         let touches = self.touches
         try bus.register(Echo.self) { command, _ in EchoReply(text: command.text) }

@@ -119,9 +119,9 @@ import Testing
         try client.send(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": ["todos.*"]], more: true))
         // The subscription is live once the daemon has processed the call: wait for it.
         #expect(await eventually { server.bus.counters.subscriptions == 1 })
-        server.bus.publish(TodoCreated(id: 1))
-        server.bus.publish(UserSignedUp(email: "x@y.z"))
-        try server.bus.publish(topic: "todos.completed", payload: ["id": 2])
+        server.bus.publish(TodoCreated(id: 1), causedBy: nil)
+        server.bus.publish(UserSignedUp(email: "x@y.z"), causedBy: nil)
+        try server.bus.publish(topic: "todos.completed", payload: ["id": 2], causedBy: nil)
         let first = try await client.receive()
         #expect(first.continues)
         #expect(first.parameters["topic"] == "todos.created")

@@ -103,7 +103,7 @@ struct Harness {
     let rating: RatingPlugin
     let clock: TestClock
 
-    static func make(clock: TestClock = TestClock(), startRating: Bool = true) async throws -> Harness {
+    static func make(clock: TestClock = TestClock(), startRating: Bool = true, rules: RatingRules = RatingRules()) async throws -> Harness {
         var template = Array("/tmp/appd-rating-XXXXXX".utf8CString)
         let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
         var authOptions = AuthService.Options()
@@ -114,12 +114,14 @@ struct Harness {
         let todos = TodosPlugin(clock: now)
         let payments = PaymentsPlugin(clock: now)
         let chat = try ChatPlugin(provider: EchoProvider(delay: .zero), clock: now)
-        let rating = RatingPlugin(clock: now)
+        let rating = RatingPlugin(rules: rules, clock: now)
         let plugins: [any Plugin] = [auth, todos, payments, chat, rating]
         let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
         let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + plugins.flatMap { $0.gates(database: database) }))
         database.attach(bus: bus)
+        // As the plugin host does: each plugin's event types own their topics.
+        for plugin in plugins { try bus.topics.register(plugin.manifest.events, publisher: plugin.manifest.name) }
         let context = PluginContext(
             bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler()))
         for plugin in plugins { try await plugin.start(context) }

@@ -44,6 +44,28 @@ def mailer_status(sock_path):
     return {}
 
 
+def subscribe_all(sock_path):
+    """Every event in the log so far, as an admin peer replays it."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(sock_path)
+    s.sendall(json.dumps({"method": "io.appd.Bus.Subscribe", "parameters": {"topics": [">"], "since": 0}, "more": True}).encode() + b"\0")
+    last = call(sock_path, "io.appd.Daemon.Status")["parameters"]["eventLog"]["lastSeq"]
+    events, data = [], b""
+    try:
+        while not events or events[-1].get("seq", 0) < last:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            while b"\0" in data:
+                frame, data = data.split(b"\0", 1)
+                events.append(json.loads(frame)["parameters"])
+    finally:
+        s.close()
+    return events
+
+
 def outbox(sock_path):
     reply = call(sock_path, "io.appd.examples.Mailer.Outbox")
     return reply.get("parameters", {}).get("messages", [])
@@ -85,16 +107,33 @@ def main():
             signed_in = call(sock_path, "io.appd.Auth.SignIn", {"email": "ada@example.com", "password": "second password"})
             check("and the new password signs in", "error" not in signed_in, str(signed_in))
 
+            # Nobody but the mailer's capability mints tokens: an admin peer cannot.
+            events = subscribe_all(sock_path)
+            request = next((e for e in events if e["topic"] == "auth.passwordResetRequested"), {})
+            minted = call(sock_path, "io.appd.Auth.IssueResetToken", {"requestId": request.get("payload", {}).get("requestId", "")})
+            check("an admin peer cannot mint a reset token", minted.get("error") == "org.varlink.service.PermissionDenied", str(minted))
+            check("the reset request on the bus carries no token",
+                  bool(request) and "resetToken" not in request.get("payload", {}) and (token is None or token not in json.dumps(events)), str(request))
+
+            # A reset requested while the mailer is down is mailed when it is back.
+            call(sock_path, "io.appd.Daemon.DisablePlugin", {"name": "mailer"})
+            wait_for("stopped", lambda: mailer_status(sock_path).get("state") == "stopped")
+            call(sock_path, "io.appd.Auth.RequestPasswordReset", {"email": "ada@example.com"})
+            time.sleep(0.5)
+            call(sock_path, "io.appd.Daemon.EnablePlugin", {"name": "mailer"})
+            later = wait_for("later reset", lambda: len([m for m in outbox(sock_path) if m["subject"] == "Reset your password"]) == 2)
+            check("a reset requested while the mailer was down is mailed when it is back", bool(later), str(outbox(sock_path)))
+
             # Python varlink's own client calls the plugin's interface through appd.
             with varlink.Client(address="unix:" + sock_path) as client, client.open("io.appd.examples.Mailer") as mailer:
                 messages = mailer.Outbox()["messages"]
-            check("python varlink calls the plugin through appd", len(messages) == 2, str(messages))
+            check("python varlink calls the plugin through appd", len(messages) == 3, str(messages))
 
             pid = (mailer_status(sock_path) or {}).get("pid")
             os.kill(pid, signal.SIGKILL)
             back = wait_for("restart", lambda: mailer_status(sock_path).get("pid") not in (None, pid) and mailer_status(sock_path).get("state") == "running")
             check("a SIGKILLed mailer is restarted", bool(back), str(mailer_status(sock_path)))
-            check("and still lists what it wrote", len(outbox(sock_path)) == 2)
+            check("and still lists what it wrote", len(outbox(sock_path)) == 3)
             check("appd answers throughout", "error" not in call(sock_path, "io.appd.Daemon.Ping"))
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -102,6 +141,13 @@ def main():
         check("appd exits 0 and stops the mailer", proc.returncode == 0, str(proc.returncode))
         check("the mailer's output is in appd's log, prefixed", "[mailer] mailer: wrote 'Welcome'" in log, log[-2000:])
         check("no reset token in appd's own log lines", token is None or token not in "\n".join(l for l in log.splitlines() if "[mailer]" not in l))
+        database = b""
+        for name in ("appd.db", "appd.db-wal"):
+            path = os.path.join(directory, "data", name)
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    database += f.read()
+        check("no reset token in appd's database files", token is None or token.encode() not in database)
     finish()
 
 

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Synchronization
 import Testing
 @testable import Storage
@@ -200,5 +201,61 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
         running.cancel()
         _ = await running.result
         await database.close()
+    }
+}
+
+@Suite struct EventLogUpgradeTests {
+    /// A database written by appd before events had ids, versions and owners.
+    func oldDatabase() throws -> String {
+        let dir = temporaryDirectory()
+        let old = try SQLiteConnection(path: dir + "/appd.db", busyTimeoutMilliseconds: 1000)
+        try old.executeScript(
+            """
+            CREATE TABLE appd_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, time_ns INTEGER NOT NULL,
+              payload TEXT NOT NULL, correlation TEXT, causation TEXT);
+            CREATE TABLE appd_consumers (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+            INSERT INTO appd_events (topic, time_ns, payload) VALUES ('rating.promptSuggested', 1, '{"userId":"u_ada"}');
+            INSERT INTO appd_events (topic, time_ns, payload) VALUES ('todos.created', 2, '{"todoId":"t_1","userId":"u_bob","title":"milk"}');
+            INSERT INTO appd_events (topic, time_ns, payload) VALUES ('demo.hello', 3, '{"n":1}');
+            """)
+        return dir
+    }
+
+    @Test func rowsInTheOldShapeDecodeGetOwnersAndCanBeRedacted() async throws {
+        let dir = try oldDatabase()
+        defer { removeDirectory(dir) }
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        let log = EventLog(database: database)
+        let events = try await log.events(after: 0, limit: 10)
+        #expect(events.map(\.owner) == ["u_ada", "u_bob", nil])
+        #expect(events.map(\.version) == [1, 1, 1])
+        // Version 1 of rating.promptSuggested had no reason: brought forward, it decodes.
+        #expect(events[0].decode(as: RatingPromptSuggested.self) == RatingPromptSuggested(userId: "u_ada", reason: "unknown"))
+        #expect(events[1].decode(as: TodoCreated.self) == TodoCreated(todoId: "t_1", userId: "u_bob", title: "milk"))
+        // Ids are stable across reads, and an old event is its own correlation.
+        #expect(try await log.events(after: 0, limit: 1).first?.id == events[0].id)
+        #expect(events[0].correlationID == events[0].id && events[0].causationID == nil)
+
+        let appended = try await database.write { tx in
+            try tx.append(RatingPromptSuggested(userId: "u_ada", reason: "allRulesPassed"), causedBy: events[1])
+            return try tx.redactEvents(about: "u_bob")
+        }
+        #expect(appended == 1)
+        let after = try await log.events(after: 0, limit: 10)
+        #expect(after[1].redacted && after[1].decode(as: TodoCreated.self) == nil)
+        #expect(try after[1].json() == [:])
+        #expect(after[3].version == 2 && after[3].causationID == events[1].id && after[3].correlationID == events[1].correlationID)
+        #expect(after[3].decode(as: RatingPromptSuggested.self)?.reason == "allRulesPassed")
+        await database.close()
+    }
+
+    @Test func upgradingTwiceChangesNothing() async throws {
+        let dir = try oldDatabase()
+        defer { removeDirectory(dir) }
+        for _ in 0..<2 {
+            let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+            #expect(try await EventLog(database: database).events(after: 0, limit: 10).map(\.owner) == ["u_ada", "u_bob", nil])
+            await database.close()
+        }
     }
 }

@@ -6,9 +6,12 @@ server picks the socket up. It connects back to appd (APPD_SOCKET), presents its
 (APPD_PLUGIN_TOKEN) and subscribes to auth.userSignedUp and auth.passwordResetRequested; for
 each it writes an RFC 5322 message into APPD_PLUGIN_DATA/Maildir (tmp/ then new/, as the
 maildir convention asks). Outbox() lists what it wrote. Its position in appd's durable event
-log is kept in APPD_PLUGIN_DATA/cursor, so sign-ups that happen while it is down are mailed
-when it is back (password resets are live-only events: they carry the reset token, which appd
-never stores).
+log is kept in APPD_PLUGIN_DATA/cursor, so sign-ups and reset requests that happen while it is
+down are mailed when it is back.
+
+No secret travels on appd's bus: a reset request carries only its id. The mailer holds the
+'auth.resetTokens' capability (plugin.json), so it may ask appd to mint the one-time token with
+io.appd.Auth.IssueResetToken(requestId) just before it writes the message.
 """
 import email.message
 import email.utils
@@ -26,6 +29,8 @@ MAILDIR = os.path.join(DATA, "Maildir")
 CURSOR = os.path.join(DATA, "cursor")
 SENDER = os.environ.get("APPD_MAILER_FROM", "appd <no-reply@localhost>")
 HERE = os.path.dirname(os.path.abspath(__file__))
+ADDRESS = "unix:" + os.environ.get("APPD_SOCKET", "")
+TOKEN = os.environ.get("APPD_PLUGIN_TOKEN", "")
 lock = threading.Lock()
 counter = [0]
 
@@ -55,16 +60,39 @@ def write_message(to, subject, body):
     log(f"wrote '{subject}' to {to}")
 
 
+def issue_reset_token(request_id):
+    """Asks appd to mint the token of a reset request, on a connection of its own that presents
+    the plugin credential (the event stream's connection is busy streaming). None when the
+    request is no longer pending (used, expired, or the account is gone)."""
+    with varlink.Client(address=ADDRESS) as client:
+        connection = client.open_connection()
+        try:
+            client.open("io.appd.Bus", connection=connection).AuthenticatePlugin(token=TOKEN)
+            return client.open("io.appd.Auth", connection=connection).IssueResetToken(requestId=request_id)
+        except varlink.VarlinkError as error:
+            if error.error() == "io.appd.Auth.InvalidResetToken":
+                return None
+            raise
+        finally:
+            connection.close()
+
+
 def handle(event):
     topic, payload = event["topic"], event.get("payload", {})
+    if event.get("redacted"):
+        return  # the account was deleted: nothing to write, nobody to write to
     if topic == "auth.userSignedUp":
         write_message(payload["email"], "Welcome", "Your account is ready. Sign in with: appctl login " + payload["email"] + "\n")
     elif topic == "auth.passwordResetRequested":
+        issued = issue_reset_token(payload["requestId"])
+        if issued is None:
+            log(f"reset request {payload['requestId']} is no longer pending; nothing to send")
+            return
         write_message(
-            payload["email"], "Reset your password",
+            issued["email"], "Reset your password",
             "Someone asked to reset the password of this account. If it was you, run:\n\n"
-            f"  appctl auth reset-password --reset-token {payload['resetToken']} --new-password '...'\n\n"
-            f"The token works once, until {payload['expiresAt']}. If it was not you, ignore this message.\n")
+            f"  appctl auth reset-password --reset-token {issued['resetToken']} --new-password '...'\n\n"
+            f"The token works once, until {issued['expiresAt']}. If it was not you, ignore this message.\n")
 
 
 def save_cursor(seq):
@@ -74,13 +102,12 @@ def save_cursor(seq):
 
 
 def follow_events():
-    """Subscribes through appd's socket with the plugin credential; reconnects when appd restarts."""
-    address = "unix:" + os.environ["APPD_SOCKET"]
-    token = os.environ["APPD_PLUGIN_TOKEN"]
+    """Subscribes through appd's socket with the plugin credential; reconnects when appd restarts.
+    The cursor moves only after an event was handled, so a failure retries it."""
     while True:
         try:
-            with varlink.Client(address=address) as client, client.open("io.appd.Bus") as bus:
-                bus.AuthenticatePlugin(token=token)
+            with varlink.Client(address=ADDRESS) as client, client.open("io.appd.Bus") as bus:
+                bus.AuthenticatePlugin(token=TOKEN)
                 if os.path.exists(CURSOR):
                     since = int(open(CURSOR).read())
                 else:

@@ -161,6 +161,24 @@ import Testing
         #expect(event?["topic"] as? String == "demo.hello")
         #expect((event?["payload"] as? [String: Any])?["n"] as? Int == 7)
         #expect(!seen.contains("other.thing"))
+        // Each event says where it came from: its id, its conversation, its cause.
+        #expect((event?["id"] as? String)?.isEmpty == false && event?["correlationId"] as? String != nil && event?["causationId"] as? String != nil)
+        #expect(event?["version"] as? Int == 1)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func eventsTopicsListsEveryPluginTopicAndPublishRefusesThem() async throws {
+        let daemon = try await Daemon.start()
+        let topics = try await daemon.ctl(["events", "topics"])
+        #expect(topics.status == 0)
+        let row = topics.stdout.split(separator: "\n").first { $0.hasPrefix("auth.passwordResetRequested ") }.map(String.init) ?? ""
+        #expect(row.contains("owner") && row.contains("auth") && row.contains("(requestId: string, userId: string, email: string, expiresAt: string)"), "\(topics.stdout)")
+        #expect(topics.stdout.split(separator: "\n").count == 19, "a header and 18 topics")
+        let json = try await daemon.ctl(["--json", "events", "topics"])
+        let list = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["topics"] as? [[String: Any]]
+        #expect(list?.first { $0["topic"] as? String == "auth.accountDeleted" }?["audience"] as? String == "admin")
+        let forged = try await daemon.ctl(["call", "io.appd.Bus.Publish", "{\"topic\":\"auth.accountDeleted\",\"payload\":{\"userId\":\"u_1\"},\"durable\":true}"])
+        #expect(forged.status != 0 && forged.stderr.contains("TopicOwned"), "\(forged.stderr)")
         #expect(await daemon.stop() == 0)
     }
 }

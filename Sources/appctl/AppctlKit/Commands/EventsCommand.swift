@@ -1,14 +1,19 @@
 import Bus
 
-/// `appctl events tail [--since N] [TOPIC…]`.
+/// `appctl events tail [--since N] [TOPIC…]` and `appctl events topics`.
 enum EventsCommand {
     static let command = Builtin(
-        name: "events", abstract: "Follow the events plugins publish.",
-        usage: "events tail [--since <seq>] [<topic-or-pattern> ...]",
+        name: "events", abstract: "Follow the events plugins publish, or list their topics.",
+        usage: "events [tail [--since <seq>] [<topic-or-pattern> ...] | topics]",
         discussion: """
-            Prints each event as it is published: time, sequence, topic and payload. Topics may be
-            patterns: 'todos.*' (one token), 'todos.>' (the rest), '>' (everything, the default).
-            With --json, one JSON object per line.
+            tail prints each event as it is published: time, sequence, topic and payload. Topics may
+            be patterns: 'todos.*' (one token), 'todos.>' (the rest), '>' (everything, the default).
+            What arrives depends on who asks: an admin peer sees every event, a signed-in user the
+            events about them. With --json, one JSON object per line, with each event's id,
+            correlationId (the command that started it all) and causationId.
+
+            topics lists every topic plugins' event types own: payload type (varlink IDL), audience
+            (owner, admin, capability:NAME), whether it is logged, and its publisher.
             """,
         options: """
               --since <seq>           Replay from this position of the event log first.
@@ -16,9 +21,24 @@ enum EventsCommand {
         reserved: ["--since"]
     ) { arguments, context throws(AppctlError) in
         let flags = try Flags(arguments, valued: ["--since"], command: "events")
-        guard flags.positionals.first == "tail" else {
-            throw .usage("events needs the subcommand 'tail'" + Suggestions.hint(for: flags.positionals.first ?? "", in: ["tail"]), command: "events")
+        switch flags.positionals.first {
+        case "tail": return try tail(flags, context)
+        case "topics":
+            let reply = try context.call("io.appd.Bus.Topics")
+            if context.options.json {
+                context.output.reply(reply)
+            } else if case .array(let topics)? = reply["topics"] {
+                let rows = topics.compactMap(\.objectValue)
+                print(Output.table(rows, order: ["topic", "version", "audience", "durable", "publisher", "payload"]), terminator: "")
+            }
+            return ExitCode.ok
+        default:
+            let given = flags.positionals.first ?? ""
+            throw .usage("events needs the subcommand 'tail' or 'topics'" + Suggestions.hint(for: given, in: ["tail", "topics"]), command: "events")
         }
+    }
+
+    private static func tail(_ flags: Flags, _ context: Context) throws(AppctlError) -> Int32 {
         let topics = flags.positionals.dropFirst().isEmpty ? [">"] : Array(flags.positionals.dropFirst())
         var parameters: [String: JSONValue] = ["topics": .array(topics.map(JSONValue.string))]
         if let since = flags.value("--since") {
@@ -34,7 +54,8 @@ enum EventsCommand {
                 let seq = event["seq"].map(Output.scalar) ?? "-"
                 let missed = event["dropped"].map(Output.scalar) ?? "0"
                 let dropped = missed == "0" ? "" : "  (missed \(missed))"
-                print("\(event["time"]?.stringValue ?? "")  \(seq)  \(event["topic"]?.stringValue ?? "")  \((event["payload"] ?? [:]).jsonText)\(dropped)")
+                let payload = event["redacted"] == true ? "(redacted: the account was deleted)" : (event["payload"] ?? [:]).jsonText
+                print("\(event["time"]?.stringValue ?? "")  \(seq)  \(event["topic"]?.stringValue ?? "")  \(payload)\(dropped)")
             }
         }
         return ExitCode.ok

@@ -163,3 +163,63 @@ import Testing
         await #expect(throws: CancellationError.self) { try await consumer.value }
     }
 }
+
+/// A payload with every shape events use, to pin the IDL the reflector derives.
+struct EveryShape: Event {
+    static let topic = "test.shapes"
+    static let audience = EventAudience.capability("test.read")
+    struct Inner: Codable, Sendable { var a: Int; var b: Double? }
+    var text: String
+    var count: Int64
+    var ratio: Double
+    var flag: Bool
+    var maybe: String?
+    var inner: Inner
+    var list: [String]
+    var extra: JSONValue
+}
+
+@Suite struct EventSchemaTests {
+    @Test func theIDLTypeIsReadFromTheCodableShape() throws {
+        let schema = try EventSchema(of: EveryShape.self)
+        #expect(schema.description == "(text: string, count: int, ratio: float, flag: bool, maybe: ?string, inner: (a: int, b: ?float), list: []string, extra: object)")
+        #expect(schema.problem(with: try JSONValue(encoding: EveryShape(
+            text: "t", count: 1, ratio: 0.5, flag: true, maybe: nil, inner: .init(a: 1, b: nil), list: ["x"], extra: ["k": 1]))) == nil)
+        #expect(schema.problem(with: ["text": "t"]) == "count: missing")
+    }
+
+    @Test func visibilityFollowsTheAudience() {
+        let scope = PluginScope(plugin: "p", publishes: [], subscribes: [">"], calls: [], capabilities: ["test.read"])
+        #expect(EventVisibility.admin.admits(audience: .owner, owner: "u1"))
+        #expect(EventVisibility.admin.admits(audience: .admin, owner: nil))
+        #expect(!EventVisibility.admin.admits(audience: .capability("test.read"), owner: nil))
+        #expect(EventVisibility.user("u1").admits(audience: .owner, owner: "u1"))
+        #expect(!EventVisibility.user("u1").admits(audience: .owner, owner: "u2"))
+        #expect(!EventVisibility.user("u1").admits(audience: .owner, owner: nil))
+        #expect(!EventVisibility.user("u1").admits(audience: .admin, owner: "u1"))
+        #expect(EventVisibility.plugin(scope).admits(audience: .capability("test.read"), owner: nil))
+        #expect(!EventVisibility.plugin(scope).admits(audience: .capability("other"), owner: nil))
+    }
+
+    @Test func aLiveSubscriptionNeverBuffersWhatItMayNotSee() async throws {
+        let bus = EventBus()
+        try bus.topics.register(
+            TopicInfo(topic: "test.owned", version: 1, schema: try EventSchema(parsing: "(userId: string)"), audience: .owner, durable: false, publisher: "test", external: false))
+        let mine = bus.subscribe(.all, options: SubscriptionOptions(capacity: 2, overflow: .dropOldest), visibility: .user("u1"))
+        for _ in 0..<10 { try bus.publish(topic: "other.thing", payload: [:], causedBy: nil) }  // admin-only: not for u1
+        bus.publish(BusEvent(topic: "test.owned", payload: .json([:]), owner: "u1"))
+        let next = Task {
+            var iterator = mine.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        let timer = Task {
+            try await Task.sleep(for: .seconds(10))
+            next.cancel()
+        }
+        let first = try? await next.value
+        timer.cancel()
+        // What u1 may not see neither took room in its buffer nor counts as dropped.
+        #expect(first?.owner == "u1" && first?.droppedBefore == 0)
+        #expect(mine.droppedCount == 0)
+    }
+}

@@ -39,4 +39,34 @@ import Testing
     @Test func anUnknownKeyIsNamedWithASuggestion() {
         #expect(Self.problem(#", "streamIdleTimeoutSecond": 5"#) == "unknown key 'streamIdleTimeoutSecond'; did you mean 'streamIdleTimeoutSeconds'?")
     }
+
+    @Test func declaredEventsAreCheckedAndPublishedPayloadsMustFitThem() throws {
+        let manifest = try Self.parse(#", "capabilities": ["auth.resetTokens"], "events": {"notes.shared": {"type": "(noteId: string, userId: string, with: ?string)", "audience": "owner"}, "notes.audit": {"type": "(noteId: string)", "audience": "admin", "durable": false, "version": 2}}"#)
+        #expect(manifest.publishes == ["notes.audit", "notes.shared"])
+        #expect(manifest.events.map(\.audience) == [.admin, .owner])
+        #expect(manifest.events.first?.durable == false && manifest.events.first?.version == 2)
+        #expect(manifest.capabilities == ["auth.resetTokens"])
+
+        #expect(Self.problem(#", "events": {"notes.x": {"type": "(noteId: strin)", "audience": "owner"}}"#)?.hasPrefix("events.notes.x.type:") == true)
+        #expect(Self.problem(#", "events": {"notes.x": {"type": "(noteId: string)", "audience": "owner"}}"#)
+            == "events.notes.x: an owner-audience event names its owner in a 'userId: string' field")
+        #expect(Self.problem(#", "events": {"notes.x": {"type": "(userId: string)", "audience": "everyone"}}"#)
+            == "events.notes.x.audience is owner, admin or capability:NAME")
+        #expect(Self.problem(#", "events": {"notes.*": {"type": "(userId: string)", "audience": "owner"}}"#)?.hasPrefix("events: 'notes.*' is not a topic") == true)
+
+        // On the bus: the plugin's payloads are checked against the declared type, the owner
+        // comes from userId, and a topic another plugin owns is refused.
+        let bus = EventBus()
+        let declared = manifest.events.first { $0.topic == "notes.shared" }!
+        try bus.topics.register(
+            TopicInfo(topic: declared.topic, version: 1, schema: try EventSchema(parsing: declared.type), audience: .owner, durable: true, publisher: "notes", external: true))
+        let event = try bus.event(topic: "notes.shared", payload: ["noteId": "n1", "userId": "u_ada"], causedBy: nil)
+        #expect(event.owner == "u_ada")
+        #expect(throws: InvalidEventPayload.self) { try bus.event(topic: "notes.shared", payload: ["noteId": 1, "userId": "u_ada"], causedBy: nil) }
+        #expect(throws: InvalidEventPayload.self) { try bus.event(topic: "notes.shared", payload: ["noteId": "n1"], causedBy: nil) }
+        #expect(throws: InvalidEventPayload.self) { try bus.event(topic: "notes.shared", payload: ["noteId": "n1", "userId": "u", "extra": 1], causedBy: nil) }
+        #expect(throws: TopicConflict.self) {
+            try bus.topics.register(TopicInfo(topic: "notes.shared", version: 1, schema: try EventSchema(parsing: "(userId: string)"), audience: .owner, durable: true, publisher: "other", external: true))
+        }
+    }
 }

@@ -70,6 +70,8 @@ let package = Package(
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
+        // The varlink certification both ways against the reference implementation (CI runs it).
+        .executableTarget(name: "varlink-certification", dependencies: ["Bus"], path: "Tests/Certification", swiftSettings: strict),
         .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
         .testTarget(name: "PluginKitTests", dependencies: ["Contracts", "PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
         .testTarget(name: "AuthTests", dependencies: ["Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),

@@ -78,8 +78,19 @@ public struct VarlinkInterface: Sendable {
     public func type(_ name: String) -> VarlinkTypeDefinition? { types.first { $0.name == name } }
     public func error(_ name: String) -> VarlinkErrorDefinition? { errors.first { $0.name == name } }
 
-    /// Parses IDL text and checks it against the subset every known varlink parser accepts.
-    public init(parsing text: String) throws(VarlinkIDLError) {
+    /// How much of the varlink grammar an interface may use.
+    public enum Grammar: Sendable {
+        /// The subset every known varlink parser accepts (systemd's and Python's): what appd
+        /// serves itself and asks of plugins, so every client works with every interface.
+        case portable
+        /// Everything varlink.org's grammar allows (nested containers, one-value enums), for
+        /// services that must speak an interface defined elsewhere (`org.varlink.certification`).
+        case complete
+    }
+
+    /// Parses IDL text and checks it: by default against the subset every known varlink
+    /// parser accepts.
+    public init(parsing text: String, grammar: Grammar = .portable) throws(VarlinkIDLError) {
         var parser = VarlinkIDLParser(text: text)
         let parsed = try parser.parseInterface()
         self.name = parsed.name
@@ -88,7 +99,7 @@ public struct VarlinkInterface: Sendable {
         self.types = parsed.types
         self.methods = parsed.methods
         self.errors = parsed.errors
-        try lint()
+        try lint(grammar)
     }
 }
 

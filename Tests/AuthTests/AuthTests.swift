@@ -71,6 +71,8 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
     @Test(arguments: [
         ("", "email"), ("no-at-sign", "email"), ("a@b", "email"), ("two@@example.com", "email"), ("a b@example.com", "email"),
         ("@example.com", "email"), ("a@-example.com", "email"),
+        // Hardening findings 10 and 11: terminal escapes and NUL.
+        ("ada\u{1b}[2J@example.com", "email"), ("ada@example.com\u{7}", "email"), ("alice@example.com\u{0}junk", "email"),
     ])
     func badEmailsNameTheField(email: String, field: String) async throws {
         do {
@@ -79,6 +81,13 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         } catch {
             #expect(error.field == field)
         }
+    }
+
+    @Test func displayNamesRefuseControlCharacters() {
+        #expect(throws: AuthError.validation("displayName", "contains a control character (such as a terminal escape)")) {
+            try AuthValidation.displayName("Ada\u{1b}]0;pwned\u{7}")
+        }
+        #expect((try? AuthValidation.displayName("Ada Lovelace ☕")) == "Ada Lovelace ☕")
     }
 
     @Test func emailsAreTrimmedAndTheDomainLowerCased() throws {
@@ -107,6 +116,16 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         #expect(user.id == session.user.id)
         // The token is attached to the connection: later calls need not carry it.
         #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.email == "Ada@example.com")
+        await h.database.close()
+    }
+
+    /// Hardening finding 11: text was bound up to its first NUL, so this signed in as alice.
+    @Test func anEmailWithANulInsideIsNotAnotherAccount() async throws {
+        let h = try await Harness.make()
+        _ = try await h.bus.send(AuthInterface.SignUp(email: "alice@example.com", password: "correct horse", displayName: nil))
+        await expectAuthError(.invalidCredentials) {
+            _ = try await h.bus.send(AuthInterface.SignIn(email: "alice@example.com\u{0}junk", password: "correct horse"))
+        }
         await h.database.close()
     }
 

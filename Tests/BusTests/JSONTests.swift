@@ -30,6 +30,19 @@ import Testing
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array(text.utf8)) }
     }
 
+    /// Hardening finding 12: the last of two equal member names won.
+    @Test func rejectsAMemberNameGivenTwice() {
+        do {
+            _ = try JSONParser.parse(Array(#"{"method":"io.appd.Daemon.Ping","method":"io.appd.Daemon.Shutdown"}"#.utf8))
+            Issue.record("accepted a member name twice")
+        } catch {
+            #expect(error.offset == 32 && error.reason == "the member name 'method' appears twice in one object")
+        }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array(#"{"a":{"b":1,"b":1}}"#.utf8)) }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array(#"{"a":1,"a":2}"#.utf8)) }
+        #expect((try? JSONParser.parse(Array(#"[{"a":1},{"a":2}]"#.utf8))) != nil)
+    }
+
     @Test func rejectsInvalidUTF8() {
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0x5C, 0x6E, 0xC3, 0x22]) }

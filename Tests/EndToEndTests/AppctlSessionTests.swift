@@ -103,4 +103,29 @@ import Testing
         #expect(try await ctl(["todos", "get", "--id", "t_nope"]).status == 1)  // derived commands still reachable
         #expect(await daemon.stop() == 0)
     }
+
+    /// Hardening finding 10: server-provided text reaches the terminal with its control
+    /// characters escaped; names and emails with them are refused.
+    @Test func controlCharactersNeverReachTheTerminalRaw() async throws {
+        let daemon = try await Daemon.start()
+        let env = ["XDG_CONFIG_HOME": daemon.directory + "/config"]
+        func ctl(_ args: [String], stdin: String? = nil) async throws -> Outcome {
+            try await run(Binaries.appctl, ["--socket", daemon.socket] + args, stdin: stdin, environment: env)
+        }
+        let escaped = try await ctl(["signup", "ada@example.com", "--password-stdin", "--display-name", "Ada\u{1b}]0;pwned\u{7}"], stdin: "correct horse\n")
+        #expect(escaped.status != 0 && escaped.stderr.contains("displayName"), "\(escaped.stderr)")
+        #expect(try await ctl(["signup", "ada\u{1b}[2J@example.com", "--password-stdin"], stdin: "correct horse\n").status != 0)
+        #expect(try await ctl(["signup", "ada@example.com", "--password-stdin"], stdin: "correct horse\n").status == 0)
+        #expect(try await ctl(["onboard"]).status == 0)
+        let added = try await ctl(["todos", "add", "evil\u{1b}]0;pwned\u{7}title"])
+        #expect(added.status == 0)
+        let list = try await ctl(["todos", "ls"])
+        for output in [added.stdout, list.stdout] {
+            #expect(!output.unicodeScalars.contains { $0.value == 0x1b || $0.value == 0x07 }, "\(output)")
+            #expect(output.contains("evil\\u{1b}]0;pwned\\u{7}title"), "\(output)")
+        }
+        // Scripts get the text intact, as JSON.
+        #expect(try await ctl(["--json", "todos", "ls"]).stdout.contains(#"evil\u001b]0;pwned\u0007title"#))
+        #expect(await daemon.stop() == 0)
+    }
 }

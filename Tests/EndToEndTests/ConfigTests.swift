@@ -62,6 +62,12 @@ import Testing
         let e = try await printConfig([], environment: ["APPD_LOG_LEVEL": "loud"])
         #expect(e.0 == 78)
         #expect(e.2.contains("logLevel (from APPD_LOG_LEVEL)"))
+        // Hardening finding 12: which of two equal keys wins must never be a question.
+        let twice = try file(#"{"dataDirectory": "/var/lib/appd", "dataDirectory": "/tmp/elsewhere"}"#)
+        defer { try? FileManager.default.removeItem(atPath: twice) }
+        let f = try await printConfig(["--config", twice])
+        #expect(f.0 == 78)
+        #expect(f.2.contains("appears twice"), "\(f.2)")
     }
 
     @Test func sighupReloadsAppliesWhatItCanAndSaysWhatNeedsARestart() async throws {

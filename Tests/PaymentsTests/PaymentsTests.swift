@@ -22,7 +22,11 @@ import Testing
         await expectPaymentsError(.unknownProvider) {
             _ = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "paypal", headers: [:], body: body))
         }
-        for bad in ["not json", "[]", #"{"event":{"type":"RENEWAL"}}"#, #"{"event":{"id":"x","type":"RENEWAL"}}"#] {
+        // (The last: a member name twice, hardening finding 12.)
+        for bad in [
+            "not json", "[]", #"{"event":{"type":"RENEWAL"}}"#, #"{"event":{"id":"x","type":"RENEWAL"}}"#,
+            #"{"event":{"id":"e2","type":"INITIAL_PURCHASE","app_user_id":"\#(ada)","app_user_id":"u_other","entitlement_ids":["pro"],"event_timestamp_ms":1}}"#,
+        ] {
             await expectPaymentsError(.malformedEvent) {
                 _ = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: ["authorization": Harness.rcSecret], body: bad))
             }

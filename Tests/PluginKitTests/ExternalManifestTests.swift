@@ -36,6 +36,10 @@ import Testing
         #expect(Self.problem(#", "callTimeoutSeconds": 7200"#) == "callTimeoutSeconds must be more than 0 and at most 3600")
     }
 
+    @Test func aKeyGivenTwiceIsRefused() {
+        #expect(Self.problem(#", "defaultRequirements": ["admin"], "defaultRequirements": []"#)?.contains("the member name 'defaultRequirements' appears twice") == true)
+    }
+
     @Test func anUnknownKeyIsNamedWithASuggestion() {
         #expect(Self.problem(#", "streamIdleTimeoutSecond": 5"#) == "unknown key 'streamIdleTimeoutSecond'; did you mean 'streamIdleTimeoutSeconds'?")
     }

@@ -36,6 +36,22 @@ import Testing
         await reopened.close()
     }
 
+    /// Hardening finding 11: text is bound and read by its byte length, so a NUL inside it is
+    /// stored and compared, never a place where the text ends.
+    @Test func textWithANulInsideIsStoredAndMatchedWhole() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        try await Migrator.migrate(database, notesMigrations)
+        _ = try await addNote("alice", to: database)
+        _ = try await addNote("line\u{0}after the NUL ☕", to: database)
+        let texts = try await database.read { try $0.query("SELECT text FROM notes ORDER BY id").compactMap { $0.text("text") } }
+        #expect(texts == ["alice", "line\u{0}after the NUL ☕"])
+        let matched = try await database.read { try $0.query("SELECT id FROM notes WHERE text = ?", [.text("alice\u{0}junk")]).count }
+        #expect(matched == 0)
+        await database.close()
+    }
+
     @Test func aFailingWriteChangesNothingAndOthersInTheBatchCommit() async throws {
         let (dir, database) = try await notesDatabase(bus: nil)
         defer { removeDirectory(dir) }

@@ -6,6 +6,7 @@ enum AuthValidation {
     static func email(_ raw: String) throws(AuthError) -> String {
         let trimmed = raw.trimmingWhitespace()
         guard !trimmed.isEmpty else { throw .validation("email", "is required") }
+        guard !trimmed.containsControlCharacters else { throw .validation("email", "contains a control character") }
         guard trimmed.utf8.count <= 254 else { throw .validation("email", "is longer than 254 characters") }
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, let local = parts.first, let domain = parts.last, !local.isEmpty, !domain.isEmpty else {
@@ -36,6 +37,7 @@ enum AuthValidation {
         let trimmed = raw.trimmingWhitespace()
         guard !trimmed.isEmpty else { return nil }
         guard trimmed.count <= 100 else { throw .validation("displayName", "is longer than 100 characters") }
+        guard !trimmed.containsControlCharacters else { throw .validation("displayName", "contains a control character (such as a terminal escape)") }
         return trimmed
     }
 }

@@ -1,6 +1,8 @@
 import Bus
 
-/// Renders replies for people (key: value, tables) or scripts (one JSON object per line).
+/// Renders replies for people (key: value, tables) or scripts (one JSON object per line). Text
+/// for people has its control characters escaped (a display name must not drive the terminal);
+/// JSON escapes them by itself.
 struct Output {
     let json: Bool
 
@@ -60,7 +62,7 @@ struct Output {
         case .bool(let b): b ? "yes" : "no"
         case .int(let i): String(i)
         case .double(let d): d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
-        case .string(let s): s
+        case .string(let s): s.escapingControlCharacters()
         case .array(let a): a.isEmpty ? "(none)" : a.map(scalar).joined(separator: ", ")
         case .object: value.jsonText
         }

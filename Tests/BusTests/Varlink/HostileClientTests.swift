@@ -28,6 +28,8 @@ import Testing
         cases.append(("missing method", Array("{\"parameters\":{}}\0".utf8)))
         cases.append(("method not a string", Array("{\"method\":5}\0".utf8)))
         cases.append(("empty record", [0]))
+        // Hardening finding 12: which 'method' wins must never be a question.
+        cases.append(("a member name twice", Array("{\"method\":\"io.appd.Test.Echo\",\"method\":\"io.appd.Test.Touch\",\"parameters\":{\"text\":\"x\"}}\0".utf8)))
         cases.append(("invalid UTF-8", badUTF8))
         cases.append(("deep nesting", Array(("{\"method\":\"io.appd.Test.Echo\",\"parameters\":{\"text\":" + deep + "}}\0").utf8)))
         return cases

@@ -1,7 +1,9 @@
 /// A strict RFC 8259 JSON parser into `JSONValue`, with a nesting limit.
 ///
 /// The wire parses every message with it, so it is written for hostile input: bounded depth,
-/// UTF-8 validated, no recursion deeper than `maxDepth`, an error naming the byte offset.
+/// UTF-8 validated, no recursion deeper than `maxDepth`, an error naming the byte offset. An
+/// object with a member name twice is refused: parsers disagree on which one wins, and a
+/// filtering proxy that reads the first while appd read the last could be walked past.
 public struct JSONParser {
     public struct Error: Swift.Error, Equatable, CustomStringConvertible {
         public let offset: Int
@@ -78,7 +80,9 @@ public struct JSONParser {
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+                let keyOffset = index
                 let key = try string()
+                guard members[key] == nil else { throw Error(offset: keyOffset, reason: "the member name '\(key)' appears twice in one object") }
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                 index += 1

@@ -62,7 +62,13 @@ final class SQLiteConnection {
             case .null: rc = sqlite3_bind_null(statement, position)
             case .integer(let i): rc = sqlite3_bind_int64(statement, position, i)
             case .real(let d): rc = sqlite3_bind_double(statement, position, d)
-            case .text(let s): rc = sqlite3_bind_text(statement, position, s, -1, appd_sqlite_transient())
+            case .text(let s):
+                // Bound by byte length: a NUL inside the text is stored, never a place to cut it
+                // (`alice@example.com\0junk` must not be read as alice's address).
+                var text = s
+                rc = text.withUTF8 { bytes in
+                    bytes.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(statement, position, $0.baseAddress, Int32(bytes.count), appd_sqlite_transient()) }
+                }
             case .blob(let b):
                 rc = b.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), appd_sqlite_transient()) }
             }
@@ -90,7 +96,10 @@ final class SQLiteConnection {
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(statement, column)))
                 case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(statement, column)))
-                case SQLITE_TEXT: values.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                case SQLITE_TEXT:
+                    let bytes = Int(sqlite3_column_bytes(statement, column))
+                    let text = sqlite3_column_text(statement, column).map { String(decoding: UnsafeBufferPointer(start: $0, count: bytes), as: UTF8.self) }
+                    values.append(.text(text ?? ""))
                 case SQLITE_BLOB:
                     let bytes = Int(sqlite3_column_bytes(statement, column))
                     let pointer = sqlite3_column_blob(statement, column)

@@ -52,7 +52,7 @@ enum AuthCommands {
         if context.options.json {
             context.output.reply(["user": user])  // never print the tokens
         } else {
-            print("signed in as \(user["email"]?.stringValue ?? email)")
+            print("signed in as \((user["email"]?.stringValue ?? email).escapingControlCharacters())")
         }
         return ExitCode.ok
     }

@@ -76,7 +76,7 @@ enum ChatCommand {
         case "rename":
             guard rest.count >= 2 else { throw .usage("chat rename needs a conversation id and a title", command: "chat") }
             let reply = try context.call("io.appd.Chat.RenameConversation", ["id": .string(rest[0]), "title": .string(rest.dropFirst().joined(separator: " "))])
-            if context.options.json { context.output.reply(reply) } else { print(reply["conversation"]?["title"]?.stringValue ?? "") }
+            if context.options.json { context.output.reply(reply) } else { print((reply["conversation"]?["title"]?.stringValue ?? "").escapingControlCharacters()) }
             return ExitCode.ok
         default:
             return try DerivedCommand.run(interfaceWord: "chat", arguments, options: context.options)
@@ -122,13 +122,13 @@ enum ChatCommand {
                 if context.options.json {
                     print(parameters.jsonText)
                 } else if let delta = parameters["delta"]?.stringValue {
-                    print(delta, terminator: "")
+                    print(delta.escapingControlCharacters(keepingLines: true), terminator: "")
                     printed = true
                 } else if let message = parameters["message"] {
                     if printed { print("") }
                     let status = message["status"]?.stringValue ?? "complete"
                     if status == "cancelled" { print("[cancelled]") }
-                    if status == "failed" { print("[failed: \(message["error"]?.stringValue ?? "unknown")]") }
+                    if status == "failed" { print("[failed: \((message["error"]?.stringValue ?? "unknown").escapingControlCharacters())]") }
                 }
                 if !reply.continues { return }
             }

@@ -55,7 +55,8 @@ enum EventsCommand {
                 let missed = event["dropped"].map(Output.scalar) ?? "0"
                 let dropped = missed == "0" ? "" : "  (missed \(missed))"
                 let payload = event["redacted"] == true ? "(redacted: the account was deleted)" : (event["payload"] ?? [:]).jsonText
-                print("\(event["time"]?.stringValue ?? "")  \(seq)  \(event["topic"]?.stringValue ?? "")  \(payload)\(dropped)")
+                let line = "\(event["time"]?.stringValue ?? "")  \(seq)  \(event["topic"]?.stringValue ?? "")  \(payload)\(dropped)"
+                print(line.escapingControlCharacters())
             }
         }
         return ExitCode.ok

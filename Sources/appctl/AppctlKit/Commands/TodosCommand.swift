@@ -86,7 +86,7 @@ enum TodosCommand {
         } else if let todo = reply["todo"] {
             let id = String((todo["id"]?.stringValue ?? "").prefix(8))
             let mark = todo["done"] == .bool(true) ? "✓" : " "
-            print("\(id)  [\(mark)] \(todo["title"]?.stringValue ?? "")")
+            print("\(id)  [\(mark)] \((todo["title"]?.stringValue ?? "").escapingControlCharacters())")
         }
         return ExitCode.ok
     }

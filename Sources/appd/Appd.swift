@@ -8,6 +8,9 @@ import Bus
 @main
 enum Appd {
     static func main() async {
+        // Every file appd creates (database, WAL, plugin folders) is its own alone; the socket's
+        // mode is set explicitly.
+        umask(0o077)
         let options: AppdOptions
         do {
             options = try AppdOptions.parse(Array(CommandLine.arguments.dropFirst()))

@@ -310,6 +310,16 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: tokenTwo, newPassword: "third password"))
         await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: tokenOne, newPassword: "fourth password")) }
 
+        // Hardening finding 5: a password change voids every token issued before it.
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
+        let beforeChange = try #require(try await iterator.next()).event
+        let staleToken = try await h.bus.send(AuthInterface.IssueResetToken(requestId: beforeChange.requestId), as: mailer).resetToken
+        let signedIn = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "third password")).session
+        let owner = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: signedIn.accessToken), as: owner)
+        _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "third password", newPassword: "fifth password"), as: owner)
+        await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: staleToken, newPassword: "sixth password")) }
+
         // A request expires, and so does its token.
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
         let late = try #require(try await iterator.next()).event
@@ -320,7 +330,7 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
 
         // No token is in any event, nor anywhere in the database files.
         let log = try await EventLog(database: h.database).events(after: 0, limit: 1000)
-        let tokens = [first.resetToken, issued.resetToken, tokenOne, tokenTwo, lateToken]
+        let tokens = [first.resetToken, issued.resetToken, tokenOne, tokenTwo, staleToken, lateToken]
         #expect(log.contains { $0.topic == PasswordResetRequested.topic })
         #expect(!log.contains { event in tokens.contains { (try? event.json().jsonText.contains($0)) == true } })
         await h.database.close()

@@ -180,10 +180,12 @@ struct AuthRepository: Sendable {
         }
     }
 
-    /// Sets a new password hash and revokes every session except `keepAccessDigest`'s.
+    /// Sets a new password hash, revokes every session except `keepAccessDigest`'s, and voids
+    /// every pending reset request (a token mailed before the change must not undo it).
     func changePassword(userID: String, hash: String, keepAccessDigest: String?, now: Int64) async throws {
         try await write { tx in
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
+            try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
             try tx.execute(
                 "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS NOT ?",
                 [.integer(now), .text(userID), keepAccessDigest.map { .text($0) } ?? .null])

@@ -35,13 +35,13 @@ public enum Appctl {
         var index = 0
         while index < arguments.count {
             let word = arguments[index]
-            if word == "--socket" || word == "--timeout" { index += 2; continue }
+            if GlobalOptions.valued.contains(word) { index += 2; continue }
             if word.hasPrefix("-") { index += 1; continue }
             break
         }
         guard index < arguments.count else {
             let (options, rest) = try GlobalOptions.extract(from: arguments)
-            if let stray = rest.first { throw .usage("unknown option '\(stray)'" + Suggestions.hint(for: stray, in: ["--socket", "--json", "--timeout", "--help", "--version"]), command: nil) }
+            if let stray = rest.first { throw .usage("unknown option '\(stray)'" + Suggestions.hint(for: stray, in: GlobalOptions.valued + ["--json", "--help", "--version"]), command: nil) }
             if arguments.contains("--version") { print("appctl \(Version.current)"); return ExitCode.ok }
             _ = options
             print(overview, terminator: "")
@@ -120,6 +120,11 @@ public enum Appctl {
             default:
                 StandardError.write("Error: \(cause) (socket \(socket)).\n")
             }
+        case .untrustedServer(let uid, let socket):
+            StandardError.write(
+                "Error: refusing to talk to the process listening on \(socket): it runs as \(uid.map { "uid \($0)" } ?? "an unknown user"), "
+                    + "not as you (uid \(getuid())) or root, so it may not be appd. Nothing was sent.\n"
+                    + "If it is the appd you mean, pass --expect-uid \(uid.map(String.init) ?? "UID").\n")
         case .daemon(let reply):
             let parameters = reply.parameters.objectValue.map { $0.isEmpty ? "" : " " + JSONValue.object($0).jsonText } ?? ""
             StandardError.write("Error: \(reply.error ?? "error")\(parameters)\n")

@@ -8,11 +8,13 @@ enum AppctlError: Error {
     case unreachable(VarlinkClientError, socket: String)
     /// The daemon answered with an error reply.
     case daemon(VarlinkReply)
+    /// The process on the socket runs as a uid appctl does not trust; nothing was sent to it.
+    case untrustedServer(uid: UInt32?, socket: String)
 
     var exitCode: Int32 {
         switch self {
         case .usage: ExitCode.usage
-        case .unreachable: ExitCode.unreachable
+        case .unreachable, .untrustedServer: ExitCode.unreachable
         case .daemon(let reply): ExitCode.forError(reply.error ?? "")
         }
     }

@@ -25,6 +25,12 @@ final class Context {
         } catch {
             throw .unreachable(error, socket: path)
         }
+        // Before the first byte: another local user's listener on this path must not get a
+        // session token or a password.
+        let uid = client.server?.uid
+        guard let uid, uid == getuid() || uid == 0 || uid == options.expectUID else {
+            throw .untrustedServer(uid: uid, socket: path)
+        }
         self.client = client
         try attachSession(client)
         return client

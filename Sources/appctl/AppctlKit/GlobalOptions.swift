@@ -6,14 +6,21 @@ struct GlobalOptions {
     var json = false
     var timeout: Duration = .seconds(30)
     var help = false
+    /// The uid the daemon may run as besides appctl's own and root's.
+    var expectUID: UInt32?
 
     var socketPath: String { SocketPath.resolve(flag: socket) }
+
+    /// The global options that take a value (the word after them is not a subcommand).
+    static let valued = ["--socket", "--timeout", "--expect-uid"]
 
     static let help = """
           --socket <path>         The daemon's socket (default: $APPD_SOCKET, else
                                   /run/appd/appd.sock as root, $XDG_RUNTIME_DIR/appd/appd.sock).
           --json                  Machine-readable output: one JSON object per reply.
           --timeout <seconds>     How long to wait for each reply (default: 30).
+          --expect-uid <uid>      Also trust a daemon running as this uid (by default appctl
+                                  talks only to one running as you or as root).
           -h, --help              Show help information.
         """
 
@@ -44,6 +51,10 @@ struct GlobalOptions {
             switch flag {
             case "--socket": options.socket = try value()
             case "--json": options.json = true
+            case "--expect-uid":
+                let text = try value()
+                guard let uid = UInt32(text) else { throw .usage("--expect-uid needs a numeric uid, not '\(text)'", command: nil) }
+                options.expectUID = uid
             case "-h", "--help": options.help = true
             case "--timeout":
                 let text = try value()

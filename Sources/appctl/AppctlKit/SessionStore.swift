@@ -4,7 +4,9 @@ import Glibc
 import Bus
 
 /// appctl's saved sessions, one per socket, in `$XDG_CONFIG_HOME/appctl/sessions.json`
-/// (`~/.config/appctl/` without it): directory 0700, file 0600, replaced atomically.
+/// (`~/.config/appctl/` without it): directory 0700 and checked to be ours, file 0600, written
+/// to a new file (never through a link) and renamed into place. Without a home there is no
+/// store at all: never one under /tmp, where another user could read or plant it.
 struct SessionStore {
     struct Saved: Equatable {
         var accessToken: String
@@ -12,16 +14,17 @@ struct SessionStore {
         var email: String
     }
 
-    let path: String
+    /// Where the sessions live; nil when neither XDG_CONFIG_HOME nor HOME is set.
+    let path: String?
 
     static func standard() -> SessionStore {
-        let base = SocketPath.environment("XDG_CONFIG_HOME").flatMap { $0.isEmpty ? nil : $0 }
-            ?? (SocketPath.environment("HOME") ?? "/tmp") + "/.config"
-        return SessionStore(path: base + "/appctl/sessions.json")
+        if let config = SocketPath.environment("XDG_CONFIG_HOME"), !config.isEmpty { return SessionStore(path: config + "/appctl/sessions.json") }
+        guard let home = SocketPath.environment("HOME"), !home.isEmpty else { return SessionStore(path: nil) }
+        return SessionStore(path: home + "/.config/appctl/sessions.json")
     }
 
     private func readAll() -> [String: JSONValue] {
-        guard let file = fopen(path, "re") else { return [:] }
+        guard let path, let file = fopen(path, "re") else { return [:] }
         defer { fclose(file) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
@@ -41,6 +44,9 @@ struct SessionStore {
     }
 
     func save(_ saved: Saved?, for socket: String) throws(AppctlError) {
+        guard let path else {
+            throw .usage("HOME and XDG_CONFIG_HOME are unset: appctl has no private place to keep the session; set one of them", command: nil)
+        }
         var all = readAll()
         all[socket] = saved.map {
             ["accessToken": .string($0.accessToken), "refreshToken": .string($0.refreshToken), "email": .string($0.email)]
@@ -50,8 +56,15 @@ struct SessionStore {
         } catch {
             throw .usage("cannot create \(error.path) for the session: \(String(cString: strerror(error.code)))", command: nil)
         }
+        do throws(UnsafeDirectory) {
+            try FileSystem.checkPrivate(FileSystem.parent(of: path), tighten: true)
+        } catch {
+            throw .usage("not saving the session: \(error)", command: nil)
+        }
+        // A new file, never an existing one or a link's target.
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .usage("cannot write \(temporary): \(String(cString: strerror(errno)))", command: nil) }
         fchmod(fd, 0o600)
         let written = FileDescriptorWriter.writeAll(fd, JSONWriter.bytes(.object(all)) + [0x0A])

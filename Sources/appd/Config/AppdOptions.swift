@@ -22,7 +22,7 @@ struct AppdOptions {
             \(usage)
 
             OPTIONS:
-              --config <file>               A JSON file of settings (default: \(ConfigLoader.defaultFile()) when it
+              --config <file>               A JSON file of settings (default: \(ConfigLoader.defaultFile() ?? "none, HOME is unset") when it
                                             exists, or $APPD_CONFIG).
               --print-config                Print the effective configuration as JSON and exit.
 

@@ -14,11 +14,13 @@ struct ConfigError: Error, CustomStringConvertible {
 /// Builds the effective configuration from the layers, in order of precedence.
 enum ConfigLoader {
     /// The config file used when none is named: root `/etc/appd/appd.json`, others
-    /// `$XDG_CONFIG_HOME/appd/appd.json` or `~/.config/appd/appd.json`.
-    static func defaultFile() -> String {
+    /// `$XDG_CONFIG_HOME/appd/appd.json` or `~/.config/appd/appd.json`; none without a home
+    /// (never a path under /tmp, where any local user could plant one).
+    static func defaultFile() -> String? {
         if getuid() == 0 { return "/etc/appd/appd.json" }
         if let config = SocketPath.environment("XDG_CONFIG_HOME"), !config.isEmpty { return config + "/appd/appd.json" }
-        return (SocketPath.environment("HOME") ?? "/tmp") + "/.config/appd/appd.json"
+        guard let home = SocketPath.environment("HOME"), !home.isEmpty else { return nil }
+        return home + "/.config/appd/appd.json"
     }
 
     /// defaults < file (`--config`, `APPD_CONFIG`, or the default file when it exists) <
@@ -28,11 +30,11 @@ enum ConfigLoader {
         let explicit = configFile ?? SocketPath.environment("APPD_CONFIG").flatMap { $0.isEmpty ? nil : $0 }
         let path = explicit ?? defaultFile()
         var used: String?
-        if let text = readFile(path) {
+        if let path, let text = readFile(path) {
             try applyFile(text, path: path, to: &config)
             used = path
-        } else if explicit != nil {
-            throw ConfigError(key: "config", source: path, reason: "cannot be read: \(String(cString: strerror(errno)))")
+        } else if let explicit {
+            throw ConfigError(key: "config", source: explicit, reason: "cannot be read: \(String(cString: strerror(errno)))")
         }
         for key in ConfigKey.all {
             guard let text = SocketPath.environment(key.environment), !text.isEmpty else { continue }
@@ -40,6 +42,11 @@ enum ConfigLoader {
         }
         for (key, text) in flags {
             try apply(key, textValue(text, for: key), source: key.flag, to: &config)
+        }
+        if config.dataDirectory.isEmpty {
+            throw ConfigError(
+                key: "dataDirectory", source: "the environment",
+                reason: "has no default: HOME and XDG_DATA_HOME are unset, and appd never falls back to /tmp; pass --data-dir (or set HOME)")
         }
         do {
             config.limits = try config.limits.validated()

@@ -106,7 +106,12 @@ import Testing
         await server.stop()
 
         // A socket file nobody listens on (a daemon that died) is replaced.
-        let stalePath = server.directory + ".stale.sock"
+        // (In a private directory of its own: appd refuses socket directories others can write.)
+        let staleDirectory = server.directory + "-stale"
+        mkdir(staleDirectory, 0o700)
+        defer { rmdir(staleDirectory) }
+        let stalePath = staleDirectory + "/stale.sock"
+        defer { unlink(stalePath) }
         let fd = appd_listen_then_close(stalePath)
         #expect(fd)
         let replacement = try ListeningSocket.bind(path: stalePath, mode: 0o600)

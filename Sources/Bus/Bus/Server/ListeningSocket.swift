@@ -49,7 +49,16 @@ public final class ListeningSocket: Sendable {
     /// is replaced; a live one is never stolen.
     public static func bind(path: String, mode: mode_t, group: gid_t? = nil, backlog: Int32 = 128) throws(SocketError) -> ListeningSocket {
         let parent = FileSystem.parent(of: path)
-        if !parent.isEmpty { try FileSystem.makeDirectories(parent, mode: 0o755) }
+        if !parent.isEmpty {
+            try FileSystem.makeDirectories(parent, mode: 0o755)
+            // A directory another user can write (or owns) lets them put their own listener
+            // where clients look for appd's.
+            do throws(UnsafeDirectory) {
+                try FileSystem.checkPrivate(parent)
+            } catch {
+                throw SocketError(operation: "check the socket directory", path: parent, code: EPERM, message: error.description)
+            }
+        }
         var info = stat()
         if lstat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK else {

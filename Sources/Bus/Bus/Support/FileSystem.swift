@@ -16,9 +16,41 @@ public enum FileSystem {
         }
     }
 
+    /// Checks that `path` is a directory only its owner controls: a real directory (not a
+    /// link), owned by `uid` (or root), and not writable by group or other. With `tighten`, a
+    /// directory that is merely readable by others is made owner-only (0700) instead of refused.
+    /// Another local user who could plant or swap files in it could otherwise capture
+    /// passwords (a fake socket) or move data (a planted config).
+    public static func checkPrivate(_ path: String, uid: uid_t = getuid(), tighten: Bool = false) throws(UnsafeDirectory) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw UnsafeDirectory(path: path, reason: "cannot be read (\(String(cString: strerror(errno))))") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw UnsafeDirectory(path: path, reason: "is not a directory (or is a symbolic link)") }
+        guard info.st_uid == uid || info.st_uid == 0 else {
+            throw UnsafeDirectory(path: path, reason: "belongs to uid \(info.st_uid), not to uid \(uid) that appd runs as")
+        }
+        let loose = info.st_mode & (tighten ? 0o077 : 0o022)
+        guard loose != 0 else { return }
+        guard tighten, info.st_uid == uid, chmod(path, 0o700) == 0 else {
+            throw UnsafeDirectory(path: path, reason: "is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8)))")
+        }
+    }
+
     /// The directory part of a path ("" when it has none).
     public static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "" }
         return String(path[..<slash])
+    }
+}
+
+/// A directory other users could tamper with; says which and what to do.
+public struct UnsafeDirectory: Error, Equatable, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+    public var description: String {
+        "refusing to use \(path): it \(reason); make it yours and private (chown, chmod 700) or choose another path"
     }
 }

@@ -46,6 +46,14 @@ public final class VarlinkClient {
 
     deinit { Glibc.close(fd) }
 
+    /// Who is listening on the other end (`SO_PEERCRED`), read before anything is sent, so a
+    /// client can refuse to hand a password to a process that is not the daemon it meant.
+    public var server: PeerCredentials? {
+        var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
+        guard appd_peer_credentials(fd, &uid, &gid, &pid) == 0 else { return nil }
+        return PeerCredentials(uid: uid, gid: gid, pid: pid)
+    }
+
     /// Sends a call without waiting (pipelining): replies come back in order via `receive`.
     public func send(_ call: VarlinkCall) throws(VarlinkClientError) {
         try write(call.frame())

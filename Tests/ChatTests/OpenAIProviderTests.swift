@@ -26,6 +26,18 @@ import Testing
         #expect(request.contains(#""stream":true"#) && request.contains(#""model":"test-model""#) && request.contains("say hi"))
     }
 
+    /// Hardening finding 13: an API key never goes out in clear text beyond this machine.
+    @Test func anAPIKeyIsNeverSentInClearTextToAnotherHost() throws {
+        for url in ["http://api.example.com/v1", "http://10.0.0.5:8080/v1", "http://127.example.com/v1"] {
+            #expect(throws: ProviderError.self) { try OpenAIProvider(options: .init(baseURL: url, model: "m", apiKey: "sk-secret")) }
+        }
+        for url in ["http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1", "https://api.example.com/v1"] {
+            #expect((try? OpenAIProvider(options: .init(baseURL: url, model: "m", apiKey: "sk-secret"))) != nil, "\(url)")
+        }
+        // Without a key there is nothing to leak.
+        #expect((try? OpenAIProvider(options: .init(baseURL: "http://ollama.internal:11434/v1", model: "m", apiKey: nil))) != nil)
+    }
+
     @Test func byteByByteWithCommentsAndNoDone() async throws {
         let body = ": ping\n\n" + FakeOpenAIServer.delta("Sp") + ": another comment\n" + FakeOpenAIServer.delta("lit ✓")
         let server = FakeOpenAIServer { _ in [.send(FakeOpenAIServer.head(chunked: false)), .sendBytewise(Array(body.utf8))] }

@@ -2,7 +2,8 @@
 """appd's chat provider over TLS against a local OpenAI-compatible SSE server (Python's ssl +
 http.server with a throwaway certificate): the reply streams when the certificate is trusted
 through --chat-ca-file, and fails with a certificate error (nothing sent) when it is not, or
-when the host name does not match.
+when the host name does not match; a stream cut short (the TCP connection closed without TLS
+close_notify, as an attacker on the path can do) fails instead of being stored as complete.
 
 Usage: chat_tls.py APPD_BINARY APPCTL_BINARY
 """
@@ -28,6 +29,18 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         seen.append((self.path, self.headers.get("Authorization"), json.loads(body)))
+        if "cut me short" in json.dumps(json.loads(body)):
+            # An EOF-delimited body, then the TCP connection shut without close_notify.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            event = "data: " + json.dumps({"choices": [{"delta": {"content": "Half a"}}]}) + "\n\n"
+            self.wfile.write(event.encode())
+            self.wfile.flush()
+            self.request.shutdown(socket.SHUT_RDWR)  # SSLSocket.shutdown: TCP only, no TLS alert
+            self.close_connection = True
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -99,6 +112,9 @@ def main():
                     path, auth, body = seen[-1]
                     check("the request goes to /v1/chat/completions with the key and stream: true",
                           path == "/v1/chat/completions" and auth == "Bearer sk-interop-secret" and body.get("stream") is True, repr(seen[-1]))
+                    cut = appctl(appctl_binary, sock, config, "chat", "send", "cut me short")
+                    check("TLS, a stream cut without close_notify fails instead of ending as complete",
+                          "[failed:" in cut.stdout and "close_notify" in cut.stdout, repr(cut))
                 else:
                     check(f"TLS, {name}: the reply fails with a certificate error",
                           "[failed: cannot connect: TLS handshake failed: certificate" in result.stdout, repr(result))

@@ -163,8 +163,19 @@ ssize_t appd_net_read(appd_conn *c, uint8_t *buffer, size_t len, int timeout_ms,
             if (e == SSL_ERROR_ZERO_RETURN) return 0;
             if (e == SSL_ERROR_WANT_WRITE) want = POLLOUT;
             else if (e != SSL_ERROR_WANT_READ) {
-                /* A peer that closes without close_notify: treat as the end of the stream. */
-                if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) return 0;
+                /* A peer (or anyone on the path) that closes the TCP connection without
+                   close_notify may have cut the stream short: that is a failure, never a
+                   normal end (a reply would be stored truncated as complete). */
+                int truncated = e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0;
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+                /* OpenSSL 3 reports the same as an SSL error with this reason. */
+                truncated = truncated || (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+#endif
+                if (truncated) {
+                    ERR_clear_error();
+                    set_error(error, error_len, "the TLS stream ended without close_notify (truncated)", NULL);
+                    return -1;
+                }
                 set_error(error, error_len, "TLS read failed", NULL);
                 return -1;
             }

@@ -26,13 +26,26 @@ public struct OpenAIProvider: LLMProvider {
     let request: HTTPRequest
     public var name: String { "openai" }
 
-    /// Fails when the base URL is not an http(s) URL.
+    /// Fails when the base URL is not an http(s) URL, or sends an API key in clear text to a
+    /// host other than this machine.
     public init(options: Options) throws(ProviderError) {
         guard let request = HTTPRequest(url: options.baseURL, appending: "/chat/completions") else {
             throw ProviderError("the chat provider URL '\(options.baseURL)' is not an http:// or https:// URL")
         }
+        if !request.tls, let key = options.apiKey, !key.isEmpty, !Self.isLoopback(request.host) {
+            throw ProviderError(
+                "refusing to send the chat API key in clear text to \(request.host): use an https:// chatBaseURL (http:// is for a provider on this machine)")
+        }
         self.options = options
         self.request = request
+    }
+
+    /// Whether a host name or address means this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        // 127.0.0.0/8 as a dotted literal (not a name such as 127.example.com).
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts[0] == "127"
     }
 
     public func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {

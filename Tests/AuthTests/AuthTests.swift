@@ -161,8 +161,52 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
             #expect(error.kind == .tooManyAttempts)
             #expect(error.retryAfterSeconds == 1)
         }
-        h.clock.advance(seconds: 16 * 60)  // the window has passed
+        // Hardening finding 3: retryAfterSeconds is the truth: once it has passed, the right
+        // password works (it used to stay refused until the 15-minute window was over).
+        h.clock.advance(seconds: 1)
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+        // Success forgot the failures: five more wrong ones are evaluated again.
+        for _ in 0..<5 {
+            await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password")) }
+        }
+        // Each further failure doubles the wait, counted from the last failure.
+        h.clock.advance(seconds: 1)
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password")) }
+        do {
+            _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+            Issue.record("expected TooManyAttempts")
+        } catch let error as AuthError {
+            #expect(error.kind == .tooManyAttempts && error.retryAfterSeconds == 2)
+        }
+        h.clock.advance(seconds: 2)
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+        await h.database.close()
+    }
+
+    /// Hardening finding 3: the failure count was read before the password was checked, so
+    /// parallel guesses were all evaluated past the limit.
+    @Test func parallelGuessesAreCountedOneByOne() async throws {
+        let h = try await Harness.make()
+        _ = try await h.signUpAndIn()
+        let outcomes = await withTaskGroup(of: AuthError.Kind?.self) { group in
+            for i in 0..<16 {
+                group.addTask {
+                    do {
+                        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong guess \(i)"))
+                        return nil
+                    } catch let error as AuthError {
+                        return error.kind
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            var kinds: [AuthError.Kind?] = []
+            for await kind in group { kinds.append(kind) }
+            return kinds
+        }
+        #expect(outcomes.filter { $0 == .invalidCredentials }.count == 5, "\(outcomes)")
+        #expect(outcomes.filter { $0 == .tooManyAttempts }.count == 11, "\(outcomes)")
         await h.database.close()
     }
 

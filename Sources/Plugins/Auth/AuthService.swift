@@ -59,23 +59,16 @@ public struct AuthService: Sendable {
             try await hashing { try await hasher.verifyDummy(password) }
             throw AuthError.invalidCredentials
         }
-        let windowStart = now - Self.nanoseconds(options.throttleWindow)
-        let failures = try await repository.failures(email: email, windowStart: windowStart)
-        if failures >= options.freeFailures {
-            // Each further failure doubles the wait: 1 s, 2 s, 4 s … up to the window.
-            let wait = min(1 << min(failures - options.freeFailures, 20), Int(options.throttleWindow.components.seconds))
-            throw AuthError.tooManyAttempts(retryAfter: wait)
-        }
+        // Reserved before any password work: parallel guesses are counted one by one.
+        let decision = try await repository.reserveAttempt(
+            email: email, now: now, free: options.freeFailures, window: Self.nanoseconds(options.throttleWindow))
+        if case .wait(let seconds) = decision { throw AuthError.tooManyAttempts(retryAfter: seconds) }
         guard let record = try await repository.user(email: email) else {
             try await hashing { try await hasher.verifyDummy(password) }
-            try await repository.recordFailure(email: email, now: now, windowStart: windowStart)
             throw AuthError.invalidCredentials
         }
         let (matches, needsRehash) = try await hashing { try await hasher.verify(password, against: record.passwordHash) }
-        guard matches else {
-            try await repository.recordFailure(email: email, now: now, windowStart: windowStart)
-            throw AuthError.invalidCredentials
-        }
+        guard matches else { throw AuthError.invalidCredentials }
         guard !record.disabled else { throw AuthError.accountDisabled }
         try await repository.clearFailures(email: email)
         if needsRehash, let fresh = try? await hasher.hash(password) {

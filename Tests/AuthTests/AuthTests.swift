@@ -236,10 +236,40 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         #expect(second.accessToken != first.accessToken)
         let caller = h.connection()
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: second.accessToken), as: caller)
-        // The rotated token comes back (stolen?): the whole family is revoked.
+        // Within the reuse interval the same token gets the same pair (two appctl runs at once).
+        let again = try await h.bus.send(AuthInterface.Refresh(refreshToken: first.refreshToken)).session
+        #expect(again.accessToken == second.accessToken && again.refreshToken == second.refreshToken)
+        _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller)
+        // After it, the rotated token coming back (stolen?) revokes the whole family.
+        h.clock.advance(seconds: 11)
         await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: first.refreshToken)) }
         await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
         await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: second.refreshToken)) }
+        await h.database.close()
+    }
+
+    /// Hardening finding 6: two concurrent refreshes with one token signed the user out everywhere.
+    @Test func concurrentRefreshesWithOneTokenGetOnePairAndKeepTheSession() async throws {
+        let h = try await Harness.make()
+        let first = try await h.signUpAndIn()
+        let pairs = try await withThrowingTaskGroup(of: Session.self) { group in
+            for _ in 0..<4 { group.addTask { try await h.bus.send(AuthInterface.Refresh(refreshToken: first.refreshToken)).session } }
+            var all: [Session] = []
+            for try await session in group { all.append(session) }
+            return all
+        }
+        #expect(Set(pairs.map(\.refreshToken)).count == 1 && Set(pairs.map(\.accessToken)).count == 1)
+        let caller = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: pairs[0].accessToken), as: caller)
+        _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller)
+        _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: pairs[0].refreshToken))
+
+        // A disabled account's refresh token is refused and not rotated: it works again once enabled.
+        let other = try await h.signUpAndIn("bo@example.com", password: "another password")
+        _ = try await h.bus.send(AuthInterface.DisableUser(email: "bo@example.com"))
+        await expectAuthError(.accountDisabled) { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: other.refreshToken)) }
+        _ = try await h.bus.send(AuthInterface.EnableUser(email: "bo@example.com"))
+        _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: other.refreshToken))
         await h.database.close()
     }
 

@@ -15,6 +15,8 @@ public struct AuthPlugin: Plugin {
     let clock: @Sendable () -> WallTime
     /// One per plugin: the gates' service and the handlers' share it.
     let sessions: SessionCache<UserRecord>
+    /// One per plugin, like the session cache.
+    let rotations = RecentRotations()
 
     public init(options: AuthService.Options = AuthService.Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) throws {
         self.options = options
@@ -24,7 +26,7 @@ public struct AuthPlugin: Plugin {
     }
 
     func service(_ database: any Database) -> AuthService {
-        AuthService(database: database, sessions: sessions, hasher: hasher, options: options, clock: clock)
+        AuthService(database: database, sessions: sessions, rotations: rotations, hasher: hasher, options: options, clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {

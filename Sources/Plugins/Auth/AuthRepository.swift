@@ -44,6 +44,10 @@ enum RotationOutcome: Sendable {
     case rotated(UserRecord)
     /// An already-rotated token came back: the whole family was revoked.
     case reused
+    /// An already-rotated token came back within the reuse interval: nothing was changed.
+    case recentlyRotated
+    /// The account is disabled: nothing was rotated.
+    case disabled
     case expired
     case unknown
 }
@@ -127,6 +131,7 @@ struct AuthRepository: Sendable {
         Migration(plugin: "auth", version: 4, sql: """
             ALTER TABLE auth_attempts ADD COLUMN last_failure_at INTEGER NOT NULL DEFAULT 0;
             UPDATE auth_attempts SET last_failure_at = window_start;
+            ALTER TABLE auth_rotated_refresh ADD COLUMN rotated_at INTEGER NOT NULL DEFAULT 0;
             """),
     ]
 
@@ -364,10 +369,12 @@ struct AuthRepository: Sendable {
         return found.expiresAt <= now ? .expired : .valid(found.record)
     }
 
-    /// Rotates a refresh token: the old one is remembered so a replay revokes the family.
+    /// Rotates a refresh token: the old one is remembered so a replay revokes the family, unless
+    /// it comes within `grace` of its rotation (two appctl runs refreshing at once: the caller
+    /// hands out the pair the first rotation made). A disabled account's tokens are not rotated.
     func rotate(
         refreshDigest: String, newAccessDigest: String, accessExpires: Int64, newRefreshDigest: String, refreshExpires: Int64,
-        now: Int64
+        now: Int64, grace: Int64
     ) async throws -> RotationOutcome {
         try await write { tx in
             let rows = try tx.query(
@@ -376,13 +383,17 @@ struct AuthRepository: Sendable {
             guard let row = rows.first, let id = row.integer("id"), let userID = row.text("user_id"), let family = row.text("family"),
                 let expires = row.integer("refresh_expires_at")
             else {
-                let reused = try tx.query("SELECT family FROM auth_rotated_refresh WHERE digest = ?", [.text(refreshDigest)]).first
+                let reused = try tx.query("SELECT family, rotated_at FROM auth_rotated_refresh WHERE digest = ?", [.text(refreshDigest)]).first
                 guard let family = reused?.text("family") else { return .unknown }
+                if let rotatedAt = reused?.integer("rotated_at"), now - rotatedAt < grace { return .recentlyRotated }
                 try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE family = ? AND revoked_at IS NULL", [.integer(now), .text(family)])
                 return .reused
             }
             guard expires > now else { return .expired }
-            try tx.execute("INSERT INTO auth_rotated_refresh (digest, family) VALUES (?, ?)", [.text(refreshDigest), .text(family)])
+            let disabled = try tx.query("SELECT disabled FROM auth_users WHERE id = ?", [.text(userID)]).first?.integer("disabled") == 1
+            guard !disabled else { return .disabled }
+            try tx.execute(
+                "INSERT INTO auth_rotated_refresh (digest, family, rotated_at) VALUES (?, ?, ?)", [.text(refreshDigest), .text(family), .integer(now)])
             try tx.execute(
                 "UPDATE auth_sessions SET access_digest = ?, access_expires_at = ?, refresh_digest = ?, refresh_expires_at = ? WHERE id = ?",
                 [.text(newAccessDigest), .integer(accessExpires), .text(newRefreshDigest), .integer(refreshExpires), .integer(id)])

@@ -15,21 +15,26 @@ public struct AuthService: Sendable {
         public var scrypt: Scrypt.Parameters = .interactive
         public var resetTokenLifetime: Duration = .seconds(30 * 60)
         public var maxPageSize = 200
+        /// How long after a rotation the old refresh token still returns the pair it was
+        /// rotated into (concurrent refreshes); after that its reuse revokes the family.
+        public var refreshReuseInterval: Duration = .seconds(10)
         /// Resolved sessions kept in memory; 0 turns the cache off (see `SessionCache`).
         public var sessionCacheEntries = 10_000
         public init() {}
     }
 
     let repository: AuthRepository
+    let rotations: RecentRotations
     let hasher: PasswordHasher
     let options: Options
     let clock: @Sendable () -> WallTime
 
     init(
-        database: any Database, sessions: SessionCache<UserRecord>, hasher: PasswordHasher, options: Options,
+        database: any Database, sessions: SessionCache<UserRecord>, rotations: RecentRotations, hasher: PasswordHasher, options: Options,
         clock: @escaping @Sendable () -> WallTime
     ) {
         self.repository = AuthRepository(database: database, sessions: sessions)
+        self.rotations = rotations
         self.hasher = hasher
         self.options = options
         self.clock = clock
@@ -105,14 +110,26 @@ public struct AuthService: Sendable {
         let access = try SecretToken.generate(), refresh = try SecretToken.generate()
         let now = self.now
         let expires = now + Self.nanoseconds(options.accessTokenLifetime)
+        let grace = Self.nanoseconds(options.refreshReuseInterval)
+        let presented = SecretToken.digest(refreshToken)
         let outcome = try await repository.rotate(
-            refreshDigest: SecretToken.digest(refreshToken), newAccessDigest: SecretToken.digest(access), accessExpires: expires,
-            newRefreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now)
+            refreshDigest: presented, newAccessDigest: SecretToken.digest(access), accessExpires: expires,
+            newRefreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now,
+            grace: grace)
         switch outcome {
         case .rotated(let record):
-            guard !record.disabled else { throw AuthError.accountDisabled }
-            return Session(
+            let session = Session(
                 accessToken: access, refreshToken: refresh, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339, user: record.user)
+            rotations.remember(presented, session, until: now + grace)
+            return session
+        case .recentlyRotated:
+            // The rotation that won may still be on its way back: its pair appears in a moment.
+            for _ in 0..<200 {
+                if let session = rotations.session(for: presented, at: self.now) { return session }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            throw AuthError.unauthenticated
+        case .disabled: throw AuthError.accountDisabled
         case .reused, .unknown: throw AuthError.unauthenticated
         case .expired: throw AuthError.sessionExpired
         }

@@ -131,6 +131,50 @@ def main():
             check("a stalled client does not block other deliveries", status == 200, str(status))
             slow.close()
 
+            # Slowloris (hardening finding 9): 80 clients each trickling a byte every second (each
+            # read well inside the per-read timeout) used to take every slot, and real deliveries
+            # got 503. They never starve the listener now, and none outlives the request deadline.
+            trickling = []
+            for _ in range(80):
+                c = socket.create_connection(("127.0.0.1", port))
+                c.sendall(b"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\n")
+                trickling.append(c)
+            stop_trickle = threading.Event()
+
+            def trickle():
+                while not stop_trickle.is_set():
+                    for c in trickling:
+                        try:
+                            c.sendall(b"X")
+                        except OSError:
+                            pass
+                    stop_trickle.wait(1.0)
+
+            trickler = threading.Thread(target=trickle, daemon=True)
+            trickler.start()
+            time.sleep(2.5)
+            statuses = []
+            for n in range(3):
+                body = subscription(f"evt_interop_slow_{n}", user_id, kind="customer.subscription.updated")
+                started = time.time()
+                status, _ = post(port, "/webhooks/stripe", body, stripe_headers(body))
+                statuses.append((status, round(time.time() - started, 2)))
+            check("80 trickling clients never keep a real delivery out (200 at once)",
+                  all(status == 200 and took < 2 for status, took in statuses), str(statuses))
+            time.sleep(11)  # past the 10 s request deadline
+            cut = 0
+            for c in trickling:
+                try:
+                    c.settimeout(0.5)
+                    data = c.recv(4096)
+                    cut += 1 if data == b"" or data.startswith(b"HTTP/1.1 408") else 0
+                except OSError:
+                    cut += 1
+            stop_trickle.set()
+            for c in trickling:
+                c.close()
+            check("no trickling client outlives the whole-request deadline", cut == len(trickling), f"{cut} of {len(trickling)}")
+
             # Concurrent identical deliveries: exactly one is stored as new.
             body4 = subscription("evt_interop_4", user_id, kind="customer.subscription.updated")
             headers4 = stripe_headers(body4)

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bus
+import CSystem
 import Dispatch
 import Storage
 import Synchronization
@@ -10,16 +11,29 @@ import Synchronization
 struct HTTPExchange {
     let fd: Int32
     let listener: WebhookListener
+    let loop: AcceptLoop
     static let maxHeaderBytes = 16 * 1024
 
     func serve() {
+        // The whole request (head and body) must arrive by this deadline, however it trickles.
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(listener.requestTimeoutMilliseconds))
+        /// Bounds the next read by what is left of the deadline; false once it has passed.
+        func beforeRead() -> Bool {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            _ = appd_set_timeouts(fd, Int32(clamping: max(1, milliseconds)))
+            return true
+        }
+        let tooSlow: JSONValue = ["error": "RequestTimeout", "reason": "the request did not arrive whole in time"]
         var buffer: [UInt8] = []
         var headerEnd: Int?
         var chunk = [UInt8](repeating: 0, count: 8192)
         while headerEnd == nil {
             guard buffer.count < Self.maxHeaderBytes else { return Self.respond(fd, 431, ["error": "HeadersTooLarge", "reason": "the request head is over 16 KiB"]) }
+            guard beforeRead() else { return Self.respond(fd, 408, tooSlow) }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return }  // closed, or the read timed out (a slow client)
+            guard n > 0 else { return }  // closed, cut off for a newer connection, or out of time
             buffer += chunk[0..<n]
             headerEnd = buffer.firstRange(of: [13, 10, 13, 10])?.lowerBound
         }
@@ -33,10 +47,17 @@ struct HTTPExchange {
         if request.expectsContinue { Self.write(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
         var body = Array(buffer[(headerEnd + 4)...])
         while body.count < length {
+            guard beforeRead() else { return Self.respond(fd, 408, tooSlow) }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, length - body.count), 0) }
             guard n > 0 else { return }
             body += chunk[0..<n]
         }
+        loop.finishedReading(fd)
+        _ = appd_set_timeouts(fd, listener.ioTimeoutMilliseconds)
+        guard loop.beginDelivery() else {
+            return Self.respond(fd, 503, ["error": "Busy", "reason": "too many webhook deliveries in flight; retry"])
+        }
+        defer { loop.endDelivery() }
         guard body.count == length else { return Self.respond(fd, 400, ["error": "BadRequest", "reason": "more bytes than Content-Length"]) }
         guard let text = String(validating: body, as: UTF8.self) else {
             return Self.respond(fd, 400, ["error": "MalformedEvent", "reason": "the body is not UTF-8"])
@@ -73,7 +94,7 @@ struct HTTPExchange {
 
     static func respond(_ fd: Int32, _ status: Int, _ body: JSONValue) {
         let reasons = [
-            200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 411: "Length Required", 413: "Payload Too Large",
+            200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 411: "Length Required", 413: "Payload Too Large",
             431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable",
         ]
         let payload = JSONWriter.bytes(body)

@@ -11,16 +11,20 @@ import Synchronization
 /// 405 for another method, 411 without a Content-Length, 413 for a body over the limit, 503
 /// when the database is unavailable or too many deliveries are in flight.
 ///
-/// Blocking sockets on threads of their own (one accepting, one per delivery, at most
-/// `maxConcurrent`), each read and write bounded by `ioTimeout`, so a slow client never holds
-/// more than its own thread and never touches the cooperative pool.
+/// Blocking sockets on threads of their own (one accepting, one per connection), so a slow
+/// client never touches the cooperative pool. A request must arrive whole (head and body)
+/// within `requestTimeout`; at most `maxReading` connections may be reading at once, and a new
+/// one displaces the one that has been reading longest, so slow clients (slowloris) can never
+/// keep a real delivery out. Storing is limited separately, to `maxConcurrent` at once.
 struct WebhookListener: Service {
     let address: String
     let maxBodyBytes: Int
     let service: PaymentsService
     let logger: Logger
     var maxConcurrent = 16
+    var maxReading = 64
     var ioTimeoutMilliseconds: Int32 = 10_000
+    var requestTimeoutMilliseconds = 10_000
 
     var name: String { "payments.webhooks" }
 
@@ -58,12 +62,16 @@ struct WebhookListenerError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The accepting thread and the count of deliveries in flight.
+/// The accepting thread, the connections still reading their request, and the count of
+/// deliveries being stored.
 final class AcceptLoop: Sendable {
     let fd: Int32
     let listener: WebhookListener
     private let stopped = Atomic<Bool>(false)
     private let active = Atomic<Int>(0)
+    private let threads = Atomic<Int>(0)
+    /// Connections reading their request, with when they started.
+    private let reading = Mutex<[Int32: ContinuousClock.Instant]>([:])
 
     init(fd: Int32, listener: WebhookListener) {
         self.fd = fd
@@ -78,26 +86,51 @@ final class AcceptLoop: Sendable {
             let connection = appd_accept_blocking(fd)
             guard connection >= 0 else { continue }
             _ = appd_set_timeouts(connection, listener.ioTimeoutMilliseconds)
-            guard active.add(1, ordering: .acquiringAndReleasing).newValue <= listener.maxConcurrent else {
-                active.subtract(1, ordering: .acquiringAndReleasing)
-                HTTPExchange.respond(connection, 503, ["error": "Busy", "reason": "too many webhook deliveries in flight; retry"])
-                close(connection)
-                continue
-            }
-            let listener = self.listener
+            admit(connection)
+            threads.add(1, ordering: .acquiringAndReleasing)
             let thread = OSThread.start(name: "appd-webhook") { [self] in
-                HTTPExchange(fd: connection, listener: listener).serve()
+                HTTPExchange(fd: connection, listener: listener, loop: self).serve()
+                finishedReading(connection)
                 close(connection)
-                active.subtract(1, ordering: .acquiringAndReleasing)
+                threads.subtract(1, ordering: .acquiringAndReleasing)
             }
             pthread_detach(thread)
         }
     }
 
-    /// Lets deliveries in flight finish (bounded) before the listener reports itself stopped.
+    /// Counts `connection` as reading; when `maxReading` are, the one reading longest is cut off.
+    private func admit(_ connection: Int32) {
+        reading.withLock { table in
+            if table.count >= listener.maxReading, let oldest = table.min(by: { $0.value < $1.value })?.key {
+                table[oldest] = nil
+                // Under the lock on purpose: its thread closes the descriptor only after taking
+                // this lock, so the number cannot have been reused by another connection yet.
+                shutdown(oldest, Int32(SHUT_RDWR))
+            }
+            table[connection] = .now
+        }
+    }
+
+    /// The request has arrived (or the connection is done): it can no longer be cut off.
+    func finishedReading(_ connection: Int32) {
+        reading.withLock { _ = $0.removeValue(forKey: connection) }
+    }
+
+    /// Takes one of the `maxConcurrent` storing slots; false when all are taken.
+    func beginDelivery() -> Bool {
+        guard active.add(1, ordering: .acquiringAndReleasing).newValue <= listener.maxConcurrent else {
+            active.subtract(1, ordering: .acquiringAndReleasing)
+            return false
+        }
+        return true
+    }
+
+    func endDelivery() { active.subtract(1, ordering: .acquiringAndReleasing) }
+
+    /// Lets connections in flight finish (bounded) before the listener reports itself stopped.
     func waitForDeliveries(timeoutMilliseconds: Int) {
         var waited = 0
-        while active.load(ordering: .acquiring) > 0 && waited < timeoutMilliseconds {
+        while threads.load(ordering: .acquiring) > 0 && waited < timeoutMilliseconds {
             usleep(10_000)
             waited += 10
         }

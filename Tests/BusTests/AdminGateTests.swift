@@ -35,6 +35,15 @@ struct AdminOnly: Command {
         #expect(denied.allSatisfy { $0.metadata["method"] == AdminOnly.method })
     }
 
+    /// Hardening finding 7: a plugin's connection runs as appd's uid; its audit lines name it.
+    @Test func aPluginsAdminCallIsAuditedUnderItsName() async throws {
+        let audit = InMemoryLogHandler()
+        let bus = try bus(AdminGate(daemonUID: 1000, audit: Logger(label: "audit", handler: audit)))
+        _ = try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 7), plugin: "mailer"))
+        let line = try #require(audit.records.first { $0.metadata["outcome"] == "ok" })
+        #expect(line.metadata["plugin"] == "mailer" && line.metadata["peer.uid"] == "1000")
+    }
+
     @Test func theAdminGroupsPrimaryGIDIsAdmin() async throws {
         let bus = try bus(AdminGate(daemonUID: 1000, adminGroup: 4242, audit: Logger(label: "audit", handler: InMemoryLogHandler())))
         _ = try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 2000, gid: 4242, pid: 1)))

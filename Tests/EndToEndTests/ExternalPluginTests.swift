@@ -279,4 +279,49 @@ import Testing
         #expect(gone.status == 64, "\(gone)")  // appctl no longer knows the command: nothing serves it
         #expect(await daemon.stop() == 0)
     }
+
+    /// Hardening finding 7: the executable and the directories above it are checked before
+    /// every spawn, not only at scan time.
+    @Test func aPluginWhoseFolderBecameWritableIsNotStartedAgain() async throws {
+        let dir = try Self.newDirectory()
+        let plugins = dir + "/data/plugins"
+        try Self.install(in: plugins)
+        let daemon = try await Daemon.start(directory: dir)
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        chmod(plugins + "/greeter", 0o777)
+        _ = try await Self.ctl(daemon, ["plugins", "restart", "greeter"])
+        let status = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "failed" }
+        #expect((status["lastError"] as? String ?? "").contains("is writable by other users"), "\(status)")
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status != 0)
+        chmod(plugins + "/greeter", 0o755)
+        _ = try await Self.ctl(daemon, ["plugins", "restart", "greeter"])
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
+        #expect(await daemon.stop() == 0)
+    }
+
+    /// Hardening finding 7: a second plugin serving an interface already served is refused,
+    /// and removing it leaves the first's methods and requirements alone.
+    @Test func aSecondPluginServingTheSameInterfaceIsRefused() async throws {
+        let dir = try Self.newDirectory()
+        let plugins = dir + "/data/plugins"
+        try Self.install(in: plugins)
+        let daemon = try await Daemon.start(directory: dir)
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        var open = Self.manifest["requirements"] as? [String: [String]] ?? [:]
+        open["io.appd.examples.Greeter.Hello"] = []  // the first plugin's Hello needs a session
+        try Self.install(in: plugins, folder: "impostor", changes: ["name": "impostor", "requirements": open])
+        _ = try await Self.ctl(daemon, ["plugins", "rescan"])
+        let impostor = try await Self.wait(daemon, "impostor") { ($0["lastError"] as? String ?? "").contains("already served") }
+        #expect((impostor["lastError"] as? String ?? "").contains("io.appd.examples.Greeter is already served by plugin 'greeter'"), "\(impostor)")
+        // The first plugin's requirement still holds: Hello without a session is refused.
+        #expect(try await Self.ctl(daemon, ["greeter", "hello"]).status == 67)
+        try FileManager.default.removeItem(atPath: plugins + "/impostor")
+        #expect(try await Self.ctl(daemon, ["plugins", "rescan"]).stdout.contains("removed: impostor"))
+        // Removing the impostor did not unregister the first plugin's interface.
+        #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
+        #expect(try await Self.ctl(daemon, ["greeter", "hello"]).status == 67)
+        #expect(try await Self.plugin(daemon, "greeter")["state"] as? String == "running")
+        #expect(await daemon.stop() == 0)
+    }
 }

@@ -25,17 +25,20 @@ public struct AdminGate: Gate {
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         guard applies(to: envelope) else { return try await next(envelope) }
         let who = envelope.caller.peer.map { "\($0.uid)" } ?? (envelope.caller.plugin.map { "plugin:\($0)" } ?? "daemon")
+        // A plugin's connection runs as appd's uid: the line must say which plugin it was.
+        var metadata: LogMetadata = ["peer.uid": who, "method": envelope.name]
+        if let plugin = envelope.caller.plugin { metadata["plugin"] = plugin }
         guard isPrivileged(envelope.caller) else {
-            audit.notice("admin call denied", metadata: ["peer.uid": who, "method": envelope.name, "outcome": "denied"])
+            audit.notice("admin call denied", metadata: metadata.merging(["outcome": "denied"]) { $1 })
             throw PermissionDenied(reason: "\(envelope.name) needs the daemon's uid, root, or the admin group")
         }
         do {
             let reply = try await next(envelope)
-            audit.notice("admin call", metadata: ["peer.uid": who, "method": envelope.name, "outcome": "ok"])
+            audit.notice("admin call", metadata: metadata.merging(["outcome": "ok"]) { $1 })
             return reply
         } catch {
             audit.notice(
-                "admin call", metadata: ["peer.uid": who, "method": envelope.name, "outcome": "error", "error": "\(error)"])
+                "admin call", metadata: metadata.merging(["outcome": "error", "error": "\(error)"]) { $1 })
             throw error
         }
     }

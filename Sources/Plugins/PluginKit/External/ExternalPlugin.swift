@@ -90,6 +90,13 @@ actor ExternalPlugin {
         let generation = self.generation
         let name = manifest.name
 
+        do throws(ManifestProblem) {
+            try PluginDirectoryScanner.checkSpawnPath(executable: discovered.executable, folder: discovered.folder)
+        } catch {
+            gaveUp = true
+            fail("not started: \(error.description)")
+            return
+        }
         unlink(socketPath)
         let listenFD = appd_unix_listen(socketPath, 64)
         guard listenFD >= 0 else {
@@ -269,7 +276,7 @@ actor ExternalPlugin {
     /// Removed or disabled: stop, and stop serving its interfaces.
     func remove() async {
         await stop()
-        for name in interfaces { registrar.unregister(name) }
+        for name in interfaces { registrar.unregister(name, plugin: manifest.name) }
         interfaces = []
     }
 

@@ -1,10 +1,13 @@
 import Bus
+import Synchronization
 
 /// Serves external plugins' interfaces: each on the varlink dispatcher (so clients, appctl and
 /// introspection see it) and each method on the bus with the manifest's requirements (so the
 /// same gates apply as to built-in plugins).
 struct InterfaceRegistrar: Sendable {
     let dispatcher: VarlinkDispatcher
+    /// Which plugin serves each interface; shared by every copy of the registrar.
+    let owners = InterfaceOwners()
 
     /// Checks an interface against the manifest: requirements name real methods, and a
     /// `caller` input field is `?Caller` with the documented shape.
@@ -30,10 +33,15 @@ struct InterfaceRegistrar: Sendable {
         }
     }
 
-    /// Serves the interfaces (replacing an earlier registration of the same plugin).
+    /// Serves the interfaces (replacing an earlier registration of the same plugin). An
+    /// interface another plugin serves is refused: a second plugin must never take over the
+    /// first's methods or drop their requirements.
     func register(_ interfaces: [VarlinkInterface], manifest: ExternalManifest, gateway: PluginGateway) throws {
+        if let (name, owner) = owners.claim(interfaces.map(\.name), for: manifest.name) {
+            throw ManifestProblem("\(name) is already served by plugin '\(owner)'; only one plugin may serve an interface")
+        }
         for interface in interfaces {
-            if let existing = dispatcher.interface(interface.name), existing.text != interface.text { unregister(interface.name) }
+            if let existing = dispatcher.interface(interface.name), existing.text != interface.text { unregister(interface.name, plugin: manifest.name) }
             if dispatcher.interface(interface.name) == nil {
                 do {
                     try dispatcher.register(interface)
@@ -56,8 +64,36 @@ struct InterfaceRegistrar: Sendable {
         }
     }
 
-    func unregister(_ interface: String) {
+    /// Stops serving `interface`, if `plugin` is the one serving it.
+    func unregister(_ interface: String, plugin: String) {
+        guard owners.release(interface, by: plugin) else { return }
         dispatcher.unregister(interface: interface)
         dispatcher.bus.unregister(interface: interface)
+    }
+}
+
+/// Interface name → the external plugin serving it.
+final class InterfaceOwners: Sendable {
+    private let owners = Mutex<[String: String]>([:])
+
+    /// Records `plugin` as the server of all `interfaces`, or of none: returns an interface
+    /// another plugin already serves, and that plugin.
+    func claim(_ interfaces: [String], for plugin: String) -> (String, String)? {
+        owners.withLock { table in
+            for interface in interfaces {
+                if let owner = table[interface], owner != plugin { return (interface, owner) }
+            }
+            for interface in interfaces { table[interface] = plugin }
+            return nil
+        }
+    }
+
+    /// Forgets the interface if `plugin` serves it; false when another plugin does.
+    func release(_ interface: String, by plugin: String) -> Bool {
+        owners.withLock { table in
+            guard table[interface] == nil || table[interface] == plugin else { return false }
+            table[interface] = nil
+            return true
+        }
     }
 }

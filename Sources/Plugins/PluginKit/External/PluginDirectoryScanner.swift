@@ -50,9 +50,44 @@ public enum PluginDirectoryScanner {
         guard let bytes = readFile(manifestPath, limit: 256 * 1024) else { throw ManifestProblem("plugin.json cannot be read (or is over 256 KiB)") }
         let manifest = try ExternalManifest.parse(bytes)
         let executable = manifest.executable.hasPrefix("/") ? manifest.executable : folder + "/" + manifest.executable
+        try checkSpawnPath(executable: executable, folder: folder)
+        return DiscoveredPlugin(manifest: manifest, folder: folder, executable: executable)
+    }
+
+    /// What is checked again before every spawn, not only at scan time (a file swapped after
+    /// the scan must not run as appd's user): the executable (through any link), and every
+    /// directory above it and above the plugin's folder, up to `/`. Each must be owned by root
+    /// or appd's user and not writable by others; a root-owned sticky directory (`/tmp`) is
+    /// fine, since no one else can rename or replace what is in it.
+    public static func checkSpawnPath(executable: String, folder: String) throws(ManifestProblem) {
         guard access(executable, X_OK) == 0 else { throw ManifestProblem("the executable \(executable) does not exist or is not executable") }
         try checkOwnership(executable, what: "the executable")
-        return DiscoveredPlugin(manifest: manifest, folder: folder, executable: executable)
+        guard let resolved = realpath(executable, nil) else { throw ManifestProblem("the executable \(executable) cannot be resolved") }
+        let target = String(cString: resolved)
+        free(resolved)
+        for directory in ancestors(of: target) + [folder] + ancestors(of: folder) {
+            var info = stat()
+            guard stat(directory, &info) == 0 else { throw ManifestProblem("the directory \(directory) cannot be read: \(String(cString: strerror(errno)))") }
+            guard info.st_uid == 0 || info.st_uid == getuid() else {
+                throw ManifestProblem("the directory \(directory) belongs to another user (uid \(info.st_uid)); a plugin must sit where only root or appd's user can change it")
+            }
+            let stickyRoot = info.st_uid == 0 && info.st_mode & S_ISVTX != 0
+            guard info.st_mode & 0o022 == 0 || stickyRoot else {
+                throw ManifestProblem("the directory \(directory) is writable by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod go-w it")
+            }
+        }
+    }
+
+    /// Every directory above `path`, nearest first, ending with `/`.
+    static func ancestors(of path: String) -> [String] {
+        var out: [String] = []
+        var current = FileSystem.parent(of: path)
+        while !current.isEmpty {
+            out.append(current)
+            current = FileSystem.parent(of: current)
+        }
+        if path.hasPrefix("/") { out.append("/") }
+        return out
     }
 
     /// Refuses a file other users could change: owned by root or appd's user, not writable by

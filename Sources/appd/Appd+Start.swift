@@ -32,7 +32,21 @@ extension Appd {
             adminGroup = group.pointee.gr_gid
         }
 
-        // 3. The database and its durable event log (before anything can accept a write).
+        // 3. The control socket, claimed before anything else is touched: a second appd on a
+        //    served socket stops here, before it opens the shared database or starts a plugin.
+        //    0600, or 0660 with the admin group. Calls that arrive before step 8 wait in the
+        //    backlog (as under socket activation, where systemd passes it in already listening).
+        let path = config.socket
+        let listener: ListeningSocket
+        do {
+            listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: path) }
+                ?? ListeningSocket.bind(path: path, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
+        } catch {
+            logger.critical("\(error)")
+            return 1
+        }
+
+        // 4. The database and its durable event log (before anything can accept a write).
         let dataDirectory = config.dataDirectory
         let database: SQLiteDatabase
         do {
@@ -40,11 +54,12 @@ extension Appd {
             database = try SQLiteDatabase(path: dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
         } catch {
             logger.critical("cannot open the database in \(dataDirectory): \(error)")
+            listener.close()
             return 1
         }
         let eventLog = EventLog(database: database)
 
-        // 4. The plugins, and the bus with the gates they contribute, nested in the designed
+        // 5. The plugins, and the bus with the gates they contribute, nested in the designed
         //    order and fixed from here on. A disabled plugin's gates are missing, so commands
         //    that need them are denied (fail closed).
         let plugins = installedPlugins(config, logger: logger)
@@ -58,7 +73,7 @@ extension Appd {
             context: PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin")),
             logger: logger)
 
-        // 5. The varlink interfaces the daemon itself serves.
+        // 6. The varlink interfaces the daemon itself serves.
         let dispatcher: VarlinkDispatcher
         do {
             dispatcher = try VarlinkDispatcher(
@@ -67,10 +82,11 @@ extension Appd {
         } catch {
             logger.critical("cannot set up the daemon's interfaces: \(error)")
             await database.close()
+            listener.close()
             return 1
         }
 
-        // 5b. External plugins (supervised processes from the plugin directories), and the
+        // 6b. External plugins (supervised processes from the plugin directories), and the
         //     credentials their own connections to appd present.
         var externalSettings = ExternalPluginSettings(
             directories: config.pluginDirectories ?? [dataDirectory + "/plugins", "/usr/lib/appd/plugins"],
@@ -86,10 +102,11 @@ extension Appd {
         } catch {
             logger.critical("cannot set up io.appd.Bus: \(error)")
             await database.close()
+            listener.close()
             return 1
         }
 
-        // 6. Start the plugins (dependency order) and serve their interfaces.
+        // 7. Start the plugins (dependency order) and serve their interfaces.
         await host.startAll()
         for text in await host.runningInterfaces() {
             do {
@@ -99,23 +116,20 @@ extension Appd {
             }
         }
 
-        // 7. The control socket: 0600, or 0660 with the admin group.
-        let path = config.socket
+        // 8. The server on the socket claimed in step 3.
         let server: VarlinkServer
         do {
-            // Under systemd socket activation the socket is passed in, already listening.
-            let listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: path) }
-                ?? ListeningSocket.bind(path: path, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
             server = try VarlinkServer(
                 listener: listener, dispatcher: dispatcher, limits: config.limits, logger: Logger(label: "appd.varlink"))
         } catch {
             logger.critical("\(error)")
             await host.stopAll()
             await database.close()
+            listener.close()
             return 1
         }
 
-        // 8. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
+        // 9. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
         let retention = EventLogRetention(
             log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
@@ -134,6 +148,7 @@ extension Appd {
         } catch {
             logger.critical("cannot set up io.appd.Daemon: \(error)")
             await database.close()
+            listener.close()
             return 1
         }
 
@@ -148,7 +163,7 @@ extension Appd {
             logger.critical("appd stopped after a failure", metadata: ["error": "\(error)"])
             status = 1
         }
-        // 9. In-flight calls are done: let subscribers finish, then close the database last.
+        // 10. In-flight calls are done: let subscribers finish, then close the database last.
         try? await bus.drain(timeout: .seconds(5))
         await database.close()
         logger.notice("appd stopped")

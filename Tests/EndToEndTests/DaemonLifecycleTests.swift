@@ -19,9 +19,12 @@ import Testing
 
     @Test func aSecondDaemonOnTheSameSocketExitsWithAClearMessage() async throws {
         let daemon = try await Daemon.start()
-        let second = try await run(Binaries.appd, ["--socket", daemon.socket, "--data-dir", daemon.directory + "/data"], timeout: 10)
+        let second = try await run(Binaries.appd, ["--socket", daemon.socket, "--data-dir", daemon.directory + "/second"], timeout: 10)
         #expect(second.status == 1)
         #expect(second.stderr.contains("another appd is already listening on \(daemon.socket)"))
+        // The socket is checked first: the second never opened a database or started a plugin.
+        #expect(!FileManager.default.fileExists(atPath: daemon.directory + "/second"))
+        #expect(!second.stderr.contains("plugin"), "\(second.stderr)")
         #expect(try await daemon.ctl(["ping"]).status == 0)
         #expect(await daemon.stop() == 0)
     }

@@ -28,8 +28,8 @@ func run(_ path: String, _ arguments: [String], stdin: String? = nil, environmen
     for (k, v) in environment { env[k] = v }
     process.environment = env
     let base = NSTemporaryDirectory() + "appd-out-" + UUID().uuidString
-    FileManager.default.createFile(atPath: base + ".out", contents: nil)
-    FileManager.default.createFile(atPath: base + ".err", contents: nil)
+    try createEmptyFile(base + ".out")
+    try createEmptyFile(base + ".err")
     defer {
         try? FileManager.default.removeItem(atPath: base + ".out")
         try? FileManager.default.removeItem(atPath: base + ".err")
@@ -72,7 +72,7 @@ final class Daemon {
         socket = directory + "/appd.sock"
         process.executableURL = URL(fileURLWithPath: Binaries.appd)
         process.arguments = ["--socket", socket, "--data-dir", directory + "/data", "--log-level", "notice"] + extra
-        FileManager.default.createFile(atPath: directory + "/appd.log", contents: nil)
+        try createEmptyFile(directory + "/appd.log")
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/appd.log"))
         process.standardOutput = FileHandle.nullDevice
         var env = ProcessInfo.processInfo.environment
@@ -129,4 +129,14 @@ final class Daemon {
         }
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
+}
+
+/// Creates (or empties) a file, or says which one could not be created.
+func createEmptyFile(_ path: String) throws {
+    guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CannotCreateFile(path: path) }
+}
+
+struct CannotCreateFile: Error, CustomStringConvertible {
+    let path: String
+    var description: String { "cannot create \(path)" }
 }

@@ -100,7 +100,9 @@ def main():
                 with open(reset[0]["file"], "rb") as f:
                     message = email.message_from_bytes(f.read(), policy=email.policy.default)
                 check("it is an RFC 5322 message to the account", message["To"] == "ada@example.com" and message["Message-ID"] is not None)
-                match = re.search(r"--reset-token (\S+)", message.get_content())
+                check("the message is not quoted-printable (the token arrives whole)",
+                      message["Content-Transfer-Encoding"] in ("7bit", "8bit"), str(message["Content-Transfer-Encoding"]))
+                match = re.search(r"reset token:\n\n  (\S+)\n", message.get_content())
                 token = match.group(1) if match else None
             reply = call(sock_path, "io.appd.Auth.ResetPassword", {"resetToken": token or "", "newPassword": "second password"})
             check("the token in the message resets the password", "error" not in reply, str(reply))

@@ -47,7 +47,8 @@ def write_message(to, subject, body):
     msg["Subject"] = subject
     msg["Date"] = email.utils.formatdate(localtime=False)
     msg["Message-ID"] = email.utils.make_msgid(domain="appd.local")
-    msg.set_content(body)
+    # 8bit, not quoted-printable: a long line (the token) must arrive whole and copyable.
+    msg.set_content(body, cte="8bit")
     with lock:
         counter[0] += 1
         name = f"{time.time():.6f}.P{os.getpid()}Q{counter[0]}.{socket.gethostname()}"
@@ -88,10 +89,14 @@ def handle(event):
         if issued is None:
             log(f"reset request {payload['requestId']} is no longer pending; nothing to send")
             return
+        token = issued["resetToken"]
         write_message(
             issued["email"], "Reset your password",
-            "Someone asked to reset the password of this account. If it was you, run:\n\n"
-            f"  appctl auth reset-password --reset-token {issued['resetToken']} --new-password '...'\n\n"
+            "Someone asked to reset the password of this account. If it was you, this is your reset token:\n\n"
+            f"  {token}\n\n"
+            "Set a new password with it (typed without echo, never on the command line):\n\n"
+            "  read -rs -p 'New password: ' PW; echo\n"
+            f"  printf '{{\"resetToken\":\"%s\",\"newPassword\":\"%s\"}}' '{token}' \"$PW\" | appctl call io.appd.Auth.ResetPassword\n\n"
             f"The token works once, until {issued['expiresAt']}. If it was not you, ignore this message.\n")
 
 

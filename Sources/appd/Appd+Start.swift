@@ -89,7 +89,7 @@ extension Appd {
         // 6b. External plugins (supervised processes from the plugin directories), and the
         //     credentials their own connections to appd present.
         var externalSettings = ExternalPluginSettings(
-            directories: config.pluginDirectories ?? [dataDirectory + "/plugins", "/usr/lib/appd/plugins"],
+            directories: config.resolvedPluginDirectories,
             runtimeDirectory: dataDirectory + "/plugins-run", dataDirectory: dataDirectory + "/plugin-data", controlSocket: config.socket)
         externalSettings.healthInterval = config.pluginHealthInterval
         externalSettings.healthTimeout = min(.seconds(3), config.pluginHealthInterval)
@@ -144,7 +144,10 @@ extension Appd {
                 context: .init(
                     startedAt: startedAt, connections: { server.stats.connections },
                     plugins: { await host.statuses() + external.statuses() }, eventLog: eventLog,
-                    shutdown: { await group.triggerShutdown() }, external: external))
+                    shutdown: { await group.triggerShutdown() }, external: external,
+                    paths: .init(
+                        dataDirectory: dataDirectory, socket: path, configFile: configFile, pluginDirectories: config.resolvedPluginDirectories),
+                    isAdmin: { adminGate.isPrivileged($0) }))
         } catch {
             logger.critical("cannot set up io.appd.Daemon: \(error)")
             await database.close()

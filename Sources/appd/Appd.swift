@@ -28,7 +28,16 @@ enum Appd {
             printError("Error: \(error)")
             exit(78)  // EX_CONFIG: never a half-started daemon
         }
-        if options.printConfig { print(config.json.jsonText); return }
+        if options.printConfig {
+            // The resolved paths too: where the database, plugins, socket and file really are.
+            var printed = config.json
+            if case .object(var members) = printed {
+                members["configFile"] = file.map(JSONValue.string) ?? .null
+                printed = .object(members)
+            }
+            print(isatty(1) == 1 ? JSONWriter.pretty(printed) : printed.jsonText)
+            return
+        }
         exit(await start(config, options: options, configFile: file))
     }
 }

@@ -52,8 +52,20 @@ enum DaemonInterface {
           connections: int,
           plugins: []Plugin,
           bus: BusCounters,
-          eventLog: EventLogStatus
+          eventLog: EventLogStatus,
+          # Where the daemon keeps things (shown to admins only).
+          paths: ?Paths
         )
+
+        # The resolved locations: data directory (database), socket, configuration file, and
+        # the directories external plugins are looked for in.
+        type Paths (dataDirectory: string, socket: string, configFile: ?string, pluginDirectories: []string)
+
+        # A directory external plugins are looked for in.
+        type PluginDirectory (path: string, exists: bool, folders: int)
+
+        # A plugin folder that was skipped, and why.
+        type SkippedFolder (folder: string, reason: string)
 
         # The plugins, in start order, with their state.
         method Plugins() -> (plugins: []Plugin)
@@ -72,7 +84,16 @@ enum DaemonInterface {
 
         # Admin: picks up new plugin folders, drops removed ones, and restarts the plugins whose
         # plugin.json or executable path changed — without restarting appd.
-        method RescanPlugins() -> (added: []string, removed: []string, changed: []string)
+        method RescanPlugins() -> (
+          added: []string,
+          removed: []string,
+          changed: []string,
+          # The plugin directories read, in order: whether each exists and how many plugin
+          # folders it holds.
+          directories: []PluginDirectory,
+          # Folders that were not started, and why.
+          skipped: []SkippedFolder
+        )
 
         # A call to an external plugin that is down, restarting or stopped.
         error PluginUnavailable (plugin: string, reason: string)
@@ -136,6 +157,17 @@ enum DaemonInterface {
             var added: [String]
             var removed: [String]
             var changed: [String]
+            var directories: [Directory]
+            var skipped: [Skipped]
+        }
+        struct Directory: Codable, Sendable {
+            var path: String
+            var exists: Bool
+            var folders: Int
+        }
+        struct Skipped: Codable, Sendable {
+            var folder: String
+            var reason: String
         }
     }
 
@@ -147,6 +179,14 @@ enum DaemonInterface {
         var plugins: [PluginStatus]
         var bus: EventBus.Counters
         var eventLog: EventLogStatus
+        var paths: Paths?
+    }
+
+    struct Paths: Codable, Sendable {
+        var dataDirectory: String
+        var socket: String
+        var configFile: String?
+        var pluginDirectories: [String]
     }
 
     struct EventLogStatus: Codable, Sendable {
@@ -168,13 +208,15 @@ enum DaemonInterface {
         let eventLog: EventLog
         let shutdown: @Sendable () async -> Void
         let external: ExternalPluginHost
+        let paths: Paths
+        let isAdmin: @Sendable (Caller) -> Bool
     }
 
     static func install(on dispatcher: VarlinkDispatcher, context: Context) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
         try bus.register(Ping.self) { _, _ in Empty() }
-        try bus.register(Status.self) { _, _ in
+        try bus.register(Status.self) { _, envelope in
             let uptime = ContinuousClock.now - context.startedAt
             let lag = try await context.eventLog.consumerLag()
             return StatusReply(
@@ -182,7 +224,8 @@ enum DaemonInterface {
                 uptimeSeconds: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
                 connections: context.connections(), plugins: await context.plugins(), bus: bus.counters,
                 eventLog: EventLogStatus(
-                    lastSeq: lag.last, consumers: lag.consumers.map { Consumer(name: $0.name, position: $0.position, lag: $0.lag) }))
+                    lastSeq: lag.last, consumers: lag.consumers.map { Consumer(name: $0.name, position: $0.position, lag: $0.lag) }),
+                paths: context.isAdmin(envelope.caller) ? context.paths : nil)
         }
         try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
         let external = context.external
@@ -199,8 +242,11 @@ enum DaemonInterface {
             return Empty()
         }
         try bus.register(RescanPlugins.self) { _, _ in
-            let (added, removed, changed) = await external.rescan()
-            return .init(added: added, removed: removed, changed: changed)
+            let outcome = await external.rescan()
+            return .init(
+                added: outcome.added, removed: outcome.removed, changed: outcome.changed,
+                directories: outcome.directories.map { .init(path: $0.path, exists: $0.exists, folders: $0.folders) },
+                skipped: outcome.skipped.map { .init(folder: $0.folder, reason: $0.reason) })
         }
         try bus.register(Shutdown.self) { _, envelope in
             envelope.logger.notice("shutdown requested over the socket")

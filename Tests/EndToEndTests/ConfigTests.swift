@@ -44,6 +44,21 @@ import Testing
         #expect(negative.2.contains("sessionCacheEntries (from APPD_SESSION_CACHE_ENTRIES) needs a whole number from 0 to 10000000"))
     }
 
+    /// The first hour: --print-config and status show the paths really used.
+    @Test func resolvedPathsAreShown() async throws {
+        let (status, json, _) = try await printConfig(["--data-dir", "/srv/appd-data"])
+        #expect(status == 0)
+        #expect(json["pluginDirectories"] as? [String] == ["/srv/appd-data/plugins", "/usr/lib/appd/plugins"])
+        #expect(json.keys.contains("configFile"))
+        let daemon = try await Daemon.start()
+        let reply = try await daemon.ctl(["--json", "status"])
+        let paths = (try JSONSerialization.jsonObject(with: Data(reply.stdout.utf8)) as? [String: Any])?["paths"] as? [String: Any]
+        #expect(paths?["dataDirectory"] as? String == daemon.directory + "/data")
+        #expect(paths?["socket"] as? String == daemon.socket)
+        #expect(paths?["pluginDirectories"] as? [String] == [daemon.directory + "/data/plugins", "/usr/lib/appd/plugins"])
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test func invalidConfigurationNamesTheKeyAndExits78() async throws {
         let unknown = try file(#"{"maxConections": 5}"#)
         let wrongType = try file(#"{"maxConnections": "many"}"#)

@@ -257,6 +257,10 @@ import Testing
         try Self.install(in: plugins, folder: "b-greeter")
         let rescan = try await Self.ctl(daemon, ["plugins", "rescan"])
         #expect(rescan.stdout.contains("added: greeter"), "\(rescan)")
+        // It says where it looked and why it skipped what it skipped.
+        #expect(rescan.stdout.hasPrefix("scanned: \(plugins) (4 folder(s)), /usr/lib/appd/plugins (missing)"), "\(rescan.stdout)")
+        #expect(rescan.stdout.contains("skipped: \(plugins)/broken: plugin.json is not JSON"), "\(rescan.stdout)")
+        #expect(rescan.stdout.contains("skipped: \(plugins)/b-greeter: shadowed"), "\(rescan.stdout)")
         _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
         #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
         #expect((try await Self.plugin(daemon, "b-greeter")["lastError"] as? String ?? "").contains("shadowed"))

@@ -55,6 +55,10 @@ struct AppdConfig: Sendable {
         return options
     }
 
+    /// Where external plugins are looked for: the configured folders, else `<data dir>/plugins`
+    /// and `/usr/lib/appd/plugins`.
+    var resolvedPluginDirectories: [String] { pluginDirectories ?? [dataDirectory + "/plugins", "/usr/lib/appd/plugins"] }
+
     /// The effective values as JSON, for `--print-config` (secrets would be redacted here).
     var json: JSONValue {
         func seconds(_ d: Duration) -> JSONValue {
@@ -100,7 +104,7 @@ struct AppdConfig: Sendable {
             "chatIdleTimeoutSeconds": seconds(chatTimeouts.idle),
             "chatTotalTimeoutSeconds": seconds(chatTimeouts.total),
             "chatCaFile": chatCAFile.map(JSONValue.string) ?? .null,
-            "pluginDirectories": pluginDirectories.map { .array($0.map(JSONValue.string)) } ?? .null,
+            "pluginDirectories": .array(resolvedPluginDirectories.map(JSONValue.string)),
             "pluginHealthIntervalSeconds": seconds(pluginHealthInterval),
             "ratingMinPositiveSignals": .int(Int64(rating.minPositiveSignals)),
             "ratingMinDaysSinceFirstSeen": .int(Int64(rating.minDaysSinceFirstSeen)),

@@ -7,6 +7,22 @@ public enum JSONWriter {
         return out
     }
 
+    /// Indented JSON for people (two spaces a level, keys sorted), ending without a newline.
+    public static func pretty(_ value: JSONValue, indent: String = "") -> String {
+        let inner = indent + "  "
+        switch value {
+        case .array(let elements) where !elements.isEmpty:
+            return "[\n" + elements.map { inner + pretty($0, indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+        case .object(let members) where !members.isEmpty:
+            let lines = members.sorted(by: { $0.key < $1.key }).map { key, member in
+                inner + String(decoding: bytes(.string(key)), as: UTF8.self) + ": " + pretty(member, indent: inner)
+            }
+            return "{\n" + lines.joined(separator: ",\n") + "\n" + indent + "}"
+        default:
+            return String(decoding: bytes(value), as: UTF8.self)
+        }
+    }
+
     public static func write(_ value: JSONValue, into out: inout [UInt8]) {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)

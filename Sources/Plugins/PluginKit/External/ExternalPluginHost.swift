@@ -38,9 +38,21 @@ public actor ExternalPluginHost {
         _ = await rescan()
     }
 
+    /// What a rescan found: the plugins added, removed and changed, the directories it read,
+    /// and the folders it skipped with the reason.
+    public struct Rescan: Sendable {
+        public var added: [String] = []
+        public var removed: [String] = []
+        public var changed: [String] = []
+        /// Each plugin directory, whether it exists, and how many plugin folders it holds.
+        public var directories: [(path: String, exists: Bool, folders: Int)] = []
+        public var skipped: [PluginProblem] = []
+    }
+
     /// Picks up new plugin folders, drops removed ones, and restarts plugins whose manifest or
-    /// folder changed; returns the names added, removed and changed.
-    public func rescan() async -> (added: [String], removed: [String], changed: [String]) {
+    /// folder changed.
+    @discardableResult
+    public func rescan() async -> Rescan {
         let (found, problems) = PluginDirectoryScanner.scan(settings.directories)
         self.problems = problems
         for problem in problems { logger.warning("plugin folder skipped", metadata: ["folder": "\(problem.folder)", "reason": "\(problem.reason)"]) }
@@ -85,7 +97,13 @@ public actor ExternalPluginHost {
         await withTaskGroup(of: Void.self) { group in
             for plugin in starting { group.addTask { await plugin.start() } }
         }
-        return (added, removed, changed)
+        var outcome = Rescan(added: added, removed: removed, changed: changed, skipped: problems)
+        outcome.directories = settings.directories.map { directory in
+            let folders = found.filter { FileSystem.parent(of: $0.folder) == directory }.count
+                + problems.filter { FileSystem.parent(of: $0.folder) == directory }.count
+            return (directory, PluginDirectoryScanner.isDirectory(directory), folders)
+        }
+        return outcome
     }
 
     public func stopAll() async {

@@ -72,7 +72,20 @@ enum DaemonCommands {
                     guard case .array(let list)? = reply[key], !list.isEmpty else { return "none" }
                     return list.compactMap(\.stringValue).joined(separator: ", ")
                 }
+                if case .array(let directories)? = reply["directories"] {
+                    let read = directories.map { d -> String in
+                        let path = (d["path"]?.stringValue ?? "").escapingControlCharacters()
+                        guard d["exists"] == true else { return "\(path) (missing)" }
+                        return "\(path) (\(d["folders"].map(Output.scalar) ?? "0") folder(s))"
+                    }
+                    print("scanned: \(read.isEmpty ? "none" : read.joined(separator: ", "))")
+                }
                 print("added: \(names("added"))\nremoved: \(names("removed"))\nchanged: \(names("changed"))")
+                if case .array(let skipped)? = reply["skipped"] {
+                    for entry in skipped {
+                        print("skipped: \(entry["folder"]?.stringValue ?? ""): \(entry["reason"]?.stringValue ?? "")".escapingControlCharacters())
+                    }
+                }
             }
         default:
             throw .usage("plugins takes restart, enable, disable or rescan" + Suggestions.hint(for: verb ?? "", in: ["restart", "enable", "disable", "rescan"]), command: "plugins")

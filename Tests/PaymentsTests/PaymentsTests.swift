@@ -34,6 +34,25 @@ import Testing
         await h.database.close()
     }
 
+    /// The first hour: an event for an app user id no account has was stored silently.
+    @Test func anEventForNoAccountIsStoredAndReported() async throws {
+        let h = try await Harness.make()
+        let (_, ada) = try await h.user("ada@example.com")
+        func body(_ id: String, _ user: String) -> String {
+            #"{"event":{"id":"\#(id)","type":"INITIAL_PURCHASE","app_user_id":"\#(user)","entitlement_ids":["pro"],"event_timestamp_ms":1}}"#
+        }
+        let headers = ["authorization": Harness.rcSecret]
+        let stray = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: headers, body: body("e-stray", "u_nobody")))
+        #expect(stray.duplicate == false)
+        #expect(stray.warning?.contains("no account has the app user id u_nobody") == true, "\(stray)")
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 1)
+        let again = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: headers, body: body("e-stray", "u_nobody")))
+        #expect(again.duplicate && again.warning == nil)
+        let real = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: headers, body: body("e-real", ada)))
+        #expect(real.warning == nil)
+        await h.database.close()
+    }
+
     @Test func aPurchaseGrantsACancellationOnlyStopsRenewalAndExpirationRevokes() async throws {
         let h = try await Harness.make()
         let (caller, ada) = try await h.user("ada@example.com")

@@ -72,7 +72,8 @@ enum PaymentsInterface {
 
         # Verifies and stores one webhook delivery from a provider (revenuecat or stripe), exactly
         # as received. duplicate is true when this event was already stored (it changes nothing).
-        method IngestWebhook(provider: string, headers: [string]string, body: string) -> (eventId: string, duplicate: bool)
+        # warning says when the event names no existing account (stored, but it changed nothing).
+        method IngestWebhook(provider: string, headers: [string]string, body: string) -> (eventId: string, duplicate: bool, warning: ?string)
 
         error PaymentRequired (entitlement: string, remaining: int, resetsAt: ?string)
         error InvalidSignature (reason: string)
@@ -160,6 +161,15 @@ enum PaymentsInterface {
 public struct Ingested: Codable, Sendable, Equatable {
     public var eventId: String
     public var duplicate: Bool
+    /// Set when the event names app user ids no account has: it is stored (a retry is a
+    /// duplicate) but changed no entitlement — usually a wrong id in the provider's setup.
+    public var warning: String?
+
+    public init(eventId: String, duplicate: Bool, warning: String? = nil) {
+        self.eventId = eventId
+        self.duplicate = duplicate
+        self.warning = warning
+    }
 }
 
 public struct EntitlementChange: Codable, Sendable, Equatable {

@@ -76,7 +76,9 @@ public struct PaymentsPlugin: Plugin {
         }
         try bus.register(PaymentsInterface.IngestWebhook.self) { c, envelope in
             guard c.body.utf8.count <= maxBytes else { throw PaymentsError.malformed("the body is larger than \(maxBytes) bytes") }
-            return try await service.ingest(provider: c.provider, headers: c.headers, body: c.body, causedBy: envelope)
+            let ingested = try await service.ingest(provider: c.provider, headers: c.headers, body: c.body, causedBy: envelope)
+            if let warning = ingested.warning { envelope.logger.warning("webhook event for no account", metadata: ["event.id": ingested.eventId, "reason": warning]) }
+            return ingested
         }
         if providers.isEmpty {
             context.logger.info("no payment provider is configured: webhooks are refused until revenuecatWebhookSecret or stripeWebhookSecrets is set")

@@ -20,19 +20,31 @@ struct PaymentsService: Sendable {
         try provider.verify(headers: lowered, body: bytes, now: clock())
         let event = try provider.decode(bytes, catalog: catalog)
         var accounts = ResolvedAccounts()
+        var unknown: [String] = []
+        func resolve(_ id: String) async throws -> String? {
+            let found = try await account(id)
+            if found == nil { unknown.append(id) }
+            return found
+        }
         switch event.subject {
-        case .appUser(let id): accounts.subject = try await account(id)
-        case .customer(_, let user?): accounts.subject = try await account(user)
+        case .appUser(let id): accounts.subject = try await resolve(id)
+        case .customer(_, let user?): accounts.subject = try await resolve(user)
         case .customer(_, nil), .none: break
         }
         for action in event.actions {
             if case .transfer(let from, let to, _, _, _) = action {
                 accounts.subject = nil
-                for id in from { if let user = try await account(id) { accounts.from.append(user) } }
-                for id in to { if let user = try await account(id) { accounts.to.append(user) } }
+                unknown = []
+                for id in from { if let user = try await resolve(id) { accounts.from.append(user) } }
+                for id in to { if let user = try await resolve(id) { accounts.to.append(user) } }
             }
         }
-        return try await repository.ingest(event, body: body, accounts: accounts, now: now, causedBy: cause)
+        var ingested = try await repository.ingest(event, body: body, accounts: accounts, now: now, causedBy: cause)
+        if !ingested.duplicate, !unknown.isEmpty {
+            ingested.warning =
+                "no account has the app user id \(unknown.joined(separator: ", ")): the event is stored but changed no entitlement; check the id the provider sends (appctl --json whoami shows yours)"
+        }
+        return ingested
     }
 
     /// An app user id or email → the account's id (nil when there is no such account).

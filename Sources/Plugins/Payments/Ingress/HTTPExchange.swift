@@ -71,10 +71,16 @@ struct HTTPExchange {
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
         let service = listener.service
+        let logger = listener.logger
         Task {
             do {
                 let ingested = try await service.ingest(provider: provider, headers: headers, body: body)
-                outcome.set((200, ["eventId": .string(ingested.eventId), "duplicate": .bool(ingested.duplicate)]))
+                var reply: [String: JSONValue] = ["eventId": .string(ingested.eventId), "duplicate": .bool(ingested.duplicate)]
+                if let warning = ingested.warning {
+                    reply["warning"] = .string(warning)
+                    logger.warning("webhook event for no account", metadata: ["provider": provider, "event.id": ingested.eventId, "reason": warning])
+                }
+                outcome.set((200, .object(reply)))
             } catch let error as PaymentsError {
                 let status = error.kind == .unknownProvider ? 404 : 400
                 outcome.set((status, ["error": .string(error.wireName), "reason": .string(error.description)]))

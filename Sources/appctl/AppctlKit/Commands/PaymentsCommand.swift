@@ -73,6 +73,7 @@ enum PaymentsCommand {
                 context.output.reply(reply)
             } else {
                 print(reply["duplicate"] == .bool(true) ? "duplicate \(Output.scalar(reply["eventId"] ?? "")) (already stored; nothing changed)" : "stored \(Output.scalar(reply["eventId"] ?? ""))")
+                if let warning = reply["warning"]?.stringValue { StandardError.write("warning: \(warning.escapingControlCharacters())\n") }
             }
             return ExitCode.ok
         default:

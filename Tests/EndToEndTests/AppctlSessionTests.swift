@@ -77,7 +77,13 @@ import Testing
         #expect(try await ctl(["signup", "ada@example.com", "--password-stdin"], stdin: "correct horse\n").status == 0)
         let notYet = try await ctl(["todos", "add", "Buy", "milk"])
         #expect(notYet.status == 1)
-        #expect(notYet.stderr.contains("io.appd.Auth.OnboardingRequired"))
+        // Errors are sentences with the next step; the varlink name stays to search for.
+        #expect(notYet.stderr == "Error: Complete onboarding first: appctl onboard (io.appd.Auth.OnboardingRequired)\n", "\(notYet.stderr)")
+        let asJSON = try await ctl(["--json", "todos", "add", "Buy", "milk"])
+        let error = try JSONSerialization.jsonObject(with: Data(asJSON.stderr.utf8)) as? [String: Any]
+        #expect(error?["error"] as? String == "io.appd.Auth.OnboardingRequired" && error?["message"] as? String == "Complete onboarding first: appctl onboard")
+        let short = try await ctl(["signup", "bo@example.com", "--password-stdin"], stdin: "short\n")
+        #expect(short.stderr == "Error: password: needs at least 8 characters (io.appd.Auth.ValidationFailed)\n", "\(short.stderr)")
         #expect(try await ctl(["onboard"]).status == 0)
 
         let added = try await ctl(["todos", "add", "Buy", "milk", "--due", "2026-12-24T18:00:00Z"])

@@ -26,7 +26,8 @@ public enum Appctl {
         do {
             return try dispatch(arguments)
         } catch {
-            return report(error)
+            // (Before `--`, `--json` asks for machine output of errors too.)
+            return report(error, json: arguments.prefix { $0 != "--" }.contains("--json"))
         }
     }
 
@@ -105,7 +106,13 @@ public enum Appctl {
     }
 
     /// Prints the error the way the user needs it and returns the exit code.
-    static func report(_ error: AppctlError) -> Int32 {
+    static func report(_ error: AppctlError, json: Bool = false) -> Int32 {
+        if json, case .daemon(let reply) = error {
+            // Scripts get the reply itself, and the sentence, as one JSON object on stderr.
+            let object: JSONValue = ["error": .string(reply.error ?? "error"), "parameters": reply.parameters, "message": .string(ErrorMessage.sentence(reply))]
+            StandardError.write(object.jsonText + "\n")
+            return error.exitCode
+        }
         switch error {
         case .usage(let message, let command):
             let usage = command.map { name in builtins.first { $0.name == name }?.usage ?? "\(name) [--<field> <value> ...]" }
@@ -126,14 +133,7 @@ public enum Appctl {
                     + "not as you (uid \(getuid())) or root, so it may not be appd. Nothing was sent.\n"
                     + "If it is the appd you mean, pass --expect-uid \(uid.map(String.init) ?? "UID").\n")
         case .daemon(let reply):
-            let parameters = reply.parameters.objectValue.map { $0.isEmpty ? "" : " " + JSONValue.object($0).jsonText } ?? ""
-            StandardError.write("Error: \(reply.error ?? "error")\(parameters)\n")
-            if error.exitCode == ExitCode.notSignedIn {
-                StandardError.write("You are not signed in, or your session ended. Run 'appctl login <email>'.\n")
-            }
-            if error.exitCode == ExitCode.paymentRequired {
-                StandardError.write("This needs an entitlement, or its free quota is used up: see 'appctl payments status'.\n")
-            }
+            StandardError.write("Error: \(ErrorMessage.sentence(reply)) (\(reply.error ?? "error"))\n")
         }
         return error.exitCode
     }

@@ -112,7 +112,23 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         let ada = try await h.user("ada@example.com")
         let todo = try await h.add("short", as: ada)
         #expect(try await h.bus.send(TodosInterface.Complete(id: String(todo.id.prefix(8))), as: ada).todo.done)
-        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: "t_"), as: ada) }
+        // Any case, as typed by hand.
+        #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.prefix(8)).uppercased()), as: ada).todo.id == todo.id)
+        // Too short says so (it used to say NotFound); an ambiguous prefix says how many match.
+        await expectTodosError("ValidationFailed", field: "id") { _ = try await h.bus.send(TodosInterface.Get(id: "t_"), as: ada) }
+        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: "t_zzzzzzzzzzzz"), as: ada) }
+        let owner = try await h.bus.send(AuthInterface.WhoAmI(), as: ada).user.id
+        let repository = SQLiteTodosRepository(database: h.database)
+        for id in ["t_SameA1", "t_sameB2"] {
+            _ = try await repository.add(owner: owner, id: id, title: id, notes: nil, dueAt: nil, now: 1, causedBy: nil)
+        }
+        do {
+            _ = try await h.bus.send(TodosInterface.Get(id: "t_sam"), as: ada)
+            Issue.record("an ambiguous prefix was accepted")
+        } catch let error as TodosError {
+            #expect(error.field == "id" && error.reason == "is ambiguous: it matches 2 todos; give more characters", "\(error)")
+        }
+        #expect(try await h.bus.send(TodosInterface.Get(id: "t_sameb"), as: ada).todo.id == "t_sameB2")
         await h.database.close()
     }
 

@@ -5,7 +5,7 @@ enum TodosInterface {
     static let idl = """
         # Todos. Each user sees and changes only their own; another user's todo is NotFound.
         # Every method needs a signed-in, onboarded account. Ids may be shortened to any unique
-        # prefix of at least 4 characters.
+        # prefix of at least 4 characters, in any case (too short or ambiguous: ValidationFailed).
         interface io.appd.Todos
 
         type Todo (

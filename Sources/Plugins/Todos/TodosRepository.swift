@@ -57,13 +57,23 @@ struct SQLiteTodosRepository: TodosRepository {
 
     /// The full id for an id or a unique prefix of it, among the owner's todos.
     static func resolve(_ tx: any Transaction, owner: String, id: String) throws -> (seq: Int64, id: String) {
-        guard id.utf8.count >= 4, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
-        else { throw TodosError.notFound }
+        guard id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
+            throw TodosError.notFound
+        }
+        guard id.utf8.count >= 4 else { throw TodosError.validation("id", "is too short: give at least 4 characters of it (t_ and two more)") }
+        // The exact id first; otherwise a prefix, in any case (a prefix typed by hand).
+        if let row = try tx.query("SELECT seq, id FROM todos WHERE owner = ? AND id = ?", [.text(owner), .text(id)]).first,
+            let seq = row.integer("seq"), let full = row.text("id")
+        {
+            return (seq, full)
+        }
         let rows = try tx.query(
-            "SELECT seq, id FROM todos WHERE owner = ? AND substr(id, 1, ?) = ? LIMIT 2",
+            "SELECT seq, id FROM todos WHERE owner = ? AND lower(substr(id, 1, ?)) = lower(?) LIMIT 10",
             [.text(owner), .integer(Int64(id.utf8.count)), .text(id)])
         guard let first = rows.first, let seq = first.integer("seq"), let full = first.text("id") else { throw TodosError.notFound }
-        guard rows.count == 1 else { throw TodosError.validation("id", "matches several todos; give more characters") }
+        guard rows.count == 1 else {
+            throw TodosError.validation("id", "is ambiguous: it matches \(rows.count == 10 ? "10 or more" : String(rows.count)) todos; give more characters")
+        }
         return (seq, full)
     }
 

@@ -73,6 +73,15 @@ import Testing
         let human = try await daemon.ctl(["status"])
         #expect(human.stdout.contains("version:"))
         #expect(human.stdout.contains("connections:"))
+        // Durations for people, and the plugin table as 'appctl plugins' shows it.
+        #expect(human.stdout.contains("uptime:") && !human.stdout.contains("uptimeSeconds"), "\(human.stdout)")
+        let header = try await daemon.ctl(["plugins"]).stdout.split(separator: "\n").first.map(String.init) ?? "?"
+        #expect(human.stdout.contains("  " + header + "\n"), "\(human.stdout)")
+        // Extra words are an error everywhere, and a global option's typo is named as such.
+        let extra = try await daemon.ctl(["status", "extra"])
+        #expect(extra.status == 64 && extra.stderr.contains("status takes no arguments; 'extra' is one too many"))
+        let typo = try await daemon.ctl(["--jsn", "ping"])
+        #expect(typo.status == 64 && typo.stderr.contains("Did you mean '--json'?"), "\(typo.stderr)")
 
         let info = try await daemon.ctl(["info"])
         #expect(info.stdout.contains("interfaces: io.appd.Auth, io.appd.Bus, io.appd.Chat, io.appd.Daemon, io.appd.Payments, io.appd.Rating, io.appd.Todos, org.varlink.service"))

@@ -42,7 +42,7 @@ public enum Appctl {
         }
         guard index < arguments.count else {
             let (options, rest) = try GlobalOptions.extract(from: arguments)
-            if let stray = rest.first { throw .usage("unknown option '\(stray)'" + Suggestions.hint(for: stray, in: GlobalOptions.valued + ["--json", "--help", "--version"]), command: nil) }
+            if let stray = rest.first { throw .usage("unknown option '\(stray)'" + Suggestions.hint(for: stray, in: GlobalOptions.names + ["--version"]), command: nil) }
             if arguments.contains("--version") { print("appctl \(Version.current)"); return ExitCode.ok }
             _ = options
             print(overview, terminator: "")

@@ -57,7 +57,7 @@ struct Flags {
                 switches.insert(flag)
             } else {
                 throw .usage(
-                    "unknown option '\(flag)'" + Suggestions.hint(for: flag, in: Array(valued) + Array(switchFlags)),
+                    "unknown option '\(flag)'" + Suggestions.hint(for: flag, in: Array(valued) + Array(switchFlags) + GlobalOptions.names),
                     command: command)
             }
         }

@@ -13,6 +13,8 @@ struct GlobalOptions {
 
     /// The global options that take a value (the word after them is not a subcommand).
     static let valued = ["--socket", "--timeout", "--expect-uid"]
+    /// Every global option, for "did you mean" after a typo anywhere on the line.
+    static let names = valued + ["--json", "--help"]
 
     static let help = """
           --socket <path>         The daemon's socket (default: $APPD_SOCKET, else

@@ -19,6 +19,13 @@ struct Output {
         print(Self.render(members, order: order, indent: ""), terminator: "")
     }
 
+    /// Column orders of tables that appear in more than one command, so they read the same
+    /// everywhere (`status` shows the plugins as `plugins` does).
+    static let columns: [String: [String]] = [
+        "plugins": ["name", "version", "kind", "state", "pid", "restarts", "interfaces", "lastError"],
+        "consumers": ["name", "position", "lag"],
+    ]
+
     static func orderedKeys(_ members: [String: JSONValue], _ order: [String]) -> [String] {
         let known = order.filter { members[$0] != nil }
         return known + members.keys.filter { !order.contains($0) }.sorted()
@@ -35,7 +42,7 @@ struct Output {
             case .object(let nested) where !nested.isEmpty:
                 out += "\(indent)\(key):\n" + render(nested, order: [], indent: indent + "  ")
             case .array(let rows) where !rows.isEmpty && rows.allSatisfy({ $0.objectValue != nil }):
-                out += "\(indent)\(key):\n" + table(rows.compactMap(\.objectValue), indent: indent + "  ")
+                out += "\(indent)\(key):\n" + table(rows.compactMap(\.objectValue), order: columns[key] ?? [], indent: indent + "  ")
             default:
                 out += "\(label) \(scalar(value))\n"
             }
@@ -54,6 +61,19 @@ struct Output {
                 .joined(separator: "  ").trimmingTrailingSpaces() + "\n"
         }
         return line(columns.map { $0.uppercased() }) + cells.map(line).joined()
+    }
+
+    /// `3d 4h 5m 6s`, `5m 6s`, `6.2s`: a duration for people.
+    static func duration(_ seconds: Double) -> String {
+        guard seconds >= 60 else { return "\((max(0, seconds) * 10).rounded() / 10)s" }
+        var left = Int(seconds)
+        var parts: [String] = []
+        for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] where left >= size || !parts.isEmpty {
+            parts.append("\(left / size)\(unit)")
+            left %= size
+        }
+        parts.append("\(left)s")
+        return parts.joined(separator: " ")
     }
 
     static func scalar(_ value: JSONValue) -> String {

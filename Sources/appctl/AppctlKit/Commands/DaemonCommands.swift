@@ -9,9 +9,23 @@ enum DaemonCommands {
         order: [String] = []
     ) -> Builtin {
         Builtin(name: name, abstract: abstract, usage: name, discussion: discussion) { arguments, context throws(AppctlError) in
-            _ = try Flags(arguments, command: name)
-            let reply = try context.call(method)
-            if let message, !context.options.json { print(message) } else { context.output.reply(reply, order: order) }
+            let flags = try Flags(arguments, command: name)
+            // Extra words are an error, as extra options are: nothing is silently ignored.
+            if let extra = flags.positionals.first { throw .usage("\(name) takes no arguments; '\(extra)' is one too many", command: name) }
+            var reply = try context.call(method)
+            if let message, !context.options.json {
+                print(message)
+                return ExitCode.ok
+            }
+            if !context.options.json, case .object(var members) = reply {
+                // People read durations, not float seconds.
+                if case .double(let seconds)? = members["uptimeSeconds"] {
+                    members["uptimeSeconds"] = nil
+                    members["uptime"] = .string(Output.duration(seconds))
+                }
+                reply = .object(members)
+            }
+            context.output.reply(reply, order: order)
             return ExitCode.ok
         }
     }
@@ -23,7 +37,7 @@ enum DaemonCommands {
 
     static let status = simple(
         "status", abstract: "Show what the daemon is doing: version, uptime, connections, plugins, bus.",
-        method: "io.appd.Daemon.Status", order: ["version", "pid", "uptimeSeconds", "connections", "plugins", "bus", "eventLog"])
+        method: "io.appd.Daemon.Status", order: ["version", "pid", "uptime", "connections", "plugins", "bus", "eventLog", "paths"])
 
     static let shutdown = simple(
         "shutdown", abstract: "Stop the daemon gracefully (admin).",
@@ -54,7 +68,7 @@ enum DaemonCommands {
                     if case .array(let names)? = row["interfaces"] { row["interfaces"] = .string(names.compactMap(\.stringValue).joined(separator: ",")) }
                     return row
                 }
-                print(Output.table(rows, order: ["name", "version", "kind", "state", "pid", "restarts", "interfaces", "lastError"]), terminator: "")
+                print(Output.table(rows, order: Output.columns["plugins"] ?? []), terminator: "")
             } else {
                 print("no plugins installed")
             }

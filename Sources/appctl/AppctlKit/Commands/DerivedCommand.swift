@@ -64,7 +64,7 @@ enum DerivedCommand {
             let word = String(flag.dropFirst(2))
             guard let field = method.input.first(where: { squash($0.name) == squash(word) }) else {
                 throw .usage(
-                    "unknown option '\(flag)'" + Suggestions.hint(for: flag, in: method.input.map { "--" + kebab($0.name) }),
+                    "unknown option '\(flag)'" + Suggestions.hint(for: flag, in: method.input.map { "--" + kebab($0.name) } + GlobalOptions.names),
                     command: command)
             }
             let type = resolve(field.type, in: interface)

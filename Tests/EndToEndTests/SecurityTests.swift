@@ -100,6 +100,45 @@ import Glibc
         #expect(got.count > 1 && got[1].contains("\"method\""), "appctl said nothing even when told to trust the listener")
     }
 
+    /// The systemd deployment: appd runs as its own user on a socket root put in a directory
+    /// only root controls (/run/appd). appctl trusts that listener without --expect-uid.
+    @Test(.enabled(if: SecurityTests.isRoot, "needs root to hand a socket to another user"))
+    func appctlTrustsADaemonOfAnotherUserOnASocketOnlyRootControls() async throws {
+        let dir = directory(mode: 0o755)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let script = """
+            import os, socket, sys
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(4); s.settimeout(20)
+            os.setgroups([]); os.setgid(\(Self.stranger)); os.setuid(\(Self.stranger))
+            open(sys.argv[2], "w").close()
+            c, _ = s.accept(); c.settimeout(3); got = b""
+            try:
+                while True:
+                    chunk = c.recv(65536)
+                    if not chunk: break
+                    got += chunk
+            except OSError:
+                pass
+            open(sys.argv[2], "wb").write(got)
+            """
+        let fake = Process()
+        fake.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        fake.arguments = ["-c", script, dir + "/appd.sock", dir + "/got"]
+        fake.standardOutput = FileHandle.nullDevice
+        fake.standardError = FileHandle.nullDevice
+        chmod(dir, 0o777)  // so the listener, once it is the stranger, can write what it got
+        try fake.run()
+        defer { fake.terminate() }
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: dir + "/got") && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        chmod(dir, 0o755)
+        let outcome = try await run(Binaries.appctl, ["--socket", dir + "/appd.sock", "--timeout", "1", "ping"])
+        #expect(!outcome.stderr.contains("refusing to talk"), "\(outcome.stderr)")
+        while fake.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let got = String(decoding: FileManager.default.contents(atPath: dir + "/got") ?? Data(), as: UTF8.self)
+        #expect(got.contains("io.appd.Daemon.Ping"), "\(got)")
+    }
+
     /// Finding 2: without a home, nothing falls back to /tmp: appd asks for --data-dir, appctl
     /// keeps no session.
     @Test func withoutAHomeNothingFallsBackToTmp() async throws {

@@ -27,8 +27,12 @@ final class Context {
         }
         // Before the first byte: another local user's listener on this path must not get a
         // session token or a password.
+        // Trusted: a daemon running as us or root, one we were told to expect, or whoever
+        // listens on a socket in a directory only root or we control (a systemd-run appd under
+        // its own user, on /run/appd/appd.sock).
         let uid = client.server?.uid
-        guard let uid, uid == getuid() || uid == 0 || uid == options.expectUID else {
+        let absolute = path.hasPrefix("/") ? path : (FileSystem.currentDirectory() ?? "") + "/" + path
+        guard let uid, uid == getuid() || uid == 0 || uid == options.expectUID || FileSystem.isTrusted(directory: FileSystem.parent(of: absolute)) else {
             throw .untrustedServer(uid: uid, socket: path)
         }
         self.client = client

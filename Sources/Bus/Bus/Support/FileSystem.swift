@@ -35,6 +35,33 @@ public enum FileSystem {
         }
     }
 
+    /// Whether only root or `uid` can decide what `directory` holds: it and every directory
+    /// above it are owned by root or `uid`, and none is writable by others — except that a
+    /// root-owned sticky directory (`/tmp`) above it is fine, since nobody can rename what
+    /// others put in it. A socket in such a directory was put there by root or by `uid`.
+    public static func isTrusted(directory: String, uid: uid_t = getuid()) -> Bool {
+        var current = directory
+        var first = true
+        while !current.isEmpty {
+            var info = stat()
+            guard stat(current, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == 0 || info.st_uid == uid else { return false }
+            let stickyRoot = !first && info.st_uid == 0 && info.st_mode & S_ISVTX != 0
+            guard info.st_mode & 0o022 == 0 || stickyRoot else { return false }
+            if current == "/" { return true }
+            first = false
+            let parent = parent(of: current)
+            current = parent.isEmpty && current.hasPrefix("/") ? "/" : parent
+        }
+        return false
+    }
+
+    /// The working directory, if it can be read.
+    public static func currentDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return nil }
+        return String(cString: buffer)
+    }
+
     /// The directory part of a path ("" when it has none).
     public static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "" }

@@ -35,7 +35,7 @@ extension EventBus {
         var delivered = 0
         var audience: EventAudience?
         for queue in targets {
-            if queue.visibility != .everything {
+            if queue.filtersByAudience {
                 let known = audience ?? topics.audience(of: event.topic)
                 audience = known
                 guard queue.visibility.admits(audience: known, owner: event.owner) else { continue }

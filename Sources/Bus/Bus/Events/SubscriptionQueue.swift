@@ -39,6 +39,8 @@ final class SubscriptionQueue: Sendable {
     /// Which events this subscriber may receive; checked before anything is buffered, so what
     /// it may not see neither takes room nor counts as dropped.
     let visibility: EventVisibility
+    /// False for in-process subscribers, which see everything: the publisher skips the check.
+    let filtersByAudience: Bool
     private let state = Mutex(State())
 
     init(id: Int, filter: TopicFilter, options: SubscriptionOptions, visibility: EventVisibility = .everything) {
@@ -46,6 +48,7 @@ final class SubscriptionQueue: Sendable {
         self.filter = filter
         self.options = options
         self.visibility = visibility
+        self.filtersByAudience = visibility != .everything
     }
 
     /// Adds an event; returns false when the subscription is closed (including closed now by

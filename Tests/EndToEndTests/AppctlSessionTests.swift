@@ -82,6 +82,16 @@ import Testing
         let asJSON = try await ctl(["--json", "todos", "add", "Buy", "milk"])
         let error = try JSONSerialization.jsonObject(with: Data(asJSON.stderr.utf8)) as? [String: Any]
         #expect(error?["error"] as? String == "io.appd.Auth.OnboardingRequired" && error?["message"] as? String == "Complete onboarding first: appctl onboard")
+        // Password fields never need the command line: prompted for on a terminal, or read
+        // (one line each, in field order) with --password-stdin.
+        let changed = try await ctl(["auth", "change-password", "--password-stdin"], stdin: "correct horse\nbrand new pass\n")
+        #expect(changed.status == 0, "\(changed.stderr)")
+        #expect(try await ctl(["login", "ada@example.com", "--password-stdin"], stdin: "brand new pass\n").status == 0)
+        let noTerminal = try await ctl(["auth", "reset-password", "--reset-token", "t"], stdin: "")
+        #expect(noTerminal.status == 64 && noTerminal.stderr.contains("missing --new-password <string> (or leave it out to be prompted, or pass --password-stdin)"), "\(noTerminal.stderr)")
+        let help = try await ctl(["auth", "--help"])
+        #expect(help.stdout.contains("presenting it again revokes every session descended from it."), "\(help.stdout)")
+        #expect(try await ctl(["auth", "reset-password", "--help"]).stdout.contains("The token from the reset message."))
         let short = try await ctl(["signup", "bo@example.com", "--password-stdin"], stdin: "short\n")
         #expect(short.stderr == "Error: password: needs at least 8 characters (io.appd.Auth.ValidationFailed)\n", "\(short.stderr)")
         #expect(try await ctl(["onboard"]).status == 0)

@@ -26,10 +26,22 @@ enum AuthInterface {
         )
 
         # Creates an account. The password needs 8 to 1024 bytes and must differ from the email.
-        method SignUp(email: string, password: string, displayName: ?string) -> (user: User)
+        method SignUp(
+          # The address to sign in with (unique, any case).
+          email: string,
+          # 8 to 1024 bytes, not the email address.
+          password: string,
+          # The name to show (up to 100 characters).
+          displayName: ?string
+        ) -> (user: User)
 
         # Checks the password and opens a session.
-        method SignIn(email: string, password: string) -> (session: Session)
+        method SignIn(
+          # The account's email address.
+          email: string,
+          # Its password.
+          password: string
+        ) -> (session: Session)
 
         # Attaches a session to this connection (as Redis AUTH does).
         method Authenticate(accessToken: string) -> (user: User)
@@ -54,20 +66,36 @@ enum AuthInterface {
         method UpdateProfile(displayName: ?string) -> (user: User)
 
         # Changes the password; every other session of the account is revoked.
-        method ChangePassword(currentPassword: string, newPassword: string) -> ()
+        method ChangePassword(
+          # The password in use now.
+          currentPassword: string,
+          # 8 to 1024 bytes, not the email address.
+          newPassword: string
+        ) -> ()
 
         # Starts a password reset. The reply is the same whether or not the account exists; when
         # it does, auth.passwordResetRequested (durable; no token) tells a mailer to send one.
-        method RequestPasswordReset(email: string) -> ()
+        method RequestPasswordReset(
+          # The account's email address.
+          email: string
+        ) -> ()
 
         # Mints the one-time token for a pending reset request (auth.passwordResetRequested's
         # requestId), for the mailer to deliver. Only a plugin holding the 'auth.resetTokens'
         # capability may call it. Issuing again replaces the earlier token; the token expires
         # with the request and is void once any reset of the account succeeds.
-        method IssueResetToken(requestId: string) -> (resetToken: string, email: string, expiresAt: string)
+        method IssueResetToken(
+          # The requestId of an auth.passwordResetRequested event.
+          requestId: string
+        ) -> (resetToken: string, email: string, expiresAt: string)
 
         # Sets a new password with a reset token (single use, expires); revokes every session.
-        method ResetPassword(resetToken: string, newPassword: string) -> ()
+        method ResetPassword(
+          # The token from the reset message.
+          resetToken: string,
+          # 8 to 1024 bytes, not the email address.
+          newPassword: string
+        ) -> ()
 
         # Deletes the signed-in account; auth.accountDeleted tells every plugin to erase its data.
         method DeleteAccount(password: string) -> ()

@@ -10,3 +10,12 @@ enum Help {
         return left + "\n" + String(repeating: " ", count: column) + description + "\n"
     }
 }
+
+extension Help {
+    /// The first sentence of a doc comment that may span lines (never cut mid-sentence).
+    static func firstSentence(_ doc: String) -> String {
+        let text = doc.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }.joined(separator: " ")
+        guard let end = text.firstRange(of: ". ") else { return text }
+        return String(text[..<end.lowerBound]) + "."
+    }
+}

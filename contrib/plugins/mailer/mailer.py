@@ -94,9 +94,8 @@ def handle(event):
             issued["email"], "Reset your password",
             "Someone asked to reset the password of this account. If it was you, this is your reset token:\n\n"
             f"  {token}\n\n"
-            "Set a new password with it (typed without echo, never on the command line):\n\n"
-            "  read -rs -p 'New password: ' PW; echo\n"
-            f"  printf '{{\"resetToken\":\"%s\",\"newPassword\":\"%s\"}}' '{token}' \"$PW\" | appctl call io.appd.Auth.ResetPassword\n\n"
+            "Set a new password with it (appctl asks for it without echo):\n\n"
+            f"  appctl auth reset-password --reset-token {token}\n\n"
             f"The token works once, until {issued['expiresAt']}. If it was not you, ignore this message.\n")
 
 

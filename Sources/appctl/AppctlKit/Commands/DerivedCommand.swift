@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bus
 
 /// `appctl <interface> <method> --field value …` for every interface the daemon serves:
@@ -54,9 +57,17 @@ enum DerivedCommand {
     ) throws(AppctlError) -> [String: JSONValue] {
         var values: [String: JSONValue] = [:]
         var index = 0
+        // Password fields are never needed on the command line (where `ps` shows them): when
+        // left out they are prompted for without echo, or read from standard input.
+        let secrets = method.input.filter { $0.type == .string && $0.name.lowercased().hasSuffix("password") }
+        var secretsFromStdin = false
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
+            if argument == "--password-stdin", !secrets.isEmpty {
+                secretsFromStdin = true
+                continue
+            }
             guard argument.hasPrefix("--") else {
                 throw .usage("unexpected argument '\(argument)'; pass fields as --name value", command: command)
             }
@@ -91,8 +102,23 @@ enum DerivedCommand {
                 values[field.name] = value
             }
         }
+        let missingSecrets = secrets.filter { values[$0.name] == nil }
+        if !missingSecrets.isEmpty && (secretsFromStdin || isatty(0) == 1) {
+            if secretsFromStdin {
+                // One line each, in the order of the fields.
+                let lines = String(decoding: readStandardInput(), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+                for (i, field) in missingSecrets.enumerated() where i < lines.count { values[field.name] = .string(String(lines[i])) }
+            } else {
+                for field in missingSecrets {
+                    let words = kebab(field.name).split(separator: "-").joined(separator: " ")
+                    let prompt = words.prefix(1).uppercased() + words.dropFirst() + ": "
+                    values[field.name] = .string(try PasswordInput.read(prompt: prompt, fromStandardInput: false, command: command))
+                }
+            }
+        }
         for field in method.input where !field.type.isOptional && values[field.name] == nil {
-            throw .usage("missing --\(kebab(field.name)) <\(field.type)>", command: command)
+            let hint = secrets.contains(field) ? " (or leave it out to be prompted, or pass --password-stdin)" : ""
+            throw .usage("missing --\(kebab(field.name)) <\(field.type)>\(hint)", command: command)
         }
         return values
     }
@@ -146,7 +172,7 @@ enum DerivedCommand {
         var text = "OVERVIEW: \(interface.doc.isEmpty ? interface.name : interface.doc)\n\n"
         text += "USAGE: appctl \(short) <method> [--<field> <value> ...]\n\nMETHODS:\n"
         for method in interface.methods {
-            text += Help.row(kebab(method.name), method.doc.split(separator: "\n").first.map(String.init) ?? "")
+            text += Help.row(kebab(method.name), Help.firstSentence(method.doc))
         }
         text += "\n  See 'appctl \(short) <method> --help' for a method's fields.\n"
         return text

@@ -83,6 +83,16 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         }
     }
 
+    /// The first hour: appctl signup checks the password before asking for it twice.
+    @Test func checkSignUpAppliesTheRulesWithoutCreatingAnything() async throws {
+        let h = try await Harness.make()
+        await expectAuthError(.validationFailed) { _ = try await h.bus.send(AuthInterface.CheckSignUp(email: "ada@example.com", password: "short")) }
+        await expectAuthError(.validationFailed) { _ = try await h.bus.send(AuthInterface.CheckSignUp(email: "not-an-email", password: "long enough pass")) }
+        _ = try await h.bus.send(AuthInterface.CheckSignUp(email: "ada@example.com", password: "long enough pass"))
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "long enough pass")) }
+        await h.database.close()
+    }
+
     @Test func displayNamesRefuseControlCharacters() {
         #expect(throws: AuthError.validation("displayName", "contains a control character (such as a terminal escape)")) {
             try AuthValidation.displayName("Ada\u{1b}]0;pwned\u{7}")

@@ -35,6 +35,15 @@ enum AuthInterface {
           displayName: ?string
         ) -> (user: User)
 
+        # Checks an email and password against the sign-up rules without creating anything (a
+        # form can say what is wrong before asking again); says nothing about existing accounts.
+        method CheckSignUp(
+          # The address to sign up with.
+          email: string,
+          # The password to check.
+          password: string
+        ) -> ()
+
         # Checks the password and opens a session.
         method SignIn(
           # The account's email address.
@@ -197,6 +206,13 @@ enum AuthInterface {
         typealias Reply = Empty
         var currentPassword: String
         var newPassword: String
+    }
+
+    struct CheckSignUp: Command {
+        static let method = "io.appd.Auth.CheckSignUp"
+        typealias Reply = Empty
+        var email: String
+        var password: String
     }
 
     struct RequestPasswordReset: Command {

@@ -39,6 +39,11 @@ public struct AuthPlugin: Plugin {
         try bus.register(AuthInterface.SignUp.self) { command, envelope in
             .init(user: try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope))
         }
+        try bus.register(AuthInterface.CheckSignUp.self) { command, _ in
+            let email = try AuthValidation.email(command.email)
+            try AuthValidation.password(command.password, email: email)
+            return Empty()
+        }
         try bus.register(AuthInterface.SignIn.self) { command, envelope in
             .init(session: try await service.signIn(email: command.email, password: command.password, causedBy: envelope))
         }

@@ -5,7 +5,7 @@ enum AuthCommands {
     static let signup = Builtin(
         name: "signup", abstract: "Create an account, then sign in to it.",
         usage: "signup <email> [--display-name <name>] [--password-stdin]",
-        discussion: "Prompts for the password twice (no echo) on a terminal.",
+        discussion: "Prompts for the password (no echo) on a terminal, checks it against the daemon's rules, then asks for it again.",
         options: """
               --display-name <name>   The name to show.
               --password-stdin        Read the password from the first line of standard input.
@@ -16,6 +16,8 @@ enum AuthCommands {
         guard flags.positionals.count == 1, let email = flags.positionals.first else { throw .usage("signup needs one email address", command: "signup") }
         let fromStdin = flags.switches.contains("--password-stdin")
         let password = try PasswordInput.read(prompt: "Password: ", fromStandardInput: fromStdin, command: "signup")
+        // The daemon's rules first: a password that cannot work is refused before it is typed twice.
+        _ = try context.call("io.appd.Auth.CheckSignUp", ["email": .string(email), "password": .string(password)])
         if !fromStdin, try PasswordInput.read(prompt: "Repeat password: ", fromStandardInput: false, command: "signup") != password {
             throw .usage("the passwords differ", command: "signup")
         }

@@ -186,6 +186,23 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await h.database.close()
     }
 
+    /// The first hour: conversations take unique id prefixes, as todos do.
+    @Test func conversationIdsMayBeShortenedToAUniquePrefix() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let mine = try await h.conversation(ada, "ada's")
+        let prefix = String(mine.id.prefix(8))
+        _ = try await h.send("hello", in: prefix, as: ada)
+        #expect(try await h.history(prefix.uppercased(), as: ada).count == 2)
+        #expect(try await h.bus.send(ChatInterface.RenameConversation(id: prefix, title: "renamed"), as: ada).conversation.title == "renamed")
+        await expectChatError("ValidationFailed") { _ = try await h.history("c_", as: ada) }
+        // Another user's conversation is not found by prefix either.
+        await expectChatError("NotFound") { _ = try await h.history(prefix, as: bob) }
+        _ = try await h.bus.send(ChatInterface.DeleteConversation(id: prefix), as: ada)
+        await expectChatError("NotFound") { _ = try await h.history(mine.id, as: ada) }
+        await h.database.close()
+    }
+
     @Test func conversationsListSearchRenameAndDelete() async throws {
         let h = try await Harness.make()
         let ada = try await h.user("ada@example.com")

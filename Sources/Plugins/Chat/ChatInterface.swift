@@ -5,7 +5,8 @@ enum ChatInterface {
     static let idl = """
         # Chat. Each user sees only their own conversations; another user's is NotFound. Every method
         # needs a signed-in, onboarded account; Send also uses the free quota chat.messages unless
-        # the user has its entitlement (see io.appd.Payments).
+        # the user has its entitlement (see io.appd.Payments). Conversation ids may be shortened
+        # to any unique prefix of at least 4 characters, in any case.
         interface io.appd.Chat
 
         type Conversation (

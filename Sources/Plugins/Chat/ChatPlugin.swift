@@ -64,18 +64,25 @@ public struct ChatPlugin: Plugin {
             try await service.listConversations(owner: try owner(e), query: c.query, cursor: c.cursor, limit: c.limit)
         }
         try bus.register(ChatInterface.RenameConversation.self) { c, e in
-            .init(conversation: try await repository.rename(owner: try owner(e), id: c.id, title: try ChatService.title(c.title, required: true) ?? "", now: service.now))
+            let user = try owner(e)
+            let id = try await repository.resolveConversation(owner: user, id: c.id, field: "id")
+            return .init(conversation: try await repository.rename(owner: user, id: id, title: try ChatService.title(c.title, required: true) ?? "", now: service.now))
         }
         try bus.register(ChatInterface.DeleteConversation.self) { c, e in
-            try await repository.deleteConversation(owner: try owner(e), id: c.id)
+            let user = try owner(e)
+            try await repository.deleteConversation(owner: user, id: try await repository.resolveConversation(owner: user, id: c.id, field: "id"))
             return Empty()
         }
         try bus.register(ChatInterface.History.self) { c, e in
-            try await service.history(owner: try owner(e), conversation: c.conversationId, cursor: c.cursor, limit: c.limit)
+            let user = try owner(e)
+            let id = try await repository.resolveConversation(owner: user, id: c.conversationId, field: "conversationId")
+            return try await service.history(owner: user, conversation: id, cursor: c.cursor, limit: c.limit)
         }
         let sendNeeds = ChatInterface.needs + (options.meter.map { [Requirement.meter($0)] } ?? [])
         try bus.register(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
-            try await service.send(owner: try owner(e), conversation: c.conversationId, text: c.text, writer: writer, causedBy: e)
+            let user = try owner(e)
+            let id = try await repository.resolveConversation(owner: user, id: c.conversationId, field: "conversationId")
+            return try await service.send(owner: user, conversation: id, text: c.text, writer: writer, causedBy: e)
         }
         let running = self.running
         try bus.register(ChatInterface.Cancel.self) { c, e in

@@ -57,7 +57,24 @@ struct ChatRepository: Sendable {
             feedback: row.text("feedback"), createdAt: created)
     }
 
-    /// The owner's conversation by id (full id only: ids are shown whole).
+    /// The full id of the owner's conversation for an id or a unique prefix of it (4 or more
+    /// characters, any case), as todos take them.
+    func resolveConversation(owner: String, id: String, field: String) async throws -> String {
+        try await database.read { tx in
+            if try tx.query("SELECT id FROM chat_conversations WHERE id = ? AND owner = ?", [.text(id), .text(owner)]).first != nil { return id }
+            guard id.utf8.count >= 4 else { throw ChatError.validation(field, "is too short: give at least 4 characters of it (c_ and two more)") }
+            let rows = try tx.query(
+                "SELECT id FROM chat_conversations WHERE owner = ? AND lower(substr(id, 1, ?)) = lower(?) LIMIT 10",
+                [.text(owner), .integer(Int64(id.utf8.count)), .text(id)])
+            guard let full = rows.first?.text("id") else { throw ChatError.notFound }
+            guard rows.count == 1 else {
+                throw ChatError.validation(field, "is ambiguous: it matches \(rows.count == 10 ? "10 or more" : String(rows.count)) conversations; give more characters")
+            }
+            return full
+        }
+    }
+
+    /// The owner's conversation by its full id (handlers resolve prefixes first).
     static func ownedConversation(_ tx: any Transaction, owner: String, id: String) throws -> Row {
         guard let row = try tx.query("SELECT * FROM chat_conversations WHERE id = ? AND owner = ?", [.text(id), .text(owner)]).first else {
             throw ChatError.notFound

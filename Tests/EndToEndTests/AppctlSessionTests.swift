@@ -92,6 +92,12 @@ import Testing
         let help = try await ctl(["auth", "--help"])
         #expect(help.stdout.contains("presenting it again revokes every session descended from it."), "\(help.stdout)")
         #expect(try await ctl(["auth", "reset-password", "--help"]).stdout.contains("The token from the reset message."))
+        // Extra words are refused before anything is done (logout x used to sign out anyway).
+        for command in [["logout", "x"], ["todos", "ls", "x"], ["todos", "clear", "x"], ["payments", "status", "x"], ["plugins", "rescan", "x"], ["events", "topics", "x"]] {
+            let extra = try await ctl(command)
+            #expect(extra.status == 64 && extra.stderr.contains("'x' is one too many"), "\(command): \(extra.stderr)")
+        }
+        #expect(try await ctl(["whoami"]).status == 0)
         let short = try await ctl(["signup", "bo@example.com", "--password-stdin"], stdin: "short\n")
         #expect(short.stderr == "Error: password: needs at least 8 characters (io.appd.Auth.ValidationFailed)\n", "\(short.stderr)")
         #expect(try await ctl(["onboard"]).status == 0)

@@ -64,4 +64,10 @@ struct Flags {
     }
 
     func value(_ flag: String) -> String? { values[flag]?.last }
+
+    /// Refuses words past the first `allowed` (a verb, say): nothing is silently ignored.
+    func noMoreArguments(than allowed: Int = 0, in command: String) throws(AppctlError) {
+        guard positionals.count > allowed else { return }
+        throw .usage("\(command) takes \(allowed == 0 ? "no arguments" : "nothing after it"); '\(positionals[allowed])' is one too many", command: command.split(separator: " ").first.map(String.init))
+    }
 }

@@ -60,7 +60,7 @@ enum AuthCommands {
     }
 
     static let logout = Builtin(name: "logout", abstract: "End this session and forget it.", usage: "logout") { arguments, context throws(AppctlError) in
-        _ = try Flags(arguments, command: "logout")
+        try Flags(arguments, command: "logout").noMoreArguments(in: "logout")
         let store = SessionStore.standard()
         defer { try? store.save(nil, for: context.options.socketPath) }
         guard store.session(for: context.options.socketPath) != nil else {

@@ -78,6 +78,7 @@ enum DaemonCommands {
             let reply = try context.call(method, ["name": .string(flags.positionals[1])])
             if context.options.json { context.output.reply(reply) } else { print("\(verb == "restart" ? "restarted" : verb == "enable" ? "enabled" : "disabled") \(flags.positionals[1])") }
         case "rescan":
+            try flags.noMoreArguments(than: 1, in: "plugins rescan")
             let reply = try context.call("io.appd.Daemon.RescanPlugins")
             if context.options.json {
                 context.output.reply(reply)

@@ -24,6 +24,7 @@ enum EventsCommand {
         switch flags.positionals.first {
         case "tail": return try tail(flags, context)
         case "topics":
+            try flags.noMoreArguments(than: 1, in: "events topics")
             let reply = try context.call("io.appd.Bus.Topics")
             if context.options.json {
                 context.output.reply(reply)

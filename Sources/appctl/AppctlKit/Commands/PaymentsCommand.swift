@@ -24,11 +24,11 @@ enum PaymentsCommand {
         let rest = Array(arguments.dropFirst())
         switch verb {
         case "status", "restore":
-            _ = try Flags(rest, command: "payments")
+            try Flags(rest, command: "payments").noMoreArguments(in: "payments \(verb)")
             let reply = try context.call(verb == "status" ? "io.appd.Payments.Status" : "io.appd.Payments.Restore")
             return show(reply, context)
         case "products":
-            _ = try Flags(rest, command: "payments")
+            try Flags(rest, command: "payments").noMoreArguments(in: "payments products")
             let reply = try context.call("io.appd.Payments.Products")
             if context.options.json { context.output.reply(reply); return ExitCode.ok }
             if case .array(let products)? = reply["products"] {

@@ -29,6 +29,7 @@ enum TodosCommand {
             return show(try context.call("io.appd.Todos.Add", .object(parameters)), context)
         case "ls":
             let flags = try Flags(rest, switchFlags: ["--open", "--done"], command: "todos")
+            try flags.noMoreArguments(in: "todos ls")
             let filter = flags.switches.contains("--open") ? "open" : flags.switches.contains("--done") ? "done" : "all"
             var todos: [JSONValue] = []
             var cursor: JSONValue = .null
@@ -70,7 +71,7 @@ enum TodosCommand {
             if let due = flags.value("--due") { parameters["dueAt"] = .string(due) }
             return show(try context.call("io.appd.Todos.Update", .object(parameters)), context)
         case "clear":
-            _ = try Flags(rest, command: "todos")
+            try Flags(rest, command: "todos").noMoreArguments(in: "todos clear")
             let reply = try context.call("io.appd.Todos.ClearCompleted")
             if context.options.json { context.output.reply(reply) } else { print("deleted \(Output.scalar(reply["deleted"] ?? 0)) completed todo(s)") }
             return ExitCode.ok

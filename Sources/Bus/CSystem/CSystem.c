@@ -290,3 +290,49 @@ int appd_pipe(int fds[2]) {
 void appd_set_thread_name(const char *name) {
     prctl(PR_SET_NAME, name, 0, 0, 0);
 }
+
+static int appd_signal_fds[65] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+
+static void appd_signal_handler(int number) {
+    int saved = errno;
+    int fd = (number > 0 && number <= 64) ? __atomic_load_n(&appd_signal_fds[number], __ATOMIC_SEQ_CST) : -1;
+    if (fd >= 0) {
+        uint64_t one = 1;
+        ssize_t written = write(fd, &one, sizeof one);
+        (void)written;
+    }
+    errno = saved;
+}
+
+int appd_signal_catch(int number) {
+    if (number <= 0 || number > 64) { errno = EINVAL; return -1; }
+    int fd = __atomic_load_n(&appd_signal_fds[number], __ATOMIC_SEQ_CST);
+    if (fd < 0) {
+        int created = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (created < 0) return -1;
+        int expected = -1;
+        if (__atomic_compare_exchange_n(&appd_signal_fds[number], &expected, created, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            fd = created;
+        } else {
+            close(created);
+            fd = expected;
+        }
+    }
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = appd_signal_handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(number, &action, NULL) != 0) return -1;
+    return fd;
+}
+
+unsigned long appd_signal_drain(int fd) {
+    uint64_t value = 0;
+    unsigned long total = 0;
+    while (read(fd, &value, sizeof value) > 0) total += (unsigned long)value;
+    return total;
+}

@@ -1,3 +1,4 @@
+import CSystem
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -19,7 +20,7 @@ public actor ServiceGroup {
     private var tasks: [Task<Void, any Error>] = []
     private var failure: ServiceFailed?
     private var wakeUp: CheckedContinuation<Void, Never>?
-    private var signalSources: [any DispatchSourceSignal] = []
+    private var signalSources: [any DispatchSourceRead] = []
 
     public init(
         services: [any Service], signals: [Int32] = [SIGTERM, SIGINT], shutdownTimeout: Duration = .seconds(10),
@@ -94,12 +95,20 @@ public actor ServiceGroup {
 
     private struct StopTimeout: Error {}
 
+    /// The handler is installed synchronously (sigaction), before any service starts: a
+    /// SIGTERM that arrives the instant the socket serves is recorded and acted on, never lost
+    /// in a window where it was ignored but not yet watched (a dispatch signal source arms
+    /// asynchronously). A read source on the signal's eventfd delivers it.
     private func installSignalHandlers() {
         for number in signals {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            let fd = appd_signal_catch(number)
+            guard fd >= 0 else {
+                logger.error("cannot catch a shutdown signal; stop appd with io.appd.Daemon.Shutdown", metadata: ["signal": "\(number)", "errno": "\(errno)"])
+                continue
+            }
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .global())
             source.setEventHandler { [weak self] in
-                guard let self else { return }
+                guard appd_signal_drain(fd) > 0, let self else { return }
                 Task { await self.signalled(number) }
             }
             source.resume()

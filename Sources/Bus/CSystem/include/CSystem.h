@@ -79,4 +79,12 @@ void appd_set_thread_name(const char *name);
 /// pipe2 with O_CLOEXEC.
 int appd_pipe(int fds[2]);
 
+/// Catches a signal with a handler installed at once (sigaction): each arrival makes the
+/// signal's own eventfd readable, so none is lost between installing the handler and watching
+/// for it. Returns that eventfd (the same one on every call for the signal), or -1.
+int appd_signal_catch(int signal);
+
+/// Empties a signal's eventfd; returns how many arrivals it counted.
+unsigned long appd_signal_drain(int fd);
+
 #endif

@@ -63,7 +63,7 @@ struct AuthRepository: Sendable {
     /// committed (or failed), before the caller hears back. Writes that change neither use
     /// `database.write` directly.
     @discardableResult
-    private func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         defer { sessions.invalidate() }
         return try await database.write(body)
     }
@@ -203,62 +203,6 @@ struct AuthRepository: Sendable {
         }
     }
 
-    /// Records a reset request and its durable event (no token yet).
-    func createResetRequest(id: String, user: UserRecord, expires: Int64, now: Int64, causedBy cause: (any Cause)?) async throws {
-        // Changes no account or session: the session cache stays.
-        try await database.write { tx in
-            try tx.execute(
-                "INSERT INTO auth_reset_requests (id, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)",
-                [.text(id), .text(user.id), .integer(expires), .integer(now)])
-            try tx.append(
-                PasswordResetRequested(requestId: id, userId: user.id, email: user.email, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339),
-                causedBy: cause)
-        }
-    }
-
-    /// Stores the digest of a freshly minted token for a pending request (replacing an earlier
-    /// one); nil when the request is unknown, used or expired.
-    func issueResetToken(requestID: String, digest: String, now: Int64) async throws -> (email: String, expires: Int64)? {
-        try await database.write { tx in
-            let rows = try tx.query(
-                """
-                SELECT u.email, r.expires_at FROM auth_reset_requests r JOIN auth_users u ON u.id = r.user_id
-                WHERE r.id = ? AND r.used_at IS NULL AND r.expires_at > ?
-                """, [.text(requestID), .integer(now)])
-            guard let row = rows.first, let email = row.text("email"), let expires = row.integer("expires_at") else { return nil }
-            try tx.execute(
-                "UPDATE auth_reset_requests SET token_digest = ?, issued_at = ? WHERE id = ?", [.text(digest), .integer(now), .text(requestID)])
-            return (email, expires)
-        }
-    }
-
-    /// The account a usable reset token belongs to (unknown, used or expired: nil).
-    func resetTokenOwner(digest: String, now: Int64) async throws -> UserRecord? {
-        try await database.read { tx in
-            try tx.query(
-                """
-                SELECT u.* FROM auth_reset_requests r JOIN auth_users u ON u.id = r.user_id
-                WHERE r.token_digest = ? AND r.used_at IS NULL AND r.expires_at > ?
-                """, [.text(digest), .integer(now)]
-            ).first.flatMap(UserRecord.init)
-        }
-    }
-
-    /// Uses a reset token once: sets the password, revokes every session, and voids every
-    /// other pending request of the account. False when the token is unknown, used or expired.
-    func resetPassword(digest: String, hash: String, now: Int64) async throws -> Bool {
-        try await write { tx in
-            let rows = try tx.query(
-                "SELECT user_id FROM auth_reset_requests WHERE token_digest = ? AND used_at IS NULL AND expires_at > ?",
-                [.text(digest), .integer(now)])
-            guard let userID = rows.first?.text("user_id") else { return false }
-            try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
-            try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
-            try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
-            return true
-        }
-    }
-
     /// Erasure happens in the same transaction: every logged event about the user becomes a
     /// tombstone, before auth.accountDeleted (which stays, for the consumers) is appended.
     func deleteUser(userID: String, causedBy cause: (any Cause)?) async throws {
@@ -286,48 +230,6 @@ struct AuthRepository: Sendable {
                 "UPDATE auth_users SET disabled = ?, updated_at = ? WHERE email = ?", [.integer(disabled ? 1 : 0), .integer(now), .text(email)])
             return changed > 0
         }
-    }
-
-    // MARK: Throttling
-
-    /// What a sign-in attempt may do.
-    enum AttemptDecision: Sendable, Equatable {
-        /// Go on and check the password; the attempt already counts as a failure until
-        /// `clearFailures` says otherwise.
-        case allowed
-        /// Too many failures: try again after this many seconds.
-        case wait(seconds: Int)
-    }
-
-    /// Decides and records an attempt in one write, so parallel guesses are counted one after
-    /// the other and at most `free` of them are ever checked before the back-off starts. After
-    /// `free` failures each attempt must wait 2^(failures - free) seconds (capped at `window`)
-    /// from the last failure; failures older than `window` are forgotten.
-    func reserveAttempt(email: String, now: Int64, free: Int, window: Int64) async throws -> AttemptDecision {
-        // Changes no account or session: a stream of wrong passwords does not empty the cache.
-        try await database.write { tx in
-            let row = try tx.query("SELECT failures, last_failure_at FROM auth_attempts WHERE email = ?", [.text(email)]).first
-            var failures = Int(row?.integer("failures") ?? 0)
-            let last = row?.integer("last_failure_at") ?? 0
-            if now - last >= window { failures = 0 }
-            if failures >= free {
-                let wait = min(Int64(1) << Int64(min(failures - free, 40)), window / 1_000_000_000) * 1_000_000_000
-                if now < last + wait {
-                    return .wait(seconds: Int((last + wait - now + 999_999_999) / 1_000_000_000))
-                }
-            }
-            try tx.execute(
-                """
-                INSERT INTO auth_attempts (email, failures, window_start, last_failure_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT(email) DO UPDATE SET failures = excluded.failures, last_failure_at = excluded.last_failure_at
-                """,
-                [.text(email), .integer(Int64(failures + 1)), .integer(now), .integer(now)])
-            return .allowed
-        }
-    }
-
-    func clearFailures(email: String) async throws {
-        try await database.write { tx in try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(email)]) }
     }
 
     // MARK: Sessions

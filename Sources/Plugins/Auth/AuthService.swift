@@ -120,7 +120,7 @@ public struct AuthService: Sendable {
         case .rotated(let record):
             let session = Session(
                 accessToken: access, refreshToken: refresh, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339, user: record.user)
-            rotations.remember(presented, session, until: now + grace)
+            rotations.remember(presented, session, until: now + grace, now: now)
             return session
         case .recentlyRotated:
             // The rotation that won may still be on its way back: its pair appears in a moment.

@@ -16,11 +16,12 @@ final class RecentRotations: Sendable {
 
     init(capacity: Int = 10_000) { self.capacity = capacity }
 
-    func remember(_ digest: String, _ session: Session, until: Int64) {
+    func remember(_ digest: String, _ session: Session, until: Int64, now: Int64) {
         entries.withLock { table in
             if table.count >= capacity {
-                let now = until
-                table = table.filter { $0.value.until > now - 60_000_000_000 }
+                // Expired entries go first; if every one is still live, the oldest pairs are
+                // simply forgotten (a late duplicate is then refused, never a revocation).
+                table = table.filter { $0.value.until > now }
                 if table.count >= capacity { table.removeAll() }
             }
             table[digest] = Entry(session: session, until: until)

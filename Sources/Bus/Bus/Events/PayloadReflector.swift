@@ -88,11 +88,7 @@ enum PayloadReflector {
             return false
         }
 
-        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-            let (varlink, value) = try PayloadReflector.reflect(T.self)
-            recorder.add(key.stringValue, recorder.askedForNil.contains(key.stringValue) ? .optional(varlink) : varlink)
-            return value
-        }
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decode(type, key) }
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decode(type as Bool.Type, key) }
         func decode(_ type: String.Type, forKey key: Key) throws -> String { try decode(type as String.Type, key) }
@@ -109,6 +105,7 @@ enum PayloadReflector {
         func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decode(type as UInt32.Type, key) }
         func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decode(type as UInt64.Type, key) }
 
+        /// Records the field (optional when `decodeNil` was asked first) and hands back a placeholder.
         private func decode<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
             let (varlink, value) = try PayloadReflector.reflect(T.self)
             recorder.add(key.stringValue, recorder.askedForNil.contains(key.stringValue) ? .optional(varlink) : varlink)

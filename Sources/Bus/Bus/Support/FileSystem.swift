@@ -40,26 +40,42 @@ public enum FileSystem {
     /// root-owned sticky directory (`/tmp`) above it is fine, since nobody can rename what
     /// others put in it. A socket in such a directory was put there by root or by `uid`.
     public static func isTrusted(directory: String, uid: uid_t = getuid()) -> Bool {
-        var current = directory
-        var first = true
-        while !current.isEmpty {
-            var info = stat()
-            guard stat(current, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == 0 || info.st_uid == uid else { return false }
-            let stickyRoot = !first && info.st_uid == 0 && info.st_mode & S_ISVTX != 0
-            guard info.st_mode & 0o022 == 0 || stickyRoot else { return false }
-            if current == "/" { return true }
-            first = false
-            let parent = parent(of: current)
-            current = parent.isEmpty && current.hasPrefix("/") ? "/" : parent
+        ([directory] + ancestors(of: directory)).enumerated().allSatisfy { index, path in
+            untrustedReason(directory: path, uid: uid, allowingStickyRoot: index > 0) == nil
         }
-        return false
+    }
+
+    /// Why a user other than root or `uid` could change what `directory` holds, or nil when none
+    /// can. With `allowingStickyRoot`, a root-owned sticky directory (`/tmp`) is fine.
+    public static func untrustedReason(directory: String, uid: uid_t = getuid(), allowingStickyRoot: Bool) -> String? {
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return "cannot be read: \(String(cString: strerror(errno)))" }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "is not a directory" }
+        guard info.st_uid == 0 || info.st_uid == uid else { return "belongs to another user (uid \(info.st_uid)), not to root or uid \(uid)" }
+        let stickyRoot = allowingStickyRoot && info.st_uid == 0 && info.st_mode & S_ISVTX != 0
+        guard info.st_mode & 0o022 == 0 || stickyRoot else {
+            return "is writable by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod go-w it"
+        }
+        return nil
+    }
+
+    /// Every directory above `path`, nearest first, ending with `/` for an absolute path.
+    public static func ancestors(of path: String) -> [String] {
+        var out: [String] = []
+        var current = parent(of: path)
+        while !current.isEmpty {
+            out.append(current)
+            current = parent(of: current)
+        }
+        if path.hasPrefix("/") && path != "/" { out.append("/") }
+        return out
     }
 
     /// The working directory, if it can be read.
     public static func currentDirectory() -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard getcwd(&buffer, buffer.count) != nil else { return nil }
-        return String(cString: buffer)
+        guard let path = getcwd(nil, 0) else { return nil }
+        defer { free(path) }
+        return String(cString: path)
     }
 
     /// The directory part of a path ("" when it has none).

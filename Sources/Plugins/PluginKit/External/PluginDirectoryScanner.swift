@@ -65,30 +65,13 @@ public enum PluginDirectoryScanner {
         guard let resolved = realpath(executable, nil) else { throw ManifestProblem("the executable \(executable) cannot be resolved") }
         let target = String(cString: resolved)
         free(resolved)
-        for directory in ancestors(of: target) + [folder] + ancestors(of: folder) {
-            var info = stat()
-            guard stat(directory, &info) == 0 else { throw ManifestProblem("the directory \(directory) cannot be read: \(String(cString: strerror(errno)))") }
-            guard info.st_uid == 0 || info.st_uid == getuid() else {
-                throw ManifestProblem("the directory \(directory) belongs to another user (uid \(info.st_uid)); a plugin must sit where only root or appd's user can change it")
-            }
-            let stickyRoot = info.st_uid == 0 && info.st_mode & S_ISVTX != 0
-            guard info.st_mode & 0o022 == 0 || stickyRoot else {
-                throw ManifestProblem("the directory \(directory) is writable by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod go-w it")
+        for directory in FileSystem.ancestors(of: target) + [folder] + FileSystem.ancestors(of: folder) {
+            if let reason = FileSystem.untrustedReason(directory: directory, allowingStickyRoot: true) {
+                throw ManifestProblem("the directory \(directory) \(reason); a plugin must sit where only root or appd's user can change it")
             }
         }
     }
 
-    /// Every directory above `path`, nearest first, ending with `/`.
-    static func ancestors(of path: String) -> [String] {
-        var out: [String] = []
-        var current = FileSystem.parent(of: path)
-        while !current.isEmpty {
-            out.append(current)
-            current = FileSystem.parent(of: current)
-        }
-        if path.hasPrefix("/") { out.append("/") }
-        return out
-    }
 
     /// Refuses a file other users could change: owned by root or appd's user, not writable by
     /// group or others.

@@ -18,25 +18,25 @@ let package = Package(
         // The typed async event bus, gates, logging, lifecycle and (later) the varlink wire.
         .target(name: "Bus", dependencies: ["CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
         // Socket calls that need _GNU_SOURCE (SO_PEERCRED, accept4), kept out of Swift headers.
-        .target(name: "CSystem", path: "Sources/Bus/CSystem"),
+        .target(name: "CSystem", path: "Sources/Bus/Shims/CSystem"),
         // The fuzzers (Tests/Fuzz/run builds them with -sanitize=fuzzer): targets, driver shim, executable.
         .target(
-            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "Payments"], path: "Sources/Bus/Fuzz/Targets",
+            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "Payments"], path: "Tests/Fuzz/Targets",
             swiftSettings: strict),
-        .target(name: "CFuzz", path: "Sources/Bus/Fuzz/CFuzz"),
-        .executableTarget(name: "appd-fuzz", dependencies: ["FuzzTargets", "CFuzz"], path: "Sources/Bus/Fuzz/Main", swiftSettings: strict),
+        .target(name: "CFuzz", path: "Tests/Fuzz/CFuzz"),
+        .executableTarget(name: "appd-fuzz", dependencies: ["FuzzTargets", "CFuzz"], path: "Tests/Fuzz/Main", swiftSettings: strict),
         // Release-mode benchmarks of the bus and storage: `swift run -c release appd-bench`.
         .executableTarget(
-            name: "appd-bench", dependencies: ["Bus", "Storage"], path: "Sources/Bus/Benchmarks",
+            name: "appd-bench", dependencies: ["Bus", "Storage"], path: "Tests/Benchmarks",
             swiftSettings: strict),
 
         // SQLite from the system (libsqlite3-dev), and the storage every plugin uses through
         // its repository: the Database protocol, migrations, group commit, the durable event log.
-        .systemLibrary(name: "CSQLite", path: "Sources/Plugins/CSQLite", pkgConfig: "sqlite3"),
-        .target(name: "Storage", dependencies: ["Bus", "CSQLite"], path: "Sources/Plugins/Storage", swiftSettings: strict),
+        .systemLibrary(name: "CSQLite", path: "Sources/Plugins/Shims/CSQLite", pkgConfig: "sqlite3"),
+        .target(name: "Storage", dependencies: ["Bus", "CSQLite"], path: "Sources/Plugins/Support/Storage", swiftSettings: strict),
         // OpenSSL libcrypto from the system (libssl-dev): scrypt, SHA-256, HMAC, CSPRNG.
-        .systemLibrary(name: "COpenSSL", path: "Sources/Plugins/COpenSSL", pkgConfig: "libcrypto"),
-        .target(name: "Crypto", dependencies: ["Bus", "COpenSSL"], path: "Sources/Plugins/Crypto", swiftSettings: strict),
+        .systemLibrary(name: "COpenSSL", path: "Sources/Plugins/Shims/COpenSSL", pkgConfig: "libcrypto"),
+        .target(name: "Crypto", dependencies: ["Bus", "COpenSSL"], path: "Sources/Plugins/Support/Crypto", swiftSettings: strict),
         // The event types each plugin publishes, apart from the plugins, so consumers import
         // the events they react to without importing the publisher.
         .target(name: "Contracts", dependencies: ["Bus"], path: "Sources/Plugins/Contracts", exclude: ["README.md"], swiftSettings: strict),
@@ -49,7 +49,7 @@ let package = Package(
             name: "Payments", dependencies: ["Bus", "Contracts", "CSystem", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
             swiftSettings: strict),
         // Outbound TCP and TLS (OpenSSL libssl) with timeouts and abort, for the LLM providers.
-        .target(name: "CNet", path: "Sources/Plugins/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        .target(name: "CNet", path: "Sources/Plugins/Shims/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Conversations and streamed LLM replies (io.appd.Chat), the provider seam.
         .target(
             name: "Chat", dependencies: ["Bus", "Contracts", "CNet", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
@@ -57,9 +57,9 @@ let package = Package(
         // Rating prompts from bus signals (io.appd.Rating).
         .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
         // An example external plugin in Swift (contrib/plugins/greeter), also used by the tests.
-        .executableTarget(name: "appd-plugin-greeter", dependencies: ["Bus"], path: "Sources/Plugins/Greeter", swiftSettings: strict),
+        .executableTarget(name: "appd-plugin-greeter", dependencies: ["Bus"], path: "Sources/Plugins/Examples/Greeter", swiftSettings: strict),
         // What every plugin implements and the host that starts, supervises and stops them.
-        .target(name: "PluginKit", dependencies: ["Bus", "CSystem", "Storage", "Crypto"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
+        .target(name: "PluginKit", dependencies: ["Bus", "CSystem", "Storage", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
 
         .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments", "Chat", "Rating"], path: "Sources/appd", swiftSettings: strict),
         // appctl's commands and parsers (a library, so the fuzzers can reach the parsers), and the

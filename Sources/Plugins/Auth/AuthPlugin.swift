@@ -8,7 +8,7 @@ import Storage
 public struct AuthPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "auth", version: "0.1.0", interface: AuthInterface.idl, events: AuthEvents.all, configKeys: [])
-    public var migrations: [Migration] { AuthRepository.migrations }
+    public var migrations: [Migration] { AuthMigrations.all }
 
     let options: AuthService.Options
     let hasher: PasswordHasher

@@ -28,7 +28,7 @@ public struct ChatPlugin: Plugin {
         name: "chat", version: "0.1.0", dependencies: ["auth"], interface: ChatInterface.idl,
         events: ChatEvents.all, consumes: [AccountDeleted.self],
         configKeys: ["chatProvider", "chatBaseURL", "chatModel", "chatApiKey", "chatSystemPrompt", "chatContextCharacters", "chatMeter"])
-    public var migrations: [Migration] { ChatRepository.migrations }
+    public var migrations: [Migration] { ChatMigrations.all }
 
     let options: Options
     let provider: any LLMProvider

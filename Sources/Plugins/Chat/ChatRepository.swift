@@ -7,36 +7,6 @@ import Storage
 struct ChatRepository: Sendable {
     let database: any Database
 
-    static let migrations = [
-        Migration(plugin: "chat", version: 1, sql: """
-            CREATE TABLE chat_conversations (
-              seq INTEGER PRIMARY KEY AUTOINCREMENT,
-              id TEXT NOT NULL UNIQUE,
-              owner TEXT NOT NULL,
-              title TEXT,
-              created_at INTEGER NOT NULL,
-              updated_at INTEGER NOT NULL
-            );
-            CREATE INDEX chat_conversations_owner ON chat_conversations(owner, seq);
-            CREATE TABLE chat_messages (
-              seq INTEGER PRIMARY KEY AUTOINCREMENT,
-              id TEXT NOT NULL UNIQUE,
-              conversation_id TEXT NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
-              owner TEXT NOT NULL,
-              role TEXT NOT NULL,
-              text TEXT NOT NULL,
-              status TEXT NOT NULL,
-              error TEXT,
-              prompt_tokens INTEGER,
-              completion_tokens INTEGER,
-              feedback TEXT,
-              created_at INTEGER NOT NULL
-            );
-            CREATE INDEX chat_messages_conversation ON chat_messages(conversation_id, seq);
-            CREATE INDEX chat_messages_owner ON chat_messages(owner);
-            """),
-    ]
-
     static func time(_ row: Row, _ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
 
     static func conversation(_ row: Row) -> Conversation? {

@@ -24,7 +24,7 @@ public struct PaymentsPlugin: Plugin {
         name: "payments", version: "0.1.0", dependencies: ["auth"], interface: PaymentsInterface.idl,
         events: PaymentsEvents.all, consumes: [AccountDeleted.self],
         configKeys: ["paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes"])
-    public var migrations: [Migration] { PaymentsRepository.migrations }
+    public var migrations: [Migration] { PaymentsMigrations.all }
 
     let options: Options
     let clock: @Sendable () -> WallTime

@@ -11,7 +11,7 @@ public struct RatingPlugin: Plugin {
         consumes: RatingSignal.events + [AccountDeleted.self],
         configKeys: ["ratingMinPositiveSignals", "ratingMinDaysSinceFirstSeen", "ratingMinSessions", "ratingNegativeCooldownHours",
                      "ratingMinDaysBetweenPrompts", "ratingMaxPromptsPerYear"])
-    public var migrations: [Migration] { RatingRepository.migrations }
+    public var migrations: [Migration] { RatingMigrations.all }
 
     let rules: RatingRules
     let clock: @Sendable () -> WallTime

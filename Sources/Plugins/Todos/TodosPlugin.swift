@@ -8,7 +8,7 @@ public struct TodosPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "todos", version: "0.1.0", dependencies: ["auth"], interface: TodosInterface.idl,
         events: TodosEvents.all, consumes: [AccountDeleted.self])
-    public var migrations: [Migration] { SQLiteTodosRepository.migrations }
+    public var migrations: [Migration] { TodosMigrations.all }
     let clock: @Sendable () -> WallTime
 
     public init(clock: @escaping @Sendable () -> WallTime = { .now() }) { self.clock = clock }

@@ -28,24 +28,6 @@ protocol TodosRepository: Sendable {
 struct SQLiteTodosRepository: TodosRepository {
     let database: any Database
 
-    static let migrations = [
-        Migration(plugin: "todos", version: 1, sql: """
-            CREATE TABLE todos (
-              seq INTEGER PRIMARY KEY AUTOINCREMENT,
-              id TEXT NOT NULL UNIQUE,
-              owner TEXT NOT NULL,
-              title TEXT NOT NULL,
-              notes TEXT,
-              done INTEGER NOT NULL DEFAULT 0,
-              due_at INTEGER,
-              created_at INTEGER NOT NULL,
-              updated_at INTEGER NOT NULL,
-              completed_at INTEGER
-            );
-            CREATE INDEX todos_owner ON todos(owner, seq);
-            """),
-    ]
-
     static func todo(_ row: Row) -> Todo? {
         func time(_ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
         guard let id = row.text("id"), let title = row.text("title"), let created = time("created_at"), let updated = time("updated_at")

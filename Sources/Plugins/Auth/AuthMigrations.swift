@@ -1,0 +1,73 @@
+import Storage
+
+/// The auth plugin's tables: one migration per schema version, applied in order by the
+/// plugin host when the plugin starts (the version reached is recorded per plugin). A shipped
+/// migration is never edited; a change is a new version.
+enum AuthMigrations {
+    static let all = [
+        Migration(plugin: "auth", version: 1, sql: """
+            CREATE TABLE auth_users (
+              id TEXT PRIMARY KEY,
+              email TEXT NOT NULL UNIQUE COLLATE NOCASE,
+              password_hash TEXT NOT NULL,
+              display_name TEXT,
+              onboarded_at INTEGER,
+              disabled INTEGER NOT NULL DEFAULT 0,
+              created_at INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE auth_sessions (
+              id INTEGER PRIMARY KEY,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              family TEXT NOT NULL,
+              access_digest TEXT NOT NULL UNIQUE,
+              access_expires_at INTEGER NOT NULL,
+              refresh_digest TEXT NOT NULL UNIQUE,
+              refresh_expires_at INTEGER NOT NULL,
+              created_at INTEGER NOT NULL,
+              revoked_at INTEGER
+            );
+            CREATE INDEX auth_sessions_user ON auth_sessions(user_id);
+            CREATE INDEX auth_sessions_family ON auth_sessions(family);
+            CREATE TABLE auth_rotated_refresh (
+              digest TEXT PRIMARY KEY,
+              family TEXT NOT NULL
+            );
+            CREATE TABLE auth_attempts (
+              email TEXT PRIMARY KEY COLLATE NOCASE,
+              failures INTEGER NOT NULL,
+              window_start INTEGER NOT NULL
+            );
+            """),
+        Migration(plugin: "auth", version: 2, sql: """
+            CREATE TABLE auth_reset_tokens (
+              digest TEXT PRIMARY KEY,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              expires_at INTEGER NOT NULL,
+              used_at INTEGER
+            );
+            """),
+        // Reset tokens are minted on demand for a request (IssueResetToken), never carried by
+        // an event. Tokens of the old table were mailed from a live event; they stop working.
+        Migration(plugin: "auth", version: 3, sql: """
+            CREATE TABLE auth_reset_requests (
+              id TEXT PRIMARY KEY,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              expires_at INTEGER NOT NULL,
+              token_digest TEXT UNIQUE,
+              issued_at INTEGER,
+              used_at INTEGER,
+              created_at INTEGER NOT NULL
+            );
+            CREATE INDEX auth_reset_requests_user ON auth_reset_requests(user_id);
+            DROP TABLE auth_reset_tokens;
+            """),
+        // Throttling counts from the last failure, and each attempt is reserved before its
+        // password is checked (see `reserveAttempt`).
+        Migration(plugin: "auth", version: 4, sql: """
+            ALTER TABLE auth_attempts ADD COLUMN last_failure_at INTEGER NOT NULL DEFAULT 0;
+            UPDATE auth_attempts SET last_failure_at = window_start;
+            ALTER TABLE auth_rotated_refresh ADD COLUMN rotated_at INTEGER NOT NULL DEFAULT 0;
+            """),
+    ]
+}

@@ -1,0 +1,36 @@
+import Storage
+
+/// The chat plugin's tables: one migration per schema version, applied in order by the
+/// plugin host when the plugin starts (the version reached is recorded per plugin). A shipped
+/// migration is never edited; a change is a new version.
+enum ChatMigrations {
+    static let all = [
+        Migration(plugin: "chat", version: 1, sql: """
+            CREATE TABLE chat_conversations (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              id TEXT NOT NULL UNIQUE,
+              owner TEXT NOT NULL,
+              title TEXT,
+              created_at INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL
+            );
+            CREATE INDEX chat_conversations_owner ON chat_conversations(owner, seq);
+            CREATE TABLE chat_messages (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              id TEXT NOT NULL UNIQUE,
+              conversation_id TEXT NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
+              owner TEXT NOT NULL,
+              role TEXT NOT NULL,
+              text TEXT NOT NULL,
+              status TEXT NOT NULL,
+              error TEXT,
+              prompt_tokens INTEGER,
+              completion_tokens INTEGER,
+              feedback TEXT,
+              created_at INTEGER NOT NULL
+            );
+            CREATE INDEX chat_messages_conversation ON chat_messages(conversation_id, seq);
+            CREATE INDEX chat_messages_owner ON chat_messages(owner);
+            """),
+    ]
+}

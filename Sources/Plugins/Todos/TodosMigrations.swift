@@ -1,0 +1,24 @@
+import Storage
+
+/// The todos plugin's tables: one migration per schema version, applied in order by the
+/// plugin host when the plugin starts (the version reached is recorded per plugin). A shipped
+/// migration is never edited; a change is a new version.
+enum TodosMigrations {
+    static let all = [
+        Migration(plugin: "todos", version: 1, sql: """
+            CREATE TABLE todos (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              id TEXT NOT NULL UNIQUE,
+              owner TEXT NOT NULL,
+              title TEXT NOT NULL,
+              notes TEXT,
+              done INTEGER NOT NULL DEFAULT 0,
+              due_at INTEGER,
+              created_at INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL,
+              completed_at INTEGER
+            );
+            CREATE INDEX todos_owner ON todos(owner, seq);
+            """),
+    ]
+}

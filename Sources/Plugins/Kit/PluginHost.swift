@@ -198,22 +198,11 @@ public actor PluginHost: Service {
         started = []
     }
 
-    /// Runs `work`, giving up after `limit` (the work is cancelled).
+    /// Runs `work`, giving up after `limit` (the work is cancelled; see `withTimeout`).
     private nonisolated func withTimeout<T: Sendable>(
         _ limit: Duration, _ what: String, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await work() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw PluginTimeout(what: what, limit: limit)
-            }
-            return value
-        }
+        try await Bus.withTimeout(limit, timeoutError: { PluginTimeout(what: what, limit: limit) }, work)
     }
 }
 

@@ -168,7 +168,7 @@ extension EventBus {
     ) async throws -> R {
         guard let deadline = envelope.deadline else { return try await body(envelope) }
         let method = envelope.name
-        return try await Deadline.run(until: deadline, timeoutError: { DeadlineExceeded(method: method) }) {
+        return try await withDeadline(deadline, timeoutError: { DeadlineExceeded(method: method) }) {
             try await body(envelope)
         }
     }

@@ -133,7 +133,7 @@ extension EventBus {
         let targets = registry.withLock { r in r.queues.values.map { ($0, $0.enqueuedCount) } }
         let deadline = ContinuousClock.now.advanced(by: timeout)
         do {
-            try await Deadline.run(until: deadline, timeoutError: { DrainTimeout(pending: -1) }) {
+            try await withDeadline(deadline, timeoutError: { DrainTimeout(pending: -1) }) {
                 for (queue, target) in targets { await queue.waitSettled(target) }
             }
         } catch is DrainTimeout {

@@ -40,16 +40,16 @@ final class VarlinkConnection: Sendable {
     }
 
     let fd: Int32
-    let epollFD: Int32
+    let loop: EventLoop
     let context: ConnectionContext
     let acceptedAt = ContinuousClock.now
     let limits: ServerLimits
     let logger: Logger
     let state: Mutex<State>
 
-    init(fd: Int32, epollFD: Int32, context: ConnectionContext, limits: ServerLimits, logger: Logger) {
+    init(fd: Int32, loop: EventLoop, context: ConnectionContext, limits: ServerLimits, logger: Logger) {
         self.fd = fd
-        self.epollFD = epollFD
+        self.loop = loop
         self.context = context
         self.limits = limits
         self.logger = logger
@@ -69,16 +69,13 @@ final class VarlinkConnection: Sendable {
         if !s.readPaused && !s.inputEnded && s.protocolError == nil && !s.closing { events |= UInt32(APPD_EPOLL_IN) }
         if s.wantsWrite { events |= UInt32(APPD_EPOLL_OUT) }
         guard events != s.registeredEvents else { return }
-        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_MOD), fd, events)
+        loop.modify(fd, events: events)
         s.registeredEvents = events
     }
 
-    func register() {
-        state.withLock { s in
-            let events = UInt32(APPD_EPOLL_IN)
-            appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), fd, events)
-            s.registeredEvents = events
-        }
+    /// The loop now watches the fd for `events`.
+    func registered(events: UInt32) {
+        state.withLock { $0.registeredEvents = events }
     }
 
     // MARK: Reading (I/O thread)
@@ -298,7 +295,7 @@ final class VarlinkConnection: Sendable {
         let (first, worker, writer) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?, CheckedContinuation<Bool, Never>?) in
             guard !s.closed else { return (false, nil, nil) }
             s.closed = true
-            appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_DEL), fd, 0)
+            loop.remove(fd)
             Glibc.close(fd)
             defer { s.worker = nil; s.streamWriter = nil }
             return (true, s.worker, s.streamWriter)

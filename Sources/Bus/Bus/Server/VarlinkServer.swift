@@ -4,8 +4,8 @@ import Glibc
 #endif
 import Synchronization
 
-/// The varlink server on a Unix socket: one epoll thread accepts and reads, one worker task
-/// per connection answers its calls in order through the dispatcher.
+/// The varlink server on a Unix socket: one `EventLoop` accepts, reads and writes; one worker
+/// task per connection, on that loop, answers its calls in order through the dispatcher.
 public final class VarlinkServer: Service {
     public var name: String { "varlink" }
 
@@ -13,12 +13,9 @@ public final class VarlinkServer: Service {
     let limits: ServerLimits
     let logger: Logger
     let listener: ListeningSocket
-    let epollFD: Int32
-    let wakeFD: Int32
     let registry = Mutex(Registry())
-    let executor: EventLoopExecutor
-    /// Call deadlines, fired by the I/O loop's sweep (within ~100 ms of when they fall due).
-    let timers = DeadlineTimers()
+    /// Accepts, reads and writes every connection; connection workers run on it too.
+    let loop: EventLoop
     let stopping = Atomic<Bool>(false)
     private let acceptedTotal = Atomic<Int>(0)
     private let refusedTotal = Atomic<Int>(0)
@@ -42,10 +39,7 @@ public final class VarlinkServer: Service {
         self.dispatcher = dispatcher
         self.limits = try limits.validated()
         self.logger = logger
-        self.epollFD = appd_epoll_create()
-        self.wakeFD = appd_eventfd()
-        guard epollFD >= 0, wakeFD >= 0 else { throw SocketError(operation: "epoll_create", path: listener.path, code: errno) }
-        self.executor = EventLoopExecutor(wakeFD: wakeFD)
+        self.loop = try EventLoop(name: "appd-io")
     }
 
     public var stats: Stats {
@@ -57,24 +51,22 @@ public final class VarlinkServer: Service {
     /// Serves until cancelled, then stops accepting, drains in-flight calls (bounded), closes
     /// every connection and removes the socket file.
     public func run() async throws {
-        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), listener.fd, UInt32(APPD_EPOLL_IN))
-        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), wakeFD, UInt32(APPD_EPOLL_IN))
-        let thread = OSThread.start(name: "appd-io") { [self] in loop() }
+        loop.add(listener.fd, events: EventLoop.readable) { [self] _, _ in acceptAll() }
+        loop.onTick { [self] now in sweep(now: now) }
+        loop.start()
         logger.notice("listening", metadata: ["socket": listener.path])
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(3600))
         }
         await stop()
-        appd_eventfd_signal(wakeFD)
-        OSThread.join(thread)
-        Glibc.close(epollFD)
-        Glibc.close(wakeFD)
+        // The loop ends once no connection, no worker and no job is left to run on it.
+        await loop.stop { [self] in registry.withLock { $0.connections.isEmpty && $0.workers.isEmpty } }
     }
 
     private func stop() async {
         // 1. Stop accepting: no new connections from here on.
         stopping.store(true, ordering: .releasing)
-        appd_eventfd_signal(wakeFD)
+        loop.remove(listener.fd)
         listener.close()
         // 2. Drain: wait for calls being answered now, within the bound.
         let deadline = ContinuousClock.now.advanced(by: limits.drainTimeout)
@@ -87,51 +79,20 @@ public final class VarlinkServer: Service {
         let (connections, workers) = registry.withLock { r in (Array(r.connections.values), Array(r.workers.values)) }
         for connection in connections { connection.requestClose() }
         for worker in workers { worker.cancel() }
-        appd_eventfd_signal(wakeFD)
+        loop.wakeUp()
     }
 
-    // MARK: The I/O thread
+    // MARK: On the I/O loop
 
-    private func loop() {
-        executor.bindToCurrentThread()
-        var fds = [Int32](repeating: 0, count: 256)
-        var events = [UInt32](repeating: 0, count: 256)
-        var scratch = [UInt8](repeating: 0, count: 65536)
-        var lastSweep = ContinuousClock.now
-        while true {
-            executor.runQueuedJobs()
-            let n = appd_epoll_wait(epollFD, &fds, &events, 256, executor.hasJobs ? 0 : 100)
-            if n < 0 && errno != EINTR { logger.error("epoll_wait failed", metadata: ["errno": "\(errno)"]) }
-            for i in 0..<max(0, Int(n)) {
-                let fd = fds[i]
-                if fd == wakeFD {
-                    appd_eventfd_drain(wakeFD)
-                } else if fd == listener.fd {
-                    acceptAll()
-                } else if let connection = registry.withLock({ $0.connections[fd] }) {
-                    let flags = events[i]
-                    if flags & UInt32(APPD_EPOLL_OUT) != 0 { connection.writable() }
-                    if flags & UInt32(APPD_EPOLL_IN) != 0 { connection.readAvailable(into: &scratch) }
-                    if flags & (UInt32(APPD_EPOLL_HUP) | UInt32(APPD_EPOLL_ERR)) != 0 {
-                        connection.readAvailable(into: &scratch)
-                        connection.requestClose()
-                    }
-                    if connection.isClosing { finishClosing(connection) }
-                }
-            }
-            let now = ContinuousClock.now
-            if now - lastSweep > .milliseconds(100) {
-                sweep(now: now)
-                timers.fireExpired(now: now)
-                lastSweep = now
-            }
-            // Stop only when no connection, no worker and no job is left to run on this thread.
-            if stopping.load(ordering: .acquiring) && !executor.hasJobs
-                && registry.withLock({ $0.connections.isEmpty && $0.workers.isEmpty })
-            {
-                return
-            }
+    /// What the loop runs when a connection's fd is ready.
+    private func ready(_ connection: VarlinkConnection, _ readiness: EventLoop.Readiness, _ scratch: inout [UInt8]) {
+        if readiness.writable { connection.writable() }
+        if readiness.readable { connection.readAvailable(into: &scratch) }
+        if readiness.hangup {
+            connection.readAvailable(into: &scratch)
+            connection.requestClose()
         }
+        if connection.isClosing { finishClosing(connection) }
     }
 
     /// Closes connections that asked to be closed or overstayed the first-message timeout.
@@ -190,11 +151,11 @@ public final class VarlinkServer: Service {
             }
             acceptedTotal.add(1, ordering: .relaxed)
             let connection = VarlinkConnection(
-                fd: fd, epollFD: epollFD, context: ConnectionContext(id: id, peer: peer), limits: limits, logger: logger)
+                fd: fd, loop: loop, context: ConnectionContext(id: id, peer: peer), limits: limits, logger: logger)
             // The worker runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
-            let worker = Task(executorPreference: executor) { [self] in
-                await Deadline.$executor.withValue(executor) {
-                    await Deadline.$timers.withValue(timers) {
+            let worker = Task(executorPreference: loop.executor) { [self] in
+                await Deadline.$executor.withValue(loop.executor) {
+                    await Deadline.$timers.withValue(loop.timers) {
                         await Self.serve(connection, dispatcher: dispatcher, limits: limits)
                     }
                 }
@@ -204,7 +165,8 @@ public final class VarlinkServer: Service {
                 r.connections[fd] = connection
                 r.workers[id] = worker
             }
-            connection.register()
+            loop.add(fd, events: EventLoop.readable) { [self] readiness, scratch in ready(connection, readiness, &scratch) }
+            connection.registered(events: EventLoop.readable)
         }
     }
 

@@ -6,10 +6,12 @@ import CNet
 import Synchronization
 
 /// A minimal streaming HTTP/1.1 client (plain or TLS) for the LLM providers. Each request
-/// runs on a thread of its own with blocking, timeout-bounded I/O; the parts of the response
+/// holds a thread of the client's pool with blocking, timeout-bounded I/O (at most
+/// `pool.threads` requests at once; one more is refused, not queued); the parts of the response
 /// arrive as an async stream as soon as they are read. Cancelling the consumer aborts the
 /// connection at once (the upstream sees it closed).
 struct HTTPClient: Sendable {
+    static let pool = BlockingPool(name: "appd-llm-http", threads: 1024, queueLimit: 0)
     var timeouts = HTTPTimeouts()
     /// Trusted CA certificates (PEM) instead of the system store, for private endpoints.
     var caFile: String?
@@ -21,16 +23,19 @@ struct HTTPClient: Sendable {
         let connection = Connection()
         continuation.onTermination = { _ in connection.abort() }
         let client = self
-        let thread = OSThread.start(name: "appd-llm-http") {
-            do throws(HTTPFailure) {
-                try client.exchange(request, connection) { continuation.yield($0) }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
+        do throws(PoolRefusal) {
+            try Self.pool.submit {
+                do throws(HTTPFailure) {
+                    try client.exchange(request, connection) { continuation.yield($0) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+                connection.close()
             }
-            connection.close()
+        } catch {
+            continuation.finish(throwing: HTTPFailure(stage: .connect, reason: "\(error)"))
         }
-        pthread_detach(thread)
         return stream
     }
 

@@ -111,6 +111,8 @@ struct Greeter {
             exit(2)
         }
         let counter = Counter()
+        // The blocking client calls back into appd run here, off the event loop.
+        let calls = BlockingPool(name: "greeter-calls", threads: 4, queueLimit: 64)
         do {
             let bus = EventBus(gates: [])
             let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "appd examples", product: "greeter", version: "1.0.0", url: "https://github.com/appd/appd"))
@@ -119,7 +121,7 @@ struct Greeter {
                 let count = counter.increment()
                 let who = command.name ?? command.caller?.email ?? "stranger"
                 // Tell appd's bus, off the event loop (the client blocks).
-                _ = await OSThread.run { publish(topic: "greeter.greeted", payload: ["name": .string(who), "count": .int(Int64(count))]) }
+                _ = try? await calls.run { publish(topic: "greeter.greeted", payload: ["name": .string(who), "count": .int(Int64(count))]) }
                 return .init(greeting: "Hello, \(who)!", userId: command.caller?.userId, roles: command.caller?.roles ?? [])
             }
             try bus.register(Slow.self) { command, _ in
@@ -149,7 +151,7 @@ struct Greeter {
                 return .init(names: names.sorted(), descriptors: inherited)
             }
             try bus.register(Publish.self) { command, _ in
-                let denied = await OSThread.run { publish(topic: command.topic, payload: [:]) }
+                let denied = try await calls.run { publish(topic: command.topic, payload: [:]) }
                 return .init(published: denied == nil, reason: denied)
             }
             let server = try VarlinkServer(

@@ -107,12 +107,19 @@ actor ExternalPlugin {
         let pluginData = settings.dataDirectory + "/" + name
         try? FileSystem.makeDirectories(pluginData, mode: 0o700)
         do throws(PluginStartError) {
-            process = try PluginProcess.spawn(
+            let spawned = try await PluginProcess.spawn(
                 name: name, executable: discovered.executable, arguments: manifest.arguments, environment: environment(data: pluginData),
                 folder: discovered.folder, listenFD: listenFD, logger: logger
             ) { [weak self] status in
                 Task { await self?.exited(generation: generation, status: status) }
             }
+            // Stopped or restarted while the fork was waiting for the spawner: not wanted now.
+            guard generation == self.generation, !stopping else {
+                spawned.signal(SIGKILL)
+                close(listenFD)
+                return
+            }
+            process = spawned
         } catch {
             close(listenFD)
             fail(error.description)

@@ -7,8 +7,16 @@ import Synchronization
 
 /// One running external plugin process: spawned with its varlink socket on fd 3 (the systemd
 /// LISTEN_FDS convention), its stdout and stderr logged line by line with its name, and its
-/// exit reported once. A thread of its own pumps the output and then reaps the process.
+/// exit reported once. A thread of the output pool pumps the output and then reaps the process.
 final class PluginProcess: Sendable {
+    /// The one thread that forks plugins. It lives as long as appd (no idle retirement),
+    /// because the parent-death signal that stops a plugin when appd dies follows the thread
+    /// that forked it, not the process: a plugin forked from a thread that later exits would
+    /// be killed with it.
+    static let spawner = BlockingPool(name: "plugin-spawn", threads: 1, queueLimit: 64, idleTimeout: nil)
+    /// One thread per running plugin pumps its output and then reaps it.
+    static let output = BlockingPool(name: "plugin-output", threads: 256, queueLimit: 0)
+
     let pid: pid_t
     private let exited = Atomic<Bool>(false)
 
@@ -20,11 +28,11 @@ final class PluginProcess: Sendable {
     static func spawn(
         name: String, executable: String, arguments: [String], environment: [String], folder: String, listenFD: Int32, logger: Logger,
         onExit: @escaping @Sendable (Int32) -> Void
-    ) throws(PluginStartError) -> PluginProcess {
+    ) async throws(PluginStartError) -> PluginProcess {
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
         guard appd_pipe(&out) == 0, appd_pipe(&err) == 0 else { throw PluginStartError("cannot create pipes: \(String(cString: strerror(errno)))") }
         let (stdoutWrite, stderrWrite) = (out[1], err[1])
-        let (pid, spawnErrno) = SpawnThread.shared.run { () -> (pid_t, Int32) in
+        let spawned = try? await spawner.run { () -> (pid_t, Int32) in
             // C strings that outlive the fork; the LISTEN_PID slot is filled in by the child.
             let argv = ([executable] + arguments).map { strdup($0) } + [nil]
             let env = (environment + ["LISTEN_PID=0"]).map { strdup($0) } + [nil]
@@ -35,6 +43,7 @@ final class PluginProcess: Sendable {
             let pid = appd_spawn_plugin(executable, argv, env, Int32(environment.count), listenFD, stdoutWrite, stderrWrite, folder)
             return (pid, errno)
         }
+        let (pid, spawnErrno) = spawned ?? (-1, EAGAIN)
         close(out[1])
         close(err[1])
         guard pid > 0 else {
@@ -44,14 +53,26 @@ final class PluginProcess: Sendable {
         }
         let process = PluginProcess(pid: pid)
         let stdout = out[0], stderr = err[0]
-        let thread = OSThread.start(name: "plugin-output") {
-            pump([stdout, stderr], name: name, logger: logger)
+        let reap: @Sendable () -> Void = {
             var status: Int32 = 0
             _ = appd_wait_exit(pid, &status)
             process.exited.store(true, ordering: .releasing)
             onExit(status)
         }
-        pthread_detach(thread)
+        do throws(PoolRefusal) {
+            try output.submit {
+                pump([stdout, stderr], name: name, logger: logger)
+                reap()
+            }
+        } catch {
+            // More plugins than output threads: this one runs without its output logged.
+            logger.warning("plugin output not logged", metadata: ["plugin": "\(name)", "reason": "\(error)"])
+            close(stdout)
+            close(stderr)
+            kill(pid, SIGKILL)
+            reap()
+            throw PluginStartError("cannot watch its output: \(error)")
+        }
         return process
     }
 

@@ -10,13 +10,14 @@ public final class PasswordHasher: Sendable {
     public static let maxPasswordBytes = 1024
 
     public let parameters: Scrypt.Parameters
-    private let limiter: Limiter
+    /// At most `maxConcurrent` threads derive at once; at most `maxWaiting` derivations wait.
+    private let pool: BlockingPool
     private let dummy: PasswordHash
     private let dummyRuns = Atomic<Int>(0)
 
     public init(parameters: Scrypt.Parameters = .interactive, maxConcurrent: Int = 4, maxWaiting: Int = 64) throws(CryptoError) {
         self.parameters = parameters
-        self.limiter = Limiter(permits: max(1, maxConcurrent), maxWaiting: max(0, maxWaiting))
+        self.pool = BlockingPool(name: "appd-scrypt", threads: max(1, maxConcurrent), queueLimit: max(0, maxWaiting))
         // A hash of a random password: verifying against it costs what a real check costs.
         let salt = try Digest.randomBytes(16)
         self.dummy = PasswordHash(parameters: parameters, salt: salt, hash: try Digest.randomBytes(32))
@@ -64,62 +65,12 @@ public final class PasswordHasher: Sendable {
         return Digest.constantTimeEqual(derived, stored.hash)
     }
 
-    /// Runs a derivation on its own thread once a permit is free.
+    /// Runs a derivation on the hashing pool; a full queue is `PasswordHasherBusy`.
     private func limited(_ work: @escaping @Sendable () throws(CryptoError) -> [UInt8]) async throws -> [UInt8] {
-        try await limiter.acquire()
-        defer { limiter.release() }
-        let result = await OSThread.run { () -> Result<[UInt8], CryptoError> in
-            do throws(CryptoError) { return .success(try work()) } catch { return .failure(error) }
-        }
-        return try result.get()
-    }
-
-    /// A counting semaphore with a bounded queue.
-    final class Limiter: Sendable {
-        private struct State {
-            var available: Int
-            var waiters: [CheckedContinuation<Void, Never>] = []
-        }
-        private let state: Mutex<State>
-        private let maxWaiting: Int
-
-        init(permits: Int, maxWaiting: Int) {
-            self.state = Mutex(State(available: permits))
-            self.maxWaiting = maxWaiting
-        }
-
-        func acquire() async throws {
-            let admitted = state.withLock { s -> Bool? in
-                if s.available > 0 {
-                    s.available -= 1
-                    return true
-                }
-                return s.waiters.count < maxWaiting ? false : nil
-            }
-            guard let admitted else { throw PasswordHasherBusy() }
-            if admitted { return }
-            await withCheckedContinuation { continuation in
-                let resumeNow = state.withLock { s -> Bool in
-                    if s.available > 0 {
-                        s.available -= 1
-                        return true
-                    }
-                    s.waiters.append(continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        }
-
-        func release() {
-            let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-                if s.waiters.isEmpty {
-                    s.available += 1
-                    return nil
-                }
-                return s.waiters.removeFirst()
-            }
-            next?.resume()
+        do {
+            return try await pool.run { () throws -> [UInt8] in try work() }
+        } catch PoolRefusal.busy {
+            throw PasswordHasherBusy()
         }
     }
 }

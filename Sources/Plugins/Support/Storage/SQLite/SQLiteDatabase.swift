@@ -1,12 +1,11 @@
 import Bus
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
 import Synchronization
 
 /// SQLite behind the `Database` protocol: WAL, `synchronous=FULL`, foreign keys on, a busy
-/// timeout. One thread owns the write connection; another owns a read-only connection, so
+/// timeout. One pool thread owns the write connection; another a read-only connection, so
 /// reads (the session gate's, say) never interrupt a batch of writes (WAL lets them run side
 /// by side, each read seeing the last commit).
 ///
@@ -28,6 +27,9 @@ public final class SQLiteDatabase: Database {
     private struct Work: Sendable {
         let run: @Sendable (SQLiteTransaction) -> (succeeded: Bool, complete: @Sendable () -> Void)
         let fail: @Sendable (any Error) -> Void
+        /// The deadline race the caller works for: claimed before the write is kept, so a
+        /// caller already told "too late" never has its write committed (see `withDeadline`).
+        var deadline: DeadlineClaim?
     }
 
     /// Work queued for the writer thread.
@@ -41,10 +43,15 @@ public final class SQLiteDatabase: Database {
     /// Where committed events go; set at start, or later when the bus is built after the
     /// database (the bus's gates read the database).
     private let bus: Mutex<EventBus?>
-    private let queue = Mutex<(jobs: [Job], closed: Bool)>(([], false))
-    private let wake = DispatchSemaphore(value: 0)
-    private let reads = Mutex<(jobs: [Work], closing: (@Sendable () -> Void)?, closed: Bool)>(([], nil, false))
-    private let readWake = DispatchSemaphore(value: 0)
+    /// Writes waiting for the writer, and whether a drain job is queued or running on it.
+    private let queue = Mutex<(jobs: [Job], draining: Bool, closed: Bool)>(([], false, false))
+    private let reads = Mutex<(jobs: [Work], draining: Bool, closed: Bool)>(([], false, false))
+    /// One thread each: the write connection's and the read connection's (SQLite connections
+    /// are used by one thread at a time; one drain job at a time runs on each).
+    private let writer: BlockingPool
+    private let reader: BlockingPool
+    private let writeConnection: ConnectionBox
+    private let readConnection: ConnectionBox
     private let logger: Logger
 
     /// Opens (or creates) the database and starts its thread.
@@ -60,10 +67,11 @@ public final class SQLiteDatabase: Database {
         try EventLog.upgrade(connection)
         let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")
-        let box = ConnectionBox(connection)
-        let readerBox = ConnectionBox(reader)
-        pthread_detach(OSThread.start(name: "appd-db-write") { [self] in serve(box.take()) })
-        pthread_detach(OSThread.start(name: "appd-db-read") { [self] in serveReads(readerBox.take()) })
+        self.writeConnection = ConnectionBox(connection)
+        self.readConnection = ConnectionBox(reader)
+        // The queue limits are the drain jobs (at most one waits); callers queue in `queue`/`reads`.
+        self.writer = BlockingPool(name: "appd-db-write", threads: 1, queueLimit: 4)
+        self.reader = BlockingPool(name: "appd-db-read", threads: 1, queueLimit: 4)
     }
 
     /// Publishes committed events on `bus` from now on.
@@ -74,7 +82,9 @@ public final class SQLiteDatabase: Database {
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            enqueue(.write(Self.work(body, continuation))) {
+            var work = Self.work(body, continuation)
+            work.deadline = Deadline.current
+            enqueue(.write(work)) {
                 continuation.resume(throwing: StorageError(kind: .closed, message: "the database is closed"))
             }
         }
@@ -82,15 +92,16 @@ public final class SQLiteDatabase: Database {
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let accepted = reads.withLock { r -> Bool in
-                guard !r.closed else { return false }
+            let accepted = reads.withLock { r -> Bool? in
+                guard !r.closed else { return nil }
                 r.jobs.append(Self.work(body, continuation))
-                return true
+                defer { r.draining = true }
+                return !r.draining
             }
-            guard accepted else {
+            guard let accepted else {
                 return continuation.resume(throwing: StorageError(kind: .closed, message: "the database is closed"))
             }
-            readWake.signal()
+            if accepted { schedule(on: reader) { [self] in drainReads() } }
         }
     }
 
@@ -109,42 +120,62 @@ public final class SQLiteDatabase: Database {
             fail: { error in continuation.resume(throwing: error) })
     }
 
-    /// Finishes queued reads and writes, then closes both connections.
+    /// Finishes queued reads and writes, then closes both connections and ends their threads.
     public func close() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let accepted = reads.withLock { r -> Bool in
-                guard !r.closed else { return false }
-                r.closed = true
-                r.closing = { continuation.resume() }
-                return true
-            }
-            if accepted { readWake.signal() } else { continuation.resume() }
+        let first = reads.withLock { r -> Bool in
+            defer { r.closed = true }
+            return !r.closed
         }
+        guard first else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             enqueue(.close { continuation.resume() }) { continuation.resume() }
         }
+        // The writer has committed and closed; reads queued before `close` still run.
+        try? await reader.run { [self] in
+            drainReads()
+            readConnection.close()
+        }
+        reader.shutdown()
+        writer.shutdown()
     }
 
     private func enqueue(_ job: Job, ifClosed: () -> Void) {
-        let accepted = queue.withLock { q -> Bool in
-            guard !q.closed else { return false }
+        let accepted = queue.withLock { q -> Bool? in
+            guard !q.closed else { return nil }
             q.jobs.append(job)
             if case .close = job { q.closed = true }
-            return true
+            defer { q.draining = true }
+            return !q.draining
         }
-        guard accepted else { return ifClosed() }
-        wake.signal()
+        guard let accepted else { return ifClosed() }
+        if accepted { schedule(on: writer) { [self] in drainWrites() } }
     }
 
-    // MARK: The database thread
+    /// Queues a drain job. The pools' queues hold at most this one job each, so they never
+    /// refuse it; if one did, the failure is loud rather than a caller left waiting forever.
+    private func schedule(on pool: BlockingPool, _ drain: @escaping @Sendable () -> Void) {
+        do throws(PoolRefusal) {
+            try pool.submit(drain)
+        } catch {
+            preconditionFailure("the \(pool.name) pool refused the database's drain job: \(error)")
+        }
+    }
 
-    private func serve(_ connection: SQLiteConnection) {
-        var connection: SQLiteConnection? = connection
-        while let open = connection {
-            wake.wait()
+    // MARK: The database threads
+
+    /// The writer's drain job: takes every waiting write and commits them in batches, until
+    /// none is left.
+    private func drainWrites() {
+        while true {
             let jobs = queue.withLock { q -> [Job] in
+                if q.jobs.isEmpty { q.draining = false }
                 defer { q.jobs.removeAll(keepingCapacity: true) }
                 return q.jobs
+            }
+            if jobs.isEmpty { return }
+            guard let open = writeConnection.connection else {
+                for case .write(let work) in jobs { work.fail(StorageError(kind: .closed, message: "the database is closed")) }
+                continue
             }
             var writes: [Work] = []
             for job in jobs {
@@ -158,7 +189,7 @@ public final class SQLiteDatabase: Database {
                 case .close(let done):
                     commit(writes, on: open)
                     writes.removeAll()
-                    connection = nil
+                    writeConnection.close()
                     done()
                 }
             }
@@ -166,19 +197,21 @@ public final class SQLiteDatabase: Database {
         }
     }
 
-    /// The reader thread: each read in its own transaction, a consistent snapshot of the last commit.
-    private func serveReads(_ connection: SQLiteConnection) {
+    /// The reader's drain job: each read in its own transaction, a consistent snapshot of the
+    /// last commit.
+    private func drainReads() {
         while true {
-            readWake.wait()
-            let (jobs, closing) = reads.withLock { r -> ([Work], (@Sendable () -> Void)?) in
+            let jobs = reads.withLock { r -> [Work] in
+                if r.jobs.isEmpty { r.draining = false }
                 defer { r.jobs.removeAll(keepingCapacity: true) }
-                return (r.jobs, r.closed ? r.closing : nil)
+                return r.jobs
+            }
+            if jobs.isEmpty { return }
+            guard let connection = readConnection.connection else {
+                for work in jobs { work.fail(StorageError(kind: .closed, message: "the database is closed")) }
+                continue
             }
             for work in jobs { read(work, on: connection) }
-            if let closing {
-                closing()
-                return  // the connection closes as this thread lets go of it
-            }
         }
     }
 
@@ -213,14 +246,20 @@ public final class SQLiteDatabase: Database {
             do {
                 try connection.control("SAVEPOINT w")
                 let (succeeded, complete) = work.run(transaction)
-                if succeeded {
+                if succeeded, work.deadline?.claim() ?? true {
                     try connection.control("RELEASE w")
                     events += transaction.events
+                    completions.append(complete)
                 } else {
-                    // The closure threw: undo exactly its changes; the others stay.
+                    // The closure threw, or its caller's deadline passed before the commit:
+                    // undo exactly its changes; the others stay.
                     try connection.executeScript("ROLLBACK TO w; RELEASE w")
+                    let fail = work.fail
+                    let late: @Sendable () -> Void = {
+                        fail(StorageError(kind: .other, message: "the caller's deadline passed before the write was committed; it was rolled back"))
+                    }
+                    completions.append(succeeded ? late : complete)
                 }
-                completions.append(complete)
             } catch {
                 // The savepoint machinery itself failed: nothing in the batch is applied.
                 try? connection.executeScript("ROLLBACK")
@@ -242,14 +281,10 @@ public final class SQLiteDatabase: Database {
     }
 }
 
-/// Hands the connection to the database thread, which alone uses it from then on.
-private final class ConnectionBox: @unchecked Sendable {  // safe: handed over once, before the thread starts
-    private var connection: SQLiteConnection?
+/// A connection used only by its pool's single thread, one drain job at a time.
+private final class ConnectionBox: @unchecked Sendable {  // safe: only the owning pool's one drain job touches it
+    private(set) var connection: SQLiteConnection?
     init(_ connection: SQLiteConnection) { self.connection = connection }
-    func take() -> SQLiteConnection {
-        // Safe: called exactly once, by the thread this box was made for.
-        guard let connection else { preconditionFailure("connection taken twice") }
-        self.connection = nil
-        return connection
-    }
+    /// Closes the connection (SQLite closes it as the last reference goes).
+    func close() { connection = nil }
 }

@@ -1,12 +1,64 @@
 import Synchronization
 
+/// The one timeout in appd, with one meaning: at `deadline` the caller gets `timeoutError()`
+/// at once and `operation` is cancelled; work that finishes late cannot commit an effect after
+/// its caller was told it failed.
+///
+/// The last point is kept by `DeadlineClaim`: storage asks `Deadline.claim()` just before it
+/// makes a write durable. Before the deadline the claim succeeds and the race is decided for
+/// the work (the caller then gets the commit's outcome, even if the fsync ends past the
+/// deadline); after it, the claim fails and the write is rolled back. Cancelling the caller
+/// cancels the operation the same way.
+public func withDeadline<R: Sendable>(
+    _ deadline: ContinuousClock.Instant,
+    timeoutError: @escaping @Sendable () -> any Error,
+    _ operation: @escaping @Sendable () async throws -> R
+) async throws -> R {
+    try await Deadline.run(until: deadline, timeoutError: timeoutError, operation)
+}
+
+/// `withDeadline` after `limit` from now.
+public func withTimeout<R: Sendable>(
+    _ limit: Duration,
+    timeoutError: @escaping @Sendable () -> any Error,
+    _ operation: @escaping @Sendable () async throws -> R
+) async throws -> R {
+    try await Deadline.run(until: .now.advanced(by: limit), timeoutError: timeoutError, operation)
+}
+
+/// The work of a deadline race, as seen from inside it: storage claims the race before it
+/// commits.
+public final class DeadlineClaim: Sendable {
+    private let claimRace: @Sendable () -> Bool
+    private let parent: DeadlineClaim?
+
+    fileprivate init(parent: DeadlineClaim?, claim: @escaping @Sendable () -> Bool) {
+        self.parent = parent
+        self.claimRace = claim
+    }
+
+    /// Decides this race (and any enclosing one) for the work: true means no timeout or
+    /// cancellation can fail the caller any more, so the effect may be committed; false means
+    /// the caller was already told it failed, so the effect must not happen.
+    public func claim() -> Bool {
+        guard claimRace() else { return false }
+        return parent?.claim() ?? true
+    }
+}
+
 /// Runs work against a deadline without blocking on work that ignores cancellation.
-enum Deadline {
+public enum Deadline {
     /// Where the race's tasks run: the server's event loop for socket calls, so a call with a
     /// deadline does not hop threads; nil means the global executor.
     @TaskLocal static var executor: (any TaskExecutor)?
     /// A shared timer list (the server's loop sweeps it) used instead of one timer task per call.
     @TaskLocal static var timers: DeadlineTimers?
+    /// The innermost deadline race the current task works for, if any.
+    @TaskLocal public static var current: DeadlineClaim?
+
+    /// Claims every deadline race the current task works for (see `DeadlineClaim.claim`);
+    /// true when there is none.
+    public static func claim() -> Bool { current?.claim() ?? true }
 
     /// Runs `operation` in a task of its own; at `deadline` the caller gets `timeoutError()` at
     /// once and the operation is cancelled. Cancelling the caller cancels the operation.
@@ -17,6 +69,7 @@ enum Deadline {
     ) async throws -> R {
         let race = Race<R>()
         let timers = self.timers
+        let claim = DeadlineClaim(parent: current) { race.claim() }
         return try await withTaskCancellationHandler {
             // Unsafe is safe here: `Race` resumes the continuation exactly once (the first
             // `finish` takes it out under the lock; `begin` resumes only a decided race).
@@ -26,7 +79,12 @@ enum Deadline {
                 // suspends: a call that never suspends is decided before a timer is set, and
                 // the caller does not suspend at all (twice the in-process rate with a deadline).
                 let work = Task.immediate(executorPreference: executor) {
-                    do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
+                    do {
+                        let value = try await Deadline.$current.withValue(claim) { try await operation() }
+                        race.finish(.success(value), byWork: true)
+                    } catch {
+                        race.finish(.failure(error), byWork: true)
+                    }
                 }
                 // Decided already: by the work itself, or by a caller cancelled before it began
                 // (then the work, which has just suspended, is cancelled too).
@@ -83,11 +141,13 @@ public final class DeadlineTimers: Sendable {
 }
 
 /// The shared state of one deadline race: whoever finishes first resumes the caller and
-/// cancels the other side.
+/// cancels the other side. Once the work has claimed the race (it is committing), only the
+/// work's own result can finish it.
 private final class Race<R: Sendable>: Sendable {
     private struct State {
         var continuation: UnsafeContinuation<R, any Error>?
         var result: Result<R, any Error>?
+        var claimed = false
         var cleanup: (@Sendable () -> Void)?
     }
     private let state = Mutex(State())
@@ -114,9 +174,18 @@ private final class Race<R: Sendable>: Sendable {
 
     var isDecided: Bool { state.withLock { $0.result != nil } }
 
-    func finish(_ result: Result<R, any Error>) {
+    /// The work is about to commit: false if the caller already has its answer.
+    func claim() -> Bool {
+        state.withLock { s in
+            guard s.result == nil else { return false }
+            s.claimed = true
+            return true
+        }
+    }
+
+    func finish(_ result: Result<R, any Error>, byWork: Bool = false) {
         let (continuation, cleanup) = state.withLock { s -> (UnsafeContinuation<R, any Error>?, (@Sendable () -> Void)?) in
-            guard s.result == nil else { return (nil, nil) }
+            guard s.result == nil, byWork || !s.claimed else { return (nil, nil) }
             s.result = result
             defer { s.continuation = nil; s.cleanup = nil }
             return (s.continuation, s.cleanup)

@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "CSystem", path: "Sources/Bus/Shims/CSystem"),
         // The fuzzers (Tests/Fuzz/run builds them with -sanitize=fuzzer): targets, driver shim, executable.
         .target(
-            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "Payments"], path: "Tests/Fuzz/Targets",
+            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "HTTP", "Payments"], path: "Tests/Fuzz/Targets",
             swiftSettings: strict),
         .target(name: "CFuzz", path: "Tests/Fuzz/CFuzz"),
         .executableTarget(name: "appd-fuzz", dependencies: ["FuzzTargets", "CFuzz"], path: "Tests/Fuzz/Main", swiftSettings: strict),
@@ -46,13 +46,16 @@ let package = Package(
         .target(name: "Todos", dependencies: ["Bus", "Contracts", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Todos", swiftSettings: strict),
         // Products, entitlements from provider webhooks, the paywall gate (io.appd.Payments).
         .target(
-            name: "Payments", dependencies: ["Bus", "Contracts", "CSystem", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
+            name: "Payments", dependencies: ["Bus", "Contracts", "CSystem", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
             swiftSettings: strict),
+        // HTTP/1.1 for every plugin: the client (LLM providers), the server on an event loop
+        // (payments webhooks), response and SSE parsing.
+        .target(name: "HTTP", dependencies: ["Bus", "CSystem", "CNet"], path: "Sources/Plugins/Support/HTTP", swiftSettings: strict),
         // Outbound TCP and TLS (OpenSSL libssl) with timeouts and abort, for the LLM providers.
         .target(name: "CNet", path: "Sources/Plugins/Shims/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Conversations and streamed LLM replies (io.appd.Chat), the provider seam.
         .target(
-            name: "Chat", dependencies: ["Bus", "Contracts", "CNet", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
+            name: "Chat", dependencies: ["Bus", "Contracts", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
             swiftSettings: strict),
         // Rating prompts from bus signals (io.appd.Rating).
         .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
@@ -61,7 +64,7 @@ let package = Package(
         // What every plugin implements and the host that starts, supervises and stops them.
         .target(name: "PluginKit", dependencies: ["Bus", "CSystem", "Storage", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
 
-        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "Auth", "Todos", "Payments", "Chat", "Rating"], path: "Sources/appd", swiftSettings: strict),
+        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating"], path: "Sources/appd", swiftSettings: strict),
         // appctl's commands and parsers (a library, so the fuzzers can reach the parsers), and the
         // thin executable.
         .target(name: "AppctlKit", dependencies: ["Bus"], path: "Sources/appctl/AppctlKit", swiftSettings: strict),
@@ -80,7 +83,7 @@ let package = Package(
             name: "PaymentsTests", dependencies: ["Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
             swiftSettings: strict),
         .testTarget(
-            name: "ChatTests", dependencies: ["Contracts", "Chat", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
+            name: "ChatTests", dependencies: ["Contracts", "Chat", "HTTP", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
             swiftSettings: strict),
         .testTarget(
             name: "RatingTests", dependencies: ["Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],

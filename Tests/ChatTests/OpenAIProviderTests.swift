@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+@testable import HTTP
 @testable import Chat
 
 /// The OpenAI-compatible provider against a scripted server on loopback.

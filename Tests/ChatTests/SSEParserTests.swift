@@ -1,4 +1,5 @@
 import Testing
+@testable import HTTP
 @testable import Chat
 
 @Suite struct SSEParserTests {

@@ -1,4 +1,5 @@
 import Bus
+import HTTP
 import Chat
 import Payments
 import Rating

@@ -1,11 +1,12 @@
 import AppctlKit
 import Bus
+import HTTP
 import Chat
 import Crypto
 import Payments
 
 /// Chat's HTTP response decoder, reached through its public probe.
-typealias HTTPResponseProbe = Chat.HTTPResponseFuzzing
+typealias HTTPResponseProbe = HTTP.HTTPResponseFuzzing
 
 /// The fuzz targets: each takes arbitrary bytes and must never crash, hang or grow without
 /// bound — only return or throw the parser's typed error.

@@ -1,4 +1,5 @@
 import Bus
+import HTTP
 
 /// Any OpenAI-compatible Chat Completions endpoint with `"stream": true` (OpenAI, llama.cpp's
 /// server, Ollama's `/v1`, vLLM). Retries only before the first token, only on 408, 409, 429

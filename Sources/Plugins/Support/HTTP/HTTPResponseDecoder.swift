@@ -3,8 +3,9 @@ import Bus
 /// Turns the bytes of an HTTP/1.1 response into its head and body: Content-Length,
 /// chunked transfer encoding, or a body that runs to the end of the connection. Incremental:
 /// bytes may arrive split anywhere.
-struct HTTPResponseDecoder {
-    static let maxHeadBytes = 64 * 1024
+public struct HTTPResponseDecoder {
+    public static let maxHeadBytes = 64 * 1024
+    public init() {}
 
     private enum State {
         case head
@@ -20,20 +21,20 @@ struct HTTPResponseDecoder {
     private var buffer: [UInt8] = []
     private var lineBuffer: [UInt8] = []
 
-    var isComplete: Bool {
+    public var isComplete: Bool {
         if case .done = state { return true }
         return false
     }
 
     /// Whether the end of the connection is a proper end of this response.
-    var endsAtClose: Bool {
+    public var endsAtClose: Bool {
         switch state {
         case .done, .body(remaining: nil): true
         default: false
         }
     }
 
-    mutating func feed(_ bytes: [UInt8]) throws(HTTPFailure) -> [HTTPPart] {
+    public mutating func feed(_ bytes: [UInt8]) throws(HTTPFailure) -> [HTTPPart] {
         var parts: [HTTPPart] = []
         var input = bytes[...]
         while !input.isEmpty {
@@ -110,7 +111,7 @@ struct HTTPResponseDecoder {
     }
 
 
-    static func parseHead(_ bytes: [UInt8]) throws(HTTPFailure) -> HTTPHead {
+    public static func parseHead(_ bytes: [UInt8]) throws(HTTPFailure) -> HTTPHead {
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
         let statusLine = lines.first?.split(separator: " ", maxSplits: 2) ?? []

@@ -10,15 +10,20 @@ import Synchronization
 /// `pool.threads` requests at once; one more is refused, not queued); the parts of the response
 /// arrive as an async stream as soon as they are read. Cancelling the consumer aborts the
 /// connection at once (the upstream sees it closed).
-struct HTTPClient: Sendable {
-    static let pool = BlockingPool(name: "appd-llm-http", threads: 1024, queueLimit: 0)
-    var timeouts = HTTPTimeouts()
+public struct HTTPClient: Sendable {
+    public static let pool = BlockingPool(name: "appd-llm-http", threads: 1024, queueLimit: 0)
+    public var timeouts = HTTPTimeouts()
     /// Trusted CA certificates (PEM) instead of the system store, for private endpoints.
-    var caFile: String?
+    public var caFile: String?
     /// The most response bytes read before the response is cut off.
-    var maxResponseBytes = 16 << 20
+    public var maxResponseBytes = 16 << 20
 
-    func send(_ request: HTTPRequest) -> AsyncThrowingStream<HTTPPart, any Error> {
+    public init(timeouts: HTTPTimeouts = HTTPTimeouts(), caFile: String? = nil) {
+        self.timeouts = timeouts
+        self.caFile = caFile
+    }
+
+    public func send(_ request: HTTPRequest) -> AsyncThrowingStream<HTTPPart, any Error> {
         let (stream, continuation) = AsyncThrowingStream<HTTPPart, any Error>.makeStream(bufferingPolicy: .unbounded)
         let connection = Connection()
         continuation.onTermination = { _ in connection.abort() }
@@ -82,13 +87,13 @@ struct HTTPClient: Sendable {
         }
     }
 
-    static func milliseconds(_ d: Duration) -> Int32 {
+    public static func milliseconds(_ d: Duration) -> Int32 {
         let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
         return Int32(clamping: max(0, ms))
     }
 
     /// The connection handle, shared by the reading thread and whoever cancels.
-    final class Connection: Sendable {
+    public final class Connection: Sendable {
         private struct State: @unchecked Sendable {  // safe: the pointer is only used under the lock or by the owning thread
             var handle: OpaquePointer?
             var aborted = false

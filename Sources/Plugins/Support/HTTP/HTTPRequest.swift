@@ -1,15 +1,15 @@
 /// An outbound HTTP/1.1 request to an `http://` or `https://` URL.
-struct HTTPRequest: Sendable {
-    var tls: Bool
-    var host: String
-    var port: UInt16
-    var path: String
-    var method = "POST"
-    var headers: [(String, String)] = []
-    var body: [UInt8] = []
+public struct HTTPRequest: Sendable {
+    public var tls: Bool
+    public var host: String
+    public var port: UInt16
+    public var path: String
+    public var method = "POST"
+    public var headers: [(String, String)] = []
+    public var body: [UInt8] = []
 
     /// Splits `https://api.openai.com/v1` + `/chat/completions`. Nil for anything else.
-    init?(url: String, appending suffix: String = "") {
+    public init?(url: String, appending suffix: String = "") {
         let tls: Bool
         var rest: Substring
         if url.hasPrefix("https://") {
@@ -48,7 +48,7 @@ struct HTTPRequest: Sendable {
     }
 
     /// The request head and body as bytes.
-    var bytes: [UInt8] {
+    public var bytes: [UInt8] {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host.contains(":") ? "[\(host)]" : host)\(port == (tls ? 443 : 80) ? "" : ":\(port)")\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
@@ -57,23 +57,31 @@ struct HTTPRequest: Sendable {
 }
 
 /// A response's status line and headers (names lower-cased).
-struct HTTPHead: Sendable, Equatable {
-    var status: Int
-    var headers: [String: String]
+public struct HTTPHead: Sendable, Equatable {
+    public var status: Int
+    public var headers: [String: String]
+    public init(status: Int, headers: [String: String]) {
+        self.status = status
+        self.headers = headers
+    }
 }
 
 /// What reading a response yields, in order: the head once, then body bytes.
-enum HTTPPart: Sendable {
+public enum HTTPPart: Sendable {
     case head(HTTPHead)
     case body([UInt8])
 }
 
 /// Why a request failed; says which stage and whether any response had arrived.
-struct HTTPFailure: Error, CustomStringConvertible, Equatable {
-    enum Stage: String, Sendable { case connect, send, firstByte = "first byte", idle, total, response }
-    var stage: Stage
-    var reason: String
-    var description: String {
+public struct HTTPFailure: Error, CustomStringConvertible, Equatable {
+    public enum Stage: String, Sendable { case connect, send, firstByte = "first byte", idle, total, response }
+    public var stage: Stage
+    public var reason: String
+    public init(stage: Stage, reason: String) {
+        self.stage = stage
+        self.reason = reason
+    }
+    public var description: String {
         switch stage {
         case .connect: "cannot connect: \(reason)"
         case .send: "sending the request failed: \(reason)"

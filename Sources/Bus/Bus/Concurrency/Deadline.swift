@@ -148,6 +148,7 @@ private final class Race<R: Sendable>: Sendable {
         var continuation: UnsafeContinuation<R, any Error>?
         var result: Result<R, any Error>?
         var claimed = false
+        var decidedByWork = false
         var cleanup: (@Sendable () -> Void)?
     }
     private let state = Mutex(State())
@@ -174,10 +175,12 @@ private final class Race<R: Sendable>: Sendable {
 
     var isDecided: Bool { state.withLock { $0.result != nil } }
 
-    /// The work is about to commit: false if the caller already has its answer.
+    /// The work is about to commit: false if the caller was already told it failed (timed
+    /// out or cancelled). A race the work itself decided does not stop later effects of tasks
+    /// it started (a stream's body, say): they are not what the caller waited for.
     func claim() -> Bool {
         state.withLock { s in
-            guard s.result == nil else { return false }
+            guard s.result == nil else { return s.decidedByWork }
             s.claimed = true
             return true
         }
@@ -187,6 +190,7 @@ private final class Race<R: Sendable>: Sendable {
         let (continuation, cleanup) = state.withLock { s -> (UnsafeContinuation<R, any Error>?, (@Sendable () -> Void)?) in
             guard s.result == nil, byWork || !s.claimed else { return (nil, nil) }
             s.result = result
+            s.decidedByWork = byWork
             defer { s.continuation = nil; s.cleanup = nil }
             return (s.continuation, s.cleanup)
         }

@@ -1,0 +1,81 @@
+import Bus
+import Glibc
+import HTTP
+import PluginKit
+import Storage
+import Synchronization
+import Testing
+@testable import Auth
+@testable import Payments
+
+/// A database whose writes take `delay` inside the transaction, on the writer thread, where
+/// cancelling the caller cannot stop them: a slow disk, a long lock.
+final class SlowWrites: Database {
+    let base: any Database
+    let delay: Duration
+    let finished = Atomic<Int>(0)
+    init(_ base: any Database, delay: Duration) {
+        self.base = base
+        self.delay = delay
+    }
+    func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
+        let micros = useconds_t(delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000)
+        defer { finished.add(1, ordering: .relaxed) }
+        return try await base.write { tx in
+            usleep(micros)
+            return try body(tx)
+        }
+    }
+    func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T { try await base.read(body) }
+    func close() async { await base.close() }
+}
+
+@Suite struct WebhookDeadlineTests {
+    /// A listener whose service stores through `database`.
+    func listener(_ h: Harness, database: any Database, deliveryTimeout: Duration) -> WebhookListener {
+        let context = PluginContext(bus: h.bus, database: database, eventLog: EventLog(database: h.database), logger: h.context.logger)
+        var listener = WebhookListener(address: "127.0.0.1:0", maxBodyBytes: 65536, service: h.plugin.service(context), logger: h.context.logger)
+        listener.deliveryTimeout = deliveryTimeout
+        return listener
+    }
+
+    func delivery(_ id: String) -> (WebhookRequest, [UInt8]) {
+        let event: JSONValue = [
+            "id": .string(id), "type": "INITIAL_PURCHASE", "app_user_id": "nobody", "product_id": "pro_monthly", "entitlement_ids": ["pro"],
+            "event_timestamp_ms": 1_800_000_000_000,
+        ]
+        let body = JSONWriter.bytes(["api_version": "1.0", "event": event])
+        let head = WebhookRequest(provider: "revenuecat", headers: ["authorization": "Bearer \(Harness.rcSecret)"], contentLength: body.count, expectsContinue: false)
+        return (head, body)
+    }
+
+    /// Waits (bounded) until `condition` holds.
+    func eventually(_ condition: () -> Bool) async throws {
+        let until = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < until else { Issue.record("timed out waiting"); return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test func aStoreThatOutlivesTheDeadlineIsAnswered503AndNotStored() async throws {
+        let h = try await Harness.make()
+        let slow = SlowWrites(h.database, delay: .milliseconds(600))
+        let (head, body) = delivery("evt_late")
+        let response = await listener(h, database: slow, deliveryTimeout: .milliseconds(150)).deliver(head, body)
+        #expect(response.status == 503)
+        // The write was already running on the writer thread when the provider was answered:
+        // once it is over, nothing of it may be in the database.
+        try await eventually { slow.finished.load(ordering: .relaxed) >= 1 }
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 0)
+    }
+
+    @Test func aStoreWithinTheDeadlineIsAnswered200AndStored() async throws {
+        let h = try await Harness.make()
+        let slow = SlowWrites(h.database, delay: .milliseconds(50))
+        let (head, body) = delivery("evt_on_time")
+        let response = await listener(h, database: slow, deliveryTimeout: .seconds(10)).deliver(head, body)
+        #expect(response.status == 200)
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 1)
+    }
+}

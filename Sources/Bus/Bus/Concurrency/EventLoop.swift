@@ -33,6 +33,7 @@ public final class EventLoop: Sendable {
     private let wakeFD: Int32
     private let handlers = Mutex<[Int32: Handler]>([:])
     private let tickers = Mutex<[@Sendable (ContinuousClock.Instant) -> Void]>([])
+    private let closures = Mutex<[@Sendable () -> Void]>([])
     private enum Phase {
         case created
         case running
@@ -94,6 +95,16 @@ public final class EventLoop: Sendable {
         tickers.withLock { $0.append(tick) }
     }
 
+    /// Runs `job` on the loop thread soon (in order with other `execute` jobs): the way to
+    /// touch state that only the loop thread owns.
+    public func execute(_ job: @escaping @Sendable () -> Void) {
+        let first = closures.withLock { queue in
+            queue.append(job)
+            return queue.count == 1
+        }
+        if first { wakeUp() }
+    }
+
     /// Makes the loop go round now (after a change its predicate or handlers depend on).
     public func wakeUp() { appd_eventfd_signal(wakeFD) }
 
@@ -125,7 +136,9 @@ public final class EventLoop: Sendable {
         var lastSweep = ContinuousClock.now
         while true {
             executor.runQueuedJobs()
-            let n = appd_epoll_wait(epollFD, &fds, &events, 256, executor.hasJobs ? 0 : 100)
+            for job in closures.withLock({ queue in defer { queue.removeAll() }; return queue }) { job() }
+            let busy = executor.hasJobs || closures.withLock { !$0.isEmpty }
+            let n = appd_epoll_wait(epollFD, &fds, &events, 256, busy ? 0 : 100)
             for i in 0..<max(0, Int(n)) {
                 let fd = fds[i]
                 if fd == wakeFD {

@@ -1,17 +1,15 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Bus
 import CNet
 import Synchronization
 
-/// A minimal streaming HTTP/1.1 client (plain or TLS) for the LLM providers. Each request
-/// holds a thread of the client's pool with blocking, timeout-bounded I/O (at most
-/// `pool.threads` requests at once; one more is refused, not queued); the parts of the response
-/// arrive as an async stream as soon as they are read. Cancelling the consumer aborts the
-/// connection at once (the upstream sees it closed).
+/// A minimal streaming HTTP/1.1 client (plain or TLS) for the LLM providers, on an event loop:
+/// one loop thread drives every request with non-blocking sockets and non-blocking OpenSSL
+/// (a handshake, write or read that would block waits for epoll instead), so a thousand
+/// concurrent streams are a thousand sockets, not a thousand threads. Name resolution, which
+/// only exists as a blocking call, runs on a small pool. The parts of the response arrive as an
+/// async stream as soon as they are read; cancelling the consumer closes the connection at
+/// once (the upstream sees it closed).
 public struct HTTPClient: Sendable {
-    public static let pool = BlockingPool(name: "appd-llm-http", threads: 1024, queueLimit: 0)
     public var timeouts = HTTPTimeouts()
     /// Trusted CA certificates (PEM) instead of the system store, for private endpoints.
     public var caFile: String?
@@ -23,107 +21,228 @@ public struct HTTPClient: Sendable {
         self.caFile = caFile
     }
 
+    /// Sends `request`; the response's head, body chunks and end arrive on the stream.
     public func send(_ request: HTTPRequest) -> AsyncThrowingStream<HTTPPart, any Error> {
         let (stream, continuation) = AsyncThrowingStream<HTTPPart, any Error>.makeStream(bufferingPolicy: .unbounded)
-        let connection = Connection()
-        continuation.onTermination = { _ in connection.abort() }
-        let client = self
-        do throws(PoolRefusal) {
-            try Self.pool.submit {
-                do throws(HTTPFailure) {
-                    try client.exchange(request, connection) { continuation.yield($0) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-                connection.close()
-            }
-        } catch {
+        let outbound: Outbound
+        switch Outbound.shared {
+        case .success(let shared): outbound = shared
+        case .failure(let error):
             continuation.finish(throwing: HTTPFailure(stage: .connect, reason: "\(error)"))
+            return stream
         }
+        let exchange = HTTPClientExchange(request: request, client: self, outbound: outbound, continuation: continuation)
+        continuation.onTermination = { _ in outbound.loop.execute { exchange.close() } }
+        Task { await exchange.start() }
         return stream
     }
 
-    /// Connects, sends, reads; calls `deliver` for each part. Runs on the request's thread.
-    private func exchange(_ request: HTTPRequest, _ connection: Connection, deliver: (HTTPPart) -> Void) throws(HTTPFailure) {
-        let started = ContinuousClock.now
-        var error = [CChar](repeating: 0, count: 256)
-        func reason() -> String { String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
-        let handle = request.host.withCString { host in
-            appd_net_connect(host, request.port, request.tls ? 1 : 0, caFile, Self.milliseconds(timeouts.connect), &error, error.count)
-        }
-        guard let handle else { throw HTTPFailure(stage: .connect, reason: reason()) }
-        guard connection.attach(handle) else { throw HTTPFailure(stage: .connect, reason: "cancelled") }
-        let bytes = request.bytes
-        guard appd_net_write(handle, bytes, bytes.count, Self.milliseconds(timeouts.firstByte), &error, error.count) == 0 else {
-            throw HTTPFailure(stage: .send, reason: reason())
-        }
-        var decoder = HTTPResponseDecoder()
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        var received = 0
-        var first = true
-        while !decoder.isComplete {
-            let elapsed = ContinuousClock.now - started
-            guard elapsed < timeouts.total else { throw HTTPFailure(stage: .total, reason: "") }
-            let wait = min(first ? timeouts.firstByte : timeouts.idle, timeouts.total - elapsed)
-            let n = buffer.withUnsafeMutableBufferPointer { appd_net_read(handle, $0.baseAddress, $0.count, Self.milliseconds(wait), &error, error.count) }
-            switch n {
-            case 0:
-                guard decoder.endsAtClose else { throw HTTPFailure(stage: .response, reason: "the connection closed mid-response") }
-                return
-            case -2:
-                let total = ContinuousClock.now - started >= timeouts.total
-                throw HTTPFailure(stage: total ? .total : first ? .firstByte : .idle, reason: "")
-            case -3:
-                throw HTTPFailure(stage: .response, reason: "cancelled")
-            case ..<0:
-                throw HTTPFailure(stage: .response, reason: reason())
-            default:
-                first = false
-                received += n
-                guard received <= maxResponseBytes else { throw HTTPFailure(stage: .response, reason: "the response is larger than \(maxResponseBytes) bytes") }
-                for part in try decoder.feed(Array(buffer[0..<n])) { deliver(part) }
-            }
-        }
-    }
-
-    public static func milliseconds(_ d: Duration) -> Int32 {
+    static func milliseconds(_ d: Duration) -> Int32 {
         let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
         return Int32(clamping: max(0, ms))
     }
+}
 
-    /// The connection handle, shared by the reading thread and whoever cancels.
-    public final class Connection: Sendable {
-        private struct State: @unchecked Sendable {  // safe: the pointer is only used under the lock or by the owning thread
-            var handle: OpaquePointer?
-            var aborted = false
+/// The loop every outbound request runs on, the resolver pool, and the requests in flight
+/// (whose timeouts the loop's tick checks).
+final class Outbound: Sendable {
+    static let shared: Result<Outbound, SocketError> = Result { () throws(SocketError) in try Outbound() }
+
+    let loop: EventLoop
+    let resolver = BlockingPool(name: "appd-dns", threads: 4, queueLimit: 256)
+    let active = Mutex<[ObjectIdentifier: HTTPClientExchange]>([:])
+
+    private init() throws(SocketError) {
+        loop = try EventLoop(name: "appd-http-out")
+        loop.onTick { [unowned self] now in
+            for exchange in active.withLock({ Array($0.values) }) { exchange.checkTimeouts(now: now) }
         }
-        private let state = Mutex(State())
+        loop.start()
+    }
+}
 
-        /// Returns false (and closes the handle) when already aborted.
-        func attach(_ handle: OpaquePointer) -> Bool {
-            let ok = state.withLock { s -> Bool in
-                guard !s.aborted else { return false }
-                s.handle = handle
-                return true
+/// One request and its response. Everything but `start` runs on the outbound loop's thread,
+/// which alone touches the connection and the phase.
+final class HTTPClientExchange: @unchecked Sendable {  // safe: state is owned by the loop thread (see above)
+    private enum Phase {
+        case resolving
+        case connecting(deadline: ContinuousClock.Instant)
+        case sending(offset: Int)
+        case receiving
+        case done
+    }
+    private let request: HTTPRequest
+    private let bytes: [UInt8]
+    private let client: HTTPClient
+    private let outbound: Outbound
+    private let continuation: AsyncThrowingStream<HTTPPart, any Error>.Continuation
+    private let started = ContinuousClock.now
+
+    private var phase = Phase.resolving
+    private var connection: OpaquePointer?
+    private var addresses: [appd_net_address] = []
+    private var decoder = HTTPResponseDecoder()
+    private var received = 0
+    /// When the last bytes came (nil before the first): the first-byte and idle timeouts.
+    private var lastRead: ContinuousClock.Instant?
+    private var sentAt: ContinuousClock.Instant?
+    private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+    private var error = [CChar](repeating: 0, count: 256)
+
+    init(request: HTTPRequest, client: HTTPClient, outbound: Outbound, continuation: AsyncThrowingStream<HTTPPart, any Error>.Continuation) {
+        self.request = request
+        self.bytes = request.bytes
+        self.client = client
+        self.outbound = outbound
+        self.continuation = continuation
+    }
+
+    /// Resolves the host (on the resolver pool, within the connect timeout), then connects on the loop.
+    func start() async {
+        let (host, port) = (request.host, request.port)
+        let resolved: Result<[appd_net_address], HTTPFailure>
+        do {
+            let pool = outbound.resolver
+            resolved = try await withTimeout(client.timeouts.connect, timeoutError: { HTTPFailure(stage: .connect, reason: "resolving \(host) timed out") }) {
+                try await pool.run { () -> Result<[appd_net_address], HTTPFailure> in
+                    var out = [appd_net_address](repeating: appd_net_address(), count: 8)
+                    var error = [CChar](repeating: 0, count: 256)
+                    let n = appd_net_resolve(host, port, &out, Int32(out.count), &error, error.count)
+                    guard n > 0 else { return .failure(HTTPFailure(stage: .connect, reason: Self.text(error))) }
+                    return .success(Array(out.prefix(Int(n))))
+                }
             }
-            if !ok { appd_net_close(handle) }
-            return ok
+        } catch let failure as HTTPFailure {
+            resolved = .failure(failure)
+        } catch {
+            resolved = .failure(HTTPFailure(stage: .connect, reason: "\(error)"))
         }
-
-        func abort() {
-            state.withLock { s in
-                s.aborted = true
-                if let handle = s.handle { appd_net_abort(handle) }
+        outbound.loop.execute { [self] in
+            switch resolved {
+            case .success(let list):
+                guard case .resolving = phase else { return }  // cancelled meanwhile
+                addresses = list
+                outbound.active.withLock { $0[ObjectIdentifier(self)] = self }
+                connectNext(lastReason: "no address")
+            case .failure(let failure):
+                fail(failure)
             }
         }
+    }
 
-        func close() {
-            let handle = state.withLock { s -> OpaquePointer? in
-                defer { s.handle = nil }
-                return s.handle
-            }
-            if let handle { appd_net_close(handle) }
+    /// Tries the next resolved address.
+    private func connectNext(lastReason: String) {
+        dropConnection()
+        guard !addresses.isEmpty else { return fail(HTTPFailure(stage: .connect, reason: lastReason)) }
+        var address = addresses.removeFirst()
+        guard let handle = request.host.withCString({ host in
+            appd_net_start(&address, request.tls ? 1 : 0, host, client.caFile, &error, error.count)
+        }) else {
+            return connectNext(lastReason: Self.text(error))
         }
+        connection = handle
+        phase = .connecting(deadline: started + client.timeouts.connect)
+        outbound.loop.add(appd_net_fd(handle), events: EventLoop.writable) { [self] _, _ in advance() }
+    }
+
+    /// Moves the exchange on as far as the socket allows, then waits for epoll.
+    private func advance() {
+        guard let handle = connection else { return }
+        while true {
+            switch phase {
+            case .resolving, .done:
+                return
+            case .connecting:
+                let r = appd_net_connect_step(handle, &error, error.count)
+                if r == 1 {
+                    phase = .sending(offset: 0)
+                    sentAt = .now
+                    continue
+                }
+                if r < 0 && r != APPD_NET_WANT_READ && r != APPD_NET_WANT_WRITE { return connectNext(lastReason: Self.text(error)) }
+                return wait(r)
+            case .sending(let offset):
+                let n = bytes[offset...].withUnsafeBufferPointer { appd_net_write_step(handle, $0.baseAddress, $0.count, &error, error.count) }
+                if n > 0 {
+                    phase = offset + n == bytes.count ? .receiving : .sending(offset: offset + n)
+                    continue
+                }
+                if n == APPD_NET_WANT_READ || n == APPD_NET_WANT_WRITE { return wait(Int32(n)) }
+                return fail(HTTPFailure(stage: .send, reason: Self.text(error)))
+            case .receiving:
+                let n = buffer.withUnsafeMutableBufferPointer { appd_net_read_step(handle, $0.baseAddress, $0.count, &error, error.count) }
+                if n > 0 {
+                    lastRead = .now
+                    received += n
+                    guard received <= client.maxResponseBytes else {
+                        return fail(HTTPFailure(stage: .response, reason: "the response is larger than \(client.maxResponseBytes) bytes"))
+                    }
+                    do throws(HTTPFailure) {
+                        for part in try decoder.feed(Array(buffer[0..<n])) { continuation.yield(part) }
+                    } catch {
+                        return fail(error)
+                    }
+                    if decoder.isComplete { return finish() }
+                    continue
+                }
+                if n == 0 {
+                    guard decoder.endsAtClose else { return fail(HTTPFailure(stage: .response, reason: "the connection closed mid-response")) }
+                    return finish()
+                }
+                if n == APPD_NET_WANT_READ || n == APPD_NET_WANT_WRITE { return wait(Int32(n)) }
+                return fail(HTTPFailure(stage: .response, reason: Self.text(error)))
+            }
+        }
+    }
+
+    private func wait(_ want: Int32) {
+        guard let handle = connection else { return }
+        outbound.loop.modify(appd_net_fd(handle), events: want == APPD_NET_WANT_READ ? EventLoop.readable : EventLoop.writable)
+    }
+
+    /// The loop's tick: fails the exchange at the first timeout that has passed.
+    func checkTimeouts(now: ContinuousClock.Instant) {
+        let timeouts = client.timeouts
+        switch phase {
+        case .resolving, .done:
+            return
+        case .connecting(let deadline):
+            if now >= deadline { fail(HTTPFailure(stage: .connect, reason: "connect timed out")) }
+        case .sending, .receiving:
+            if now - started >= timeouts.total { return fail(HTTPFailure(stage: .total, reason: "")) }
+            if let lastRead {
+                if now - lastRead >= timeouts.idle { fail(HTTPFailure(stage: .idle, reason: "")) }
+            } else if let sentAt, now - sentAt >= timeouts.firstByte {
+                fail(HTTPFailure(stage: .firstByte, reason: ""))
+            }
+        }
+    }
+
+    private func finish() {
+        close()
+        continuation.finish()
+    }
+
+    private func fail(_ failure: HTTPFailure) {
+        close()
+        continuation.finish(throwing: failure)
+    }
+
+    /// Ends the exchange (the consumer went away, or it is over): the socket is closed at once.
+    func close() {
+        phase = .done
+        dropConnection()
+        _ = outbound.active.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
+    }
+
+    private func dropConnection() {
+        guard let handle = connection else { return }
+        outbound.loop.remove(appd_net_fd(handle))
+        appd_net_close(handle)
+        connection = nil
+    }
+
+    static func text(_ error: [CChar]) -> String {
+        String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

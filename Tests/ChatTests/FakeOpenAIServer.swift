@@ -24,14 +24,15 @@ final class FakeOpenAIServer: Sendable {
     private let records = Mutex<[Record]>([])
     private let script: @Sendable (Int) -> [Step]
     private let stopped = Atomic<Bool>(false)
+    /// The accepting loop and one blocking job per connection.
+    private let threads = BlockingPool(name: "fake-openai", threads: 64, queueLimit: 64)
 
     init(script: @escaping @Sendable (_ connection: Int) -> [Step]) {
         fd = appd_tcp_listen("127.0.0.1", 0, 16, 1)
         precondition(fd >= 0, "cannot listen")
         port = Int(appd_tcp_port(fd))
         self.script = script
-        let thread = OSThread.start { [self] in acceptLoop() }
-        pthread_detach(thread)
+        try! threads.submit { [self] in acceptLoop() }
     }
 
     var baseURL: String { "http://127.0.0.1:\(port)/v1" }
@@ -49,8 +50,7 @@ final class FakeOpenAIServer: Sendable {
             guard connection >= 0 else { continue }
             let n = index
             index += 1
-            let thread = OSThread.start { [self] in serve(connection, n) }
-            pthread_detach(thread)
+            do { try threads.submit { [self] in serve(connection, n) } } catch { close(connection) }
         }
         close(fd)
     }

@@ -3,9 +3,9 @@ import CSystem
 import Glibc
 #endif
 
-/// Starts a dedicated OS thread for blocking work (the epoll loop, appctl bench clients),
-/// outside Swift's cooperative pool so it never starves async work.
-public enum OSThread {
+/// Starts an OS thread. Only `EventLoop` and `BlockingPool` call it: everything else in appd
+/// runs on one of those or on Swift's cooperative pool.
+enum OSThread {
     private final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
@@ -13,7 +13,7 @@ public enum OSThread {
 
     /// Runs `body` on a new joinable thread and returns its handle. `name` (at most 15 bytes)
     /// shows in `top -H`, `ps -L` and profiles.
-    public static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+    static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         let named: @Sendable () -> Void = {
             if let name { appd_set_thread_name(name) }
             body()
@@ -28,18 +28,5 @@ public enum OSThread {
         }, box)
         precondition(rc == 0, "pthread_create failed: \(rc)")  // only fails when the process is out of threads
         return thread
-    }
-
-    /// Runs blocking `body` (a key derivation, say) on a thread of its own and returns its
-    /// result, so the cooperative pool is never blocked.
-    public static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            let thread = start { continuation.resume(returning: body()) }
-            pthread_detach(thread)
-        }
-    }
-
-    public static func join(_ thread: pthread_t) {
-        pthread_join(thread, nil)
     }
 }

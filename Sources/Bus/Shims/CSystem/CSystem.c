@@ -194,12 +194,6 @@ int appd_tcp_port(int fd) {
     return ntohs(((struct sockaddr_in6 *)&storage)->sin6_port);
 }
 
-int appd_set_timeouts(int fd, int milliseconds) {
-    struct timeval tv = { .tv_sec = milliseconds / 1000, .tv_usec = (milliseconds % 1000) * 1000 };
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) return -1;
-    return setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
 int appd_wait_readable(int fd, int timeout_ms) {
     struct pollfd p = { .fd = fd, .events = POLLIN };
     return poll(&p, 1, timeout_ms);
@@ -280,6 +274,24 @@ int appd_wait_exit(pid_t pid, int *status) {
         if (r >= 0) return 0;
         if (errno != EINTR) return -1;
     }
+}
+
+int appd_pidfd_open(pid_t pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int appd_try_wait(pid_t pid, int *status) {
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid) return 1;
+        if (r == 0) return 0;
+        if (errno != EINTR) return -1;
+    }
+}
+
+int appd_set_nonblocking(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    return flags < 0 ? -1 : fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
 int appd_pipe(int fds[2]) {

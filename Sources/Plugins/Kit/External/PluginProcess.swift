@@ -7,15 +7,20 @@ import Synchronization
 
 /// One running external plugin process: spawned with its varlink socket on fd 3 (the systemd
 /// LISTEN_FDS convention), its stdout and stderr logged line by line with its name, and its
-/// exit reported once. A thread of the output pool pumps the output and then reaps the process.
+/// exit reported once. The plugin I/O loop reads the output and, when the process's pidfd
+/// says it has exited, reaps it.
 final class PluginProcess: Sendable {
     /// The one thread that forks plugins. It lives as long as appd (no idle retirement),
     /// because the parent-death signal that stops a plugin when appd dies follows the thread
     /// that forked it, not the process: a plugin forked from a thread that later exits would
     /// be killed with it.
     static let spawner = BlockingPool(name: "plugin-spawn", threads: 1, queueLimit: 64, idleTimeout: nil)
-    /// One thread per running plugin pumps its output and then reaps it.
-    static let output = BlockingPool(name: "plugin-output", threads: 256, queueLimit: 0)
+    /// Every plugin's output pipes and exit descriptor, on one loop.
+    static let loop: Result<EventLoop, SocketError> = Result { () throws(SocketError) in
+        let loop = try EventLoop(name: "plugin-io")
+        loop.start()
+        return loop
+    }
 
     let pid: pid_t
     private let exited = Atomic<Bool>(false)
@@ -53,25 +58,33 @@ final class PluginProcess: Sendable {
         }
         let process = PluginProcess(pid: pid)
         let stdout = out[0], stderr = err[0]
-        let reap: @Sendable () -> Void = {
-            var status: Int32 = 0
-            _ = appd_wait_exit(pid, &status)
-            process.exited.store(true, ordering: .releasing)
-            onExit(status)
-        }
-        do throws(PoolRefusal) {
-            try output.submit {
-                pump([stdout, stderr], name: name, logger: logger)
-                reap()
-            }
-        } catch {
-            // More plugins than output threads: this one runs without its output logged.
-            logger.warning("plugin output not logged", metadata: ["plugin": "\(name)", "reason": "\(error)"])
+        let loop: EventLoop
+        let pidfd = appd_pidfd_open(pid)
+        switch Self.loop {
+        case .success(let shared) where pidfd >= 0: loop = shared
+        default:
+            if pidfd >= 0 { close(pidfd) }
             close(stdout)
             close(stderr)
             kill(pid, SIGKILL)
-            reap()
-            throw PluginStartError("cannot watch its output: \(error)")
+            var status: Int32 = 0
+            _ = appd_wait_exit(pid, &status)
+            throw PluginStartError("cannot watch it: no event loop or pidfd (\(String(cString: strerror(errno))); Linux 5.3 or later is needed)")
+        }
+        let output = PluginOutput(name: name, stdout: stdout, stderr: stderr, logger: logger)
+        for fd in [stdout, stderr] {
+            _ = appd_set_nonblocking(fd)
+            loop.add(fd, events: EventLoop.readable) { _, scratch in output.pump(fd, &scratch, loop: loop) }
+        }
+        loop.add(pidfd, events: EventLoop.readable) { _, scratch in
+            var status: Int32 = 0
+            guard appd_try_wait(pid, &status) != 0 else { return }
+            loop.remove(pidfd)
+            close(pidfd)
+            // What the plugin wrote last is logged before its exit is reported.
+            for fd in [stdout, stderr] { output.pump(fd, &scratch, loop: loop) }
+            process.exited.store(true, ordering: .releasing)
+            onExit(status)
         }
         return process
     }
@@ -90,46 +103,64 @@ final class PluginProcess: Sendable {
 
     static func exitedCleanly(_ status: Int32) -> Bool { status & 0x7f == 0 && (status >> 8) & 0xff == 0 }
 
-    /// Logs each line of the plugin's output until both streams close.
-    private static func pump(_ fds: [Int32], name: String, logger: Logger) {
-        var open = fds
-        var partial: [Int32: [UInt8]] = [:]
-        var chunk = [UInt8](repeating: 0, count: 8192)
-        func emit(_ fd: Int32, _ line: ArraySlice<UInt8>) {
-            let text = String(decoding: line.prefix(8192), as: UTF8.self)
-            guard !text.isEmpty else { return }
-            if fd == fds[0] {
-                logger.info("[\(name)] \(text)", metadata: ["plugin": name, "stream": "stdout"])
-            } else {
-                logger.notice("[\(name)] \(text)", metadata: ["plugin": name, "stream": "stderr"])
+}
+
+/// A plugin's stdout and stderr, logged line by line with its name (owned by the plugin I/O
+/// loop's thread, which alone calls `drain`).
+final class PluginOutput: @unchecked Sendable {  // safe: only the loop thread touches `partial`
+    let name: String
+    let stdout: Int32
+    let logger: Logger
+    private var partial: [Int32: [UInt8]] = [:]
+    /// The pipes not yet at their end (a closed number may be reused: never read it again).
+    private var open: Set<Int32>
+
+    init(name: String, stdout: Int32, stderr: Int32, logger: Logger) {
+        self.name = name
+        self.stdout = stdout
+        self.logger = logger
+        self.open = [stdout, stderr]
+    }
+
+    /// Logs what `fd` has now; at its end, logs the rest and closes it.
+    func pump(_ fd: Int32, _ chunk: inout [UInt8], loop: EventLoop) {
+        guard open.contains(fd), !drain(fd, &chunk) else { return }
+        open.remove(fd)
+        loop.remove(fd)
+        close(fd)
+    }
+
+    /// Logs every whole line `fd` has now; false once it has closed (the rest is logged).
+    private func drain(_ fd: Int32, _ chunk: inout [UInt8]) -> Bool {
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
+            if n <= 0 {
+                if let rest = partial.removeValue(forKey: fd) { emit(fd, rest[...]) }
+                return false
             }
+            var buffer = partial[fd, default: []] + chunk[0..<n]
+            while let newline = buffer.firstIndex(of: 10) {
+                emit(fd, buffer[..<newline])
+                buffer.removeSubrange(...newline)
+            }
+            // A line without an end that grows too long is logged in pieces.
+            if buffer.count > 8192 {
+                emit(fd, buffer[...])
+                buffer = []
+            }
+            partial[fd] = buffer
         }
-        while !open.isEmpty {
-            var polls = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&polls, nfds_t(polls.count), -1)
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { break }
-            for p in polls where p.revents != 0 {
-                let n = chunk.withUnsafeMutableBytes { read(p.fd, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 {
-                    if let rest = partial.removeValue(forKey: p.fd) { emit(p.fd, rest[...]) }
-                    close(p.fd)
-                    open.removeAll { $0 == p.fd }
-                    continue
-                }
-                var buffer = partial[p.fd, default: []] + chunk[0..<n]
-                while let newline = buffer.firstIndex(of: 10) {
-                    emit(p.fd, buffer[..<newline])
-                    buffer.removeSubrange(...newline)
-                }
-                // A line without an end that grows too long is logged in pieces.
-                if buffer.count > 8192 {
-                    emit(p.fd, buffer[...])
-                    buffer = []
-                }
-                partial[p.fd] = buffer
-            }
+    }
+
+    private func emit(_ fd: Int32, _ line: ArraySlice<UInt8>) {
+        let text = String(decoding: line.prefix(8192), as: UTF8.self)
+        guard !text.isEmpty else { return }
+        if fd == stdout {
+            logger.info("[\(name)] \(text)", metadata: ["plugin": name, "stream": "stdout"])
+        } else {
+            logger.notice("[\(name)] \(text)", metadata: ["plugin": name, "stream": "stderr"])
         }
     }
 }

@@ -55,9 +55,6 @@ int appd_tcp_listen(const char *host, uint16_t port, int backlog, int loopback_o
 /// The local port a TCP socket is bound to, or -1.
 int appd_tcp_port(int fd);
 
-/// SO_RCVTIMEO and SO_SNDTIMEO on a blocking socket. Returns 0 or -1.
-int appd_set_timeouts(int fd, int milliseconds);
-
 /// poll() for readability: 1 readable, 0 timed out, -1 error.
 int appd_wait_readable(int fd, int timeout_ms);
 
@@ -78,6 +75,15 @@ void appd_set_thread_name(const char *name);
 
 /// pipe2 with O_CLOEXEC.
 int appd_pipe(int fds[2]);
+
+/// A descriptor that becomes readable when `pid` exits (Linux 5.3+), or -1.
+int appd_pidfd_open(pid_t pid);
+
+/// Reaps `pid` if it has exited: 1 (status set), 0 still running, -1 error.
+int appd_try_wait(pid_t pid, int *status);
+
+/// O_NONBLOCK on `fd`; 0 or -1.
+int appd_set_nonblocking(int fd);
 
 /// Catches a signal with a handler installed at once (sigaction): each arrival makes the
 /// signal's own eventfd readable, so none is lost between installing the handler and watching

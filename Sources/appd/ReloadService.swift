@@ -15,7 +15,12 @@ struct ReloadService: Service {
     let logger: Logger
     var name: String { "reload" }
 
+    /// Stops as soon as the daemon shuts down: nothing it does needs draining.
     func run() async throws {
+        try await cancelOnGracefulShutdown { try await self.work() }
+    }
+
+    private func work() async throws {
         signal(SIGHUP, SIG_IGN)
         let (signals, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())

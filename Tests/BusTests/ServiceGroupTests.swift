@@ -3,13 +3,48 @@ import Glibc
 import Synchronization
 import Testing
 
-/// A service that runs until cancelled and records that it stopped.
+/// A service that runs until shut down and records that it stopped.
 struct WaitingService: Service {
     let name: String
     let stopped: GateLog
     func run() async throws {
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
+        await gracefulShutdown()
         stopped.append(name)
+    }
+}
+
+/// Ignores graceful shutdown; stops only when cancelled.
+struct StubbornService: Service {
+    let stopped: GateLog
+    var name: String { "stubborn" }
+    func run() async throws {
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
+        stopped.append("cancelled")
+    }
+}
+
+/// Finishes its in-flight work after the graceful request, without being cancelled.
+struct DrainingService: Service {
+    let stopped: GateLog
+    var name: String { "draining" }
+    func run() async throws {
+        await gracefulShutdown()
+        try? await Task.sleep(for: .milliseconds(30))  // the last call being answered
+        stopped.append(Task.isCancelled ? "cancelled" : "drained")
+    }
+}
+
+/// Takes `delay` to stop even once cancelled (work that ignores cancellation).
+struct SlowToStopService: Service {
+    let stopped: GateLog
+    let delay: Duration
+    var name: String { "slow-to-stop" }
+    func run() async throws {
+        await gracefulShutdown()
+        let delay = self.delay
+        // A wait that cancellation cannot cut short.
+        await Task.detached { try? await Task.sleep(for: delay) }.value
+        stopped.append("stopped")
     }
 }
 
@@ -29,7 +64,7 @@ struct SignalsAtStart: Service {
     var name: String { "signals-at-start" }
     func run() async throws {
         kill(getpid(), signal)
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
+        await gracefulShutdown()
     }
 }
 
@@ -40,7 +75,7 @@ struct SignalsAtStart: Service {
         for _ in 0..<20 {
             let log = InMemoryLogHandler()
             let group = ServiceGroup(
-                services: [SignalsAtStart(signal: SIGUSR2)], signals: [SIGUSR2], shutdownTimeout: .seconds(2),
+                services: [SignalsAtStart(signal: SIGUSR2)], signals: [SIGUSR2], gracefulTimeout: .seconds(2),
                 logger: Logger(label: "test", level: .debug, handler: log))
             let done = Atomic<Bool>(false)
             let run = Task {
@@ -77,5 +112,64 @@ struct SignalsAtStart: Service {
             logger: Logger(label: "test", handler: InMemoryLogHandler()))
         await #expect(throws: ServiceFailed.self) { try await group.run() }
         #expect(stopped.all == ["a"])
+    }
+
+    @Test func gracefulShutdownLetsAServiceDrainWithoutBeingCancelled() async throws {
+        let stopped = GateLog()
+        let group = ServiceGroup(services: [DrainingService(stopped: stopped)], signals: [], logger: Logger(label: "test", handler: InMemoryLogHandler()))
+        let running = Task { try await group.run() }
+        try await waitUntilRunning(group)
+        await group.triggerShutdown()
+        try await running.value
+        #expect(stopped.all == ["drained"])
+    }
+
+    @Test func aServiceThatIgnoresGracefulShutdownIsCancelledAfterTheTimeout() async throws {
+        let log = InMemoryLogHandler()
+        let stopped = GateLog()
+        let group = ServiceGroup(
+            services: [StubbornService(stopped: stopped)], signals: [], gracefulTimeout: .milliseconds(50), logger: Logger(label: "test", handler: log))
+        let running = Task { try await group.run() }
+        try await waitUntilRunning(group)
+        await group.triggerShutdown()
+        try await running.value
+        #expect(stopped.all == ["cancelled"])
+        #expect(log.records.contains { $0.message.contains("did not finish gracefully") })
+    }
+
+    /// The composition root closes the database after `run` returns: `run` must not return
+    /// while a service (that may still use it) runs, even past every timeout.
+    @Test func theGroupDoesNotReturnWhileAServiceStillRuns() async throws {
+        let log = InMemoryLogHandler()
+        let stopped = GateLog()
+        let group = ServiceGroup(
+            services: [SlowToStopService(stopped: stopped, delay: .milliseconds(400))], signals: [], gracefulTimeout: .milliseconds(50),
+            logger: Logger(label: "test", handler: log))
+        let running = Task { try await group.run() }
+        try await waitUntilRunning(group)
+        await group.triggerShutdown()
+        try await running.value
+        #expect(stopped.all == ["stopped"])
+        #expect(log.records.contains { $0.message.contains("still waiting") })
+        #expect(await group.state == .finished)
+    }
+
+    @Test func aGroupRunsOnceAndAShutdownBeforeRunStartsNothing() async throws {
+        let stopped = GateLog()
+        let group = ServiceGroup(services: [WaitingService(name: "a", stopped: stopped)], signals: [], logger: Logger(label: "test", handler: InMemoryLogHandler()))
+        await group.triggerShutdown()
+        try await group.run()
+        #expect(stopped.all.isEmpty)
+        #expect(await group.state == .finished)
+        await #expect(throws: ServiceGroupError.self) { try await group.run() }
+    }
+
+    /// Waits (bounded) until the group has started its services.
+    func waitUntilRunning(_ group: ServiceGroup) async throws {
+        let until = ContinuousClock.now + .seconds(10)
+        while await group.state != .running {
+            guard ContinuousClock.now < until else { throw CancellationError() }
+            await Task.yield()
+        }
     }
 }

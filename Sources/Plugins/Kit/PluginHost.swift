@@ -85,9 +85,7 @@ public actor PluginHost: Service {
 
     public nonisolated func run() async throws {
         await startAll()  // a no-op when the composition root started them already
-        await withTaskCancellationHandler {
-            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-        } onCancel: {}
+        await gracefulShutdown()
         await stopAll()
     }
 

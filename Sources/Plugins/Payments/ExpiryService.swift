@@ -10,7 +10,12 @@ struct ExpiryService: Service {
     var maxSleep: Duration = .seconds(30)
     var name: String { "payments.expiry" }
 
+    /// Stops as soon as the daemon shuts down: nothing it does needs draining.
     func run() async throws {
+        try await cancelOnGracefulShutdown { try await self.work() }
+    }
+
+    private func work() async throws {
         while !Task.isCancelled {
             let next = try await expireDue()
             var wait = maxSleep

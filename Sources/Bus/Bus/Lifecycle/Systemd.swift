@@ -48,9 +48,12 @@ public struct WatchdogService: Service {
     public init(interval: Duration) { self.interval = interval }
 
     public func run() async throws {
-        while !Task.isCancelled {
-            Systemd.notify("WATCHDOG=1")
-            try? await Task.sleep(for: interval)
+        let interval = self.interval
+        try await cancelOnGracefulShutdown {
+            while !Task.isCancelled {
+                Systemd.notify("WATCHDOG=1")
+                try? await Task.sleep(for: interval)
+            }
         }
     }
 }

@@ -48,16 +48,15 @@ public final class VarlinkServer: Service {
             refused: refusedTotal.load(ordering: .relaxed))
     }
 
-    /// Serves until cancelled, then stops accepting, drains in-flight calls (bounded), closes
-    /// every connection and removes the socket file.
+    /// Serves until shut down (gracefully, or cancelled), then stops accepting, drains
+    /// in-flight calls (bounded), closes every connection and removes the socket file.
     public func run() async throws {
         loop.add(listener.fd, events: EventLoop.readable) { [self] _, _ in acceptAll() }
         loop.onTick { [self] now in sweep(now: now) }
         loop.start()
         logger.notice("listening", metadata: ["socket": listener.path])
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(3600))
-        }
+        // Serves until asked to shut down (gracefully, or by cancellation).
+        await gracefulShutdown()
         await stop()
         // The loop ends once no connection, no worker and no job is left to run on it.
         await loop.stop { [self] in registry.withLock { $0.connections.isEmpty && $0.workers.isEmpty } }

@@ -228,9 +228,7 @@ public struct ExternalPluginService: Service {
 
     public func run() async throws {
         await host.startAll()
-        await withTaskCancellationHandler {
-            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-        } onCancel: {}
+        await gracefulShutdown()
         await host.stopAll()
     }
 }

@@ -82,14 +82,14 @@ public final class HTTPServer<Head: HTTPRequestHead>: Sendable {
     /// Requests being handled now.
     public var inFlight: Int { handling.load(ordering: .acquiring) }
 
-    /// Serves until cancelled; then stops accepting, lets requests being handled finish (up
+    /// Serves until shut down (gracefully, or cancelled); then stops accepting, lets requests being handled finish (up
     /// to `drainTimeout`), closes every connection and returns.
     public func run() async {
         _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL) | O_NONBLOCK)
         loop.add(listenFD, events: EventLoop.readable) { [self] _, _ in acceptAll() }
         loop.onTick { [self] now in expire(now) }
         loop.start()
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        await gracefulShutdown()
         loop.remove(listenFD)
         close(listenFD)
         let until = ContinuousClock.now.advanced(by: limits.drainTimeout)

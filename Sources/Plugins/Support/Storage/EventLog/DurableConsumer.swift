@@ -51,7 +51,12 @@ public struct DurableConsumer: Service {
         }
     }
 
+    /// Stops as soon as the daemon shuts down: nothing it does needs draining.
     public func run() async throws {
+        try await cancelOnGracefulShutdown { try await self.work() }
+    }
+
+    private func work() async throws {
         var position = try await Self.position(of: name, in: log.database)
         while !Task.isCancelled {
             let live = bus.subscribe(filter, options: SubscriptionOptions(capacity: liveCapacity, overflow: .disconnect))

@@ -30,7 +30,12 @@ public final class EventLogRetention: Service {
 
     public var current: Limits { limits.withLock { $0 } }
 
+    /// Stops as soon as the daemon shuts down: nothing it does needs draining.
     public func run() async throws {
+        try await cancelOnGracefulShutdown { try await self.work() }
+    }
+
+    private func work() async throws {
         while !Task.isCancelled {
             let now = current
             if now.maxAge != nil || now.maxCount != nil {

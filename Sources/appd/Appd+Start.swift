@@ -10,124 +10,50 @@ import Todos
 import PluginKit
 import Storage
 
-/// The composition root: builds each part of the daemon in a named step, top to bottom.
+/// The composition root: builds the daemon in named steps, top to bottom. Each step that
+/// starts something registers how to undo it on `teardown`; whatever happens, appd stops
+/// through that one path, undoing exactly what was started, in reverse.
 extension Appd {
     /// Runs the daemon until it is told to stop; returns the process exit code.
     static func start(_ config: AppdConfig, options: AppdOptions, configFile: String?) async -> Int32 {
-        let startedAt = ContinuousClock.now
         // A client or log reader that goes away must never kill the daemon: writes get EPIPE.
         signal(SIGPIPE, SIG_IGN)
-
         // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd).
         LoggingSystem.bootstrap(level: config.logLevel) { _ in StreamLogHandler.standardError() }
         let logger = Logger(label: "appd")
-
-        // 2. Who may call admin methods.
-        var adminGroup: gid_t?
-        if let name = config.adminGroup {
-            guard let group = getgrnam(name) else {
-                logger.critical("unknown admin group '\(name)'; create it or drop --admin-group")
-                return 78
-            }
-            adminGroup = group.pointee.gr_gid
-        }
-
-        // 3. The control socket, claimed before anything else is touched: a second appd on a
-        //    served socket stops here, before it opens the shared database or starts a plugin.
-        //    0600, or 0660 with the admin group. Calls that arrive before step 8 wait in the
-        //    backlog (as under socket activation, where systemd passes it in already listening).
-        let path = config.socket
-        let listener: ListeningSocket
+        let teardown = Teardown(logger: logger)
+        var status: Int32 = 0
         do {
-            listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: path) }
-                ?? ListeningSocket.bind(path: path, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
+            status = try await serve(config, options: options, configFile: configFile, teardown: teardown, logger: logger)
+        } catch let failure as StartFailure {
+            logger.critical("\(failure.message)")
+            status = failure.exitCode
         } catch {
             logger.critical("\(error)")
-            return 1
+            status = 1
         }
+        await teardown.run()
+        logger.notice("appd stopped")
+        return status
+    }
 
-        // 4. The database and its durable event log (before anything can accept a write).
-        let dataDirectory = config.dataDirectory
-        let database: SQLiteDatabase
-        do {
-            try DataDirectory.create(dataDirectory)
-            database = try SQLiteDatabase(path: dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
-        } catch {
-            logger.critical("cannot open the database in \(dataDirectory): \(error)")
-            listener.close()
-            return 1
-        }
+    /// Steps 2–10: builds and runs everything; returns when the services have stopped.
+    private static func serve(_ config: AppdConfig, options: AppdOptions, configFile: String?, teardown: Teardown, logger: Logger) async throws -> Int32 {
+        let startedAt = ContinuousClock.now
+        let adminGate = AdminGate(adminGroup: try adminGroup(config))
+        let listener = try await claimSocket(config, adminGroup: adminGate.adminGroup, teardown: teardown)
+        let database = try await openDatabase(config, teardown: teardown)
         let eventLog = EventLog(database: database)
-
-        // 5. The plugins, and the bus with the gates they contribute, nested in the designed
-        //    order and fixed from here on. A disabled plugin's gates are missing, so commands
-        //    that need them are denied (fail closed).
-        let plugins = installedPlugins(config, logger: logger)
-        let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
-        let adminGate = AdminGate(adminGroup: adminGroup)
-        let gates = GateOrder.sorted([adminGate, PluginScopeGate()] + enabled.flatMap { $0.gates(database: database) })
-        let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
-        database.attach(bus: bus)
+        let plugins = installedPlugins(config)
+        let bus = await connectBus(plugins: plugins, config: config, adminGate: adminGate, database: database, teardown: teardown)
         let host = PluginHost(
             plugins: plugins, disabled: Set(config.disabledPlugins),
             context: PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin")),
             logger: logger)
-
-        // 6. The varlink interfaces the daemon itself serves.
-        let dispatcher: VarlinkDispatcher
-        do {
-            dispatcher = try VarlinkDispatcher(
-                bus: bus,
-                info: .init(vendor: "appd", product: "appd", version: Version.current, url: "https://github.com/appd/appd"))
-        } catch {
-            logger.critical("cannot set up the daemon's interfaces: \(error)")
-            await database.close()
-            listener.close()
-            return 1
-        }
-
-        // 6b. External plugins (supervised processes from the plugin directories), and the
-        //     credentials their own connections to appd present.
-        var externalSettings = ExternalPluginSettings(
-            directories: config.resolvedPluginDirectories,
-            runtimeDirectory: dataDirectory + "/plugins-run", dataDirectory: dataDirectory + "/plugin-data", controlSocket: config.socket)
-        externalSettings.healthInterval = config.pluginHealthInterval
-        externalSettings.healthTimeout = min(.seconds(3), config.pluginHealthInterval)
-        let external = ExternalPluginHost(
-            settings: externalSettings,
-            dispatcher: dispatcher, stateFile: dataDirectory + "/external-plugins.json", isAdmin: { adminGate.isPrivileged($0) },
-            logger: Logger(label: "appd.plugins"))
-        do {
-            try BusInterface.install(on: dispatcher, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
-        } catch {
-            logger.critical("cannot set up io.appd.Bus: \(error)")
-            await database.close()
-            listener.close()
-            return 1
-        }
-
-        // 7. Start the plugins (dependency order) and serve their interfaces.
-        await host.startAll()
-        for text in await host.runningInterfaces() {
-            do {
-                try dispatcher.register(try VarlinkInterface(parsing: text))
-            } catch {
-                logger.error("a plugin's interface was not served", metadata: ["error": "\(error)"])
-            }
-        }
-
-        // 8. The server on the socket claimed in step 3.
-        let server: VarlinkServer
-        do {
-            server = try VarlinkServer(
-                listener: listener, dispatcher: dispatcher, limits: config.limits, logger: Logger(label: "appd.varlink"))
-        } catch {
-            logger.critical("\(error)")
-            await host.stopAll()
-            await database.close()
-            listener.close()
-            return 1
-        }
+        let dispatcher = try makeDispatcher(bus: bus)
+        let external = try externalPlugins(config, dispatcher: dispatcher, eventLog: eventLog, adminGate: adminGate)
+        await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
+        let server = try listen(listener, dispatcher: dispatcher, config: config)
 
         // 9. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
         let retention = EventLogRetention(
@@ -146,53 +72,146 @@ extension Appd {
                     plugins: { await host.statuses() + external.statuses() }, eventLog: eventLog,
                     shutdown: { await group.triggerShutdown() }, external: external,
                     paths: .init(
-                        dataDirectory: dataDirectory, socket: path, configFile: configFile, pluginDirectories: config.resolvedPluginDirectories),
+                        dataDirectory: config.dataDirectory, socket: config.socket, configFile: configFile,
+                        pluginDirectories: config.resolvedPluginDirectories),
                     isAdmin: { adminGate.isPrivileged($0) }))
         } catch {
-            logger.critical("cannot set up io.appd.Daemon: \(error)")
-            await database.close()
-            listener.close()
-            return 1
+            throw StartFailure("cannot set up io.appd.Daemon: \(error)")
         }
 
         logger.notice(
-            "appd started", metadata: ["version": Version.current, "socket": path, "data": dataDirectory, "config": configFile ?? "none"])
+            "appd started", metadata: ["version": Version.current, "socket": config.socket, "data": config.dataDirectory, "config": configFile ?? "none"])
         // The database is open and the socket listens: tell systemd we are ready.
-        Systemd.notify("READY=1\nSTATUS=serving on \(path)")
-        var status: Int32 = 0
+        Systemd.notify("READY=1\nSTATUS=serving on \(config.socket)")
         do {
             try await group.run()
+            return 0
         } catch {
             logger.critical("appd stopped after a failure", metadata: ["error": "\(error)"])
-            status = 1
+            return 1
         }
-        // 10. In-flight calls are done: let subscribers finish, then close the database last.
-        try? await bus.drain(timeout: .seconds(5))
-        await database.close()
-        logger.notice("appd stopped")
-        return status
+    }
+
+    // MARK: The steps
+
+    /// 2. Who may call admin methods: the admin group, when one is configured.
+    static func adminGroup(_ config: AppdConfig) throws -> gid_t? {
+        guard let name = config.adminGroup else { return nil }
+        guard let group = getgrnam(name) else { throw StartFailure("unknown admin group '\(name)'; create it or drop --admin-group", exitCode: 78) }
+        return group.pointee.gr_gid
+    }
+
+    /// 3. The control socket, claimed before anything else is touched: a second appd on a
+    ///    served socket stops here, before it opens the shared database or starts a plugin.
+    ///    0600, or 0660 with the admin group. Calls that arrive before the server starts wait
+    ///    in the backlog (as under socket activation, where systemd passes it in listening).
+    static func claimSocket(_ config: AppdConfig, adminGroup: gid_t?, teardown: Teardown) async throws -> ListeningSocket {
+        let listener: ListeningSocket
+        do {
+            listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: config.socket) }
+                ?? ListeningSocket.bind(path: config.socket, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
+        } catch {
+            throw StartFailure("\(error)")
+        }
+        await teardown.push("socket") { listener.close() }
+        return listener
+    }
+
+    /// 4. The database and its durable event log (before anything can accept a write). Closed
+    ///    last of all, after the services that write to it have stopped.
+    static func openDatabase(_ config: AppdConfig, teardown: Teardown) async throws -> SQLiteDatabase {
+        let database: SQLiteDatabase
+        do {
+            try DataDirectory.create(config.dataDirectory)
+            database = try SQLiteDatabase(path: config.dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
+        } catch {
+            throw StartFailure("cannot open the database in \(config.dataDirectory): \(error)")
+        }
+        await teardown.push("database") { await database.close() }
+        return database
+    }
+
+    /// 5. The bus, with the gates the enabled plugins contribute nested in the designed order
+    ///    and fixed from here on. A disabled plugin's gates are missing, so commands that need
+    ///    them are denied (fail closed). Gates read the database and the database publishes
+    ///    what it commits on the bus: that one cycle is closed here, before any write.
+    static func connectBus(plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: SQLiteDatabase, teardown: Teardown) async -> EventBus {
+        let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
+        let gates = GateOrder.sorted([adminGate, PluginScopeGate()] + enabled.flatMap { $0.gates(database: database) })
+        let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
+        database.attach(bus: bus)
+        // Subscribers get what was published before the database closes.
+        await teardown.push("bus") { try? await bus.drain(timeout: .seconds(5)) }
+        return bus
+    }
+
+    /// 6. The varlink interfaces the daemon itself serves.
+    static func makeDispatcher(bus: EventBus) throws -> VarlinkDispatcher {
+        do {
+            return try VarlinkDispatcher(
+                bus: bus, info: .init(vendor: "appd", product: "appd", version: Version.current, url: "https://github.com/appd/appd"))
+        } catch {
+            throw StartFailure("cannot set up the daemon's interfaces: \(error)")
+        }
+    }
+
+    /// 6b. External plugins (supervised processes from the plugin directories), the
+    ///     credentials their own connections to appd present, and io.appd.Bus.
+    static func externalPlugins(_ config: AppdConfig, dispatcher: VarlinkDispatcher, eventLog: EventLog, adminGate: AdminGate) throws -> ExternalPluginHost {
+        var settings = ExternalPluginSettings(
+            directories: config.resolvedPluginDirectories,
+            runtimeDirectory: config.dataDirectory + "/plugins-run", dataDirectory: config.dataDirectory + "/plugin-data", controlSocket: config.socket)
+        settings.healthInterval = config.pluginHealthInterval
+        settings.healthTimeout = min(.seconds(3), config.pluginHealthInterval)
+        let external = ExternalPluginHost(
+            settings: settings, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
+            isAdmin: { adminGate.isPrivileged($0) }, logger: Logger(label: "appd.plugins"))
+        do {
+            try BusInterface.install(on: dispatcher, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
+        } catch {
+            throw StartFailure("cannot set up io.appd.Bus: \(error)")
+        }
+        return external
+    }
+
+    /// 7. Starts the built-in plugins (dependency order) and serves their interfaces.
+    static func startPlugins(_ host: PluginHost, dispatcher: VarlinkDispatcher, logger: Logger, teardown: Teardown) async {
+        await host.startAll()
+        await teardown.push("plugins") { await host.stopAll() }
+        for text in await host.runningInterfaces() {
+            do {
+                try dispatcher.register(try VarlinkInterface(parsing: text))
+            } catch {
+                logger.error("a plugin's interface was not served", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// 8. The server on the socket claimed in step 3 (it runs as a service of step 9).
+    static func listen(_ listener: ListeningSocket, dispatcher: VarlinkDispatcher, config: AppdConfig) throws -> VarlinkServer {
+        do {
+            return try VarlinkServer(listener: listener, dispatcher: dispatcher, limits: config.limits, logger: Logger(label: "appd.varlink"))
+        } catch {
+            throw StartFailure("\(error)")
+        }
     }
 }
 
-/// The plugins built into this appd (each is a library target under Sources/Plugins).
-func installedPlugins(_ config: AppdConfig, logger: Logger) -> [any Plugin] {
-    var plugins: [any Plugin] = []
-    do {
-        var auth = AuthService.Options()
-        auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
-        auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
-        auth.sessionCacheEntries = config.sessionCacheEntries
-        plugins.append(try AuthPlugin(options: auth))
-        plugins.append(TodosPlugin())
-        plugins.append(PaymentsPlugin(options: config.payments))
-    } catch {
-        logger.error("the auth plugin could not be set up", metadata: ["error": "\(error)"])
-    }
-    do {
-        plugins.append(try ChatPlugin(options: config.chatOptions))
-    } catch {
-        logger.error("the chat plugin could not be set up; fix chatBaseURL", metadata: ["error": "\(error)"])
-    }
-    plugins.append(RatingPlugin(rules: config.rating))
-    return plugins
+/// The plugins built into this appd (each a library target under Sources/Plugins/<Feature>).
+/// Each is built on its own: one that cannot be (its configuration is refused) is listed as
+/// failed with the reason, and only the plugins that depend on it are skipped.
+func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
+    [
+        UnavailablePlugin.build("auth") {
+            var auth = AuthService.Options()
+            auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
+            auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
+            auth.sessionCacheEntries = config.sessionCacheEntries
+            return try AuthPlugin(options: auth)
+        },
+        UnavailablePlugin.build("todos") { TodosPlugin() },
+        UnavailablePlugin.build("payments") { PaymentsPlugin(options: config.payments) },
+        UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
+        UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },
+    ]
 }

@@ -10,6 +10,24 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: second.socket))
     }
 
+    /// A built-in plugin whose configuration is refused is listed as failed with the reason;
+    /// every other plugin runs (the plugins used to be built in one block, and a refused one
+    /// vanished from the list).
+    @Test func aPluginThatCannotBeBuiltFailsAloneAndIsListed() async throws {
+        let daemon = try await Daemon.start(["--chat-provider", "openai", "--chat-base-url", "http://example.com/v1", "--chat-api-key", "sk-test"])
+        let listed = try await daemon.ctl(["plugins", "--json"])
+        #expect(listed.status == 0)
+        let rows = listed.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let plugins = (rows.first?["plugins"] as? [[String: Any]]) ?? rows
+        let states = Dictionary(uniqueKeysWithValues: plugins.compactMap { row in (row["name"] as? String).map { ($0, row) } })
+        #expect(states["chat"]?["state"] as? String == "failed", "\(listed.stdout)")
+        #expect((states["chat"]?["lastError"] as? String)?.contains("clear text") == true, "\(listed.stdout)")
+        for name in ["auth", "todos", "payments", "rating"] {
+            #expect(states[name]?["state"] as? String == "running", "\(name): \(listed.stdout)")
+        }
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test func appctlShutdownStopsTheDaemon() async throws {
         let daemon = try await Daemon.start()
         let outcome = try await daemon.ctl(["shutdown"])

@@ -26,7 +26,7 @@ final class EventLoopExecutor: TaskExecutor {
         if wasEmpty && !isLoopThread { appd_eventfd_signal(wakeFD) }
     }
 
-    private var isLoopThread: Bool {
+    var isLoopThread: Bool {
         guard let thread = loopThread.withLock({ $0 }) else { return false }
         return pthread_equal(thread, pthread_self()) != 0
     }

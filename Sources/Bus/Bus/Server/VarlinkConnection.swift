@@ -6,37 +6,92 @@ import Synchronization
 
 /// One client connection: the bytes read, the calls waiting, the replies not yet written.
 ///
-/// Only the I/O thread reads and closes the fd; the connection's worker task writes replies
-/// directly (under the lock, so a write never races a close). Calls are answered strictly in
-/// order by one worker.
+/// Its state is a few enums under one lock, and the lock guards state only: every syscall on
+/// the fd (read, send, epoll changes, shutdown, close) happens on the loop thread, outside the
+/// lock, and every log line and continuation resume after it is released. The worker task
+/// (one per connection) answers calls strictly in order; it queues replies and, when it is not
+/// on the loop thread itself, asks the loop to write them.
 final class VarlinkConnection: Sendable {
+    /// Whether the fd is still ours.
+    enum Lifecycle: Equatable {
+        case open
+        /// A close was asked for (`shutdown` woke the loop); the loop closes the fd next.
+        case closing
+        case closed
+    }
+
+    /// What the read side is doing.
+    enum Input: Equatable {
+        /// Open, before any whole message (the first-message timeout runs).
+        case awaitingFirstMessage
+        case reading
+        /// The call queue is full: not reading until the worker takes a call.
+        case paused
+        /// The client closed its side (or reading failed): answer what is queued, then close.
+        case ended
+        /// The client broke the protocol: answer what is queued, then close.
+        case broken(String)
+
+        var isOpen: Bool { self == .awaitingFirstMessage || self == .reading }
+    }
+
+    /// What the connection's worker task is doing.
+    enum Worker {
+        /// Between calls.
+        case idle
+        /// Waiting for the next call.
+        case waiting(CheckedContinuation<Void, Never>)
+        case answering(streaming: Bool)
+        /// Done: the connection closes once its replies are written.
+        case finished
+    }
+
+    /// A stream whose client has fallen behind: the worker waits for it to read.
+    struct StreamPause {
+        var since: ContinuousClock.Instant
+        var lastDrain: ContinuousClock.Instant
+        var writer: CheckedContinuation<Bool, Never>?
+    }
+
     struct State {
+        var lifecycle = Lifecycle.open
+        var input = Input.awaitingFirstMessage
+        var worker = Worker.idle
         var reader: VarlinkFrameReader
         var calls: [VarlinkCall] = []
         var callsHead = 0
-        var worker: CheckedContinuation<Void, Never>?
+        /// Replies not yet written; bytes before `outputStart` are written already.
         var output: [UInt8] = []
         var outputStart = 0
-        var wantsWrite = false
-        var readPaused = false
-        var inputEnded = false
-        /// Set when the client broke the protocol: answer what was queued, then close.
-        var protocolError: String?
-        var closing = false
-        var closed = false
-        var busy = false
-        /// The call being answered is a stream (`more`): shutdown ends it rather than waiting.
-        var streaming = false
-        var workerDone = false
-        var sawMessage = false
+        /// Bytes the loop has taken out of `output` and is sending right now.
+        var sending = 0
+        var stream: StreamPause?
         var registeredEvents: UInt32 = 0
-        /// The worker, paused in the middle of a stream until the client reads.
-        var streamWriter: CheckedContinuation<Bool, Never>?
-        var streamPausedAt: ContinuousClock.Instant?
-        /// When the client last took some of its output while a stream was paused.
-        var lastDrain = ContinuousClock.now
 
         var queued: Int { calls.count - callsHead }
+        var pending: Int { output.count - outputStart + sending }
+
+        /// The epoll events the state wants.
+        var wantedEvents: UInt32 {
+            guard lifecycle == .open else { return 0 }
+            var events: UInt32 = 0
+            if input.isOpen { events |= EventLoop.readable }
+            if output.count > outputStart { events |= EventLoop.writable }
+            return events
+        }
+    }
+
+    /// What to do once the lock is released.
+    struct Effects {
+        var logs: [(level: LogLevel, message: String, metadata: LogMetadata)] = []
+        var resumeWorker: CheckedContinuation<Void, Never>?
+        var resumeWriter: (CheckedContinuation<Bool, Never>, Bool)?
+        /// Ask the loop to shut the fd down (a close was requested).
+        var shutdown = false
+        /// New epoll events to apply.
+        var events: UInt32?
+        /// Output is waiting to be written.
+        var flush = false
     }
 
     let fd: Int32
@@ -60,69 +115,97 @@ final class VarlinkConnection: Sendable {
         context.peer.map { "uid=\($0.uid) pid=\($0.pid)" } ?? "unknown"
     }
 
-    // MARK: Interest
-
-    /// Registers or updates the fd's epoll events to match the state. Call with the lock held.
-    func updateInterest(_ s: inout State) {
-        guard !s.closed else { return }
-        var events: UInt32 = 0
-        if !s.readPaused && !s.inputEnded && s.protocolError == nil && !s.closing { events |= UInt32(APPD_EPOLL_IN) }
-        if s.wantsWrite { events |= UInt32(APPD_EPOLL_OUT) }
-        guard events != s.registeredEvents else { return }
-        loop.modify(fd, events: events)
-        s.registeredEvents = events
-    }
-
     /// The loop now watches the fd for `events`.
     func registered(events: UInt32) {
         state.withLock { $0.registeredEvents = events }
     }
 
-    // MARK: Reading (I/O thread)
+    // MARK: Effects (outside the lock)
+
+    /// Applies `effects`: fd work on the loop thread (now when already there), then logs and resumes.
+    private func perform(_ effects: Effects) {
+        if effects.shutdown || effects.events != nil || effects.flush {
+            loop.run { [self] in
+                if effects.flush { flush() }
+                if effects.shutdown { shutdownIfOpen() }
+                if effects.events != nil { applyInterest() }
+            }
+        }
+        for log in effects.logs {
+            logger.log(log.level, log.message, metadata: log.metadata)
+        }
+        effects.resumeWorker?.resume()
+        if let (writer, value) = effects.resumeWriter { writer.resume(returning: value) }
+    }
+
+    /// Brings epoll in line with the state (loop thread).
+    private func applyInterest() {
+        let change = state.withLock { s -> UInt32? in
+            guard s.lifecycle != .closed, s.wantedEvents != s.registeredEvents else { return nil }
+            s.registeredEvents = s.wantedEvents
+            return s.registeredEvents
+        }
+        if let change { loop.modify(fd, events: change) }
+    }
+
+    /// The epoll events to apply if they changed (under the lock).
+    private static func interest(_ s: State) -> UInt32? {
+        s.lifecycle != .closed && s.wantedEvents != s.registeredEvents ? s.wantedEvents : nil
+    }
+
+    // MARK: Reading (loop thread)
 
     /// Reads what the socket has, queues whole calls, and wakes the worker.
     func readAvailable(into chunk: inout [UInt8]) {
-        var wake: CheckedContinuation<Void, Never>?
-        state.withLock { s in
-            guard !s.closed, !s.closing else { return }
-            while !s.readPaused && !s.inputEnded && s.protocolError == nil {
-                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        var effects = Effects()
+        while state.withLock({ $0.lifecycle == .open && $0.input.isOpen }) {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            let wouldBlock = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+            let more = state.withLock { s -> Bool in
                 if n > 0 {
                     chunk.withUnsafeBytes { s.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-                    pump(&s)
-                    if n < chunk.count { break }
-                } else if n == 0 {
-                    s.inputEnded = true
-                    if s.reader.pendingCount > 0 {
-                        logger.notice("client closed mid-message", metadata: ["peer": peerDescription])
-                    }
-                } else {
-                    if errno == EINTR { continue }
-                    if errno != EAGAIN && errno != EWOULDBLOCK { s.inputEnded = true }
-                    break
+                    pump(&s, &effects)
+                    return n == chunk.count
                 }
+                if !wouldBlock {
+                    if s.input.isOpen { s.input = .ended }
+                    if n == 0 && s.reader.pendingCount > 0 {
+                        effects.logs.append((.notice, "client closed mid-message", ["peer": peerDescription]))
+                    }
+                }
+                return false
             }
-            updateInterest(&s)
-            wake = s.worker
-            s.worker = nil
+            if !more { break }
         }
-        wake?.resume()
+        state.withLock { s in
+            effects.events = Self.interest(s)
+            if case .waiting(let worker) = s.worker {
+                s.worker = .idle
+                effects.resumeWorker = worker
+            }
+        }
+        perform(effects)
     }
 
-    /// Moves whole frames from the reader to the call queue, up to the queue limit.
-    /// Call with the lock held.
-    func pump(_ s: inout State) {
-        while s.queued < limits.maxQueuedCalls && s.protocolError == nil {
+    /// Moves whole frames from the reader to the call queue, up to the queue limit (under the
+    /// lock). Frames already read are still taken after the client closed its side.
+    private func pump(_ s: inout State, _ effects: inout Effects) {
+        while s.queued < limits.maxQueuedCalls {
+            if case .broken = s.input { break }
             do {
                 guard let frame = try s.reader.nextFrame() else { break }
                 s.calls.append(try VarlinkCall(frame: frame))
-                s.sawMessage = true
+                if s.input == .awaitingFirstMessage { s.input = .reading }
             } catch {
-                s.protocolError = error.reason
-                logger.warning("closing connection: \(error.reason)", metadata: ["peer": peerDescription])
+                s.input = .broken(error.reason)
+                effects.logs.append((.warning, "closing connection: \(error.reason)", ["peer": peerDescription]))
             }
         }
-        s.readPaused = s.queued >= limits.maxQueuedCalls
+        switch s.input {
+        case .reading, .paused: s.input = s.queued >= limits.maxQueuedCalls ? .paused : .reading
+        case .awaitingFirstMessage, .ended, .broken: break
+        }
         s.reader.compact()
     }
 
@@ -131,10 +214,11 @@ final class VarlinkConnection: Sendable {
     /// The next call to answer, or nil when the connection is done.
     func nextCall() async -> VarlinkCall? {
         while true {
+            var effects = Effects()
             let (call, done) = state.withLock { s -> (VarlinkCall?, Bool) in
-                s.busy = false
-                if s.closed || s.closing { return (nil, true) }
-                if s.queued == 0 && s.readPaused == false && s.reader.pendingCount > 0 { pump(&s) }
+                s.worker = .idle
+                if s.lifecycle != .open { return (nil, true) }
+                if s.queued == 0 && s.input != .paused && s.reader.pendingCount > 0 { pump(&s, &effects) }
                 if s.queued > 0 {
                     let call = s.calls[s.callsHead]
                     s.callsHead += 1
@@ -142,23 +226,25 @@ final class VarlinkConnection: Sendable {
                         s.calls.removeAll(keepingCapacity: true)
                         s.callsHead = 0
                     }
-                    if s.readPaused {
-                        pump(&s)
-                        updateInterest(&s)
+                    if s.input == .paused {
+                        pump(&s, &effects)
+                        effects.events = Self.interest(s)
                     }
-                    s.busy = true
-                    s.streaming = call.more
+                    s.worker = .answering(streaming: call.more)
                     return (call, false)
                 }
-                if s.inputEnded || s.protocolError != nil { return (nil, true) }
-                return (nil, false)
+                switch s.input {
+                case .ended, .broken: return (nil, true)
+                default: return (nil, false)
+                }
             }
+            perform(effects)
             if let call { return call }
             if done { return nil }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let wait = state.withLock { s -> Bool in
-                    guard s.queued == 0, !s.inputEnded, s.protocolError == nil, !s.closing, !s.closed else { return false }
-                    s.worker = c
+                    guard s.queued == 0, s.input.isOpen, s.lifecycle == .open else { return false }
+                    s.worker = .waiting(c)
                     return true
                 }
                 if !wait { c.resume() }
@@ -168,42 +254,57 @@ final class VarlinkConnection: Sendable {
 
     /// Wakes a waiting worker so it notices the connection is closing.
     func wakeWorker() {
-        state.withLock { s in defer { s.worker = nil }; return s.worker }?.resume()
+        let worker = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            guard case .waiting(let worker) = s.worker else { return nil }
+            s.worker = .idle
+            return worker
+        }
+        worker?.resume()
     }
 
     /// Whether shutdown may close the connection now: the worker is between calls, or it is
     /// serving a stream (which may never end by itself).
-    var isIdle: Bool { state.withLock { !$0.busy || $0.streaming } }
+    var isIdle: Bool {
+        state.withLock { s in
+            if case .answering(let streaming) = s.worker { return streaming }
+            return true
+        }
+    }
 
     /// The worker has finished: close once the replies are written.
     func workerFinished() {
+        var effects = Effects()
         state.withLock { s in
-            s.workerDone = true
-            s.busy = false
-            if s.output.count == s.outputStart { requestClose(&s) }
+            s.worker = .finished
+            if s.pending == 0 { requestClose(&s, &effects) }
         }
+        perform(effects)
     }
 
     // MARK: Writing
 
     struct Gone: Error {}
 
-    /// Queues a reply and writes as much as the socket takes now; the I/O thread writes the
-    /// rest when the socket is writable. Throws `Gone` when the connection is closed or the
-    /// client has left more than the pending-output limit unread.
+    /// Queues a reply; the loop writes it (at once when the worker runs on the loop thread).
+    /// Throws `Gone` when the connection is closed or the client has left more than the
+    /// pending-output limit unread.
     func send(_ reply: VarlinkReply) throws(Gone) {
-        try state.withLock { s throws(Gone) in
-            guard !s.closed, !s.closing else { throw Gone() }
+        var effects = Effects()
+        let gone = state.withLock { s -> Bool in
+            guard s.lifecycle == .open else { return true }
+            let wasEmpty = s.output.count == s.outputStart
             reply.write(into: &s.output)
-            if !s.wantsWrite { flush(&s) }
-            if s.output.count - s.outputStart > limits.maxPendingOutputBytes {
-                logger.warning(
-                    "closing connection: client is not reading its replies",
-                    metadata: ["peer": peerDescription, "pending.bytes": "\(s.output.count - s.outputStart)"])
-                requestClose(&s)
-                throw Gone()
+            if s.pending > limits.maxPendingOutputBytes {
+                effects.logs.append((.warning, "closing connection: client is not reading its replies", ["peer": peerDescription, "pending.bytes": "\(s.pending)"]))
+                requestClose(&s, &effects)
+                return true
             }
+            // When output was already waiting, the loop writes it on EPOLLOUT (in order).
+            effects.flush = wasEmpty && s.sending == 0
+            return false
         }
+        perform(effects)
+        if gone { throw Gone() }
     }
 
     /// Queues one reply of a stream; when the client has `streamHighWater` bytes unread, waits
@@ -212,119 +313,154 @@ final class VarlinkConnection: Sendable {
     func sendStreaming(_ reply: VarlinkReply) async throws(Gone) {
         try send(reply)
         let paused = state.withLock { s -> Bool in
-            guard s.output.count - s.outputStart > limits.streamHighWater else { return false }
-            s.streamPausedAt = .now
+            guard s.pending > limits.streamHighWater else { return false }
+            s.stream = StreamPause(since: .now, lastDrain: .now, writer: nil)
             return true
         }
         guard paused else { return }
         let resumed = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             let now = state.withLock { s -> Bool? in
-                if s.closed || s.closing { return false }
-                if s.output.count - s.outputStart <= limits.streamLowWater { return true }
-                s.streamWriter = c
+                if s.lifecycle != .open { return false }
+                if s.pending <= limits.streamLowWater { return true }
+                s.stream?.writer = c
                 return nil
             }
             if let now { c.resume(returning: now) }
         }
-        state.withLock { $0.streamPausedAt = nil }
+        state.withLock { $0.stream = nil }
         guard resumed else { throw Gone() }
     }
 
-    /// Writes pending output (I/O thread on EPOLLOUT, or the worker). Call with the lock held.
-    func flush(_ s: inout State) {
-        while s.outputStart < s.output.count && !s.closed {
-            let start = s.outputStart
-            let n = s.output.withUnsafeBytes { buffer -> Int in
-                // Safe: output is non-empty here (outputStart < count), so its base address exists.
+    /// Writes what the socket takes now (loop thread): the output is taken out of the state,
+    /// sent without the lock, and what was not taken is put back in front of anything queued
+    /// meanwhile.
+    private func flush() {
+        let taken = state.withLock { s -> (bytes: [UInt8], start: Int)? in
+            guard s.lifecycle == .open, s.output.count > s.outputStart else { return nil }
+            defer {
+                s.sending = s.output.count - s.outputStart
+                s.output = []
+                s.outputStart = 0
+            }
+            return (s.output, s.outputStart)
+        }
+        guard let (bytes, start) = taken else { return }
+        var sent = start
+        var failed = false
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { buffer -> Int in
+                // Safe: sent < count, so the buffer is non-empty and has a base address.
                 guard let base = buffer.baseAddress else { return 0 }
-                return Glibc.send(fd, base + start, buffer.count - start, Int32(MSG_NOSIGNAL))
+                return Glibc.send(fd, base + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
             }
             if n > 0 {
-                s.outputStart += n
-                if s.streamPausedAt != nil { s.lastDrain = .now }
+                sent += n
             } else if n < 0 && errno == EINTR {
                 continue
-            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                break
             } else {
-                requestClose(&s)
-                return
+                failed = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break
             }
         }
-        if s.outputStart == s.output.count {
-            s.output.removeAll(keepingCapacity: s.output.capacity <= 1 << 16)
-            s.outputStart = 0
-            s.wantsWrite = false
-            if s.workerDone { requestClose(&s) }
-        } else {
-            s.wantsWrite = true
-            if s.outputStart > 1 << 20 {
+        var effects = Effects()
+        state.withLock { s in
+            s.sending = 0
+            if sent < bytes.count {
+                // Put back the unsent rest, in front of replies queued while sending.
+                if s.output.isEmpty {
+                    s.output = bytes
+                    s.outputStart = sent
+                } else {
+                    s.output = Array(bytes[sent...]) + s.output[s.outputStart...]
+                    s.outputStart = 0
+                }
+            }
+            if sent > start, s.stream != nil { s.stream?.lastDrain = .now }
+            if failed { requestClose(&s, &effects) }
+            if s.output.count == s.outputStart {
+                s.output.removeAll(keepingCapacity: s.output.capacity <= 1 << 16)
+                s.outputStart = 0
+                if case .finished = s.worker { requestClose(&s, &effects) }
+            } else if s.outputStart > 1 << 20 {
                 s.output.removeFirst(s.outputStart)
                 s.outputStart = 0
             }
+            if let writer = s.stream?.writer, s.pending <= limits.streamLowWater {
+                s.stream?.writer = nil
+                effects.resumeWriter = (writer, true)
+            }
+            effects.events = Self.interest(s)
         }
-        updateInterest(&s)
+        perform(effects)
     }
 
-    func writable() {
-        let writer = state.withLock { s -> CheckedContinuation<Bool, Never>? in
-            flush(&s)
-            guard s.streamWriter != nil, s.output.count - s.outputStart <= limits.streamLowWater else { return nil }
-            defer { s.streamWriter = nil }
-            return s.streamWriter
-        }
-        writer?.resume(returning: true)
-    }
+    /// The socket can take more (loop thread).
+    func writable() { flush() }
 
     // MARK: Closing
 
-    /// Asks the I/O thread to close: `shutdown` wakes epoll with a hang-up while the fd number
-    /// stays ours until the I/O thread closes it. Call with the lock held.
-    func requestClose(_ s: inout State) {
-        guard !s.closing && !s.closed else { return }
-        s.closing = true
-        shutdown(fd, Int32(SHUT_RDWR))
+    /// Marks the connection closing; the loop then shuts the fd down, which wakes epoll with
+    /// a hang-up while the fd number stays ours until the loop closes it (under the lock).
+    private func requestClose(_ s: inout State, _ effects: inout Effects) {
+        guard s.lifecycle == .open else { return }
+        s.lifecycle = .closing
+        effects.shutdown = true
     }
 
     func requestClose() {
-        state.withLock { s in requestClose(&s) }
+        var effects = Effects()
+        state.withLock { s in requestClose(&s, &effects) }
+        perform(effects)
     }
 
-    /// Closes the fd (I/O thread only). Returns false when it was closed already.
+    /// `shutdown(2)` on the fd, unless the loop has closed it already (loop thread).
+    private func shutdownIfOpen() {
+        guard state.withLock({ $0.lifecycle == .closing }) else { return }
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Closes the fd (loop thread only). Returns false when it was closed already.
     func close() -> Bool {
-        let (first, worker, writer) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?, CheckedContinuation<Bool, Never>?) in
-            guard !s.closed else { return (false, nil, nil) }
-            s.closed = true
-            loop.remove(fd)
-            Glibc.close(fd)
-            defer { s.worker = nil; s.streamWriter = nil }
-            return (true, s.worker, s.streamWriter)
+        let resumes = state.withLock { s -> (CheckedContinuation<Void, Never>?, CheckedContinuation<Bool, Never>?)? in
+            guard s.lifecycle != .closed else { return nil }
+            s.lifecycle = .closed
+            var worker: CheckedContinuation<Void, Never>?
+            if case .waiting(let waiting) = s.worker {
+                worker = waiting
+                s.worker = .idle
+            }
+            defer { s.stream?.writer = nil }
+            return (worker, s.stream?.writer)
         }
+        guard let (worker, writer) = resumes else { return false }
+        loop.remove(fd)
+        Glibc.close(fd)
         worker?.resume()
         writer?.resume(returning: false)
-        return first
+        return true
     }
 
     /// Whether a close was requested (by the worker, a limit, or a hang-up).
-    var isClosing: Bool { state.withLock { $0.closing && !$0.closed } }
+    var isClosing: Bool { state.withLock { $0.lifecycle == .closing } }
 
-    /// Whether the connection should be closed now (I/O thread housekeeping).
+    /// Whether the connection should be closed now (the loop's housekeeping).
     func shouldClose(now: ContinuousClock.Instant) -> Bool {
-        state.withLock { s in
-            if s.closing || s.closed { return true }
-            if let paused = s.streamPausedAt, now - max(paused, s.lastDrain) > limits.stalledStreamTimeout {
-                logger.notice(
-                    "closing connection: the client has not read its stream",
-                    metadata: ["peer": peerDescription, "pending.bytes": "\(s.output.count - s.outputStart)"])
-                requestClose(&s)
+        var effects = Effects()
+        let close = state.withLock { s -> Bool in
+            if s.lifecycle != .open { return true }
+            if let stream = s.stream, now - max(stream.since, stream.lastDrain) > limits.stalledStreamTimeout {
+                effects.logs.append((.notice, "closing connection: the client has not read its stream", ["peer": peerDescription, "pending.bytes": "\(s.pending)"]))
+                requestClose(&s, &effects)
                 return true
             }
-            if !s.sawMessage && now - acceptedAt > limits.firstMessageTimeout {
-                logger.notice("closing connection: no message within the first-message timeout", metadata: ["peer": peerDescription])
-                requestClose(&s)
+            if s.input == .awaitingFirstMessage && now - acceptedAt > limits.firstMessageTimeout {
+                effects.logs.append((.notice, "closing connection: no message within the first-message timeout", ["peer": peerDescription]))
+                requestClose(&s, &effects)
                 return true
             }
             return false
         }
+        perform(effects)
+        return close
     }
 }

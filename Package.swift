@@ -75,22 +75,24 @@ let package = Package(
 
         // The varlink certification both ways against the reference implementation (CI runs it).
         .executableTarget(name: "varlink-certification", dependencies: ["Bus"], path: "Tests/Certification", swiftSettings: strict),
-        .testTarget(name: "BusTests", dependencies: ["Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
-        .testTarget(name: "PluginKitTests", dependencies: ["Contracts", "PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
-        .testTarget(name: "AuthTests", dependencies: ["Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
-        .testTarget(name: "TodosTests", dependencies: ["Contracts", "Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
+        // What the plugin test targets share: one harness, a test clock, waiting on conditions.
+        .target(name: "TestSupport", dependencies: ["Bus", "Storage", "PluginKit", "Crypto", "Auth"], path: "Tests/Support", swiftSettings: strict),
+        .testTarget(name: "BusTests", dependencies: ["TestSupport", "Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
+        .testTarget(name: "PluginKitTests", dependencies: ["TestSupport", "Contracts", "PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
+        .testTarget(name: "AuthTests", dependencies: ["TestSupport", "Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
+        .testTarget(name: "TodosTests", dependencies: ["TestSupport", "Contracts", "Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
         .testTarget(
-            name: "PaymentsTests", dependencies: ["Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
+            name: "PaymentsTests", dependencies: ["TestSupport", "Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
             swiftSettings: strict),
         .testTarget(
-            name: "ChatTests", dependencies: ["Contracts", "Chat", "HTTP", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
+            name: "ChatTests", dependencies: ["TestSupport", "Contracts", "Chat", "HTTP", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
             swiftSettings: strict),
         .testTarget(
-            name: "RatingTests", dependencies: ["Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
+            name: "RatingTests", dependencies: ["TestSupport", "Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
             path: "Tests/RatingTests", swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["Contracts", "Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
         .testTarget(name: "EndToEndTests", path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
     ],

@@ -6,13 +6,8 @@ import PluginKit
 import Storage
 import Synchronization
 import Testing
+import TestSupport
 @testable import Auth
-
-final class TestClock: Sendable {
-    private let value = Mutex(WallTime(nanosecondsSinceEpoch: 1_800_000_000_000_000_000))
-    var now: WallTime { value.withLock { $0 } }
-    func advance(seconds: Int64) { value.withLock { $0.nanosecondsSinceEpoch += seconds * 1_000_000_000 } }
-}
 
 /// A command that needs an onboarded account, to exercise the onboarding gate.
 struct OnboardedOnly: Command {
@@ -21,34 +16,18 @@ struct OnboardedOnly: Command {
     typealias Reply = Empty
 }
 
-/// Auth wired as appd wires it: migrations, the plugin's gates in the bus, handlers started.
-struct Harness {
-    let bus: EventBus
-    let database: SQLiteDatabase
-    let plugin: AuthPlugin
-    let clock: TestClock
-    let directory: String
+typealias Harness = PluginHarness
 
-    static func make() async throws -> Harness {
-        var template = Array("/tmp/appd-auth-XXXXXX".utf8CString)
-        let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
-        let clock = TestClock()
-        var options = AuthService.Options()
-        options.scrypt = Scrypt.Parameters(logN: 10, r: 8, p: 1)
-        let plugin = try AuthPlugin(options: options, clock: { clock.now })
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, plugin.migrations)
-        let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate()] + plugin.gates(database: database)))
-        database.attach(bus: bus)
-        try await plugin.start(PluginContext(bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler())))
-        try bus.register(OnboardedOnly.self) { _, _ in Empty() }
-        return Harness(bus: bus, database: database, plugin: plugin, clock: clock, directory: dir)
+extension PluginHarness {
+    /// Auth wired as appd wires it, on the harness's clock, plus a command behind the
+    /// onboarding gate.
+    static func make() async throws -> PluginHarness {
+        let h = try await make { clock in [try AuthPlugin.testing(clock: clock)] }
+        try h.bus.register(OnboardedOnly.self) { _, _ in Empty() }
+        return h
     }
 
-    /// A caller on a fresh connection, as the socket server makes one.
-    func connection() -> Caller {
-        Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
-    }
+    var plugin: AuthPlugin { plugin(AuthPlugin.self) }
 
     func signUpAndIn(_ email: String = "Ada@Example.COM", password: String = "correct horse") async throws -> Session {
         _ = try await bus.send(AuthInterface.SignUp(email: email, password: password, displayName: "Ada"))

@@ -1,5 +1,6 @@
 import Bus
 import Testing
+import TestSupport
 @testable import Auth
 
 @Suite struct SessionCacheTests {

@@ -1,5 +1,6 @@
 @testable import Bus
 import Testing
+import TestSupport
 
 @Suite struct CommandTests {
     @Test func typedCallReachesTheOneHandler() async throws {
@@ -159,14 +160,18 @@ import Testing
             }
         }
         // Consumer task cancelled while it waits.
+        let tenth = Flag()
         let consumer = Task {
             var n = 0
             for try await _ in try await bus.stream(Count(upTo: 0)) {
                 n += 1
-                if n == 10 { try await Task.sleep(for: .seconds(30)) }
+                if n == 10 {
+                    tenth.set()
+                    try await Task.sleep(for: .seconds(30))
+                }
             }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { tenth.isSet })
         consumer.cancel()
         _ = await consumer.result
         #expect(await eventually { cancelled.isSet })

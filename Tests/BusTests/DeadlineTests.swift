@@ -1,5 +1,6 @@
 @testable import Bus
 import Testing
+import TestSupport
 
 @Suite struct DeadlineTests {
     @Test func returnsTheResultBeforeTheDeadline() async throws {

@@ -1,6 +1,7 @@
 import Bus
 import Synchronization
 import Testing
+import TestSupport
 
 @Suite struct EventTests {
     @Test func subscribersByTypeTopicAndPatternEachGetTheEvent() async throws {
@@ -157,8 +158,12 @@ import Testing
     @Test func cancellingAWaitingConsumerEndsItsLoop() async throws {
         let bus = EventBus()
         let subscription = try bus.subscribe(">")
-        let consumer = Task { for try await _ in subscription {} }
-        try await Task.sleep(for: .milliseconds(20))
+        let waiting = Flag()
+        let consumer = Task {
+            waiting.set()
+            for try await _ in subscription {}
+        }
+        #expect(await eventually { waiting.isSet })
         consumer.cancel()
         await #expect(throws: CancellationError.self) { try await consumer.value }
     }

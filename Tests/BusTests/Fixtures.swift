@@ -102,12 +102,3 @@ final class Flag: Sendable {
     var isSet: Bool { value.withLock { $0 } }
 }
 
-/// Waits up to `timeout` for a condition that another task makes true.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}

@@ -1,5 +1,6 @@
 import Bus
 import Testing
+import TestSupport
 
 @Suite struct GateTests {
     @Test func gatesRunOutermostFirstAndUnwindInReverse() async throws {
@@ -80,6 +81,7 @@ import Testing
             return 0
         }
         await #expect(throws: Denied(reason: "no")) { try await bus.stream(Count(upTo: 1)) }
+        // Something that must never happen: give it a moment to (wrongly) happen.
         try await Task.sleep(for: .milliseconds(20))
         #expect(!started.isSet)
     }

@@ -2,6 +2,7 @@ import Bus
 import Glibc
 import Synchronization
 import Testing
+import TestSupport
 
 /// A service that runs until shut down and records that it stopped.
 struct WaitingService: Service {
@@ -82,9 +83,7 @@ struct SignalsAtStart: Service {
                 try await group.run()
                 done.store(true, ordering: .releasing)
             }
-            let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-            while !done.load(ordering: .acquiring) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            let stopped = done.load(ordering: .acquiring)
+            let stopped = await eventually { done.load(ordering: .acquiring) }
             #expect(stopped, "the group did not stop on the signal: \(log.records.map(\.message))")
             if !stopped { await group.triggerShutdown() }
             _ = await run.result
@@ -98,7 +97,7 @@ struct SignalsAtStart: Service {
             services: [WaitingService(name: "a", stopped: stopped), WaitingService(name: "b", stopped: stopped)],
             signals: [], logger: Logger(label: "test", level: .trace, handler: log))
         let running = Task { try await group.run() }
-        try await Task.sleep(for: .milliseconds(20))
+        try await waitUntilRunning(group)
         await group.triggerShutdown()
         try await running.value
         #expect(stopped.all == ["b", "a"])
@@ -166,10 +165,6 @@ struct SignalsAtStart: Service {
 
     /// Waits (bounded) until the group has started its services.
     func waitUntilRunning(_ group: ServiceGroup) async throws {
-        let until = ContinuousClock.now + .seconds(10)
-        while await group.state != .running {
-            guard ContinuousClock.now < until else { throw CancellationError() }
-            await Task.yield()
-        }
+        try #require(await eventually { await group.state == .running })
     }
 }

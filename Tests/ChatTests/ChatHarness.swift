@@ -4,48 +4,24 @@ import Glibc
 import PluginKit
 import Storage
 import Testing
+import TestSupport
 @testable import Auth
 @testable import Chat
 @testable import Payments
 
-/// Auth, payments and chat wired as appd wires them.
-struct Harness {
-    let bus: EventBus
-    let database: SQLiteDatabase
-    let context: PluginContext
-    let chat: ChatPlugin
+typealias Harness = PluginHarness
 
-    static func make(provider: (any LLMProvider)? = nil, freeMessages: Int = 10) async throws -> Harness {
-        var template = Array("/tmp/appd-chat-XXXXXX".utf8CString)
-        let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
-        var authOptions = AuthService.Options()
-        authOptions.scrypt = Scrypt.Parameters(logN: 10, r: 8, p: 1)
-        let auth = try AuthPlugin(options: authOptions)
-        var paymentOptions = PaymentsPlugin.Options()
-        paymentOptions.catalog = PaymentsCatalog(meters: [.init(name: "chat.messages", limit: freeMessages, period: .day, entitlement: "pro")])
-        let payments = PaymentsPlugin(options: paymentOptions)
-        let chat = try ChatPlugin(provider: provider ?? EchoProvider(delay: .zero))
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, auth.migrations + payments.migrations + chat.migrations)
-        let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + auth.gates(database: database) + payments.gates(database: database)))
-        database.attach(bus: bus)
-        let context = PluginContext(
-            bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler()))
-        try await auth.start(context)
-        try await payments.start(context)
-        try await chat.start(context)
-        return Harness(bus: bus, database: database, context: context, chat: chat)
+extension PluginHarness {
+    /// Auth, payments and chat wired as appd wires them.
+    static func make(provider: (any LLMProvider)? = nil, freeMessages: Int = 10) async throws -> PluginHarness {
+        try await make { _ in
+            var payments = PaymentsPlugin.Options()
+            payments.catalog = PaymentsCatalog(meters: [.init(name: "chat.messages", limit: freeMessages, period: .day, entitlement: "pro")])
+            return [try AuthPlugin.testing(), PaymentsPlugin(options: payments), try ChatPlugin(provider: provider ?? EchoProvider(delay: .zero))]
+        }
     }
 
-    /// A signed-in, onboarded user on a connection of its own.
-    func user(_ email: String) async throws -> Caller {
-        _ = try await bus.send(AuthInterface.SignUp(email: email, password: "password for \(email)", displayName: nil))
-        let session = try await bus.send(AuthInterface.SignIn(email: email, password: "password for \(email)")).session
-        let caller = Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
-        _ = try await bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
-        _ = try await bus.send(AuthInterface.CompleteOnboarding(), as: caller)
-        return caller
-    }
+    var chat: ChatPlugin { plugin(ChatPlugin.self) }
 
     func conversation(_ caller: Caller, _ title: String? = nil) async throws -> Conversation {
         try await bus.send(ChatInterface.CreateConversation(title: title), as: caller).conversation

@@ -3,6 +3,7 @@ import Glibc
 import Storage
 import Synchronization
 import Testing
+import TestSupport
 @testable import Auth
 @testable import Chat
 @testable import Payments
@@ -43,7 +44,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 @Suite struct ChatTests {
     @Test func aReplyStreamsWordByWordAndBothMessagesAreStored() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let events = try h.bus.subscribe("chat.>")
         let conversation = try await h.conversation(ada)
         let (deltas, message) = try await h.send("hello there world", in: conversation.id, as: ada)
@@ -66,7 +67,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func theFreeQuotaDeniesAfterExactlyNSendsAndProLiftsIt() async throws {
         let h = try await Harness.make(freeMessages: 3)
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
         for i in 0..<3 { _ = try await h.send("message \(i)", in: conversation.id, as: ada) }
         do {
@@ -85,8 +86,8 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func cancelFromAnotherConnectionStoresThePartialReply() async throws {
         let h = try await Harness.make(provider: EchoProvider(delay: .milliseconds(100)))
-        let ada = try await h.user("ada@example.com")
-        let bob = try await h.user("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller
+        let bob = try await h.user("bob@example.com").caller
         let conversation = try await h.conversation(ada)
         let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "one two three four five six seven eight"), as: ada)
         var deltas: [String] = []
@@ -115,7 +116,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func droppingTheStreamCancelsTheReplyAndKeepsWhatArrived() async throws {
         let h = try await Harness.make(provider: EchoProvider(delay: .milliseconds(100)))
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
         let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "a b c d e f g h i j"), as: ada)
         var seen = 0
@@ -125,11 +126,10 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         }
         stream.cancel()  // what a closed connection does
         var history: [ChatMessage] = []
-        for _ in 0..<100 {
+        #expect(try await eventually {
             history = try await h.history(conversation.id, as: ada)
-            if history.count == 2 { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+            return history.count == 2
+        })
         let reply = try #require(history.last)
         #expect(reply.role == "assistant" && reply.status == "cancelled" && !reply.text.isEmpty && reply.text.count < "Echo: a b c d e f g h i j".count)
         await h.database.close()
@@ -137,7 +137,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func aProviderFailureStoresAFailedReplyWithItsPartialText() async throws {
         let h = try await Harness.make(provider: FailingProvider())
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
         let failed = try h.bus.subscribe("chat.replyFailed")
         let (deltas, message) = try await h.send("hi", in: conversation.id, as: ada)
@@ -151,7 +151,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func historyPagesBackwardsWithoutGapsOrRepeats() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
         for i in 0..<7 { _ = try await h.send("m\(i)", in: conversation.id, as: ada) }
         var pages: [[ChatMessage]] = []
@@ -173,7 +173,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func usersAreIsolated() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
         let mine = try await h.conversation(ada, "ada's")
         _ = try await h.send("secret", in: mine.id, as: ada)
         await expectChatError("NotFound") { _ = try await h.history(mine.id, as: bob) }
@@ -189,7 +189,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
     /// The first hour: conversations take unique id prefixes, as todos do.
     @Test func conversationIdsMayBeShortenedToAUniquePrefix() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
         let mine = try await h.conversation(ada, "ada's")
         let prefix = String(mine.id.prefix(8))
         _ = try await h.send("hello", in: prefix, as: ada)
@@ -205,7 +205,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func conversationsListSearchRenameAndDelete() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         for title in ["Trip to Rome", "Groceries", "rome again", "50% off_sale"] { _ = try await h.conversation(ada, title) }
         let rome = try await h.bus.send(ChatInterface.ListConversations(query: "ROME", cursor: nil, limit: nil), as: ada)
         #expect(rome.conversations.map(\.title) == ["rome again", "Trip to Rome"])
@@ -225,7 +225,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func feedbackIsRecordedOnAssistantMessagesOnly() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
         let (_, message) = try await h.send("hi", in: conversation.id, as: ada)
         let events = try h.bus.subscribe("chat.feedbackGiven")
@@ -241,7 +241,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func validationNamesTheField() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
         await expectChatError("ValidationFailed") { _ = try await h.send("   ", in: conversation.id, as: ada) }
         await expectChatError("ValidationFailed") { _ = try await h.conversation(ada, String(repeating: "t", count: 201)) }
@@ -255,7 +255,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
     @Test func theSystemPromptAndRecentHistoryFitTheBudget() async throws {
         let recorder = RecordingProvider()
         let h = try await Harness.make(provider: recorder)
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
         for i in 0..<3 { _ = try await h.send("message number \(i)", in: conversation.id, as: ada) }
         let last = try #require(recorder.seen.withLock { $0.last })
@@ -266,18 +266,13 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func deletingTheAccountErasesItsConversations() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
         _ = try await h.send("hi", in: try await h.conversation(ada).id, as: ada)
         _ = try await h.send("hi", in: try await h.conversation(bob).id, as: bob)
         let consumer = try #require(h.chat.services(h.context).first)
         let running = Task { try await consumer.run() }
         _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
-        var left = -1
-        for _ in 0..<300 where left != 1 {
-            try await Task.sleep(for: .milliseconds(10))
-            left = Int(try await h.database.read { try $0.query("SELECT COUNT(*) AS n FROM chat_conversations").first?.integer("n") } ?? -1)
-        }
-        #expect(left == 1)
+        #expect(try await eventually { try await h.count("SELECT COUNT(*) AS n FROM chat_conversations") == 1 })
         #expect(try await h.database.read { try $0.query("SELECT COUNT(DISTINCT owner) AS n FROM chat_messages").first?.integer("n") } == 1)
         running.cancel()
         await h.database.close()

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TestSupport
 @testable import HTTP
 @testable import Chat
 
@@ -130,16 +131,12 @@ import Testing
         let reader = Task {
             for try await chunk in stream { if case .delta = chunk { tokens.add(1, ordering: .relaxed) } }
         }
-        for _ in 0..<250 where tokens.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await eventually { tokens.load(ordering: .relaxed) > 0 })
         #expect(tokens.load(ordering: .relaxed) == 1)
         let cancelled = ContinuousClock.now
         reader.cancel()  // what Cancel or a closed client connection does to the reply
-        var closedAt: ContinuousClock.Instant?
-        for _ in 0..<100 where closedAt == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            closedAt = server.requests.first?.clientClosedAt
-        }
-        let closed = try #require(closedAt)
+        #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
+        let closed = try #require(server.requests.first?.clientClosedAt)
         #expect(closed - cancelled < .seconds(1))
     }
 

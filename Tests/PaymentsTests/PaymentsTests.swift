@@ -2,6 +2,7 @@ import Bus
 import Glibc
 import Storage
 import Testing
+import TestSupport
 @testable import Auth
 @testable import Payments
 
@@ -10,7 +11,7 @@ import Testing
 
     @Test func revenueCatNeedsTheConfiguredAuthorization() async throws {
         let h = try await Harness.make()
-        let (_, ada) = try await h.user("ada@example.com")
+        let (_, ada) = try await h.user("ada@example.com", onboarded: false).identity
         let body = #"{"event":{"id":"e1","type":"INITIAL_PURCHASE","app_user_id":"\#(ada)","entitlement_ids":["pro"],"event_timestamp_ms":1}}"#
         for headers in [[:], ["Authorization": "Bearer wrong"], ["Authorization": "rc-secret-12"]] {
             await expectPaymentsError(.invalidSignature) {
@@ -37,7 +38,7 @@ import Testing
     /// The first hour: an event for an app user id no account has was stored silently.
     @Test func anEventForNoAccountIsStoredAndReported() async throws {
         let h = try await Harness.make()
-        let (_, ada) = try await h.user("ada@example.com")
+        let (_, ada) = try await h.user("ada@example.com", onboarded: false).identity
         func body(_ id: String, _ user: String) -> String {
             #"{"event":{"id":"\#(id)","type":"INITIAL_PURCHASE","app_user_id":"\#(user)","entitlement_ids":["pro"],"event_timestamp_ms":1}}"#
         }
@@ -55,7 +56,7 @@ import Testing
 
     @Test func aPurchaseGrantsACancellationOnlyStopsRenewalAndExpirationRevokes() async throws {
         let h = try await Harness.make()
-        let (caller, ada) = try await h.user("ada@example.com")
+        let (caller, ada) = try await h.user("ada@example.com", onboarded: false).identity
         let events = try h.bus.subscribe("payments.>")
         _ = try await h.revenueCat("INITIAL_PURCHASE", id: "e1", user: ada, atMillis: t0, expiresMillis: t0 + 30 * 86_400_000)
         var pro = try #require(try await h.pro(caller))
@@ -78,7 +79,7 @@ import Testing
 
     @Test func aBillingIssuePublishesPurchaseFailedAndKeepsAccess() async throws {
         let h = try await Harness.make()
-        let (caller, ada) = try await h.user("ada@example.com")
+        let (caller, ada) = try await h.user("ada@example.com", onboarded: false).identity
         _ = try await h.revenueCat("INITIAL_PURCHASE", id: "e1", user: ada, atMillis: t0)
         let failed = try h.bus.subscribe("payments.purchaseFailed")
         _ = try await h.revenueCat("BILLING_ISSUE", id: "e2", user: ada, atMillis: t0 + 1)
@@ -90,7 +91,7 @@ import Testing
 
     @Test func duplicatesHaveExactlyOneEffectSequentialOrConcurrent() async throws {
         let h = try await Harness.make()
-        let (caller, ada) = try await h.user("ada@example.com")
+        let (caller, ada) = try await h.user("ada@example.com", onboarded: false).identity
         let first = try await h.revenueCat("INITIAL_PURCHASE", id: "dup", user: ada, atMillis: t0)
         let second = try await h.revenueCat("INITIAL_PURCHASE", id: "dup", user: ada, atMillis: t0)
         #expect(!first.duplicate && second.duplicate)
@@ -106,7 +107,7 @@ import Testing
 
     @Test func aLateOlderEventNeverOverridesNewerState() async throws {
         let h = try await Harness.make()
-        let (caller, ada) = try await h.user("ada@example.com")
+        let (caller, ada) = try await h.user("ada@example.com", onboarded: false).identity
         _ = try await h.revenueCat("RENEWAL", id: "new", user: ada, atMillis: t0 + 10_000, expiresMillis: t0 + 40 * 86_400_000)
         _ = try await h.revenueCat("EXPIRATION", id: "old", user: ada, atMillis: t0)  // delivered late
         let pro = try #require(try await h.pro(caller))
@@ -117,7 +118,7 @@ import Testing
 
     @Test func stripeCheckoutThenSubscriptionEventsFollowTheCustomer() async throws {
         let h = try await Harness.make()
-        let (caller, ada) = try await h.user("ada@example.com")
+        let (caller, ada) = try await h.user("ada@example.com", onboarded: false).identity
         let now = h.clock.seconds
         _ = try await h.stripe(
             #"{"id":"evt_1","type":"checkout.session.completed","created":\#(now),"data":{"object":{"client_reference_id":"\#(ada)","customer":"cus_1","mode":"subscription"}}}"#)
@@ -143,8 +144,8 @@ import Testing
 
     @Test func aTransferMovesTheEntitlement() async throws {
         let h = try await Harness.make()
-        let (adaCaller, ada) = try await h.user("ada@example.com")
-        let (bobCaller, bob) = try await h.user("bob@example.com")
+        let (adaCaller, ada) = try await h.user("ada@example.com", onboarded: false).identity
+        let (bobCaller, bob) = try await h.user("bob@example.com", onboarded: false).identity
         _ = try await h.revenueCat("INITIAL_PURCHASE", id: "e1", user: ada, atMillis: t0)
         _ = try await h.revenueCat("TRANSFER", id: "e2", user: ada, atMillis: t0 + 1, extra: ["transferred_from": [.string(ada)], "transferred_to": [.string(bob)]])
         #expect(try await h.pro(adaCaller)?.active == false)
@@ -156,7 +157,7 @@ import Testing
 @Suite struct GrantsAndExpiryTests {
     @Test func grantAndRevokeAreAdminOnlyAndAudited() async throws {
         let h = try await Harness.make()
-        let (caller, _) = try await h.user("ada@example.com")
+        let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         do {
             _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "x"), as: Caller(peer: PeerCredentials(uid: 4242, gid: 4242, pid: 1)))
             Issue.record("a non-admin granted")
@@ -186,7 +187,7 @@ import Testing
 
     @Test func entitlementsExpireOnTimeAndThePaywallAgreesAtOnce() async throws {
         let h = try await Harness.make()
-        let (caller, _) = try await h.user("ada@example.com")
+        let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         let until = WallTime(nanosecondsSinceEpoch: h.clock.now.nanosecondsSinceEpoch + 3_600_000_000_000).rfc3339
         _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: until, reason: "trial"), as: h.admin)
         let expiry = ExpiryService(repository: PaymentsRepository(database: h.database), clock: { h.clock.now }, logger: h.context.logger)
@@ -212,7 +213,7 @@ import Testing
     @Test func everythingSurvivesARestartAndRestoreRecomputes() async throws {
         let clock = TestClock()
         var h = try await Harness.make(clock: clock)
-        let (_, ada) = try await h.user("ada@example.com")
+        let (_, ada) = try await h.user("ada@example.com", onboarded: false).identity
         _ = try await h.revenueCat("INITIAL_PURCHASE", id: "e1", user: ada, atMillis: clock.now.nanosecondsSinceEpoch / 1_000_000)
         _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "vip"), as: h.admin)
         let before = try await h.bus.send(PaymentsInterface.UserStatus(email: "ada@example.com"), as: h.admin)
@@ -235,7 +236,7 @@ import Testing
 
     @Test func deletingTheAccountErasesPaymentDataButKeepsTheAuditTrail() async throws {
         let h = try await Harness.make()
-        let (caller, ada) = try await h.user("ada@example.com")
+        let (caller, ada) = try await h.user("ada@example.com", onboarded: false).identity
         _ = try await h.revenueCat("INITIAL_PURCHASE", id: "e1", user: ada, atMillis: 1)
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
         let services = h.plugin.services(h.context)
@@ -257,7 +258,7 @@ import Testing
 @Suite struct PaywallTests {
     @Test func theMeterDeniesAfterExactlyNUsesAndSaysWhenItResets() async throws {
         let h = try await Harness.make(meterLimit: 3)
-        let (caller, _) = try await h.user("ada@example.com")
+        let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         for _ in 0..<3 { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
         do {
             _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
@@ -277,7 +278,7 @@ import Testing
 
     @Test func failedCommandsDoNotConsumeTheQuota() async throws {
         let h = try await Harness.make(meterLimit: 2)
-        let (caller, _) = try await h.user("ada@example.com")
+        let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         for _ in 0..<5 { await #expect(throws: Failed.self) { _ = try await h.bus.send(MeteredCall(fail: true), as: caller) } }
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
@@ -288,7 +289,7 @@ import Testing
     @Test func aConcurrentPairWithOneUseLeftLetsExactlyOneThrough() async throws {
         let h = try await Harness.make(meterLimit: 1)
         for round in 0..<5 {
-            let (caller, _) = try await h.user("user\(round)@example.com")
+            let (caller, _) = try await h.user("user\(round)@example.com", onboarded: false).identity
             let passed = await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<2 { group.addTask { (try? await h.bus.send(MeteredCall(fail: false), as: caller)) != nil } }
                 return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
@@ -300,7 +301,7 @@ import Testing
 
     @Test func proLiftsTheQuotaAndEntitlementCommandsNeedIt() async throws {
         let h = try await Harness.make(meterLimit: 1)
-        let (caller, _) = try await h.user("ada@example.com")
+        let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
         await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
         await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }

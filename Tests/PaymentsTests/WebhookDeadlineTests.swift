@@ -5,6 +5,7 @@ import PluginKit
 import Storage
 import Synchronization
 import Testing
+import TestSupport
 @testable import Auth
 @testable import Payments
 
@@ -49,15 +50,6 @@ final class SlowWrites: Database {
         return (head, body)
     }
 
-    /// Waits (bounded) until `condition` holds.
-    func eventually(_ condition: () -> Bool) async throws {
-        let until = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < until else { Issue.record("timed out waiting"); return }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     @Test func aStoreThatOutlivesTheDeadlineIsAnswered503AndNotStored() async throws {
         let h = try await Harness.make()
         let slow = SlowWrites(h.database, delay: .milliseconds(600))
@@ -66,7 +58,7 @@ final class SlowWrites: Database {
         #expect(response.status == 503)
         // The write was already running on the writer thread when the provider was answered:
         // once it is over, nothing of it may be in the database.
-        try await eventually { slow.finished.load(ordering: .relaxed) >= 1 }
+        #expect(await eventually { slow.finished.load(ordering: .relaxed) >= 1 })
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 0)
     }
 

@@ -2,6 +2,7 @@ import Bus
 import Glibc
 import Synchronization
 import Testing
+import TestSupport
 @testable import PluginKit
 @testable import Storage
 
@@ -151,22 +152,12 @@ func quickOptions() -> PluginHost.Options {
             plugins: [TestPlugin("worker", journal: journal, flakyFailures: 3)], disabled: [], context: context,
             options: quickOptions(), logger: Logger(label: "t", handler: InMemoryLogHandler()))
         await host.startAll()
-        var healthy = false
-        for _ in 0..<200 where !healthy {
-            try await Task.sleep(for: .milliseconds(5))
-            healthy = journal.all.contains("flaky healthy")
-        }
-        #expect(healthy)
+        #expect(await eventually { journal.all.contains("flaky healthy") })
         let status = try #require(await host.statuses().first)
         #expect(status.restarts == 3)
         #expect(status.state == .degraded)  // within `healthyAfter` (1 s) of the last failure
         #expect(status.lastError == "flaky: boom")
-        var recovered = false
-        for _ in 0..<100 where !recovered {
-            try await Task.sleep(for: .milliseconds(50))
-            recovered = await host.statuses().first?.state == .running
-        }
-        #expect(recovered)
+        #expect(await eventually { await host.statuses().first?.state == .running })
         await host.stopAll()
     }
 

@@ -4,6 +4,7 @@ import PluginKit
 import Storage
 import Synchronization
 import Testing
+import TestSupport
 @testable import Auth
 @testable import Chat
 @testable import Rating
@@ -28,6 +29,7 @@ import Testing
         whileCollecting: @escaping @Sendable () async throws -> Void = {}, until done: @escaping @Sendable ([VarlinkReply]) -> Bool
     ) async throws -> [VarlinkReply] {
         let received = Mutex<[VarlinkReply]>([])
+        let subscribed = dispatcher.bus.counters.subscriptions
         let task = Task {
             var parameters: [String: JSONValue] = ["topics": .array(topics.map(JSONValue.string))]
             if let since { parameters["since"] = .int(since) }
@@ -36,6 +38,8 @@ import Testing
                 if reply.error != nil || done(all) { throw CancellationError() }
             }
         }
+        // Live events must come after the subscription exists (or a refusal ended it).
+        _ = await eventually { dispatcher.bus.counters.subscriptions > subscribed || !received.withLock { $0.isEmpty } }
         try await whileCollecting()
         let deadline = Task {
             try await Task.sleep(for: .seconds(10))
@@ -53,13 +57,12 @@ import Testing
     @Test func eachUserSeesOnlyTheirOwnEventsLiveAndReplayedAndAnAdminSeesBoth() async throws {
         let h = try await Harness.make()
         let dispatcher = try dispatcher(h)
-        let ada = try await h.signUp("ada@example.com"), bob = try await h.signUp("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
         let adaID = try await h.bus.send(AuthInterface.WhoAmI(), as: ada).user.id
         let bobID = try await h.bus.send(AuthInterface.WhoAmI(), as: bob).user.id
         _ = try await h.bus.send(TodosInterface.Add(title: "ada before", notes: nil, dueAt: nil), as: ada)
         _ = try await h.bus.send(TodosInterface.Add(title: "bob before", notes: nil, dueAt: nil), as: bob)
         let live: @Sendable () async throws -> Void = {
-            try await Task.sleep(for: .milliseconds(50))
             _ = try await h.bus.send(TodosInterface.Add(title: "bob live", notes: nil, dueAt: nil), as: bob)
             _ = try await h.bus.send(TodosInterface.Add(title: "ada live", notes: nil, dueAt: nil), as: ada)
         }
@@ -70,7 +73,6 @@ import Testing
         #expect(adaSees.contains { $0.parameters["topic"] == "auth.userSignedUp" })
         // The live part: Bob's later event never reached Ada's subscription either.
         let bobSees = try await collect(dispatcher, as: bob, since: nil, whileCollecting: {
-            try await Task.sleep(for: .milliseconds(50))
             _ = try await h.bus.send(TodosInterface.Add(title: "ada again", notes: nil, dueAt: nil), as: ada)
             _ = try await h.bus.send(TodosInterface.Add(title: "bob again", notes: nil, dueAt: nil), as: bob)
         }) { Self.titles($0).contains("bob again") }
@@ -94,7 +96,7 @@ import Testing
         let h = try await Harness.make(rules: rules)
         let dispatcher = try dispatcher(h)
         try await h.withRatingRunning {
-            let ada = try await h.signUp("ada@example.com")
+            let ada = try await h.user("ada@example.com").caller
             _ = try await h.settle(ada) { $0.sessions == 1 }
             #expect(try await h.decide(ada).reason.hasPrefix("daysSinceFirstSeen"))
             h.clock.advance(hours: 4 * 24)
@@ -120,7 +122,7 @@ import Testing
     @Test func deletingAnAccountRedactsItsEventsInTheLog() async throws {
         let h = try await Harness.make()
         let dispatcher = try dispatcher(h)
-        let ada = try await h.signUp("ada@example.com"), bob = try await h.signUp("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
         _ = try await h.bus.send(TodosInterface.Add(title: "ada's secret plan", notes: nil, dueAt: nil), as: ada)
         _ = try await h.bus.send(TodosInterface.Add(title: "bob's list", notes: nil, dueAt: nil), as: bob)
         let conversation = try await h.bus.send(ChatInterface.CreateConversation(title: nil), as: ada).conversation

@@ -5,16 +5,15 @@ import PluginKit
 import Storage
 import Synchronization
 import Testing
+import TestSupport
 @testable import Auth
 @testable import Chat
 @testable import Payments
 @testable import Rating
 @testable import Todos
 
-final class TestClock: Sendable {
-    private let value = Mutex(WallTime(nanosecondsSinceEpoch: 1_800_000_000_000_000_000))
-    var now: WallTime { value.withLock { $0 } }
-    func advance(hours: Int64) { value.withLock { $0.nanosecondsSinceEpoch += hours * 3_600_000_000_000 } }
+extension TestClock {
+    func advance(hours: Int64) { advance(seconds: hours * 3600) }
 }
 
 @Suite struct SentimentTests {
@@ -95,38 +94,20 @@ final class TestClock: Sendable {
     }
 }
 
-/// Auth, todos, payments, chat and rating wired as appd wires them, sharing one injected clock.
-struct Harness {
-    let bus: EventBus
-    let database: SQLiteDatabase
-    let context: PluginContext
-    let rating: RatingPlugin
-    let clock: TestClock
+typealias Harness = PluginHarness
 
-    static func make(clock: TestClock = TestClock(), startRating: Bool = true, rules: RatingRules = RatingRules()) async throws -> Harness {
-        var template = Array("/tmp/appd-rating-XXXXXX".utf8CString)
-        let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
-        var authOptions = AuthService.Options()
-        authOptions.scrypt = Scrypt.Parameters(logN: 10, r: 8, p: 1)
-        authOptions.accessTokenLifetime = .seconds(400 * 86_400)
-        let now: @Sendable () -> WallTime = { clock.now }
-        let auth = try AuthPlugin(options: authOptions, clock: now)
-        let todos = TodosPlugin(clock: now)
-        let payments = PaymentsPlugin(clock: now)
-        let chat = try ChatPlugin(provider: EchoProvider(delay: .zero), clock: now)
-        let rating = RatingPlugin(rules: rules, clock: now)
-        let plugins: [any Plugin] = [auth, todos, payments, chat, rating]
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, plugins.flatMap(\.migrations))
-        let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + plugins.flatMap { $0.gates(database: database) }))
-        database.attach(bus: bus)
-        // As the plugin host does: each plugin's event types own their topics.
-        for plugin in plugins { try bus.topics.register(plugin.manifest.events, publisher: plugin.manifest.name) }
-        let context = PluginContext(
-            bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler()))
-        for plugin in plugins { try await plugin.start(context) }
-        return Harness(bus: bus, database: database, context: context, rating: rating, clock: clock)
+extension PluginHarness {
+    /// Auth, todos, payments, chat and rating wired as appd wires them, sharing one injected
+    /// clock; rating's handlers started unless told not to.
+    static func make(clock: TestClock = TestClock(), startRating: Bool = true, rules: RatingRules = RatingRules()) async throws -> PluginHarness {
+        try await make(clock: clock, start: { startRating || !($0 is RatingPlugin) }) { clock in
+            let now: @Sendable () -> WallTime = { clock.now }
+            let auth = try AuthPlugin.testing(clock: clock) { $0.accessTokenLifetime = .seconds(400 * 86_400) }
+            return [auth, TodosPlugin(clock: now), PaymentsPlugin(clock: now), try ChatPlugin(provider: EchoProvider(delay: .zero), clock: now), RatingPlugin(rules: rules, clock: now)]
+        }
     }
+
+    var rating: RatingPlugin { plugin(RatingPlugin.self) }
 
     /// Runs rating's durable consumers until `body` is done.
     func withRatingRunning<T>(_ body: () async throws -> T) async throws -> T {
@@ -136,20 +117,6 @@ struct Harness {
         return try await body()
     }
 
-    func signIn(_ email: String) async throws -> Caller {
-        let session = try await bus.send(AuthInterface.SignIn(email: email, password: "password for \(email)")).session
-        let caller = Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
-        _ = try await bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
-        return caller
-    }
-
-    func signUp(_ email: String) async throws -> Caller {
-        _ = try await bus.send(AuthInterface.SignUp(email: email, password: "password for \(email)", displayName: nil))
-        let caller = try await signIn(email)
-        _ = try await bus.send(AuthInterface.CompleteOnboarding(), as: caller)
-        return caller
-    }
-
     func status(_ caller: Caller) async throws -> RatingInterface.Status.Reply {
         try await bus.send(RatingInterface.Status(), as: caller)
     }
@@ -157,9 +124,9 @@ struct Harness {
     /// Waits until rating has applied everything in the log.
     func settle(_ caller: Caller, until done: (RatingInterface.Status.Reply) -> Bool) async throws -> RatingInterface.Status.Reply {
         var status = try await status(caller)
-        for _ in 0..<300 where !done(status) {
-            try await Task.sleep(for: .milliseconds(10))
+        _ = try await eventually {
             status = try await self.status(caller)
+            return done(status)
         }
         return status
     }
@@ -179,11 +146,11 @@ struct Harness {
         let h = try await Harness.make()
         let suggested = try h.bus.subscribe("rating.promptSuggested")
         try await h.withRatingRunning {
-            var ada = try await h.signUp("ada@example.com")  // session 1
+            var ada = try await h.user("ada@example.com").caller  // session 1
             try await h.completeTodo(ada, "first")
             #expect(try await h.decide(ada).reason.hasPrefix("positiveSignals"))
             h.clock.advance(hours: 30)
-            ada = try await h.signIn("ada@example.com")  // session 2
+            ada = try await h.signIn("ada@example.com").caller  // session 2
             try await h.completeTodo(ada, "second")
             let conversation = try await h.bus.send(ChatInterface.CreateConversation(title: nil), as: ada).conversation
             let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "this is really helpful, thanks"), as: ada)
@@ -193,7 +160,7 @@ struct Harness {
             _ = try await h.settle(ada) { $0.positiveSignals == 3 }
             #expect(try await h.decide(ada).reason.hasPrefix("daysSinceFirstSeen"))
             h.clock.advance(hours: 48)
-            ada = try await h.signIn("ada@example.com")  // session 3, day 3
+            ada = try await h.signIn("ada@example.com").caller  // session 3, day 3
             let status = try await h.settle(ada) { $0.sessions == 3 }
             #expect(status.positiveSignals == 3 && status.score > 0)
             #expect(try await h.decide(ada) == .init(action: "prompt", reason: "allRulesPassed"))
@@ -212,11 +179,11 @@ struct Harness {
     @Test func aRecentNegativeSignalOrNegativeMessagesHoldThePromptBack() async throws {
         let h = try await Harness.make()
         try await h.withRatingRunning {
-            var ada = try await h.signUp("ada@example.com")
+            var ada = try await h.user("ada@example.com").caller
             for i in 0..<3 { try await h.completeTodo(ada, "t\(i)") }
             h.clock.advance(hours: 72)
-            ada = try await h.signIn("ada@example.com")
-            ada = try await h.signIn("ada@example.com")
+            ada = try await h.signIn("ada@example.com").caller
+            ada = try await h.signIn("ada@example.com").caller
             _ = try await h.settle(ada) { $0.sessions == 3 && $0.positiveSignals == 3 }
             #expect(try await h.decide(ada).action == "prompt")
             // Two unhappy messages: ask for feedback instead.
@@ -239,7 +206,7 @@ struct Harness {
 
     @Test func eventsFromWhileRatingWasStoppedAreAppliedOnStartAndNeverTwice() async throws {
         let h = try await Harness.make()
-        let ada = try await h.signUp("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         for i in 0..<2 { try await h.completeTodo(ada, "while stopped \(i)") }
         // Not running yet: nothing applied.
         #expect(try await h.status(ada).positiveSignals == 0)
@@ -261,18 +228,13 @@ struct Harness {
     @Test func validationAndErasure() async throws {
         let h = try await Harness.make()
         try await h.withRatingRunning {
-            let ada = try await h.signUp("ada@example.com")
+            let ada = try await h.user("ada@example.com").caller
             await #expect(throws: RatingError.self) { _ = try await h.decide(ada, " ") }
             await #expect(throws: RatingError.self) { _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1", outcome: "loved"), as: ada) }
             _ = try await h.settle(ada) { $0.sessions == 1 }
             _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1", outcome: "shown"), as: ada)
             _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
-            var left = -1
-            for _ in 0..<300 where left != 0 {
-                try await Task.sleep(for: .milliseconds(10))
-                left = Int(try await h.database.read { try $0.query("SELECT (SELECT COUNT(*) FROM rating_users) + (SELECT COUNT(*) FROM rating_prompts) AS n").first?.integer("n") } ?? -1)
-            }
-            #expect(left == 0)
+            #expect(try await eventually { try await h.count("SELECT (SELECT COUNT(*) FROM rating_users) + (SELECT COUNT(*) FROM rating_prompts) AS n") == 0 })
         }
         await h.database.close()
     }

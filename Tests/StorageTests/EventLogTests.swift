@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import Synchronization
 import Testing
+import TestSupport
 @testable import Storage
 
 /// Collects what a consumer handled.
@@ -9,16 +10,6 @@ final class Seen: Sendable {
     private let items = Mutex<[Int64]>([])
     func add(_ seq: Int64) { items.withLock { $0.append(seq) } }
     var all: [Int64] { items.withLock { $0 } }
-}
-
-/// Waits up to `timeout` for a condition another task makes true.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
 }
 
 @Suite struct SubscribeSinceTests {
@@ -52,6 +43,7 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
         try await Migrator.migrate(database, notesMigrations)
         for i in 0..<5 { _ = try await addNote("before \(i)", to: database) }
         let writer = Task {
+            // Writes land before, during or after the replay: each order must give no gap and no repeat.
             try await Task.sleep(for: .milliseconds(50))
             for i in 0..<5 { _ = try await addNote("after \(i)", to: database) }
         }

@@ -5,40 +5,16 @@ import PluginKit
 import Storage
 import Synchronization
 import Testing
+import TestSupport
 @testable import Auth
 @testable import Todos
 
-/// Auth and todos wired as appd wires them.
-struct Harness {
-    let bus: EventBus
-    let database: SQLiteDatabase
-    let context: PluginContext
+typealias Harness = PluginHarness
 
-    static func make() async throws -> Harness {
-        var template = Array("/tmp/appd-todos-XXXXXX".utf8CString)
-        let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
-        var options = AuthService.Options()
-        options.scrypt = Scrypt.Parameters(logN: 10, r: 8, p: 1)
-        let auth = try AuthPlugin(options: options)
-        let todos = TodosPlugin()
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
-        try await Migrator.migrate(database, auth.migrations + todos.migrations)
-        let bus = EventBus(gates: GateOrder.sorted([AdminGate()] + auth.gates(database: database)))
-        database.attach(bus: bus)
-        let context = PluginContext(bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "t", handler: InMemoryLogHandler()))
-        try await auth.start(context)
-        try await todos.start(context)
-        return Harness(bus: bus, database: database, context: context)
-    }
-
-    /// A signed-in, onboarded user on a connection of its own.
-    func user(_ email: String) async throws -> Caller {
-        _ = try await bus.send(AuthInterface.SignUp(email: email, password: "password for \(email)", displayName: nil))
-        let session = try await bus.send(AuthInterface.SignIn(email: email, password: "password for \(email)")).session
-        let caller = Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
-        _ = try await bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
-        _ = try await bus.send(AuthInterface.CompleteOnboarding(), as: caller)
-        return caller
+extension PluginHarness {
+    /// Auth and todos wired as appd wires them.
+    static func make() async throws -> PluginHarness {
+        try await make { _ in [try AuthPlugin.testing(), TodosPlugin()] }
     }
 
     func add(_ title: String, as caller: Caller) async throws -> Todo {
@@ -61,7 +37,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 @Suite struct TodosTests {
     @Test func validationNamesTheField() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         await expectTodosError("ValidationFailed", field: "title") { _ = try await h.add("   ", as: ada) }
         await expectTodosError("ValidationFailed", field: "title") { _ = try await h.add(String(repeating: "x", count: 201), as: ada) }
         await expectTodosError("ValidationFailed", field: "notes") {
@@ -94,7 +70,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 
     @Test func usersCannotSeeOrChangeEachOthersTodos() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
         let todo = try await h.add("Ada's", as: ada)
         await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: todo.id), as: bob) }
         await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Complete(id: todo.id), as: bob) }
@@ -109,7 +85,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 
     @Test func shortIdsWorkWhenUnique() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let todo = try await h.add("short", as: ada)
         #expect(try await h.bus.send(TodosInterface.Complete(id: String(todo.id.prefix(8))), as: ada).todo.done)
         // Any case, as typed by hand.
@@ -134,7 +110,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 
     @Test func pagesNeitherRepeatNorSkipWhileTheListChanges() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         var ids: [String] = []
         for i in 0..<25 { ids.append(try await h.add("todo \(i)", as: ada).id) }
         let first = try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: 10), as: ada)
@@ -158,7 +134,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 
     @Test func eventsExactlyOncePerChangeAndNoneOnFailure() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let events = try h.bus.subscribe("todos.>")
         let todo = try await h.add("one", as: ada)
         _ = try await h.bus.send(TodosInterface.Update(id: todo.id, title: "one!", notes: "n", dueAt: nil), as: ada)
@@ -183,7 +159,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 
     @Test func deletingTheAccountErasesItsTodos() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
         for i in 0..<3 { _ = try await h.add("ada \(i)", as: ada) }
         _ = try await h.add("bob", as: bob)
         let consumers = TodosPlugin().services(h.context)
@@ -202,7 +178,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 
     @Test func clearCompletedDeletesOnlyDoneTodos() async throws {
         let h = try await Harness.make()
-        let ada = try await h.user("ada@example.com")
+        let ada = try await h.user("ada@example.com").caller
         let a = try await h.add("a", as: ada)
         _ = try await h.add("b", as: ada)
         _ = try await h.bus.send(TodosInterface.Complete(id: a.id), as: ada)

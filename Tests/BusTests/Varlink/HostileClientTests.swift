@@ -1,6 +1,7 @@
 @testable import Bus
 import Glibc
 import Testing
+import TestSupport
 
 /// Malformed and hostile input against the real socket: each gets a typed error or a close,
 /// and the daemon keeps serving everyone else.

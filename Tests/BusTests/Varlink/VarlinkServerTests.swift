@@ -1,6 +1,7 @@
 @testable import Bus
 import Glibc
 import Testing
+import TestSupport
 
 @Suite(.serialized, .timeLimit(.minutes(2))) struct VarlinkServerTests {
     @Test func getInfoHasAllFiveFieldsAndDescriptionsParse() async throws {

@@ -1,0 +1,115 @@
+import Bus
+#if canImport(Glibc)
+import Glibc
+#endif
+import PluginKit
+import Storage
+
+/// Plugins wired as appd wires them, for tests: a real SQLite file in a fresh private
+/// directory, every plugin's migrations, the bus with the admin and plugin-scope gates and the
+/// plugins' own gates in the designed order, each plugin's topics registered, the plugins
+/// started in the order given. One harness for every plugin test target; each target adds its
+/// feature's helpers in an extension.
+public struct PluginHarness: Sendable {
+    public let bus: EventBus
+    public let database: SQLiteDatabase
+    public let context: PluginContext
+    public let clock: TestClock
+    /// The private directory the database lives in.
+    public let directory: String
+    public let databasePath: String
+    /// Everything the plugins logged.
+    public let log: InMemoryLogHandler
+    public let plugins: [any Plugin]
+
+    /// `plugins` gets the harness's clock; `start` says which of them to start now (the
+    /// others can be started later with `start(_:)`).
+    public static func make(
+        clock: TestClock = TestClock(), databasePath: String? = nil, start: (any Plugin) -> Bool = { _ in true },
+        _ plugins: (TestClock) throws -> [any Plugin]
+    ) async throws -> PluginHarness {
+        var template = Array("/tmp/appd-test-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw HarnessError("cannot create a temporary directory") }
+        let directory = String(cString: made)
+        let path = databasePath ?? directory + "/appd.db"
+        let plugins = try plugins(clock)
+        let database = try SQLiteDatabase(path: path, bus: nil)
+        try await Migrator.migrate(database, plugins.flatMap(\.migrations))
+        let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate()] + plugins.flatMap { $0.gates(database: database) }))
+        database.attach(bus: bus)
+        // As the plugin host does: each plugin's event types own their topics.
+        for plugin in plugins { try bus.topics.register(plugin.manifest.events, publisher: plugin.manifest.name) }
+        let log = InMemoryLogHandler()
+        let context = PluginContext(bus: bus, database: database, eventLog: EventLog(database: database), logger: Logger(label: "test", handler: log))
+        let harness = PluginHarness(
+            bus: bus, database: database, context: context, clock: clock, directory: directory, databasePath: path, log: log, plugins: plugins)
+        for plugin in plugins where start(plugin) { try await harness.start(plugin) }
+        return harness
+    }
+
+    /// Starts one of the plugins (registers its handlers).
+    public func start(_ plugin: any Plugin) async throws {
+        try await plugin.start(context)
+    }
+
+    /// The plugin of type `P` this harness was built with.
+    public func plugin<P: Plugin>(_ type: P.Type) -> P {
+        guard let found = plugins.lazy.compactMap({ $0 as? P }).first else { preconditionFailure("the harness has no \(P.self)") }
+        return found
+    }
+
+    /// A caller on a fresh connection, as the socket server makes one (not the daemon's uid).
+    public func connection() -> Caller {
+        Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 1), connection: ConnectionContext(id: Int.random(in: 1...1_000_000), peer: nil))
+    }
+
+    /// The daemon's own uid: passes the admin gate.
+    public var admin: Caller { Caller(peer: PeerCredentials(uid: getuid(), gid: getgid(), pid: getpid())) }
+
+    /// Signs `email` up (password "password for <email>"), signs in and authenticates a fresh
+    /// connection; completes onboarding unless told not to. Through `io.appd.Auth` by name, as
+    /// a client would.
+    public func user(_ email: String, onboarded: Bool = true) async throws -> TestUser {
+        let password = "password for \(email)"
+        let signedUp = try await bus.call(
+            method: "io.appd.Auth.SignUp", parameters: ["email": .string(email), "password": .string(password)])
+        let user = try await signIn(email)
+        if onboarded { _ = try await bus.call(method: "io.appd.Auth.CompleteOnboarding", parameters: [:], as: user.caller) }
+        guard let id = signedUp["user"]?["id"]?.stringValue, id == user.userId else { throw HarnessError("SignUp returned no user id: \(signedUp)") }
+        return user
+    }
+
+    /// Signs an existing user (password "password for <email>") in on a fresh connection.
+    public func signIn(_ email: String) async throws -> TestUser {
+        let reply = try await bus.call(
+            method: "io.appd.Auth.SignIn", parameters: ["email": .string(email), "password": .string("password for \(email)")])
+        guard let token = reply["session"]?["accessToken"]?.stringValue, let id = reply["session"]?["user"]?["id"]?.stringValue
+        else { throw HarnessError("SignIn returned no session: \(reply)") }
+        let caller = connection()
+        _ = try await bus.call(method: "io.appd.Auth.Authenticate", parameters: ["accessToken": .string(token)], as: caller)
+        return TestUser(caller: caller, userId: id, accessToken: token)
+    }
+
+    /// The integer column `n` of the first row of `sql` (a `SELECT COUNT(*) AS n …`).
+    public func count(_ sql: String) async throws -> Int {
+        Int(try await database.read { try $0.query(sql).first?.integer("n") } ?? -1)
+    }
+}
+
+/// A signed-in user: the connection that is authenticated as them, their id, their token.
+public struct TestUser: Sendable {
+    public let caller: Caller
+    public let userId: String
+    public let accessToken: String
+}
+
+/// The harness could not be built; says why.
+public struct HarnessError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension TestUser {
+    /// The connection and the user id, for `let (caller, id) = …`.
+    public var identity: (caller: Caller, userId: String) { (caller, userId) }
+}

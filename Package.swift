@@ -94,7 +94,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
-        .testTarget(name: "EndToEndTests", path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"], path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

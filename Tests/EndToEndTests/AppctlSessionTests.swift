@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @Suite(.serialized, .timeLimit(.minutes(2))) struct AppctlSessionTests {
     @Test func signupLoginWhoamiLogoutWithASavedSession() async throws {
@@ -44,6 +45,7 @@ import Testing
         }
         #expect(try await ctl(["signup", "bo@example.com", "--password-stdin"], stdin: "correct horse\n").status == 0)
         let before = try String(contentsOfFile: config + "/appctl/sessions.json", encoding: .utf8)
+        // The access token lives 1 s: let it expire.
         try await Task.sleep(for: .milliseconds(1500))
         let me = try await ctl(["whoami"])
         #expect(me.status == 0)

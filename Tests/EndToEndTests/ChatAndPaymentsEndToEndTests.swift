@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Chat and payments through the real binaries: appctl chat, the quota's exit code, an admin
 /// grant, and Ctrl-C cancelling a streaming reply.
@@ -88,14 +89,11 @@ import Testing
         let (process, output) = try appctl(daemon, ["chat", "--conversation", id], input: input)
         input.fileHandleForWriting.write(Data("hello\n".utf8))
         // Wait until the reply is stored: appctl is then back at its prompt.
-        var answered = false
-        for _ in 0..<200 where !answered {
-            answered = try await ctl(["chat", "history", id], nil).stdout.contains("assistant: Echo: hello")
-            if !answered { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(answered)
+        #expect(try await eventually { try await ctl(["chat", "history", id], nil).stdout.contains("assistant: Echo: hello") })
+        // The reply is stored just before appctl prints it and returns to its prompt.
         try await Task.sleep(for: .milliseconds(200))
         kill(process.processIdentifier, SIGINT)
+        // Something that must not happen (the chat ending): give it a moment to happen.
         try await Task.sleep(for: .milliseconds(300))
         #expect(process.isRunning, "Ctrl-C at the prompt ended the chat")
         input.fileHandleForWriting.write(Data("again\n".utf8))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @Suite(.serialized, .timeLimit(.minutes(2))) struct ConfigTests {
     func printConfig(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Int32, [String: Any], String) {
@@ -92,18 +93,14 @@ import Testing
         let daemon = try await Daemon.start(["--config", path])
         try #"{"eventRetentionCount": 200, "maxConnections": 60}"#.write(toFile: path, atomically: true, encoding: .utf8)
         kill(daemon.process.processIdentifier, SIGHUP)
-        var log = ""
-        for _ in 0..<200 where !log.contains("configuration reloaded") {
-            try await Task.sleep(for: .milliseconds(20))
-            log = daemon.log
-        }
+        #expect(await eventually { daemon.log.contains("configuration reloaded") })
+        let log = daemon.log
         #expect(log.contains("applied=\"event retention\""))
         #expect(log.contains("needs.restart=limits"))
         // A broken file is refused and the daemon keeps running.
         try "{broken".write(toFile: path, atomically: true, encoding: .utf8)
         kill(daemon.process.processIdentifier, SIGHUP)
-        for _ in 0..<200 where !daemon.log.contains("reload refused") { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(daemon.log.contains("reload refused"))
+        #expect(await eventually { daemon.log.contains("reload refused") })
         #expect(try await daemon.ctl(["ping"]).status == 0)
         #expect(await daemon.stop() == 0)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// External plugins through the real binaries: appd spawns the Swift example plugin
 /// (appd-plugin-greeter, built beside the tests) from a plugin folder and routes calls to it.
@@ -49,10 +50,9 @@ import Testing
     /// Polls until `done` holds for the plugin's status (or 10 s pass).
     static func wait(_ daemon: Daemon, _ name: String, until done: ([String: Any]) -> Bool) async throws -> [String: Any] {
         var status: [String: Any] = [:]
-        for _ in 0..<500 {
+        _ = try await eventually {
             status = try await plugin(daemon, name)
-            if done(status) { return status }
-            try await Task.sleep(for: .milliseconds(20))
+            return done(status)
         }
         return status
     }
@@ -91,6 +91,7 @@ import Testing
         // A slow call hits the plugin's call timeout; other calls keep being served meanwhile.
         let socket = daemon.socket, config = daemon.directory + "/config"
         let slow = Task { try await run(Binaries.appctl, ["--socket", socket, "greeter", "slow", "--seconds", "3"], environment: ["XDG_CONFIG_HOME": config]) }
+        // Until the slow call is in flight (nothing outside the plugin shows it).
         try await Task.sleep(for: .milliseconds(200))
         let count = try await Self.ctl(daemon, ["greeter", "count"])
         #expect(count.status == 0 && count.stdout.contains("count: 1"), "\(count)")
@@ -117,6 +118,7 @@ import Testing
 
         // A restart lets a call in flight finish first.
         let inFlight = Task { try await run(Binaries.appctl, ["--socket", socket, "greeter", "slow", "--seconds", "0.6"], environment: ["XDG_CONFIG_HOME": config]) }
+        // Until the call is in flight (nothing outside the plugin shows it).
         try await Task.sleep(for: .milliseconds(150))
         #expect(try await Self.ctl(daemon, ["plugins", "restart", "greeter"]).status == 0)
         let drained = try await inFlight.value
@@ -153,12 +155,7 @@ import Testing
         #expect(descriptors.first == "0 -> /dev/null" && descriptors.last?.hasPrefix("3 -> socket:") == true, "\(descriptors)")
         // No chance to stop its plugins: the kernel's parent-death signal does it.
         #expect(await daemon.stop(signal: SIGKILL) != 0)
-        var gone = false
-        for _ in 0..<250 where !gone {
-            gone = Self.isGone(pid)
-            if !gone { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(gone, "plugin \(pid) still runs after appd was killed")
+        #expect(await eventually { Self.isGone(pid) }, "plugin \(pid) still runs after appd was killed")
     }
 
     @Test func aKilledPluginFailsFastThenIsRestartedAndServesAgain() async throws {

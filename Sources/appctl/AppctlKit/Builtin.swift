@@ -1,22 +1,50 @@
 import Bus
 
-/// A hand-written subcommand with its help text.
+/// One option of a built-in command, declared once: the parser accepts it (with a value
+/// when it has a placeholder), the help lists it, and the global options leave it alone.
+struct CommandOption: Sendable, Hashable {
+    /// `--notes`, `-c`.
+    let name: String
+    /// The value's placeholder (`text` shows as `<text>`); nil for a switch.
+    let value: String?
+    /// One line, or several separated by newlines.
+    let help: String
+
+    init(_ name: String, value: String? = nil, _ help: String) {
+        self.name = name
+        self.value = value
+        self.help = help
+    }
+
+    /// The help line, in the columns of the global options.
+    var helpText: String {
+        let label = value.map { "\(name) <\($0)>" } ?? name
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
+        let indent = String(repeating: " ", count: 26)
+        let first = "  " + label + String(repeating: " ", count: max(1, 24 - label.count)) + (lines.first.map(String.init) ?? "")
+        return ([first] + lines.dropFirst().map { indent + $0 }).joined(separator: "\n")
+    }
+}
+
+/// A hand-written subcommand: its help and its options come from its declaration.
 struct Builtin: Sendable {
     let name: String
     let abstract: String
     let usage: String
     var discussion: String = ""
-    var options: String = ""
-    /// Flags the command parses itself (kept away from the global options).
-    var reserved: Set<String> = []
+    /// Every option any of its verbs takes.
+    var options: [CommandOption] = []
     let run: @Sendable (_ arguments: [String], _ context: Context) throws(AppctlError) -> Int32
+
+    /// Flags the command parses itself (kept away from the global options).
+    var reserved: Set<String> { Set(options.map(\.name)) }
 
     var help: String {
         var text = "OVERVIEW: \(abstract)\n"
         if !discussion.isEmpty { text += "\n\(discussion)\n" }
         text += "\nUSAGE: appctl \(usage)\n"
         text += "\nOPTIONS:\n"
-        if !options.isEmpty { text += options + "\n" }
+        for option in options { text += option.helpText + "\n" }
         text += GlobalOptions.help + "\n"
         return text
     }
@@ -28,9 +56,15 @@ struct Flags {
     var switches: Set<String> = []
     var positionals: [String] = []
 
-    /// Parses `arguments`: `valued` flags take a value, `switchFlags` none; anything else
-    /// starting with `-` is a usage error with a suggestion.
-    init(_ arguments: [String], valued: Set<String> = [], switchFlags: Set<String> = [], command: String) throws(AppctlError) {
+    /// Parses `arguments` against the options a verb accepts (those with a placeholder take a
+    /// value); anything else starting with `-` is a usage error with a suggestion.
+    init(_ arguments: [String], accepting options: [CommandOption] = [], command: String) throws(AppctlError) {
+        try self.init(
+            arguments, valued: Set(options.filter { $0.value != nil }.map(\.name)), switchFlags: Set(options.filter { $0.value == nil }.map(\.name)),
+            command: command)
+    }
+
+    private init(_ arguments: [String], valued: Set<String>, switchFlags: Set<String>, command: String) throws(AppctlError) {
         var index = 0
         var onlyPositionals = false
         while index < arguments.count {

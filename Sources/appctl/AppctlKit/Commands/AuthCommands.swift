@@ -6,13 +6,9 @@ enum AuthCommands {
         name: "signup", abstract: "Create an account, then sign in to it.",
         usage: "signup <email> [--display-name <name>] [--password-stdin]",
         discussion: "Prompts for the password (no echo) on a terminal, checks it against the daemon's rules, then asks for it again.",
-        options: """
-              --display-name <name>   The name to show.
-              --password-stdin        Read the password from the first line of standard input.
-            """,
-        reserved: ["--display-name", "--password-stdin"]
+        options: [AuthCommands.displayName, AuthCommands.passwordStdin]
     ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, valued: ["--display-name"], switchFlags: ["--password-stdin"], command: "signup")
+        let flags = try Flags(arguments, accepting: [AuthCommands.displayName, AuthCommands.passwordStdin], command: "signup")
         guard flags.positionals.count == 1, let email = flags.positionals.first else { throw .usage("signup needs one email address", command: "signup") }
         let fromStdin = flags.switches.contains("--password-stdin")
         let password = try PasswordInput.read(prompt: "Password: ", fromStandardInput: fromStdin, command: "signup")
@@ -31,12 +27,9 @@ enum AuthCommands {
         name: "login", abstract: "Sign in; later commands carry the session.",
         usage: "login <email> [--password-stdin]",
         discussion: "Prompts for the password without echo on a terminal. The session is kept (mode 0600) in $XDG_CONFIG_HOME/appctl/ and refreshed when it expires.",
-        options: """
-              --password-stdin        Read the password from the first line of standard input.
-            """,
-        reserved: ["--password-stdin"]
+        options: [AuthCommands.passwordStdin]
     ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, switchFlags: ["--password-stdin"], command: "login")
+        let flags = try Flags(arguments, accepting: [AuthCommands.passwordStdin], command: "login")
         guard flags.positionals.count == 1, let email = flags.positionals.first else { throw .usage("login needs one email address", command: "login") }
         let password = try PasswordInput.read(
             prompt: "Password for \(email): ", fromStandardInput: flags.switches.contains("--password-stdin"), command: "login")
@@ -81,4 +74,9 @@ enum AuthCommands {
 
     static let onboard = DaemonCommands.simple(
         "onboard", abstract: "Mark onboarding complete for the signed-in account.", method: "io.appd.Auth.CompleteOnboarding")
+}
+
+extension AuthCommands {
+    static let displayName = CommandOption("--display-name", value: "name", "The name to show.")
+    static let passwordStdin = CommandOption("--password-stdin", "Read the password from the first line of standard input.")
 }

@@ -9,16 +9,9 @@ enum BenchCommand {
         name: "bench", abstract: "Measure calls per second and latency against the running daemon.",
         usage: "bench [-c <connections>] [-n <calls>] [-P <pipeline>] [--method <method>] [--params <json>]",
         discussion: "One thread drives all connections; each keeps -P calls in flight and carries the saved session (appctl login). Prints calls/s, p50 and p99 latency.",
-        options: """
-              -c <connections>        Concurrent connections (default: 1).
-              -n <calls>              Calls in total (default: 100000).
-              -P <pipeline>           Calls sent before reading replies, per connection (default: 1).
-              --method <method>       Method to call (default: io.appd.Daemon.Ping).
-              --params <json>         Parameters as a JSON object (default: {}).
-            """,
-        reserved: ["-c", "-n", "-P", "--method", "--params"]
+        options: BenchCommand.options
     ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, valued: ["-c", "-n", "-P", "--method", "--params"], command: "bench")
+        let flags = try Flags(arguments, accepting: BenchCommand.options, command: "bench")
         func count(_ flag: String, _ fallback: Int) throws(AppctlError) -> Int {
             guard let text = flags.value(flag) else { return fallback }
             guard let n = Int(text), n > 0 else { throw .usage("\(flag) needs a positive whole number", command: "bench") }
@@ -154,3 +147,12 @@ enum BenchCommand {
     }
 }
 
+extension BenchCommand {
+    static let options = [
+        CommandOption("-c", value: "connections", "Concurrent connections (default: 1)."),
+        CommandOption("-n", value: "calls", "Calls in total (default: 100000)."),
+        CommandOption("-P", value: "pipeline", "Calls sent before reading replies, per connection (default: 1)."),
+        CommandOption("--method", value: "method", "Method to call (default: io.appd.Daemon.Ping)."),
+        CommandOption("--params", value: "json", "Parameters as a JSON object (default: {})."),
+    ]
+}

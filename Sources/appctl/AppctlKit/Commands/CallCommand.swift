@@ -10,13 +10,9 @@ enum CallCommand {
             standard input when it is not a terminal, or are empty. With --more the replies of a
             streaming method are printed as they arrive.
             """,
-        options: """
-              --more                  Ask for a stream of replies.
-              --oneway                Send the call and expect no reply.
-            """,
-        reserved: ["--more", "--oneway"]
+        options: CallCommand.options
     ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, switchFlags: ["--more", "--oneway"], command: "call")
+        let flags = try Flags(arguments, accepting: CallCommand.options, command: "call")
         guard let method = flags.positionals.first else { throw .usage("call needs a method name", command: "call") }
         guard flags.positionals.count <= 2 else { throw .usage("call takes a method and one JSON argument", command: "call") }
         let text: [UInt8]
@@ -52,4 +48,11 @@ enum CallCommand {
         }
         return ExitCode.ok
     }
+}
+
+extension CallCommand {
+    static let options = [
+        CommandOption("--more", "Ask for a stream of replies."),
+        CommandOption("--oneway", "Send the call and expect no reply."),
+    ]
 }

@@ -19,12 +19,9 @@ enum ChatCommand {
             send prints one reply (a new conversation unless --conversation). With --json: one JSON object per streamed reply (delta, then the stored message).
             Needs 'appctl login' and 'appctl onboard'. Without pro, messages count against the daily free quota (exit code 68 when it is used up).
             """,
-        options: """
-              --conversation <id>     Continue this conversation.
-            """,
-        reserved: ["--conversation"]
+        options: [ChatCommand.conversation]
     ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, valued: ["--conversation"], command: "chat")
+        let flags = try Flags(arguments, accepting: [ChatCommand.conversation], command: "chat")
         let verb = flags.positionals.first
         let rest = Array(flags.positionals.dropFirst())
         switch verb {
@@ -207,4 +204,8 @@ enum ChatCommand {
             bytes.append(byte)
         }
     }
+}
+
+extension ChatCommand {
+    static let conversation = CommandOption("--conversation", value: "id", "Continue this conversation.")
 }

@@ -15,12 +15,9 @@ enum EventsCommand {
             topics lists every topic plugins' event types own: payload type (varlink IDL), audience
             (owner, admin, capability:NAME), whether it is logged, and its publisher.
             """,
-        options: """
-              --since <seq>           Replay from this position of the event log first.
-            """,
-        reserved: ["--since"]
+        options: [EventsCommand.since]
     ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, valued: ["--since"], command: "events")
+        let flags = try Flags(arguments, accepting: [EventsCommand.since], command: "events")
         switch flags.positionals.first {
         case "tail": return try tail(flags, context)
         case "topics":
@@ -62,4 +59,8 @@ enum EventsCommand {
         }
         return ExitCode.ok
     }
+}
+
+extension EventsCommand {
+    static let since = CommandOption("--since", value: "seq", "Replay from this position of the event log first.")
 }

@@ -10,13 +10,7 @@ enum PaymentsCommand {
             status, restore: the signed-in user's (needs 'appctl login'). grant, revoke, user: admin only (the daemon's user, root or the admin group); every change is audited with its reason.
             webhook relays one provider delivery exactly as received (body on standard input, headers as given), e.g. from a queue or a test: appctl payments webhook --provider stripe --header "Stripe-Signature=t=…,v1=…" < event.json
             """,
-        options: """
-              --reason <text>         (grant, revoke) Why; kept in the audit trail.
-              --until <time>          (grant) When it ends, RFC 3339; default: never.
-              --provider <name>       (webhook) revenuecat or stripe.
-              --header <K=V>          (webhook) A header of the delivery; repeat for several.
-            """,
-        reserved: ["--reason", "--until", "--provider", "--header"]
+        options: [PaymentsCommand.reason, PaymentsCommand.until, PaymentsCommand.provider, PaymentsCommand.header]
     ) { arguments, context throws(AppctlError) in
         guard let verb = arguments.first else {
             throw .usage("payments needs a verb: status, products, restore, grant, revoke, user, webhook", command: "payments")
@@ -40,7 +34,7 @@ enum PaymentsCommand {
             }
             return ExitCode.ok
         case "grant", "revoke":
-            let flags = try Flags(rest, valued: ["--reason", "--until"], command: "payments")
+            let flags = try Flags(rest, accepting: [PaymentsCommand.reason, PaymentsCommand.until], command: "payments")
             guard flags.positionals.count == 2 else { throw .usage("payments \(verb) needs EMAIL and ENTITLEMENT", command: "payments") }
             guard let reason = flags.value("--reason") else { throw .usage("payments \(verb) needs --reason (it goes into the audit trail)", command: "payments") }
             var parameters: [String: JSONValue] = [
@@ -56,7 +50,7 @@ enum PaymentsCommand {
             guard flags.positionals.count == 1 else { throw .usage("payments user needs one EMAIL", command: "payments") }
             return show(try context.call("io.appd.Payments.UserStatus", ["email": .string(flags.positionals[0])]), context)
         case "webhook":
-            let flags = try Flags(rest, valued: ["--provider", "--header"], command: "payments")
+            let flags = try Flags(rest, accepting: [PaymentsCommand.provider, PaymentsCommand.header], command: "payments")
             guard let provider = flags.value("--provider") else { throw .usage("payments webhook needs --provider (revenuecat or stripe)", command: "payments") }
             var headers: [String: JSONValue] = [:]
             for header in flags.values["--header"] ?? [] {
@@ -117,4 +111,11 @@ enum PaymentsCommand {
         }
         return parts.joined(separator: " ")
     }
+}
+
+extension PaymentsCommand {
+    static let reason = CommandOption("--reason", value: "text", "(grant, revoke) Why; kept in the audit trail.")
+    static let until = CommandOption("--until", value: "time", "(grant) When it ends, RFC 3339; default: never.")
+    static let provider = CommandOption("--provider", value: "name", "(webhook) revenuecat or stripe.")
+    static let header = CommandOption("--header", value: "K=V", "(webhook) A header of the delivery; repeat for several.")
 }

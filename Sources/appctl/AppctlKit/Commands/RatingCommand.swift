@@ -7,13 +7,10 @@ enum RatingCommand {
         name: "rating", abstract: "Whether to ask for an app-store rating now: status, decide, outcome.",
         usage: "rating <status | decide --app-version X | outcome (shown|dismissed|rated|feedbackSent) --app-version X>",
         discussion: "decide answers prompt, feedback or none, with the rule that decided. outcome records what happened to a prompt. Needs 'appctl login'.",
-        options: """
-              --app-version <v>       The app version the prompt is for.
-            """,
-        reserved: ["--app-version"]
+        options: [RatingCommand.appVersion]
     ) { arguments, context throws(AppctlError) in
         guard arguments.first == "outcome" else { return try DerivedCommand.run(interfaceWord: "rating", arguments, options: context.options) }
-        let flags = try Flags(Array(arguments.dropFirst()), valued: ["--app-version"], command: "rating")
+        let flags = try Flags(Array(arguments.dropFirst()), accepting: [RatingCommand.appVersion], command: "rating")
         guard flags.positionals.count == 1, let outcome = flags.positionals.first else {
             throw .usage("rating outcome needs one of shown, dismissed, rated, feedbackSent", command: "rating")
         }
@@ -22,4 +19,8 @@ enum RatingCommand {
         if context.options.json { context.output.reply(reply) } else { print("recorded \(outcome) for \(version)") }
         return ExitCode.ok
     }
+}
+
+extension RatingCommand {
+    static let appVersion = CommandOption("--app-version", value: "v", "The app version the prompt is for.")
 }

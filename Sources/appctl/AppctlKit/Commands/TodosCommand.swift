@@ -7,13 +7,7 @@ enum TodosCommand {
         name: "todos", abstract: "Your todos: add, ls, done, undo, edit, rm, clear.",
         usage: "todos <add TITLE [--notes N] [--due T] | ls [--open|--done] | done ID | undo ID | edit ID [--title T] [--notes N] [--due T] | rm ID | clear>",
         discussion: "IDs may be shortened to any unique prefix (ls shows 8 characters). --due takes RFC 3339 (2026-12-24T18:00:00Z). Needs 'appctl login' and 'appctl onboard'.",
-        options: """
-              --notes <text>          Notes for the todo (edit: empty clears them).
-              --due <time>            When it is due, RFC 3339 (edit: empty clears it).
-              --title <text>          (edit) The new title.
-              --open, --done          (ls) Only open, or only done todos.
-            """,
-        reserved: ["--notes", "--due", "--title", "--open", "--done"]
+        options: [TodosCommand.notes, TodosCommand.due, TodosCommand.title, TodosCommand.open, TodosCommand.done]
     ) { arguments, context throws(AppctlError) in
         guard let verb = arguments.first else {
             throw .usage("todos needs a verb: add, ls, done, undo, edit, rm, clear", command: "todos")
@@ -21,14 +15,14 @@ enum TodosCommand {
         let rest = Array(arguments.dropFirst())
         switch verb {
         case "add":
-            let flags = try Flags(rest, valued: ["--notes", "--due"], command: "todos")
+            let flags = try Flags(rest, accepting: [TodosCommand.notes, TodosCommand.due], command: "todos")
             guard !flags.positionals.isEmpty else { throw .usage("todos add needs a title", command: "todos") }
             var parameters: [String: JSONValue] = ["title": .string(flags.positionals.joined(separator: " "))]
             if let notes = flags.value("--notes") { parameters["notes"] = .string(notes) }
             if let due = flags.value("--due") { parameters["dueAt"] = .string(due) }
             return show(try context.call("io.appd.Todos.Add", .object(parameters)), context)
         case "ls":
-            let flags = try Flags(rest, switchFlags: ["--open", "--done"], command: "todos")
+            let flags = try Flags(rest, accepting: [TodosCommand.open, TodosCommand.done], command: "todos")
             try flags.noMoreArguments(in: "todos ls")
             let filter = flags.switches.contains("--open") ? "open" : flags.switches.contains("--done") ? "done" : "all"
             var todos: [JSONValue] = []
@@ -63,7 +57,7 @@ enum TodosCommand {
             }
             return show(reply, context)
         case "edit":
-            let flags = try Flags(rest, valued: ["--title", "--notes", "--due"], command: "todos")
+            let flags = try Flags(rest, accepting: [TodosCommand.title, TodosCommand.notes, TodosCommand.due], command: "todos")
             guard flags.positionals.count == 1, let id = flags.positionals.first else { throw .usage("todos edit needs one id", command: "todos") }
             var parameters: [String: JSONValue] = ["id": .string(id)]
             if let title = flags.value("--title") { parameters["title"] = .string(title) }
@@ -91,4 +85,12 @@ enum TodosCommand {
         }
         return ExitCode.ok
     }
+}
+
+extension TodosCommand {
+    static let notes = CommandOption("--notes", value: "text", "Notes for the todo (edit: empty clears them).")
+    static let due = CommandOption("--due", value: "time", "When it is due, RFC 3339 (edit: empty clears it).")
+    static let title = CommandOption("--title", value: "text", "(edit) The new title.")
+    static let open = CommandOption("--open", "(ls) Only open todos.")
+    static let done = CommandOption("--done", "(ls) Only done todos.")
 }

@@ -1,5 +1,4 @@
 import Bus
-import Dispatch
 import Storage
 #if canImport(Glibc)
 import Glibc
@@ -21,12 +20,9 @@ struct ReloadService: Service {
     }
 
     private func work() async throws {
-        signal(SIGHUP, SIG_IGN)
         let (signals, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        source.setEventHandler { continuation.yield() }
-        source.resume()
-        defer { source.cancel() }
+        let watch = try Signals.watch(SIGHUP) { continuation.yield() }
+        defer { watch.cancel() }
         var current = running
         await withTaskCancellationHandler {
             for await _ in signals { current = reload(from: current) }

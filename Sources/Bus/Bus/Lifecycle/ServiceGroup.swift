@@ -1,5 +1,4 @@
 import CSystem
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -29,7 +28,7 @@ public actor ServiceGroup {
     /// Shutdown was asked for before `run`: it then starts nothing.
     private var shutdownBeforeRun = false
     private var wakeUp: CheckedContinuation<Void, Never>?
-    private var signalSources: [any DispatchSourceRead] = []
+    private var signalWatches: [SignalWatch] = []
 
     public init(
         services: [any Service], signals: [Int32] = [SIGTERM, SIGINT], gracefulTimeout: Duration = .seconds(10),
@@ -70,7 +69,7 @@ public actor ServiceGroup {
             await withCheckedContinuation { wakeUp = $0 }
         }
         await stopAll()
-        for source in signalSources { source.cancel() }
+        for watch in signalWatches { watch.cancel() }
         state = .finished
         if let failure { throw failure }
     }
@@ -120,24 +119,18 @@ public actor ServiceGroup {
         }
     }
 
-    /// The handler is installed synchronously (sigaction), before any service starts: a
-    /// SIGTERM that arrives the instant the socket serves is recorded and acted on, never lost
-    /// in a window where it was ignored but not yet watched (a dispatch signal source arms
-    /// asynchronously). A read source on the signal's eventfd delivers it.
+    /// Caught from before any service starts (see `Signals`): a SIGTERM that arrives the
+    /// instant the socket serves is acted on, never lost.
     private func installSignalHandlers() {
         for number in signals {
-            let fd = appd_signal_catch(number)
-            guard fd >= 0 else {
-                logger.error("cannot catch a shutdown signal; stop appd with io.appd.Daemon.Shutdown", metadata: ["signal": "\(number)", "errno": "\(errno)"])
-                continue
+            do {
+                signalWatches.append(try Signals.watch(number) { [weak self] in
+                    guard let self else { return }
+                    Task { await self.signalled(number) }
+                })
+            } catch {
+                logger.error("cannot catch a shutdown signal; stop appd with io.appd.Daemon.Shutdown", metadata: ["signal": "\(number)", "error": "\(error)"])
             }
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .global())
-            source.setEventHandler { [weak self] in
-                guard appd_signal_drain(fd) > 0, let self else { return }
-                Task { await self.signalled(number) }
-            }
-            source.resume()
-            signalSources.append(source)
         }
     }
 

@@ -91,6 +91,7 @@ let package = Package(
             name: "RatingTests", dependencies: ["TestSupport", "Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
             path: "Tests/RatingTests", swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
+        .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).

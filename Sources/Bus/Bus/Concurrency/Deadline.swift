@@ -26,6 +26,12 @@ public func withTimeout<R: Sendable>(
     try await Deadline.run(until: .now.advanced(by: limit), timeoutError: timeoutError, operation)
 }
 
+/// Sleeps for `duration` even when the calling task is cancelled: for the bounded waits of a
+/// shutdown that was itself started by cancellation (a drain must still wait, not spin).
+public func sleepIgnoringCancellation(for duration: Duration) async {
+    await Task.detached { try? await Task.sleep(for: duration) }.value
+}
+
 /// The work of a deadline race, as seen from inside it: storage claims the race before it
 /// commits.
 public final class DeadlineClaim: Sendable {

@@ -72,7 +72,7 @@ public final class VarlinkServer: Service {
         while ContinuousClock.now < deadline {
             let busy = registry.withLock { r in r.connections.values.filter { !$0.isIdle }.count }
             if busy == 0 { break }
-            try? await Task.sleep(for: .milliseconds(10))
+            await sleepIgnoringCancellation(for: .milliseconds(10))
         }
         // 3. Close every connection; workers still running are cancelled.
         let (connections, workers) = registry.withLock { r in (Array(r.connections.values), Array(r.workers.values)) }

@@ -85,15 +85,18 @@ public final class HTTPServer<Head: HTTPRequestHead>: Sendable {
     /// Serves until shut down (gracefully, or cancelled); then stops accepting, lets requests being handled finish (up
     /// to `drainTimeout`), closes every connection and returns.
     public func run() async {
-        _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL) | O_NONBLOCK)
+        _ = appd_set_nonblocking(listenFD)
         loop.add(listenFD, events: EventLoop.readable) { [self] _, _ in acceptAll() }
         loop.onTick { [self] now in expire(now) }
         loop.start()
         await gracefulShutdown()
         loop.remove(listenFD)
         close(listenFD)
+        // Requests being handled, and responses being written, finish (bounded).
         let until = ContinuousClock.now.advanced(by: limits.drainTimeout)
-        while inFlight > 0 && ContinuousClock.now < until { try? await Task.sleep(for: .milliseconds(10)) }
+        while connections.withLock({ $0.values.contains { !$0.isReading } }) && ContinuousClock.now < until {
+            await sleepIgnoringCancellation(for: .milliseconds(10))
+        }
         for connection in connections.withLock({ Array($0.values) }) { shutdown(connection.fd, Int32(SHUT_RDWR)) }
         loop.wakeUp()
         await loop.stop { [self] in connections.withLock { $0.isEmpty } }
@@ -155,8 +158,8 @@ public final class HTTPServer<Head: HTTPRequestHead>: Sendable {
             let handler = self.handler
             Task {
                 let response = await handler(head, body)
-                handling.subtract(1, ordering: .acquiringAndReleasing)
                 respond(connection, response)
+                handling.subtract(1, ordering: .acquiringAndReleasing)
             }
         case .ignored:
             break
@@ -233,12 +236,13 @@ final class HTTPServerConnection<Head: HTTPRequestHead>: Sendable {
             buffer += bytes
             var continuing = false
             if head == nil {
+                let tooLarge = Received.respond(
+                    HTTPResponse(status: 431, body: ["error": "HeadersTooLarge", "reason": .string("the request head is over \(maxHeadBytes / 1024) KiB")]))
                 guard let end = buffer.firstRange(of: [13, 10, 13, 10])?.lowerBound else {
                     p = .reading(buffer: buffer, head: nil)
-                    return buffer.count > maxHeadBytes
-                        ? .respond(HTTPResponse(status: 431, body: ["error": "HeadersTooLarge", "reason": .string("the request head is over \(maxHeadBytes / 1024) KiB")]))
-                        : .more
+                    return buffer.count > maxHeadBytes ? tooLarge : .more
                 }
+                guard end <= maxHeadBytes else { return tooLarge }
                 switch parseHead(buffer[0..<end]) {
                 case .failure(let refusal): return .respond(refusal)
                 case .success(let parsed):

@@ -1,0 +1,155 @@
+import Bus
+import CSystem
+import Glibc
+import HTTP
+import Synchronization
+import Testing
+import TestSupport
+
+/// A request head for the tests: any method and path, a Content-Length.
+struct TestHead: HTTPRequestHead {
+    var contentLength: Int
+    var expectsContinue: Bool { false }
+
+    static func parse(_ head: ArraySlice<UInt8>) -> Result<TestHead, HTTPResponse> {
+        let text = String(decoding: head, as: UTF8.self).lowercased()
+        guard let line = text.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+            let length = Int(line.dropFirst("content-length:".count).trimmingWhitespace())
+        else { return .failure(HTTPResponse(status: 411, body: ["error": "LengthRequired"])) }
+        return .success(TestHead(contentLength: length))
+    }
+}
+
+/// A server on a loopback port, running until `stop`.
+struct RunningServer {
+    let port: UInt16
+    let task: Task<Void, Never>
+
+    init(limits: HTTPServerLimits = HTTPServerLimits(), handler: @escaping HTTPServer<TestHead>.Handler) throws {
+        let fd = appd_tcp_listen("127.0.0.1", 0, 16, 1)
+        guard fd >= 0 else { throw HarnessError("cannot listen") }
+        port = UInt16(appd_tcp_port(fd))
+        let server = try HTTPServer<TestHead>(
+            name: "test-http", listenFD: fd, limits: limits, logger: Logger(label: "t", handler: InMemoryLogHandler()), parseHead: TestHead.parse,
+            handler: handler)
+        task = Task { await server.run() }
+    }
+
+    func stop() async {
+        task.cancel()
+        await task.value
+    }
+
+    /// The blocking client runs here, never on the cooperative threads the server needs.
+    static let client = BlockingPool(name: "test-client", threads: 8, queueLimit: 64)
+
+    /// Sends `request` on a new connection and reads until the server closes it.
+    func exchange(_ request: String) async throws -> String {
+        let fd = try connect()
+        defer { close(fd) }
+        send(request, on: fd)
+        return try await readAll(fd)
+    }
+
+    func send(_ request: String, on fd: Int32) {
+        _ = Array(request.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func connect() throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard rc == 0 else { throw HarnessError("cannot connect: \(errno)") }
+        return fd
+    }
+
+    func readAll(_ fd: Int32) async throws -> String {
+        try await Self.client.run { Self.readBlocking(fd) }
+    }
+
+    static func readBlocking(_ fd: Int32) -> String {
+        var data: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            data += chunk[0..<n]
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+@Suite struct HTTPServerTests {
+    @Test func aRequestIsReadWholeThenAnsweredAndTheConnectionClosed() async throws {
+        let server = try RunningServer { head, body in HTTPResponse(status: 200, body: ["bytes": .int(Int64(body.count)), "declared": .int(Int64(head.contentLength))]) }
+        let response = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")
+        #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(response)")
+        #expect(response.contains("Connection: close\r\n"))
+        #expect(response.hasSuffix(#"{"bytes":5,"declared":5}"#), "\(response)")
+        await server.stop()
+    }
+
+    @Test func badHeadsAndExtraBytesAreRefusedWithTheirStatus() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxHeadBytes = 1024
+        let server = try RunningServer(limits: limits) { _, _ in HTTPResponse(status: 200, body: [:]) }
+        #expect(try await server.exchange("POST /x HTTP/1.1\r\nX: " + String(repeating: "a", count: 2000) + "\r\n\r\n").hasPrefix("HTTP/1.1 431 "))
+        #expect(try await server.exchange("POST /x HTTP/1.1\r\n\r\n").hasPrefix("HTTP/1.1 411 "))
+        #expect(try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 2\r\n\r\nabc").hasPrefix("HTTP/1.1 400 "))
+        await server.stop()
+    }
+
+    @Test func aRequestThatDoesNotArriveInTimeIsAnswered408() async throws {
+        var limits = HTTPServerLimits()
+        limits.requestTimeout = .milliseconds(300)
+        let server = try RunningServer(limits: limits) { _, _ in HTTPResponse(status: 200, body: [:]) }
+        let started = ContinuousClock.now
+        let response = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+        #expect(response.hasPrefix("HTTP/1.1 408 "), "\(response)")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await server.stop()
+    }
+
+    @Test func requestsBeyondTheHandlingLimitAreAnswered503WithRetryAfter() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxHandling = 1
+        let entered = Atomic<Bool>(false)
+        let release = Atomic<Bool>(false)
+        let server = try RunningServer(limits: limits) { _, _ in
+            entered.store(true, ordering: .releasing)
+            while !release.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(5)) }
+            return HTTPResponse(status: 200, body: [:])
+        }
+        let first = try server.connect()
+        server.send("POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n", on: first)
+        #expect(await eventually { entered.load(ordering: .acquiring) })
+        let second = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        #expect(second.hasPrefix("HTTP/1.1 503 ") && second.contains("Retry-After: 1\r\n"), "\(second)")
+        release.store(true, ordering: .releasing)
+        #expect(try await server.readAll(first).hasPrefix("HTTP/1.1 200 "))
+        close(first)
+        await server.stop()
+    }
+
+    @Test func stoppingLetsARequestInFlightFinish() async throws {
+        let entered = Atomic<Bool>(false)
+        let server = try RunningServer { _, _ in
+            entered.store(true, ordering: .releasing)
+            try? await Task.sleep(for: .milliseconds(200))
+            return HTTPResponse(status: 200, body: ["done": true])
+        }
+        let fd = try server.connect()
+        server.send("POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n", on: fd)
+        #expect(await eventually { entered.load(ordering: .acquiring) })
+        let stopping = Task { await server.stop() }
+        let response = try await server.readAll(fd)
+        close(fd)
+        await stopping.value
+        #expect(response.hasPrefix("HTTP/1.1 200 ") && response.hasSuffix(#"{"done":true}"#), "\(response)")
+    }
+}

@@ -34,22 +34,11 @@ public func sleepIgnoringCancellation(for duration: Duration) async {
 
 /// The work of a deadline race, as seen from inside it: storage claims the race before it
 /// commits.
-public final class DeadlineClaim: Sendable {
-    private let claimRace: @Sendable () -> Bool
-    private let parent: DeadlineClaim?
-
-    fileprivate init(parent: DeadlineClaim?, claim: @escaping @Sendable () -> Bool) {
-        self.parent = parent
-        self.claimRace = claim
-    }
-
+public protocol DeadlineClaim: AnyObject, Sendable {
     /// Decides this race (and any enclosing one) for the work: true means no timeout or
     /// cancellation can fail the caller any more, so the effect may be committed; false means
     /// the caller was already told it failed, so the effect must not happen.
-    public func claim() -> Bool {
-        guard claimRace() else { return false }
-        return parent?.claim() ?? true
-    }
+    func claim() -> Bool
 }
 
 /// Runs work against a deadline without blocking on work that ignores cancellation.
@@ -60,7 +49,7 @@ public enum Deadline {
     /// A shared timer list (the server's loop sweeps it) used instead of one timer task per call.
     @TaskLocal static var timers: DeadlineTimers?
     /// The innermost deadline race the current task works for, if any.
-    @TaskLocal public static var current: DeadlineClaim?
+    @TaskLocal public static var current: (any DeadlineClaim)?
 
     /// Claims every deadline race the current task works for (see `DeadlineClaim.claim`);
     /// true when there is none.
@@ -73,9 +62,8 @@ public enum Deadline {
         timeoutError: @escaping @Sendable () -> any Error,
         _ operation: @escaping @Sendable () async throws -> R
     ) async throws -> R {
-        let race = Race<R>()
+        let race = Race<R>(parent: current)
         let timers = self.timers
-        let claim = DeadlineClaim(parent: current) { race.claim() }
         return try await withTaskCancellationHandler {
             // Unsafe is safe here: `Race` resumes the continuation exactly once (the first
             // `finish` takes it out under the lock; `begin` resumes only a decided race).
@@ -86,7 +74,7 @@ public enum Deadline {
                 // the caller does not suspend at all (twice the in-process rate with a deadline).
                 let work = Task.immediate(executorPreference: executor) {
                     do {
-                        let value = try await Deadline.$current.withValue(claim) { try await operation() }
+                        let value = try await Deadline.$current.withValue(race) { try await operation() }
                         race.finish(.success(value), byWork: true)
                     } catch {
                         race.finish(.failure(error), byWork: true)
@@ -149,7 +137,11 @@ public final class DeadlineTimers: Sendable {
 /// The shared state of one deadline race: whoever finishes first resumes the caller and
 /// cancels the other side. Once the work has claimed the race (it is committing), only the
 /// work's own result can finish it.
-private final class Race<R: Sendable>: Sendable {
+private final class Race<R: Sendable>: DeadlineClaim {
+    /// The race the caller itself works for, if any: claimed too.
+    private let parent: (any DeadlineClaim)?
+    init(parent: (any DeadlineClaim)?) { self.parent = parent }
+
     private struct State {
         var continuation: UnsafeContinuation<R, any Error>?
         var result: Result<R, any Error>?
@@ -185,11 +177,12 @@ private final class Race<R: Sendable>: Sendable {
     /// out or cancelled). A race the work itself decided does not stop later effects of tasks
     /// it started (a stream's body, say): they are not what the caller waited for.
     func claim() -> Bool {
-        state.withLock { s in
+        let claimed = state.withLock { s in
             guard s.result == nil else { return s.decidedByWork }
             s.claimed = true
             return true
         }
+        return claimed && (parent?.claim() ?? true)
     }
 
     func finish(_ result: Result<R, any Error>, byWork: Bool = false) {

@@ -12,8 +12,8 @@ import Synchronization
 final class EventLoopExecutor: TaskExecutor {
     private let jobs = Mutex<[UnownedJob]>([])
     private let wakeFD: Int32
-    /// The loop thread, set once it starts; enqueues from it need no wake-up.
-    private let loopThread = Mutex<pthread_t?>(nil)
+    /// The loop thread (0 until it starts); enqueues from it need no wake-up.
+    private let loopThread = Atomic<UInt>(0)
 
     init(wakeFD: Int32) { self.wakeFD = wakeFD }
 
@@ -27,13 +27,13 @@ final class EventLoopExecutor: TaskExecutor {
     }
 
     var isLoopThread: Bool {
-        guard let thread = loopThread.withLock({ $0 }) else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
+        let thread = loopThread.load(ordering: .acquiring)
+        return thread != 0 && pthread_equal(pthread_t(thread), pthread_self()) != 0
     }
 
     /// Called once from the loop thread before it runs jobs.
     func bindToCurrentThread() {
-        loopThread.withLock { $0 = pthread_self() }
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
     }
 
     var hasJobs: Bool { jobs.withLock { !$0.isEmpty } }

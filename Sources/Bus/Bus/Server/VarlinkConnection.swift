@@ -63,29 +63,36 @@ final class VarlinkConnection: Sendable {
         /// Replies not yet written; bytes before `outputStart` are written already.
         var output: [UInt8] = []
         var outputStart = 0
-        /// Bytes the loop has taken out of `output` and is sending right now.
+        /// Bytes at `outputStart` the loop is sending right now (copied to its send buffer).
         var sending = 0
         var stream: StreamPause?
         var registeredEvents: UInt32 = 0
 
         var queued: Int { calls.count - callsHead }
-        var pending: Int { output.count - outputStart + sending }
+        var pending: Int { output.count - outputStart }
 
         /// The epoll events the state wants.
         var wantedEvents: UInt32 {
             guard lifecycle == .open else { return 0 }
             var events: UInt32 = 0
             if input.isOpen { events |= EventLoop.readable }
-            if output.count > outputStart { events |= EventLoop.writable }
+            if output.count > outputStart + sending { events |= EventLoop.writable }
             return events
         }
     }
 
     /// What to do once the lock is released.
     struct Effects {
-        var logs: [(level: LogLevel, message: String, metadata: LogMetadata)] = []
+        /// A log line to write once the lock is released.
+        struct Log {
+            let level: LogLevel
+            let message: String
+            let metadata: LogMetadata
+        }
+        var logs: [Log] = []
         var resumeWorker: CheckedContinuation<Void, Never>?
-        var resumeWriter: (CheckedContinuation<Bool, Never>, Bool)?
+        /// A paused stream writer to resume (always with true: the client caught up).
+        var resumeWriter: CheckedContinuation<Bool, Never>?
         /// Ask the loop to shut the fd down (a close was requested).
         var shutdown = false
         /// New epoll events to apply.
@@ -101,6 +108,8 @@ final class VarlinkConnection: Sendable {
     let limits: ServerLimits
     let logger: Logger
     let state: Mutex<State>
+    /// What the loop is sending now; only the loop thread touches it.
+    private let sendBuffer = SendBuffer()
 
     init(fd: Int32, loop: EventLoop, context: ConnectionContext, limits: ServerLimits, logger: Logger) {
         self.fd = fd
@@ -125,17 +134,24 @@ final class VarlinkConnection: Sendable {
     /// Applies `effects`: fd work on the loop thread (now when already there), then logs and resumes.
     private func perform(_ effects: Effects) {
         if effects.shutdown || effects.events != nil || effects.flush {
-            loop.run { [self] in
-                if effects.flush { flush() }
-                if effects.shutdown { shutdownIfOpen() }
-                if effects.events != nil { applyInterest() }
+            if loop.inLoopThread {
+                loopWork(effects)
+            } else {
+                loop.execute { [self] in loopWork(effects) }
             }
         }
-        for log in effects.logs {
-            logger.log(log.level, log.message, metadata: log.metadata)
+        if !effects.logs.isEmpty {
+            for log in effects.logs { logger.log(log.level, log.message, metadata: log.metadata) }
         }
         effects.resumeWorker?.resume()
-        if let (writer, value) = effects.resumeWriter { writer.resume(returning: value) }
+        effects.resumeWriter?.resume(returning: true)
+    }
+
+    /// The fd work of `effects` (loop thread).
+    private func loopWork(_ effects: Effects) {
+        if effects.flush { flush() }
+        if effects.shutdown { shutdownIfOpen() }
+        if effects.events != nil { applyInterest() }
     }
 
     /// Brings epoll in line with the state (loop thread).
@@ -155,34 +171,39 @@ final class VarlinkConnection: Sendable {
 
     // MARK: Reading (loop thread)
 
-    /// Reads what the socket has, queues whole calls, and wakes the worker.
+    /// Reads what the socket has, queues whole calls, and wakes the worker (loop thread; the
+    /// loop alone reads and closes the fd, so the read needs no lock). The loop only asks while
+    /// reading is on, or on a hang-up: bytes that arrive while the call queue is full stay in
+    /// the reader until the worker makes room.
     func readAvailable(into chunk: inout [UInt8]) {
         var effects = Effects()
-        while state.withLock({ $0.lifecycle == .open && $0.input.isOpen }) {
+        var more = true
+        while more {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             let wouldBlock = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-            let more = state.withLock { s -> Bool in
-                if n > 0 {
-                    chunk.withUnsafeBytes { s.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-                    pump(&s, &effects)
-                    return n == chunk.count
-                }
-                if !wouldBlock {
-                    if s.input.isOpen { s.input = .ended }
-                    if n == 0 && s.reader.pendingCount > 0 {
-                        effects.logs.append((.notice, "client closed mid-message", ["peer": peerDescription]))
+            more = state.withLock { s -> Bool in
+                var again = false
+                if s.lifecycle == .open && (s.input.isOpen || s.input == .paused) {
+                    if n > 0 {
+                        chunk.withUnsafeBytes { s.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                        pump(&s, &effects)
+                        again = n == chunk.count && s.input.isOpen
+                    } else if !wouldBlock {
+                        if n == 0 && s.reader.pendingCount > 0 {
+                            effects.logs.append(Effects.Log(level: .notice, message: "client closed mid-message", metadata: ["peer": peerDescription]))
+                        }
+                        s.input = .ended
                     }
                 }
-                return false
-            }
-            if !more { break }
-        }
-        state.withLock { s in
-            effects.events = Self.interest(s)
-            if case .waiting(let worker) = s.worker {
-                s.worker = .idle
-                effects.resumeWorker = worker
+                if !again {
+                    effects.events = Self.interest(s)
+                    if case .waiting(let worker) = s.worker {
+                        s.worker = .idle
+                        effects.resumeWorker = worker
+                    }
+                }
+                return again
             }
         }
         perform(effects)
@@ -199,7 +220,7 @@ final class VarlinkConnection: Sendable {
                 if s.input == .awaitingFirstMessage { s.input = .reading }
             } catch {
                 s.input = .broken(error.reason)
-                effects.logs.append((.warning, "closing connection: \(error.reason)", ["peer": peerDescription]))
+                effects.logs.append(Effects.Log(level: .warning, message: "closing connection: \(error.reason)", metadata: ["peer": peerDescription]))
             }
         }
         switch s.input {
@@ -285,24 +306,29 @@ final class VarlinkConnection: Sendable {
 
     struct Gone: Error {}
 
-    /// Queues a reply; the loop writes it (at once when the worker runs on the loop thread).
-    /// Throws `Gone` when the connection is closed or the client has left more than the
-    /// pending-output limit unread.
+    /// Queues a reply and, on the loop thread, writes what the socket takes now (else the loop
+    /// writes it soon). Throws `Gone` when the connection is closed or the client has left more
+    /// than the pending-output limit unread.
     func send(_ reply: VarlinkReply) throws(Gone) {
+        let onLoop = loop.inLoopThread
         var effects = Effects()
+        var taken: Taken?
         let gone = state.withLock { s -> Bool in
             guard s.lifecycle == .open else { return true }
             let wasEmpty = s.output.count == s.outputStart
             reply.write(into: &s.output)
             if s.pending > limits.maxPendingOutputBytes {
-                effects.logs.append((.warning, "closing connection: client is not reading its replies", ["peer": peerDescription, "pending.bytes": "\(s.pending)"]))
+                effects.logs.append(Effects.Log(level: .warning, message: "closing connection: client is not reading its replies", metadata: ["peer": peerDescription, "pending.bytes": "\(s.pending)"]))
                 requestClose(&s, &effects)
                 return true
             }
             // When output was already waiting, the loop writes it on EPOLLOUT (in order).
-            effects.flush = wasEmpty && s.sending == 0
+            if wasEmpty && s.sending == 0 {
+                if onLoop { taken = take(&s) } else { effects.flush = true }
+            }
             return false
         }
+        if let taken { written(taken, sent: write(taken)) }
         perform(effects)
         if gone { throw Gone() }
     }
@@ -331,52 +357,57 @@ final class VarlinkConnection: Sendable {
         guard resumed else { throw Gone() }
     }
 
-    /// Writes what the socket takes now (loop thread): the output is taken out of the state,
-    /// sent without the lock, and what was not taken is put back in front of anything queued
-    /// meanwhile.
+    /// Output copied out of the state to be sent without the lock: `count` bytes in the
+    /// connection's send buffer, which only the loop thread touches.
+    struct Taken {
+        let count: Int
+    }
+
+    /// Copies the unwritten output into the send buffer (under the lock; loop thread). The
+    /// bytes stay in `output` (counted as `sending`) until the write says how many went.
+    private func take(_ s: inout State) -> Taken? {
+        guard s.lifecycle == .open, s.sending == 0, s.output.count > s.outputStart else { return nil }
+        let count = s.output.count - s.outputStart
+        sendBuffer.bytes.removeAll(keepingCapacity: true)
+        sendBuffer.bytes.append(contentsOf: s.output[s.outputStart...])
+        s.sending = count
+        return Taken(count: count)
+    }
+
+    /// Writes what the socket takes now (loop thread).
     private func flush() {
-        let taken = state.withLock { s -> (bytes: [UInt8], start: Int)? in
-            guard s.lifecycle == .open, s.output.count > s.outputStart else { return nil }
-            defer {
-                s.sending = s.output.count - s.outputStart
-                s.output = []
-                s.outputStart = 0
-            }
-            return (s.output, s.outputStart)
-        }
-        guard let (bytes, start) = taken else { return }
-        var sent = start
-        var failed = false
-        while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { buffer -> Int in
+        guard let taken = state.withLock({ take(&$0) }) else { return }
+        written(taken, sent: write(taken))
+    }
+
+    /// Sends the send buffer (loop thread, no lock): how far it got, and whether the socket failed.
+    private func write(_ taken: Taken) -> (count: Int, failed: Bool) {
+        var sent = 0
+        while sent < taken.count {
+            let n = sendBuffer.bytes.withUnsafeBytes { buffer -> Int in
                 // Safe: sent < count, so the buffer is non-empty and has a base address.
                 guard let base = buffer.baseAddress else { return 0 }
-                return Glibc.send(fd, base + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
+                return Glibc.send(fd, base + sent, taken.count - sent, Int32(MSG_NOSIGNAL))
             }
             if n > 0 {
                 sent += n
             } else if n < 0 && errno == EINTR {
                 continue
             } else {
-                failed = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                break
+                return (sent, !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)))
             }
         }
+        return (sent, false)
+    }
+
+    /// Marks what was sent as written and updates the state after a write (loop thread).
+    private func written(_ taken: Taken, sent: (count: Int, failed: Bool)) {
         var effects = Effects()
         state.withLock { s in
             s.sending = 0
-            if sent < bytes.count {
-                // Put back the unsent rest, in front of replies queued while sending.
-                if s.output.isEmpty {
-                    s.output = bytes
-                    s.outputStart = sent
-                } else {
-                    s.output = Array(bytes[sent...]) + s.output[s.outputStart...]
-                    s.outputStart = 0
-                }
-            }
-            if sent > start, s.stream != nil { s.stream?.lastDrain = .now }
-            if failed { requestClose(&s, &effects) }
+            s.outputStart += sent.count
+            if sent.count > 0, s.stream != nil { s.stream?.lastDrain = .now }
+            if sent.failed { requestClose(&s, &effects) }
             if s.output.count == s.outputStart {
                 s.output.removeAll(keepingCapacity: s.output.capacity <= 1 << 16)
                 s.outputStart = 0
@@ -387,7 +418,7 @@ final class VarlinkConnection: Sendable {
             }
             if let writer = s.stream?.writer, s.pending <= limits.streamLowWater {
                 s.stream?.writer = nil
-                effects.resumeWriter = (writer, true)
+                effects.resumeWriter = writer
             }
             effects.events = Self.interest(s)
         }
@@ -449,12 +480,12 @@ final class VarlinkConnection: Sendable {
         let close = state.withLock { s -> Bool in
             if s.lifecycle != .open { return true }
             if let stream = s.stream, now - max(stream.since, stream.lastDrain) > limits.stalledStreamTimeout {
-                effects.logs.append((.notice, "closing connection: the client has not read its stream", ["peer": peerDescription, "pending.bytes": "\(s.pending)"]))
+                effects.logs.append(Effects.Log(level: .notice, message: "closing connection: the client has not read its stream", metadata: ["peer": peerDescription, "pending.bytes": "\(s.pending)"]))
                 requestClose(&s, &effects)
                 return true
             }
             if s.input == .awaitingFirstMessage && now - acceptedAt > limits.firstMessageTimeout {
-                effects.logs.append((.notice, "closing connection: no message within the first-message timeout", ["peer": peerDescription]))
+                effects.logs.append(Effects.Log(level: .notice, message: "closing connection: no message within the first-message timeout", metadata: ["peer": peerDescription]))
                 requestClose(&s, &effects)
                 return true
             }
@@ -463,4 +494,9 @@ final class VarlinkConnection: Sendable {
         perform(effects)
         return close
     }
+}
+
+/// A connection's send buffer, reused for every write.
+private final class SendBuffer: @unchecked Sendable {  // safe: only the loop thread uses it
+    var bytes: [UInt8] = []
 }

@@ -29,7 +29,7 @@ public final class SQLiteDatabase: Database {
         let fail: @Sendable (any Error) -> Void
         /// The deadline race the caller works for: claimed before the write is kept, so a
         /// caller already told "too late" never has its write committed (see `withDeadline`).
-        var deadline: DeadlineClaim?
+        var deadline: (any DeadlineClaim)?
     }
 
     /// Work queued for the writer thread.

@@ -34,6 +34,10 @@ public final class EventLoop: Sendable {
     private let handlers = Mutex<[Int32: Handler]>([:])
     private let tickers = Mutex<[@Sendable (ContinuousClock.Instant) -> Void]>([])
     private let closures = Mutex<[@Sendable () -> Void]>([])
+    /// Whether `closures` may hold something (checked without the lock on every round).
+    private let hasClosures = Atomic<Bool>(false)
+    /// Set once `stop` was asked for (checked without the lock on every round).
+    private let stopRequested = Atomic<Bool>(false)
     private enum Phase {
         case created
         case running
@@ -102,6 +106,7 @@ public final class EventLoop: Sendable {
             queue.append(job)
             return queue.count == 1
         }
+        hasClosures.store(true, ordering: .releasing)
         if first { wakeUp() }
     }
 
@@ -127,6 +132,7 @@ public final class EventLoop: Sendable {
                     return true
                 case .running:
                     p = .stopping(canStop: canStop, stopped: continuation)
+                    stopRequested.store(true, ordering: .releasing)
                     return false
                 case .stopping:
                     preconditionFailure("EventLoop.stop called twice")
@@ -144,8 +150,15 @@ public final class EventLoop: Sendable {
         var lastSweep = ContinuousClock.now
         while true {
             executor.runQueuedJobs()
-            for job in closures.withLock({ queue in defer { queue.removeAll() }; return queue }) { job() }
-            let busy = executor.hasJobs || closures.withLock { !$0.isEmpty }
+            if hasClosures.load(ordering: .acquiring) {
+                let jobs = closures.withLock { queue in
+                    defer { queue.removeAll() }
+                    hasClosures.store(false, ordering: .releasing)
+                    return queue
+                }
+                for job in jobs { job() }
+            }
+            let busy = executor.hasJobs || hasClosures.load(ordering: .acquiring)
             let n = appd_epoll_wait(epollFD, &fds, &events, 256, busy ? 0 : 100)
             for i in 0..<max(0, Int(n)) {
                 let fd = fds[i]
@@ -175,7 +188,7 @@ public final class EventLoop: Sendable {
 
     /// The continuation to resume when a stop was asked for and its condition holds.
     private func readyToStop() -> CheckedContinuation<Void, Never>? {
-        guard case .stopping(let canStop, let stopped) = phase.withLock({ $0 }), !executor.hasJobs, canStop() else { return nil }
+        guard stopRequested.load(ordering: .acquiring), case .stopping(let canStop, let stopped) = phase.withLock({ $0 }), !executor.hasJobs, canStop() else { return nil }
         phase.withLock { $0 = .stopped }
         return stopped
     }

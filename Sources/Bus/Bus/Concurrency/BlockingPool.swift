@@ -102,8 +102,18 @@ public final class BlockingPool: @unchecked Sendable {  // safe: every mutable f
         }
     }
 
-    /// Refuses new jobs; the queued ones still run. Waits (up to `timeout`) until every thread
-    /// has finished and exited; returns false if some were still busy at the timeout.
+    /// Refuses new jobs; the queued ones still run, then the threads exit. Does not wait:
+    /// safe to call from async code.
+    public func close() {
+        locked {
+            closed = true
+            pthread_cond_broadcast(wake)
+        }
+    }
+
+    /// `close`, then waits (up to `timeout`) until every thread has finished and exited;
+    /// returns false if some were still busy at the timeout. It blocks the calling thread:
+    /// call it from a thread of its own or a test, never from the cooperative pool in appd.
     @discardableResult
     public func shutdown(timeout: Duration = .seconds(10)) -> Bool {
         let until = Self.realtime(after: timeout)

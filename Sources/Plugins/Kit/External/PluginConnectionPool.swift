@@ -79,9 +79,8 @@ final class PluginConnectionPool: Sendable {
     func shutdown() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for connection in idle.withLock({ list in defer { list.removeAll() }; return list }) { connection.drop() }
-        let pool = self.pool
-        // Not waited for here: a call still blocked ends at its own deadline.
-        Task.detached { pool.shutdown(timeout: .seconds(60)) }
+        // Not waited for: a call still blocked ends at its own deadline, then its thread exits.
+        pool.close()
     }
 
     /// Runs `body` on the pool; a refused job becomes the plugin's `Busy` or `PluginUnavailable`.

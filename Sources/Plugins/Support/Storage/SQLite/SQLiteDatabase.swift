@@ -135,8 +135,9 @@ public final class SQLiteDatabase: Database {
             drainReads()
             readConnection.close()
         }
-        reader.shutdown()
-        writer.shutdown()
+        // Their queues are empty: the threads exit on their own.
+        reader.close()
+        writer.close()
     }
 
     private func enqueue(_ job: Job, ifClosed: () -> Void) {

@@ -113,11 +113,6 @@ public final class EventLoop: Sendable {
     /// Whether the caller runs on the loop's thread.
     public var inLoopThread: Bool { executor.isLoopThread }
 
-    /// Runs `job` now when on the loop thread, else soon on it (`execute`).
-    public func run(_ job: @escaping @Sendable () -> Void) {
-        if inLoopThread { job() } else { execute(job) }
-    }
-
     /// Makes the loop go round now (after a change its predicate or handlers depend on).
     public func wakeUp() { appd_eventfd_signal(wakeFD) }
 

@@ -60,9 +60,6 @@ public func gracefulShutdown() async {
     }
 }
 
-/// Whether this service has been asked to shut down gracefully.
-public var isShuttingDownGracefully: Bool { ShutdownSignal.current?.isTriggered ?? false }
-
 /// Runs `operation` and cancels it as soon as graceful shutdown is requested: for services
 /// whose work can simply stop (a periodic sweep, a consumer that resumes from its stored
 /// position next time).

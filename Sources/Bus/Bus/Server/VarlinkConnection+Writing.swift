@@ -121,7 +121,7 @@ extension VarlinkConnection {
                 s.stream?.writer = nil
                 effects.resumeWriter = writer
             }
-            effects.events = Self.interest(s)
+            effects.interestChanged = s.interestChanged
         }
         perform(effects)
     }

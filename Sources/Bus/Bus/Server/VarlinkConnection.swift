@@ -71,6 +71,9 @@ final class VarlinkConnection: Sendable {
         var queued: Int { calls.count - callsHead }
         var pending: Int { output.count - outputStart }
 
+        /// Whether epoll must be told of a change (`applyInterest` does it on the loop).
+        var interestChanged: Bool { lifecycle != .closed && wantedEvents != registeredEvents }
+
         /// The epoll events the state wants.
         var wantedEvents: UInt32 {
             guard lifecycle == .open else { return 0 }
@@ -95,8 +98,8 @@ final class VarlinkConnection: Sendable {
         var resumeWriter: CheckedContinuation<Bool, Never>?
         /// Ask the loop to shut the fd down (a close was requested).
         var shutdown = false
-        /// New epoll events to apply.
-        var events: UInt32?
+        /// The epoll events the state wants have changed.
+        var interestChanged = false
         /// Output is waiting to be written.
         var flush = false
     }
@@ -133,7 +136,7 @@ final class VarlinkConnection: Sendable {
 
     /// Applies `effects`: fd work on the loop thread (now when already there), then logs and resumes.
     func perform(_ effects: Effects) {
-        if effects.shutdown || effects.events != nil || effects.flush {
+        if effects.shutdown || effects.interestChanged || effects.flush {
             if loop.inLoopThread {
                 loopWork(effects)
             } else {
@@ -151,7 +154,7 @@ final class VarlinkConnection: Sendable {
     private func loopWork(_ effects: Effects) {
         if effects.flush { flush() }
         if effects.shutdown { shutdownIfOpen() }
-        if effects.events != nil { applyInterest() }
+        if effects.interestChanged { applyInterest() }
     }
 
     /// Brings epoll in line with the state (loop thread).
@@ -164,10 +167,6 @@ final class VarlinkConnection: Sendable {
         if let change { loop.modify(fd, events: change) }
     }
 
-    /// The epoll events to apply if they changed (under the lock).
-    static func interest(_ s: State) -> UInt32? {
-        s.lifecycle != .closed && s.wantedEvents != s.registeredEvents ? s.wantedEvents : nil
-    }
 
     // MARK: Reading (loop thread)
 
@@ -197,7 +196,7 @@ final class VarlinkConnection: Sendable {
                     }
                 }
                 if !again {
-                    effects.events = Self.interest(s)
+                    effects.interestChanged = s.interestChanged
                     if case .waiting(let worker) = s.worker {
                         s.worker = .idle
                         effects.resumeWorker = worker
@@ -249,7 +248,7 @@ final class VarlinkConnection: Sendable {
                     }
                     if s.input == .paused {
                         pump(&s, &effects)
-                        effects.events = Self.interest(s)
+                        effects.interestChanged = s.interestChanged
                     }
                     s.worker = .answering(streaming: call.more)
                     return (call, false)

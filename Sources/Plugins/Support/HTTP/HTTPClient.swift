@@ -37,10 +37,6 @@ public struct HTTPClient: Sendable {
         return stream
     }
 
-    static func milliseconds(_ d: Duration) -> Int32 {
-        let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
-        return Int32(clamping: max(0, ms))
-    }
 }
 
 /// The loop every outbound request runs on, the resolver pool, and the requests in flight

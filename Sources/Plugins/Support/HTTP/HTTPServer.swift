@@ -79,9 +79,6 @@ public final class HTTPServer<Head: HTTPRequestHead>: Sendable {
         self.handler = handler
     }
 
-    /// Requests being handled now.
-    public var inFlight: Int { handling.load(ordering: .acquiring) }
-
     /// Serves until shut down (gracefully, or cancelled); then stops accepting, lets requests being handled finish (up
     /// to `drainTimeout`), closes every connection and returns.
     public func run() async {

@@ -51,9 +51,9 @@ extension Appd {
             context: PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin")),
             logger: logger)
         let dispatcher = try makeDispatcher(bus: bus)
-        let external = try externalPlugins(config, dispatcher: dispatcher, eventLog: eventLog, adminGate: adminGate)
-        await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
         let server = try listen(listener, dispatcher: dispatcher, config: config)
+        let external = try externalPlugins(config, configFile: configFile, dispatcher: dispatcher, server: server, eventLog: eventLog, adminGate: adminGate)
+        await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
 
         // 9. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
         let retention = EventLogRetention(
@@ -122,7 +122,7 @@ extension Appd {
     static func openDatabase(_ config: AppdConfig, teardown: Teardown) async throws -> SQLiteDatabase {
         let database: SQLiteDatabase
         do {
-            try DataDirectory.create(config.dataDirectory)
+            try DataDirectory.create(config.dataDirectory, searchable: getuid() == 0 && config.pluginSandbox.mode == .bubblewrap)
             database = try SQLiteDatabase(path: config.dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
         } catch {
             throw StartFailure("cannot open the database in \(config.dataDirectory): \(error)")
@@ -155,14 +155,21 @@ extension Appd {
         }
     }
 
-    /// 6b. External plugins (supervised processes from the plugin directories), the
-    ///     credentials their own connections to appd present, and io.appd.Bus.
-    static func externalPlugins(_ config: AppdConfig, dispatcher: VarlinkDispatcher, eventLog: EventLog, adminGate: AdminGate) throws -> ExternalPluginHost {
+    /// 6b. External plugins (supervised processes from the plugin directories, each in its
+    ///     sandbox with a socket of its own on `server`), the credentials their own connections
+    ///     to appd present, and io.appd.Bus.
+    static func externalPlugins(
+        _ config: AppdConfig, configFile: String?, dispatcher: VarlinkDispatcher, server: VarlinkServer, eventLog: EventLog, adminGate: AdminGate
+    ) throws -> ExternalPluginHost {
         var settings = ExternalPluginSettings(
             directories: config.resolvedPluginDirectories,
-            runtimeDirectory: config.dataDirectory + "/plugins-run", dataDirectory: config.dataDirectory + "/plugin-data", controlSocket: config.socket)
+            runtimeDirectory: config.dataDirectory + "/plugins-run", dataDirectory: config.dataDirectory + "/plugin-data", controlSocket: config.socket,
+            server: server)
         settings.healthInterval = config.pluginHealthInterval
         settings.healthTimeout = min(.seconds(3), config.pluginHealthInterval)
+        settings.sandbox = config.pluginSandbox
+        // appd's own files stay hidden even where they lie in a tree a plugin sees.
+        settings.sandbox.hiddenPaths += [config.dataDirectory, config.socket] + (configFile.map { [$0] } ?? [])
         let external = ExternalPluginHost(
             settings: settings, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
             isAdmin: { adminGate.isPrivileged($0) }, logger: Logger(label: "appd.plugins"))
@@ -187,7 +194,8 @@ extension Appd {
         }
     }
 
-    /// 8. The server on the socket claimed in step 3 (it runs as a service of step 9).
+    /// 8. The server on the socket claimed in step 3, made before the external plugins (each
+    ///    gets a socket of its own on it); it runs as a service of step 9.
     static func listen(_ listener: ListeningSocket, dispatcher: VarlinkDispatcher, config: AppdConfig) throws -> VarlinkServer {
         do {
             return try VarlinkServer(listener: listener, dispatcher: dispatcher, limits: config.limits, logger: Logger(label: "appd.varlink"))

@@ -31,7 +31,9 @@ enum DaemonInterface {
           kind: (builtin, external),
           # An external plugin's process id while it runs.
           pid: ?int,
-          interfaces: []string
+          interfaces: []string,
+          # An external plugin's confinement: sandbox, network, uid, memory limit.
+          sandbox: ?string
         )
 
         # A durable consumer's position in the event log and how far behind it is.

@@ -18,8 +18,11 @@ enum DataDirectory {
 
     /// Creates the directory (and its parents) owner-only when missing. An existing one must
     /// be appd's own; one that others may read is made owner-only (the database holds password
-    /// hashes), one that others may write or that another user owns is refused.
-    static func create(_ path: String) throws {
+    /// hashes), one that others may write or that another user owns is refused. `searchable`
+    /// (appd as root with sandboxed plugins, whose own uids must reach their data folders and
+    /// sockets inside it) makes it 0711: others may pass through but not list it, and every
+    /// file appd keeps in it is 0600.
+    static func create(_ path: String, searchable: Bool = false) throws {
         do {
             try FileSystem.makeDirectories(path, mode: 0o700)
         } catch {
@@ -30,5 +33,6 @@ enum DataDirectory {
         } catch {
             throw StorageError(kind: .readOnly, message: error.description)
         }
+        if searchable { chmod(path, 0o711) }
     }
 }

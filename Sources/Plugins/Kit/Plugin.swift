@@ -90,11 +90,14 @@ public struct PluginStatus: Sendable, Codable, Equatable {
     public var pid: Int?
     /// The varlink interfaces it serves.
     public var interfaces: [String] = []
+    /// An external plugin's confinement, e.g. "bubblewrap, no network, uid 61234, 256 MiB".
+    public var sandbox: String?
 
     public init(
         name: String, version: String, state: PluginState, lastError: String? = nil, restarts: Int = 0, kind: String = "builtin",
-        pid: Int? = nil, interfaces: [String] = []
+        pid: Int? = nil, interfaces: [String] = [], sandbox: String? = nil
     ) {
+        self.sandbox = sandbox
         self.name = name
         self.version = version
         self.state = state

@@ -1,4 +1,5 @@
 import Bus
+import PluginKit
 import HTTP
 import Chat
 import Payments
@@ -39,6 +40,8 @@ struct AppdConfig: Sendable {
     var pluginDirectories: [String]?
     /// How often external plugins are health-checked.
     var pluginHealthInterval: Duration = .seconds(10)
+    /// How external plugins are confined (bubblewrap, hidden paths, shared read-only paths, uids).
+    var pluginSandbox = PluginSandbox()
     /// When rating asks for a rating.
     var rating = RatingRules()
 
@@ -107,6 +110,11 @@ struct AppdConfig: Sendable {
             "chatCaFile": chatCAFile.map(JSONValue.string) ?? .null,
             "pluginDirectories": .array(resolvedPluginDirectories.map(JSONValue.string)),
             "pluginHealthIntervalSeconds": seconds(pluginHealthInterval),
+            "pluginSandbox": .string(pluginSandbox.mode.rawValue),
+            "pluginBubblewrap": pluginSandbox.bubblewrap.map(JSONValue.string) ?? .null,
+            "pluginHiddenPaths": .array(pluginSandbox.hiddenPaths.map(JSONValue.string)),
+            "pluginReadOnlyPaths": .array(pluginSandbox.readOnlyPaths.map(JSONValue.string)),
+            "pluginUIDRange": .string("\(pluginSandbox.uidRange.lowerBound)-\(pluginSandbox.uidRange.upperBound)"),
             "ratingMinPositiveSignals": .int(Int64(rating.minPositiveSignals)),
             "ratingMinDaysSinceFirstSeen": .int(Int64(rating.minDaysSinceFirstSeen)),
             "ratingMinSessions": .int(Int64(rating.minSessions)),

@@ -1,4 +1,5 @@
 import Bus
+import PluginKit
 import Chat
 import Payments
 
@@ -159,6 +160,18 @@ struct ConfigKey: Sendable {
             default: throw ConfigProblem("needs a list of directories")
             }
         },
+        ConfigKey(name: "pluginSandbox", flag: "--plugin-sandbox", help: "How external plugins are confined: bubblewrap (default) or none (unconfined, as appd's user; warned at every start).") { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue, let mode = PluginSandbox.Mode(rawValue: text) else { throw ConfigProblem("is bubblewrap or none") }
+            config.pluginSandbox.mode = mode
+        },
+        text("pluginBubblewrap", "--plugin-bubblewrap", "bwrap's path (default: found on PATH, /usr/bin, /usr/local/bin).") { $0.pluginSandbox.bubblewrap = $1 },
+        paths("pluginHiddenPaths", "--plugin-hidden-paths", "Paths no plugin may read in the trees it sees (comma-separated; default: /etc/shadow, /etc/ssl/private, /etc/appd, /etc/ssh, ...).") { $0.pluginSandbox.hiddenPaths = $1 },
+        paths("pluginReadOnlyPaths", "--plugin-read-only-paths", "Host paths every plugin may read, besides /usr, /etc and its own folder (comma-separated; e.g. a shared runtime).") { $0.pluginSandbox.readOnlyPaths = $1 },
+        ConfigKey(name: "pluginUIDRange", flag: "--plugin-uid-range", help: "With appd as root, the uids plugins run as, one each (default: 61184-65519).") { config, value throws(ConfigProblem) in
+            let bounds = value.stringValue?.split(separator: "-").compactMap { UInt32($0.trimmingWhitespace()) } ?? []
+            guard bounds.count == 2, bounds[0] > 0, bounds[0] <= bounds[1] else { throw ConfigProblem("needs a range of uids like 61184-65519 (not including 0)") }
+            config.pluginSandbox.uidRange = bounds[0]...bounds[1]
+        },
         seconds("pluginHealthIntervalSeconds", "--plugin-health-interval", "Seconds between external plugins' health checks (default: 10).") { $0.pluginHealthInterval = $1 },
         integer("ratingMinPositiveSignals", "--rating-min-positive-signals", "Rating: positive signals needed since the last prompt (default: 3).") { $0.rating.minPositiveSignals = $1 },
         integer("ratingMinDaysSinceFirstSeen", "--rating-min-days-since-first-seen", "Rating: days since the user was first seen (default: 3).") { $0.rating.minDaysSinceFirstSeen = $1 },
@@ -173,6 +186,24 @@ struct ConfigKey: Sendable {
         ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
             guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs a non-empty string") }
             set(&config, text)
+        }
+    }
+
+    /// A list of absolute paths: a JSON list, or comma-separated text.
+    static func paths(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, [String]) -> Void) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            let list: [String]
+            switch value {
+            case .array(let items):
+                list = items.compactMap(\.stringValue)
+                guard list.count == items.count else { throw ConfigProblem("needs a list of absolute paths") }
+            case .string(let text): list = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            default: throw ConfigProblem("needs a list of absolute paths")
+            }
+            guard list.allSatisfy({ $0.hasPrefix("/") && !$0.split(separator: "/").contains("..") }) else {
+                throw ConfigProblem("needs absolute paths without '..'")
+            }
+            set(&config, list)
         }
     }
 

@@ -27,8 +27,8 @@ public struct AdminGate: Gate {
         let who = envelope.caller.peer.map { "\($0.uid)" } ?? (envelope.caller.plugin.map { "plugin:\($0)" } ?? "daemon")
         // A plugin's connection runs as appd's uid: the line must say which plugin it was.
         var metadata: LogMetadata = ["peer.uid": who, "method": envelope.name]
-        if let plugin = envelope.caller.plugin { metadata["plugin"] = plugin }
-        guard isPrivileged(envelope.caller) else {
+        if let plugin = envelope.caller.plugin ?? envelope.caller.connection?.pluginScope?.plugin { metadata["plugin"] = plugin }
+        guard isPrivileged(envelope.caller) || declares(envelope) else {
             audit.notice("admin call denied", metadata: metadata.merging(["outcome": "denied"]) { $1 })
             throw PermissionDenied(reason: "\(envelope.name) needs the daemon's uid, root, or the admin group")
         }
@@ -43,8 +43,17 @@ public struct AdminGate: Gate {
         }
     }
 
-    /// In-process calls from the daemon itself are privileged; plugins and users are not.
+    /// A plugin's connection may call an admin method its manifest lists under `calls`: the
+    /// operator who installed the plugin granted it. Nothing else, whatever its uid.
+    private func declares(_ envelope: Envelope) -> Bool {
+        envelope.caller.connection?.pluginScope?.calls.contains(envelope.name) == true
+    }
+
+    /// In-process calls from the daemon itself are privileged; plugins and users are not. A
+    /// connection that is a plugin's (it presented the plugin's credential, or came in on the
+    /// plugin's own socket) is never privileged by its uid: plugins may run as appd's user.
     public func isPrivileged(_ caller: Caller) -> Bool {
+        if caller.connection?.pluginScope != nil { return false }
         guard let peer = caller.peer else { return caller.plugin == nil && caller.principal == nil }
         if peer.uid == 0 || peer.uid == daemonUID { return true }
         guard let group = adminGroup else { return false }

@@ -8,9 +8,15 @@ public final class ConnectionContext: Sendable {
     private let token = Mutex<SessionToken?>(nil)
     private let scope = Mutex<PluginScope?>(nil)
 
-    public init(id: Int, peer: PeerCredentials?) {
+    /// The plugin whose own socket (`VarlinkServer.openDoor`) the connection came in on: it
+    /// is that plugin's from the start and can be no one else's.
+    public let boundPlugin: String?
+
+    public init(id: Int, peer: PeerCredentials?, plugin: PluginScope? = nil) {
         self.id = id
         self.peer = peer
+        self.boundPlugin = plugin?.plugin
+        scope.withLock { $0 = plugin }
     }
 
     /// The session token every later call on this connection carries to the gates.

@@ -25,6 +25,8 @@ public final class VarlinkServer: Service {
         var perUID: [UInt32: Int] = [:]
         var nextID = 0
         var workers: [Int: Task<Void, Never>] = [:]
+        /// Plugins' own sockets (`openDoor`), by fd.
+        var doors: [Int32: ListeningSocket] = [:]
     }
 
     /// Counters for `status`.
@@ -51,7 +53,7 @@ public final class VarlinkServer: Service {
     /// Serves until shut down (gracefully, or cancelled), then stops accepting, drains
     /// in-flight calls (bounded), closes every connection and removes the socket file.
     public func run() async throws {
-        loop.add(listener.fd, events: EventLoop.readable) { [self] _, _ in acceptAll() }
+        loop.add(listener.fd, events: EventLoop.readable) { [self] _, _ in acceptAll(from: listener, scope: nil) }
         loop.onTick { [self] now in sweep(now: now) }
         loop.start()
         logger.notice("listening", metadata: ["socket": listener.path])
@@ -67,6 +69,10 @@ public final class VarlinkServer: Service {
         stopping.store(true, ordering: .releasing)
         loop.remove(listener.fd)
         listener.close()
+        for door in registry.withLock({ r in defer { r.doors = [:] }; return Array(r.doors.values) }) {
+            loop.remove(door.fd)
+            door.close()
+        }
         // 2. Drain: wait for calls being answered now, within the bound.
         let deadline = ContinuousClock.now.advanced(by: limits.drainTimeout)
         while ContinuousClock.now < deadline {
@@ -115,7 +121,43 @@ public final class VarlinkServer: Service {
         }
     }
 
-    private func acceptAll() {
+    /// Opens a socket of its own for one external plugin (mounted into its sandbox as appd's
+    /// socket): every connection on it is that plugin's, held to its manifest from the first
+    /// call and never an admin, whatever the peer's uid. `owner` (appd as root: the plugin's
+    /// uid) gets the socket file; it is 0600 either way.
+    public func openDoor(path: String, scope: PluginScope, owner: uid_t? = nil) throws(SocketError) -> Door {
+        let socket = try ListeningSocket.bind(path: path, mode: 0o600)
+        if let owner, chown(path, owner, owner) != 0 {
+            let code = errno
+            socket.close()
+            throw SocketError(operation: "chown", path: path, code: code)
+        }
+        registry.withLock { $0.doors[socket.fd] = socket }
+        loop.add(socket.fd, events: EventLoop.readable) { [self] _, _ in acceptAll(from: socket, scope: scope) }
+        return Door(server: self, socket: socket)
+    }
+
+    /// A plugin's socket; `close()` stops accepting on it (its connections stay until they end).
+    public final class Door: Sendable {
+        let server: VarlinkServer
+        let socket: ListeningSocket
+        init(server: VarlinkServer, socket: ListeningSocket) {
+            self.server = server
+            self.socket = socket
+        }
+        public var path: String { socket.path }
+        public func close() {
+            let (server, socket) = (self.server, self.socket)
+            guard server.registry.withLock({ $0.doors.removeValue(forKey: socket.fd) }) != nil else { return }
+            // On the loop, so no accept runs on a number that is being closed and reused.
+            server.loop.execute {
+                server.loop.remove(socket.fd)
+                socket.close()
+            }
+        }
+    }
+
+    private func acceptAll(from listener: ListeningSocket, scope: PluginScope?) {
         while !stopping.load(ordering: .acquiring) {
             let fd = appd_accept(listener.fd)
             guard fd >= 0 else {
@@ -150,7 +192,7 @@ public final class VarlinkServer: Service {
             }
             acceptedTotal.add(1, ordering: .relaxed)
             let connection = VarlinkConnection(
-                fd: fd, loop: loop, context: ConnectionContext(id: id, peer: peer), limits: limits, logger: logger)
+                fd: fd, loop: loop, context: ConnectionContext(id: id, peer: peer, plugin: scope), limits: limits, logger: logger)
             // The worker runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
             let worker = Task(executorPreference: loop.executor) { [self] in
                 await Deadline.$executor.withValue(loop.executor) {

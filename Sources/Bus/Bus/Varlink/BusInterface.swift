@@ -158,6 +158,9 @@ public enum BusInterface {
             guard let connection = envelope.caller.connection, let scope = credentials?.scope(forToken: command.token) else {
                 throw PermissionDenied(reason: "not a valid plugin credential")
             }
+            if let bound = connection.boundPlugin, bound != scope.plugin {
+                throw PermissionDenied(reason: "this connection belongs to plugin '\(bound)'")
+            }
             connection.pluginScope = scope
             return .init(plugin: scope.plugin)
         }

@@ -205,6 +205,8 @@ int appd_accept_blocking(int listen_fd) {
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <grp.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -221,7 +223,8 @@ static void format_listen_pid(char *buf, size_t len, pid_t pid) {
     buf[i] = 0;
 }
 
-pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[], int listen_pid_slot, int listen_fd, int out_fd, int err_fd, const char *directory) {
+pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[], int listen_pid_slot, int listen_fd, int out_fd, int err_fd, const char *directory,
+                        const int *keep_fds, int keep_count, const int *limit_kinds, const unsigned long long *limit_values, int limit_count, long uid, long gid) {
     /* Prepared before fork: the child only formats digits into it. */
     static __thread char pid_entry[32];
     char **env = (char **)envp;
@@ -235,11 +238,13 @@ pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[]
     sigprocmask(SIG_SETMASK, &none, NULL);
     for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
     setsid();
-    /* Dies with appd (an orphaned plugin would keep running beside the next appd's), and
-       cannot gain privileges through setuid binaries. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (getppid() != parent) _exit(125); /* appd died before the line above */
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    /* The descriptors to keep are moved out of the way first (F_DUPFD never replaces one). */
+    int moved[32];
+    if (keep_count > 32) _exit(124);
+    for (int i = 0; i < keep_count; i++) {
+        moved[i] = fcntl(keep_fds[i], F_DUPFD, 64);
+        if (moved[i] < 0) _exit(124);
+    }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull >= 0) dup2(devnull, 0);
     if (out_fd >= 0) dup2(out_fd, 1);
@@ -253,12 +258,33 @@ pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[]
         int flags = fcntl(3, F_GETFL);
         if (flags >= 0) fcntl(3, F_SETFL, flags & ~O_NONBLOCK);
     }
+    int first = listen_fd >= 0 ? 4 : 3;
+    for (int i = 0; i < keep_count; i++) {
+        if (dup2(moved[i], first + i) < 0) _exit(124);
+    }
+    first += keep_count;
     /* Nothing else crosses into the plugin: not appd's own descriptors, nor any that appd
        inherited without close-on-exec (a supervisor's, say). */
-    int first = listen_fd >= 0 ? 4 : 3;
     if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) != 0) {
         for (int fd = first; fd < 65536; fd++) close(fd);
     }
+    for (int i = 0; i < limit_count; i++) {
+        struct rlimit limit = { .rlim_cur = (rlim_t)limit_values[i], .rlim_max = (rlim_t)limit_values[i] };
+        if (setrlimit(limit_kinds[i], &limit) != 0) _exit(123);
+    }
+    /* Its own unprivileged identity (appd running as root): no supplementary groups, then
+       the group, then the user, which cannot be undone. */
+    if (gid >= 0 || uid >= 0) {
+        if (setgroups(0, NULL) != 0) _exit(122);
+        if (gid >= 0 && setgid((gid_t)gid) != 0) _exit(122);
+        if (uid >= 0 && setuid((uid_t)uid) != 0) _exit(122);
+    }
+    /* Dies with appd (an orphaned plugin would keep running beside the next appd's), and
+       cannot gain privileges through setuid binaries. Set after the identity change, which
+       clears the parent-death signal. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent) _exit(125); /* appd died before the line above */
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     if (listen_pid_slot >= 0) {
         format_listen_pid(pid_entry, sizeof(pid_entry), getpid());
         env[listen_pid_slot] = pid_entry;
@@ -267,6 +293,12 @@ pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[]
     execve(path, argv, env);
     _exit(127);
 }
+
+int appd_open_path(const char *path) {
+    return open(path, O_PATH | O_CLOEXEC);
+}
+
+int appd_rlimit_nproc(void) { return RLIMIT_NPROC; }
 
 int appd_wait_exit(pid_t pid, int *status) {
     for (;;) {

@@ -36,6 +36,8 @@ public struct ExternalManifest: Sendable, Equatable {
     public var streamIdleTimeout: Duration
     public var maxConcurrentCalls: Int
     public var enabled: Bool
+    /// What it may reach and use inside its sandbox.
+    public var sandbox = SandboxManifest()
 
     /// Parses and checks a manifest; the error says what to fix.
     public static func parse(_ bytes: [UInt8]) throws(ManifestProblem) -> ExternalManifest {
@@ -45,7 +47,7 @@ public struct ExternalManifest: Sendable, Equatable {
         let known: Set<String> = [
             "name", "version", "executable", "arguments", "environment", "interfaces", "requirements", "defaultRequirements", "subscribes",
             "publishes", "calls", "restart", "callTimeoutSeconds", "streamIdleTimeoutSeconds", "maxConcurrentCalls", "enabled", "description",
-            "events", "capabilities",
+            "events", "capabilities", "sandbox",
         ]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw ManifestProblem("unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: Array(known)).map { "; did you mean '\($0)'?" } ?? ""))
@@ -127,6 +129,7 @@ public struct ExternalManifest: Sendable, Equatable {
             guard case .bool(let flag) = enabled else { throw ManifestProblem("'enabled' must be true or false") }
             manifest.enabled = flag
         }
+        if let sandbox = object["sandbox"] { manifest.sandbox = try SandboxManifest.parse(sandbox) }
         return manifest
     }
 

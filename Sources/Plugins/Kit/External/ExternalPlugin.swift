@@ -22,12 +22,22 @@ public struct ExternalPluginSettings: Sendable {
     public var drainTimeout: Duration = .seconds(10)
     /// A process that ran this long counts as started well (its failure count starts over).
     public var healthyAfter: Duration = .seconds(10)
+    /// How often a plugin's resident memory is checked against its limit.
+    public var memoryInterval: Duration = .seconds(1)
+    /// How plugins are confined (bubblewrap by default).
+    public var sandbox = PluginSandbox()
+    /// The server that gives each sandboxed plugin a socket of its own (`openDoor`).
+    public var server: VarlinkServer?
+    /// Where the uids of plugins are kept (appd as root).
+    public var uidFile: String
 
-    public init(directories: [String], runtimeDirectory: String, dataDirectory: String, controlSocket: String) {
+    public init(directories: [String], runtimeDirectory: String, dataDirectory: String, controlSocket: String, server: VarlinkServer? = nil) {
         self.directories = directories
         self.runtimeDirectory = runtimeDirectory
         self.dataDirectory = dataDirectory
         self.controlSocket = controlSocket
+        self.server = server
+        self.uidFile = dataDirectory + "/uids.json"
     }
 }
 
@@ -60,9 +70,19 @@ actor ExternalPlugin {
     private var health: Task<Void, Never>?
     private var pendingRestart: Task<Void, Never>?
 
-    init(discovered: DiscoveredPlugin, settings: ExternalPluginSettings, registrar: InterfaceRegistrar, token: String, isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger) {
+    /// How this plugin is confined: bwrap's path (or why there is none), and its uid.
+    let confinement: Confinement
+    /// appd's socket for it, in a sandbox.
+    private var door: VarlinkServer.Door?
+    private var memoryWatch: Task<Void, Never>?
+
+    init(
+        discovered: DiscoveredPlugin, settings: ExternalPluginSettings, confinement: Confinement, registrar: InterfaceRegistrar, token: String,
+        isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger
+    ) {
         self.discovered = discovered
         self.settings = settings
+        self.confinement = confinement
         self.registrar = registrar
         self.token = token
         self.logger = logger
@@ -74,7 +94,8 @@ actor ExternalPlugin {
     var status: PluginStatus {
         PluginStatus(
             name: manifest.name, version: manifest.version, state: state, lastError: lastError, restarts: restarts, kind: "external",
-            pid: process.map { Int($0.pid) }, interfaces: interfaces.isEmpty ? manifest.interfaces : interfaces)
+            pid: process.map { Int($0.pluginPID ?? $0.pid) }, interfaces: interfaces.isEmpty ? manifest.interfaces : interfaces,
+            sandbox: confinement.summary(manifest.sandbox))
     }
 
     var socketPath: String { settings.runtimeDirectory + "/" + manifest.name + ".sock" }
@@ -107,12 +128,11 @@ actor ExternalPlugin {
         let pluginData = settings.dataDirectory + "/" + name
         try? FileSystem.makeDirectories(pluginData, mode: 0o700)
         do throws(PluginStartError) {
-            let spawned = try await PluginProcess.spawn(
-                name: name, executable: discovered.executable, arguments: manifest.arguments, environment: environment(data: pluginData),
-                folder: discovered.folder, listenFD: listenFD, logger: logger
-            ) { [weak self] status in
+            let plan = try prepare(data: pluginData)
+            let spawned = try await PluginProcess.spawn(name: name, plan: plan.plan, listenFD: listenFD, logger: logger) { [weak self] status in
                 Task { await self?.exited(generation: generation, status: status) }
             }
+            plan.command?.close()
             // Stopped or restarted while the fork was waiting for the spawner: not wanted now.
             guard generation == self.generation, !stopping else {
                 spawned.signal(SIGKILL)
@@ -120,8 +140,12 @@ actor ExternalPlugin {
                 return
             }
             process = spawned
+            memoryWatch = Task { [weak self] in await self?.watchMemory(spawned, generation: generation) }
         } catch {
             close(listenFD)
+            door?.close()
+            door = nil
+            if error.permanent { gaveUp = true }
             fail(error.description)
             return
         }
@@ -156,6 +180,59 @@ actor ExternalPlugin {
         }
     }
 
+    /// What to run: the plugin itself (no sandbox), or bwrap with the plugin inside, its own
+    /// socket to appd open, its data folder its own.
+    private func prepare(data: String) throws(PluginStartError) -> (plan: PluginProcess.Plan, command: BubblewrapCommand?) {
+        var limits = confinement.limits(manifest.sandbox.limits)
+        guard let bubblewrap = try confinement.bubblewrap.get() else {
+            return (PluginProcess.Plan(
+                path: discovered.executable, arguments: [discovered.executable] + manifest.arguments,
+                environment: environment(data: data, socket: settings.controlSocket), setsListenPID: true, directory: discovered.folder,
+                limits: limits, sandboxed: false), nil)
+        }
+        guard let server = settings.server else { throw PluginStartError("appd has no server to give it a socket of its own") }
+        var uid: UInt32?
+        if getuid() == 0 {
+            guard let assigned = confinement.uids?.uid(for: manifest.name) else {
+                throw PluginStartError("no free uid left in pluginUIDRange \(settings.sandbox.uidRange) for it", permanent: true)
+            }
+            try PluginUIDs.own(data, uid: assigned)
+            uid = assigned
+            limits.append((appd_rlimit_nproc(), UInt64(manifest.sandbox.limits.processes)))
+        }
+        door?.close()
+        let doorPath = settings.runtimeDirectory + "/" + manifest.name + ".appd.sock"
+        do {
+            door = try server.openDoor(path: doorPath, scope: manifest.scope, owner: uid)
+        } catch {
+            throw PluginStartError("cannot create its socket to appd \(doorPath): \(error)")
+        }
+        let command = try BubblewrapCommand(
+            bubblewrap: bubblewrap, executable: discovered.executable, arguments: manifest.arguments, folder: discovered.folder, data: data,
+            socket: doorPath, readOnly: settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths, hidden: settings.sandbox.hiddenPaths,
+            network: manifest.sandbox.network)
+        let plan = PluginProcess.Plan(
+            path: bubblewrap, arguments: command.arguments, environment: environment(data: data, socket: PluginSandbox.socketInside),
+            setsListenPID: false, directory: nil, descriptors: command.descriptors, limits: limits, uid: uid, sandboxed: true)
+        return (plan, command)
+    }
+
+    /// Stops the plugin when its processes together hold more resident memory than its limit.
+    private func watchMemory(_ process: PluginProcess, generation: Int) async {
+        let limit = UInt64(manifest.sandbox.limits.memoryMB) << 20
+        while !Task.isCancelled {
+            try? await Task.sleep(for: settings.memoryInterval)
+            guard !Task.isCancelled, generation == self.generation, !process.hasExited else { return }
+            let resident = process.residentBytes()
+            guard resident > limit else { continue }
+            attemptError = "killed: over its memory limit (\(resident >> 20) MiB resident, sandbox.limits.memoryMB is \(limit >> 20))"
+            lastError = attemptError
+            logger.warning("external plugin over its memory limit; restarting it", metadata: ["plugin": "\(manifest.name)", "resident": "\(resident >> 20) MiB"])
+            process.signal(SIGKILL)
+            return
+        }
+    }
+
     /// GetInfo and each interface's description, checked against the manifest.
     private func introspect(_ pool: PluginConnectionPool) async throws -> [VarlinkInterface] {
         let info = try await pool.call("org.varlink.service.GetInfo", [:], timeout: settings.startTimeout)
@@ -180,11 +257,14 @@ actor ExternalPlugin {
 
     private func exited(generation: Int, status: Int32) async {
         guard generation == self.generation else { return }
+        let description = process?.describe(status) ?? PluginProcess.describe(status)
         process = nil
         pool?.shutdown()
         pool = nil
         health?.cancel()
-        let description = PluginProcess.describe(status)
+        memoryWatch?.cancel()
+        door?.close()
+        door = nil
         gateway.down(stopping ? "it is stopped" : "it \(description); restarting")
         if stopping {
             state = .stopped
@@ -249,6 +329,7 @@ actor ExternalPlugin {
         stopping = true
         pendingRestart?.cancel()
         health?.cancel()
+        memoryWatch?.cancel()
         gateway.down("it is stopping")
         if let pool {
             let drainUntil = ContinuousClock.now + settings.drainTimeout
@@ -269,6 +350,8 @@ actor ExternalPlugin {
         state = .stopped
         gateway.down("it is stopped")
         unlink(socketPath)
+        door?.close()
+        door = nil
     }
 
     /// A manual restart (appctl plugins restart): drains, stops, starts, failure count reset.
@@ -295,7 +378,7 @@ actor ExternalPlugin {
     }
 
     /// The allow-listed part of appd's environment and what the plugin needs to find appd.
-    private func environment(data: String) -> [String] {
+    private func environment(data: String, socket: String) -> [String] {
         var env: [String] = []
         var hasPath = false
         for name in manifest.environment {
@@ -305,7 +388,7 @@ actor ExternalPlugin {
         }
         if !hasPath { env.append("PATH=/usr/local/bin:/usr/bin:/bin") }
         env += [
-            "LISTEN_FDS=1", "LISTEN_FDNAMES=varlink", "APPD_SOCKET=\(settings.controlSocket)", "APPD_PLUGIN_NAME=\(manifest.name)",
+            "LISTEN_FDS=1", "LISTEN_FDNAMES=varlink", "APPD_SOCKET=\(socket)", "APPD_PLUGIN_NAME=\(manifest.name)",
             "APPD_PLUGIN_TOKEN=\(token)", "APPD_PLUGIN_DATA=\(data)",
         ]
         return env

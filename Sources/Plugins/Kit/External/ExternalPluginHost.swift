@@ -20,6 +20,8 @@ public actor ExternalPluginHost {
     private var problems: [PluginProblem] = []
     private let topics: EventTopics
     private var disabled: Set<String> = []
+    /// bwrap (or why not) and the plugins' uids, settled at the first start.
+    private var confinement: Confinement?
 
     public init(settings: ExternalPluginSettings, dispatcher: VarlinkDispatcher, stateFile: String, isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger) {
         self.settings = settings
@@ -32,9 +34,24 @@ public actor ExternalPluginHost {
 
     /// Discovers and starts every enabled plugin (in parallel).
     public func startAll() async {
-        try? FileSystem.makeDirectories(settings.runtimeDirectory, mode: 0o700)
-        chmod(settings.runtimeDirectory, 0o700)
+        let confinement = Confinement(settings: settings)
+        self.confinement = confinement
+        // Plugins with uids of their own must pass through to their sockets and data folders
+        // (each of which is theirs alone); nobody else may list them.
+        let mode: mode_t = confinement.sandboxed && confinement.uids != nil ? 0o711 : 0o700
+        for directory in [settings.runtimeDirectory, settings.dataDirectory] {
+            try? FileSystem.makeDirectories(directory, mode: mode)
+            chmod(directory, mode)
+        }
         disabled = loadDisabled()
+        switch confinement.bubblewrap {
+        case .success(nil):
+            logger.warning(
+                "external plugins run WITHOUT a sandbox (pluginSandbox: none): each can read and write what appd's user can, appd's database included"
+                    + (getuid() == 0 ? ", and runs as root" : ""))
+        case .failure(let problem): logger.error("\(problem.description)")
+        case .success: break
+        }
         _ = await rescan()
     }
 
@@ -86,8 +103,10 @@ public actor ExternalPluginHost {
             let token = (try? SecretToken.generate()) ?? ""
             guard !token.isEmpty else { continue }
             credentials.set(token: token, scope: discovered.manifest.scope)
+            let confinement = self.confinement ?? Confinement(settings: settings)
+            self.confinement = confinement
             let plugin = ExternalPlugin(
-                discovered: discovered, settings: settings, registrar: registrar, token: token, isAdmin: isAdmin,
+                discovered: discovered, settings: settings, confinement: confinement, registrar: registrar, token: token, isAdmin: isAdmin,
                 logger: logger)
             plugins[name] = plugin
             order.append(name)

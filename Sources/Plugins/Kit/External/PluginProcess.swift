@@ -22,30 +22,57 @@ final class PluginProcess: Sendable {
         return loop
     }
 
+    /// The process appd forked: the plugin itself, or, in a sandbox, bwrap (whose grandchild
+    /// the plugin is; killing bwrap takes the whole sandbox down).
     let pid: pid_t
+    let sandboxed: Bool
     private let exited = Atomic<Bool>(false)
+    private let plugin = Atomic<Int32>(0)
 
-    private init(pid: pid_t) { self.pid = pid }
+    private init(pid: pid_t, sandboxed: Bool) {
+        self.pid = pid
+        self.sandboxed = sandboxed
+    }
 
     var hasExited: Bool { exited.load(ordering: .acquiring) }
 
-    /// Starts `executable`; `onExit` gets the raw wait status once the process is gone.
+    /// What to start and how.
+    struct Plan {
+        var path: String
+        /// argv, starting with the program's name.
+        var arguments: [String]
+        var environment: [String]
+        /// Set LISTEN_PID in the child (not in a sandbox, where the shell inside sets it).
+        var setsListenPID: Bool
+        var directory: String?
+        /// Kept at 4, 5, … in the child.
+        var descriptors: [Int32] = []
+        var limits: [(resource: Int32, value: UInt64)] = []
+        /// The uid and gid to run as (appd as root); nil: appd's own.
+        var uid: UInt32?
+        var sandboxed: Bool
+    }
+
+    /// Starts `plan`; `onExit` gets the raw wait status once the process is gone.
     static func spawn(
-        name: String, executable: String, arguments: [String], environment: [String], folder: String, listenFD: Int32, logger: Logger,
-        onExit: @escaping @Sendable (Int32) -> Void
+        name: String, plan: Plan, listenFD: Int32, logger: Logger, onExit: @escaping @Sendable (Int32) -> Void
     ) async throws(PluginStartError) -> PluginProcess {
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
         guard appd_pipe(&out) == 0, appd_pipe(&err) == 0 else { throw PluginStartError("cannot create pipes: \(String(cString: strerror(errno)))") }
         let (stdoutWrite, stderrWrite) = (out[1], err[1])
         let spawned = try? await spawner.run { () -> (pid_t, Int32) in
             // C strings that outlive the fork; the LISTEN_PID slot is filled in by the child.
-            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-            let env = (environment + ["LISTEN_PID=0"]).map { strdup($0) } + [nil]
+            let argv = plan.arguments.map { strdup($0) } + [nil]
+            let env = (plan.environment + (plan.setsListenPID ? ["LISTEN_PID=0"] : [])).map { strdup($0) } + [nil]
             defer {
                 for p in argv { free(p) }
                 for p in env { free(p) }
             }
-            let pid = appd_spawn_plugin(executable, argv, env, Int32(environment.count), listenFD, stdoutWrite, stderrWrite, folder)
+            let kinds = plan.limits.map(\.resource), values = plan.limits.map { CUnsignedLongLong($0.value) }
+            let uid = plan.uid.map { Int($0) } ?? -1
+            let pid = appd_spawn_plugin(
+                plan.path, argv, env, plan.setsListenPID ? Int32(plan.environment.count) : -1, listenFD, stdoutWrite, stderrWrite, plan.directory,
+                plan.descriptors, Int32(plan.descriptors.count), kinds, values, Int32(kinds.count), uid, uid)
             return (pid, errno)
         }
         let (pid, spawnErrno) = spawned ?? (-1, EAGAIN)
@@ -54,9 +81,9 @@ final class PluginProcess: Sendable {
         guard pid > 0 else {
             close(out[0])
             close(err[0])
-            throw PluginStartError("cannot start \(executable): \(String(cString: strerror(spawnErrno)))")
+            throw PluginStartError("cannot start \(plan.path): \(String(cString: strerror(spawnErrno)))")
         }
-        let process = PluginProcess(pid: pid)
+        let process = PluginProcess(pid: pid, sandboxed: plan.sandboxed)
         let stdout = out[0], stderr = err[0]
         let loop: EventLoop
         let pidfd = appd_pidfd_open(pid)
@@ -89,15 +116,66 @@ final class PluginProcess: Sendable {
         return process
     }
 
+    /// Sends `signal` to the plugin: SIGKILL to the process appd forked (in a sandbox, bwrap,
+    /// which takes every process in it down), other signals to the plugin itself.
     func signal(_ signal: Int32) {
         guard !hasExited else { return }
-        kill(pid, signal)
+        kill(signal == SIGKILL ? pid : pluginPID ?? pid, signal)
     }
 
-    /// "exited with status 3", "killed by signal 9".
-    static func describe(_ status: Int32) -> String {
+    /// The plugin's own process (in a sandbox: bwrap's grandchild, once it exists).
+    var pluginPID: pid_t? {
+        guard sandboxed else { return pid }
+        let known = plugin.load(ordering: .relaxed)
+        if known > 0 { return known }
+        guard let inner = Self.children(of: pid).first, let found = Self.children(of: inner).first else { return nil }
+        plugin.store(found, ordering: .relaxed)
+        return found
+    }
+
+    /// Resident memory of the process appd forked and all its descendants, in bytes.
+    func residentBytes() -> UInt64 {
+        var total: UInt64 = 0
+        var pending = [pid]
+        var seen = 0
+        while let next = pending.popLast(), seen < 4096 {
+            seen += 1
+            total += Self.resident(next)
+            pending += Self.children(of: next)
+        }
+        return total
+    }
+
+    /// Children of every thread of `pid` (/proc/PID/task/TID/children).
+    static func children(of pid: pid_t) -> [pid_t] {
+        guard let tasks = opendir("/proc/\(pid)/task") else { return [] }
+        defer { closedir(tasks) }
+        var out: [pid_t] = []
+        while let entry = readdir(tasks) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let _ = Int32(tid), let bytes = PluginDirectoryScanner.readFile("/proc/\(pid)/task/\(tid)/children", limit: 1 << 16) else { continue }
+            out += String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { pid_t($0) }
+        }
+        return out
+    }
+
+    private static func resident(_ pid: pid_t) -> UInt64 {
+        // statm: size resident shared ... (pages)
+        guard let bytes = PluginDirectoryScanner.readFile("/proc/\(pid)/statm", limit: 4096) else { return 0 }
+        let fields = String(decoding: bytes, as: UTF8.self).split(separator: " ")
+        guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// "exited with status 3", "killed by signal 9". In a sandbox bwrap passes the plugin's
+    /// exit on, a death by signal N as status 128+N.
+    func describe(_ status: Int32) -> String { Self.describe(status, sandboxed: sandboxed) }
+
+    static func describe(_ status: Int32, sandboxed: Bool = false) -> String {
         let signal = status & 0x7f
-        if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        let code = (status >> 8) & 0xff
+        if signal == 0 && sandboxed && code > 128 && code < 128 + 65 { return "killed by signal \(code - 128)" }
+        if signal == 0 { return "exited with status \(code)" }
         return "killed by signal \(signal)"
     }
 
@@ -168,5 +246,10 @@ final class PluginOutput: @unchecked Sendable {  // safe: only the loop thread t
 /// The plugin could not be started; says why.
 struct PluginStartError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// Starting again will not help until the operator changes something.
+    var permanent = false
+    init(_ description: String, permanent: Bool = false) {
+        self.description = description
+        self.permanent = permanent
+    }
 }

@@ -60,12 +60,23 @@ int appd_wait_readable(int fd, int timeout_ms);
 
 /// Starts an external plugin: fork, then in the child: default signal handlers, empty mask, a
 /// new session, /dev/null on stdin, `out_fd`/`err_fd` on stdout/stderr, `listen_fd` on fd 3
-/// (blocking, inherited), `envp[listen_pid_slot]` set to LISTEN_PID=<child pid>, chdir to
-/// `directory`, execve. Returns the child's pid, or -1 (errno set). Exit 127 when exec fails.
-/* Forks and execs a plugin. The child gets SIGKILL when the forking thread's process dies
-   (PR_SET_PDEATHSIG, which follows the forking *thread*: call it from a thread that lives as
-   long as the process), and no new privileges (PR_SET_NO_NEW_PRIVS). */
-pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[], int listen_pid_slot, int listen_fd, int out_fd, int err_fd, const char *directory);
+/// (blocking, inherited), `keep_fds` on 4, 5, … in order (at most 32), nothing else; the
+/// resource limits (`setrlimit` kinds and values, soft = hard); when `uid`/`gid` are not -1,
+/// no supplementary groups and that group and user; then `envp[listen_pid_slot]` set to
+/// LISTEN_PID=<child pid> (unless -1), chdir to `directory` (unless NULL), execve. Returns the
+/// child's pid, or -1 (errno set). Exit 127 when exec fails, 122–126 when a step before it did.
+/* The child gets SIGKILL when the forking thread's process dies (PR_SET_PDEATHSIG, which
+   follows the forking *thread*: call it from a thread that lives as long as the process), and
+   no new privileges (PR_SET_NO_NEW_PRIVS). */
+pid_t appd_spawn_plugin(const char *path, char *const argv[], char *const envp[], int listen_pid_slot, int listen_fd, int out_fd, int err_fd, const char *directory,
+                        const int *keep_fds, int keep_count, const int *limit_kinds, const unsigned long long *limit_values, int limit_count, long uid, long gid);
+
+/// open(path, O_PATH | O_CLOEXEC): a descriptor that names the file without opening it for
+/// reading or writing (to mount it into a plugin's sandbox). -1 with errno set.
+int appd_open_path(const char *path);
+
+/// RLIMIT_NPROC (a macro Swift does not import).
+int appd_rlimit_nproc(void);
 
 /// waitpid(pid) until it returns (retrying EINTR). 0, or -1 with errno set.
 int appd_wait_exit(pid_t pid, int *status);

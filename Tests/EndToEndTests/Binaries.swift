@@ -8,6 +8,14 @@ enum Binaries {
     }()
     static var appd: String { directory + "/appd" }
     static var appctl: String { directory + "/appctl" }
+
+    /// The folder of the Swift runtime libraries the test binaries (and the Swift example
+    /// plugin) load: a sandboxed plugin built with Swift must be given it read-only.
+    static let swiftRuntime: String = {
+        let maps = FileHandle(forReadingAtPath: "/proc/self/maps").map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? ""
+        let library = maps.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }.first { $0.hasSuffix("/libswiftCore.so") }
+        return library.map { ($0 as NSString).deletingLastPathComponent } ?? "/usr/lib/swift/linux"
+    }()
 }
 
 /// What a finished process left behind.

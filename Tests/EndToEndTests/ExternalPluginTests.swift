@@ -14,6 +14,8 @@ import TestSupport
         ],
         "publishes": ["greeter.>"], "callTimeoutSeconds": 1, "streamIdleTimeoutSeconds": 2,
         "restart": ["policy": "on-failure", "maxRetries": 2, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.5],
+        // In its sandbox it sees /usr, /etc and its folder: the Swift runtime it links is added.
+        "sandbox": ["readOnlyPaths": [Binaries.swiftRuntime]],
     ] }
 
     /// Writes a plugin folder with `manifest` (overridden by `changes`) and the greeter binary.
@@ -26,7 +28,8 @@ import TestSupport
         try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: path))
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         try? FileManager.default.removeItem(atPath: dir + "/appd-plugin-greeter")
-        try FileManager.default.createSymbolicLink(atPath: dir + "/appd-plugin-greeter", withDestinationPath: Binaries.directory + "/appd-plugin-greeter")
+        // A copy, not a link: the sandbox shows the plugin its own folder, not the build's.
+        try FileManager.default.copyItem(atPath: Binaries.directory + "/appd-plugin-greeter", toPath: dir + "/appd-plugin-greeter")
     }
 
     static func newDirectory() throws -> String {

@@ -43,10 +43,11 @@ public struct AdminGate: Gate {
         }
     }
 
-    /// A plugin's connection may call an admin method its manifest lists under `calls`: the
-    /// operator who installed the plugin granted it. Nothing else, whatever its uid.
+    /// A plugin's connection may call an admin method its manifest lists under `calls` (the
+    /// operator who installed the plugin granted it) and the bus methods every plugin may use
+    /// (whose handlers hold it to its manifest's topics). Nothing else, whatever its uid.
     private func declares(_ envelope: Envelope) -> Bool {
-        envelope.caller.connection?.pluginScope?.calls.contains(envelope.name) == true
+        envelope.caller.connection?.pluginScope?.mayCall(envelope.name) == true
     }
 
     /// In-process calls from the daemon itself are privileged; plugins and users are not. A

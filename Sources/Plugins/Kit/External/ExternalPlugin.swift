@@ -163,7 +163,7 @@ actor ExternalPlugin {
             gateway.up(pool)
             state = .running
             lastError = nil
-            logger.notice("external plugin started", metadata: ["plugin": "\(name)", "pid": "\(process?.pid ?? 0)", "interfaces": "\(interfaces.joined(separator: ","))"])
+            logger.notice("external plugin started", metadata: ["plugin": "\(name)", "pid": "\(process.map { $0.pluginPID ?? $0.pid } ?? 0)", "interfaces": "\(interfaces.joined(separator: ","))"])
             health = Task { [weak self] in await self?.checkHealth(generation: generation) }
         } catch let problem as ManifestProblem {
             guard generation == self.generation, !stopping, process != nil else { return }
@@ -173,6 +173,11 @@ actor ExternalPlugin {
             logger.error("external plugin refused", metadata: ["plugin": "\(name)", "reason": "\(problem.description)"])
             process?.signal(SIGKILL)
         } catch {
+            guard generation == self.generation, !stopping, process != nil else { return }
+            // A plugin that exited at once: its own exit status says more than the refused call
+            // (in a sandbox, bwrap passes it on a moment later).
+            let waitUntil = ContinuousClock.now + .milliseconds(500)
+            while let process, !process.hasExited, ContinuousClock.now < waitUntil { try? await Task.sleep(for: .milliseconds(10)) }
             guard generation == self.generation, !stopping, process != nil else { return }
             attemptError = "did not answer GetInfo within \(settings.startTimeout): \(error)"
             lastError = attemptError

@@ -60,7 +60,7 @@ struct BubblewrapCommand {
         arguments += ["--chdir", folder]
         // The plugin is not bwrap's child but its grandchild, with a pid of its own inside the
         // sandbox: a shell sets LISTEN_PID to that pid and becomes the plugin.
-        arguments += ["--", "/bin/sh", "-c", "LISTEN_PID=$$; export LISTEN_PID; exec \"$@\"", "appd-plugin", executable] + plugin
+        arguments += ["--", "/bin/sh", "-c", "LISTEN_PID=$$; export LISTEN_PID; unset PWD; exec \"$@\"", "appd-plugin", executable] + plugin
     }
 
     private mutating func mount(_ path: String, at inside: String, readOnly: Bool, what: String) throws(PluginStartError) {

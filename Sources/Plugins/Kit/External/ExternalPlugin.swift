@@ -162,7 +162,8 @@ actor ExternalPlugin {
             interfaces = served.map(\.name)
             gateway.up(pool)
             state = .running
-            lastError = nil
+            // After a restart the last failure stays shown (why it was restarted) until a
+            // manual restart.
             logger.notice("external plugin started", metadata: ["plugin": "\(name)", "pid": "\(process.map { $0.pluginPID ?? $0.pid } ?? 0)", "interfaces": "\(interfaces.joined(separator: ","))"])
             health = Task { [weak self] in await self?.checkHealth(generation: generation) }
         } catch let problem as ManifestProblem {

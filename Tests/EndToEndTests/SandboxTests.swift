@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// External plugins in their sandbox, end to end: a hostile plugin (Tests/Plugins/hostile) tries
+/// what a plugin must not do, under the real appd with bubblewrap, and, to prove each probe
+/// can tell, with the sandbox off (`--plugin-sandbox none`), where the same probes succeed.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SandboxTests {
+    static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path + "/Plugins/hostile/hostile.py"
+    static let isRoot = getuid() == 0
+
+    /// A plugin folder named `name` with the hostile plugin and `sandbox` as its manifest's section.
+    static func install(_ name: String, in dir: String, sandbox: [String: Any] = [:]) throws {
+        let interface = Self.interface(name)
+        let folder = dir + "/data/plugins/" + name
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: source, toPath: folder + "/hostile.py")
+        let manifest: [String: Any] = [
+            "name": name, "version": "1", "executable": "hostile.py", "arguments": [interface], "interfaces": [interface],
+            "defaultRequirements": [String](), "restart": ["policy": "always", "backoffSeconds": 0.1], "sandbox": sandbox,
+        ]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: folder + "/plugin.json"))
+    }
+
+    /// A directory for a daemon, reachable by the plugins' own uids (appd as root).
+    static func newDirectory() throws -> String {
+        let dir = NSTemporaryDirectory() + "appd-sandbox-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: dir + "/data/plugins", withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// io.appd.tests.Hostile for "hostile", io.appd.tests.Neighbour for "neighbour", ….
+    static func interface(_ name: String) -> String { "io.appd.tests." + name.prefix(1).uppercased() + name.dropFirst() }
+
+    static func probe(_ daemon: Daemon, _ action: String, _ target: String, plugin: String = "hostile") async throws -> (ok: Bool, detail: String) {
+        let out = try await daemon.ctl(["--json", "call", Self.interface(plugin) + ".Probe", #"{"action":"\#(action)","target":"\#(target)"}"#])
+        let json = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+        return (json?["ok"] as? Bool ?? false, json?["detail"] as? String ?? "no reply: \(out)")
+    }
+
+    static func status(_ daemon: Daemon, _ name: String) async throws -> [String: Any] {
+        let out = try await daemon.ctl(["--json", "plugins"])
+        let list = (try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any])?["plugins"] as? [[String: Any]] ?? []
+        return list.first { $0["name"] as? String == name } ?? [:]
+    }
+
+    static func running(_ daemon: Daemon, _ name: String, otherThan pid: Int? = nil) async throws -> [String: Any] {
+        var status: [String: Any] = [:]
+        _ = try await eventually(timeout: .seconds(20)) {
+            status = try await Self.status(daemon, name)
+            return status["state"] as? String == "running" && (pid == nil || status["pid"] as? Int != pid)
+        }
+        return status
+    }
+
+    /// A TCP listener on 127.0.0.1 (the host's loopback); returns its port and descriptor.
+    static func listen() throws -> (port: Int, fd: Int32) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        #expect(bound == 0 && Glibc.listen(fd, 16) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return (Int(UInt16(bigEndian: address.sin_port)), fd)
+    }
+
+    /// What the same plugin reaches with and without the sandbox: each line holds in the
+    /// sandbox and its opposite holds without, so none of these checks passes by accident.
+    @Test(arguments: [true, false]) func whatAPluginCanReach(sandboxed: Bool) async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir)
+        try Self.install("neighbour", in: dir)
+        try Self.install("networked", in: dir, sandbox: ["network": true])
+        let daemon = try await Daemon.start(sandboxed ? [] : ["--plugin-sandbox", "none"], directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for name in ["hostile", "neighbour", "networked"] { _ = try await Self.running(daemon, name) }
+        let data = dir + "/data"
+        // The neighbour's data, written by the neighbour itself.
+        #expect(try await Self.probe(daemon, "write", data + "/plugin-data/hostile/own.txt").ok, "its own data folder is writable")
+        let secret = data + "/plugin-data/neighbour/secret.txt"
+        try "secret".write(toFile: secret, atomically: false, encoding: .utf8)
+        let (port, fd) = try Self.listen()
+        defer { close(fd) }
+
+        let db = try await Self.probe(daemon, "read", data + "/appd.db")
+        #expect(db.ok == !sandboxed, "read appd.db: \(db)")
+        let neighbour = try await Self.probe(daemon, "read", secret)
+        #expect(neighbour.ok == !sandboxed, "read another plugin's data: \(neighbour)")
+        let folder = try await Self.probe(daemon, "write", data + "/plugins/hostile/planted.py")
+        #expect(folder.ok == !sandboxed, "write into its own folder: \(folder)")
+        let etc = try await Self.probe(daemon, "write", "/etc/appd-sandbox-test")
+        #expect(!etc.ok || !sandboxed, "write into /etc: \(etc)")
+        unlink("/etc/appd-sandbox-test")
+        let appd = try await Self.probe(daemon, "pid", "\(daemon.process.processIdentifier)")
+        #expect(appd.ok == !sandboxed, "see appd's process: \(appd)")
+        let tcp = try await Self.probe(daemon, "connect", "\(port)")
+        #expect(tcp.ok == !sandboxed, "TCP to 127.0.0.1 without network: \(tcp)")
+        if Self.isRoot {
+            let shadow = try await Self.probe(daemon, "read", "/etc/shadow")
+            #expect(shadow.ok == !sandboxed, "read /etc/shadow: \(shadow)")
+            let uid = try await Self.probe(daemon, "uid", "-")
+            #expect((uid.detail != "0") == sandboxed, "runs as uid \(uid.detail)")
+            // Its data folder is its own uid's.
+            let owner = (try FileManager.default.attributesOfItem(atPath: data + "/plugin-data/hostile")[.ownerAccountID] as? Int) ?? -1
+            #expect((owner == Int(uid.detail)) || !sandboxed, "data folder owner \(owner), plugin uid \(uid.detail)")
+        }
+        // A plugin whose manifest declares the network reaches the host's.
+        let networked = try await Self.probe(daemon, "connect", "\(port)", plugin: "networked")
+        #expect(networked.ok, "TCP to 127.0.0.1 with network: \(networked)")
+        #expect(await daemon.stop() == 0)
+    }
+
+    /// Past its memory limit a plugin is killed and restarted, with the reason in `appctl
+    /// plugins`; under the limit the same allocation is fine.
+    @Test func aPluginOverItsMemoryLimitIsKilledAndRestartedWithTheReason() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir, sandbox: ["limits": ["memoryMB": 64]])
+        let daemon = try await Daemon.start(directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try await Self.running(daemon, "hostile")
+        #expect(try await Self.probe(daemon, "allocate", "16").ok)
+        _ = try await Self.probe(daemon, "allocate", "128")
+        let again = try await Self.running(daemon, "hostile", otherThan: first["pid"] as? Int)
+        #expect((again["lastError"] as? String ?? "").contains("over its memory limit"), "\(again)")
+        #expect((again["restarts"] as? Int ?? 0) >= 1, "\(again)")
+        #expect(try await Self.probe(daemon, "uid", "-").ok, "serves again after the restart")
+        #expect(await daemon.stop() == 0)
+    }
+}

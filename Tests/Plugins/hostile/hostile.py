@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""A hostile external plugin for the sandbox tests: it tries what a plugin must not be able to
+do and reports what happened. Standard library only (the varlink protocol by hand, on the
+socket appd passes as fd 3), so it runs with any python3 in /usr/bin.
+
+<interface>.Probe(action, target) -> (ok, detail), where <interface> is its first argument
+(io.appd.tests.Hostile when none), so that several copies can run side by side:
+  read PATH      read a byte of a file
+  write PATH     create a file
+  connect PORT   open a TCP connection to 127.0.0.1:PORT
+  pid PID        whether process PID is visible (/proc/PID exists)
+  uid -          the uid it runs as (detail)
+  allocate MB    allocate and touch MB MiB, and keep them
+"""
+import json
+import os
+import socket
+import sys
+import threading
+
+NAME = sys.argv[1] if len(sys.argv) > 1 else "io.appd.tests.Hostile"
+INTERFACE = """interface %s
+
+method Probe(action: string, target: string) -> (ok: bool, detail: string)
+""" % NAME
+kept = []
+
+
+def probe(action, target):
+    try:
+        if action == "read":
+            with open(target, "rb") as f:
+                f.read(1)
+            return True, "read"
+        if action == "write":
+            with open(target, "w") as f:
+                f.write("x")
+            return True, "written"
+        if action == "connect":
+            with socket.create_connection(("127.0.0.1", int(target)), timeout=2):
+                return True, "connected"
+        if action == "pid":
+            return os.path.exists("/proc/%s" % target), "pids: %d" % sum(1 for p in os.listdir("/proc") if p.isdigit())
+        if action == "uid":
+            return True, str(os.getuid())
+        if action == "allocate":
+            block = bytearray(int(target) << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            kept.append(block)
+            return True, "allocated"
+        return False, "unknown action"
+    except Exception as error:  # what stopped it is the answer
+        return False, "%s: %s" % (type(error).__name__, error)
+
+
+def answer(call):
+    method = call.get("method", "")
+    if method == "org.varlink.service.GetInfo":
+        return {"parameters": {"vendor": "appd tests", "product": "hostile", "version": "1", "url": "", "interfaces": ["org.varlink.service", NAME]}}
+    if method == "org.varlink.service.GetInterfaceDescription":
+        return {"parameters": {"description": INTERFACE}}
+    if method == NAME + ".Probe":
+        p = call.get("parameters", {})
+        ok, detail = probe(p.get("action", ""), p.get("target", ""))
+        return {"parameters": {"ok": ok, "detail": detail}}
+    return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
+
+
+def serve(connection):
+    data = b""
+    with connection:
+        while True:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return
+            data += chunk
+            while b"\0" in data:
+                frame, data = data.split(b"\0", 1)
+                connection.sendall(json.dumps(answer(json.loads(frame))).encode() + b"\0")
+
+
+listener = socket.socket(fileno=3)
+while True:
+    client, _ = listener.accept()
+    threading.Thread(target=serve, args=(client,), daemon=True).start()

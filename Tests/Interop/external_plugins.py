@@ -77,13 +77,29 @@ def main():
         plugins = os.path.join(directory, "data", "plugins")
         os.makedirs(plugins)
         shutil.copytree(os.path.join(root, "contrib", "plugins", "mailer"), os.path.join(plugins, "mailer"))
+        # The mailer runs in its sandbox, which shows it /usr, /etc and its folders: its Python
+        # and the varlink package come from a virtualenv of the system's python3, listed under
+        # sandbox.readOnlyPaths (as an operator would), on a path its own uid can reach.
+        os.chmod(directory, 0o755)
+        venv = os.path.join(directory, "venv")
+        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "varlink"], check=True)
+        manifest_path = os.path.join(plugins, "mailer", "plugin.json")
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+        manifest["sandbox"] = {"readOnlyPaths": [venv]}
+        with open(manifest_path, "w") as f:
+            json.dump(manifest, f)
+        environment = dict(os.environ, PATH=os.path.join(venv, "bin") + ":/usr/bin:/bin", VIRTUAL_ENV=venv)
+        environment.pop("PYTHONPATH", None)
         sock_path = os.path.join(directory, "appd.sock")
         proc = subprocess.Popen([appd, "--socket", sock_path, "--data-dir", os.path.join(directory, "data"), "--log-level", "notice"],
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, env=environment)
         try:
             wait_for("socket", lambda: os.path.exists(sock_path))
             status = wait_for("mailer", lambda: mailer_status(sock_path).get("state") == "running" and mailer_status(sock_path))
             check("appd starts the Python mailer from its plugin folder", bool(status), str(mailer_status(sock_path)))
+            check("in its sandbox", (status or {}).get("sandbox", "").startswith("bubblewrap"), str(status))
             check("it serves io.appd.examples.Mailer", (status or {}).get("interfaces") == ["io.appd.examples.Mailer"], str(status))
             # Its first run starts from the current end of the event log (it writes its cursor then).
             wait_for("cursor", lambda: os.path.exists(os.path.join(directory, "data", "plugin-data", "mailer", "cursor")))

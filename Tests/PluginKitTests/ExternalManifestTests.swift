@@ -36,6 +36,23 @@ import Testing
         #expect(Self.problem(#", "callTimeoutSeconds": 7200"#) == "callTimeoutSeconds must be more than 0 and at most 3600")
     }
 
+    @Test func theSandboxSectionHasSafeDefaultsAndIsChecked() throws {
+        let plain = try Self.parse().sandbox
+        #expect(!plain.network && plain.readOnlyPaths.isEmpty)
+        #expect(plain.limits.memoryMB == 256 && plain.limits.openFiles == 256 && plain.limits.processes == 64)
+        #expect(plain.limits.addressSpaceMB == nil && plain.limits.cpuSeconds == nil)
+        let declared = try Self.parse(#", "sandbox": {"network": true, "readOnlyPaths": ["/opt/venv"], "limits": {"memoryMB": 64, "cpuSeconds": 600}}"#).sandbox
+        #expect(declared.network && declared.readOnlyPaths == ["/opt/venv"])
+        #expect(declared.limits.memoryMB == 64 && declared.limits.cpuSeconds == 600 && declared.limits.openFiles == 256)
+        #expect(Self.problem(#", "sandbox": {"network": "yes"}"#) == "sandbox.network must be true or false")
+        #expect(Self.problem(#", "sandbox": {"readOnlyPaths": ["venv"]}"#) == "sandbox.readOnlyPaths: 'venv' is not an absolute path without '..'")
+        #expect(Self.problem(#", "sandbox": {"readOnlyPaths": ["/opt/../root"]}"#)?.hasPrefix("sandbox.readOnlyPaths:") == true)
+        #expect(Self.problem(#", "sandbox": {"limits": {"memoryMB": 0}}"#) == "sandbox.limits.memoryMB must be a whole number from 16 to 1048576")
+        #expect(Self.problem(#", "sandbox": {"limits": {"memoryMb": 64}}"#) == "sandbox.limits: unknown key 'memoryMb'; did you mean 'memoryMB'?")
+        #expect(Self.problem(#", "sandbox": {"netwrok": true}"#) == "sandbox: unknown key 'netwrok'; did you mean 'network'?")
+        #expect(Self.problem(#", "sandbox": []"#)?.hasPrefix("'sandbox' must be an object") == true)
+    }
+
     @Test func aKeyGivenTwiceIsRefused() {
         #expect(Self.problem(#", "defaultRequirements": ["admin"], "defaultRequirements": []"#)?.contains("the member name 'defaultRequirements' appears twice") == true)
     }

@@ -26,7 +26,7 @@ public struct SandboxManifest: Sendable, Equatable {
             guard case .array(let items) = paths else { throw ManifestProblem("sandbox.readOnlyPaths must be a list of absolute paths") }
             for item in items {
                 guard let path = item.stringValue, path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
-                    throw ManifestProblem("sandbox.readOnlyPaths: \(item) is not an absolute path without '..'")
+                    throw ManifestProblem("sandbox.readOnlyPaths: \(item.stringValue.map { "'\($0)'" } ?? "a non-string") is not an absolute path without '..'")
                 }
                 sandbox.readOnlyPaths.append(path)
             }

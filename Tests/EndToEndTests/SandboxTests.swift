@@ -112,6 +112,26 @@ import TestSupport
         #expect(await daemon.stop() == 0)
     }
 
+    /// Fail closed: without bubblewrap no external plugin starts (appd does, and says how to
+    /// install it); turning the sandbox off is warned about at every start.
+    @Test func withoutBubblewrapPluginsAreRefusedAndNoSandboxIsWarnedAbout() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir)
+        let missing = try await Daemon.start(["--plugin-bubblewrap", dir + "/no-bwrap"], directory: dir)
+        var status: [String: Any] = [:]
+        _ = try await eventually { status = try await Self.status(missing, "hostile"); return status["state"] as? String == "failed" }
+        #expect(status["state"] as? String == "failed" && status["pid"] == nil, "\(status)")
+        #expect((status["lastError"] as? String ?? "").contains("apt install bubblewrap"), "\(status)")
+        #expect(try await missing.ctl(["ping"]).status == 0)
+        #expect(await missing.stop() == 0)
+        let unconfined = try await Daemon.start(["--plugin-sandbox", "none"], directory: dir)
+        _ = try await Self.running(unconfined, "hostile")
+        #expect(unconfined.log.contains("external plugins run WITHOUT a sandbox"), "\(unconfined.log)")
+        #expect(try await Self.status(unconfined, "hostile")["sandbox"] as? String == "none, unconfined, 256 MiB")
+        #expect(await unconfined.stop() == 0)
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
     /// Past its memory limit a plugin is killed and restarted, with the reason in `appctl
     /// plugins`; under the limit the same allocation is fine.
     @Test func aPluginOverItsMemoryLimitIsKilledAndRestartedWithTheReason() async throws {

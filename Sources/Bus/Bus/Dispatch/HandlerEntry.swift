@@ -54,7 +54,10 @@ struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
 
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
         let command = try decodeParameters(C.self, parameters)
-        return start(command, envelope, capacity: capacity).map(capacity: capacity) { try JSONValue(encoding: $0) }
+        // One producer task that encodes as it sends (a mapped stream would need a second).
+        return ReplyChannel<JSONValue>.start(capacity: capacity) { [body] json in
+            try JSONValue(encoding: try await body(command, envelope, ReplyWriter(into: json) { try JSONValue(encoding: $0) }))
+        }
     }
 }
 

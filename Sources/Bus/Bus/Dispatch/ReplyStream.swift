@@ -57,11 +57,19 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
 
 /// The producer's handle: `send` waits while the consumer is `capacity` replies behind.
 public struct ReplyWriter<Element: Sendable>: Sendable {
-    let channel: ReplyChannel<Element>
+    private let deliver: @Sendable (Element) async throws -> Void
+
+    init(channel: ReplyChannel<Element>) { deliver = { try await channel.send($0, isFinal: false) } }
+
+    /// A writer whose replies go, transformed, to `writer` (typed replies onto a JSON stream,
+    /// with no task of their own in between).
+    init<Target: Sendable>(into writer: ReplyWriter<Target>, _ transform: @escaping @Sendable (Element) throws -> Target) {
+        deliver = { try await writer.send(transform($0)) }
+    }
 
     /// Sends one intermediate reply; throws `CancellationError` once the consumer has gone away.
     public func send(_ element: Element) async throws {
-        try await channel.send(element, isFinal: false)
+        try await deliver(element)
     }
 }
 

@@ -198,69 +198,22 @@ public enum BusInterface {
                 throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not subscribe to \(denied); declare it under \"subscribes\"")
             }
             let filter = try TopicFilter(anyOf: command.topics)
-            func visible(_ event: BusEvent) -> Bool {
-                filter.matches(event.topic) && visibility.admits(audience: bus.topics.audience(of: event.topic), owner: event.owner)
-            }
-            func send(_ event: BusEvent) async throws {
-                let payload: JSONValue
-                do { payload = try event.json() } catch { payload = .object([:]) }
-                try await writer.send(
-                    WireEvent(
-                        seq: event.sequence, topic: event.topic, time: event.timestamp.rfc3339,
-                        payload: payload, dropped: event.droppedBefore, id: event.id.description,
-                        correlationId: event.correlationID.description, causationId: event.causationID?.description,
-                        version: event.version, redacted: event.redacted ? true : nil))
-            }
-            // Live first, then the log: anything committed meanwhile arrives live, and what
-            // both deliver is skipped by its sequence number, so there is no gap and no repeat.
-            let subscription = bus.subscribe(filter, options: options, visibility: visibility)
-            defer { subscription.cancel() }
-            var replayed: Int64 = 0
             if let since = command.since {
-                guard let replay else {
+                guard replay != nil else {
                     throw InvalidParameters(
                         method: Subscribe.method, parameter: "since", reason: "this daemon keeps no durable event log")
                 }
                 guard since >= 0 else {
                     throw InvalidParameters(method: Subscribe.method, parameter: "since", reason: "must be 0 or more")
                 }
-                replayed = since
-                while true {
-                    let page = try await replay.events(after: replayed, limit: 512)
-                    for event in page {
-                        replayed = event.sequence ?? replayed
-                        if visible(event) { try await send(event) }
-                    }
-                    if page.count < 512 { break }
-                }
             }
-            for try await event in subscription {
-                if let sequence = event.sequence, sequence <= replayed { continue }
-                // A subscriber that asked for the log and fell behind its live buffer: what was
-                // dropped and is durable comes back from the log, in order; only live-only
-                // events stay reported as dropped.
-                if event.droppedBefore > 0, command.since != nil, let replay, let sequence = event.sequence {
-                    var recovered = 0
-                    while replayed < sequence - 1 {
-                        let page = try await replay.events(after: replayed, limit: 512).filter { ($0.sequence ?? 0) < sequence }
-                        for missed in page {
-                            replayed = missed.sequence ?? replayed
-                            if visible(missed) {
-                                try await send(missed)
-                                recovered += 1
-                            }
-                        }
-                        if page.isEmpty { break }
-                    }
-                    var live = event
-                    live.droppedBefore = max(0, event.droppedBefore - recovered)
-                    try await send(live)
-                    replayed = sequence
-                    continue
-                }
-                try await send(event)
-                if let sequence = event.sequence { replayed = sequence }
-            }
+            // Live first, then the log: anything committed meanwhile arrives live, and what
+            // both deliver is skipped by its sequence number, so there is no gap and no repeat.
+            let subscription = bus.subscribe(filter, options: options, visibility: visibility)
+            defer { subscription.cancel() }
+            let feed = SubscriptionFeed(
+                filter: filter, visibility: visibility, topics: bus.topics, writer: writer, replay: command.since == nil ? nil : replay)
+            try await feed.run(subscription, since: command.since)
             throw CancellationError()
         }
     }

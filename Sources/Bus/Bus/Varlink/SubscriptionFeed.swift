@@ -1,0 +1,98 @@
+/// One `io.appd.Bus.Subscribe` stream: replays the log from `since` (when asked), then
+/// delivers live events, filling a gap from the log when the subscriber fell behind its live
+/// buffer. Apart from the handler, and with the rare paths in functions of their own, so that a
+/// subscription waiting for its next event holds a small async frame (thousands stay open).
+final class SubscriptionFeed: Sendable {
+    let filter: TopicFilter
+    let visibility: EventVisibility
+    let topics: EventTopics
+    let writer: ReplyWriter<BusInterface.WireEvent>
+    /// The durable log, when the subscriber asked for it (`since`).
+    let replay: (any EventReplay)?
+
+    init(
+        filter: TopicFilter, visibility: EventVisibility, topics: EventTopics, writer: ReplyWriter<BusInterface.WireEvent>,
+        replay: (any EventReplay)?
+    ) {
+        self.filter = filter
+        self.visibility = visibility
+        self.topics = topics
+        self.writer = writer
+        self.replay = replay
+    }
+
+    /// Serves until the subscriber goes away (then throws `CancellationError`).
+    func run(_ subscription: Subscription, since: Int64?) async throws {
+        var replayed: Int64 = 0
+        if let since { replayed = try await replayLog(after: since) }
+        for try await event in subscription {
+            if let sequence = event.sequence, sequence <= replayed { continue }
+            if event.droppedBefore > 0, replay != nil, let sequence = event.sequence {
+                replayed = try await recover(before: event, sequence: sequence, replayed: replayed)
+                continue
+            }
+            try await deliver(event)
+            if let sequence = event.sequence { replayed = sequence }
+        }
+        throw CancellationError()
+    }
+
+    /// Every visible logged event after `since`; returns the last sequence read.
+    @inline(never)
+    private func replayLog(after since: Int64) async throws -> Int64 {
+        guard let replay else { return since }
+        var replayed = since
+        while true {
+            let page = try await replay.events(after: replayed, limit: 512)
+            for event in page {
+                replayed = event.sequence ?? replayed
+                if visible(event) { try await deliver(event) }
+            }
+            if page.count < 512 { return replayed }
+        }
+    }
+
+    /// A subscriber that asked for the log and fell behind its live buffer: what was dropped
+    /// and is durable comes back from the log, in order; only live-only events stay reported
+    /// as dropped. Returns the new position.
+    @inline(never)
+    private func recover(before event: BusEvent, sequence: Int64, replayed start: Int64) async throws -> Int64 {
+        guard let replay else { return start }
+        var replayed = start
+        var recovered = 0
+        while replayed < sequence - 1 {
+            let page = try await replay.events(after: replayed, limit: 512).filter { ($0.sequence ?? 0) < sequence }
+            for missed in page {
+                replayed = missed.sequence ?? replayed
+                if visible(missed) {
+                    try await deliver(missed)
+                    recovered += 1
+                }
+            }
+            if page.isEmpty { break }
+        }
+        var live = event
+        live.droppedBefore = max(0, event.droppedBefore - recovered)
+        try await deliver(live)
+        return sequence
+    }
+
+    private func visible(_ event: BusEvent) -> Bool {
+        filter.matches(event.topic) && visibility.admits(audience: topics.audience(of: event.topic), owner: event.owner)
+    }
+
+    @inline(never)
+    private func deliver(_ event: BusEvent) async throws {
+        try await writer.send(Self.wire(event))
+    }
+
+    private static func wire(_ event: BusEvent) -> BusInterface.WireEvent {
+        let payload: JSONValue
+        do { payload = try event.json() } catch { payload = .object([:]) }
+        return BusInterface.WireEvent(
+            seq: event.sequence, topic: event.topic, time: event.timestamp.rfc3339,
+            payload: payload, dropped: event.droppedBefore, id: event.id.description,
+            correlationId: event.correlationID.description, causationId: event.causationID?.description,
+            version: event.version, redacted: event.redacted ? true : nil)
+    }
+}

@@ -82,7 +82,6 @@ final class HTTPClientExchange: @unchecked Sendable {  // safe: state is owned b
     /// When the last bytes came (nil before the first): the first-byte and idle timeouts.
     private var lastRead: ContinuousClock.Instant?
     private var sentAt: ContinuousClock.Instant?
-    private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
     private var error = [CChar](repeating: 0, count: 256)
 
     init(request: HTTPRequest, client: HTTPClient, outbound: Outbound, continuation: AsyncThrowingStream<HTTPPart, any Error>.Continuation) {
@@ -138,11 +137,13 @@ final class HTTPClientExchange: @unchecked Sendable {  // safe: state is owned b
         }
         connection = handle
         phase = .connecting(deadline: started + client.timeouts.connect)
-        outbound.loop.add(appd_net_fd(handle), events: EventLoop.writable) { [self] _, _ in advance() }
+        outbound.loop.add(appd_net_fd(handle), events: EventLoop.writable) { [self] _, scratch in advance(&scratch) }
     }
 
-    /// Moves the exchange on as far as the socket allows, then waits for epoll.
-    private func advance() {
+    /// Moves the exchange on as far as the socket allows, then waits for epoll. Reads go into
+    /// the loop's scratch buffer (the decoder copies what it keeps), so an exchange waiting
+    /// for a slow server holds no read buffer of its own.
+    private func advance(_ scratch: inout [UInt8]) {
         guard let handle = connection else { return }
         while true {
             switch phase {
@@ -166,7 +167,7 @@ final class HTTPClientExchange: @unchecked Sendable {  // safe: state is owned b
                 if n == APPD_NET_WANT_READ || n == APPD_NET_WANT_WRITE { return wait(Int32(n)) }
                 return fail(HTTPFailure(stage: .send, reason: Self.text(error)))
             case .receiving:
-                let n = buffer.withUnsafeMutableBufferPointer { appd_net_read_step(handle, $0.baseAddress, $0.count, &error, error.count) }
+                let n = scratch.withUnsafeMutableBufferPointer { appd_net_read_step(handle, $0.baseAddress, $0.count, &error, error.count) }
                 if n > 0 {
                     lastRead = .now
                     received += n
@@ -174,7 +175,7 @@ final class HTTPClientExchange: @unchecked Sendable {  // safe: state is owned b
                         return fail(HTTPFailure(stage: .response, reason: "the response is larger than \(client.maxResponseBytes) bytes"))
                     }
                     do throws(HTTPFailure) {
-                        for part in try decoder.feed(Array(buffer[0..<n])) { continuation.yield(part) }
+                        for part in try decoder.feed(Array(scratch[0..<n])) { continuation.yield(part) }
                     } catch {
                         return fail(error)
                     }

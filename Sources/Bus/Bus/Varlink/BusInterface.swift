@@ -93,7 +93,9 @@ public enum BusInterface {
 
     struct Subscribe: StreamingCommand {
         static let method = "io.appd.Bus.Subscribe"
-        typealias Reply = WireEvent
+        /// An event in the IDL's `Event` shape, encoded once per event for every subscriber
+        /// (`SubscriptionFeed`).
+        typealias Reply = JSONValue
         var topics: [String]
         var since: Int64?
     }
@@ -132,18 +134,6 @@ public enum BusInterface {
         var seq: Int64?
     }
 
-    struct WireEvent: Codable, Sendable {
-        var seq: Int64?
-        var topic: String
-        var time: String
-        var payload: JSONValue
-        var dropped: Int
-        var id: String
-        var correlationId: String
-        var causationId: String?
-        var version: Int
-        var redacted: Bool?
-    }
 
     /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the
     /// durable event log) serves `Subscribe(since:)` and durable `Publish`; `isAdmin` says
@@ -154,6 +144,7 @@ public enum BusInterface {
     ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
+        let encoded = EncodedEvents()
         try bus.register(AuthenticatePlugin.self) { command, envelope in
             guard let connection = envelope.caller.connection, let scope = credentials?.scope(forToken: command.token) else {
                 throw PermissionDenied(reason: "not a valid plugin credential")
@@ -212,7 +203,8 @@ public enum BusInterface {
             let subscription = bus.subscribe(filter, options: options, visibility: visibility)
             defer { subscription.cancel() }
             let feed = SubscriptionFeed(
-                filter: filter, visibility: visibility, topics: bus.topics, writer: writer, replay: command.since == nil ? nil : replay)
+                filter: filter, visibility: visibility, topics: bus.topics, writer: writer, replay: command.since == nil ? nil : replay,
+                encoded: encoded)
             try await feed.run(subscription, since: command.since)
             throw CancellationError()
         }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One `io.appd.Bus.Subscribe` stream: replays the log from `since` (when asked), then
 /// delivers live events, filling a gap from the log when the subscriber fell behind its live
 /// buffer. Apart from the handler, and with the rare paths in functions of their own, so that a
@@ -6,19 +8,21 @@ final class SubscriptionFeed: Sendable {
     let filter: TopicFilter
     let visibility: EventVisibility
     let topics: EventTopics
-    let writer: ReplyWriter<BusInterface.WireEvent>
+    let writer: ReplyWriter<JSONValue>
     /// The durable log, when the subscriber asked for it (`since`).
     let replay: (any EventReplay)?
+    let encoded: EncodedEvents
 
     init(
-        filter: TopicFilter, visibility: EventVisibility, topics: EventTopics, writer: ReplyWriter<BusInterface.WireEvent>,
-        replay: (any EventReplay)?
+        filter: TopicFilter, visibility: EventVisibility, topics: EventTopics, writer: ReplyWriter<JSONValue>,
+        replay: (any EventReplay)?, encoded: EncodedEvents
     ) {
         self.filter = filter
         self.visibility = visibility
         self.topics = topics
         self.writer = writer
         self.replay = replay
+        self.encoded = encoded
     }
 
     /// Serves until the subscriber goes away (then throws `CancellationError`).
@@ -83,16 +87,45 @@ final class SubscriptionFeed: Sendable {
 
     @inline(never)
     private func deliver(_ event: BusEvent) async throws {
-        try await writer.send(Self.wire(event))
+        try await writer.send(encoded.json(event))
+    }
+}
+
+/// Events in their wire form (the IDL's `Event`), each encoded once however many subscribers
+/// receive it: a fan-out to 50 subscribers encodes an event once, not 50 times. Keeps the most
+/// recent few (an event reaches its live subscribers within moments of each other).
+final class EncodedEvents: Sendable {
+    private struct Entry {
+        var id: MessageID
+        /// A redacted event (replayed after the account was deleted) has the id of the live
+        /// one it replaced: never serve one for the other.
+        var redacted: Bool
+        var json: JSONValue
+    }
+    private let recent = Mutex<[Entry]>([])
+    private let capacity = 64
+
+    func json(_ event: BusEvent) -> JSONValue {
+        // A subscriber told of dropped events gets its own count: not shared.
+        guard event.droppedBefore == 0 else { return Self.encode(event) }
+        if let hit = recent.withLock({ $0.last { $0.id == event.id && $0.redacted == event.redacted }?.json }) { return hit }
+        let json = Self.encode(event)
+        recent.withLock { entries in
+            if entries.count >= capacity { entries.removeFirst(capacity / 2) }
+            entries.append(Entry(id: event.id, redacted: event.redacted, json: json))
+        }
+        return json
     }
 
-    private static func wire(_ event: BusEvent) -> BusInterface.WireEvent {
-        let payload: JSONValue
-        do { payload = try event.json() } catch { payload = .object([:]) }
-        return BusInterface.WireEvent(
-            seq: event.sequence, topic: event.topic, time: event.timestamp.rfc3339,
-            payload: payload, dropped: event.droppedBefore, id: event.id.description,
-            correlationId: event.correlationID.description, causationId: event.causationID?.description,
-            version: event.version, redacted: event.redacted ? true : nil)
+    static func encode(_ event: BusEvent) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "topic": .string(event.topic), "time": .string(event.timestamp.rfc3339), "dropped": .int(Int64(event.droppedBefore)),
+            "id": .string(event.id.description), "correlationId": .string(event.correlationID.description), "version": .int(Int64(event.version)),
+        ]
+        do { object["payload"] = try event.json() } catch { object["payload"] = .object([:]) }
+        if let sequence = event.sequence { object["seq"] = .int(sequence) }
+        if let causation = event.causationID { object["causationId"] = .string(causation.description) }
+        if event.redacted { object["redacted"] = .bool(true) }
+        return .object(object)
     }
 }

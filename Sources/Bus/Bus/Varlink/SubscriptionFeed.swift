@@ -97,8 +97,9 @@ final class SubscriptionFeed: Sendable {
 final class EncodedEvents: Sendable {
     private struct Entry {
         var id: MessageID
-        /// A redacted event (replayed after the account was deleted) has the id of the live
-        /// one it replaced: never serve one for the other.
+        /// The same id comes without a sequence (live only) and with one (logged), and redacted
+        /// (replayed after the account was deleted): never serve one form for another.
+        var sequence: Int64?
         var redacted: Bool
         var json: JSONValue
     }
@@ -108,11 +109,11 @@ final class EncodedEvents: Sendable {
     func json(_ event: BusEvent) -> JSONValue {
         // A subscriber told of dropped events gets its own count: not shared.
         guard event.droppedBefore == 0 else { return Self.encode(event) }
-        if let hit = recent.withLock({ $0.last { $0.id == event.id && $0.redacted == event.redacted }?.json }) { return hit }
+        if let hit = recent.withLock({ $0.last { $0.id == event.id && $0.sequence == event.sequence && $0.redacted == event.redacted }?.json }) { return hit }
         let json = Self.encode(event)
         recent.withLock { entries in
             if entries.count >= capacity { entries.removeFirst(capacity / 2) }
-            entries.append(Entry(id: event.id, redacted: event.redacted, json: json))
+            entries.append(Entry(id: event.id, sequence: event.sequence, redacted: event.redacted, json: json))
         }
         return json
     }

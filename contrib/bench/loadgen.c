@@ -10,14 +10,15 @@
    Workloads:
      call     REQUEST again and again (after SETUP, once per connection, e.g. Authenticate);
      fanout   SUBSCRIBE on every connection, then one more connection sends PUBLISH (waiting for
-              each reply) and the subscribers count what they receive.
+              each reply) and the subscribers count what they receive (threads: a reading
+              thread per subscriber; loop: one epoll thread reads them all).
 
    Prints one JSON line: {"calls": N, "seconds": S, "perSecond": R, "p50us": …, "p99us": …}
    (fanout: "deliveries" and "perSecond" in deliveries per second).
 
    Usage: loadgen --proto varlink|redis --socket PATH --mode threads|loop --connections N
                   --requests N --request TEXT [--setup TEXT]
-          loadgen --proto … --socket PATH --fanout --connections N --requests N
+          loadgen --proto … --socket PATH --fanout --mode threads|loop --connections N --requests N
                   --subscribe TEXT --publish TEXT
    TEXT is sent as is; for varlink a NUL is appended, for redis "\r\n". */
 #define _GNU_SOURCE
@@ -175,45 +176,85 @@ static void run_loop(void) {
     for (int i = 0; i < connections; i++) close(fds[i]);
 }
 
-/* Counts what one subscriber receives: varlink frames (NULs), or Redis "message" pushes. */
-static void *subscriber(void *arg) {
-    int fd = *(int *)arg;
+/* What one subscriber connection has received so far. */
+struct feed {
+    int fd;
+    /* The last bytes of the previous read, so a marker split across reads is still found. */
+    char carry[16];
+};
+
+/* Counts the deliveries in one read: varlink frames (NULs), or Redis "message" pushes.
+   Returns -1 at the end of the stream. */
+static long count_read(struct feed *f) {
     char in[65536];
     long seen = 0;
-    /* The last bytes of the previous read, so a marker split across reads is still found. */
-    char carry[16] = {0};
-    for (;;) {
-        ssize_t r = read(fd, in + 15, sizeof in - 16);
-        if (r <= 0) break;
-        memcpy(in, carry, 15);
-        if (terminator() == 0) {
-            for (ssize_t i = 15; i < r + 15; i++) seen += in[i] == 0;
-        } else {
-            const char *marker = "\r\nmessage\r\n";
-            size_t m = strlen(marker);
-            for (ssize_t i = 15 - (ssize_t)m + 1; i + (ssize_t)m <= r + 15; i++)
-                if (i >= 0 && memcmp(in + i, marker, m) == 0) seen++;
-        }
-        memcpy(carry, in + r, 15);
-        atomic_fetch_add(&delivered, seen);
-        seen = 0;
+    ssize_t r = read(f->fd, in + 15, sizeof in - 16);
+    if (r <= 0) return -1;
+    memcpy(in, f->carry, 15);
+    if (terminator() == 0) {
+        for (ssize_t i = 15; i < r + 15; i++) seen += in[i] == 0;
+    } else {
+        const char *marker = "\r\nmessage\r\n";
+        size_t m = strlen(marker);
+        for (ssize_t i = 15 - (ssize_t)m + 1; i + (ssize_t)m <= r + 15; i++)
+            if (i >= 0 && memcmp(in + i, marker, m) == 0) seen++;
     }
+    memcpy(f->carry, in + r, 15);
+    return seen;
+}
+
+/* threads mode: one thread per subscriber, blocking in read. */
+static void *subscriber(void *arg) {
+    struct feed *f = arg;
+    long seen;
+    while ((seen = count_read(f)) >= 0) atomic_fetch_add(&delivered, seen);
+    return NULL;
+}
+
+/* loop mode: one thread reads every subscriber through epoll. */
+static void *subscribers_loop(void *arg) {
+    struct feed *feeds = arg;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    for (int i = 0; i < connections; i++) {
+        struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        epoll_ctl(ep, EPOLL_CTL_ADD, feeds[i].fd, &e);
+    }
+    int open_feeds = connections;
+    struct epoll_event events[256];
+    while (open_feeds > 0) {
+        int k = epoll_wait(ep, events, 256, 1000);
+        if (k < 0 && errno == EINTR) continue;
+        for (int j = 0; j < k; j++) {
+            struct feed *f = &feeds[events[j].data.u32];
+            long seen = count_read(f);
+            if (seen < 0) {
+                epoll_ctl(ep, EPOLL_CTL_DEL, f->fd, NULL);
+                open_feeds--;
+                continue;
+            }
+            atomic_fetch_add(&delivered, seen);
+        }
+    }
+    close(ep);
     return NULL;
 }
 
 static void run_fanout(void) {
     char out[4096], in[65536];
+    int loop = strcmp(mode, "loop") == 0;
     pthread_t *threads = calloc((size_t)connections, sizeof(pthread_t));
-    int *fds = calloc((size_t)connections, sizeof(int));
+    struct feed *feeds = calloc((size_t)connections, sizeof(struct feed));
     for (int i = 0; i < connections; i++) {
-        fds[i] = dial();
+        feeds[i].fd = dial();
         size_t n = frame(subscribe_text, out, sizeof out);
-        send_all(fds[i], out, n);
+        send_all(feeds[i].fd, out, n);
     }
     /* Every subscription is in place before the first publish (Redis confirms each one;
        appd's live subscriptions start when the call is read, so give it a moment). */
     usleep(300 * 1000);
-    for (int i = 0; i < connections; i++) pthread_create(&threads[i], NULL, subscriber, &fds[i]);
+    if (loop) pthread_create(&threads[0], NULL, subscribers_loop, feeds);
+    else
+        for (int i = 0; i < connections; i++) pthread_create(&threads[i], NULL, subscriber, &feeds[i]);
     usleep(100 * 1000);
     long before = atomic_load(&delivered);
     int pub = dial();
@@ -235,10 +276,10 @@ static void run_fanout(void) {
     }
     double seconds = now() - started;
     long got = atomic_load(&delivered) - before;
-    printf("{\"publishes\": %ld, \"subscribers\": %d, \"deliveries\": %ld, \"expected\": %ld, \"seconds\": %.3f, \"perSecond\": %.0f}\n",
-           requests, connections, got, requests * connections, seconds, got / seconds);
-    for (int i = 0; i < connections; i++) shutdown(fds[i], SHUT_RDWR);
-    for (int i = 0; i < connections; i++) pthread_join(threads[i], NULL);
+    printf("{\"publishes\": %ld, \"subscribers\": %d, \"mode\": \"%s\", \"deliveries\": %ld, \"expected\": %ld, \"seconds\": %.3f, \"perSecond\": %.0f}\n",
+           requests, connections, mode, got, requests * connections, seconds, got / seconds);
+    for (int i = 0; i < connections; i++) shutdown(feeds[i].fd, SHUT_RDWR);
+    for (int i = 0; i < (loop ? 1 : connections); i++) pthread_join(threads[i], NULL);
 }
 
 static int compare(const void *a, const void *b) {

@@ -34,7 +34,8 @@ import TestSupport
 
     static func probe(_ daemon: Daemon, _ action: String, _ target: String, plugin: String = "hostile") async throws -> (ok: Bool, detail: String) {
         let out = try await daemon.ctl(["--json", "call", Self.interface(plugin) + ".Probe", #"{"action":"\#(action)","target":"\#(target)"}"#])
-        let json = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+        // A call the plugin did not answer (it was killed meanwhile) is an error on stderr.
+        let json = (try? JSONSerialization.jsonObject(with: Data(out.stdout.utf8))) as? [String: Any]
         return (json?["ok"] as? Bool ?? false, json?["detail"] as? String ?? "no reply: \(out)")
     }
 

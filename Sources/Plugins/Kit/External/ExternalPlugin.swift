@@ -94,7 +94,7 @@ actor ExternalPlugin {
     var status: PluginStatus {
         PluginStatus(
             name: manifest.name, version: manifest.version, state: state, lastError: lastError, restarts: restarts, kind: "external",
-            pid: process.map { Int($0.pluginPID ?? $0.pid) }, interfaces: interfaces.isEmpty ? manifest.interfaces : interfaces,
+            pid: process.flatMap { $0.pluginPID }.map { Int($0) }, interfaces: interfaces.isEmpty ? manifest.interfaces : interfaces,
             sandbox: confinement.summary(manifest.sandbox))
     }
 
@@ -347,6 +347,10 @@ actor ExternalPlugin {
             while !process.hasExited && ContinuousClock.now < killAt { try? await Task.sleep(for: .milliseconds(10)) }
             process.signal(SIGKILL)
             while !process.hasExited { try? await Task.sleep(for: .milliseconds(5)) }
+            // In a sandbox the plugin is bwrap's grandchild: the kernel takes it down with the
+            // sandbox a moment after bwrap is gone. Stopped means the plugin is gone too.
+            let goneBy = ContinuousClock.now + .seconds(2)
+            while process.pluginIsRunning && ContinuousClock.now < goneBy { try? await Task.sleep(for: .milliseconds(5)) }
         }
         // The exit callback may not have run yet; settle the state here either way.
         generation += 1

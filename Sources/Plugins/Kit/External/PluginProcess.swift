@@ -133,6 +133,15 @@ final class PluginProcess: Sendable {
         return found
     }
 
+    /// Whether the plugin's own process (once known) still runs: not gone, not a zombie.
+    var pluginIsRunning: Bool {
+        let known = plugin.load(ordering: .relaxed)
+        guard sandboxed, known > 0, let bytes = PluginDirectoryScanner.readFile("/proc/\(known)/stat", limit: 4096) else { return false }
+        // "pid (comm) S ...": the state follows the last ')'.
+        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")), close + 2 < bytes.count else { return false }
+        return bytes[close + 2] != UInt8(ascii: "Z") && bytes[close + 2] != UInt8(ascii: "X")
+    }
+
     /// Resident memory of the process appd forked and all its descendants, in bytes.
     func residentBytes() -> UInt64 {
         var total: UInt64 = 0

@@ -129,7 +129,7 @@ import TestSupport
 
         // Its output goes to appd's log, prefixed with its name.
         #expect(daemon.log.contains("[greeter]"))
-        let restarted = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" && $0["pid"] != nil }
+        let restarted = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" && $0["pid"] as? Int != nil }
         let pid = Int32(restarted["pid"] as? Int ?? 0)
         #expect(pid > 0)
         #expect(await daemon.stop() == 0)

@@ -133,6 +133,25 @@ import TestSupport
         try? FileManager.default.removeItem(atPath: dir)
     }
 
+    /// A sandbox bwrap cannot set up (as root: a read-only path the plugin's uid cannot reach)
+    /// fails with bwrap's own reason in `appctl plugins`, not only an exit status.
+    @Test(.enabled(if: getuid() == 0)) func whyBwrapCouldNotSetUpTheSandboxIsShown() async throws {
+        let dir = try Self.newDirectory()
+        let hidden = dir + "/private"
+        try FileManager.default.createDirectory(atPath: hidden + "/runtime", withIntermediateDirectories: true)
+        chmod(hidden, 0o700)
+        try Self.install("hostile", in: dir, sandbox: ["readOnlyPaths": [hidden + "/runtime"]])
+        let daemon = try await Daemon.start(directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var status: [String: Any] = [:]
+        _ = try await eventually(timeout: .seconds(20)) {
+            status = try await Self.status(daemon, "hostile")
+            return (status["lastError"] as? String ?? "").contains("bwrap: ")
+        }
+        #expect((status["lastError"] as? String ?? "").contains("Permission denied"), "\(status)")
+        #expect(await daemon.stop() == 0)
+    }
+
     /// Past its memory limit a plugin is killed and restarted, with the reason in `appctl
     /// plugins`; under the limit the same allocation is fine.
     @Test func aPluginOverItsMemoryLimitIsKilledAndRestartedWithTheReason() async throws {

@@ -263,7 +263,7 @@ actor ExternalPlugin {
 
     private func exited(generation: Int, status: Int32) async {
         guard generation == self.generation else { return }
-        let description = process?.describe(status) ?? PluginProcess.describe(status)
+        let description = [process?.describe(status) ?? PluginProcess.describe(status), process?.sandboxError].compactMap { $0 }.joined(separator: ": ")
         process = nil
         pool?.shutdown()
         pool = nil

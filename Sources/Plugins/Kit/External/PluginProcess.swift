@@ -28,10 +28,16 @@ final class PluginProcess: Sendable {
     let sandboxed: Bool
     private let exited = Atomic<Bool>(false)
     private let plugin = Atomic<Int32>(0)
+    /// Its stdout and stderr, logged.
+    let output: PluginOutput
 
-    private init(pid: pid_t, sandboxed: Bool) {
+    /// Why bwrap could not set its sandbox up, from what bwrap wrote, if it did.
+    var sandboxError: String? { output.sandboxError.withLock { $0 } }
+
+    private init(pid: pid_t, sandboxed: Bool, output: PluginOutput) {
         self.pid = pid
         self.sandboxed = sandboxed
+        self.output = output
     }
 
     var hasExited: Bool { exited.load(ordering: .acquiring) }
@@ -83,8 +89,9 @@ final class PluginProcess: Sendable {
             close(err[0])
             throw PluginStartError("cannot start \(plan.path): \(String(cString: strerror(spawnErrno)))")
         }
-        let process = PluginProcess(pid: pid, sandboxed: plan.sandboxed)
         let stdout = out[0], stderr = err[0]
+        let output = PluginOutput(name: name, stdout: stdout, stderr: stderr, logger: logger)
+        let process = PluginProcess(pid: pid, sandboxed: plan.sandboxed, output: output)
         let loop: EventLoop
         let pidfd = appd_pidfd_open(pid)
         switch Self.loop {
@@ -98,7 +105,6 @@ final class PluginProcess: Sendable {
             _ = appd_wait_exit(pid, &status)
             throw PluginStartError("cannot watch it: no event loop or pidfd (\(String(cString: strerror(errno))); Linux 5.3 or later is needed)")
         }
-        let output = PluginOutput(name: name, stdout: stdout, stderr: stderr, logger: logger)
         for fd in [stdout, stderr] {
             _ = appd_set_nonblocking(fd)
             loop.add(fd, events: EventLoop.readable) { _, scratch in output.pump(fd, &scratch, loop: loop) }
@@ -201,6 +207,9 @@ final class PluginOutput: @unchecked Sendable {  // safe: only the loop thread t
     private var partial: [Int32: [UInt8]] = [:]
     /// The pipes not yet at their end (a closed number may be reused: never read it again).
     private var open: Set<Int32>
+    /// The last line bwrap itself wrote ("bwrap: Can't find source path …"): why a sandbox
+    /// could not be set up, for `appctl plugins`. (The plugin's own output only goes to the log.)
+    let sandboxError = Mutex<String?>(nil)
 
     init(name: String, stdout: Int32, stderr: Int32, logger: Logger) {
         self.name = name
@@ -248,6 +257,7 @@ final class PluginOutput: @unchecked Sendable {  // safe: only the loop thread t
             logger.info("[\(name)] \(text)", metadata: ["plugin": name, "stream": "stdout"])
         } else {
             logger.notice("[\(name)] \(text)", metadata: ["plugin": name, "stream": "stderr"])
+            if text.hasPrefix("bwrap: ") { sandboxError.withLock { $0 = String(text.prefix(300)) } }
         }
     }
 }

@@ -54,26 +54,26 @@ actor ExternalPlugin {
     var manifest: ExternalManifest { discovered.manifest }
 
     private(set) var state: PluginState = .stopped
-    private(set) var lastError: String?
+    var lastError: String?
     private(set) var restarts = 0
     private(set) var interfaces: [String] = []
     private var process: PluginProcess?
     private var pool: PluginConnectionPool?
-    private var generation = 0
+    var generation = 0
     private var consecutiveFailures = 0
     private var stopping = false
     private var gaveUp = false
     private var startedAt: ContinuousClock.Instant?
     /// Why the current process is being given up on (no GetInfo, a failed health check), to
     /// report with its exit status.
-    private var attemptError: String?
+    var attemptError: String?
     private var health: Task<Void, Never>?
     private var pendingRestart: Task<Void, Never>?
 
     /// How this plugin is confined: bwrap's path (or why there is none), and its uid.
     let confinement: Confinement
     /// appd's socket for it, in a sandbox.
-    private var door: VarlinkServer.Door?
+    var door: VarlinkServer.Door?
     private var memoryWatch: Task<Void, Never>?
 
     init(
@@ -183,59 +183,6 @@ actor ExternalPlugin {
             attemptError = "did not answer GetInfo within \(settings.startTimeout): \(error)"
             lastError = attemptError
             process?.signal(SIGKILL)  // its exit restarts it with backoff
-        }
-    }
-
-    /// What to run: the plugin itself (no sandbox), or bwrap with the plugin inside, its own
-    /// socket to appd open, its data folder its own.
-    private func prepare(data: String) throws(PluginStartError) -> (plan: PluginProcess.Plan, command: BubblewrapCommand?) {
-        var limits = confinement.limits(manifest.sandbox.limits)
-        guard let bubblewrap = try confinement.bubblewrap.get() else {
-            return (PluginProcess.Plan(
-                path: discovered.executable, arguments: [discovered.executable] + manifest.arguments,
-                environment: environment(data: data, socket: settings.controlSocket), setsListenPID: true, directory: discovered.folder,
-                limits: limits, sandboxed: false), nil)
-        }
-        guard let server = settings.server else { throw PluginStartError("appd has no server to give it a socket of its own") }
-        var uid: UInt32?
-        if getuid() == 0 {
-            guard let assigned = confinement.uids?.uid(for: manifest.name) else {
-                throw PluginStartError("no free uid left in pluginUIDRange \(settings.sandbox.uidRange) for it", permanent: true)
-            }
-            try PluginUIDs.own(data, uid: assigned)
-            uid = assigned
-            limits.append((appd_rlimit_nproc(), UInt64(manifest.sandbox.limits.processes)))
-        }
-        door?.close()
-        let doorPath = settings.runtimeDirectory + "/" + manifest.name + ".appd.sock"
-        do {
-            door = try server.openDoor(path: doorPath, scope: manifest.scope, owner: uid)
-        } catch {
-            throw PluginStartError("cannot create its socket to appd \(doorPath): \(error)")
-        }
-        let command = try BubblewrapCommand(
-            bubblewrap: bubblewrap, executable: discovered.executable, arguments: manifest.arguments, folder: discovered.folder, data: data,
-            socket: doorPath, readOnly: settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths, hidden: settings.sandbox.hiddenPaths,
-            network: manifest.sandbox.network)
-        let plan = PluginProcess.Plan(
-            path: bubblewrap, arguments: command.arguments, environment: environment(data: data, socket: PluginSandbox.socketInside),
-            setsListenPID: false, directory: nil, descriptors: command.descriptors, limits: limits, uid: uid, sandboxed: true)
-        return (plan, command)
-    }
-
-    /// Stops the plugin when its processes together hold more resident memory than its limit.
-    private func watchMemory(_ process: PluginProcess, generation: Int) async {
-        let limit = UInt64(manifest.sandbox.limits.memoryMB) << 20
-        while !Task.isCancelled {
-            try? await Task.sleep(for: settings.memoryInterval)
-            guard !Task.isCancelled, generation == self.generation, !process.hasExited else { return }
-            let resident = process.residentBytes()
-            guard resident > limit else { continue }
-            attemptError = "killed: over its memory limit (\(resident >> 20) MiB resident, sandbox.limits.memoryMB is \(limit >> 20))"
-            lastError = attemptError
-            logger.warning("external plugin over its memory limit; restarting it", metadata: ["plugin": "\(manifest.name)", "resident": "\(resident >> 20) MiB"])
-            process.signal(SIGKILL)
-            return
         }
     }
 
@@ -388,7 +335,7 @@ actor ExternalPlugin {
     }
 
     /// The allow-listed part of appd's environment and what the plugin needs to find appd.
-    private func environment(data: String, socket: String) -> [String] {
+    func environment(data: String, socket: String) -> [String] {
         var env: [String] = []
         var hasPath = false
         for name in manifest.environment {

@@ -31,9 +31,12 @@ let package = Package(
             swiftSettings: strict),
 
         // SQLite from the system (libsqlite3-dev), and the storage every plugin uses through
-        // its repository: the Database protocol, migrations, group commit, the durable event log.
+        // its repository: the Database protocol, migrations, group commit, the durable event log,
+        // on SQLite (embedded) or PostgreSQL (several instances).
         .systemLibrary(name: "CSQLite", path: "Sources/Plugins/Shims/CSQLite", pkgConfig: "sqlite3"),
-        .target(name: "Storage", dependencies: ["Bus", "CSQLite"], path: "Sources/Plugins/Support/Storage", swiftSettings: strict),
+        // PostgreSQL's client library from the system (libpq-dev), for several instances on one database.
+        .systemLibrary(name: "CPostgres", path: "Sources/Plugins/Shims/CPostgres", pkgConfig: "libpq"),
+        .target(name: "Storage", dependencies: ["Bus", "CSQLite", "CPostgres"], path: "Sources/Plugins/Support/Storage", swiftSettings: strict),
         // OpenSSL libcrypto from the system (libssl-dev): scrypt, SHA-256, HMAC, CSPRNG.
         .systemLibrary(name: "COpenSSL", path: "Sources/Plugins/Shims/COpenSSL", pkgConfig: "libcrypto"),
         .target(name: "Crypto", dependencies: ["Bus", "COpenSSL"], path: "Sources/Plugins/Support/Crypto", swiftSettings: strict),

@@ -278,20 +278,8 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         let h = try await Harness.make()
         let session = try await h.signUpAndIn(password: "a very particular password")
         _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: session.refreshToken))
-        await h.database.close()
-        var bytes: [UInt8] = []
-        for name in ["appd.db", "appd.db-wal"] {
-            guard let file = fopen(h.directory + "/" + name, "rb") else { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = fread(&chunk, 1, chunk.count, file)
-                bytes += chunk[0..<n]
-                if n < chunk.count { break }
-            }
-            fclose(file)
-        }
-        #expect(bytes.count > 0)
-        let text = String(decoding: bytes, as: UTF8.self)
+        let text = try await h.everythingStored()
+        #expect(text.count > 0)
         for secret in [session.accessToken, session.refreshToken, "a very particular password"] {
             #expect(!text.contains(secret))
         }

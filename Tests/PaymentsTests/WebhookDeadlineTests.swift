@@ -29,6 +29,10 @@ final class SlowWrites: Database {
     }
     func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T { try await base.read(body) }
     func close() async { await base.close() }
+    var dialect: SQLDialect { base.dialect }
+    var sharedAcrossInstances: Bool { base.sharedAcrossInstances }
+    func attach(bus: EventBus) { base.attach(bus: bus) }
+    func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws { try await base.holdingLease(name, body) }
 }
 
 @Suite struct WebhookDeadlineTests {

@@ -31,8 +31,9 @@ let notesMigrations = [
 /// Adds a note and its event in one transaction.
 func addNote(_ text: String, to database: any Database) async throws -> Int64 {
     try await database.write { transaction in
-        try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text(text)])
-        let id = transaction.lastInsertRowID
+        guard let id = try transaction.query("INSERT INTO notes (text) VALUES (?) RETURNING id", [.text(text)]).first?.integer("id") else {
+            throw StorageError(kind: .other, message: "no id returned")
+        }
         try transaction.append(NoteAdded(id: id, text: text), causedBy: nil)
         return id
     }

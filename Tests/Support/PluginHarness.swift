@@ -6,13 +6,13 @@ import PluginKit
 import Storage
 
 /// Plugins wired as appd wires them, for tests: a real SQLite file in a fresh private
-/// directory, every plugin's migrations, the bus with the admin and plugin-scope gates and the
+/// directory (or a fresh schema on a real PostgreSQL: `TestDatabase`), every plugin's migrations, the bus with the admin and plugin-scope gates and the
 /// plugins' own gates in the designed order, each plugin's topics registered, the plugins
 /// started in the order given. One harness for every plugin test target; each target adds its
 /// feature's helpers in an extension.
 public struct PluginHarness: Sendable {
     public let bus: EventBus
-    public let database: SQLiteDatabase
+    public let database: any Database
     public let context: PluginContext
     public let clock: TestClock
     /// The private directory the database lives in.
@@ -33,7 +33,7 @@ public struct PluginHarness: Sendable {
         let directory = String(cString: made)
         let path = databasePath ?? directory + "/appd.db"
         let plugins = try plugins(clock)
-        let database = try SQLiteDatabase(path: path, bus: nil)
+        let database = try TestDatabase.open(path: path, bus: nil)
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
         let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate()] + plugins.flatMap { $0.gates(database: database) }))
         database.attach(bus: bus)
@@ -88,6 +88,34 @@ public struct PluginHarness: Sendable {
         let caller = connection()
         _ = try await bus.call(method: "io.appd.Auth.Authenticate", parameters: ["accessToken": .string(token)], as: caller)
         return TestUser(caller: caller, userId: id, accessToken: token)
+    }
+
+    /// Every byte the database keeps, as text (closes the database): the SQLite file and its
+    /// WAL, or every row of every table in the PostgreSQL schema.
+    public func everythingStored() async throws -> String {
+        if database.dialect == .postgres {
+            let text = try await database.read { tx in
+                let tables = try tx.query("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema()").compactMap { $0.text("t") }
+                return try tables.map { table in
+                    try tx.query("SELECT COALESCE(string_agg(r::text, ' '), '') AS rows FROM \"\(table)\" r").first?.text("rows") ?? ""
+                }.joined(separator: "\n")
+            }
+            await database.close()
+            return text
+        }
+        await database.close()
+        var bytes: [UInt8] = []
+        for name in ["appd.db", "appd.db-wal"] {
+            guard let file = fopen(directory + "/" + name, "rb") else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = fread(&chunk, 1, chunk.count, file)
+                bytes += chunk[0..<n]
+                if n < chunk.count { break }
+            }
+            fclose(file)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The integer column `n` of the first row of `sql` (a `SELECT COUNT(*) AS n …`).

@@ -131,7 +131,7 @@ struct AuthRepository: Sendable {
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
             try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
             try tx.execute(
-                "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS NOT ?",
+                "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS DISTINCT FROM ?",
                 [.integer(now), .text(userID), keepAccessDigest.map { .text($0) } ?? .null])
         }
     }

@@ -68,7 +68,8 @@ struct ChatRepository: Sendable {
             var sql = "SELECT * FROM chat_conversations WHERE owner = ? AND seq < ?"
             var parameters: [SQLValue] = [.text(owner), .integer(before)]
             if let query, !query.isEmpty {
-                sql += " AND title LIKE ? ESCAPE '\\'"
+                // Case-insensitive on both engines (SQLite's LIKE is, for ASCII; PostgreSQL's is not).
+                sql += tx.dialect == .postgres ? " AND title ILIKE ? ESCAPE '\\'" : " AND title LIKE ? ESCAPE '\\'"
                 let escaped = query.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_")
                 parameters.append(.text("%\(escaped)%"))
             }

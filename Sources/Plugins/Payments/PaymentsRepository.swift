@@ -23,14 +23,14 @@ struct PaymentsRepository: Sendable {
     func ingest(_ event: ProviderEvent, body: String, accounts: ResolvedAccounts, now: Int64, causedBy cause: (any Cause)?) async throws -> Ingested {
         try await database.write { tx in
             let inserted = try tx.execute(
-                "INSERT OR IGNORE INTO payments_events (provider, event_id, type, event_time, received_at, body) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO payments_events (provider, event_id, type, event_time, received_at, body) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [.text(event.provider), .text(event.id), .text(event.type), .integer(event.time), .integer(now), .text(body)])
             guard inserted == 1 else { return Ingested(eventId: event.id, duplicate: true) }
             var subject = accounts.subject
             if case .customer(let customer?, _) = event.subject {
                 if let user = subject {
                     try tx.execute(
-                        "INSERT OR REPLACE INTO payments_customers (provider, customer_id, user_id) VALUES (?, ?, ?)",
+                        "INSERT INTO payments_customers (provider, customer_id, user_id) VALUES (?, ?, ?) ON CONFLICT (provider, customer_id) DO UPDATE SET user_id = excluded.user_id",
                         [.text(event.provider), .text(customer), .text(user)])
                 } else {
                     subject = try tx.query(
@@ -42,7 +42,7 @@ struct PaymentsRepository: Sendable {
             links += accounts.from.map { ($0, "from") } + accounts.to.map { ($0, "to") }
             for (user, role) in links {
                 try tx.execute(
-                    "INSERT OR IGNORE INTO payments_event_users (provider, event_id, user_id, role) VALUES (?, ?, ?, ?)",
+                    "INSERT INTO payments_event_users (provider, event_id, user_id, role) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     [.text(event.provider), .text(event.id), .text(user), .text(role)])
             }
             let store = EntitlementStore(tx: tx, now: now, cause: cause)

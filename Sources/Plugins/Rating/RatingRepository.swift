@@ -25,8 +25,12 @@ struct RatingRepository: Sendable {
     static func save(_ tx: any Transaction, _ user: String, _ s: RatingState) throws {
         try tx.execute(
             """
-            INSERT OR REPLACE INTO rating_users (user_id, first_seen, sessions, positives, negatives, positives_since_prompt, last_negative_at,
+            INSERT INTO rating_users (user_id, first_seen, sessions, positives, negatives, positives_since_prompt, last_negative_at,
               last_prompt_at, sentiment, sentiment_samples, suggested, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (user_id) DO UPDATE SET first_seen = excluded.first_seen, sessions = excluded.sessions,
+              positives = excluded.positives, negatives = excluded.negatives, positives_since_prompt = excluded.positives_since_prompt,
+              last_negative_at = excluded.last_negative_at, last_prompt_at = excluded.last_prompt_at, sentiment = excluded.sentiment,
+              sentiment_samples = excluded.sentiment_samples, suggested = excluded.suggested, last_seq = excluded.last_seq
             """,
             [
                 .text(user), .integer(s.firstSeen), .integer(Int64(s.sessions)), .integer(Int64(s.positives)), .integer(Int64(s.negatives)),
@@ -96,7 +100,7 @@ struct RatingRepository: Sendable {
         try await database.write { tx in
             let before = try Self.promptHistory(tx, user, version: appVersion, now: now)
             try tx.execute(
-                "INSERT OR IGNORE INTO rating_prompts (user_id, app_version, outcome, at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO rating_prompts (user_id, app_version, outcome, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [.text(user), .text(appVersion), .text(outcome), .integer(now)])
             guard outcome != "feedbackSent", !before.forVersion else { return }
             var state = try Self.load(tx, user) ?? RatingState(firstSeen: now)

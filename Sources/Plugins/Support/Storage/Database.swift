@@ -1,5 +1,13 @@
 import Bus
 
+/// The SQL an engine speaks. Repositories keep one text where the dialects agree (`?`
+/// placeholders, `ON CONFLICT … DO UPDATE/NOTHING`, `RETURNING`, `IS DISTINCT FROM`) and
+/// branch on this where they do not (mostly DDL in migrations).
+public enum SQLDialect: String, Sendable {
+    case sqlite
+    case postgres
+}
+
 /// A value bound to or read from SQL.
 public enum SQLValue: Sendable, Hashable {
     case null
@@ -52,11 +60,13 @@ public protocol Transaction {
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int
     /// Runs a query and returns every row.
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [Row]
-    /// The rowid of the last INSERT.
-    var lastInsertRowID: Int64 { get }
-    /// Appends a durable event to the event log in this transaction (the outbox). It reaches
-    /// live subscribers only after the commit, and never if the transaction rolls back.
-    func append(_ event: BusEvent) throws
+    /// Which SQL the engine speaks, for the few statements where the dialects differ.
+    var dialect: SQLDialect { get }
+    /// Appends a durable event to the event log in this transaction (the outbox) and returns
+    /// its sequence number. It reaches live subscribers only after the commit, and never if
+    /// the transaction rolls back.
+    @discardableResult
+    func append(_ event: BusEvent) throws -> Int64
 }
 
 extension Transaction {
@@ -71,7 +81,7 @@ extension Transaction {
         guard E.durable else {
             throw StorageError(kind: .other, message: "\(E.topic) is live-only: publish it with bus.publish, not in a transaction")
         }
-        try append(BusEvent(event, causedBy: cause))
+        _ = try append(BusEvent(event, causedBy: cause))
     }
 
     /// Erasure: replaces the payload of every logged event about `userID` with a tombstone
@@ -82,9 +92,22 @@ extension Transaction {
     }
 }
 
-/// The small SQL database protocol plugins reach only through their repositories, so another
-/// driver (PostgreSQL over libpq) can serve it later without touching plugins.
+/// The small SQL database protocol plugins reach only through their repositories: SQLite
+/// (embedded, one instance) or PostgreSQL (several instances on one database) serve it, and
+/// plugins do not change between them.
 public protocol Database: Sendable {
+    /// Which SQL the engine speaks (migrations and the few statements that differ).
+    var dialect: SQLDialect { get }
+    /// Whether other appd instances write to the same database: caches of what is in it must
+    /// then be bypassed or invalidated across instances.
+    var sharedAcrossInstances: Bool { get }
+    /// Publishes committed events on `bus` from now on (the bus is built after the database:
+    /// its gates read it). With several instances, events other instances commit too.
+    func attach(bus: EventBus)
+    /// Runs `body` while this instance holds the lease `name`, which at most one instance holds
+    /// at a time; waits for it first. If the lease is lost (the link to the database broke),
+    /// `body` is cancelled and the lease sought again. Returns when `body` returns.
+    func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws
     /// Runs `body` in a write transaction. Returns only after the commit is durable; throws
     /// (and changes nothing) when `body` throws or the commit fails.
     @discardableResult

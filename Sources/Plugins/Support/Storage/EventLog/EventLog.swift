@@ -45,6 +45,22 @@ public struct EventLog: EventReplay {
         try connection.executeScript("BEGIN IMMEDIATE; " + script.joined(separator: "; ") + "; COMMIT;")
     }
 
+    /// The statement that logs one event (both engines; PostgreSQL appends `RETURNING seq`).
+    static let insert = """
+        INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// `insert`'s parameters for `event`, after checking its topic.
+    static func parameters(_ event: BusEvent) throws -> [SQLValue] {
+        try TopicFilter.validate(topic: event.topic)
+        return [
+            .text(event.topic), .integer(event.timestamp.nanosecondsSinceEpoch), .text(try event.json().jsonText),
+            .text(event.correlationID.description), event.causationID.map { .text($0.description) } ?? .null,
+            .text(event.id.description), .integer(Int64(event.version)), event.owner.map { .text($0) } ?? .null,
+        ]
+    }
+
     public let database: any Database
 
     public init(database: any Database) { self.database = database }
@@ -74,10 +90,7 @@ public struct EventLog: EventReplay {
 
     /// Commits one event on its own; returns its sequence number once it is durable.
     public func append(_ event: BusEvent) async throws -> Int64 {
-        try await database.write { transaction in
-            try transaction.append(event)
-            return transaction.lastInsertRowID
-        }
+        try await database.write { transaction in try transaction.append(event) }
     }
 
     /// The newest sequence number, 0 for an empty log.

@@ -22,34 +22,15 @@ public final class SQLiteDatabase: Database {
         public init() {}
     }
 
-    /// A caller's closure, wrapped: `run` executes it and says whether it succeeded (with the
-    /// completion to call after the commit); `fail` resumes the caller with an error instead.
-    private struct Work: Sendable {
-        let run: @Sendable (SQLiteTransaction) -> (succeeded: Bool, complete: @Sendable () -> Void)
-        let fail: @Sendable (any Error) -> Void
-        /// The deadline race the caller works for: claimed before the write is kept, so a
-        /// caller already told "too late" never has its write committed (see `withDeadline`).
-        var deadline: (any DeadlineClaim)?
-    }
-
-    /// Work queued for the writer thread.
-    private enum Job {
-        case write(Work)
-        case close(@Sendable () -> Void)
-    }
-
     public let path: String
     private let options: Options
     /// Where committed events go; set at start, or later when the bus is built after the
     /// database (the bus's gates read the database).
     private let bus: Mutex<EventBus?>
-    /// Writes waiting for the writer, and whether a drain job is queued or running on it.
-    private let queue = Mutex<(jobs: [Job], draining: Bool, closed: Bool)>(([], false, false))
-    private let reads = Mutex<(jobs: [Work], draining: Bool, closed: Bool)>(([], false, false))
     /// One thread each: the write connection's and the read connection's (SQLite connections
     /// are used by one thread at a time; one drain job at a time runs on each).
-    private let writer: BlockingPool
-    private let reader: BlockingPool
+    private let writes: DrainQueue<DatabaseJob>
+    private let reads: DrainQueue<DatabaseWork>
     private let writeConnection: ConnectionBox
     private let readConnection: ConnectionBox
     private let logger: Logger
@@ -70,154 +51,96 @@ public final class SQLiteDatabase: Database {
         self.writeConnection = ConnectionBox(connection)
         self.readConnection = ConnectionBox(reader)
         // The queue limits are the drain jobs (at most one waits); callers queue in `queue`/`reads`.
-        self.writer = BlockingPool(name: "appd-db-write", threads: 1, queueLimit: 4)
-        self.reader = BlockingPool(name: "appd-db-read", threads: 1, queueLimit: 4)
+        self.writes = DrainQueue(pool: BlockingPool(name: "appd-db-write", threads: 1, queueLimit: 4))
+        self.reads = DrainQueue(pool: BlockingPool(name: "appd-db-read", threads: 1, queueLimit: 4))
     }
+
+    public var dialect: SQLDialect { .sqlite }
+    /// One appd owns the file (the control socket is claimed first, so a second appd on the
+    /// same data directory stops before opening it).
+    public var sharedAcrossInstances: Bool { false }
 
     /// Publishes committed events on `bus` from now on.
     public func attach(bus: EventBus) {
         self.bus.withLock { $0 = bus }
     }
 
+    /// One instance: the lease is always this one's.
+    public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await body()
+    }
+
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            var work = Self.work(body, continuation)
+            var work = DatabaseWork(body, continuation)
             work.deadline = Deadline.current
-            enqueue(.write(work)) {
-                continuation.resume(throwing: StorageError(kind: .closed, message: "the database is closed"))
-            }
+            if !writes.enqueue(.write(work), drain: { [self] in drainWrites($0) }) { continuation.resume(throwing: DatabaseWork.closed) }
         }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let accepted = reads.withLock { r -> Bool? in
-                guard !r.closed else { return nil }
-                r.jobs.append(Self.work(body, continuation))
-                defer { r.draining = true }
-                return !r.draining
+            if !reads.enqueue(DatabaseWork(body, continuation), drain: { [self] in drainReads($0) }) {
+                continuation.resume(throwing: DatabaseWork.closed)
             }
-            guard let accepted else {
-                return continuation.resume(throwing: StorageError(kind: .closed, message: "the database is closed"))
-            }
-            if accepted { schedule(on: reader) { [self] in drainReads() } }
         }
-    }
-
-    private static func work<T: Sendable>(
-        _ body: @escaping @Sendable (any Transaction) throws -> T, _ continuation: CheckedContinuation<T, any Error>
-    ) -> Work {
-        Work(
-            run: { transaction in
-                do {
-                    let value = try body(transaction)
-                    return (true, { continuation.resume(returning: value) })
-                } catch {
-                    return (false, { continuation.resume(throwing: error) })
-                }
-            },
-            fail: { error in continuation.resume(throwing: error) })
     }
 
     /// Finishes queued reads and writes, then closes both connections and ends their threads.
     public func close() async {
-        let first = reads.withLock { r -> Bool in
-            defer { r.closed = true }
-            return !r.closed
-        }
-        guard first else { return }
+        guard reads.close() else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            enqueue(.close { continuation.resume() }) { continuation.resume() }
+            let queued = writes.enqueue(.close { continuation.resume() }, closes: true) { [self] in drainWrites($0) }
+            if !queued { continuation.resume() }
         }
-        // The writer has committed and closed; reads queued before `close` still run.
-        try? await reader.run { [self] in
-            drainReads()
-            readConnection.close()
-        }
+        // The writer has committed and closed; reads queued before `close` ran or are running
+        // on the reader's one thread: this job runs after them.
+        try? await reads.pool.run { [self] in readConnection.close() }
         // Their queues are empty: the threads exit on their own.
-        reader.close()
-        writer.close()
-    }
-
-    private func enqueue(_ job: Job, ifClosed: () -> Void) {
-        let accepted = queue.withLock { q -> Bool? in
-            guard !q.closed else { return nil }
-            q.jobs.append(job)
-            if case .close = job { q.closed = true }
-            defer { q.draining = true }
-            return !q.draining
-        }
-        guard let accepted else { return ifClosed() }
-        if accepted { schedule(on: writer) { [self] in drainWrites() } }
-    }
-
-    /// Queues a drain job. The pools' queues hold at most this one job each, so they never
-    /// refuse it; if one did, the failure is loud rather than a caller left waiting forever.
-    private func schedule(on pool: BlockingPool, _ drain: @escaping @Sendable () -> Void) {
-        do throws(PoolRefusal) {
-            try pool.submit(drain)
-        } catch {
-            preconditionFailure("the \(pool.name) pool refused the database's drain job: \(error)")
-        }
+        reads.pool.close()
+        writes.pool.close()
     }
 
     // MARK: The database threads
 
-    /// The writer's drain job: takes every waiting write and commits them in batches, until
-    /// none is left.
-    private func drainWrites() {
-        while true {
-            let jobs = queue.withLock { q -> [Job] in
-                if q.jobs.isEmpty { q.draining = false }
-                defer { q.jobs.removeAll(keepingCapacity: true) }
-                return q.jobs
-            }
-            if jobs.isEmpty { return }
-            guard let open = writeConnection.connection else {
-                for case .write(let work) in jobs { work.fail(StorageError(kind: .closed, message: "the database is closed")) }
-                continue
-            }
-            var writes: [Work] = []
-            for job in jobs {
-                switch job {
-                case .write(let body):
-                    writes.append(body)
-                    if writes.count == options.maxBatch {
-                        commit(writes, on: open)
-                        writes.removeAll()
-                    }
-                case .close(let done):
-                    commit(writes, on: open)
-                    writes.removeAll()
-                    writeConnection.close()
-                    done()
-                }
-            }
-            commit(writes, on: open)
+    /// The writer's drain job: commits the writes it was given in batches of `maxBatch`.
+    private func drainWrites(_ jobs: [DatabaseJob]) {
+        guard let open = writeConnection.connection else {
+            for case .write(let work) in jobs { work.fail(DatabaseWork.closed) }
+            return
         }
+        var batch: [DatabaseWork] = []
+        for job in jobs {
+            switch job {
+            case .write(let work):
+                batch.append(work)
+                if batch.count == options.maxBatch {
+                    commit(batch, on: open)
+                    batch.removeAll()
+                }
+            case .close(let done):
+                commit(batch, on: open)
+                batch.removeAll()
+                writeConnection.close()
+                done()
+            }
+        }
+        commit(batch, on: open)
     }
 
     /// The reader's drain job: each read in its own transaction, a consistent snapshot of the
     /// last commit.
-    private func drainReads() {
-        while true {
-            let jobs = reads.withLock { r -> [Work] in
-                if r.jobs.isEmpty { r.draining = false }
-                defer { r.jobs.removeAll(keepingCapacity: true) }
-                return r.jobs
-            }
-            if jobs.isEmpty { return }
-            guard let connection = readConnection.connection else {
-                for work in jobs { work.fail(StorageError(kind: .closed, message: "the database is closed")) }
-                continue
-            }
-            for work in jobs { read(work, on: connection) }
+    private func drainReads(_ jobs: [DatabaseWork]) {
+        guard let connection = readConnection.connection else {
+            for work in jobs { work.fail(DatabaseWork.closed) }
+            return
         }
+        for work in jobs { read(work, on: connection) }
     }
 
     /// Runs a read in its own (deferred) transaction, so it sees one consistent snapshot.
-    private func read(_ work: Work, on connection: SQLiteConnection) {
+    private func read(_ work: DatabaseWork, on connection: SQLiteConnection) {
         do {
             try connection.control("BEGIN")
         } catch {
@@ -231,7 +154,7 @@ public final class SQLiteDatabase: Database {
     /// Runs a batch of writes in one transaction, one savepoint each; resumes the callers after
     /// the commit (or fails them all with the commit's error), then publishes the committed
     /// events in log order.
-    private func commit(_ writes: [Work], on connection: SQLiteConnection) {
+    private func commit(_ writes: [DatabaseWork], on connection: SQLiteConnection) {
         guard !writes.isEmpty else { return }
         do {
             try connection.control("BEGIN IMMEDIATE")
@@ -256,9 +179,7 @@ public final class SQLiteDatabase: Database {
                     // undo exactly its changes; the others stay.
                     try connection.executeScript("ROLLBACK TO w; RELEASE w")
                     let fail = work.fail
-                    let late: @Sendable () -> Void = {
-                        fail(StorageError(kind: .other, message: "the caller's deadline passed before the write was committed; it was rolled back"))
-                    }
+                    let late: @Sendable () -> Void = { fail(DatabaseWork.late) }
                     completions.append(succeeded ? late : complete)
                 }
             } catch {

@@ -20,24 +20,15 @@ final class SQLiteTransaction: Transaction {
         try connection.run(sql, parameters)
     }
 
-    var lastInsertRowID: Int64 { connection.lastInsertRowID }
+    var dialect: SQLDialect { .sqlite }
 
-    func append(_ event: BusEvent) throws {
+    func append(_ event: BusEvent) throws -> Int64 {
         guard logEvents else {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
-        try TopicFilter.validate(topic: event.topic)
-        let payload = try event.json()
-        _ = try connection.run(
-                """
-                INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .text(event.topic), .integer(event.timestamp.nanosecondsSinceEpoch), .text(payload.jsonText),
-                    .text(event.correlationID.description), event.causationID.map { .text($0.description) } ?? .null,
-                    .text(event.id.description), .integer(Int64(event.version)), event.owner.map { .text($0) } ?? .null,
-                ])
-        events.append(event.logged(at: connection.lastInsertRowID))
+        _ = try connection.run(EventLog.insert, try EventLog.parameters(event))
+        let sequence = connection.lastInsertRowID
+        events.append(event.logged(at: sequence))
+        return sequence
     }
 }

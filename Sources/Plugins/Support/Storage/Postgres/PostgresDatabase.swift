@@ -1,0 +1,256 @@
+import Bus
+import Synchronization
+
+/// PostgreSQL behind the `Database` protocol, for several appd instances on one database.
+///
+/// **Writes** run on one connection and thread per instance with the same group commit as
+/// SQLite: every write waiting is run in one transaction, each in its own savepoint, one
+/// commit for all; a caller is resumed only after the commit. Every write transaction first
+/// takes the database's **advisory write lock** (`pg_advisory_xact_lock`, held to the commit),
+/// so writes are serialised across instances as SQLite serialises them in one. That one lock
+/// gives what must hold across instances: event sequence order is commit order (a `since`
+/// reader never skips an event that commits late), quotas and throttling counts are exact,
+/// a webhook's idempotency key is seen by the second instance, migrations run once.
+/// Instances still scale what is not a write: reads, sessions, streams, plugins.
+///
+/// **Reads** run on `readers` connections (each its own thread), each in a read-only
+/// repeatable-read transaction: one consistent snapshot of the last commit.
+///
+/// **Events** committed by any instance reach this instance's bus through `PostgresEventFeed`
+/// (LISTEN/NOTIFY, in commit order).
+public final class PostgresDatabase: Database {
+    public struct Options: Sendable {
+        /// Writes folded into one commit at most.
+        public var maxBatch: Int = 256
+        /// Read connections (and threads).
+        public var readers: Int = 4
+        /// `statement_timeout` and `lock_timeout` of every connection, in seconds: no wait on
+        /// the server is unbounded.
+        public var statementTimeoutSeconds: Int = 30
+        /// Off only in the test that shows what goes wrong without the write lock.
+        var serializeWrites = true
+        public init() {}
+    }
+
+    /// The URL without its password, for logs and status.
+    public let redactedURL: String
+    public var dialect: SQLDialect { .postgres }
+    public var sharedAcrossInstances: Bool { true }
+
+    let options: Options
+    let namespace: PostgresNamespace
+    private let writes: DrainQueue<DatabaseJob>
+    private let writeConnection: PostgresConnectionBox
+    private let readers: [(queue: DrainQueue<DatabaseWork>, connection: PostgresConnectionBox)]
+    private let nextReader = Atomic<Int>(0)
+    private let feed: PostgresEventFeed
+    private let leases: PostgresLeases
+    private let logger: Logger
+    /// Batches of this instance's events committed, for the feed to match with their NOTIFY.
+    private let batchCounter = Atomic<Int>(0)
+
+    /// Connects, creates the event log if this is a new database (under the write lock, so
+    /// instances starting together do not race), and starts listening for events.
+    public init(url: String, bus: EventBus?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")) throws {
+        self.redactedURL = PostgresURL.redacted(url)
+        self.options = options
+        self.logger = logger
+        let setup = "SET statement_timeout = '\(options.statementTimeoutSeconds)s'; SET lock_timeout = '\(options.statementTimeoutSeconds)s'; SET application_name = 'appd'"
+        let connect: @Sendable () throws -> PostgresConnection = { try PostgresConnection(conninfo: url, setup: setup) }
+        let writer = try connect()
+        let namespace = try PostgresNamespace(writer)
+        self.namespace = namespace
+        try PostgresSchema.create(on: writer, namespace: namespace)
+        self.writeConnection = PostgresConnectionBox(writer, connect: connect)
+        self.writes = DrainQueue(pool: BlockingPool(name: "appd-pg-write", threads: 1, queueLimit: 4))
+        self.readers = try (0..<max(1, options.readers)).map { i in
+            (DrainQueue(pool: BlockingPool(name: "appd-pg-read\(i)", threads: 1, queueLimit: 4)), PostgresConnectionBox(try connect(), connect: connect))
+        }
+        self.feed = try PostgresEventFeed(connection: PostgresConnectionBox(try connect(), connect: connect), namespace: namespace, bus: bus, logger: logger)
+        self.leases = PostgresLeases(connection: PostgresConnectionBox(nil, connect: connect), namespace: namespace, logger: logger)
+        feed.start()
+    }
+
+    public func attach(bus: EventBus) { feed.attach(bus: bus) }
+
+    public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await leases.holding(name, body)
+    }
+
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            var work = DatabaseWork(body, continuation)
+            work.deadline = Deadline.current
+            if !writes.enqueue(.write(work), drain: { [self] in drainWrites($0) }) { continuation.resume(throwing: DatabaseWork.closed) }
+        }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
+        let reader = readers[nextReader.add(1, ordering: .relaxed).oldValue % readers.count]
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let queued = reader.queue.enqueue(DatabaseWork(body, continuation)) { jobs in
+                for work in jobs { Self.read(work, on: reader.connection) }
+            }
+            if !queued { continuation.resume(throwing: DatabaseWork.closed) }
+        }
+    }
+
+    /// Finishes queued writes and reads, stops the feed and the leases, closes every connection.
+    public func close() async {
+        guard readers.allSatisfy({ $0.queue.close() }) else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let queued = writes.enqueue(.close { continuation.resume() }, closes: true) { [self] in drainWrites($0) }
+            if !queued { continuation.resume() }
+        }
+        for reader in readers {
+            try? await reader.queue.pool.run { reader.connection.close() }
+            reader.queue.pool.close()
+        }
+        writes.pool.close()
+        await feed.stop()
+        await leases.close()
+    }
+
+    // MARK: The database threads
+
+    private func drainWrites(_ jobs: [DatabaseJob]) {
+        var batch: [DatabaseWork] = []
+        for job in jobs {
+            switch job {
+            case .write(let work):
+                batch.append(work)
+                if batch.count == options.maxBatch {
+                    commit(batch)
+                    batch.removeAll()
+                }
+            case .close(let done):
+                commit(batch)
+                batch.removeAll()
+                writeConnection.close()
+                done()
+            }
+        }
+        commit(batch)
+    }
+
+    private static func read(_ work: DatabaseWork, on box: PostgresConnectionBox) {
+        do {
+            let connection = try box.open()
+            try connection.control("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let (_, complete) = work.run(PostgresTransaction(connection: connection, logEvents: false))
+            do { try connection.control("COMMIT") } catch { try? connection.control("ROLLBACK") }
+            complete()
+        } catch {
+            work.fail(error)
+        }
+    }
+
+    /// One transaction for the batch: the write lock, a savepoint per write (when there are
+    /// several), the NOTIFY that tells every instance's feed, the commit; then the callers.
+    private func commit(_ writes: [DatabaseWork]) {
+        guard !writes.isEmpty else { return }
+        let connection: PostgresConnection
+        do {
+            connection = try writeConnection.open()
+            try connection.control("BEGIN")
+            if options.serializeWrites { try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.writeLock) }
+        } catch {
+            abandon(writes, error, on: writeConnection)
+            return
+        }
+        let savepoints = writes.count > 1
+        var completions: [@Sendable () -> Void] = []
+        var events: [BusEvent] = []
+        var anyKept = false
+        for work in writes {
+            let transaction = PostgresTransaction(connection: connection, logEvents: true)
+            do {
+                if savepoints { try connection.control("SAVEPOINT w") }
+                let (succeeded, complete) = work.run(transaction)
+                if succeeded, work.deadline?.claim() ?? true {
+                    if savepoints { try connection.control("RELEASE w") }
+                    events += transaction.events
+                    completions.append(complete)
+                    anyKept = true
+                } else {
+                    // The closure threw, or its caller's deadline passed before the commit:
+                    // undo exactly its changes; the others stay.
+                    if savepoints { try connection.executeScript("ROLLBACK TO w; RELEASE w") }
+                    let fail = work.fail
+                    let late: @Sendable () -> Void = { fail(DatabaseWork.late) }
+                    completions.append(succeeded ? late : complete)
+                }
+            } catch {
+                abandon(writes, error, on: writeConnection)
+                return
+            }
+        }
+        // One write alone and it failed: nothing to commit.
+        guard anyKept else {
+            try? connection.control("ROLLBACK")
+            for complete in completions { complete() }
+            return
+        }
+        let batch = batchCounter.add(1, ordering: .relaxed).oldValue
+        do {
+            if let first = events.first?.sequence, let last = events.last?.sequence {
+                feed.expect(batch: batch, events: events)
+                try connection.run("SELECT pg_notify(?, ?)", [.text(namespace.channel), .text(feed.payload(batch: batch, first: first, last: last))])
+            }
+            try connection.control("COMMIT")
+        } catch {
+            feed.forget(batch: batch)
+            abandon(writes, error, on: writeConnection)
+            return
+        }
+        for complete in completions { complete() }
+    }
+
+    /// Rolls back and fails every caller of the batch with `error`. If the link broke, whether
+    /// the commit happened is unknown to the caller: the error says so (kind `io`).
+    private func abandon(_ writes: [DatabaseWork], _ error: any Error, on box: PostgresConnectionBox) {
+        box.rollBack()
+        logger.error("a write transaction failed; no write in the batch was applied", metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+        for work in writes { work.fail(error) }
+    }
+}
+
+/// A connection used by one thread at a time, opened again after the link broke.
+final class PostgresConnectionBox: @unchecked Sendable {  // safe: only the owning pool's one job at a time touches it
+    private var connection: PostgresConnection?
+    private var closed = false
+    /// How many times a connection was opened: session state (LISTEN, advisory locks) taken
+    /// on an earlier one is gone.
+    private(set) var opens: Int
+    private let connect: @Sendable () throws -> PostgresConnection
+
+    /// `connection` nil: connects on first use.
+    init(_ connection: PostgresConnection?, connect: @escaping @Sendable () throws -> PostgresConnection) {
+        self.connection = connection
+        self.opens = connection == nil ? 0 : 1
+        self.connect = connect
+    }
+
+    /// The connection, reconnected if its link broke; throws `closed` after `close`.
+    func open() throws -> PostgresConnection {
+        guard !closed else { throw DatabaseWork.closed }
+        if let connection, connection.isOpen { return connection }
+        connection = nil
+        let fresh = try connect()
+        connection = fresh
+        opens += 1
+        return fresh
+    }
+
+    /// Rolls back whatever is open (a no-op outside a transaction or on a broken link).
+    func rollBack() {
+        guard let connection, connection.isOpen else { return }
+        try? connection.control("ROLLBACK")
+    }
+
+    func close() {
+        closed = true
+        connection = nil
+    }
+}

@@ -119,13 +119,29 @@ extension Appd {
 
     /// 4. The database and its durable event log (before anything can accept a write). Closed
     ///    last of all, after the services that write to it have stopped.
-    static func openDatabase(_ config: AppdConfig, teardown: Teardown) async throws -> SQLiteDatabase {
-        let database: SQLiteDatabase
+    ///    SQLite in the data directory, or the PostgreSQL database several instances share (the
+    ///    data directory still holds this instance's plugin data).
+    static func openDatabase(_ config: AppdConfig, teardown: Teardown) async throws -> any Database {
+        let database: any Database
         do {
             try DataDirectory.create(config.dataDirectory, searchable: getuid() == 0 && config.pluginSandbox.mode == .bubblewrap)
-            database = try SQLiteDatabase(path: config.dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
         } catch {
-            throw StartFailure("cannot open the database in \(config.dataDirectory): \(error)")
+            throw StartFailure("cannot create the data directory \(config.dataDirectory): \(error)")
+        }
+        if let url = config.database {
+            var options = PostgresDatabase.Options()
+            options.readers = config.databaseReadConnections
+            do {
+                database = try PostgresDatabase(url: url, bus: nil, options: options, logger: Logger(label: "appd.storage"))
+            } catch {
+                throw StartFailure("cannot open the PostgreSQL database \(PostgresURL.redacted(url)): \(error)")
+            }
+        } else {
+            do {
+                database = try SQLiteDatabase(path: config.dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
+            } catch {
+                throw StartFailure("cannot open the database in \(config.dataDirectory): \(error)")
+            }
         }
         await teardown.push("database") { await database.close() }
         return database
@@ -135,7 +151,7 @@ extension Appd {
     ///    and fixed from here on. A disabled plugin's gates are missing, so commands that need
     ///    them are denied (fail closed). Gates read the database and the database publishes
     ///    what it commits on the bus: that one cycle is closed here, before any write.
-    static func connectBus(plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: SQLiteDatabase, teardown: Teardown) async -> EventBus {
+    static func connectBus(plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: any Database, teardown: Teardown) async -> EventBus {
         let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
         let gates = GateOrder.sorted([adminGate, PluginScopeGate()] + enabled.flatMap { $0.gates(database: database) })
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))

@@ -25,8 +25,13 @@ public struct AuthPlugin: Plugin {
         self.sessions = SessionCache(capacity: options.sessionCacheEntries)
     }
 
+    /// With several instances on one database, a sign-out on another instance must take
+    /// effect on this one's next call: the session cache is bypassed (every call reads the
+    /// session from the database) rather than risk serving a revoked one.
     func service(_ database: any Database) -> AuthService {
-        AuthService(database: database, sessions: sessions, rotations: rotations, hasher: hasher, options: options, clock: clock)
+        AuthService(
+            database: database, sessions: database.sharedAcrossInstances ? SessionCache(capacity: 0) : sessions, rotations: rotations, hasher: hasher,
+            options: options, clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {

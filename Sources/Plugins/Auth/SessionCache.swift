@@ -11,8 +11,8 @@ import Synchronization
 /// generation moved on while it read). Expiry is checked on every hit.
 ///
 /// When another process can change sessions in the same database (several appd instances on
-/// one PostgreSQL, DESIGN §10), this process would not hear of it: run with the cache off
-/// (`sessionCacheEntries` 0) until invalidations travel between instances.
+/// one PostgreSQL, DESIGN §10), this process would not hear of it: the auth plugin then does
+/// not use the cache at all (`Database.sharedAcrossInstances`), so nothing can be stale.
 final class SessionCache<Record: Sendable>: Sendable {
     struct Entry: Sendable {
         let record: Record

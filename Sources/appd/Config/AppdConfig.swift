@@ -1,4 +1,5 @@
 import Bus
+import Storage
 import PluginKit
 import HTTP
 import Chat
@@ -10,6 +11,9 @@ import Rating
 struct AppdConfig: Sendable {
     var socket: String = SocketPath.defaultPath()
     var dataDirectory: String = DataDirectory.defaultPath()
+    /// A PostgreSQL URL shared by several instances; nil is SQLite in the data directory.
+    var database: String?
+    var databaseReadConnections = 4
     var adminGroup: String?
     var logLevel: LogLevel = .info
     var limits = ServerLimits()
@@ -71,6 +75,9 @@ struct AppdConfig: Sendable {
         return [
             "socket": .string(socket),
             "dataDirectory": .string(dataDirectory),
+            // The URL without its password.
+            "database": .string(database.map(PostgresURL.redacted) ?? "sqlite"),
+            "databaseReadConnections": .int(Int64(databaseReadConnections)),
             "adminGroup": adminGroup.map(JSONValue.string) ?? .null,
             "logLevel": .string(logLevel.description),
             "maxMessageBytes": .int(Int64(limits.maxMessageBytes)),

@@ -1,4 +1,5 @@
 import Bus
+import Storage
 import PluginKit
 import Chat
 import Payments
@@ -34,6 +35,21 @@ struct ConfigKey: Sendable {
     static let all: [ConfigKey] = [
         text("socket", "--socket", "The control socket.") { $0.socket = $1 },
         text("dataDirectory", "--data-dir", "Where the database lives.") { $0.dataDirectory = $1 },
+        ConfigKey(
+            name: "database", flag: "--database",
+            help: "sqlite (default: <data dir>/appd.db), or a PostgreSQL URL postgres://user:password@host:port/db?sslmode=… shared by several instances (secret: the password; prefer the environment).",
+            secret: true
+        ) { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs sqlite or a postgres:// URL") }
+            if text == "sqlite" { config.database = nil; return }
+            guard PostgresURL.isPostgres(text) else { throw ConfigProblem("needs sqlite or a postgres:// URL (postgresql:// and libpq's key=value form work too)") }
+            config.database = text
+        },
+        ConfigKey(name: "databaseReadConnections", flag: "--database-read-connections", help: "PostgreSQL: connections (and threads) for reads (default: 4).") {
+            config, value throws(ConfigProblem) in
+            guard case .int(let n) = value, n >= 1, n <= 64 else { throw ConfigProblem("needs a whole number from 1 to 64") }
+            config.databaseReadConnections = Int(n)
+        },
         ConfigKey(name: "adminGroup", flag: "--admin-group", help: "Members may call admin methods; the socket becomes 0660.") { config, value throws(ConfigProblem) in
             if value == .null { config.adminGroup = nil; return }
             guard let name = value.stringValue, !name.isEmpty else { throw ConfigProblem("needs a group name") }

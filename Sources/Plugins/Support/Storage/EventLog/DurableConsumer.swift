@@ -3,7 +3,8 @@ import Bus
 /// A plugin's durable consumer: processes every durable event matching `filter` exactly as if
 /// it had always been running, at least once, in log order.
 ///
-/// It keeps its position (the last sequence handled) in the database. On start it catches up
+/// One instance runs it at a time (a lease in the database). It keeps its position (the last
+/// sequence handled) in the database. On start it catches up
 /// from the log, then follows live events; if it falls so far behind that its live buffer
 /// overflows, it goes back to the log. A handler that throws is retried with backoff and the
 /// position does not move, so nothing is skipped (handlers must be idempotent).
@@ -51,9 +52,13 @@ public struct DurableConsumer: Service {
         }
     }
 
-    /// Stops as soon as the daemon shuts down: nothing it does needs draining.
+    /// Stops as soon as the daemon shuts down: nothing it does needs draining. With several
+    /// instances on one database, one runs it at a time: it holds the lease named after it, and
+    /// another instance takes over when that one stops or dies.
     public func run() async throws {
-        try await cancelOnGracefulShutdown { try await self.work() }
+        try await cancelOnGracefulShutdown {
+            try await self.log.database.holdingLease("consumer." + self.name) { try await self.work() }
+        }
     }
 
     private func work() async throws {

@@ -55,7 +55,7 @@ public final class PostgresDatabase: Database {
         self.redactedURL = PostgresURL.redacted(url)
         self.options = options
         self.logger = logger
-        let setup = "SET statement_timeout = '\(options.statementTimeoutSeconds)s'; SET lock_timeout = '\(options.statementTimeoutSeconds)s'; SET application_name = 'appd'"
+        let setup = "SET statement_timeout = '\(options.statementTimeoutSeconds)s'; SET lock_timeout = '\(options.statementTimeoutSeconds)s'; SET application_name = 'appd'; SET client_min_messages = warning"
         let connect: @Sendable () throws -> PostgresConnection = { try PostgresConnection(conninfo: url, setup: setup) }
         let writer = try connect()
         let namespace = try PostgresNamespace(writer)

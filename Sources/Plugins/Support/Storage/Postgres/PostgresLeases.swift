@@ -28,21 +28,29 @@ final class PostgresLeases: Sendable {
                 continue
             }
             logger.info("holding the lease", metadata: ["lease": "\(name)"])
-            let outcome: Bool = try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask { try await body(); return true }
-                group.addTask { [self] in
-                    // Watches the link: a lease whose connection broke is gone.
-                    while await stillHeld(generation: held) { try await Task.sleep(for: retry) }
-                    return false
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? true
+            let outcome: Result<Bool, any Error>
+            do {
+                outcome = .success(
+                    try await withThrowingTaskGroup(of: Bool.self) { group in
+                        group.addTask { try await body(); return true }
+                        group.addTask { [self] in
+                            // Watches the link: a lease whose connection broke is gone.
+                            while await stillHeld(generation: held) { try await Task.sleep(for: retry) }
+                            return false
+                        }
+                        defer { group.cancelAll() }
+                        return try await group.next() ?? true
+                    })
+            } catch {
+                outcome = .failure(error)
             }
-            if outcome {
-                await release(name)
-                return
+            if case .success(false) = outcome, !Task.isCancelled {
+                logger.warning("lost the lease (its database link broke); stopping its work and waiting to take it again", metadata: ["lease": "\(name)"])
+                continue
             }
-            logger.warning("lost the lease (its database link broke); stopping its work and waiting to take it again", metadata: ["lease": "\(name)"])
+            await release(name)
+            _ = try outcome.get()
+            return
         }
     }
 

@@ -1,5 +1,8 @@
 import Bus
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// PostgreSQL behind the `Database` protocol, for several appd instances on one database.
 ///
@@ -55,7 +58,7 @@ public final class PostgresDatabase: Database {
         self.redactedURL = PostgresURL.redacted(url)
         self.options = options
         self.logger = logger
-        let setup = "SET statement_timeout = '\(options.statementTimeoutSeconds)s'; SET lock_timeout = '\(options.statementTimeoutSeconds)s'; SET application_name = 'appd'; SET client_min_messages = warning"
+        let setup = "SET statement_timeout = '\(options.statementTimeoutSeconds)s'; SET lock_timeout = '\(options.statementTimeoutSeconds)s'; SET application_name = 'appd/\(getpid())'; SET client_min_messages = warning"
         let connect: @Sendable () throws -> PostgresConnection = { try PostgresConnection(conninfo: url, setup: setup) }
         let writer = try connect()
         let namespace = try PostgresNamespace(writer)

@@ -274,9 +274,11 @@ import TestSupport
         requirements["io.appd.examples.Greeter.Count"] = ["session"]
         manifest["requirements"] = requirements
         try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: plugins + "/a-greeter/plugin.json"))
+        let before = try await Self.plugin(daemon, "greeter")["pid"] as? Int
         let changed = try await Self.ctl(daemon, ["plugins", "rescan"])
         #expect(changed.stdout.contains("changed: greeter"), "\(changed)")
-        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        // Running again means a new process (the old one may still show as running for a moment).
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" && ($0["pid"] as? Int).map { $0 != before } == true }
         #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 67)
         // Removed folders are dropped, and their interface is no longer served.
         try FileManager.default.removeItem(atPath: plugins + "/a-greeter")

@@ -5,9 +5,9 @@ import TestSupport
 @testable import Storage
 
 /// The event log across instances on PostgreSQL: with writers on several instances, commit
-/// order is not sequence order unless appends are serialised. Each test runs with the write
-/// lock (what appd does) and without it (the naive log), and shows the naive one losing events
-/// — so the checks can fail, and the lock is what makes them pass.
+/// order is not sequence order unless appends are serialised. The late-commit test runs with
+/// the write lock (what appd does) and without it (the naive log), and shows the naive one
+/// losing the event — so the check can fail, and the lock is what makes it pass.
 @Suite(.enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
 struct PostgresEventOrderTests {
     func instances(_ count: Int, serialized: Bool) throws -> [PostgresDatabase] {
@@ -43,35 +43,62 @@ struct PostgresEventOrderTests {
         }
     }
 
+    /// Whether some connection waits for the advisory lock (`classid`, `objid`).
+    func someoneWaits(on lock: (Int64, Int64), _ probe: PostgresConnection) throws -> Bool {
+        try !probe.run(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid::int = ? AND objid::int = ?", [.integer(lock.0), .integer(lock.1)]
+        ).rows.isEmpty
+    }
+
+    func waitUntil(_ condition: () throws -> Bool) async throws {
+        for _ in 0..<1000 where !(try condition()) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try condition())
+    }
+
+    /// The race made deterministic: A takes a sequence number and then waits (inside its
+    /// transaction) for a lock the test holds; B appends meanwhile; a `since` reader reads; the
+    /// test lets A commit; the reader reads on from where it was.
     @Test(arguments: [true, false])
     func aLateCommitIsNotSkippedByASinceReader(serialized: Bool) async throws {
         let dbs = try instances(3, serialized: serialized)
         let (a, b, reader) = (dbs[0], dbs[1], EventLog(database: dbs[2]))
-        let done = StopFlag()
-        let following = Task { try await follow(reader, until: done) }
-        // A takes a sequence number, then holds its transaction open; B appends meanwhile.
-        let slow = Task { try await append("slow on A", to: a, hold: 0.4) }
-        try await Task.sleep(for: .milliseconds(100))
-        let fast = try await append("fast on B", to: b)
-        let slowSeq = try await slow.value
-        try await Task.sleep(for: .milliseconds(50))
-        done.set()
-        let seen = try await following.value
+        let probe = try PostgresConnection(conninfo: try TestDatabase.postgres(), setup: "SET client_min_messages = warning")
+        let gate: (Int64, Int64) = (Int64(UInt16.random(in: 1...60000)), 4242)
+        _ = try probe.run("SELECT pg_advisory_lock(?, ?)", [.integer(gate.0), .integer(gate.1)])
+        let slow = Task {
+            try await a.write { tx in
+                let seq = try tx.append(BusEvent(NoteAdded(id: 0, text: "late on A"), causedBy: nil))
+                try tx.execute("SELECT pg_advisory_xact_lock_shared(?, ?)", [.integer(gate.0), .integer(gate.1)])
+                return seq
+            }
+        }
+        try await waitUntil { try someoneWaits(on: gate, probe) }
+        let fast = Task { try await append("on B", to: b) }
         if serialized {
-            // B waited for A's commit: its sequence is higher, and the reader saw both in order.
-            #expect(fast > slowSeq)
-            #expect(seen == [slowSeq, fast])
+            // B waits for the write lock A holds until its commit.
+            try await waitUntil { try someoneWaits(on: (a.namespace.key, 1), probe) }
         } else {
-            // Without the lock B commits a higher sequence first; the reader moves past A's.
-            #expect(fast > slowSeq)
-            #expect(seen == [fast], "the naive log was expected to lose the late commit")
+            _ = try await fast.value
+        }
+        var seen = try await reader.events(after: 0, limit: 100).compactMap(\.sequence)
+        let since = seen.last ?? 0
+        _ = try probe.run("SELECT pg_advisory_unlock(?, ?)", [.integer(gate.0), .integer(gate.1)])
+        let (slowSeq, fastSeq) = (try await slow.value, try await fast.value)
+        seen += try await reader.events(after: since, limit: 100).compactMap(\.sequence)
+        if serialized {
+            // B's sequence comes after A's commit: the reader saw nothing early, then both in order.
+            #expect(fastSeq > slowSeq)
+            #expect(seen == [slowSeq, fastSeq])
+        } else {
+            // Without the lock, A's lower sequence commits after B's: the reader moved past it.
+            #expect(fastSeq > slowSeq)
+            #expect(seen == [fastSeq], "the naive log loses the late commit")
         }
         for db in dbs { await db.close() }
     }
 
-    @Test(arguments: [true, false])
-    func concurrentAppendsOnTwoInstancesReachEveryReaderOnceInOrder(serialized: Bool) async throws {
-        let dbs = try instances(3, serialized: serialized)
+    @Test func concurrentAppendsOnTwoInstancesReachEveryReaderOnceInOrder() async throws {
+        let dbs = try instances(3, serialized: true)
         let (a, b, third) = (dbs[0], dbs[1], dbs[2])
         // A live subscriber on the third instance: events written through A and B arrive on its bus.
         let bus = EventBus()
@@ -95,17 +122,13 @@ struct PostgresEventOrderTests {
         let seen = try await following.value
         let all = try await third.read { tx in try tx.query("SELECT seq FROM appd_events ORDER BY seq").compactMap { $0.integer("seq") } }
         #expect(all.count == 240)
-        if serialized {
-            #expect(seen == all, "the since reader saw each event once, in sequence order")
-            var received: [Int64] = []
-            for try await event in live {
-                received.append(event.sequence ?? -1)
-                if received.count == all.count { break }
-            }
-            #expect(received == all, "the live subscriber on a third instance got each event once, in order")
-        } else {
-            #expect(seen.count < all.count, "the naive log was expected to lose events whose commit came late")
+        #expect(seen == all, "the since reader saw each event once, in sequence order")
+        var received: [Int64] = []
+        for try await event in live {
+            received.append(event.sequence ?? -1)
+            if received.count == all.count { break }
         }
+        #expect(received == all, "the live subscriber on a third instance got each event once, in order")
         live.cancel()
         for db in dbs { await db.close() }
     }

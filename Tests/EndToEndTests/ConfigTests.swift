@@ -35,6 +35,30 @@ import TestSupport
         #expect(json["callTimeoutSeconds"] as? Double == 2.5)
     }
 
+    @Test func theDatabaseIsSQLiteUnlessAPostgresURLIsGivenWhosePasswordIsNeverPrinted() async throws {
+        #expect(try await printConfig([]).1["database"] as? String == "sqlite")
+        let (status, json, stderr) = try await printConfig([], environment: ["APPD_DATABASE": "postgres://appd:s3cret-pw@db.internal:5432/app?sslmode=require"])
+        #expect(status == 0)
+        #expect(json["database"] as? String == "postgres://appd:***@db.internal:5432/app?sslmode=require")
+        #expect(!stderr.contains("s3cret-pw"))
+        let wrong = try await printConfig(["--database", "mysql://x"])
+        #expect(wrong.0 == 78)
+        #expect(wrong.2.contains("needs sqlite or a postgres:// URL"), "\(wrong.2)")
+        #expect(!wrong.2.contains("mysql://x"), "a refused secret is not echoed: \(wrong.2)")
+    }
+
+    /// A server that cannot be reached stops appd at start with the reason and without the password.
+    @Test func anUnreachablePostgresStopsAppdWithTheReasonNotThePassword() async throws {
+        let dir = NSTemporaryDirectory() + "appd-pg-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outcome = try await run(
+            Binaries.appd, ["--data-dir", dir, "--socket", dir + "/appd.sock"],
+            environment: ["APPD_DATABASE": "postgresql://appd:s3cret-pw@127.0.0.1:1/app?connect_timeout=2"])
+        #expect(outcome.status != 0)
+        #expect(outcome.stderr.contains("cannot open the PostgreSQL database postgresql://appd:***@127.0.0.1:1/app"), "\(outcome.stderr)")
+        #expect(!outcome.stderr.contains("s3cret-pw"))
+    }
+
     @Test func theSessionCacheCanBeSizedOrTurnedOff() async throws {
         #expect(try await printConfig([]).1["sessionCacheEntries"] as? Int == 10_000)
         let off = try await printConfig(["--session-cache-entries", "0"])

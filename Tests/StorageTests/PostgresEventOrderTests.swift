@@ -140,3 +140,35 @@ final class StopFlag: Sendable {
     func set() { value.store(true, ordering: .releasing) }
     var isSet: Bool { value.load(ordering: .acquiring) }
 }
+
+/// What a broken link to PostgreSQL does: the next write connects again; the event feed
+/// reconnects and catches up from the log, so a live subscriber misses nothing.
+@Suite(.enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
+struct PostgresLinkTests {
+    @Test func afterTheServerDropsTheConnectionsWritesAndLiveEventsGoOn() async throws {
+        let url = try TestDatabase.postgres()
+        var options = PostgresDatabase.Options()
+        options.readers = 1
+        let database = try PostgresDatabase(url: url, bus: nil, options: options)
+        let bus = EventBus()
+        database.attach(bus: bus)
+        let live = bus.subscribe(try TopicFilter(NoteAdded.topic), options: SubscriptionOptions(capacity: 100, overflow: .disconnect))
+        let first = try await database.write { tx in try tx.append(BusEvent(NoteAdded(id: 1, text: "before"), causedBy: nil)) }
+        var iterator = live.makeAsyncIterator()
+        #expect(try await iterator.next()?.sequence == first)
+
+        let pids = try await database.backendPIDs()
+        #expect(pids.allSatisfy { $0 > 0 })
+        let probe = try PostgresConnection(conninfo: url, setup: "SET client_min_messages = warning")
+        for pid in pids { _ = try probe.run("SELECT pg_terminate_backend(?)", [.integer(Int64(pid))]) }
+
+        let second = try await database.write { tx in try tx.append(BusEvent(NoteAdded(id: 2, text: "after"), causedBy: nil)) }
+        let third = try await database.write { tx in try tx.append(BusEvent(NoteAdded(id: 3, text: "after"), causedBy: nil)) }
+        #expect(try await iterator.next()?.sequence == second)
+        #expect(try await iterator.next()?.sequence == third)
+        let now = try await database.backendPIDs()
+        #expect(Set(now).isDisjoint(with: pids), "both connections are new")
+        live.cancel()
+        await database.close()
+    }
+}

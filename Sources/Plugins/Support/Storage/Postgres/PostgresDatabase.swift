@@ -46,7 +46,7 @@ public final class PostgresDatabase: Database {
     private let writeConnection: PostgresConnectionBox
     private let readers: [(queue: DrainQueue<DatabaseWork>, connection: PostgresConnectionBox)]
     private let nextReader = Atomic<Int>(0)
-    private let feed: PostgresEventFeed
+    let feed: PostgresEventFeed
     private let leases: PostgresLeases
     private let logger: Logger
     /// Batches of this instance's events committed, for the feed to match with their NOTIFY.
@@ -115,6 +115,12 @@ public final class PostgresDatabase: Database {
         await leases.close()
     }
 
+    /// The server processes of the write connection and the event feed's (tests cut them).
+    func backendPIDs() async throws -> [Int32] {
+        let writer = try await writes.pool.run { [self] in try writeConnection.open().backendPID }
+        return [writer, feed.backendPID.load(ordering: .relaxed)]
+    }
+
     // MARK: The database threads
 
     private func drainWrites(_ jobs: [DatabaseJob]) {
@@ -139,8 +145,7 @@ public final class PostgresDatabase: Database {
 
     private static func read(_ work: DatabaseWork, on box: PostgresConnectionBox) {
         do {
-            let connection = try box.open()
-            try connection.control("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let connection = try box.beginTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let (_, complete) = work.run(PostgresTransaction(connection: connection, logEvents: false))
             do { try connection.control("COMMIT") } catch { try? connection.control("ROLLBACK") }
             complete()
@@ -155,8 +160,7 @@ public final class PostgresDatabase: Database {
         guard !writes.isEmpty else { return }
         let connection: PostgresConnection
         do {
-            connection = try writeConnection.open()
-            try connection.control("BEGIN")
+            connection = try writeConnection.beginTransaction("BEGIN")
             if options.serializeWrites { try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.writeLock) }
         } catch {
             abandon(writes, error, on: writeConnection)
@@ -244,6 +248,21 @@ final class PostgresConnectionBox: @unchecked Sendable {  // safe: only the owni
         connection = fresh
         opens += 1
         return fresh
+    }
+
+    /// Opens a transaction with `begin`. A link that broke while idle (server restart, failover,
+    /// a killed backend) shows only when used: then it connects again and begins once more —
+    /// nothing of the caller's has run yet, so that is safe.
+    func beginTransaction(_ begin: String) throws -> PostgresConnection {
+        let first = try open()
+        do {
+            try first.control(begin)
+            return first
+        } catch where !first.isOpen {
+            let second = try open()
+            try second.control(begin)
+            return second
+        }
     }
 
     /// Rolls back whatever is open (a no-op outside a transaction or on a broken link).

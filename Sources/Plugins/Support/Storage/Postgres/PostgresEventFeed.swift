@@ -24,6 +24,8 @@ final class PostgresEventFeed: Sendable {
     private let pool = BlockingPool(name: "appd-pg-events", threads: 1, queueLimit: 1, idleTimeout: nil)
     private let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let finished = Atomic<Bool>(false)
+    /// The server process of the feed's connection (0 while disconnected), for tests that cut it.
+    let backendPID = Atomic<Int32>(0)
 
     init(connection: PostgresConnectionBox, namespace: PostgresNamespace, bus: EventBus?, logger: Logger) throws {
         self.connection = connection
@@ -84,6 +86,7 @@ final class PostgresEventFeed: Sendable {
                 let link = try connection.open()
                 if !listening {
                     try link.executeScript("LISTEN \(namespace.quotedChannel)")
+                    backendPID.store(link.backendPID, ordering: .relaxed)
                     listening = true
                     try catchUp(on: link)
                 }

@@ -33,3 +33,86 @@ enum DatabaseJob: Sendable {
     case write(DatabaseWork)
     case close(@Sendable () -> Void)
 }
+
+/// A write transaction that collects the events appended in it (the outbox).
+protocol OutboxTransaction: Transaction {
+    var events: [BusEvent] { get }
+}
+
+/// What running a batch's writes inside its transaction left to do after the commit.
+struct BatchOutcome {
+    /// Each caller's answer, in order: to call after the commit (or to fail if it fails).
+    var completions: [@Sendable () -> Void] = []
+    /// The events of the writes kept, in log order.
+    var events: [BusEvent] = []
+    /// Whether any write is kept (else there is nothing to commit).
+    var kept = false
+}
+
+extension DatabaseWork {
+    /// Runs the writes of a batch inside an open transaction, each in its own savepoint when
+    /// `savepoints`: one that throws, or whose caller's deadline passed before the commit, is
+    /// undone alone. Throws when the savepoint machinery itself fails (then nothing of the batch
+    /// may be committed). Both engines' writers use it.
+    static func run<T: OutboxTransaction>(
+        _ writes: [DatabaseWork], savepoints: Bool, transaction: () -> T, control: (String) throws -> Void
+    ) throws -> BatchOutcome {
+        var outcome = BatchOutcome()
+        for work in writes {
+            let transaction = transaction()
+            if savepoints { try control("SAVEPOINT w") }
+            let (succeeded, complete) = work.run(transaction)
+            if succeeded, work.deadline?.claim() ?? true {
+                if savepoints { try control("RELEASE w") }
+                outcome.events += transaction.events
+                outcome.completions.append(complete)
+                outcome.kept = true
+            } else {
+                // The closure threw, or its caller's deadline passed before the commit: undo
+                // exactly its changes; the others stay.
+                if savepoints {
+                    try control("ROLLBACK TO w")
+                    try control("RELEASE w")
+                }
+                let fail = work.fail
+                let late: @Sendable () -> Void = { fail(DatabaseWork.late) }
+                outcome.completions.append(succeeded ? late : complete)
+            }
+        }
+        return outcome
+    }
+
+    /// A writer's drain job: the jobs in batches of at most `maxBatch`, each to `commit`; a
+    /// close commits what came before it, then runs `close` and answers its caller.
+    static func drain(_ jobs: [DatabaseJob], maxBatch: Int, commit: ([DatabaseWork]) -> Void, close: () -> Void) {
+        var batch: [DatabaseWork] = []
+        for job in jobs {
+            switch job {
+            case .write(let work):
+                batch.append(work)
+                if batch.count == maxBatch {
+                    commit(batch)
+                    batch.removeAll()
+                }
+            case .close(let done):
+                commit(batch)
+                batch.removeAll()
+                close()
+                done()
+            }
+        }
+        commit(batch)
+    }
+
+    /// Queues a write for `queue`'s writer (its deadline claimed before the commit); throws
+    /// `closed` when the database is closed.
+    static func write<T: Sendable>(
+        _ body: @escaping @Sendable (any Transaction) throws -> T, on queue: DrainQueue<DatabaseJob>, drain: @escaping @Sendable ([DatabaseJob]) -> Void
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            var work = DatabaseWork(body, continuation)
+            work.deadline = Deadline.current
+            if !queue.enqueue(.write(work), drain: drain) { continuation.resume(throwing: DatabaseWork.closed) }
+        }
+    }
+}

@@ -82,11 +82,7 @@ public final class PostgresDatabase: Database {
 
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            var work = DatabaseWork(body, continuation)
-            work.deadline = Deadline.current
-            if !writes.enqueue(.write(work), drain: { [self] in drainWrites($0) }) { continuation.resume(throwing: DatabaseWork.closed) }
-        }
+        try await DatabaseWork.write(body, on: writes) { [self] in drainWrites($0) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
@@ -124,23 +120,7 @@ public final class PostgresDatabase: Database {
     // MARK: The database threads
 
     private func drainWrites(_ jobs: [DatabaseJob]) {
-        var batch: [DatabaseWork] = []
-        for job in jobs {
-            switch job {
-            case .write(let work):
-                batch.append(work)
-                if batch.count == options.maxBatch {
-                    commit(batch)
-                    batch.removeAll()
-                }
-            case .close(let done):
-                commit(batch)
-                batch.removeAll()
-                writeConnection.close()
-                done()
-            }
-        }
-        commit(batch)
+        DatabaseWork.drain(jobs, maxBatch: options.maxBatch, commit: commit, close: { writeConnection.close() })
     }
 
     private static func read(_ work: DatabaseWork, on box: PostgresConnectionBox) {
@@ -166,43 +146,26 @@ public final class PostgresDatabase: Database {
             abandon(writes, error, on: writeConnection)
             return
         }
-        let savepoints = writes.count > 1
-        var completions: [@Sendable () -> Void] = []
-        var events: [BusEvent] = []
-        var anyKept = false
-        for work in writes {
-            let transaction = PostgresTransaction(connection: connection, logEvents: true)
-            do {
-                if savepoints { try connection.control("SAVEPOINT w") }
-                let (succeeded, complete) = work.run(transaction)
-                if succeeded, work.deadline?.claim() ?? true {
-                    if savepoints { try connection.control("RELEASE w") }
-                    events += transaction.events
-                    completions.append(complete)
-                    anyKept = true
-                } else {
-                    // The closure threw, or its caller's deadline passed before the commit:
-                    // undo exactly its changes; the others stay.
-                    if savepoints { try connection.executeScript("ROLLBACK TO w; RELEASE w") }
-                    let fail = work.fail
-                    let late: @Sendable () -> Void = { fail(DatabaseWork.late) }
-                    completions.append(succeeded ? late : complete)
-                }
-            } catch {
-                abandon(writes, error, on: writeConnection)
-                return
-            }
+        // A write alone needs no savepoint: if it fails, the whole transaction is rolled back.
+        let outcome: BatchOutcome
+        do {
+            outcome = try DatabaseWork.run(
+                writes, savepoints: writes.count > 1, transaction: { PostgresTransaction(connection: connection, logEvents: true) },
+                control: connection.control)
+        } catch {
+            abandon(writes, error, on: writeConnection)
+            return
         }
         // One write alone and it failed: nothing to commit.
-        guard anyKept else {
+        guard outcome.kept else {
             try? connection.control("ROLLBACK")
-            for complete in completions { complete() }
+            for complete in outcome.completions { complete() }
             return
         }
         let batch = batchCounter.add(1, ordering: .relaxed).oldValue
         do {
-            if let first = events.first?.sequence, let last = events.last?.sequence {
-                feed.expect(batch: batch, events: events)
+            if let first = outcome.events.first?.sequence, let last = outcome.events.last?.sequence {
+                feed.expect(batch: batch, events: outcome.events)
                 try connection.run("SELECT pg_notify(?, ?)", [.text(namespace.channel), .text(feed.payload(batch: batch, first: first, last: last))])
             }
             try connection.control("COMMIT")
@@ -211,7 +174,7 @@ public final class PostgresDatabase: Database {
             abandon(writes, error, on: writeConnection)
             return
         }
-        for complete in completions { complete() }
+        for complete in outcome.completions { complete() }
     }
 
     /// Rolls back and fails every caller of the batch with `error`. If the link broke, whether

@@ -1,7 +1,7 @@
 import Bus
 
 /// The `Transaction` a closure sees on PostgreSQL; collects the events appended (the outbox).
-final class PostgresTransaction: Transaction {
+final class PostgresTransaction: OutboxTransaction {
     private let connection: PostgresConnection
     private let logEvents: Bool
     private(set) var events: [BusEvent] = []

@@ -72,11 +72,7 @@ public final class SQLiteDatabase: Database {
 
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            var work = DatabaseWork(body, continuation)
-            work.deadline = Deadline.current
-            if !writes.enqueue(.write(work), drain: { [self] in drainWrites($0) }) { continuation.resume(throwing: DatabaseWork.closed) }
-        }
+        try await DatabaseWork.write(body, on: writes) { [self] in drainWrites($0) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
@@ -110,23 +106,7 @@ public final class SQLiteDatabase: Database {
             for case .write(let work) in jobs { work.fail(DatabaseWork.closed) }
             return
         }
-        var batch: [DatabaseWork] = []
-        for job in jobs {
-            switch job {
-            case .write(let work):
-                batch.append(work)
-                if batch.count == options.maxBatch {
-                    commit(batch, on: open)
-                    batch.removeAll()
-                }
-            case .close(let done):
-                commit(batch, on: open)
-                batch.removeAll()
-                writeConnection.close()
-                done()
-            }
-        }
-        commit(batch, on: open)
+        DatabaseWork.drain(jobs, maxBatch: options.maxBatch, commit: { commit($0, on: open) }, close: { writeConnection.close() })
     }
 
     /// The reader's drain job: each read in its own transaction, a consistent snapshot of the
@@ -163,32 +143,16 @@ public final class SQLiteDatabase: Database {
             for work in writes { work.fail(error) }
             return
         }
-        var completions: [@Sendable () -> Void] = []
-        var events: [BusEvent] = []
-        for work in writes {
-            let transaction = SQLiteTransaction(connection: connection, logEvents: true)
-            do {
-                try connection.control("SAVEPOINT w")
-                let (succeeded, complete) = work.run(transaction)
-                if succeeded, work.deadline?.claim() ?? true {
-                    try connection.control("RELEASE w")
-                    events += transaction.events
-                    completions.append(complete)
-                } else {
-                    // The closure threw, or its caller's deadline passed before the commit:
-                    // undo exactly its changes; the others stay.
-                    try connection.executeScript("ROLLBACK TO w; RELEASE w")
-                    let fail = work.fail
-                    let late: @Sendable () -> Void = { fail(DatabaseWork.late) }
-                    completions.append(succeeded ? late : complete)
-                }
-            } catch {
-                // The savepoint machinery itself failed: nothing in the batch is applied.
-                try? connection.executeScript("ROLLBACK")
-                logger.error("transaction failed; no write in the batch was applied", metadata: ["error": "\(error)"])
-                for pending in writes { pending.fail(error) }
-                return
-            }
+        let outcome: BatchOutcome
+        do {
+            outcome = try DatabaseWork.run(
+                writes, savepoints: true, transaction: { SQLiteTransaction(connection: connection, logEvents: true) }, control: connection.control)
+        } catch {
+            // The savepoint machinery itself failed: nothing in the batch is applied.
+            try? connection.executeScript("ROLLBACK")
+            logger.error("transaction failed; no write in the batch was applied", metadata: ["error": "\(error)"])
+            for pending in writes { pending.fail(error) }
+            return
         }
         do {
             try connection.control("COMMIT")
@@ -198,8 +162,8 @@ public final class SQLiteDatabase: Database {
             for work in writes { work.fail(error) }
             return
         }
-        for complete in completions { complete() }
-        if !events.isEmpty, let bus = bus.withLock({ $0 }) { for event in events { bus.publish(event) } }
+        for complete in outcome.completions { complete() }
+        if !outcome.events.isEmpty, let bus = bus.withLock({ $0 }) { for event in outcome.events { bus.publish(event) } }
     }
 }
 

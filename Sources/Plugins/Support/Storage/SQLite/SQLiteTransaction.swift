@@ -1,7 +1,7 @@
 import Bus
 
 /// The `Transaction` a write or read closure sees; collects the events appended (the outbox).
-final class SQLiteTransaction: Transaction {
+final class SQLiteTransaction: OutboxTransaction {
     private let connection: SQLiteConnection
     private let logEvents: Bool
     private(set) var events: [BusEvent] = []

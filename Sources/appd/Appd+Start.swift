@@ -132,7 +132,7 @@ extension Appd {
             var options = PostgresDatabase.Options()
             options.readers = config.databaseReadConnections
             do {
-                database = try PostgresDatabase(url: url, bus: nil, options: options, logger: Logger(label: "appd.storage"))
+                database = try await PostgresDatabase.open(url: url, bus: nil, options: options, logger: Logger(label: "appd.storage"))
             } catch {
                 throw StartFailure("cannot open the PostgreSQL database \(PostgresURL.redacted(url)): \(error)")
             }

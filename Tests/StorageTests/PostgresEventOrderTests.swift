@@ -10,12 +10,14 @@ import TestSupport
 /// losing the event — so the check can fail, and the lock is what makes it pass.
 @Suite(.enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
 struct PostgresEventOrderTests {
-    func instances(_ count: Int, serialized: Bool) throws -> [PostgresDatabase] {
-        let url = try TestDatabase.postgres()
+    func instances(_ count: Int, serialized: Bool) async throws -> [PostgresDatabase] {
+        let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         var options = PostgresDatabase.Options()
         options.readers = 1
         options.serializeWrites = serialized
-        return try (0..<count).map { _ in try PostgresDatabase(url: url, bus: nil, options: options) }
+        var all: [PostgresDatabase] = []
+        for _ in 0..<count { all.append(try await PostgresDatabase.open(url: url, bus: nil, options: options)) }
+        return all
     }
 
     /// One event, committed after holding its transaction open for `hold`.
@@ -60,7 +62,7 @@ struct PostgresEventOrderTests {
     /// test lets A commit; the reader reads on from where it was.
     @Test(arguments: [true, false])
     func aLateCommitIsNotSkippedByASinceReader(serialized: Bool) async throws {
-        let dbs = try instances(3, serialized: serialized)
+        let dbs = try await instances(3, serialized: serialized)
         let (a, b, reader) = (dbs[0], dbs[1], EventLog(database: dbs[2]))
         let probe = try PostgresConnection(conninfo: try TestDatabase.postgres(), setup: "SET client_min_messages = warning")
         let gate: (Int64, Int64) = (Int64(UInt16.random(in: 1...60000)), 4242)
@@ -98,7 +100,7 @@ struct PostgresEventOrderTests {
     }
 
     @Test func concurrentAppendsOnTwoInstancesReachEveryReaderOnceInOrder() async throws {
-        let dbs = try instances(3, serialized: true)
+        let dbs = try await instances(3, serialized: true)
         let (a, b, third) = (dbs[0], dbs[1], dbs[2])
         // A live subscriber on the third instance: events written through A and B arrive on its bus.
         let bus = EventBus()
@@ -146,10 +148,10 @@ final class StopFlag: Sendable {
 @Suite(.enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
 struct PostgresLinkTests {
     @Test func afterTheServerDropsTheConnectionsWritesAndLiveEventsGoOn() async throws {
-        let url = try TestDatabase.postgres()
+        let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         var options = PostgresDatabase.Options()
         options.readers = 1
-        let database = try PostgresDatabase(url: url, bus: nil, options: options)
+        let database = try await PostgresDatabase.open(url: url, bus: nil, options: options)
         let bus = EventBus()
         database.attach(bus: bus)
         let live = bus.subscribe(try TopicFilter(NoteAdded.topic), options: SubscriptionOptions(capacity: 100, overflow: .disconnect))

@@ -33,7 +33,7 @@ public struct PluginHarness: Sendable {
         let directory = String(cString: made)
         let path = databasePath ?? directory + "/appd.db"
         let plugins = try plugins(clock)
-        let database = try TestDatabase.open(path: path, bus: nil)
+        let database = try await TestDatabase.open(path: path, bus: nil)
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
         let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate()] + plugins.flatMap { $0.gates(database: database) }))
         database.attach(bus: bus)

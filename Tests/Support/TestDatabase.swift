@@ -15,6 +15,9 @@ public enum TestDatabase {
 
     public static let engine: SQLDialect = getenv("APPD_TEST_ENGINE").map { String(cString: $0) } == "postgres" ? .postgres : .sqlite
 
+    /// Where schemas are created (connecting blocks; not on a Swift concurrency thread).
+    public static let pool = BlockingPool(name: "test-pg", threads: 4, queueLimit: 1024)
+
     /// Whether the PostgreSQL tests can run (a test's `.enabled(if:)`).
     public static var hasPostgres: Bool { postgresURL != nil }
 
@@ -39,14 +42,15 @@ public enum TestDatabase {
 
     /// A database of the engine under test: a SQLite file at `path`, or the PostgreSQL schema
     /// that stands for that path.
-    public static func open(path: String, bus: EventBus?) throws -> any Database {
+    public static func open(path: String, bus: EventBus?) async throws -> any Database {
         switch engine {
         case .sqlite: return try SQLiteDatabase(path: path, bus: bus)
         case .postgres:
             guard postgresURL != nil else { throw HarnessError("APPD_TEST_ENGINE=postgres needs APPD_TEST_POSTGRES (a server URL)") }
             var options = PostgresDatabase.Options()
             options.readers = 1  // hundreds of harnesses share the test server's connections
-            return try PostgresDatabase(url: try postgres(key: path), bus: bus, options: options)
+            let url = try await pool.run { try postgres(key: path) }
+            return try await PostgresDatabase.open(url: url, bus: bus, options: options)
         }
     }
 }

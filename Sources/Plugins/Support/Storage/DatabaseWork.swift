@@ -47,6 +47,8 @@ struct BatchOutcome {
     var events: [BusEvent] = []
     /// Whether any write is kept (else there is nothing to commit).
     var kept = false
+    /// Whether a write threw or was too late (without savepoints, the batch must then be run again).
+    var anyUndone = false
 }
 
 extension DatabaseWork {
@@ -77,6 +79,7 @@ extension DatabaseWork {
                 let fail = work.fail
                 let late: @Sendable () -> Void = { fail(DatabaseWork.late) }
                 outcome.completions.append(succeeded ? late : complete)
+                outcome.anyUndone = true
             }
         }
         return outcome

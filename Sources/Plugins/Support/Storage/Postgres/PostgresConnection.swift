@@ -5,14 +5,16 @@ import Glibc
 #endif
 
 /// One libpq connection. Not thread-safe: one thread uses it at a time (the pool job that owns
-/// it). Statements take SQLite's `?` placeholders (translated to `$1, $2, …` once per text);
+/// it). Statements take SQLite's `?` placeholders (numbered `$1, $2, …` when the statement is
+/// prepared, once per text and connection);
 /// parameters go as text and PostgreSQL infers their types from where they stand, so one SQL
 /// text serves both engines where the dialects agree.
 final class PostgresConnection {
     private var handle: OpaquePointer?
     private let conninfo: String
-    /// SQL text with `?` → the same text with `$n` (statements repeat; translate once).
-    private var translated: [String: String] = [:]
+    /// SQL text → the name of its prepared statement on this connection: statements repeat,
+    /// so each is parsed and planned once (that was most of a write's cost on the server).
+    private var prepared: [String: String] = [:]
 
     /// Connects; `setup` runs once per (re)connection (session settings).
     init(conninfo: String, setup: String) throws(StorageError) {
@@ -69,12 +71,23 @@ final class PostgresConnection {
     /// Runs one statement with parameters; returns its rows and how many rows it changed.
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int) {
+        do {
+            return try execute(sql, parameters)
+        } catch where error.message.hasSuffix("(SQLSTATE 0A000)") && prepared[sql] != nil {
+            // "cached plan must not change result type": a table it reads changed shape (a
+            // migration) after it was prepared. Prepare it again, once.
+            try forget(sql)
+            return try execute(sql, parameters)
+        }
+    }
+
+    private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int) {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
-        let text = translate(sql)
+        let name = try prepare(sql, parameters: Int32(parameters.count), on: handle)
         let result: OpaquePointer? = parameters.isEmpty
-            ? PQexecParams(handle, text, 0, nil, nil, nil, nil, 0)
-            : try Self.withParameters(parameters) { types, values, lengths, formats in
-                PQexecParams(handle, text, Int32(parameters.count), types, values, lengths, formats, 0)
+            ? PQexecPrepared(handle, name, 0, nil, nil, nil, 0)
+            : try Self.withParameters(parameters) { _, values, lengths, formats in
+                PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
             }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
@@ -82,6 +95,26 @@ final class PostgresConnection {
         case PGRES_COMMAND_OK: return ([], Int(String(cString: PQcmdTuples(result))) ?? 0)
         default: throw error(result)
         }
+    }
+
+    /// The prepared statement for `sql` (with `?` numbered as `$1`, `$2`, …), prepared on first use.
+    private func prepare(_ sql: String, parameters: Int32, on handle: OpaquePointer) throws(StorageError) -> String {
+        if let name = prepared[sql] { return name }
+        if prepared.count >= 512 {
+            try executeScript("DEALLOCATE ALL")
+            prepared.removeAll()
+        }
+        let name = "appd_\(prepared.count + 1)_\(sql.utf8.count)"
+        let result = PQprepare(handle, name, Self.numberPlaceholders(sql), 0, nil)
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw error(result) }
+        prepared[sql] = name
+        return name
+    }
+
+    private func forget(_ sql: String) throws(StorageError) {
+        guard let name = prepared.removeValue(forKey: sql) else { return }
+        try executeScript("DEALLOCATE \(name)")
     }
 
     /// Notifications received so far (LISTEN): reads what arrived on the socket without blocking.
@@ -202,14 +235,6 @@ final class PostgresConnection {
     }
 
     // MARK: Placeholders and errors
-
-    private func translate(_ sql: String) -> String {
-        if let known = translated[sql] { return known }
-        let text = Self.numberPlaceholders(sql)
-        if translated.count > 1024 { translated.removeAll() }
-        translated[sql] = text
-        return text
-    }
 
     /// `?` outside quotes → `$1`, `$2`, … in order.
     static func numberPlaceholders(_ sql: String) -> String {

@@ -74,6 +74,16 @@ public final class PostgresDatabase: Database {
         feed.start()
     }
 
+    /// Opens the database on a thread of its own: connecting and creating the schema block on
+    /// the network and on other instances' locks, which must not hold a Swift concurrency thread.
+    public static func open(
+        url: String, bus: EventBus?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")
+    ) async throws -> PostgresDatabase {
+        try await opener.run { try PostgresDatabase(url: url, bus: bus, options: options, logger: logger) }
+    }
+
+    private static let opener = BlockingPool(name: "appd-pg-open", threads: 4, queueLimit: 1024)
+
     public func attach(bus: EventBus) { feed.attach(bus: bus) }
 
     public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
@@ -146,12 +156,22 @@ public final class PostgresDatabase: Database {
             abandon(writes, error, on: writeConnection)
             return
         }
-        // A write alone needs no savepoint: if it fails, the whole transaction is rolled back.
-        let outcome: BatchOutcome
+        // First without savepoints (two round trips less per write): if every write succeeds,
+        // that is the batch. If one threw, its changes cannot be undone alone: roll back and run
+        // the batch again, each write in its own savepoint. (Closures are run again, which they
+        // allow: they only touch the transaction; a caller whose deadline claim succeeded stays
+        // claimed.)
+        var outcome: BatchOutcome
         do {
             outcome = try DatabaseWork.run(
-                writes, savepoints: writes.count > 1, transaction: { PostgresTransaction(connection: connection, logEvents: true) },
-                control: connection.control)
+                writes, savepoints: false, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control)
+            if outcome.anyUndone && writes.count > 1 {
+                try connection.control("ROLLBACK")
+                try connection.control("BEGIN")
+                if options.serializeWrites { try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.writeLock) }
+                outcome = try DatabaseWork.run(
+                    writes, savepoints: true, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control)
+            }
         } catch {
             abandon(writes, error, on: writeConnection)
             return

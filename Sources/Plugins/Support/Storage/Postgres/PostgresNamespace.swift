@@ -36,10 +36,13 @@ enum PostgresSchema {
     static func create(on connection: PostgresConnection, namespace: PostgresNamespace) throws(StorageError) {
         do throws(StorageError) {
             try connection.control("BEGIN")
-            // One lock for the whole database around the extension (deployments in other
+            // A lock for the whole database around creating the extension (deployments in other
             // schemas may be creating it too), then this deployment's write lock.
-            try connection.run("SELECT pg_advisory_xact_lock(?, ?)", [.integer(0x6170_7064), .integer(0)])
-            if try connection.run("SELECT 1 FROM pg_extension WHERE extname = 'citext'", []).rows.isEmpty {
+            let citext = "SELECT 1 FROM pg_extension WHERE extname = 'citext'"
+            if try connection.run(citext, []).rows.isEmpty {
+                try connection.run("SELECT pg_advisory_xact_lock(?, ?)", [.integer(0x6170_7064), .integer(0)])
+            }
+            if try connection.run(citext, []).rows.isEmpty {
                 do {
                     try connection.control("CREATE EXTENSION citext SCHEMA public")
                 } catch {
@@ -89,7 +92,8 @@ extension PostgresURL {
         url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)%2Cpublic"
     }
 
-    /// Creates `schema` in the database at `url` unless it exists.
+    /// Creates `schema` in the database at `url` unless it exists (blocks: call it from a
+    /// thread that may wait, or through `PostgresDatabase.open`'s kind of pool).
     public static func createSchema(_ schema: String, at url: String) throws {
         let connection = try PostgresConnection(conninfo: url, setup: "SET client_min_messages = warning")
         try connection.executeScript("CREATE SCHEMA IF NOT EXISTS \"\(schema.replacing("\"", with: "\"\""))\"")

@@ -73,14 +73,19 @@ extension Appd {
                     shutdown: { await group.triggerShutdown() }, external: external,
                     paths: .init(
                         dataDirectory: config.dataDirectory, socket: config.socket, configFile: configFile,
-                        pluginDirectories: config.resolvedPluginDirectories),
+                        pluginDirectories: config.resolvedPluginDirectories,
+                        database: config.database.map(PostgresURL.redacted) ?? config.dataDirectory + "/appd.db"),
                     isAdmin: { adminGate.isPrivileged($0) }))
         } catch {
             throw StartFailure("cannot set up io.appd.Daemon: \(error)")
         }
 
         logger.notice(
-            "appd started", metadata: ["version": Version.current, "socket": config.socket, "data": config.dataDirectory, "config": configFile ?? "none"])
+            "appd started",
+            metadata: [
+                "version": Version.current, "socket": config.socket, "data": config.dataDirectory, "config": configFile ?? "none",
+                "database": config.database.map(PostgresURL.redacted) ?? "sqlite",
+            ])
         // The database is open and the socket listens: tell systemd we are ready.
         Systemd.notify("READY=1\nSTATUS=serving on \(config.socket)")
         do {

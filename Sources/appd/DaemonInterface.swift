@@ -59,9 +59,10 @@ enum DaemonInterface {
           paths: ?Paths
         )
 
-        # The resolved locations: data directory (database), socket, configuration file, and
-        # the directories external plugins are looked for in.
-        type Paths (dataDirectory: string, socket: string, configFile: ?string, pluginDirectories: []string)
+        # The resolved locations: data directory, socket, configuration file, the directories
+        # external plugins are looked for in, and the database (the SQLite file, or the
+        # PostgreSQL URL several instances share, without its password).
+        type Paths (dataDirectory: string, socket: string, configFile: ?string, pluginDirectories: []string, database: ?string)
 
         # A directory external plugins are looked for in.
         type PluginDirectory (path: string, exists: bool, folders: int)
@@ -189,6 +190,7 @@ enum DaemonInterface {
         var socket: String
         var configFile: String?
         var pluginDirectories: [String]
+        var database: String?
     }
 
     struct EventLogStatus: Codable, Sendable {

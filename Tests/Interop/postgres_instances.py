@@ -339,6 +339,8 @@ def main():
         try:
             check("two instances started at once on a new database both serve",
                   all(i.proc.poll() is None for i in (a, b)) and psql(url, "SELECT count(*) FROM appd_schema") == "5")
+            status = call(a.sock, "io.appd.Daemon.Status")["parameters"]
+            check("appctl status names the shared database", status.get("paths", {}).get("database") == url, status.get("paths"))
             holder = what_must_hold(a, b, url)
             failover(a, b, url, holder)
             kill_cycles(a, b, url, cycles)

@@ -81,6 +81,7 @@ final class PostgresEventFeed: Sendable {
     /// whether it should stop); on a broken link, reconnect after a second and catch up.
     private func listen() {
         var listening = false
+        var failures = 0
         while !stopped {
             do {
                 let link = try connection.open()
@@ -88,14 +89,24 @@ final class PostgresEventFeed: Sendable {
                     try link.executeScript("LISTEN \(namespace.quotedChannel)")
                     backendPID.store(link.backendPID, ordering: .relaxed)
                     listening = true
+                    let before = state.withLock { $0.published }
                     try catchUp(on: link)
+                    if failures > 0 {
+                        let after = state.withLock { $0.published }
+                        logger.notice("the event feed is back; caught up from the log", metadata: ["events": "\(after - before)", "attempts": "\(failures)"])
+                    }
+                    failures = 0
                 }
                 try link.waitReadable(milliseconds: 250)
                 for (_, payload) in try link.notifications() { try deliver(payload, on: link) }
             } catch {
                 if stopped { return }
                 listening = false
-                logger.warning("lost the event feed's PostgreSQL link; reconnecting in 1 s", metadata: ["error": "\(error)"])
+                failures += 1
+                // Once per outage, not once a second while the server is away.
+                if failures == 1 {
+                    logger.warning("lost the event feed's PostgreSQL link; reconnecting every second", metadata: ["error": "\(error)"])
+                }
                 for _ in 0..<4 where !stopped { usleep(250_000) }
             }
         }

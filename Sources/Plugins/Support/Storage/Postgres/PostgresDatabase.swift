@@ -129,6 +129,11 @@ public final class PostgresDatabase: Database {
 
     // MARK: The database threads
 
+    /// A write transaction's start, one round trip: BEGIN and the write lock.
+    private var begin: String {
+        options.serializeWrites ? "BEGIN; SELECT pg_advisory_xact_lock(\(namespace.key), 1)" : "BEGIN"
+    }
+
     private func drainWrites(_ jobs: [DatabaseJob]) {
         DatabaseWork.drain(jobs, maxBatch: options.maxBatch, commit: commit, close: { writeConnection.close() })
     }
@@ -137,8 +142,10 @@ public final class PostgresDatabase: Database {
         do {
             let connection = try box.beginTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let (_, complete) = work.run(PostgresTransaction(connection: connection, logEvents: false))
-            do { try connection.control("COMMIT") } catch { try? connection.control("ROLLBACK") }
+            // A read-only transaction has nothing to commit: the caller has its answer before
+            // the round trip that ends it.
             complete()
+            do { try connection.control("COMMIT") } catch { try? connection.control("ROLLBACK") }
         } catch {
             work.fail(error)
         }
@@ -150,8 +157,7 @@ public final class PostgresDatabase: Database {
         guard !writes.isEmpty else { return }
         let connection: PostgresConnection
         do {
-            connection = try writeConnection.beginTransaction("BEGIN")
-            if options.serializeWrites { try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.writeLock) }
+            connection = try writeConnection.beginTransaction(begin)
         } catch {
             abandon(writes, error, on: writeConnection)
             return
@@ -167,8 +173,7 @@ public final class PostgresDatabase: Database {
                 writes, savepoints: false, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control)
             if outcome.anyUndone && writes.count > 1 {
                 try connection.control("ROLLBACK")
-                try connection.control("BEGIN")
-                if options.serializeWrites { try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.writeLock) }
+                try connection.executeScript(begin)
                 outcome = try DatabaseWork.run(
                     writes, savepoints: true, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control)
             }
@@ -239,11 +244,11 @@ final class PostgresConnectionBox: @unchecked Sendable {  // safe: only the owni
     func beginTransaction(_ begin: String) throws -> PostgresConnection {
         let first = try open()
         do {
-            try first.control(begin)
+            try first.executeScript(begin)
             return first
         } catch where !first.isOpen {
             let second = try open()
-            try second.control(begin)
+            try second.executeScript(begin)
             return second
         }
     }

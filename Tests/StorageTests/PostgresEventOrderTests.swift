@@ -8,8 +8,13 @@ import TestSupport
 /// order is not sequence order unless appends are serialised. The late-commit test runs with
 /// the write lock (what appd does) and without it (the naive log), and shows the naive one
 /// losing the event — so the check can fail, and the lock is what makes it pass.
+/// Every test that needs a PostgreSQL server, in one suite: without one, `swift test` says in
+/// one line that they were skipped and how to run them.
 @Suite(.enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
-struct PostgresEventOrderTests {
+enum PostgresTests {}
+
+extension PostgresTests {
+@Suite struct EventOrder {
     func instances(_ count: Int, serialized: Bool) async throws -> [PostgresDatabase] {
         let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         var options = PostgresDatabase.Options()
@@ -136,17 +141,9 @@ struct PostgresEventOrderTests {
     }
 }
 
-/// Tells a reader loop to make its last pass.
-final class StopFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-    func set() { value.store(true, ordering: .releasing) }
-    var isSet: Bool { value.load(ordering: .acquiring) }
-}
-
 /// What a broken link to PostgreSQL does: the next write connects again; the event feed
 /// reconnects and catches up from the log, so a live subscriber misses nothing.
-@Suite(.enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
-struct PostgresLinkTests {
+@Suite struct Link {
     @Test func afterTheServerDropsTheConnectionsWritesAndLiveEventsGoOn() async throws {
         let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         var options = PostgresDatabase.Options()
@@ -173,4 +170,12 @@ struct PostgresLinkTests {
         live.cancel()
         await database.close()
     }
+}
+}
+
+/// Tells a reader loop to make its last pass.
+final class StopFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }

@@ -22,8 +22,7 @@ public enum TestDatabase {
     public static var hasPostgres: Bool { postgresURL != nil }
 
     /// The one line that says what was skipped and how to run it.
-    public static let skipped =
-        "PostgreSQL tests skipped: start a server with `Tests/Postgres/cluster start /tmp/appd-pg` and export APPD_TEST_POSTGRES=<the URL it prints> (APPD_TEST_ENGINE=postgres also runs every plugin suite on it)"
+    public static let skipped = "PostgreSQL tests skipped: to run them, export APPD_TEST_POSTGRES=$(Tests/Postgres/cluster start /tmp/appd-pg)"
 
     /// A URL to a schema on the test server (one deployment's worth of tables): a fresh one, or
     /// the one named after `key` (the same key reopens the same schema, as a restart would).

@@ -123,6 +123,7 @@ import TestSupport
         _ = try await eventually { status = try await Self.status(missing, "hostile"); return status["state"] as? String == "failed" }
         #expect(status["state"] as? String == "failed" && status["pid"] == nil, "\(status)")
         #expect((status["lastError"] as? String ?? "").contains("apt install bubblewrap"), "\(status)")
+        #expect(status["sandbox"] as? String == "bubblewrap unavailable: not started", "not shown as unconfined: \(status)")
         #expect(try await missing.ctl(["ping"]).status == 0)
         #expect(await missing.stop() == 0)
         let unconfined = try await Daemon.start(["--plugin-sandbox", "none"], directory: dir)

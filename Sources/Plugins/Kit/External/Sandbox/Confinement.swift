@@ -34,6 +34,9 @@ struct Confinement: Sendable {
 
     /// For `appctl plugins`.
     func summary(_ sandbox: SandboxManifest) -> String {
+        // Three states: confined, unconfined by the operator's choice, or not started because
+        // the sandbox the operator asked for cannot be set up (bwrap missing).
+        if case .failure = bubblewrap { return "bubblewrap unavailable: not started" }
         var parts = [sandboxed ? "bubblewrap" : "none", sandboxed ? (sandbox.network ? "host network" : "no network") : "unconfined"]
         if sandboxed, getuid() == 0 { parts.append("own uid") }
         parts.append("\(sandbox.limits.memoryMB) MiB")

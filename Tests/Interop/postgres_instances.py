@@ -2,8 +2,9 @@
 """Two real appd processes on one PostgreSQL database, each on its own socket: what must hold
 across instances (DESIGN §10), then the crash-kill cycles with two instances under load.
 
-Usage: postgres_instances.py APPD_BINARY POSTGRES_URL [CYCLES]
-(`Tests/Postgres/cluster start DIR` starts a throwaway server and prints a URL.)
+Usage: postgres_instances.py APPD_BINARY POSTGRES_URL [CYCLES] [CLUSTER_DIR]
+(`Tests/Postgres/cluster start DIR` starts a throwaway server and prints a URL; given its DIR,
+the suite also restarts the server under the instances.)
 """
 import hashlib
 import hmac
@@ -321,9 +322,40 @@ def kill_cycles(a, b, url, cycles):
     print(f"acknowledged writes: {len(acked)} over {cycles} SIGKILLs of one of two instances")
 
 
+def server_restart(a, b, url, cluster):
+    """The server goes away and comes back: calls fail with a typed error meanwhile (no crash),
+    then both instances serve again and a subscriber that stayed connected gets what is written
+    after the restart."""
+    sub = socket.socket(socket.AF_UNIX)
+    sub.settimeout(30)
+    sub.connect(b.sock)
+    sub.sendall(json.dumps({"method": "io.appd.Bus.Subscribe", "parameters": {"topics": ["restart.*"]}, "more": True}).encode() + b"\0")
+    time.sleep(0.3)
+    here = os.path.dirname(os.path.abspath(__file__))
+    cluster_script = os.path.join(here, "..", "Postgres", "cluster")
+    subprocess.run([cluster_script, "stop", cluster], check=True, capture_output=True)
+    down = call(a.sock, "io.appd.Bus.Publish", {"topic": "restart.write", "payload": {"n": 0}, "durable": True})
+    check("while the server is down a durable write fails with StorageFailed (io)",
+          down.get("error") == "io.appd.Bus.StorageFailed" and down.get("parameters", {}).get("kind") == "io", down)
+    check("both instances still answer while the server is down",
+          all("error" not in call(i.sock, "io.appd.Daemon.Ping") for i in (a, b)))
+    subprocess.run([cluster_script, "start", cluster], check=True, capture_output=True)
+    back = wait_for(lambda: "error" not in call(a.sock, "io.appd.Bus.Publish", {"topic": "restart.write", "payload": {"n": 1}, "durable": True}), 20)
+    check("after the server is back, writes succeed again", back)
+    data = b""
+    deadline = time.time() + 20
+    while b"\0" not in data and time.time() < deadline:
+        data += sub.recv(65536)
+    event = json.loads(data.split(b"\0")[0]) if b"\0" in data else {}
+    check("a subscriber on B that stayed connected gets what A wrote after the restart",
+          event.get("parameters", {}).get("payload", {}).get("n") == 1, event)
+    sub.close()
+
+
 def main():
     binary, server = sys.argv[1], sys.argv[2]
     cycles = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    cluster = sys.argv[4] if len(sys.argv) > 4 else None
     schema = "appd_instances_" + str(os.getpid())
     psql(server, f"CREATE SCHEMA {schema}")
     url = server + ("&" if "?" in server else "?") + f"options=-csearch_path%3D{schema}%2Cpublic"
@@ -344,6 +376,8 @@ def main():
             holder = what_must_hold(a, b, url)
             failover(a, b, url, holder)
             kill_cycles(a, b, url, cycles)
+            if cluster:
+                server_restart(a, b, url, cluster)
             check("A exits 0 on SIGTERM", a.stop() == 0)
             check("B exits 0 on SIGTERM", b.stop() == 0)
         finally:

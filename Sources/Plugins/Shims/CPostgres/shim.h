@@ -14,3 +14,9 @@ static inline int appd_pq_wait_readable(PGconn *conn, int timeout_ms) {
     if (rc < 0) return -1;
     return rc > 0 ? 1 : 0;
 }
+
+static inline void appd_pq_ignore_notice(void *arg, const char *message) { (void)arg; (void)message; }
+
+/// libpq prints server notices (and a connection's asynchronous FATAL) to stderr by default;
+/// appd reports what matters through its own errors and log instead.
+static inline void appd_pq_quiet(PGconn *conn) { PQsetNoticeProcessor(conn, appd_pq_ignore_notice, NULL); }

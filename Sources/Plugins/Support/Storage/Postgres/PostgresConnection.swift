@@ -47,6 +47,7 @@ final class PostgresConnection {
             PQfinish(connection)
             throw StorageError(kind: .io, message: "cannot connect to PostgreSQL: \(message)")
         }
+        appd_pq_quiet(connection)
         handle = connection
         try executeScript(setup)
     }

@@ -98,9 +98,7 @@ public final class PostgresDatabase: Database {
     public func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
         let reader = readers[nextReader.add(1, ordering: .relaxed).oldValue % readers.count]
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let queued = reader.queue.enqueue(DatabaseWork(body, continuation)) { jobs in
-                for work in jobs { Self.read(work, on: reader.connection) }
-            }
+            let queued = reader.queue.enqueue(DatabaseWork(body, continuation)) { jobs in Self.read(jobs, on: reader.connection) }
             if !queued { continuation.resume(throwing: DatabaseWork.closed) }
         }
     }
@@ -138,16 +136,33 @@ public final class PostgresDatabase: Database {
         DatabaseWork.drain(jobs, maxBatch: options.maxBatch, commit: commit, close: { writeConnection.close() })
     }
 
-    private static func read(_ work: DatabaseWork, on box: PostgresConnectionBox) {
-        do {
-            let connection = try box.beginTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let (_, complete) = work.run(PostgresTransaction(connection: connection, logEvents: false))
-            // A read-only transaction has nothing to commit: the caller has its answer before
-            // the round trip that ends it.
-            complete()
-            do { try connection.control("COMMIT") } catch { try? connection.control("ROLLBACK") }
-        } catch {
-            work.fail(error)
+    private static let beginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+    /// The reads waiting for one connection, each in its own read-only snapshot. A caller is
+    /// answered before the round trip that ends its transaction, and that round trip also
+    /// begins the next read's ("COMMIT; BEGIN …"): two round trips per read under load.
+    private static func read(_ jobs: [DatabaseWork], on box: PostgresConnectionBox) {
+        var open = false
+        for work in jobs {
+            do {
+                let connection: PostgresConnection
+                if open {
+                    connection = try box.open()
+                    try connection.executeScript("COMMIT; " + beginRead)
+                } else {
+                    connection = try box.beginTransaction(beginRead)
+                    open = true
+                }
+                let (_, complete) = work.run(PostgresTransaction(connection: connection, logEvents: false))
+                complete()
+            } catch {
+                open = false
+                box.rollBack()
+                work.fail(error)
+            }
+        }
+        if open, let connection = try? box.open() {
+            do { try connection.control("COMMIT") } catch { box.rollBack() }
         }
     }
 

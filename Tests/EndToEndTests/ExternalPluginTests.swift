@@ -131,7 +131,7 @@ import TestSupport
         #expect(daemon.log.contains("[greeter]"))
         let restarted = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" && $0["pid"] as? Int != nil }
         let pid = Int32(restarted["pid"] as? Int ?? 0)
-        #expect(pid > 0)
+        #expect(pid > 0, "\(restarted)\n\(daemon.log.suffix(3000))")
         #expect(await daemon.stop() == 0)
         // Stopping appd stops the plugin (in its sandbox it is bwrap's grandchild: once gone it
         // may linger as a zombie for whoever inherited it).

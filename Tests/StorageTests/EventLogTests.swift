@@ -196,6 +196,17 @@ final class Seen: Sendable {
     }
 }
 
+@Suite struct ErasureTests {
+    @Test func anErasureCoversTheEventsAppendedBeforeItInTheSameTransaction() async throws {
+        let (dir, database) = try await notesDatabase(bus: nil)
+        defer { removeDirectory(dir) }
+        let logged = try await eraseBetweenAppends(database)
+        #expect(logged["after"] == false && logged["other user"] == false && logged.count == 3, "\(logged)")
+        #expect(logged.keys.contains { $0.hasPrefix("redacted:") }, "\(logged)")
+        await database.close()
+    }
+}
+
 @Suite struct EventLogUpgradeTests {
     /// A database written by appd before events had ids, versions and owners.
     func oldDatabase() throws -> String {

@@ -104,6 +104,15 @@ extension PostgresTests {
         for db in dbs { await db.close() }
     }
 
+    /// Events logged at the commit (one statement per batch) keep erasure's meaning.
+    @Test func anErasureCoversTheEventsAppendedBeforeItInTheSameTransaction() async throws {
+        let db = try await instances(1, serialized: true)[0]
+        let logged = try await eraseBetweenAppends(db)
+        #expect(logged["after"] == false && logged["other user"] == false && logged.count == 3, "\(logged)")
+        #expect(logged.keys.contains { $0.hasPrefix("redacted:") }, "\(logged)")
+        await db.close()
+    }
+
     @Test func concurrentAppendsOnTwoInstancesReachEveryReaderOnceInOrder() async throws {
         let dbs = try await instances(3, serialized: true)
         let (a, b, third) = (dbs[0], dbs[1], dbs[2])

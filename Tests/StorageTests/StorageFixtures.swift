@@ -46,3 +46,32 @@ func notesDatabase(bus: EventBus?) async throws -> (directory: String, database:
     try await Migrator.migrate(database, notesMigrations)
     return (dir, database)
 }
+
+/// An event about a user (its owner), for erasure tests.
+struct NoteAbout: Event, Equatable {
+    static let topic = "notes.about"
+    static let audience = EventAudience.owner
+    var userId: String
+    var text: String
+    var owner: String? { userId }
+}
+
+/// Erasure in one transaction, the same on both engines: an event appended before
+/// `redactEvents(about:)` is redacted in the log, one appended after it is not, another user's
+/// is untouched. Returns the logged rows' (topic text, redacted) by text.
+func eraseBetweenAppends(_ database: any Database) async throws -> [String: Bool] {
+    try await database.write { tx in
+        try tx.append(NoteAbout(userId: "u1", text: "before"), causedBy: nil)
+        try tx.append(NoteAbout(userId: "u2", text: "other user"), causedBy: nil)
+        try tx.redactEvents(about: "u1")
+        try tx.append(NoteAbout(userId: "u1", text: "after"), causedBy: nil)
+    }
+    let rows = try await database.read { tx in try tx.query("SELECT payload, redacted, owner, seq FROM appd_events WHERE topic = 'notes.about' ORDER BY seq") }
+    var out: [String: Bool] = [:]
+    for row in rows {
+        let redacted = row.integer("redacted") == 1
+        let text = redacted ? "redacted:\(row.integer("seq") ?? 0)" : (try JSONParser.parse(Array((row.text("payload") ?? "{}").utf8)))["text"]?.stringValue ?? "?"
+        out[text] = redacted
+    }
+    return out
+}

@@ -103,6 +103,12 @@ public final class ListeningSocket: Sendable {
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         Glibc.close(fd)
+        removePath()
+    }
+
+    /// Removes the socket file if it is still this socket's (not one bound there since), so
+    /// the path can be bound again at once while this descriptor is closed later.
+    public func removePath() {
         guard let identity else { return }
         var info = stat()
         if lstat(path, &info) == 0 && UInt64(info.st_dev) == identity.dev && UInt64(info.st_ino) == identity.ino {

@@ -149,6 +149,9 @@ public final class VarlinkServer: Service {
         public func close() {
             let (server, socket) = (self.server, self.socket)
             guard server.registry.withLock({ $0.doors.removeValue(forKey: socket.fd) }) != nil else { return }
+            // The path is free at once (a restarted plugin's new socket is bound there next;
+            // with the old one still listening, that bind would see "another appd").
+            socket.removePath()
             // On the loop, so no accept runs on a number that is being closed and reused.
             server.loop.execute {
                 server.loop.remove(socket.fd)

@@ -67,6 +67,15 @@ public protocol Transaction {
     /// the transaction rolls back.
     @discardableResult
     func append(_ event: BusEvent) throws -> Int64
+    /// Appends a durable event whose sequence number is assigned when the transaction commits
+    /// (an engine may then log every event of a batch in one statement). Erasure keeps its
+    /// meaning: a `redactEvents(about:)` after it in the same batch redacts it.
+    func appendAtCommit(_ event: BusEvent) throws
+    /// Erasure: replaces the payload of every logged event about `userID` with a tombstone
+    /// (topic, sequence and time stay), and of every one appended before this in the same
+    /// transaction or batch. Returns how many logged events were redacted.
+    @discardableResult
+    func redactEvents(about userID: String) throws -> Int
 }
 
 extension Transaction {
@@ -81,14 +90,17 @@ extension Transaction {
         guard E.durable else {
             throw StorageError(kind: .other, message: "\(E.topic) is live-only: publish it with bus.publish, not in a transaction")
         }
-        _ = try append(BusEvent(event, causedBy: cause))
+        try appendAtCommit(BusEvent(event, causedBy: cause))
     }
 
-    /// Erasure: replaces the payload of every logged event about `userID` with a tombstone
-    /// (topic, sequence and time stay). Returns how many events were redacted.
+    /// Logged now, like `append`.
+    public func appendAtCommit(_ event: BusEvent) throws {
+        _ = try append(event)
+    }
+
     @discardableResult
     public func redactEvents(about userID: String) throws -> Int {
-        try execute("UPDATE appd_events SET payload = '{}', redacted = 1 WHERE owner = ? AND redacted = 0", [.text(userID)])
+        try execute(EventLog.redact, [.text(userID)])
     }
 }
 

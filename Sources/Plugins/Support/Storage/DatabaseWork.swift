@@ -36,7 +36,21 @@ enum DatabaseJob: Sendable {
 
 /// A write transaction that collects the events appended in it (the outbox).
 protocol OutboxTransaction: Transaction {
+    /// Events logged in the transaction, with their sequence numbers.
     var events: [BusEvent] { get }
+    /// Events to log at the commit, and erasures, in the order the closure made them.
+    var deferred: [DeferredEntry] { get }
+}
+
+extension OutboxTransaction {
+    var deferred: [DeferredEntry] { [] }
+}
+
+/// An event to log at the commit, or an erasure that covers the events deferred before it.
+enum DeferredEntry {
+    /// The event and its `EventLog.insert` parameters (checked and encoded when it was appended).
+    case event(BusEvent, [SQLValue])
+    case redaction(owner: String)
 }
 
 /// What running a batch's writes inside its transaction left to do after the commit.
@@ -45,6 +59,8 @@ struct BatchOutcome {
     var completions: [@Sendable () -> Void] = []
     /// The events of the writes kept, in log order.
     var events: [BusEvent] = []
+    /// What the writes kept deferred to the commit, in order.
+    var deferred: [DeferredEntry] = []
     /// Whether any write is kept (else there is nothing to commit).
     var kept = false
     /// Whether a write threw or was too late (without savepoints, the batch must then be run again).
@@ -67,6 +83,7 @@ extension DatabaseWork {
             if succeeded, work.deadline?.claim() ?? true {
                 if savepoints { try control("RELEASE w") }
                 outcome.events += transaction.events
+                outcome.deferred += transaction.deferred
                 outcome.completions.append(complete)
                 outcome.kept = true
             } else {

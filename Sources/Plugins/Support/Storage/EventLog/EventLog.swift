@@ -51,6 +51,9 @@ public struct EventLog: EventReplay {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         """
 
+    /// Erasure of the logged events about one owner.
+    static let redact = "UPDATE appd_events SET payload = '{}', redacted = 1 WHERE owner = ? AND redacted = 0"
+
     /// `insert`'s parameters for `event`, after checking its topic.
     static func parameters(_ event: BusEvent) throws -> [SQLValue] {
         try TopicFilter.validate(topic: event.topic)

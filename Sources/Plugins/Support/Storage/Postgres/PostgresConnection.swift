@@ -82,6 +82,22 @@ final class PostgresConnection {
         }
     }
 
+    /// Runs a statement without preparing it: for texts that vary with their data (a multi-row
+    /// INSERT), which would only fill the prepared-statement cache.
+    func runUnprepared(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> [Row] {
+        guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
+        let text = Self.numberPlaceholders(sql)
+        let result = try Self.withParameters(parameters) { types, values, lengths, formats in
+            PQexecParams(handle, text, Int32(parameters.count), types, values, lengths, formats, 0)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK: return Self.rows(result)
+        case PGRES_COMMAND_OK: return []
+        default: throw error(result)
+        }
+    }
+
     private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int) {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
         let name = try prepare(sql, parameters: Int32(parameters.count), on: handle)

@@ -204,8 +204,13 @@ public final class PostgresDatabase: Database {
         }
         let batch = batchCounter.add(1, ordering: .relaxed).oldValue
         do {
-            if let first = outcome.events.first?.sequence, let last = outcome.events.last?.sequence {
-                feed.expect(batch: batch, events: outcome.events)
+            var events = outcome.events
+            if !outcome.deferred.isEmpty {
+                events += try Self.log(outcome.deferred, on: connection)
+                events.sort { ($0.sequence ?? 0) < ($1.sequence ?? 0) }
+            }
+            if let first = events.first?.sequence, let last = events.last?.sequence {
+                feed.expect(batch: batch, events: events)
                 try connection.run("SELECT pg_notify(?, ?)", [.text(namespace.channel), .text(feed.payload(batch: batch, first: first, last: last))])
             }
             try connection.control("COMMIT")
@@ -215,6 +220,33 @@ public final class PostgresDatabase: Database {
             return
         }
         for complete in outcome.completions { complete() }
+    }
+
+    /// Logs the events a batch deferred to its commit, a few hundred per statement, each
+    /// redacted if an erasure of its owner came after it in the batch; returns them as logged.
+    private static func log(_ entries: [DeferredEntry], on connection: PostgresConnection) throws -> [BusEvent] {
+        var lastErasure: [String: Int] = [:]
+        for (i, entry) in entries.enumerated() {
+            if case .redaction(let owner) = entry { lastErasure[owner] = i }
+        }
+        var rows: [[SQLValue]] = []
+        for (i, entry) in entries.enumerated() {
+            guard case .event(let event, var parameters) = entry else { continue }
+            let erased = event.owner.map { (lastErasure[$0] ?? -1) > i } ?? false
+            if erased { parameters[2] = .text("{}") }  // the payload, as `redactEvents` leaves it
+            rows.append(parameters + [.integer(erased ? 1 : 0)])
+        }
+        var logged: [BusEvent] = []
+        var start = 0
+        while start < rows.count {
+            let chunk = rows[start..<min(start + 500, rows.count)]
+            let sql = """
+                INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted) VALUES
+                """ + chunk.map { _ in "(?, ?, ?, ?, ?, ?, ?, ?, ?)" }.joined(separator: ", ") + " RETURNING *"
+            logged += try connection.runUnprepared(sql, chunk.flatMap { $0 }).map(EventLog.event)
+            start += chunk.count
+        }
+        return logged
     }
 
     /// Rolls back and fails every caller of the batch with `error`. If the link broke, whether

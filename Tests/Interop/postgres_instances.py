@@ -352,6 +352,16 @@ def server_restart(a, b, url, cluster):
     sub.close()
 
 
+def tls_passes_through(binary, url, directory):
+    """The URL's TLS settings reach libpq as they are (libpq ignores TLS on a Unix socket, so
+    the check is that it reads them: a wrong sslmode stops appd at start with libpq's reason)."""
+    proc = subprocess.run(
+        [binary, "--socket", os.path.join(directory, "tls.sock"), "--data-dir", os.path.join(directory, "tls"), "--log-level", "error"],
+        env=dict(os.environ, APPD_DATABASE=url + "&sslmode=verify-every-thing&connect_timeout=5"), capture_output=True, text=True, timeout=30)
+    check("the URL's sslmode reaches libpq: a wrong one stops appd with libpq's reason",
+          proc.returncode != 0 and 'invalid sslmode value: "verify-every-thing"' in proc.stderr, (proc.returncode, proc.stderr[-300:]))
+
+
 def main():
     binary, server = sys.argv[1], sys.argv[2]
     cycles = int(sys.argv[3]) if len(sys.argv) > 3 else 10
@@ -360,6 +370,7 @@ def main():
     psql(server, f"CREATE SCHEMA {schema}")
     url = server + ("&" if "?" in server else "?") + f"options=-csearch_path%3D{schema}%2Cpublic"
     with tempfile.TemporaryDirectory() as directory:
+        tls_passes_through(binary, url, directory)
         a = Instance(binary, directory, "A", url)
         b = Instance(binary, directory, "B", url)
         # Started together: the migrations run once (the write lock), neither fails.

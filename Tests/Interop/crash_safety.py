@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 
-from harness import check as _check, exchange as call, finish
+from harness import check as _check, exchange as call, finish, replay
 
 
 def check(name, condition, detail=""):
@@ -85,17 +85,8 @@ def main():
 
         # And the daemon starts again on what the last kill left.
         proc, sock = start(binary, sock_path, data_dir)
-        replies = []
-        sock.sendall(json.dumps({"method": "io.appd.Bus.Subscribe", "parameters": {"topics": ["crash.*"], "since": 0}, "more": True}).encode() + b"\0")
-        data = b""
         sock.settimeout(10)
-        while len(replies) < len(rows):
-            chunk = sock.recv(1 << 20)
-            if not chunk:
-                break
-            data += chunk
-            *frames, data = data.split(b"\0")
-            replies += [json.loads(f) for f in frames]
+        replies, _ = replay(sock, ["crash.*"], len(rows))
         seqs = [r["parameters"]["seq"] for r in replies]
         check("Subscribe(since: 0) replays the whole log in order", seqs == sorted(rows), (len(seqs), len(rows)))
         sock.close()

@@ -48,6 +48,21 @@ def call(sock_path, method, parameters=None, token=None, timeout=10):
         s.close()
 
 
+def replay(s, topics, count, since=0):
+    """Subscribe(since:) on an open connection; the replies until `count` arrived (or the
+    connection closed), and the bytes of any reply begun after them."""
+    s.sendall(json.dumps({"method": "io.appd.Bus.Subscribe", "parameters": {"topics": topics, "since": since}, "more": True}).encode() + b"\0")
+    replies, data = [], b""
+    while len(replies) < count:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+        *frames, data = data.split(b"\0")
+        replies += [json.loads(f) for f in frames]
+    return replies, data
+
+
 def free_port():
     """A TCP port on loopback that nothing listens on now."""
     probe = socket.socket()

@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 
-from harness import call, check, exchange, finish, free_port
+from harness import call, check, exchange, finish, free_port, replay
 
 SECRET = "whsec_instances_secret"
 
@@ -300,15 +300,7 @@ def kill_cycles(a, b, url, cycles):
         s = socket.socket(socket.AF_UNIX)
         s.settimeout(10)
         s.connect(instance.sock)
-        s.sendall(json.dumps({"method": "io.appd.Bus.Subscribe", "parameters": {"topics": ["instances.*"], "since": 0}, "more": True}).encode() + b"\0")
-        replies, data = [], b""
-        while len(replies) < len(logged):
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            data += chunk
-            *frames, data = data.split(b"\0")
-            replies += [json.loads(f) for f in frames]
+        replies, data = replay(s, ["instances.*"], len(logged))
         seqs = [r["parameters"]["seq"] for r in replies]
         check(f"{instance.name}: Subscribe(since: 0) replays the shared log in order", seqs == logged, (len(seqs), len(logged)))
         other = b if instance is a else a

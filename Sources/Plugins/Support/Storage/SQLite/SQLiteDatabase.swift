@@ -50,7 +50,7 @@ public final class SQLiteDatabase: Database {
         try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")
         self.writeConnection = ConnectionBox(connection)
         self.readConnection = ConnectionBox(reader)
-        // The queue limits are the drain jobs (at most one waits); callers queue in `queue`/`reads`.
+        // The pools hold at most one drain job each; callers wait in the DrainQueues.
         self.writes = DrainQueue(pool: BlockingPool(name: "appd-db-write", threads: 1, queueLimit: 4))
         self.reads = DrainQueue(pool: BlockingPool(name: "appd-db-read", threads: 1, queueLimit: 4))
     }

@@ -153,6 +153,17 @@ extension PostgresTests {
 /// What a broken link to PostgreSQL does: the next write connects again; the event feed
 /// reconnects and catches up from the log, so a live subscriber misses nothing.
 @Suite struct Link {
+    /// A statement prepared before its table changed shape (a migration) is prepared again.
+    @Test func aPreparedStatementSurvivesATableChangingShape() async throws {
+        let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
+        let link = try PostgresConnection(conninfo: url, setup: "SET client_min_messages = warning")
+        try link.executeScript("CREATE TABLE shape (a BIGINT); INSERT INTO shape VALUES (1)")
+        #expect(try link.run("SELECT * FROM shape", []).rows.first?.columns == ["a"])
+        try link.executeScript("ALTER TABLE shape ADD COLUMN b TEXT DEFAULT 'x'")
+        let row = try link.run("SELECT * FROM shape", []).rows.first
+        #expect(row?.columns == ["a", "b"] && row?.text("b") == "x")
+    }
+
     @Test func afterTheServerDropsTheConnectionsWritesAndLiveEventsGoOn() async throws {
         let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         var options = PostgresDatabase.Options()

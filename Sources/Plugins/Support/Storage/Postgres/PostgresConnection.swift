@@ -72,14 +72,14 @@ final class PostgresConnection {
     /// Runs one statement with parameters; returns its rows and how many rows it changed.
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int) {
-        do {
-            return try execute(sql, parameters)
-        } catch where error.message.hasSuffix("(SQLSTATE 0A000)") && prepared[sql] != nil {
-            // "cached plan must not change result type": a table it reads changed shape (a
-            // migration) after it was prepared. Prepare it again, once.
-            try forget(sql)
-            return try execute(sql, parameters)
+        if let done = try execute(sql, parameters) { return done }
+        // "cached plan must not change result type": a table it reads changed shape (a
+        // migration) after it was prepared. Prepare it again, once.
+        try forget(sql)
+        guard let done = try execute(sql, parameters) else {
+            throw StorageError(kind: .other, message: "a table changed shape while a statement was prepared again (SQLSTATE 0A000)")
         }
+        return done
     }
 
     /// Runs a statement without preparing it: for texts that vary with their data (a multi-row
@@ -91,14 +91,11 @@ final class PostgresConnection {
             PQexecParams(handle, text, Int32(parameters.count), types, values, lengths, formats, 0)
         }
         defer { PQclear(result) }
-        switch PQresultStatus(result) {
-        case PGRES_TUPLES_OK: return Self.rows(result)
-        case PGRES_COMMAND_OK: return []
-        default: throw error(result)
-        }
+        return try outcome(result).rows
     }
 
-    private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int) {
+    /// Runs the prepared statement for `sql`; nil when its plan is stale (SQLSTATE 0A000).
+    private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int)? {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
         let name = try prepare(sql, parameters: Int32(parameters.count), on: handle)
         let result: OpaquePointer? = parameters.isEmpty
@@ -107,6 +104,12 @@ final class PostgresConnection {
                 PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
             }
         defer { PQclear(result) }
+        if PQresultStatus(result) == PGRES_FATAL_ERROR, appd_pq_sqlstate(result).map({ String(cString: $0) }) == "0A000" { return nil }
+        return try outcome(result)
+    }
+
+    /// A result's rows and changed-row count, or its error.
+    private func outcome(_ result: OpaquePointer?) throws(StorageError) -> (rows: [Row], changed: Int) {
         switch PQresultStatus(result) {
         case PGRES_TUPLES_OK: return (Self.rows(result), Int(String(cString: PQcmdTuples(result))) ?? 0)
         case PGRES_COMMAND_OK: return ([], Int(String(cString: PQcmdTuples(result))) ?? 0)

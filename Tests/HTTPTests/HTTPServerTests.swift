@@ -6,32 +6,16 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// A request head for the tests: any method and path, a Content-Length.
-struct TestHead: HTTPRequestHead {
-    var contentLength: Int
-    var expectsContinue: Bool { false }
-
-    static func parse(_ head: ArraySlice<UInt8>) -> Result<TestHead, HTTPResponse> {
-        let text = String(decoding: head, as: UTF8.self).lowercased()
-        guard let line = text.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
-            let length = Int(line.dropFirst("content-length:".count).trimmingWhitespace())
-        else { return .failure(HTTPResponse(status: 411, body: ["error": "LengthRequired"])) }
-        return .success(TestHead(contentLength: length))
-    }
-}
-
 /// A server on a loopback port, running until `stop`.
 struct RunningServer {
     let port: UInt16
     let task: Task<Void, Never>
 
-    init(limits: HTTPServerLimits = HTTPServerLimits(), handler: @escaping HTTPServer<TestHead>.Handler) throws {
+    init(limits: HTTPServerLimits = HTTPServerLimits(), handler: @escaping HTTPServer.Handler) throws {
         let fd = appd_tcp_listen("127.0.0.1", 0, 16, 1)
         guard fd >= 0 else { throw HarnessError("cannot listen") }
         port = UInt16(appd_tcp_port(fd))
-        let server = try HTTPServer<TestHead>(
-            name: "test-http", listenFD: fd, limits: limits, logger: Logger(label: "t", handler: InMemoryLogHandler()), parseHead: TestHead.parse,
-            handler: handler)
+        let server = try HTTPServer(name: "test-http", listenFD: fd, limits: limits, logger: Logger(label: "t", handler: InMemoryLogHandler()), handler: handler)
         task = Task { await server.run() }
     }
 
@@ -85,9 +69,9 @@ struct RunningServer {
 }
 
 @Suite struct HTTPServerTests {
-    @Test func aRequestIsReadWholeThenAnsweredAndTheConnectionClosed() async throws {
+    @Test func aRequestIsReadWholeThenAnsweredAndTheConnectionClosedWhenAsked() async throws {
         let server = try RunningServer { head, body in HTTPResponse(status: 200, body: ["bytes": .int(Int64(body.count)), "declared": .int(Int64(head.contentLength))]) }
-        let response = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")
+        let response = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
         #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(response)")
         #expect(response.contains("Connection: close\r\n"))
         #expect(response.hasSuffix(#"{"bytes":5,"declared":5}"#), "\(response)")
@@ -100,7 +84,7 @@ struct RunningServer {
         let server = try RunningServer(limits: limits) { _, _ in HTTPResponse(status: 200, body: [:]) }
         #expect(try await server.exchange("POST /x HTTP/1.1\r\nX: " + String(repeating: "a", count: 2000) + "\r\n\r\n").hasPrefix("HTTP/1.1 431 "))
         #expect(try await server.exchange("POST /x HTTP/1.1\r\n\r\n").hasPrefix("HTTP/1.1 411 "))
-        #expect(try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 2\r\n\r\nabc").hasPrefix("HTTP/1.1 400 "))
+        #expect(try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab").hasPrefix("HTTP/1.1 400 "))
         await server.stop()
     }
 
@@ -126,9 +110,9 @@ struct RunningServer {
             return HTTPResponse(status: 200, body: [:])
         }
         let first = try server.connect()
-        server.send("POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n", on: first)
+        server.send("POST /x HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", on: first)
         #expect(await eventually { entered.load(ordering: .acquiring) })
-        let second = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        let second = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         #expect(second.hasPrefix("HTTP/1.1 503 ") && second.contains("Retry-After: 1\r\n"), "\(second)")
         release.store(true, ordering: .releasing)
         #expect(try await server.readAll(first).hasPrefix("HTTP/1.1 200 "))
@@ -151,5 +135,93 @@ struct RunningServer {
         close(fd)
         await stopping.value
         #expect(response.hasPrefix("HTTP/1.1 200 ") && response.hasSuffix(#"{"done":true}"#), "\(response)")
+    }
+
+    @Test func aKeepAliveConnectionServesPipelinedRequestsInOrderThenClosesWhenIdle() async throws {
+        var limits = HTTPServerLimits()
+        limits.keepAliveTimeout = .milliseconds(300)
+        let server = try RunningServer(limits: limits) { request, body in
+            HTTPResponse(status: 200, body: ["path": .string(request.path), "q": .string(request.query["q"] ?? ""), "bytes": .int(Int64(body.count))])
+        }
+        let fd = try server.connect()
+        defer { close(fd) }
+        // Two requests in one write, a third later: three answers on one connection.
+        server.send("POST /a?q=x%20y HTTP/1.1\r\nContent-Length: 2\r\n\r\nhiGET /b HTTP/1.1\r\n\r\n", on: fd)
+        try await Task.sleep(for: .milliseconds(50))
+        server.send("POST /c HTTP/1.1\r\nContent-Length: 1\r\n\r\n!", on: fd)
+        let started = ContinuousClock.now
+        let all = try await server.readAll(fd)
+        let answers = all.ranges(of: "HTTP/1.1 200 OK\r\n")
+        #expect(answers.count == 3, "\(all)")
+        #expect(all.contains(#"{"bytes":2,"path":"/a","q":"x y"}"#) && all.contains(#""path":"/b""#) && all.contains(#""path":"/c""#), "\(all)")
+        #expect(all.contains("Connection: keep-alive\r\n"))
+        // Closed by the idle timeout, not left open.
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await server.stop()
+    }
+
+    @Test func aStreamedResponseIsChunkedAndCancelledWhenTheClientLeaves() async throws {
+        let cancelled = Atomic<Bool>(false)
+        let server = try RunningServer { _, _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]) { writer in
+                do {
+                    try await writer.write("data: one\n\n")
+                    try await writer.write("data: two\n\n")
+                    while true {
+                        try await Task.sleep(for: .milliseconds(20))
+                        try await writer.write(": keep-alive\n\n")
+                    }
+                } catch {
+                    cancelled.store(true, ordering: .releasing)
+                }
+            }
+        }
+        let fd = try server.connect()
+        server.send("GET /events HTTP/1.1\r\n\r\n", on: fd)
+        let head = try await RunningServer.client.run { () -> String in
+            var data: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while !String(decoding: data, as: UTF8.self).contains("two") {
+                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                data += chunk[0..<n]
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n") && head.contains("Transfer-Encoding: chunked\r\n"), "\(head)")
+        #expect(head.contains("b\r\ndata: one\n\n\r\n"), "\(head)")
+        close(fd)
+        #expect(await eventually { cancelled.load(ordering: .acquiring) })
+        await server.stop()
+    }
+
+    @Test func aStreamThatEndsLeavesTheConnectionReadyForTheNextRequest() async throws {
+        let server = try RunningServer { request, _ in
+            guard request.path == "/stream" else { return HTTPResponse(status: 200, body: ["next": true]) }
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")]) { writer in
+                try? await writer.write("abc")
+            }
+        }
+        let fd = try server.connect()
+        defer { close(fd) }
+        server.send("GET /stream HTTP/1.1\r\n\r\nGET /after HTTP/1.1\r\nConnection: close\r\n\r\n", on: fd)
+        let all = try await server.readAll(fd)
+        #expect(all.contains("3\r\nabc\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n"), "\(all)")
+        #expect(all.hasSuffix(#"{"next":true}"#), "\(all)")
+        await server.stop()
+    }
+
+    @Test func connectionsBeyondTheLimitAreAnswered503() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxConnections = 2
+        let server = try RunningServer(limits: limits) { _, _ in HTTPResponse(status: 200, body: [:]) }
+        let a = try server.connect(), b = try server.connect()
+        defer { close(a); close(b) }
+        server.send("GET / HTTP/1.1\r\n\r\n", on: a)
+        server.send("GET / HTTP/1.1\r\n\r\n", on: b)
+        try await Task.sleep(for: .milliseconds(100))
+        let third = try await server.exchange("GET / HTTP/1.1\r\n\r\n")
+        #expect(third.hasPrefix("HTTP/1.1 503 "), "\(third)")
+        await server.stop()
     }
 }

@@ -103,6 +103,11 @@ public struct PaymentsPlugin: Plugin {
         return services
     }
 
+    /// `POST /webhooks/<provider>` for the app-facing HTTP server.
+    public func webhooks(_ context: PluginContext) -> WebhookIngress {
+        WebhookIngress(service: service(context), logger: context.logger, maxBodyBytes: options.maxWebhookBytes)
+    }
+
     public func stop(_ context: PluginContext) async {
         context.bus.unregister(interface: "io.appd.Payments")
     }

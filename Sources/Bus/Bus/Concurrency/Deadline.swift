@@ -48,6 +48,14 @@ public enum Deadline {
     @TaskLocal static var executor: (any TaskExecutor)?
     /// A shared timer list (the server's loop sweeps it) used instead of one timer task per call.
     @TaskLocal static var timers: DeadlineTimers?
+    /// Runs `body` with deadline races on `loop`: their tasks on its executor, their timers in
+    /// its sweep (what a server does for the calls it reads on that loop).
+    public static func on(_ loop: EventLoop, _ body: () async -> Void) async {
+        await $executor.withValue(loop.executor) {
+            await $timers.withValue(loop.timers) { await body() }
+        }
+    }
+
     /// The innermost deadline race the current task works for, if any.
     @TaskLocal public static var current: (any DeadlineClaim)?
 

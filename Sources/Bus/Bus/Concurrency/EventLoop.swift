@@ -110,6 +110,13 @@ public final class EventLoop: Sendable {
         if first { wakeUp() }
     }
 
+    /// Runs `operation` in a task that prefers this loop's thread, with deadline races on the
+    /// loop too (`Deadline.on`): how a server handles what it read without a thread hop.
+    @discardableResult
+    public func task(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        Task(executorPreference: executor) { [self] in await Deadline.on(self, operation) }
+    }
+
     /// Whether the caller runs on the loop's thread.
     public var inLoopThread: Bool { executor.isLoopThread }
 

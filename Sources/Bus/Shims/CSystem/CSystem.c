@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/time.h>
+#include <time.h>
 
 int appd_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid) {
     struct ucred cred;
@@ -184,6 +185,28 @@ int appd_tcp_listen(const char *host, uint16_t port, int backlog, int loopback_o
         return -1;
     }
     return fd;
+}
+
+int appd_tcp_peer(int fd, char *buffer, int size) {
+    struct sockaddr_storage storage;
+    socklen_t length = sizeof(storage);
+    if (getpeername(fd, (struct sockaddr *)&storage, &length) != 0) return -1;
+    if (storage.ss_family == AF_INET) {
+        return inet_ntop(AF_INET, &((struct sockaddr_in *)&storage)->sin_addr, buffer, size) ? 0 : -1;
+    }
+    if (storage.ss_family == AF_INET6) {
+        struct in6_addr *address = &((struct sockaddr_in6 *)&storage)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(address)) return inet_ntop(AF_INET, &address->s6_addr[12], buffer, size) ? 0 : -1;
+        return inet_ntop(AF_INET6, address, buffer, size) ? 0 : -1;
+    }
+    return -1;
+}
+
+void appd_http_date(char *buffer, int size) {
+    time_t now = time(NULL);
+    struct tm parts;
+    gmtime_r(&now, &parts);
+    strftime(buffer, size, "%a, %d %b %Y %H:%M:%S GMT", &parts);
 }
 
 int appd_tcp_port(int fd) {

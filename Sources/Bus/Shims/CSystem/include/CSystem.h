@@ -55,6 +55,12 @@ int appd_tcp_listen(const char *host, uint16_t port, int backlog, int loopback_o
 /// The local port a TCP socket is bound to, or -1.
 int appd_tcp_port(int fd);
 
+/// The peer's address of a TCP socket as text (`127.0.0.1`, `::1`) into `buffer`; 0, or -1.
+int appd_tcp_peer(int fd, char *buffer, int size);
+
+/// The current time as an HTTP date (`Tue, 01 Dec 2026 08:00:00 GMT`) into `buffer`.
+void appd_http_date(char *buffer, int size);
+
 /// poll() for readability: 1 readable, 0 timed out, -1 error.
 int appd_wait_readable(int fd, int timeout_ms);
 

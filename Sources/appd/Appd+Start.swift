@@ -46,20 +46,23 @@ extension Appd {
         let eventLog = EventLog(database: database)
         let plugins = installedPlugins(config)
         let bus = await connectBus(plugins: plugins, config: config, adminGate: adminGate, database: database, teardown: teardown)
-        let host = PluginHost(
-            plugins: plugins, disabled: Set(config.disabledPlugins),
-            context: PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin")),
-            logger: logger)
+        let context = PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin"))
+        let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, logger: logger)
         let dispatcher = try makeDispatcher(bus: bus)
         let server = try listen(listener, dispatcher: dispatcher, config: config)
         let external = try externalPlugins(config, configFile: configFile, dispatcher: dispatcher, server: server, eventLog: eventLog, adminGate: adminGate)
-        await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
+        let builtIn = await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
+        let http = try httpAPI(
+            config, dispatcher: dispatcher, host: host, external: external, builtIn: builtIn, plugins: plugins, context: context, eventLog: eventLog,
+            logger: logger)
+        registerGauges(varlink: server, http: http, eventLog: eventLog)
 
         // 9. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
         let retention = EventLogRetention(
             log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
         var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, reload]
+        if let http { services.append(http) }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
             Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
@@ -84,7 +87,7 @@ extension Appd {
             "appd started",
             metadata: [
                 "version": Version.current, "socket": config.socket, "data": config.dataDirectory, "config": configFile ?? "none",
-                "database": config.database.map(PostgresURL.redacted) ?? "sqlite",
+                "database": config.database.map(PostgresURL.redacted) ?? "sqlite", "http": http.map { "\(config.httpListen ?? ""), port \($0.port)" } ?? "off",
             ])
         // The database is open and the socket listens: tell systemd we are ready.
         Systemd.notify("READY=1\nSTATUS=serving on \(config.socket)")
@@ -202,17 +205,22 @@ extension Appd {
         return external
     }
 
-    /// 7. Starts the built-in plugins (dependency order) and serves their interfaces.
-    static func startPlugins(_ host: PluginHost, dispatcher: VarlinkDispatcher, logger: Logger, teardown: Teardown) async {
+    /// 7. Starts the built-in plugins (dependency order) and serves their interfaces; returns
+    ///    their names.
+    static func startPlugins(_ host: PluginHost, dispatcher: VarlinkDispatcher, logger: Logger, teardown: Teardown) async -> Set<String> {
         await host.startAll()
         await teardown.push("plugins") { await host.stopAll() }
+        var served: Set<String> = []
         for text in await host.runningInterfaces() {
             do {
-                try dispatcher.register(try VarlinkInterface(parsing: text))
+                let interface = try VarlinkInterface(parsing: text)
+                try dispatcher.register(interface)
+                served.insert(interface.name)
             } catch {
                 logger.error("a plugin's interface was not served", metadata: ["error": "\(error)"])
             }
         }
+        return served
     }
 
     /// 8. The server on the socket claimed in step 3, made before the external plugins (each

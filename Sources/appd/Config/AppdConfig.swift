@@ -31,6 +31,9 @@ struct AppdConfig: Sendable {
     var disabledPlugins: [String] = []
     /// Products, meters, provider secrets and the webhook listener.
     var payments = PaymentsPlugin.Options()
+    /// The app-facing HTTP API's address (off when nil) and its limits.
+    var httpListen: String?
+    var http = HTTPAPIOptions()
     /// Chat: the plugin's options, and the provider's settings.
     var chat = ChatPlugin.Options()
     var chatProvider = "echo"
@@ -101,6 +104,17 @@ struct AppdConfig: Sendable {
             "revenuecatWebhookSecret": payments.revenueCatSecret == nil ? .null : .string("<redacted>"),
             "stripeWebhookSecrets": .array(payments.stripeSecrets.map { _ in .string("<redacted>") }),
             "webhookListen": payments.webhookListen.map(JSONValue.string) ?? .null,
+            "httpListen": httpListen.map(JSONValue.string) ?? .null,
+            "httpAllowedOrigins": .array(http.allowedOrigins.sorted().map(JSONValue.string)),
+            "httpTrustedProxies": .array(http.trustedProxies.sorted().map(JSONValue.string)),
+            "httpRateLimitPerMinute": .int(Int64(http.rateLimitPerMinute)),
+            "httpMaxBodyBytes": .int(Int64(http.limits.maxBodyBytes)),
+            "httpMaxHeaderBytes": .int(Int64(http.limits.maxHeadBytes)),
+            "httpMaxConnections": .int(Int64(http.limits.maxConnections)),
+            "httpMaxStreams": .int(Int64(http.limits.maxStreams)),
+            "httpKeepAliveSeconds": seconds(http.limits.keepAliveTimeout),
+            "httpRequestTimeoutSeconds": seconds(http.limits.requestTimeout),
+            "httpCallTimeoutSeconds": seconds(http.callTimeout),
             "maxWebhookBytes": .int(Int64(payments.maxWebhookBytes)),
             "chatProvider": .string(chatProvider),
             "chatBaseURL": .string(chatBaseURL),

@@ -1,4 +1,5 @@
 import Bus
+import HTTP
 import Storage
 import PluginKit
 import Chat
@@ -132,6 +133,44 @@ struct ConfigKey: Sendable {
             guard let text = value.stringValue, text.contains(":") else { throw ConfigProblem("needs host:port, e.g. 127.0.0.1:8787") }
             config.payments.webhookListen = text
         },
+        ConfigKey(
+            name: "httpListen", flag: "--http-listen",
+            help: "The app-facing HTTP API (and webhooks) on host:port, e.g. 127.0.0.1:8080; put a TLS proxy in front (default: off)."
+        ) { config, value throws(ConfigProblem) in
+            if value == .null { config.httpListen = nil; return }
+            guard let text = value.stringValue, (try? HTTPListenAddress(text)) != nil else { throw ConfigProblem("needs host:port, e.g. 127.0.0.1:8080 or [::1]:8080") }
+            config.httpListen = text
+        },
+        list("httpAllowedOrigins", "--http-allowed-origins", "Origins browsers may call the HTTP API from, e.g. https://app.example.com, or * (default: none).") {
+            origin throws(ConfigProblem) in
+            guard origin == "*" || ((origin.hasPrefix("https://") || origin.hasPrefix("http://")) && !origin.dropFirst(8).contains("/")) else {
+                throw ConfigProblem("needs origins like https://app.example.com (scheme and host, no path), or *")
+            }
+        } set: { $0.http.allowedOrigins = Set($1) },
+        list("httpTrustedProxies", "--http-trusted-proxies", "Proxy addresses whose X-Forwarded-For names the client, e.g. 127.0.0.1 (default: none).") {
+            address throws(ConfigProblem) in
+            guard (try? HTTPListenAddress("[\(address)]:1")) != nil || (try? HTTPListenAddress("\(address):1")) != nil else {
+                throw ConfigProblem("needs IP addresses like 127.0.0.1 or ::1")
+            }
+        } set: { $0.http.trustedProxies = Set($1) },
+        ConfigKey(
+            name: "httpRateLimitPerMinute", flag: "--http-rate-limit-per-minute",
+            help: "Sign-up, sign-in and password-reset calls per client address and minute over HTTP; 0 turns it off (default: 30)."
+        ) { config, value throws(ConfigProblem) in
+            guard case .int(let n) = value, n >= 0, n <= 1_000_000 else { throw ConfigProblem("needs a whole number from 0 to 1000000") }
+            config.http.rateLimitPerMinute = Int(n)
+        },
+        integer("httpMaxBodyBytes", "--http-max-body-bytes", "Largest HTTP request body (default: 1048576).") { $0.http.limits.maxBodyBytes = $1 },
+        integer("httpMaxHeaderBytes", "--http-max-header-bytes", "Largest HTTP request head (default: 16384).") { $0.http.limits.maxHeadBytes = $1 },
+        integer("httpMaxConnections", "--http-max-connections", "Open HTTP connections (default: 1024).") { $0.http.limits.maxConnections = $1 },
+        integer("httpMaxStreams", "--http-max-streams", "Open event streams over HTTP (default: 256).") { $0.http.limits.maxStreams = $1 },
+        seconds("httpKeepAliveSeconds", "--http-keep-alive-seconds", "Idle time before a keep-alive connection is closed (default: 75).") {
+            $0.http.limits.keepAliveTimeout = $1
+        },
+        seconds("httpRequestTimeoutSeconds", "--http-request-timeout-seconds", "Time for a whole request to arrive (default: 10).") {
+            $0.http.limits.requestTimeout = $1
+        },
+        seconds("httpCallTimeoutSeconds", "--http-call-timeout-seconds", "A call's deadline over HTTP, 504 past it (default: 30).") { $0.http.callTimeout = $1 },
         integer("maxWebhookBytes", "--max-webhook-bytes", "Largest webhook body (default: 262144).") { $0.payments.maxWebhookBytes = $1 },
         ConfigKey(name: "chatProvider", flag: "--chat-provider", help: "echo (built in, no network) or openai (any OpenAI-compatible endpoint).") { config, value throws(ConfigProblem) in
             guard let name = value.stringValue, ["echo", "openai"].contains(name) else { throw ConfigProblem("needs echo or openai") }
@@ -220,6 +259,26 @@ struct ConfigKey: Sendable {
                 throw ConfigProblem("needs absolute paths without '..'")
             }
             set(&config, list)
+        }
+    }
+
+    /// A list of strings (a JSON list, or comma-separated text), each checked.
+    static func list(
+        _ name: String, _ flag: String, _ help: String, check: @escaping @Sendable (String) throws(ConfigProblem) -> Void,
+        set: @escaping @Sendable (inout AppdConfig, [String]) -> Void
+    ) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            let items: [String]
+            switch value {
+            case .null: items = []
+            case .string(let text): items = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            case .array(let values):
+                items = values.compactMap(\.stringValue)
+                guard items.count == values.count else { throw ConfigProblem("needs a list of strings") }
+            default: throw ConfigProblem("needs a list of strings")
+            }
+            for item in items { try check(item) }
+            set(&config, items)
         }
     }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The gates, outermost first, fixed when the bus is built.
 ///
 /// Running the chain is a direct nest of async calls into the handler: no queue, no task hop.
@@ -22,8 +24,16 @@ public struct GateChain: Sendable {
         var index = index
         while index < gates.count, !gates[index].applies(to: envelope) { index += 1 }
         guard index < gates.count else { return try await terminal(envelope) }
-        return try await gates[index].handle(envelope) { [index] inner in
-            try await run(inner, from: index + 1, terminal: terminal)
+        let passed = Atomic<Bool>(false)
+        do {
+            return try await gates[index].handle(envelope) { [index] inner in
+                passed.store(true, ordering: .relaxed)
+                return try await run(inner, from: index + 1, terminal: terminal)
+            }
+        } catch {
+            // Refused by this gate itself (not by a later gate or the handler).
+            if !passed.load(ordering: .relaxed) { CallMetrics.denied(gate: gates[index].name, error: error) }
+            throw error
         }
     }
 }

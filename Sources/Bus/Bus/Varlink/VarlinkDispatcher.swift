@@ -37,25 +37,39 @@ public final class VarlinkDispatcher: Sendable {
 
     public func interface(_ name: String) -> VarlinkInterface? { interfaces.withLock { $0[name] } }
 
+    /// The interface serving a method (`io.appd.Todos.Add` → io.appd.Todos), if any.
+    public func interface(ofMethod method: String) -> VarlinkInterface? {
+        guard let dot = method.lastIndex(of: ".") else { return nil }
+        return interface(String(method[..<dot]))
+    }
+
     /// Handles one call; `emit` writes a reply. Oneway calls emit nothing, not even errors.
+    /// `transport` labels the call in the metrics (`varlink`, `http`).
     public func handle(
-        _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, emit: (VarlinkReply) async throws -> Void
+        _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink", emit: (VarlinkReply) async throws -> Void
     ) async throws {
         // A failure to write a reply is the connection's (its client left, or stopped reading):
         // pass it up as is, never as an error of the call.
         let emitting: (VarlinkReply) async throws -> Void = { reply in
             do { try await emit(reply) } catch { throw EmitFailed(underlying: error) }
         }
+        let started = ContinuousClock.now
+        var outcome = "ok"
+        defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: interface(ofMethod: call.method) != nil) }
         do {
             try await route(call, caller: caller, timeout: timeout, emit: emitting)
         } catch let failure as EmitFailed {
+            outcome = "disconnected"
             throw failure.underlying
         } catch is CancellationError {
+            outcome = "cancelled"
             throw CancellationError()
         } catch let error as any WireError {
+            outcome = error.wireName
             guard !call.oneway else { return }
             try await emit(VarlinkReply(parameters: .object(error.wireParameters), error: error.wireName))
         } catch {
+            outcome = "InternalError"
             let id = MessageID.next().description
             logger.error(
                 "call failed with an unexpected error",

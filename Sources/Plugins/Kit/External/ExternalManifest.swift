@@ -38,6 +38,8 @@ public struct ExternalManifest: Sendable, Equatable {
     public var enabled: Bool
     /// What it may reach and use inside its sandbox.
     public var sandbox = SandboxManifest()
+    /// Methods (full names) the app-facing HTTP API may route to; none unless listed.
+    public var http: Set<String> = []
 
     /// Parses and checks a manifest; the error says what to fix.
     public static func parse(_ bytes: [UInt8]) throws(ManifestProblem) -> ExternalManifest {
@@ -47,7 +49,7 @@ public struct ExternalManifest: Sendable, Equatable {
         let known: Set<String> = [
             "name", "version", "executable", "arguments", "environment", "interfaces", "requirements", "defaultRequirements", "subscribes",
             "publishes", "calls", "restart", "callTimeoutSeconds", "streamIdleTimeoutSeconds", "maxConcurrentCalls", "enabled", "description",
-            "events", "capabilities", "sandbox",
+            "events", "capabilities", "sandbox", "http",
         ]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw ManifestProblem("unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: Array(known)).map { "; did you mean '\($0)'?" } ?? ""))
@@ -88,6 +90,12 @@ public struct ExternalManifest: Sendable, Equatable {
                 manifest.events.append(event)
                 if !manifest.publishes.contains(where: { (try? TopicFilter($0))?.matches(topic) == true }) { manifest.publishes.append(topic) }
             }
+        }
+        for method in try strings("http") {
+            guard manifest.interfaces.contains(where: { method.hasPrefix($0 + ".") && method.count > $0.count + 1 }) else {
+                throw ManifestProblem("http: '\(method)' is not a method of a declared interface (use the full name, e.g. \(manifest.interfaces[0]).Method)")
+            }
+            manifest.http.insert(method)
         }
         if let value = object["defaultRequirements"] {
             manifest.defaultRequirements = try requirementList(value, "defaultRequirements")

@@ -32,6 +32,10 @@ public actor ExternalPluginHost {
         self.logger = logger
     }
 
+    /// Whether the app-facing HTTP API may route `method`: nil when no external plugin serves
+    /// its interface, else whether the plugin's manifest lists it under "http".
+    public nonisolated func httpExposed(_ method: String) -> Bool? { registrar.owners.httpExposed(method) }
+
     /// Discovers and starts every enabled plugin (in parallel).
     public func startAll() async {
         let confinement = Confinement(settings: settings)

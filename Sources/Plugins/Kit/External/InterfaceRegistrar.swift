@@ -37,7 +37,7 @@ struct InterfaceRegistrar: Sendable {
     /// interface another plugin serves is refused: a second plugin must never take over the
     /// first's methods or drop their requirements.
     func register(_ interfaces: [VarlinkInterface], manifest: ExternalManifest, gateway: PluginGateway) throws {
-        if let (name, owner) = owners.claim(interfaces.map(\.name), for: manifest.name) {
+        if let (name, owner) = owners.claim(interfaces.map(\.name), for: manifest.name, http: manifest.http) {
             throw ManifestProblem("\(name) is already served by plugin '\(owner)'; only one plugin may serve an interface")
         }
         for interface in interfaces {
@@ -75,17 +75,32 @@ struct InterfaceRegistrar: Sendable {
 /// Interface name → the external plugin serving it.
 final class InterfaceOwners: Sendable {
     private let owners = Mutex<[String: String]>([:])
+    /// The methods each interface's manifest marks for the HTTP API.
+    private let http = Mutex<[String: Set<String>]>([:])
+
+    /// Whether the HTTP API may route `method`: nil when no external plugin serves its
+    /// interface, else whether the plugin's manifest lists it under "http".
+    func httpExposed(_ method: String) -> Bool? {
+        guard let dot = method.lastIndex(of: ".") else { return nil }
+        return http.withLock { $0[String(method[..<dot])]?.contains(method) }
+    }
 
     /// Records `plugin` as the server of all `interfaces`, or of none: returns an interface
     /// another plugin already serves, and that plugin.
-    func claim(_ interfaces: [String], for plugin: String) -> (String, String)? {
-        owners.withLock { table in
+    func claim(_ interfaces: [String], for plugin: String, http methods: Set<String> = []) -> (String, String)? {
+        let conflict = owners.withLock { table -> (String, String)? in
             for interface in interfaces {
                 if let owner = table[interface], owner != plugin { return (interface, owner) }
             }
             for interface in interfaces { table[interface] = plugin }
             return nil
         }
+        if conflict == nil {
+            http.withLock { table in
+                for interface in interfaces { table[interface] = methods.filter { $0.hasPrefix(interface + ".") } }
+            }
+        }
+        return conflict
     }
 
     /// Forgets the interface if `plugin` serves it; false when another plugin does.
@@ -93,6 +108,7 @@ final class InterfaceOwners: Sendable {
         owners.withLock { table in
             guard table[interface] == nil || table[interface] == plugin else { return false }
             table[interface] = nil
+            _ = http.withLock { $0.removeValue(forKey: interface) }
             return true
         }
     }

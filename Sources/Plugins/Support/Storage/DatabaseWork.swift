@@ -104,7 +104,18 @@ extension DatabaseWork {
 
     /// A writer's drain job: the jobs in batches of at most `maxBatch`, each to `commit`; a
     /// close commits what came before it, then runs `close` and answers its caller.
-    static func drain(_ jobs: [DatabaseJob], maxBatch: Int, commit: ([DatabaseWork]) -> Void, close: () -> Void) {
+    static func drain(_ jobs: [DatabaseJob], maxBatch: Int, commit commitBatch: ([DatabaseWork]) -> Void, close: () -> Void) {
+        func commit(_ batch: [DatabaseWork]) {
+            guard !batch.isEmpty else { return commitBatch(batch) }
+            let started = ContinuousClock.now
+            commitBatch(batch)
+            let elapsed = ContinuousClock.now - started
+            Metrics.shared.observe(
+                "appd_commit_batch_size", help: "Writes committed together in one group commit.", value: Double(batch.count), buckets: Metrics.batchBuckets)
+            Metrics.shared.observe(
+                "appd_commit_duration_seconds", help: "Time to run and commit one group-commit batch.",
+                value: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
         var batch: [DatabaseWork] = []
         for job in jobs {
             switch job {

@@ -1,0 +1,50 @@
+import Synchronization
+
+/// Per-client-address rate limits for the abuse-prone unauthenticated methods: a token
+/// bucket per address (`perMinute` tokens, refilled evenly), in a bounded table that forgets
+/// the least recently seen address first.
+final class ClientLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+    private let perMinute: Int
+    private let capacity: Int
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    init(perMinute: Int, trackedClients: Int) {
+        self.perMinute = perMinute
+        self.capacity = max(1, trackedClients)
+    }
+
+    /// Takes a token for `client`: nil when allowed, else the seconds to wait.
+    func take(_ client: String, now: ContinuousClock.Instant = .now) -> Int? {
+        guard perMinute > 0 else { return nil }
+        let rate = Double(perMinute) / 60
+        return buckets.withLock { table -> Int? in
+            var bucket = table[client] ?? Bucket(tokens: Double(perMinute), updated: now)
+            let elapsed = now - bucket.updated
+            bucket.tokens = min(Double(perMinute), bucket.tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            bucket.updated = now
+            defer {
+                if table[client] == nil && table.count >= capacity, let oldest = table.min(by: { $0.value.updated < $1.value.updated })?.key {
+                    table.removeValue(forKey: oldest)
+                }
+                table[client] = bucket
+            }
+            guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
+            bucket.tokens -= 1
+            return nil
+        }
+    }
+}
+
+/// The client's address: the peer's, or — when the peer is a trusted proxy — the nearest
+/// address in `X-Forwarded-For` that is not itself a trusted proxy.
+enum ClientAddress {
+    static func of(_ request: HTTPServerRequest, trustedProxies: Set<String>) -> String {
+        guard trustedProxies.contains(request.peerAddress), let forwarded = request.headers["x-forwarded-for"] else { return request.peerAddress }
+        let hops = forwarded.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
+        return hops.last { !trustedProxies.contains($0) } ?? request.peerAddress
+    }
+}

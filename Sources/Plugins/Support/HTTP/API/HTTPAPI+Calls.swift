@@ -1,0 +1,137 @@
+import Bus
+
+/// `POST /v1/<interface>/<Method>`: a call, answered with its reply, or streamed as events.
+extension HTTPAPI {
+    func call(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
+        let parts = request.path.dropFirst("/v1/".count).split(separator: "/", omittingEmptySubsequences: false)
+        let method = parts.count == 2 ? "\(parts[0]).\(parts[1])" : ""
+        guard parts.count == 2, routes(method) else {
+            return APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(parts.count == 2 ? method : "")])
+        }
+        guard request.method == "POST" else {
+            return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "POST"]], headers: [("Allow", "POST")])
+        }
+        if let type = request.headers["content-type"], !body.isEmpty,
+            !type.lowercased().hasPrefix("application/json")
+        {
+            return APIErrorStatus.refusal(415, "UnsupportedMediaType", ["reason": "send the parameters as application/json"])
+        }
+        var parameters: JSONValue = [:]
+        if !body.isEmpty {
+            do {
+                parameters = try JSONParser.parse(body)
+            } catch {
+                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": .string("the body is not JSON: \(error)")])
+            }
+            guard case .object = parameters else {
+                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": "the body must be a JSON object"])
+            }
+        }
+        var token: SessionToken?
+        if let authorization = request.headers["authorization"] {
+            let scheme = authorization.prefix(7)
+            let value = authorization.dropFirst(7).trimmingWhitespace()
+            guard scheme.lowercased() == "bearer ", !value.isEmpty else {
+                return APIErrorStatus.response(
+                    error: "io.appd.Auth.Unauthenticated", parameters: ["reason": "use Authorization: Bearer <accessToken from SignIn>"])
+            }
+            token = SessionToken(value)
+        }
+        if options.rateLimitedMethods.contains(method),
+            let wait = limiter.take(ClientAddress.of(request, trustedProxies: options.trustedProxies))
+        {
+            return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
+        }
+        let caller = Caller(sessionToken: token)
+        guard dispatcher.bus.methodInfo(method)?.streaming == true else {
+            return await single(method, parameters, caller)
+        }
+        guard request.headers["accept"]?.contains("text/event-stream") == true else {
+            return APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"])
+        }
+        if method == "io.appd.Bus.Subscribe", let last = request.headers["last-event-id"] {
+            guard let sequence = Int64(last), sequence >= 0 else {
+                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "Last-Event-ID", "reason": "must be an event's sequence number"])
+            }
+            var fields = parameters.objectValue ?? [:]
+            fields["since"] = .int(sequence)
+            parameters = .object(fields)
+        }
+        return await stream(method, parameters, caller)
+    }
+
+    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller) async -> HTTPResponse {
+        var result: VarlinkReply?
+        do {
+            try await dispatcher.handle(
+                VarlinkCall(method: method, parameters: parameters), as: caller, timeout: options.callTimeout, transport: "http"
+            ) { reply in result = reply }
+        } catch {
+            // Only a cancelled call gets here (the server is stopping).
+            return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
+        }
+        guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""]) }
+        if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters) }
+        return HTTPResponse(status: 200, body: reply.parameters)
+    }
+
+    /// Runs the call in a task of its own and answers with its first reply: an error as a
+    /// plain error response (the status says what went wrong), anything else as the start of
+    /// an event stream that carries every later reply. The client leaving cancels the call.
+    private func stream(_ method: String, _ parameters: JSONValue, _ caller: Caller) async -> HTTPResponse {
+        let handoff = ReplyHandoff()
+        let dispatcher = self.dispatcher
+        let call = Task {
+            try? await dispatcher.handle(VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http") { reply in
+                try await handoff.put(reply)
+            }
+            handoff.finish()
+        }
+        let first = await withTaskCancellationHandler {
+            await handoff.take()
+        } onCancel: {
+            call.cancel()
+            handoff.finish()
+        }
+        guard let first else { return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)]) }
+        if let error = first.error { return APIErrorStatus.response(error: error, parameters: first.parameters) }
+        let interval = options.keepAliveInterval
+        let headers: [(name: String, value: String)] = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+        return HTTPResponse(status: 200, headers: headers) { writer in
+            let keepAlive = Task {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: interval)
+                    try await writer.write(": keep-alive\n\n")
+                }
+            }
+            await withTaskCancellationHandler {
+                var next: VarlinkReply? = first
+                while let reply = next {
+                    do { try await writer.write(Self.event(reply)) } catch { break }
+                    guard reply.error == nil, reply.continues else { break }
+                    next = await handoff.take()
+                }
+            } onCancel: {
+                call.cancel()
+                handoff.finish()
+            }
+            keepAlive.cancel()
+            call.cancel()
+            handoff.finish()
+        }
+    }
+
+    /// One reply as a server-sent event: `event: reply` (or `error`), the reply as JSON on one
+    /// `data:` line, and an `id:` with the event's sequence number when it has one (a
+    /// reconnecting client sends it back as Last-Event-ID).
+    static func event(_ reply: VarlinkReply) -> String {
+        var text = ""
+        if reply.error == nil, case .int(let sequence)? = reply.parameters["seq"] { text += "id: \(sequence)\n" }
+        if let error = reply.error {
+            text += "event: error\ndata: " + String(decoding: JSONWriter.bytes(["error": .string(error), "parameters": reply.parameters]), as: UTF8.self)
+        } else {
+            text += "event: reply\ndata: " + String(decoding: JSONWriter.bytes(reply.parameters), as: UTF8.self)
+        }
+        return text + "\n\n"
+    }
+}

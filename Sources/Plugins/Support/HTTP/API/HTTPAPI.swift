@@ -1,0 +1,133 @@
+import Bus
+import Synchronization
+
+/// The app-facing HTTP API (DESIGN §12): every method an app may call, derived from the
+/// served IDL with no per-method code — `POST /v1/<interface>/<Method>` with the parameters
+/// as a JSON object, through the same `VarlinkDispatcher` (IDL validation, gates, deadline)
+/// as the socket; `Authorization: Bearer` plays `Authenticate`; streaming methods answer as
+/// server-sent events. Beside them: `/openapi.json`, `/healthz`, `/readyz`, `/metrics`, and
+/// the payment providers' `/webhooks/<provider>`.
+///
+/// Admin methods, capability methods, appd's own control interfaces and external plugins'
+/// methods their manifest does not mark for HTTP are not routed: 404, as if absent.
+public final class HTTPAPI: Sendable {
+    /// One readiness check: its name, whether it passes, and what is wrong when not.
+    public typealias Readiness = @Sendable () async -> [(check: String, ok: Bool, detail: String)]
+
+    let dispatcher: VarlinkDispatcher
+    let options: HTTPAPIOptions
+    /// Whether a method (full name) may be routed, beyond the rules every method follows.
+    let exposed: @Sendable (String) -> Bool
+    let readiness: Readiness
+    let webhooks: HTTPServer.Handler?
+    let logger: Logger
+    let limiter: ClientLimiter
+    private let openAPICache = Mutex<(key: [String], bytes: [UInt8])?>(nil)
+
+    public init(
+        dispatcher: VarlinkDispatcher, options: HTTPAPIOptions, exposed: @escaping @Sendable (String) -> Bool, readiness: @escaping Readiness,
+        webhooks: HTTPServer.Handler?, logger: Logger
+    ) {
+        self.dispatcher = dispatcher
+        self.options = options
+        self.exposed = exposed
+        self.readiness = readiness
+        self.webhooks = webhooks
+        self.logger = logger
+        self.limiter = ClientLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
+    }
+
+    /// Interfaces never routed: the daemon's control, the varlink service, a plugin's own.
+    static let unroutedInterfaces: Set<String> = ["io.appd.Daemon", "org.varlink.service"]
+    /// Methods never routed: connection-level ones that HTTP replaces (the bearer header),
+    /// and the admin-only ones whose refusal happens inside the handler.
+    static let unroutedMethods: Set<String> = ["io.appd.Auth.Authenticate", "io.appd.Bus.AuthenticatePlugin", "io.appd.Bus.Publish"]
+
+    /// Whether `method` (full name) is reachable over HTTP.
+    public func routes(_ method: String) -> Bool {
+        guard let interface = dispatcher.interface(ofMethod: method), !Self.unroutedInterfaces.contains(interface.name),
+            !Self.unroutedMethods.contains(method), interface.method(String(method.dropFirst(interface.name.count + 1))) != nil,
+            let info = dispatcher.bus.methodInfo(method)
+        else { return false }
+        let privileged = info.requirements.contains { requirement in
+            switch requirement {
+            case .admin, .capability: true
+            default: false
+            }
+        }
+        return !privileged && exposed(method)
+    }
+
+    /// Handles one request (the `HTTPServer`'s handler).
+    public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        let (route, routed) = await self.route(request, body)
+        var response = routed
+        CORSPolicy(allowed: options.allowedOrigins).decorate(&response, for: request)
+        Metrics.shared.increment(
+            "appd_http_responses_total", help: "HTTP responses by route and status.", labels: [("route", route), ("status", String(response.status))])
+        // The access log: never a header's value, never the query (a client may put a secret there).
+        let elapsed = ContinuousClock.now - started
+        logger.info(
+            "http",
+            metadata: [
+                "method": "\(request.method)", "path": "\(route == "other" ? "-" : request.path)", "status": "\(response.status)",
+                "client": "\(ClientAddress.of(request, trustedProxies: options.trustedProxies))",
+                "ms": "\(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)",
+            ])
+        return response
+    }
+
+    private func route(_ request: HTTPServerRequest, _ body: [UInt8]) async -> (String, HTTPResponse) {
+        if request.method == "OPTIONS" { return ("preflight", CORSPolicy(allowed: options.allowedOrigins).preflight(request)) }
+        switch request.path {
+        case "/healthz": return ("healthz", get(request) ?? HTTPResponse(status: 200, body: ["status": "ok"]))
+        case "/readyz":
+            if let refusal = get(request) { return ("readyz", refusal) }
+            return ("readyz", await ready())
+        case "/metrics":
+            if let refusal = get(request) { return ("metrics", refusal) }
+            return ("metrics", await metrics())
+        case "/openapi.json": return ("openapi", get(request) ?? openAPI())
+        default: break
+        }
+        if request.path.hasPrefix("/webhooks/") {
+            guard let webhooks else { return ("webhooks", APIErrorStatus.refusal(404, "NotFound", ["reason": "no webhooks are served here"])) }
+            return ("webhooks", await webhooks(request, body))
+        }
+        if request.path.hasPrefix("/v1/") { return ("call", await call(request, body)) }
+        return ("other", APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"]))
+    }
+
+    /// nil for GET; a 405 otherwise.
+    private func get(_ request: HTTPServerRequest) -> HTTPResponse? {
+        guard request.method != "GET" else { return nil }
+        return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "GET"]], headers: [("Allow", "GET")])
+    }
+
+    private func ready() async -> HTTPResponse {
+        let checks = await readiness()
+        let ok = checks.allSatisfy(\.ok)
+        let body: JSONValue = [
+            "status": .string(ok ? "ready" : "not ready"),
+            "checks": .object(Dictionary(uniqueKeysWithValues: checks.map { ($0.check, JSONValue.string($0.ok ? "ok" : $0.detail)) })),
+        ]
+        return HTTPResponse(status: ok ? 200 : 503, body: body)
+    }
+
+    private func metrics() async -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(await Metrics.shared.render().utf8))
+    }
+
+    private func openAPI() -> HTTPResponse {
+        let names = dispatcher.interfaceNames
+        let bytes = openAPICache.withLock { cache -> [UInt8] in
+            if let cache, cache.key == names { return cache.bytes }
+            let document = OpenAPIDocument(api: self).render()
+            let bytes = JSONWriter.bytes(document)
+            cache = (names, bytes)
+            return bytes
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")], body: bytes)
+    }
+}

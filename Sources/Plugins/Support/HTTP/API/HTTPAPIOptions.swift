@@ -1,0 +1,25 @@
+/// How the app-facing HTTP API behaves; every limit has a default and a config key.
+public struct HTTPAPIOptions: Sendable {
+    /// The connection limits (head and body size, connections, keep-alive idle time, the
+    /// time a request may take to arrive).
+    public var limits = HTTPServerLimits()
+    /// A call's deadline, from its arrival to its reply (504 past it). Streams have none.
+    public var callTimeout: Duration = .seconds(30)
+    /// Addresses of reverse proxies whose `X-Forwarded-For` is believed; from anyone else the
+    /// header is ignored and the peer's own address is the client's.
+    public var trustedProxies: Set<String> = []
+    /// Origins a browser may call from (`https://app.example.com`, or `*`); none by default.
+    public var allowedOrigins: Set<String> = []
+    /// Calls of the unauthenticated, abuse-prone methods (sign-up, sign-in, password reset)
+    /// allowed per client address and minute; 0 turns the limit off.
+    public var rateLimitPerMinute = 30
+    /// The methods that limit applies to.
+    public var rateLimitedMethods: Set<String> = [
+        "io.appd.Auth.SignUp", "io.appd.Auth.SignIn", "io.appd.Auth.RequestPasswordReset", "io.appd.Auth.ResetPassword", "io.appd.Auth.Refresh",
+    ]
+    /// Client addresses tracked by the rate limiter at once (the oldest is forgotten first).
+    public var rateLimitTrackedClients = 100_000
+    /// A comment line keeps idle event streams (and the proxies in between) from timing out.
+    public var keepAliveInterval: Duration = .seconds(15)
+    public init() {}
+}

@@ -1,0 +1,78 @@
+import Bus
+import Synchronization
+
+/// Hands a call's replies, one at a time, from the task running the call to the task
+/// writing them to the client: `put` waits until the reply is taken, so a client that reads
+/// slowly slows the call (and a subscription's own overflow rule applies), never appd's memory.
+final class ReplyHandoff: Sendable {
+    private struct State {
+        var offered: (VarlinkReply, CheckedContinuation<Void, any Error>)?
+        var taker: CheckedContinuation<VarlinkReply?, Never>?
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    struct Closed: Error {}
+
+    /// Offers a reply; returns once it is taken, throws when the taker is gone.
+    func put(_ reply: VarlinkReply) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let outcome = state.withLock { s -> (CheckedContinuation<VarlinkReply?, Never>?, Bool) in
+                if s.finished { return (nil, false) }
+                if let taker = s.taker {
+                    s.taker = nil
+                    return (taker, true)
+                }
+                s.offered = (reply, continuation)
+                return (nil, true)
+            }
+            switch outcome {
+            case (let taker?, _):
+                taker.resume(returning: reply)
+                continuation.resume()
+            case (nil, false):
+                continuation.resume(throwing: Closed())
+            case (nil, true):
+                break
+            }
+        }
+    }
+
+    /// The next reply, or nil once the call has ended (`finish`).
+    func take() async -> VarlinkReply? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<VarlinkReply?, Never>) in
+            let ready = state.withLock { s -> (VarlinkReply, CheckedContinuation<Void, any Error>)?? in
+                if let offered = s.offered {
+                    s.offered = nil
+                    return .some(offered)
+                }
+                if s.finished { return .some(nil) }
+                s.taker = continuation
+                return nil
+            }
+            switch ready {
+            case .some(.some(let (reply, putter))):
+                putter.resume()
+                continuation.resume(returning: reply)
+            case .some(.none):
+                continuation.resume(returning: nil)
+            case .none:
+                break
+            }
+        }
+    }
+
+    /// No more replies (the call ended, or the taker left): wakes both sides.
+    func finish() {
+        let (taker, offered) = state.withLock { s -> (CheckedContinuation<VarlinkReply?, Never>?, CheckedContinuation<Void, any Error>?) in
+            s.finished = true
+            defer {
+                s.taker = nil
+                s.offered = nil
+            }
+            return (s.taker, s.offered?.1)
+        }
+        taker?.resume(returning: nil)
+        offered?.resume(throwing: Closed())
+    }
+}

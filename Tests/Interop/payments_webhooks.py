@@ -4,7 +4,10 @@ raw sockets): signed deliveries are stored (200) and change entitlements, duplic
 nothing, forgeries (400), oversize bodies (413), wrong methods and paths, a slow client and
 concurrent identical deliveries; everything survives a restart.
 
-Usage: payments_webhooks.py APPD_BINARY
+Usage: payments_webhooks.py APPD_BINARY [--http-listen]
+
+With --http-listen the same requests go to the app-facing HTTP server (which serves
+/webhooks/<provider> beside the API) instead of the webhook listener of its own.
 """
 import hashlib
 import hmac
@@ -27,12 +30,15 @@ RC_SECRET = "rc-interop-secret"
 
 
 
+LISTEN_FLAG = "--webhook-listen"
+
+
 def start(binary, directory, port):
     sock_path = os.path.join(directory, "appd.sock")
     env = dict(os.environ, APPD_STRIPE_WEBHOOK_SECRETS=SECRET, APPD_REVENUECAT_WEBHOOK_SECRET=RC_SECRET)
     proc = subprocess.Popen(
         [binary, "--socket", sock_path, "--data-dir", os.path.join(directory, "data"), "--log-level", "error",
-         "--webhook-listen", f"127.0.0.1:{port}", "--max-webhook-bytes", "65536"], env=env)
+         LISTEN_FLAG, f"127.0.0.1:{port}", "--max-webhook-bytes", "65536"], env=env)
     deadline = time.time() + 15
     while time.time() < deadline:
         try:
@@ -78,7 +84,11 @@ def pro_of(sock_path, email):
 
 
 def main():
+    global LISTEN_FLAG
     binary = sys.argv[1]
+    if len(sys.argv) > 2:
+        LISTEN_FLAG = sys.argv[2]
+    print(f"webhooks through {LISTEN_FLAG}")
     with tempfile.TemporaryDirectory() as directory:
         port = free_port()
         proc, sock_path = start(binary, directory, port)

@@ -41,7 +41,11 @@ public final class HTTPAPI: Sendable {
     static let unroutedInterfaces: Set<String> = ["io.appd.Daemon", "org.varlink.service"]
     /// Methods never routed: connection-level ones that HTTP replaces (the bearer header),
     /// and the admin-only ones whose refusal happens inside the handler.
-    static let unroutedMethods: Set<String> = ["io.appd.Auth.Authenticate", "io.appd.Bus.AuthenticatePlugin", "io.appd.Bus.Publish"]
+    static let unroutedMethods: Set<String> = [
+        "io.appd.Auth.Authenticate", "io.appd.Bus.AuthenticatePlugin", "io.appd.Bus.Publish",
+        // Providers deliver to /webhooks/<provider>, as they send it (the signature covers the raw body).
+        "io.appd.Payments.IngestWebhook",
+    ]
 
     /// Whether `method` (full name) is reachable over HTTP.
     public func routes(_ method: String) -> Bool {

@@ -55,7 +55,8 @@ public struct AdminGate: Gate {
     /// plugin's own socket) is never privileged by its uid: plugins may run as appd's user.
     public func isPrivileged(_ caller: Caller) -> Bool {
         if caller.connection?.pluginScope != nil { return false }
-        guard let peer = caller.peer else { return caller.plugin == nil && caller.principal == nil }
+        // No peer: the daemon itself, unless the call came from a plugin, a user or the network.
+        guard let peer = caller.peer else { return caller.plugin == nil && caller.principal == nil && caller.remoteAddress == nil }
         if peer.uid == 0 || peer.uid == daemonUID { return true }
         guard let group = adminGroup else { return false }
         return peer.gid == group || appd_pid_in_group(peer.pid, group) == 1

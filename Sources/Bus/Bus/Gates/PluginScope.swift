@@ -65,7 +65,9 @@ public struct PluginScopeGate: Gate {
         }
         guard let scope = envelope.caller.connection?.pluginScope else {
             // Only the daemon's own in-process calls (no socket peer) hold every capability.
-            if let name = needed.first, envelope.caller.peer != nil || envelope.caller.connection != nil || envelope.caller.principal != nil {
+            if let name = needed.first,
+                envelope.caller.peer != nil || envelope.caller.connection != nil || envelope.caller.principal != nil || envelope.caller.remoteAddress != nil
+            {
                 throw PermissionDenied(reason: "\(envelope.name) needs the '\(name)' capability: only a plugin whose plugin.json lists it under \"capabilities\" may call it")
             }
             return try await next(envelope)

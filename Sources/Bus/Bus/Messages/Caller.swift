@@ -43,16 +43,20 @@ public struct Caller: Sendable, CustomStringConvertible {
     public var plugin: String?
     /// The client connection the call arrived on, when it came over the socket.
     public var connection: ConnectionContext?
+    /// The client's address when the call came over the network (the HTTP API). Such a caller
+    /// has no peer credentials and is never the daemon itself, nor an admin.
+    public var remoteAddress: String?
 
     public init(
         peer: PeerCredentials? = nil, sessionToken: SessionToken? = nil, principal: Principal? = nil,
-        plugin: String? = nil, connection: ConnectionContext? = nil
+        plugin: String? = nil, connection: ConnectionContext? = nil, remoteAddress: String? = nil
     ) {
         self.peer = peer
         self.sessionToken = sessionToken
         self.principal = principal
         self.plugin = plugin
         self.connection = connection
+        self.remoteAddress = remoteAddress
     }
 
     /// The daemon itself (start-up tasks, tests): no peer, no user.
@@ -66,6 +70,7 @@ public struct Caller: Sendable, CustomStringConvertible {
         if let peer { parts.append("uid=\(peer.uid) pid=\(peer.pid)") }
         if let principal { parts.append("user=\(principal.userID)") }
         if let plugin { parts.append("plugin=\(plugin)") }
+        if let remoteAddress { parts.append("address=\(remoteAddress)") }
         return parts.isEmpty ? "daemon" : parts.joined(separator: " ")
     }
 }

@@ -58,7 +58,8 @@ final class PluginGateway: Sendable {
         if caller.principal != nil { roles.append("user") }
         if admin { roles.append("admin") }
         return [
-            "uid": .int(Int64(caller.peer?.uid ?? getuidValue())), "userId": caller.principal.map { .string($0.userID) } ?? .null,
+            // A network (HTTP) caller has no uid: -1.
+            "uid": .int(caller.peer.map { Int64($0.uid) } ?? (caller.remoteAddress == nil ? Int64(getuidValue()) : -1)), "userId": caller.principal.map { .string($0.userID) } ?? .null,
             "email": caller.principal?.email.map(JSONValue.string) ?? .null, "roles": .array(roles),
         ]
     }

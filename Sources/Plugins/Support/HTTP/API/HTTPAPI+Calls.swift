@@ -42,7 +42,7 @@ extension HTTPAPI {
         {
             return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
         }
-        let caller = Caller(sessionToken: token)
+        let caller = Caller(sessionToken: token, remoteAddress: ClientAddress.of(request, trustedProxies: options.trustedProxies))
         guard dispatcher.bus.methodInfo(method)?.streaming == true else {
             return await single(method, parameters, caller)
         }
@@ -75,9 +75,10 @@ extension HTTPAPI {
         return HTTPResponse(status: 200, body: reply.parameters)
     }
 
-    /// Runs the call in a task of its own and answers with its first reply: an error as a
-    /// plain error response (the status says what went wrong), anything else as the start of
-    /// an event stream that carries every later reply. The client leaving cancels the call.
+    /// Runs the call in a task of its own and waits briefly for its first reply: an error
+    /// then (a gate's refusal, bad parameters) is a plain error response whose status says what
+    /// went wrong; anything else, or nothing yet, starts an event stream that carries every
+    /// reply (a later error as an `error` event). The client leaving cancels the call.
     private func stream(_ method: String, _ parameters: JSONValue, _ caller: Caller) async -> HTTPResponse {
         let handoff = ReplyHandoff()
         let dispatcher = self.dispatcher
@@ -87,17 +88,28 @@ extension HTTPAPI {
             }
             handoff.finish()
         }
+        let grace = Task {
+            try? await Task.sleep(for: .milliseconds(250))
+            handoff.wake()
+        }
         let first = await withTaskCancellationHandler {
             await handoff.take()
         } onCancel: {
             call.cancel()
             handoff.finish()
         }
-        guard let first else { return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)]) }
-        if let error = first.error { return APIErrorStatus.response(error: error, parameters: first.parameters) }
+        grace.cancel()
+        var pending: VarlinkReply?
+        switch first {
+        case .ended: return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
+        case .reply(let reply):
+            if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters) }
+            pending = reply
+        case .pending: break
+        }
         let interval = options.keepAliveInterval
         let headers: [(name: String, value: String)] = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
-        return HTTPResponse(status: 200, headers: headers) { writer in
+        return HTTPResponse(status: 200, headers: headers) { [pending] (writer: HTTPStreamWriter) in
             let keepAlive = Task {
                 while !Task.isCancelled {
                     try await Task.sleep(for: interval)
@@ -105,11 +117,19 @@ extension HTTPAPI {
                 }
             }
             await withTaskCancellationHandler {
-                var next: VarlinkReply? = first
-                while let reply = next {
-                    do { try await writer.write(Self.event(reply)) } catch { break }
-                    guard reply.error == nil, reply.continues else { break }
-                    next = await handoff.take()
+                var next = pending
+                while true {
+                    if next == nil {
+                        switch await handoff.take() {
+                        case .reply(let reply): next = reply
+                        case .pending: continue
+                        case .ended: return
+                        }
+                    }
+                    guard let reply = next else { return }
+                    next = nil
+                    do { try await writer.write(Self.event(reply)) } catch { return }
+                    guard reply.error == nil, reply.continues else { return }
                 }
             } onCancel: {
                 call.cancel()

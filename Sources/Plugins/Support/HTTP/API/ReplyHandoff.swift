@@ -5,9 +5,17 @@ import Synchronization
 /// writing them to the client: `put` waits until the reply is taken, so a client that reads
 /// slowly slows the call (and a subscription's own overflow rule applies), never appd's memory.
 final class ReplyHandoff: Sendable {
+    /// What `take` got.
+    enum Taken {
+        case reply(VarlinkReply)
+        /// The call ended: no more replies.
+        case ended
+        /// `wake` was called before a reply came.
+        case pending
+    }
     private struct State {
         var offered: (VarlinkReply, CheckedContinuation<Void, any Error>)?
-        var taker: CheckedContinuation<VarlinkReply?, Never>?
+        var taker: CheckedContinuation<Taken, Never>?
         var finished = false
     }
     private let state = Mutex(State())
@@ -17,7 +25,7 @@ final class ReplyHandoff: Sendable {
     /// Offers a reply; returns once it is taken, throws when the taker is gone.
     func put(_ reply: VarlinkReply) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let outcome = state.withLock { s -> (CheckedContinuation<VarlinkReply?, Never>?, Bool) in
+            let outcome = state.withLock { s -> (CheckedContinuation<Taken, Never>?, Bool) in
                 if s.finished { return (nil, false) }
                 if let taker = s.taker {
                     s.taker = nil
@@ -28,7 +36,7 @@ final class ReplyHandoff: Sendable {
             }
             switch outcome {
             case (let taker?, _):
-                taker.resume(returning: reply)
+                taker.resume(returning: .reply(reply))
                 continuation.resume()
             case (nil, false):
                 continuation.resume(throwing: Closed())
@@ -38,9 +46,9 @@ final class ReplyHandoff: Sendable {
         }
     }
 
-    /// The next reply, or nil once the call has ended (`finish`).
-    func take() async -> VarlinkReply? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<VarlinkReply?, Never>) in
+    /// The next reply, `ended` once the call has ended (`finish`), or `pending` when woken.
+    func take() async -> Taken {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Taken, Never>) in
             let ready = state.withLock { s -> (VarlinkReply, CheckedContinuation<Void, any Error>)?? in
                 if let offered = s.offered {
                     s.offered = nil
@@ -53,9 +61,9 @@ final class ReplyHandoff: Sendable {
             switch ready {
             case .some(.some(let (reply, putter))):
                 putter.resume()
-                continuation.resume(returning: reply)
+                continuation.resume(returning: .reply(reply))
             case .some(.none):
-                continuation.resume(returning: nil)
+                continuation.resume(returning: .ended)
             case .none:
                 break
             }
@@ -64,7 +72,7 @@ final class ReplyHandoff: Sendable {
 
     /// No more replies (the call ended, or the taker left): wakes both sides.
     func finish() {
-        let (taker, offered) = state.withLock { s -> (CheckedContinuation<VarlinkReply?, Never>?, CheckedContinuation<Void, any Error>?) in
+        let (taker, offered) = state.withLock { s -> (CheckedContinuation<Taken, Never>?, CheckedContinuation<Void, any Error>?) in
             s.finished = true
             defer {
                 s.taker = nil
@@ -72,7 +80,16 @@ final class ReplyHandoff: Sendable {
             }
             return (s.taker, s.offered?.1)
         }
-        taker?.resume(returning: nil)
+        taker?.resume(returning: .ended)
         offered?.resume(throwing: Closed())
+    }
+
+    /// Makes a waiting `take` return `pending` (nothing happens when none waits).
+    func wake() {
+        let taker = state.withLock { s -> CheckedContinuation<Taken, Never>? in
+            defer { s.taker = nil }
+            return s.taker
+        }
+        taker?.resume(returning: .pending)
     }
 }

@@ -1,0 +1,235 @@
+import Bus
+import Glibc
+@testable import HTTP
+import Synchronization
+import Testing
+import TestSupport
+
+/// An `HTTPAPI` over a bus with one small interface, on a real `HTTPServer`.
+struct APIFixture {
+    static let idl = """
+        # Notes for the tests.
+        interface io.example.Notes
+
+        type Note (id: int, text: string)
+
+        # Adds a note.
+        method Add(text: string, tag: ?string) -> (note: Note)
+
+        # Admin only.
+        method Wipe() -> ()
+
+        # Streams 'count' notes.
+        method Watch(count: int) -> (note: Note)
+
+        # Refuses.
+        method Refuse() -> ()
+
+        error Crowded (retryAfterSeconds: int)
+        """
+
+    let server: RunningServer
+    let dispatcher: VarlinkDispatcher
+
+    init(options: HTTPAPIOptions = HTTPAPIOptions()) throws {
+        let bus = EventBus(gates: [AdminGate(adminGroup: nil)])
+        dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "1", url: "u"))
+        try dispatcher.register(try VarlinkInterface(parsing: Self.idl))
+        try bus.registerRaw(method: "io.example.Notes.Add", requirements: []) { envelope, parameters in
+            // The text says who called: the client address the API saw.
+            ["note": ["id": 1, "text": .string((parameters["text"]?.stringValue ?? "") + "@" + (envelope.caller.remoteAddress ?? "-"))]]
+        }
+        try bus.registerRaw(method: "io.example.Notes.Wipe", requirements: [.admin]) { _, _ in [:] }
+        try bus.registerRaw(method: "io.example.Notes.Refuse", requirements: []) { _, _ in throw Crowded() }
+        try bus.registerRawStream(method: "io.example.Notes.Watch", requirements: []) { _, parameters, writer in
+            guard case .int(let count)? = parameters["count"], count > 0 else { throw Crowded() }
+            for n in 1..<count { try await writer.send(["note": ["id": .int(n), "text": "n"]]) }
+            return ["note": ["id": .int(count), "text": "last"]]
+        }
+        let api = HTTPAPI(
+            dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [("database", true, "")] }, webhooks: nil,
+            logger: Logger(label: "t", handler: InMemoryLogHandler()))
+        server = try RunningServer(limits: options.limits) { request, body in await api.handle(request, body) }
+    }
+
+    struct Crowded: WireError {
+        var wireName: String { "io.example.Notes.Crowded" }
+        var wireParameters: [String: JSONValue] { ["retryAfterSeconds": 7] }
+        var description: String { "crowded" }
+    }
+
+    /// One request with `Connection: close`; the raw response.
+    func request(_ method: String, _ path: String, body: String = "", headers: [String: String] = [:]) async throws -> String {
+        var head = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        return try await server.exchange(head + "\r\n" + body)
+    }
+
+    static func status(_ response: String) -> Int { Int(response.split(separator: " ").dropFirst().first ?? "") ?? 0 }
+    static func body(_ response: String) -> String { response.components(after: "\r\n\r\n") }
+}
+
+extension String {
+    func components(after marker: String) -> String {
+        guard let found = firstRange(of: marker) else { return "" }
+        return String(self[found.upperBound...])
+    }
+}
+
+@Suite struct HTTPAPITests {
+    @Test func aMethodIsCalledWithItsJSONBodyAndAnswersItsReply() async throws {
+        let f = try APIFixture()
+        let response = try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":"hi"}"#, headers: ["Content-Type": "application/json"])
+        #expect(APIFixture.status(response) == 200, "\(response)")
+        #expect(APIFixture.body(response) == #"{"note":{"id":1,"text":"hi@127.0.0.1"}}"#, "\(response)")
+        await f.server.stop()
+    }
+
+    @Test func validationAndRoutingErrorsHaveTheirStatus() async throws {
+        let f = try APIFixture()
+        let wrongType = try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":5}"#)
+        #expect(APIFixture.status(wrongType) == 400 && wrongType.contains(#""parameter":"text""#), "\(wrongType)")
+        let admin = try await f.request("POST", "/v1/io.example.Notes/Wipe", body: "{}")
+        #expect(APIFixture.status(admin) == 404 && admin.contains("MethodNotFound"), "an admin method is not routed: \(admin)")
+        #expect(APIFixture.status(try await f.request("POST", "/v1/io.example.Notes/Nope", body: "{}")) == 404)
+        #expect(APIFixture.status(try await f.request("POST", "/v1/io.example.Notes", body: "{}")) == 404)
+        #expect(APIFixture.status(try await f.request("GET", "/v1/io.example.Notes/Add")) == 405)
+        #expect(APIFixture.status(try await f.request("POST", "/v1/io.example.Notes/Add", body: "[]")) == 400)
+        #expect(APIFixture.status(try await f.request("POST", "/v1/io.example.Notes/Add", body: "{", headers: ["Content-Type": "application/json"])) == 400)
+        #expect(APIFixture.status(try await f.request("POST", "/v1/io.example.Notes/Add", body: "a=b", headers: ["Content-Type": "text/plain"])) == 415)
+        let refused = try await f.request("POST", "/v1/io.example.Notes/Refuse", body: "{}")
+        #expect(refused.contains(#"{"error":"io.example.Notes.Crowded","parameters":{"retryAfterSeconds":7}}"#), "\(refused)")
+        #expect(APIFixture.status(try await f.request("POST", "/v1/io.example.Notes/Add", body: "{}", headers: ["Authorization": "Basic x"])) == 401)
+        #expect(APIFixture.status(try await f.request("GET", "/nothing")) == 404)
+        await f.server.stop()
+    }
+
+    @Test func aStreamingMethodAnswersServerSentEventsAndAnEarlyErrorAsAStatus() async throws {
+        let f = try APIFixture()
+        let streamed = try await f.request("POST", "/v1/io.example.Notes/Watch", body: #"{"count":3}"#, headers: ["Accept": "text/event-stream"])
+        #expect(streamed.hasPrefix("HTTP/1.1 200 OK\r\n") && streamed.contains("Content-Type: text/event-stream\r\n"), "\(streamed)")
+        #expect(streamed.contains("event: reply\ndata: {\"note\":{\"id\":1,\"text\":\"n\"}}\n\n"), "\(streamed)")
+        #expect(streamed.contains("event: reply\ndata: {\"note\":{\"id\":3,\"text\":\"last\"}}\n\n"), "\(streamed)")
+        #expect(streamed.hasSuffix("0\r\n\r\n"), "the stream ends: \(streamed)")
+        let early = try await f.request("POST", "/v1/io.example.Notes/Watch", body: #"{"count":0}"#, headers: ["Accept": "text/event-stream"])
+        #expect(APIFixture.status(early) == 400 && early.contains("Retry-After: 7") == false && early.contains("Crowded"), "\(early)")
+        let notAccepted = try await f.request("POST", "/v1/io.example.Notes/Watch", body: #"{"count":3}"#)
+        #expect(APIFixture.status(notAccepted) == 406, "\(notAccepted)")
+        await f.server.stop()
+    }
+
+    @Test func theOpenAPIDocumentHasTheRoutedMethodsAndTheirSchemas() async throws {
+        let f = try APIFixture()
+        let response = try await f.request("GET", "/openapi.json")
+        let document = try JSONParser.parse(Array(APIFixture.body(response).utf8))
+        #expect(document["openapi"] == "3.1.0")
+        let paths = document["paths"]?.objectValue ?? [:]
+        #expect(Set(paths.keys) == ["/v1/io.example.Notes/Add", "/v1/io.example.Notes/Watch", "/v1/io.example.Notes/Refuse", "/healthz", "/readyz", "/metrics"])
+        let add = paths["/v1/io.example.Notes/Add"]?["post"]
+        let request = add?["requestBody"]?["content"]?["application/json"]?["schema"]
+        #expect(request?["required"] == ["text"], "the optional tag is not required")
+        #expect(request?["properties"]?["tag"] == ["anyOf": [["type": "string"], ["type": "null"]]])
+        #expect(add?["responses"]?["200"]?["content"]?["application/json"]?["schema"]?["properties"]?["note"] == ["$ref": "#/components/schemas/io.example.Notes.Note"])
+        #expect(document["components"]?["schemas"]?["io.example.Notes.Note"]?["required"] == ["id", "text"])
+        #expect(paths["/v1/io.example.Notes/Watch"]?["post"]?["responses"]?["200"]?["content"]?["text/event-stream"] != nil)
+        await f.server.stop()
+    }
+
+    @Test func operationsRoutesAnswer() async throws {
+        let f = try APIFixture()
+        #expect(APIFixture.body(try await f.request("GET", "/healthz")) == #"{"status":"ok"}"#)
+        #expect(APIFixture.body(try await f.request("GET", "/readyz")) == #"{"checks":{"database":"ok"},"status":"ready"}"#)
+        _ = try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":"m"}"#)
+        let metrics = try await f.request("GET", "/metrics")
+        #expect(metrics.contains("Content-Type: text/plain; version=0.0.4"))
+        #expect(metrics.contains(#"appd_calls_total{method="io.example.Notes.Add",outcome="ok",transport="http"}"#), "\(metrics.prefix(2000))")
+        #expect(APIFixture.status(try await f.request("POST", "/healthz")) == 405)
+        await f.server.stop()
+    }
+
+    @Test func corsHeadersOnlyForAllowedOrigins() async throws {
+        var options = HTTPAPIOptions()
+        options.allowedOrigins = ["https://app.example.com"]
+        let f = try APIFixture(options: options)
+        let allowed = try await f.request("OPTIONS", "/v1/io.example.Notes/Add", headers: ["Origin": "https://app.example.com"])
+        #expect(APIFixture.status(allowed) == 204 && allowed.contains("Access-Control-Allow-Origin: https://app.example.com\r\n"), "\(allowed)")
+        let other = try await f.request("OPTIONS", "/v1/io.example.Notes/Add", headers: ["Origin": "https://evil.example.com"])
+        #expect(APIFixture.status(other) == 403 && !other.contains("Access-Control-Allow-Origin"))
+        let call = try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":"x"}"#, headers: ["Origin": "https://evil.example.com"])
+        #expect(APIFixture.status(call) == 200 && !call.contains("Access-Control-Allow-Origin"))
+        await f.server.stop()
+    }
+
+    @Test func rateLimitedMethodsAreCountedPerClientAddressBehindATrustedProxy() async throws {
+        var options = HTTPAPIOptions()
+        options.rateLimitPerMinute = 2
+        options.rateLimitedMethods = ["io.example.Notes.Add"]
+        options.trustedProxies = ["127.0.0.1"]
+        let f = try APIFixture(options: options)
+        var statuses: [Int] = []
+        for _ in 0..<3 {
+            statuses.append(APIFixture.status(try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":"x"}"#, headers: ["X-Forwarded-For": "198.51.100.1"])))
+        }
+        #expect(statuses == [200, 200, 429])
+        let other = try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":"x"}"#, headers: ["X-Forwarded-For": "198.51.100.2"])
+        #expect(APIFixture.status(other) == 200 && other.contains(#""text":"x@198.51.100.2""#), "the forwarded address is the caller's: \(other)")
+        await f.server.stop()
+    }
+
+    @Test func theLimiterRefillsAndForgetsTheOldestClient() {
+        let limiter = ClientLimiter(perMinute: 60, trackedClients: 2)
+        let start = ContinuousClock.now
+        for _ in 0..<60 { #expect(limiter.take("a", now: start) == nil) }
+        #expect(limiter.take("a", now: start) == 1, "a token a second")
+        #expect(limiter.take("a", now: start.advanced(by: .seconds(1))) == nil)
+        _ = limiter.take("b", now: start.advanced(by: .seconds(2)))
+        _ = limiter.take("c", now: start.advanced(by: .seconds(3)))
+        #expect(limiter.take("a", now: start.advanced(by: .seconds(3))) == nil, "'a' was forgotten (a full bucket again)")
+        #expect(ClientLimiter(perMinute: 0, trackedClients: 1).take("x") == nil, "0 turns the limit off")
+    }
+
+    @Test func theForwardedAddressIsBelievedOnlyFromATrustedProxy() {
+        var request = HTTPServerRequest(method: "GET", target: "/", headers: ["x-forwarded-for": "203.0.113.9, 10.0.0.2"])
+        request.peerAddress = "10.0.0.1"
+        #expect(ClientAddress.of(request, trustedProxies: []) == "10.0.0.1")
+        #expect(ClientAddress.of(request, trustedProxies: ["10.0.0.1"]) == "10.0.0.2")
+        #expect(ClientAddress.of(request, trustedProxies: ["10.0.0.1", "10.0.0.2"]) == "203.0.113.9")
+    }
+
+    @Test func aNetworkCallerIsNeverTheDaemon() {
+        let gate = AdminGate(adminGroup: nil)
+        #expect(gate.isPrivileged(Caller()), "no peer, no user, no plugin: the daemon itself")
+        #expect(!gate.isPrivileged(Caller(remoteAddress: "203.0.113.1")))
+        #expect(!gate.isPrivileged(Caller(sessionToken: SessionToken("t"), remoteAddress: "127.0.0.1")))
+    }
+
+    @Test func errorNamesMapToStatuses() {
+        #expect(APIErrorStatus.status(for: "io.appd.Auth.EmailTaken") == 409)
+        #expect(APIErrorStatus.status(for: "io.appd.Payments.PaymentRequired") == 402)
+        #expect(APIErrorStatus.status(for: "io.appd.Auth.OnboardingRequired") == 403)
+        #expect(APIErrorStatus.status(for: "io.appd.Bus.DeadlineExceeded") == 504)
+        #expect(APIErrorStatus.status(for: "io.appd.Bus.StorageFailed") == 503)
+        let limited = APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": 30])
+        #expect(limited.status == 429 && limited.header("Retry-After") == "30")
+    }
+
+    @Test func requestTargetsAreSplitAndDecoded() {
+        let request = HTTPServerRequest(method: "GET", target: "/a/b?x=1&y=%20z+w&bad=%G1")
+        #expect(request.path == "/a/b" && request.query["x"] == "1" && request.query["y"] == " z w" && request.query["bad"] == "")
+        #expect(HTTPServerRequest.parse(head: Array("GET /x HTTP/1.0\r\nConnection: keep-alive".utf8)[...], maxBodyBytes: 10).map(\.keepAlive) == .success(true))
+        #expect(HTTPServerRequest.parse(head: Array("GET /x HTTP/1.1\r\nConnection: close".utf8)[...], maxBodyBytes: 10).map(\.keepAlive) == .success(false))
+        #expect(HTTPServerRequest.parse(head: Array("GET x HTTP/1.1".utf8)[...], maxBodyBytes: 10).map(\.keepAlive) == .failure(HTTPRefusal(status: 400, error: "BadRequest", reason: "the request target must be an absolute path of visible ASCII characters")))
+    }
+
+    @Test func metricsRenderInThePrometheusTextFormat() async {
+        let metrics = Metrics()
+        metrics.increment("t_total", help: "A counter.\nTwo lines.", labels: [("m", "a\"b\\c")])
+        metrics.observe("t_seconds", help: "A histogram.", value: 0.003, buckets: [0.001, 0.01])
+        metrics.observe("t_seconds", help: "A histogram.", value: 5, buckets: [0.001, 0.01])
+        metrics.register(Metrics.Collector(name: "t_gauge", help: "A gauge.") { [([], 2.5)] })
+        let text = await metrics.render()
+        #expect(text.contains("# HELP t_total A counter.\\nTwo lines.\n# TYPE t_total counter\nt_total{m=\"a\\\"b\\\\c\"} 1\n"), "\(text)")
+        #expect(text.contains("t_seconds_bucket{le=\"0.001\"} 0\nt_seconds_bucket{le=\"0.01\"} 1\nt_seconds_bucket{le=\"+Inf\"} 2\nt_seconds_sum 5.003\nt_seconds_count 2\n"), "\(text)")
+        #expect(text.contains("# TYPE t_gauge gauge\nt_gauge 2.5\n"), "\(text)")
+    }
+}

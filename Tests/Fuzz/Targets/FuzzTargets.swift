@@ -62,8 +62,12 @@ public enum FuzzTargets {
                 precondition(again == time.nanosecondsSinceEpoch / 1_000_000 * 1_000_000, "RFC 3339 round trip changed the time")
             }
         case "http-request":
-            // The webhook listener's request head (hostile clients).
-            _ = WebhookRequest.parse(head: bytes[...], maxBodyBytes: 65536)
+            // The HTTP server's request head (hostile clients), as the API and the webhooks route it.
+            if case .success(let request) = HTTPServerRequest.parse(head: bytes[...], maxBodyBytes: 65536) {
+                precondition(request.target.hasPrefix(request.path), "the path is not the target's start")
+                precondition(request.contentLength <= 65536, "a body over the limit was accepted")
+                _ = WebhookRequest.route(request)
+            }
         case "http-response":
             // An LLM endpoint's response (a hostile or broken upstream), split where the first byte says.
             var decoder = HTTPResponseProbe()

@@ -60,6 +60,39 @@ import TestSupport
         return status
     }
 
+    /// Over the HTTP API only the methods the manifest lists under "http" are routed; the
+    /// plugin sees the HTTP caller as a user with no uid.
+    @Test func onlyMethodsMarkedForHTTPAreRoutedThere() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins", changes: ["http": ["io.appd.examples.Greeter.Hello", "io.appd.examples.Greeter.Count"]])
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"], directory: dir)
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+        let signIn = try await httpPost(port: port, path: "/v1/io.appd.Auth/SignIn", body: #"{"email":"ada@example.com","password":"a password"}"#)
+        let session = (try JSONSerialization.jsonObject(with: Data(signIn.body.utf8)) as? [String: Any])?["session"] as? [String: Any]
+        let token = session?["accessToken"] as? String ?? ""
+        #expect(!token.isEmpty, "\(signIn)")
+        let hello = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: "{}", token: token)
+        #expect(hello.status == 200 && hello.body.contains("Hello, ada@example.com!"), "\(hello)")
+        let greeting = try JSONSerialization.jsonObject(with: Data(hello.body.utf8)) as? [String: Any]
+        #expect(greeting?["roles"] as? [String] == ["user"], "an HTTP caller is a user, never an admin: \(hello)")
+        let anonymous = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: "{}")
+        #expect(anonymous.status == 401, "\(anonymous)")
+        // Not listed under "http": not routed, and not in the OpenAPI document.
+        let slow = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Slow", body: "{}", token: token)
+        #expect(slow.status == 404, "\(slow)")
+        let document = try await httpGet(port: port, path: "/openapi.json")
+        #expect(document.contains("/v1/io.appd.examples.Greeter/Hello") && !document.contains("/v1/io.appd.examples.Greeter/Slow"))
+        // Listed but admin-only in its requirements: still not routed.
+        try Self.install(in: dir + "/data/plugins", changes: ["http": ["io.appd.examples.Greeter.Environment"]])
+        _ = try await Self.ctl(daemon, ["plugins", "rescan"])
+        _ = try await eventually { try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: "{}", token: token).status == 404 }
+        let environment = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Environment", body: "{}", token: token)
+        #expect(environment.status == 404, "\(environment)")
+        await daemon.stop()
+    }
+
     @Test func spawnRouteGatesCallerAndScope() async throws {
         let dir = try Self.newDirectory()
         try Self.install(in: dir + "/data/plugins")

@@ -3,6 +3,9 @@ public struct MethodInfo: Sendable, Hashable {
     public let method: String
     public let requirements: [Requirement]
     public let streaming: Bool
+    /// A streaming method that also answers a plain call with one reply (external plugins'
+    /// methods: varlink's IDL does not say which stream).
+    public var answersPlainCalls: Bool = false
 }
 
 extension EventBus {
@@ -68,7 +71,7 @@ extension EventBus {
     /// Requirements and shape of a registered method.
     public func methodInfo(_ method: String) -> MethodInfo? {
         handlers.withLock { $0[method] }.map {
-            MethodInfo(method: $0.method, requirements: $0.requirements, streaming: $0.streaming)
+            MethodInfo(method: $0.method, requirements: $0.requirements, streaming: $0.streaming, answersPlainCalls: $0.answersPlainCalls)
         }
     }
 

@@ -3,6 +3,8 @@ protocol HandlerEntry: Sendable {
     var method: String { get }
     var requirements: [Requirement] { get }
     var streaming: Bool { get }
+    /// Whether a plain call (one reply) is answered too.
+    var answersPlainCalls: Bool { get }
     /// Runs the handler for a single reply, decoding and encoding JSON.
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
     /// Starts the handler's stream, decoding and encoding JSON.
@@ -10,6 +12,8 @@ protocol HandlerEntry: Sendable {
 }
 
 extension HandlerEntry {
+    var answersPlainCalls: Bool { !streaming }
+
     func decodeParameters<C: Decodable>(_ type: C.Type, _ parameters: JSONValue) throws -> C {
         let object: JSONValue = parameters == .null ? .object([:]) : parameters
         do {
@@ -69,6 +73,7 @@ struct RawHandler: HandlerEntry {
     let single: (@Sendable (Envelope, JSONValue) async throws -> JSONValue)?
     let stream: (@Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> JSONValue)?
     var streaming: Bool { stream != nil }
+    var answersPlainCalls: Bool { single != nil }
 
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
         guard let single else { throw WrongCallShape(method: method, streaming: true) }

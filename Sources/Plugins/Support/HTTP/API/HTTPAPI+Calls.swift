@@ -43,10 +43,12 @@ extension HTTPAPI {
             return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
         }
         let caller = Caller(sessionToken: token, remoteAddress: ClientAddress.of(request, trustedProxies: options.trustedProxies))
-        guard dispatcher.bus.methodInfo(method)?.streaming == true else {
+        let info = dispatcher.bus.methodInfo(method)
+        let wantsEvents = request.headers["accept"]?.contains("text/event-stream") == true
+        guard info?.streaming == true, wantsEvents || info?.answersPlainCalls != true else {
             return await single(method, parameters, caller)
         }
-        guard request.headers["accept"]?.contains("text/event-stream") == true else {
+        guard wantsEvents else {
             return APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"])
         }
         if method == "io.appd.Bus.Subscribe", let last = request.headers["last-event-id"] {

@@ -70,18 +70,20 @@ struct OpenAPIDocument {
         let needsSession = info?.requirements.contains(.session) == true || info?.requirements.contains(.onboarded) == true
         let reply = structure(method.output, in: interface.name)
         var responses: [String: JSONValue] = [:]
-        if streaming {
-            responses["200"] = [
-                "description": "Server-sent events: each reply as 'event: reply' with the reply object as JSON in 'data' (an error as 'event: error').",
-                "content": ["text/event-stream": ["schema": ["type": "string"], "x-appd-event": reply]],
-            ]
-        } else {
-            responses["200"] = ["description": "The reply", "content": ["application/json": ["schema": reply]]]
-        }
+        var content: [String: JSONValue] = [:]
+        if !streaming || info?.answersPlainCalls == true { content["application/json"] = ["schema": reply] }
+        if streaming { content["text/event-stream"] = ["schema": ["type": "string"], "x-appd-event": reply] }
+        responses["200"] = [
+            "description": .string(
+                streaming
+                    ? "With Accept: text/event-stream, server-sent events: each reply as 'event: reply' with the reply object as JSON in 'data' (an error as 'event: error')."
+                    : "The reply"),
+            "content": .object(content),
+        ]
         let errorNames = interface.errors.map { "\(interface.name).\($0.name)" }
         var statuses: Set<Int> = [400, 404, 500, 503, 504]
         if needsSession || !(info?.requirements.isEmpty ?? true) { statuses.formUnion([401, 403]) }
-        if streaming { statuses.insert(406) }
+        if streaming && info?.answersPlainCalls != true { statuses.insert(406) }
         if api.options.rateLimitedMethods.contains(full) { statuses.insert(429) }
         for name in errorNames { statuses.insert(APIErrorStatus.status(for: name)) }
         for status in statuses.sorted() {

@@ -82,7 +82,7 @@ final class HTTPServerConnection: Sendable {
             if s.head == nil {
                 let tooLarge = Parsed.refuse(
                     HTTPResponse(status: 431, body: ["error": "HeadersTooLarge", "reason": .string("the request head is over \(limits.maxHeadBytes / 1024) KiB")]))
-                guard let end = s.input.firstRange(of: [13, 10, 13, 10])?.lowerBound else {
+                guard let end = Self.headEnd(in: s.input) else {
                     return s.input.count > limits.maxHeadBytes ? tooLarge : .more
                 }
                 guard end <= limits.maxHeadBytes else { return tooLarge }
@@ -102,6 +102,24 @@ final class HTTPServerConnection: Sendable {
             s.phase = .handling
             s.keepAlive = request.keepAlive
             return .complete(request, body)
+        }
+    }
+
+    /// Where the blank line that ends a request head starts (the first CR LF CR LF).
+    static func headEnd(in bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBufferPointer { buffer -> Int? in
+            guard buffer.count >= 4 else { return nil }
+            var i = 0
+            while i <= buffer.count - 4 {
+                if buffer[i + 3] != 10 {
+                    // The LF that ends the marker is not here: skip ahead past it.
+                    i += buffer[i + 3] == 13 ? 1 : 4
+                    continue
+                }
+                if buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 { return i }
+                i += 1
+            }
+            return nil
         }
     }
 

@@ -43,29 +43,47 @@ public struct HTTPServerRequest: Sendable, Equatable {
         func refuse(_ status: Int, _ error: String, _ reason: String) -> Result<HTTPServerRequest, HTTPRefusal> {
             .failure(HTTPRefusal(status: status, error: error, reason: reason))
         }
-        guard let head = String(validating: bytes, as: UTF8.self) else { return refuse(400, "BadRequest", "the request head is not UTF-8") }
-        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
-        let requestLine = lines.first?.split(separator: " ", omittingEmptySubsequences: false) ?? []
-        guard requestLine.count == 3, requestLine[2] == "HTTP/1.1" || requestLine[2] == "HTTP/1.0" else {
-            return refuse(400, "BadRequest", "not an HTTP/1.x request line")
+        guard String(validating: bytes, as: UTF8.self) != nil else { return refuse(400, "BadRequest", "the request head is not UTF-8") }
+        // Lines split on CR LF, fields on bytes: no String scanning on the hot path.
+        var lines: [ArraySlice<UInt8>] = []
+        var lineStart = bytes.startIndex
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            if bytes[i] == 13, i + 1 < bytes.endIndex, bytes[i + 1] == 10 {
+                lines.append(bytes[lineStart..<i])
+                i += 2
+                lineStart = i
+            } else {
+                i += 1
+            }
         }
+        lines.append(bytes[lineStart..<bytes.endIndex])
+        let requestLine = lines[0].split(separator: 32, omittingEmptySubsequences: false)
+        guard requestLine.count == 3 else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
+        let version = requestLine[2]
+        let http11 = version.elementsEqual("HTTP/1.1".utf8)
+        guard http11 || version.elementsEqual("HTTP/1.0".utf8) else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
         let method = requestLine[0], target = requestLine[1]
-        guard !method.isEmpty, method.allSatisfy({ $0.isASCII && $0.isUppercase }) else { return refuse(400, "BadRequest", "a malformed method") }
-        guard target.hasPrefix("/"), !target.contains(where: { $0.asciiValue.map { $0 < 0x21 || $0 == 0x7f } ?? true }) else {
+        guard !method.isEmpty, method.allSatisfy({ $0 >= 65 && $0 <= 90 }) else { return refuse(400, "BadRequest", "a malformed method") }
+        guard target.first == 47, target.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
             return refuse(400, "BadRequest", "the request target must be an absolute path of visible ASCII characters")
         }
         var headers: [String: String] = [:]
         var seen: Set<String> = []
         for line in lines.dropFirst() where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return refuse(400, "BadRequest", "a header line without a name and ':'") }
-            let name = line[..<colon].lowercased()
-            guard !name.contains(where: { $0 == " " || $0 == "\t" }) else { return refuse(400, "BadRequest", "a header name with white space") }
-            guard !line.contains(where: { $0 == "\0" || $0 == "\r" || $0 == "\n" }) else { return refuse(400, "BadRequest", "a control character in a header") }
+            guard let colon = line.firstIndex(of: 58), colon != line.startIndex else { return refuse(400, "BadRequest", "a header line without a name and ':'") }
+            let nameBytes = line[..<colon]
+            guard !nameBytes.contains(where: { $0 == 32 || $0 == 9 }) else { return refuse(400, "BadRequest", "a header name with white space") }
+            guard !line.contains(where: { $0 == 0 || $0 == 13 || $0 == 10 }) else { return refuse(400, "BadRequest", "a control character in a header") }
+            let name = String(decoding: nameBytes.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
             if (name == "content-length" || name == "transfer-encoding" || name == "authorization") && seen.contains(name) {
                 return refuse(400, "BadRequest", "\(name) appears twice")
             }
             seen.insert(name)
-            headers[name] = line[line.index(after: colon)...].trimmingWhitespace()
+            var value = line[line.index(after: colon)...]
+            while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
+            while let last = value.last, last == 32 || last == 9 { value.removeLast() }
+            headers[name] = String(decoding: value, as: UTF8.self)
         }
         guard headers["transfer-encoding"] == nil else {
             return refuse(411, "LengthRequired", "send a Content-Length (chunked request bodies are not accepted)")
@@ -76,15 +94,15 @@ public struct HTTPServerRequest: Sendable, Equatable {
                 return refuse(400, "BadRequest", "Content-Length is not a number")
             }
             length = parsed
-        } else if method == "POST" || method == "PUT" || method == "PATCH" {
+        } else if ["POST", "PUT", "PATCH"].contains(where: { method.elementsEqual($0.utf8) }) {
             return refuse(411, "LengthRequired", "send a Content-Length with the body")
         }
         guard length <= maxBodyBytes else { return refuse(413, "PayloadTooLarge", "the body is over \(maxBodyBytes) bytes") }
         let connection = headers["connection"]?.lowercased() ?? ""
-        let keepAlive = requestLine[2] == "HTTP/1.1" ? !connection.contains("close") : connection.contains("keep-alive")
+        let keepAlive = http11 ? !connection.contains("close") : connection.contains("keep-alive")
         return .success(
             HTTPServerRequest(
-                method: String(method), target: String(target), headers: headers, contentLength: length,
+                method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self), headers: headers, contentLength: length,
                 expectsContinue: headers["expect"]?.lowercased() == "100-continue", keepAlive: keepAlive))
     }
 

@@ -45,45 +45,52 @@ public struct HTTPServerRequest: Sendable, Equatable {
         }
         guard String(validating: bytes, as: UTF8.self) != nil else { return refuse(400, "BadRequest", "the request head is not UTF-8") }
         // Lines split on CR LF, fields on bytes: no String scanning on the hot path.
-        var lines: [ArraySlice<UInt8>] = []
+        var headers: [String: String] = [:]
+        var requestLine: ArraySlice<UInt8>?
         var lineStart = bytes.startIndex
         var i = bytes.startIndex
-        while i < bytes.endIndex {
-            if bytes[i] == 13, i + 1 < bytes.endIndex, bytes[i + 1] == 10 {
-                lines.append(bytes[lineStart..<i])
-                i += 2
-                lineStart = i
-            } else {
+        while lineStart <= bytes.endIndex {
+            var lineEnd = bytes.endIndex
+            i = lineStart
+            while i < bytes.endIndex {
+                if bytes[i] == 13, i + 1 < bytes.endIndex, bytes[i + 1] == 10 {
+                    lineEnd = i
+                    break
+                }
                 i += 1
             }
+            let line = bytes[lineStart..<lineEnd]
+            lineStart = lineEnd + 2
+            guard requestLine != nil else {
+                requestLine = line
+                continue
+            }
+            guard !line.isEmpty else { continue }
+            guard let colon = line.firstIndex(of: 58), colon != line.startIndex else { return refuse(400, "BadRequest", "a header line without a name and ':'") }
+            var name = ""
+            name.reserveCapacity(colon - line.startIndex)
+            for byte in line[..<colon] {
+                guard byte != 32 && byte != 9 else { return refuse(400, "BadRequest", "a header name with white space") }
+                name.unicodeScalars.append(Unicode.Scalar(byte >= 65 && byte <= 90 ? byte + 32 : byte))
+            }
+            var value = line[line.index(after: colon)...]
+            guard !value.contains(where: { $0 == 0 || $0 == 13 || $0 == 10 }) else { return refuse(400, "BadRequest", "a control character in a header") }
+            while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
+            while let last = value.last, last == 32 || last == 9 { value.removeLast() }
+            if headers[name] != nil && (name == "content-length" || name == "transfer-encoding" || name == "authorization") {
+                return refuse(400, "BadRequest", "\(name) appears twice")
+            }
+            headers[name] = String(decoding: value, as: UTF8.self)
         }
-        lines.append(bytes[lineStart..<bytes.endIndex])
-        let requestLine = lines[0].split(separator: 32, omittingEmptySubsequences: false)
-        guard requestLine.count == 3 else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
-        let version = requestLine[2]
+        let parts = (requestLine ?? []).split(separator: 32, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
+        let version = parts[2]
         let http11 = version.elementsEqual("HTTP/1.1".utf8)
         guard http11 || version.elementsEqual("HTTP/1.0".utf8) else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
-        let method = requestLine[0], target = requestLine[1]
+        let method = parts[0], target = parts[1]
         guard !method.isEmpty, method.allSatisfy({ $0 >= 65 && $0 <= 90 }) else { return refuse(400, "BadRequest", "a malformed method") }
         guard target.first == 47, target.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
             return refuse(400, "BadRequest", "the request target must be an absolute path of visible ASCII characters")
-        }
-        var headers: [String: String] = [:]
-        var seen: Set<String> = []
-        for line in lines.dropFirst() where !line.isEmpty {
-            guard let colon = line.firstIndex(of: 58), colon != line.startIndex else { return refuse(400, "BadRequest", "a header line without a name and ':'") }
-            let nameBytes = line[..<colon]
-            guard !nameBytes.contains(where: { $0 == 32 || $0 == 9 }) else { return refuse(400, "BadRequest", "a header name with white space") }
-            guard !line.contains(where: { $0 == 0 || $0 == 13 || $0 == 10 }) else { return refuse(400, "BadRequest", "a control character in a header") }
-            let name = String(decoding: nameBytes.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
-            if (name == "content-length" || name == "transfer-encoding" || name == "authorization") && seen.contains(name) {
-                return refuse(400, "BadRequest", "\(name) appears twice")
-            }
-            seen.insert(name)
-            var value = line[line.index(after: colon)...]
-            while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
-            while let last = value.last, last == 32 || last == 9 { value.removeLast() }
-            headers[name] = String(decoding: value, as: UTF8.self)
         }
         guard headers["transfer-encoding"] == nil else {
             return refuse(411, "LengthRequired", "send a Content-Length (chunked request bodies are not accepted)")

@@ -33,7 +33,9 @@ struct WebhookListener: Service {
     }
 
     func run() async throws {
-        let (host, port) = try Self.split(address)
+        let listen: HTTPListenAddress
+        do { listen = try HTTPListenAddress(address) } catch { throw WebhookListenerError("webhookListen: \(error)") }
+        let (host, port) = (listen.host, listen.port)
         let fd = appd_tcp_listen(host, port, 64, 1)
         if fd == -2 { throw WebhookListenerError("\(address) is not a loopback address; bind the listener to 127.0.0.1 or ::1 and put a reverse proxy in front") }
         guard fd >= 0 else { throw WebhookListenerError("cannot listen on \(address): \(String(cString: strerror(errno)))") }
@@ -58,16 +60,6 @@ struct WebhookListener: Service {
     }
 
     func deliver(_ request: WebhookRequest, _ body: [UInt8]) async -> HTTPResponse { await ingress.deliver(request, body) }
-
-    /// `127.0.0.1:8787`, `[::1]:8787` → host and port.
-    static func split(_ address: String) throws(WebhookListenerError) -> (String, UInt16) {
-        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
-            throw WebhookListenerError("webhookListen '\(address)' needs the form 127.0.0.1:8787")
-        }
-        var host = String(address[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host, port)
-    }
 }
 
 /// The listener cannot start; says what to change.

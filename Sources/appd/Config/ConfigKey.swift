@@ -115,19 +115,10 @@ struct ConfigKey: Sendable {
             guard let text = value.stringValue, text.utf8.count >= 8 else { throw ConfigProblem("needs a secret of at least 8 characters") }
             config.payments.revenueCatSecret = text
         },
-        ConfigKey(name: "stripeWebhookSecrets", flag: "--stripe-webhook-secrets", help: "Stripe endpoint signing secrets, comma-separated (secret; prefer the environment).", secret: true) { config, value throws(ConfigProblem) in
-            let items: [String]
-            switch value {
-            case .null: items = []
-            case .string(let text): items = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
-            case .array(let values):
-                items = values.compactMap(\.stringValue)
-                guard items.count == values.count else { throw ConfigProblem("needs a list of secrets") }
-            default: throw ConfigProblem("needs a list of secrets")
-            }
-            guard items.allSatisfy({ $0.utf8.count >= 8 }) else { throw ConfigProblem("each secret needs at least 8 characters") }
-            config.payments.stripeSecrets = items
-        },
+        list("stripeWebhookSecrets", "--stripe-webhook-secrets", "Stripe endpoint signing secrets, comma-separated (secret; prefer the environment).", secret: true) {
+            secret throws(ConfigProblem) in
+            guard secret.utf8.count >= 8 else { throw ConfigProblem("each secret needs at least 8 characters") }
+        } set: { $0.payments.stripeSecrets = $1 },
         ConfigKey(name: "webhookListen", flag: "--webhook-listen", help: "HTTP webhook listener on a loopback address, e.g. 127.0.0.1:8787 (default: off).") { config, value throws(ConfigProblem) in
             if value == .null { config.payments.webhookListen = nil; return }
             guard let text = value.stringValue, text.contains(":") else { throw ConfigProblem("needs host:port, e.g. 127.0.0.1:8787") }
@@ -264,10 +255,10 @@ struct ConfigKey: Sendable {
 
     /// A list of strings (a JSON list, or comma-separated text), each checked.
     static func list(
-        _ name: String, _ flag: String, _ help: String, check: @escaping @Sendable (String) throws(ConfigProblem) -> Void,
+        _ name: String, _ flag: String, _ help: String, secret: Bool = false, check: @escaping @Sendable (String) throws(ConfigProblem) -> Void,
         set: @escaping @Sendable (inout AppdConfig, [String]) -> Void
     ) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+        ConfigKey(name: name, flag: flag, help: help, secret: secret) { config, value throws(ConfigProblem) in
             let items: [String]
             switch value {
             case .null: items = []

@@ -260,7 +260,6 @@ def call_checks(api, token, other_token):
     check("a form body: 415", status == 415, f"{status} {reply}")
     status, _, reply = api.call("io.appd.Chat.Send", {"conversationId": "c_x", "text": "hi"}, token)
     check("a stream without Accept: text/event-stream: 406", status == 406, f"{status} {reply}")
-    status, _, reply = api.call("io.appd.Chat.Send", {"conversationId": "c_x", "text": "hi"}, token)
     # Refused from the head alone, before any of the body is read (appd closes then: a client
     # still sending may see a reset instead of the answer, so the test sends only the head).
     s = socket.create_connection(("127.0.0.1", api.port), timeout=10)

@@ -30,6 +30,8 @@ struct APIFixture {
 
     let server: RunningServer
     let dispatcher: VarlinkDispatcher
+    /// The API's log (the access log among it).
+    let log = InMemoryLogHandler()
 
     init(options: HTTPAPIOptions = HTTPAPIOptions()) throws {
         let bus = EventBus(gates: [AdminGate(adminGroup: nil)])
@@ -48,7 +50,7 @@ struct APIFixture {
         }
         let api = HTTPAPI(
             dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [("database", true, "")] }, webhooks: nil,
-            logger: Logger(label: "t", handler: InMemoryLogHandler()))
+            logger: Logger(label: "t", handler: log))
         server = try RunningServer(limits: options.limits) { request, body in await api.handle(request, body) }
     }
 
@@ -231,5 +233,19 @@ extension String {
         #expect(text.contains("# HELP t_total A counter.\\nTwo lines.\n# TYPE t_total counter\nt_total{m=\"a\\\"b\\\\c\"} 1\n"), "\(text)")
         #expect(text.contains("t_seconds_bucket{le=\"0.001\"} 0\nt_seconds_bucket{le=\"0.01\"} 1\nt_seconds_bucket{le=\"+Inf\"} 2\nt_seconds_sum 5.003\nt_seconds_count 2\n"), "\(text)")
         #expect(text.contains("# TYPE t_gauge gauge\nt_gauge 2.5\n"), "\(text)")
+    }
+
+    @Test func theAccessLogHasNoSecret() async throws {
+        let f = try APIFixture()
+        _ = try await f.request(
+            "POST", "/v1/io.example.Notes/Add?token=query-secret-1", body: #"{"text":"body-secret-2"}"#,
+            headers: ["Authorization": "Bearer bearer-secret-3", "Cookie": "session=cookie-secret-4"])
+        _ = try await f.request("GET", "/nowhere?key=query-secret-5")
+        let lines = f.log.records.map { "\($0.message) \($0.metadata)" }
+        #expect(lines.contains { $0.contains("/v1/io.example.Notes/Add") && $0.contains("200") }, "the request is logged: \(lines)")
+        for secret in ["query-secret-1", "body-secret-2", "bearer-secret-3", "cookie-secret-4", "query-secret-5", "nowhere"] {
+            #expect(!lines.contains { $0.contains(secret) }, "\(secret) leaked into \(lines)")
+        }
+        await f.server.stop()
     }
 }

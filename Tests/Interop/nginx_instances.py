@@ -200,6 +200,11 @@ def main():
                     break
             check("an SSE subscriber through nginx gets the events written through both instances, in order",
                   [t for t in seen if t in titles] == titles, str(seen))
+            conn = edge.connect()
+            conn.request("GET", "/metrics")
+            metrics_status = conn.getresponse().status
+            conn.close()
+            check("/metrics is not served through nginx (403), only to a local scraper", metrics_status == 403, str(metrics_status))
             status, todos = edge.call("io.appd.Todos.List", {}, token)
             check("List through nginx sees the todos of both instances", status == 200 and len(todos["todos"]) == 6, str(status))
             uid = next(int(l.split()[1]) for l in open(f"/proc/{nginx.pid}/status") if l.startswith("Uid:"))

@@ -224,4 +224,18 @@ struct RunningServer {
         #expect(third.hasPrefix("HTTP/1.1 503 "), "\(third)")
         await server.stop()
     }
+
+    @Test func aClientThatClosesItsSideAfterTheRequestStillGetsTheAnswer() async throws {
+        let server = try RunningServer { _, _ in
+            try? await Task.sleep(for: .milliseconds(100))
+            return HTTPResponse(status: 200, body: ["late": true])
+        }
+        let fd = try server.connect()
+        defer { close(fd) }
+        server.send("POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n", on: fd)
+        shutdown(fd, Int32(SHUT_WR))
+        let response = try await server.readAll(fd)
+        #expect(response.hasPrefix("HTTP/1.1 200 ") && response.contains("Connection: close\r\n") && response.hasSuffix(#"{"late":true}"#), "\(response)")
+        await server.stop()
+    }
 }

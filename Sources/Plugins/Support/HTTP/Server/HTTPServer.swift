@@ -100,12 +100,13 @@ public final class HTTPServer: Sendable {
 
     private func ready(_ connection: HTTPServerConnection, _ readiness: EventLoop.Readiness, _ scratch: inout [UInt8]) {
         if readiness.writable { flush(connection) }
-        if readiness.readable || readiness.hangup { read(connection, &scratch) }
+        if readiness.readable || readiness.hangup { read(connection, hangup: readiness.hangup, &scratch) }
     }
 
-    private func read(_ connection: HTTPServerConnection, _ scratch: inout [UInt8]) {
+    private func read(_ connection: HTTPServerConnection, hangup: Bool, _ scratch: inout [UInt8]) {
         var bytes: [UInt8] = []
         var ended = false
+        var failed = hangup
         while bytes.count <= limits.maxHeadBytes + limits.maxBodyBytes {
             let n = scratch.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
             if n > 0 {
@@ -114,6 +115,7 @@ public final class HTTPServer: Sendable {
             }
             if n < 0 && errno == EINTR { continue }
             ended = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+            failed = failed || (n < 0 && ended)
             break
         }
         connection.received(bytes, ended: ended)
@@ -124,8 +126,16 @@ public final class HTTPServer: Sendable {
             // A stream's client sends nothing more; it closing its side ends the stream.
             if ended || connection.unreadInput > limits.maxHeadBytes { finish(connection) }
         case .handling, .responding:
-            // Not reading: only a hang-up (reset) gets here; the response has nowhere to go.
-            if ended { finish(connection) }
+            // Reads stay watched while a request is handled (no two epoll changes per request);
+            // a pipelined request waits in the buffer, up to one request's worth.
+            if failed {
+                // A reset: the response has nowhere to go.
+                finish(connection)
+            } else if ended || connection.unreadInput > limits.maxHeadBytes + limits.maxBodyBytes {
+                // The client closed its side (it is answered, then the connection closes), or
+                // sends too far ahead: stop watching until the response is out.
+                watch(connection, connection.watchedEvents.load(ordering: .relaxed) & EventLoop.writable)
+            }
         case .closed:
             break
         }
@@ -141,7 +151,6 @@ public final class HTTPServer: Sendable {
         case .refuse(let refusal):
             respond(connection, refusal)
         case .complete(let request, let body):
-            loop.modify(connection.fd, events: 0)
             guard handling.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxHandling else {
                 handling.subtract(1, ordering: .acquiringAndReleasing)
                 return respond(connection, HTTPResponse(status: 503, body: ["error": "Busy", "reason": "too many requests in flight; retry"]))
@@ -168,7 +177,7 @@ public final class HTTPServer: Sendable {
         guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else { return }
         onLoop { [self] in
             // Read while streaming: the client closing its side is how a stream learns it left.
-            loop.modify(connection.fd, events: EventLoop.readable)
+            watch(connection, EventLoop.readable)
             flush(connection)
         }
         await stream(HTTPStreamWriter(connection: connection, server: self))
@@ -193,6 +202,13 @@ public final class HTTPServer: Sendable {
         onLoop { [self] in flush(connection) }
     }
 
+    /// Changes what the loop watches the connection for, when it differs (an epoll change is a
+    /// system call).
+    private func watch(_ connection: HTTPServerConnection, _ events: UInt32) {
+        guard connection.watchedEvents.exchange(events, ordering: .relaxed) != events else { return }
+        loop.modify(connection.fd, events: events)
+    }
+
     private func onLoop(_ job: @escaping @Sendable () -> Void) {
         if loop.inLoopThread { job() } else { loop.execute(job) }
     }
@@ -201,9 +217,10 @@ public final class HTTPServer: Sendable {
         switch connection.flush() {
         case .nothing: break
         case .blocked(let streaming):
-            loop.modify(connection.fd, events: EventLoop.writable | (streaming ? EventLoop.readable : 0))
+            let reading = streaming || (!connection.peerClosed && connection.unreadInput <= limits.maxHeadBytes + limits.maxBodyBytes)
+            watch(connection, EventLoop.writable | (reading ? EventLoop.readable : 0))
         case .readingAgain:
-            loop.modify(connection.fd, events: EventLoop.readable)
+            watch(connection, EventLoop.readable)
             // A pipelined request may already be here.
             if connection.unreadInput > 0 { process(connection) }
         case .close, .failed:

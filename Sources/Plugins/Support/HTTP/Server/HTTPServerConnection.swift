@@ -1,3 +1,4 @@
+import Bus
 import Synchronization
 
 /// One connection's state; every change happens under its lock, every syscall outside it
@@ -43,6 +44,8 @@ final class HTTPServerConnection: Sendable {
     let fd: Int32
     let peerAddress: String
     private let state: Mutex<State>
+    /// What the loop watches the fd for (changed on the loop thread only).
+    let watchedEvents = Atomic<UInt32>(EventLoop.readable)
 
     init(fd: Int32, peerAddress: String) {
         self.fd = fd

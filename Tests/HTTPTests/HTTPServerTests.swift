@@ -238,4 +238,36 @@ struct RunningServer {
         #expect(response.hasPrefix("HTTP/1.1 200 ") && response.contains("Connection: close\r\n") && response.hasSuffix(#"{"late":true}"#), "\(response)")
         await server.stop()
     }
+
+    @Test func aBodyOverTheLimitIsAnswered413EvenWhileTheClientKeepsSending() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxBodyBytes = 1000
+        let server = try RunningServer(limits: limits) { _, _ in HTTPResponse(status: 200, body: [:]) }
+        for _ in 0..<5 {
+            let fd = try server.connect()
+            // The whole upload goes out without an error (a client that stops at a failed write,
+            // as most do, would never read the answer), then the answer is read.
+            let (sentAll, response) = try await RunningServer.client.run { () -> (Bool, String) in
+                var sentAll = true
+                let body = [UInt8](repeating: 120, count: 8 * 1024 * 1024)
+                let head = Array("POST /upload HTTP/1.1\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+                for piece in [head, body] {
+                    var sent = 0
+                    while sent < piece.count {
+                        let n = piece[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        if n <= 0 {
+                            sentAll = false
+                            break
+                        }
+                        sent += n
+                    }
+                }
+                return (sentAll, RunningServer.readBlocking(fd))
+            }
+            close(fd)
+            #expect(sentAll, "the server reset the connection while the client was still sending")
+            #expect(response.hasPrefix("HTTP/1.1 413 "), "\(response.prefix(200))")
+        }
+        await server.stop()
+    }
 }

@@ -267,6 +267,12 @@ def call_checks(api, token, other_token):
     answer = s.recv(4096)
     s.close()
     check("a Content-Length over httpMaxBodyBytes: 413 before the body is read", answer.startswith(b"HTTP/1.1 413"), answer[:100])
+    # And a client that sends the whole oversized body first still reads the 413 (appd lingers).
+    try:
+        status, _, _ = api.request("POST", "/v1/io.appd.Todos/List", raw=b"{}" * 4_000_000, headers={"Authorization": f"Bearer {token}"})
+    except OSError as error:
+        status = repr(error)
+    check("an oversized body sent whole: the client still reads 413, not a reset", status == 413, str(status))
 
 
 def sse_checks(api, token, user_id, other_token):

@@ -136,6 +136,8 @@ public final class HTTPServer: Sendable {
                 // sends too far ahead: stop watching until the response is out.
                 watch(connection, connection.watchedEvents.load(ordering: .relaxed) & EventLoop.writable)
             }
+        case .lingering:
+            if ended { finish(connection) }
         case .closed:
             break
         }
@@ -223,6 +225,9 @@ public final class HTTPServer: Sendable {
             watch(connection, EventLoop.readable)
             // A pipelined request may already be here.
             if connection.unreadInput > 0 { process(connection) }
+        case .linger:
+            shutdown(connection.fd, Int32(SHUT_WR))
+            watch(connection, EventLoop.readable)
         case .close, .failed:
             finish(connection)
         }

@@ -11,6 +11,10 @@ final class HTTPServerConnection: Sendable {
         case handling
         /// The response is being written (whole, or streamed while the handler writes it).
         case responding(streaming: Bool)
+        /// A request was refused before it was read whole: the answer is out and the write side
+        /// shut; what the client still sends is read and dropped for a moment, so closing does
+        /// not reset the connection before the client has read the answer (nginx's lingering close).
+        case lingering
         case closed
     }
 
@@ -29,6 +33,8 @@ final class HTTPServerConnection: Sendable {
         /// The response is whole in `output` (a stream has ended).
         var responseComplete = false
         var keepAlive = true
+        /// The response refuses a request that was not read whole (the client may still be sending).
+        var refusal = false
         /// The client closed its side.
         var peerClosed = false
         var task: Task<Void, Never>?
@@ -65,12 +71,14 @@ final class HTTPServerConnection: Sendable {
     func received(_ bytes: [UInt8], ended: Bool) {
         state.withLock { s in
             guard s.phase != .closed else { return }
+            if ended { s.peerClosed = true }
+            // Lingering: what arrives is dropped.
+            guard s.phase != .lingering else { return }
             if s.phase == .reading && !s.requestStarted && !bytes.isEmpty {
                 s.requestStarted = true
                 s.since = .now
             }
             s.input += bytes
-            if ended { s.peerClosed = true }
         }
     }
 
@@ -138,6 +146,7 @@ final class HTTPServerConnection: Sendable {
     func startResponse(_ response: HTTPResponse, serverClosing: Bool) -> Bool {
         state.withLock { s in
             guard s.phase == .reading || s.phase == .handling else { return false }
+            s.refusal = s.phase == .reading
             s.keepAlive = s.keepAlive && !response.closes && !s.peerClosed && !serverClosing && s.phase == .handling
             s.phase = .responding(streaming: response.stream != nil)
             s.output += response.stream == nil ? response.bytes(keepAlive: s.keepAlive) : response.head(keepAlive: s.keepAlive)
@@ -170,6 +179,8 @@ final class HTTPServerConnection: Sendable {
         case readingAgain
         /// The response is sent and the connection must close.
         case close
+        /// The refusal is sent: shut the write side and linger.
+        case linger
         case failed
     }
 
@@ -203,7 +214,12 @@ final class HTTPServerConnection: Sendable {
                 s.lastProgress = .now
             }
             guard s.output.isEmpty, s.responseComplete else { return s.output.isEmpty ? .nothing : .blocked(streaming: streaming) }
-            guard s.keepAlive else { return .close }
+            guard s.keepAlive else {
+                guard s.refusal && !s.peerClosed else { return .close }
+                s.phase = .lingering
+                s.since = .now
+                return .linger
+            }
             s.phase = .reading
             s.task = nil
             s.requestStarted = !s.input.isEmpty
@@ -232,6 +248,7 @@ final class HTTPServerConnection: Sendable {
             case .reading where s.requestStarted: now - s.since > limits.requestTimeout ? .request : nil
             case .reading: now - s.since > limits.keepAliveTimeout ? .idle : nil
             case .responding where !s.output.isEmpty: now - s.lastProgress > limits.writeTimeout ? .write : nil
+            case .lingering: now - s.since > limits.lingerTimeout ? .idle : nil
             case .responding, .handling, .closed: nil
             }
         }

@@ -22,6 +22,9 @@ public struct HTTPServerLimits: Sendable {
     public var writeTimeout: Duration = .seconds(10)
     /// Unsent bytes of a streamed response above which its writer waits for the client.
     public var streamBufferBytes = 64 * 1024
+    /// How long a connection whose request was refused before it was read whole keeps reading
+    /// (and dropping) what the client still sends, so the client gets the answer, not a reset.
+    public var lingerTimeout: Duration = .seconds(2)
     /// How long `run` waits, when cancelled, for requests being handled.
     public var drainTimeout: Duration = .seconds(5)
     public init() {}

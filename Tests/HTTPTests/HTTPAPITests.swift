@@ -146,6 +146,10 @@ extension String {
         #expect(metrics.contains("Content-Type: text/plain; version=0.0.4"))
         #expect(metrics.contains(#"appd_calls_total{method="io.example.Notes.Add",outcome="ok",transport="http"}"#), "\(metrics.prefix(2000))")
         #expect(APIFixture.status(try await f.request("POST", "/healthz")) == 405)
+        // A client's made-up method name never becomes a label (bounded series).
+        try await f.dispatcher.handle(VarlinkCall(method: "io.example.Notes.Made-up-7"), as: Caller()) { _ in }
+        #expect(Metrics.shared.counter("appd_calls_total", labels: ["io.example.Notes.Made-up-7", "org.varlink.service.MethodNotFound", "varlink"]) == 0)
+        #expect(Metrics.shared.counter("appd_calls_total", labels: ["unknown", "org.varlink.service.MethodNotFound", "varlink"]) >= 1)
         await f.server.stop()
     }
 

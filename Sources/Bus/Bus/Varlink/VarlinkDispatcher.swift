@@ -37,6 +37,12 @@ public final class VarlinkDispatcher: Sendable {
 
     public func interface(_ name: String) -> VarlinkInterface? { interfaces.withLock { $0[name] } }
 
+    /// Whether a served interface declares this method (only such names become metric labels).
+    public func serves(_ method: String) -> Bool {
+        guard let interface = interface(ofMethod: method) else { return false }
+        return interface.method(String(method.dropFirst(interface.name.count + 1))) != nil
+    }
+
     /// The interface serving a method (`io.appd.Todos.Add` → io.appd.Todos), if any.
     public func interface(ofMethod method: String) -> VarlinkInterface? {
         guard let dot = method.lastIndex(of: ".") else { return nil }
@@ -55,7 +61,7 @@ public final class VarlinkDispatcher: Sendable {
         }
         let started = ContinuousClock.now
         var outcome = "ok"
-        defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: interface(ofMethod: call.method) != nil) }
+        defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: serves(call.method)) }
         do {
             try await route(call, caller: caller, timeout: timeout, emit: emitting)
         } catch let failure as EmitFailed {

@@ -270,4 +270,26 @@ struct RunningServer {
         }
         await server.stop()
     }
+
+    @Test func aStreamBeyondTheLimitIsAnswered503AndItsStreamFunctionStillEnds() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxStreams = 1
+        let ended = Atomic<Int>(0)
+        let server = try RunningServer(limits: limits) { _, _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")]) { writer in
+                // Holds something until a write fails (as an event stream holds its subscription).
+                while (try? await writer.write("x")) != nil { try? await Task.sleep(for: .milliseconds(20)) }
+                ended.add(1, ordering: .relaxed)
+            }
+        }
+        let first = try server.connect()
+        server.send("GET /a HTTP/1.1\r\n\r\n", on: first)
+        try await Task.sleep(for: .milliseconds(100))
+        let second = try await server.exchange("GET /b HTTP/1.1\r\n\r\n")
+        #expect(second.hasPrefix("HTTP/1.1 503 "), "\(second)")
+        #expect(await eventually { ended.load(ordering: .relaxed) == 1 }, "the refused stream's function ended")
+        close(first)
+        #expect(await eventually { ended.load(ordering: .relaxed) == 2 }, "the first ended when its client left")
+        await server.stop()
+    }
 }

@@ -63,10 +63,13 @@ public struct HTTPResponse: Error, Sendable {
 /// grow appd's memory) and throws once the client is gone or stopped reading for longer than
 /// the write timeout.
 public struct HTTPStreamWriter: Sendable {
-    let connection: HTTPServerConnection
+    /// nil: the response could not start (the client left, or too many streams); every write
+    /// throws, so the stream function ends and cleans up at once.
+    let connection: HTTPServerConnection?
     let server: HTTPServer
 
     public func write(_ bytes: [UInt8]) async throws(HTTPStreamClosed) {
+        guard let connection else { throw HTTPStreamClosed() }
         guard !bytes.isEmpty else { return }
         let chunk = Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10]
         try await server.enqueue(chunk, on: connection)

@@ -155,7 +155,7 @@ public final class HTTPServer: Sendable {
         case .complete(let request, let body):
             guard handling.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxHandling else {
                 handling.subtract(1, ordering: .acquiringAndReleasing)
-                return respond(connection, HTTPResponse(status: 503, body: ["error": "Busy", "reason": "too many requests in flight; retry"]))
+                return respond(connection, Self.busy("too many requests in flight; retry"))
             }
             let handler = self.handler
             // The handler runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
@@ -173,10 +173,14 @@ public final class HTTPServer: Sendable {
         guard let stream = response.stream else { return respond(connection, response) }
         guard streaming.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxStreams else {
             streaming.subtract(1, ordering: .acquiringAndReleasing)
-            return respond(connection, HTTPResponse(status: 503, body: ["error": "Busy", "reason": "too many streams open; retry"]))
+            respond(connection, Self.busy("too many streams open; retry"))
+            // The stream function still runs, to its first write, so whatever it holds is released.
+            return await stream(HTTPStreamWriter(connection: nil, server: self))
         }
         defer { streaming.subtract(1, ordering: .acquiringAndReleasing) }
-        guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else { return }
+        guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else {
+            return await stream(HTTPStreamWriter(connection: nil, server: self))
+        }
         onLoop { [self] in
             // Read while streaming: the client closing its side is how a stream learns it left.
             watch(connection, EventLoop.readable)
@@ -185,6 +189,13 @@ public final class HTTPServer: Sendable {
         await stream(HTTPStreamWriter(connection: connection, server: self))
         guard connection.append([UInt8]("0\r\n\r\n".utf8), completing: true) != nil else { return }
         onLoop { [self] in flush(connection) }
+    }
+
+    /// 503 for a server at a limit; the connection closes after it (shedding load).
+    static func busy(_ reason: String) -> HTTPResponse {
+        var response = HTTPResponse(status: 503, body: ["error": "Busy", "reason": .string(reason)])
+        response.closes = true
+        return response
     }
 
     /// Queues a chunk of a stream; waits while too much is unsent.

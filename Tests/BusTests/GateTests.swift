@@ -3,6 +3,19 @@ import Testing
 import TestSupport
 
 @Suite struct GateTests {
+    @Test func aDenialIsCountedForTheGateThatRefusedNotTheOnesAroundIt() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: [
+            RecordingGate(name: "denial-outer", log: log),
+            RecordingGate(name: "denial-refuser", log: log, refuse: PermissionDenied(reason: "no")),
+        ])
+        try bus.register(Echo.self) { c, _ in EchoReply(text: c.text) }
+        await #expect(throws: PermissionDenied.self) { _ = try await bus.send(Echo(text: "")) }
+        let name = PermissionDenied(reason: "").wireName
+        #expect(Metrics.shared.counter("appd_gate_denials_total", labels: ["denial-refuser", name]) == 1)
+        #expect(Metrics.shared.counter("appd_gate_denials_total", labels: ["denial-outer", name]) == 0)
+    }
+
     @Test func gatesRunOutermostFirstAndUnwindInReverse() async throws {
         let log = GateLog()
         let bus = EventBus(gates: ["limits", "session", "admin", "onboarding", "paywall"].map {

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The gates, outermost first, fixed when the bus is built.
 ///
 /// Running the chain is a direct nest of async calls into the handler: no queue, no task hop.
@@ -24,15 +22,15 @@ public struct GateChain: Sendable {
         var index = index
         while index < gates.count, !gates[index].applies(to: envelope) { index += 1 }
         guard index < gates.count else { return try await terminal(envelope) }
-        let passed = Atomic<Bool>(false)
+        var passed = false
         do {
             return try await gates[index].handle(envelope) { [index] inner in
-                passed.store(true, ordering: .relaxed)
+                passed = true
                 return try await run(inner, from: index + 1, terminal: terminal)
             }
         } catch {
             // Refused by this gate itself (not by a later gate or the handler).
-            if !passed.load(ordering: .relaxed) { CallMetrics.denied(gate: gates[index].name, error: error) }
+            if !passed { CallMetrics.denied(gate: gates[index].name, error: error) }
             throw error
         }
     }

@@ -433,12 +433,15 @@ def main():
             reader = api.stream("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, token)
             code = api.stop()
             stopped = True
-            ended = True
+            ended = False
             try:
                 while reader.next() is not None:
                     pass
+                ended = True  # the final chunk came
+            except socket.timeout:
+                ended = False  # still open: appd did not end the stream
             except (ConnectionError, OSError):
-                pass
+                ended = True  # closed by appd
             reader.close()
             check("SIGTERM with an event stream open: the stream ends and appd exits 0", code == 0 and ended, str(code))
         finally:

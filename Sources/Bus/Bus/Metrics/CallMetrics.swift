@@ -4,8 +4,7 @@ public enum CallMetrics {
     /// free text never becomes a label).
     static func record(method: String, outcome: String, transport: String, since started: ContinuousClock.Instant, known: Bool) {
         let method = known ? method : "unknown"
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).inSeconds
         Metrics.shared.increment(
             "appd_calls_total", help: "Calls by method, outcome (ok or the error's name) and transport.",
             labels: [("method", method), ("outcome", outcome), ("transport", transport)])

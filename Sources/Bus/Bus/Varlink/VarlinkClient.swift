@@ -174,7 +174,5 @@ public final class VarlinkClient {
         shutdown(fd, Int32(SHUT_WR))
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
+    static func seconds(_ d: Duration) -> Double { d.inSeconds }
 }

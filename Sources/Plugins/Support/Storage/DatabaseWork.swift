@@ -114,7 +114,7 @@ extension DatabaseWork {
                 "appd_commit_batch_size", help: "Writes committed together in one group commit.", value: Double(batch.count), buckets: Metrics.batchBuckets)
             Metrics.shared.observe(
                 "appd_commit_duration_seconds", help: "Time to run and commit one group-commit batch.",
-                value: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                value: elapsed.inSeconds)
         }
         var batch: [DatabaseWork] = []
         for job in jobs {

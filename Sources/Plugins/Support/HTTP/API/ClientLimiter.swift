@@ -23,8 +23,7 @@ final class ClientLimiter: Sendable {
         let rate = Double(perMinute) / 60
         return buckets.withLock { table -> Int? in
             var bucket = table[client] ?? Bucket(tokens: Double(perMinute), updated: now)
-            let elapsed = now - bucket.updated
-            bucket.tokens = min(Double(perMinute), bucket.tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            bucket.tokens = min(Double(perMinute), bucket.tokens + rate * (now - bucket.updated).inSeconds)
             bucket.updated = now
             defer {
                 if table[client] == nil && table.count >= capacity, let oldest = table.min(by: { $0.value.updated < $1.value.updated })?.key {

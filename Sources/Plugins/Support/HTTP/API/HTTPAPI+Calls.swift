@@ -2,7 +2,8 @@ import Bus
 
 /// `POST /v1/<interface>/<Method>`: a call, answered with its reply, or streamed as events.
 extension HTTPAPI {
-    func call(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
+    /// `client` is the caller's address (`ClientAddress`), for the rate limit and the caller.
+    func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> HTTPResponse {
         let parts = request.path.dropFirst("/v1/".count).split(separator: "/", omittingEmptySubsequences: false)
         let method = parts.count == 2 ? "\(parts[0]).\(parts[1])" : ""
         guard parts.count == 2, routes(method) else {
@@ -37,12 +38,10 @@ extension HTTPAPI {
             }
             token = SessionToken(value)
         }
-        if options.rateLimitedMethods.contains(method),
-            let wait = limiter.take(ClientAddress.of(request, trustedProxies: options.trustedProxies))
-        {
+        if options.rateLimitedMethods.contains(method), let wait = limiter.take(client) {
             return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
         }
-        let caller = Caller(sessionToken: token, remoteAddress: ClientAddress.of(request, trustedProxies: options.trustedProxies))
+        let caller = Caller(sessionToken: token, remoteAddress: client)
         let info = dispatcher.bus.methodInfo(method)
         let wantsEvents = request.headers["accept"]?.contains("text/event-stream") == true
         guard info?.streaming == true, wantsEvents || info?.answersPlainCalls != true else {

@@ -37,7 +37,7 @@ public final class HTTPAPI: Sendable {
         self.limiter = ClientLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
     }
 
-    /// Interfaces never routed: the daemon's control, the varlink service, a plugin's own.
+    /// Interfaces never routed: the daemon's control and the varlink service's own.
     static let unroutedInterfaces: Set<String> = ["io.appd.Daemon", "org.varlink.service"]
     /// Methods never routed: connection-level ones that HTTP replaces (the bearer header),
     /// and the admin-only ones whose refusal happens inside the handler.
@@ -49,9 +49,8 @@ public final class HTTPAPI: Sendable {
 
     /// Whether `method` (full name) is reachable over HTTP.
     public func routes(_ method: String) -> Bool {
-        guard let interface = dispatcher.interface(ofMethod: method), !Self.unroutedInterfaces.contains(interface.name),
-            !Self.unroutedMethods.contains(method), interface.method(String(method.dropFirst(interface.name.count + 1))) != nil,
-            let info = dispatcher.bus.methodInfo(method)
+        guard dispatcher.serves(method), let info = dispatcher.bus.methodInfo(method), !Self.unroutedMethods.contains(method),
+            let dot = method.lastIndex(of: "."), !Self.unroutedInterfaces.contains(String(method[..<dot]))
         else { return false }
         let privileged = info.requirements.contains { requirement in
             switch requirement {
@@ -65,7 +64,8 @@ public final class HTTPAPI: Sendable {
     /// Handles one request (the `HTTPServer`'s handler).
     public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
         let started = ContinuousClock.now
-        let (route, routed) = await self.route(request, body)
+        let client = ClientAddress.of(request, trustedProxies: options.trustedProxies)
+        let (route, routed) = await self.route(request, body, client: client)
         var response = routed
         CORSPolicy(allowed: options.allowedOrigins).decorate(&response, for: request)
         Metrics.shared.increment(
@@ -76,13 +76,12 @@ public final class HTTPAPI: Sendable {
             "http",
             metadata: [
                 "method": "\(request.method)", "path": "\(route == "other" ? "-" : request.path)", "status": "\(response.status)",
-                "client": "\(ClientAddress.of(request, trustedProxies: options.trustedProxies))",
-                "ms": "\(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)",
+                "client": "\(client)", "ms": "\(elapsed.inSeconds * 1000)",
             ])
         return response
     }
 
-    private func route(_ request: HTTPServerRequest, _ body: [UInt8]) async -> (String, HTTPResponse) {
+    private func route(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> (String, HTTPResponse) {
         if request.method == "OPTIONS" { return ("preflight", CORSPolicy(allowed: options.allowedOrigins).preflight(request)) }
         switch request.path {
         case "/healthz": return ("healthz", get(request) ?? HTTPResponse(status: 200, body: ["status": "ok"]))
@@ -99,7 +98,7 @@ public final class HTTPAPI: Sendable {
             guard let webhooks else { return ("webhooks", APIErrorStatus.refusal(404, "NotFound", ["reason": "no webhooks are served here"])) }
             return ("webhooks", await webhooks(request, body))
         }
-        if request.path.hasPrefix("/v1/") { return ("call", await call(request, body)) }
+        if request.path.hasPrefix("/v1/") { return ("call", await call(request, body, client: client)) }
         return ("other", APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"]))
     }
 

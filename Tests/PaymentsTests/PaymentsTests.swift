@@ -189,9 +189,13 @@ import TestSupport
         let h = try await Harness.make()
         let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         let until = WallTime(nanosecondsSinceEpoch: h.clock.now.nanosecondsSinceEpoch + 3_600_000_000_000).rfc3339
-        _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: until, reason: "trial"), as: h.admin)
-        let expiry = ExpiryService(repository: PaymentsRepository(database: h.database), clock: { h.clock.now }, logger: h.context.logger)
+        // Subscribed before the grant: on PostgreSQL events reach subscribers through the feed, so a
+        // subscription opened after the grant's reply may still see the grant's event arrive.
         let events = try h.bus.subscribe("payments.entitlementChanged")
+        var iterator = events.makeAsyncIterator()
+        _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: until, reason: "trial"), as: h.admin)
+        #expect((try await iterator.next()?.json())?["change"]?.stringValue == "granted")
+        let expiry = ExpiryService(repository: PaymentsRepository(database: h.database), clock: { h.clock.now }, logger: h.context.logger)
         #expect(try await expiry.expireDue() != nil)
         _ = try await h.bus.send(ProOnly(), as: caller)
         h.clock.advance(seconds: 3599)
@@ -201,7 +205,6 @@ import TestSupport
         // Lapsed: denied even before the expiry service has run.
         await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }
         #expect(try await expiry.expireDue() == nil)
-        var iterator = events.makeAsyncIterator()
         #expect((try await iterator.next()?.json())?["change"]?.stringValue == "expired")
         #expect(try await h.pro(caller)?.history.map(\.change) == ["granted", "expired"])
         await expectPaymentsError(.validationFailed) {

@@ -35,9 +35,8 @@ extension Appd {
             exposed: { method in
                 // External plugins' methods only when their manifest marks them; built-in ones always.
                 if let marked = external.httpExposed(method) { return marked }
-                guard let dot = method.lastIndex(of: ".") else { return false }
-                let interface = String(method[..<dot])
-                return interface == "io.appd.Bus" || builtIn.contains(interface)
+                guard let (interface, _) = method.methodNameParts else { return false }
+                return interface == "io.appd.Bus" || builtIn.contains(String(interface))
             },
             readiness: {
                 var checks: [(check: String, ok: Bool, detail: String)] = []

@@ -50,6 +50,9 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
     @Test(arguments: [
         ("", "email"), ("no-at-sign", "email"), ("a@b", "email"), ("two@@example.com", "email"), ("a b@example.com", "email"),
         ("@example.com", "email"), ("a@-example.com", "email"),
+        // Refused characters, in an ASCII address (scanned by byte) and in others (by character).
+        ("a<b@example.com", "email"), ("ada,bob@example.com", "email"), ("zoë bob@example.com", "email"), ("zoë\u{a0}@example.com", "email"),
+        ("ada\u{2028}@example.com", "email"),
         // Hardening findings 10 and 11: terminal escapes and NUL.
         ("ada\u{1b}[2J@example.com", "email"), ("ada@example.com\u{7}", "email"), ("alice@example.com\u{0}junk", "email"),
     ])

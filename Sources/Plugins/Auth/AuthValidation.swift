@@ -8,19 +8,35 @@ enum AuthValidation {
         guard !trimmed.isEmpty else { throw .validation("email", "is required") }
         guard !trimmed.containsControlCharacters else { throw .validation("email", "contains a control character") }
         guard trimmed.utf8.count <= 254 else { throw .validation("email", "is longer than 254 characters") }
-        let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
+        // An ASCII address — nearly every one — is split and scanned by byte; other text by
+        // character, so a combining mark after `@` or `.` is not split from it.
+        let ascii = trimmed.utf8.allSatisfy { $0 < 0x80 }
+        let parts = Self.split(trimmed[...], at: "@", ascii: ascii)
         guard parts.count == 2, let local = parts.first, let domain = parts.last, !local.isEmpty, !domain.isEmpty else {
             throw .validation("email", "needs exactly one @ between a name and a domain")
         }
         guard local.utf8.count <= 64 else { throw .validation("email", "has a name part longer than 64 characters") }
-        guard !trimmed.contains(where: { $0.isWhitespace || $0.isNewline || $0 == "<" || $0 == ">" || $0 == "," }) else {
+        guard !Self.hasCharacterNotAllowed(trimmed, ascii: ascii) else {
             throw .validation("email", "contains a character not allowed in an address")
         }
-        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        let labels = Self.split(domain, at: ".", ascii: ascii)
         guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }) else {
             throw .validation("email", "needs a domain like example.com")
         }
         return "\(local)@\(domain.lowercased())"
+    }
+
+    private static func split(_ text: Substring, at separator: Character, ascii: Bool) -> [Substring] {
+        guard ascii, let byte = separator.asciiValue else { return text.split(separator: separator, omittingEmptySubsequences: false) }
+        return text.utf8.split(separator: byte, omittingEmptySubsequences: false).map { Substring($0) }
+    }
+
+    /// White space, a line break, `<`, `>` or `,` (control characters are refused before).
+    private static func hasCharacterNotAllowed(_ address: String, ascii: Bool) -> Bool {
+        if ascii {
+            return address.utf8.contains { $0 == 0x20 || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") || $0 == UInt8(ascii: ",") }
+        }
+        return address.contains { $0.isWhitespace || $0.isNewline || $0 == "<" || $0 == ">" || $0 == "," }
     }
 
     /// 8–1024 bytes, not equal to the email.

@@ -70,12 +70,15 @@ public final class Metrics: Sendable {
         let key = Key(name: name, labels: labels.map(\.1))
         state.withLock { s in
             if s.families[name] == nil { s.families[name] = Family(help: help, type: "histogram", labelNames: labels.map(\.0)) }
-            var histogram = s.histograms[key] ?? Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
-            if let index = histogram.buckets.firstIndex(where: { value <= $0 }) { histogram.counts[index] &+= 1 }
-            histogram.sum += value
-            histogram.count &+= 1
-            s.histograms[key] = histogram
+            // Changed in place: a copy taken out and put back would copy `counts` on every call.
+            Self.record(value, in: &s.histograms[key, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))])
         }
+    }
+
+    private static func record(_ value: Double, in histogram: inout Histogram) {
+        if let index = histogram.buckets.firstIndex(where: { value <= $0 }) { histogram.counts[index] &+= 1 }
+        histogram.sum += value
+        histogram.count &+= 1
     }
 
     /// Registers (or replaces) a gauge read at scrape time.

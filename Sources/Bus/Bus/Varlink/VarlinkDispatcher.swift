@@ -39,14 +39,13 @@ public final class VarlinkDispatcher: Sendable {
 
     /// Whether a served interface declares this method (only such names become metric labels).
     public func serves(_ method: String) -> Bool {
-        guard let interface = interface(ofMethod: method) else { return false }
-        return interface.method(String(method.dropFirst(interface.name.count + 1))) != nil
+        guard let (interface, member) = method.methodNameParts else { return false }
+        return self.interface(String(interface))?.method(String(member)) != nil
     }
 
     /// The interface serving a method (`io.appd.Todos.Add` → io.appd.Todos), if any.
     public func interface(ofMethod method: String) -> VarlinkInterface? {
-        guard let dot = method.lastIndex(of: ".") else { return nil }
-        return interface(String(method[..<dot]))
+        method.methodNameParts.flatMap { interface(String($0.interface)) }
     }
 
     /// Handles one call; `emit` writes a reply. Oneway calls emit nothing, not even errors.
@@ -88,11 +87,11 @@ public final class VarlinkDispatcher: Sendable {
     private func route(
         _ call: VarlinkCall, caller: Caller, timeout: Duration?, emit: (VarlinkReply) async throws -> Void
     ) async throws {
-        guard let dot = call.method.lastIndex(of: "."), dot != call.method.startIndex else {
+        guard let (interfacePart, memberPart) = call.method.methodNameParts, !interfacePart.isEmpty else {
             throw InterfaceNotFound(interface: call.method)
         }
-        let interfaceName = String(call.method[..<dot])
-        let memberName = String(call.method[call.method.index(after: dot)...])
+        let interfaceName = String(interfacePart)
+        let memberName = String(memberPart)
         guard let interface = interface(interfaceName) else { throw InterfaceNotFound(interface: interfaceName) }
         guard let method = interface.method(memberName) else { throw MethodNotFound(method: call.method) }
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)

@@ -73,8 +73,10 @@ public struct VarlinkInterface: Sendable {
     public let types: [VarlinkTypeDefinition]
     public let methods: [VarlinkMethod]
     public let errors: [VarlinkErrorDefinition]
+    /// `methods` by name: every call looks its method up.
+    private let methodsByName: [String: VarlinkMethod]
 
-    public func method(_ name: String) -> VarlinkMethod? { methods.first { $0.name == name } }
+    public func method(_ name: String) -> VarlinkMethod? { methodsByName[name] }
     public func type(_ name: String) -> VarlinkTypeDefinition? { types.first { $0.name == name } }
     public func error(_ name: String) -> VarlinkErrorDefinition? { errors.first { $0.name == name } }
 
@@ -98,6 +100,7 @@ public struct VarlinkInterface: Sendable {
         self.text = text
         self.types = parsed.types
         self.methods = parsed.methods
+        self.methodsByName = Dictionary(parsed.methods.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.errors = parsed.errors
         try lint(grammar)
     }

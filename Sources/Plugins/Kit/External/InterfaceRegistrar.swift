@@ -81,8 +81,8 @@ final class InterfaceOwners: Sendable {
     /// Whether the HTTP API may route `method`: nil when no external plugin serves its
     /// interface, else whether the plugin's manifest lists it under "http".
     func httpExposed(_ method: String) -> Bool? {
-        guard let dot = method.lastIndex(of: ".") else { return nil }
-        return http.withLock { $0[String(method[..<dot])]?.contains(method) }
+        guard let (interface, _) = method.methodNameParts else { return nil }
+        return http.withLock { $0[String(interface)]?.contains(method) }
     }
 
     /// Records `plugin` as the server of all `interfaces`, or of none: returns an interface

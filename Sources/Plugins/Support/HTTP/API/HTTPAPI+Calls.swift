@@ -4,16 +4,16 @@ import Bus
 extension HTTPAPI {
     /// `client` is the caller's address (`ClientAddress`), for the rate limit and the caller.
     func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> HTTPResponse {
-        let parts = request.path.dropFirst("/v1/".count).split(separator: "/", omittingEmptySubsequences: false)
-        let method = parts.count == 2 ? "\(parts[0]).\(parts[1])" : ""
-        guard parts.count == 2, routes(method) else {
-            return APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(parts.count == 2 ? method : "")])
+        let parts = request.path.utf8.dropFirst("/v1/".utf8.count).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        let method = parts.count == 2 ? String(Substring(parts[0])) + "." + String(Substring(parts[1])) : ""
+        guard parts.count == 2, let info = routed(method) else {
+            return APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(method)])
         }
         guard request.method == "POST" else {
             return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "POST"]], headers: [("Allow", "POST")])
         }
         if let type = request.headers["content-type"], !body.isEmpty,
-            !type.lowercased().hasPrefix("application/json")
+            !type.hasPrefixIgnoringASCIICase("application/json")
         {
             return APIErrorStatus.refusal(415, "UnsupportedMediaType", ["reason": "send the parameters as application/json"])
         }
@@ -42,9 +42,8 @@ extension HTTPAPI {
             return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
         }
         let caller = Caller(sessionToken: token, remoteAddress: client)
-        let info = dispatcher.bus.methodInfo(method)
-        let wantsEvents = request.headers["accept"]?.contains("text/event-stream") == true
-        guard info?.streaming == true, wantsEvents || info?.answersPlainCalls != true else {
+        let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
+        guard info.streaming, wantsEvents || !info.answersPlainCalls else {
             return await single(method, parameters, caller)
         }
         guard wantsEvents else {

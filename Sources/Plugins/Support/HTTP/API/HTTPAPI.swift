@@ -48,17 +48,20 @@ public final class HTTPAPI: Sendable {
     ]
 
     /// Whether `method` (full name) is reachable over HTTP.
-    public func routes(_ method: String) -> Bool {
+    public func routes(_ method: String) -> Bool { routed(method) != nil }
+
+    /// What the bus knows of `method` when it is reachable over HTTP; nil when not.
+    func routed(_ method: String) -> MethodInfo? {
         guard dispatcher.serves(method), let info = dispatcher.bus.methodInfo(method), !Self.unroutedMethods.contains(method),
-            let dot = method.lastIndex(of: "."), !Self.unroutedInterfaces.contains(String(method[..<dot]))
-        else { return false }
+            let (interface, _) = method.methodNameParts, !Self.unroutedInterfaces.contains(String(interface))
+        else { return nil }
         let privileged = info.requirements.contains { requirement in
             switch requirement {
             case .admin, .capability: true
             default: false
             }
         }
-        return !privileged && exposed(method)
+        return !privileged && exposed(method) ? info : nil
     }
 
     /// Handles one request (the `HTTPServer`'s handler).

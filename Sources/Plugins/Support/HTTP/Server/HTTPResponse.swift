@@ -38,16 +38,37 @@ public struct HTTPResponse: Error, Sendable {
     }
 
     /// The status line and headers; `keepAlive` says whether the connection stays open.
-    func head(keepAlive: Bool) -> [UInt8] {
-        var text = "HTTP/1.1 \(status) \(Self.reasons[status] ?? "Status \(status)")\r\n"
-        for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        text += stream == nil ? "Content-Length: \(body.count)\r\n" : "Transfer-Encoding: chunked\r\n"
-        text += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
-        return Array(text.utf8)
-    }
+    func head(keepAlive: Bool) -> [UInt8] { bytes(keepAlive: keepAlive, body: false) }
 
     /// The whole response as bytes (no stream).
-    func bytes(keepAlive: Bool) -> [UInt8] { head(keepAlive: keepAlive) + body }
+    func bytes(keepAlive: Bool) -> [UInt8] { bytes(keepAlive: keepAlive, body: true) }
+
+    /// Written straight into one buffer: this runs for every response.
+    private func bytes(keepAlive: Bool, body withBody: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128 + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 } + (withBody ? body.count : 0))
+        out += "HTTP/1.1 ".utf8
+        out += String(status).utf8
+        out.append(32)
+        out += (Self.reasons[status] ?? "Status \(status)").utf8
+        out += "\r\n".utf8
+        for (name, value) in headers {
+            out += name.utf8
+            out += ": ".utf8
+            out += value.utf8
+            out += "\r\n".utf8
+        }
+        if stream == nil {
+            out += "Content-Length: ".utf8
+            out += String(body.count).utf8
+            out += "\r\n".utf8
+        } else {
+            out += "Transfer-Encoding: chunked\r\n".utf8
+        }
+        out += keepAlive ? "Connection: keep-alive\r\n\r\n".utf8 : "Connection: close\r\n\r\n".utf8
+        if withBody { out += body }
+        return out
+    }
 
     static let reasons = [
         100: "Continue", 200: "OK", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden",

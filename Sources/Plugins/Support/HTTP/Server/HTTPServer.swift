@@ -104,13 +104,18 @@ public final class HTTPServer: Sendable {
     }
 
     private func read(_ connection: HTTPServerConnection, hangup: Bool, _ scratch: inout [UInt8]) {
-        var bytes: [UInt8] = []
+        var total = 0
         var ended = false
         var failed = hangup
-        while bytes.count <= limits.maxHeadBytes + limits.maxBodyBytes {
+        while total <= limits.maxHeadBytes + limits.maxBodyBytes {
             let n = scratch.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
             if n > 0 {
-                bytes += scratch[0..<n]
+                total += n
+                connection.received(scratch[0..<n])
+                // Short of the buffer: the socket is drained for now. The loop is
+                // level-triggered, so anything that arrives later (or the client closing) is
+                // reported again; a second read here would only return EAGAIN.
+                if n < scratch.count && !hangup { break }
                 continue
             }
             if n < 0 && errno == EINTR { continue }
@@ -118,7 +123,7 @@ public final class HTTPServer: Sendable {
             failed = failed || (n < 0 && ended)
             break
         }
-        connection.received(bytes, ended: ended)
+        if ended { connection.peerClosedItsSide() }
         switch connection.phase {
         case .reading:
             process(connection)

@@ -67,13 +67,18 @@ final class HTTPServerConnection: Sendable {
         state.withLock { $0.phase == .reading ? $0.since : nil }
     }
 
-    /// Adds bytes read; `ended` when the client closed its side.
-    func received(_ bytes: [UInt8], ended: Bool) {
+    /// The client closed its side (a read returned end of file).
+    func peerClosedItsSide() {
         state.withLock { s in
-            guard s.phase != .closed else { return }
-            if ended { s.peerClosed = true }
+            if s.phase != .closed { s.peerClosed = true }
+        }
+    }
+
+    /// Adds bytes read.
+    func received(_ bytes: ArraySlice<UInt8>) {
+        state.withLock { s in
             // Lingering: what arrives is dropped.
-            guard s.phase != .lingering else { return }
+            guard s.phase != .closed, s.phase != .lingering else { return }
             if s.phase == .reading && !s.requestStarted && !bytes.isEmpty {
                 s.requestStarted = true
                 s.since = .now
@@ -149,7 +154,8 @@ final class HTTPServerConnection: Sendable {
             s.refusal = s.phase == .reading
             s.keepAlive = s.keepAlive && !response.closes && !s.peerClosed && !serverClosing && s.phase == .handling
             s.phase = .responding(streaming: response.stream != nil)
-            s.output += response.stream == nil ? response.bytes(keepAlive: s.keepAlive) : response.head(keepAlive: s.keepAlive)
+            let bytes = response.stream == nil ? response.bytes(keepAlive: s.keepAlive) : response.head(keepAlive: s.keepAlive)
+            if s.output.isEmpty { s.output = bytes } else { s.output += bytes }
             s.responseComplete = response.stream == nil
             s.lastProgress = .now
             return true
@@ -210,7 +216,8 @@ final class HTTPServerConnection: Sendable {
         return state.withLock { s -> Flushed in
             guard case .responding(let streaming) = s.phase else { return .nothing }
             if sent > 0 {
-                s.output.removeFirst(sent)
+                // All sent (the usual case): drop the buffer rather than shift a copy of it.
+                if sent == s.output.count { s.output = [] } else { s.output.removeFirst(sent) }
                 s.lastProgress = .now
             }
             guard s.output.isEmpty, s.responseComplete else { return s.output.isEmpty ? .nothing : .blocked(streaming: streaming) }

@@ -43,7 +43,10 @@ public struct HTTPServerRequest: Sendable, Equatable {
         func refuse(_ status: Int, _ error: String, _ reason: String) -> Result<HTTPServerRequest, HTTPRefusal> {
             .failure(HTTPRefusal(status: status, error: error, reason: reason))
         }
-        guard String(validating: bytes, as: UTF8.self) != nil else { return refuse(400, "BadRequest", "the request head is not UTF-8") }
+        // Nearly every head is ASCII, which is UTF-8 without decoding it.
+        guard bytes.withUnsafeBufferPointer({ $0.allSatisfy { $0 < 0x80 } }) || String(validating: bytes, as: UTF8.self) != nil else {
+            return refuse(400, "BadRequest", "the request head is not UTF-8")
+        }
         // Lines split on CR LF, fields on bytes: no String scanning on the hot path.
         var headers: [String: String] = [:]
         var requestLine: ArraySlice<UInt8>?
@@ -67,17 +70,18 @@ public struct HTTPServerRequest: Sendable, Equatable {
             }
             guard !line.isEmpty else { continue }
             guard let colon = line.firstIndex(of: 58), colon != line.startIndex else { return refuse(400, "BadRequest", "a header line without a name and ':'") }
-            var name = ""
-            name.reserveCapacity(colon - line.startIndex)
-            for byte in line[..<colon] {
-                guard byte != 32 && byte != 9 else { return refuse(400, "BadRequest", "a header name with white space") }
-                name.unicodeScalars.append(Unicode.Scalar(byte >= 65 && byte <= 90 ? byte + 32 : byte))
+            let nameBytes = line[..<colon]
+            guard !nameBytes.contains(where: { $0 == 32 || $0 == 9 }) else { return refuse(400, "BadRequest", "a header name with white space") }
+            // Lower-cased byte by byte (the head is valid UTF-8, so the name is too).
+            let name = String(unsafeUninitializedCapacity: nameBytes.count) { buffer in
+                for (offset, byte) in nameBytes.enumerated() { buffer[offset] = byte >= 65 && byte <= 90 ? byte + 32 : byte }
+                return nameBytes.count
             }
             var value = line[line.index(after: colon)...]
             guard !value.contains(where: { $0 == 0 || $0 == 13 || $0 == 10 }) else { return refuse(400, "BadRequest", "a control character in a header") }
             while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
             while let last = value.last, last == 32 || last == 9 { value.removeLast() }
-            if headers[name] != nil && (name == "content-length" || name == "transfer-encoding" || name == "authorization") {
+            if name == "content-length" || name == "transfer-encoding" || name == "authorization", headers[name] != nil {
                 return refuse(400, "BadRequest", "\(name) appears twice")
             }
             headers[name] = String(decoding: value, as: UTF8.self)
@@ -97,7 +101,7 @@ public struct HTTPServerRequest: Sendable, Equatable {
         }
         var length = 0
         if let lengthText = headers["content-length"] {
-            guard !lengthText.isEmpty, lengthText.utf8.count <= 12, lengthText.allSatisfy({ $0.isASCII && $0.isNumber }), let parsed = Int(lengthText) else {
+            guard !lengthText.isEmpty, lengthText.utf8.count <= 12, lengthText.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let parsed = Int(lengthText) else {
                 return refuse(400, "BadRequest", "Content-Length is not a number")
             }
             length = parsed
@@ -105,8 +109,8 @@ public struct HTTPServerRequest: Sendable, Equatable {
             return refuse(411, "LengthRequired", "send a Content-Length with the body")
         }
         guard length <= maxBodyBytes else { return refuse(413, "PayloadTooLarge", "the body is over \(maxBodyBytes) bytes") }
-        let connection = headers["connection"]?.lowercased() ?? ""
-        let keepAlive = http11 ? !connection.contains("close") : connection.contains("keep-alive")
+        let connection = headers["connection"] ?? ""
+        let keepAlive = http11 ? !connection.containsIgnoringASCIICase("close") : connection.containsIgnoringASCIICase("keep-alive")
         return .success(
             HTTPServerRequest(
                 method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self), headers: headers, contentLength: length,
@@ -115,9 +119,9 @@ public struct HTTPServerRequest: Sendable, Equatable {
 
     /// `/a/b?x=1&y=%20` → (`/a/b`, [x: 1, y: " "]).
     static func split(_ target: String) -> (String, [String: String]) {
-        guard let mark = target.firstIndex(of: "?") else { return (target, [:]) }
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return (target, [:]) }
         var query: [String: String] = [:]
-        for pair in target[target.index(after: mark)...].split(separator: "&") {
+        for pair in target[target.utf8.index(after: mark)...].split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = percentDecoded(parts[0]) else { continue }
             query[name] = parts.count > 1 ? percentDecoded(parts[1]) ?? "" : ""

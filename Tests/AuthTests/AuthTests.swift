@@ -65,6 +65,33 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         }
     }
 
+    /// Trimmed, domain lower-cased, the name part kept as typed: by the byte path (ASCII) and
+    /// the character path alike.
+    @Test(arguments: [
+        ("  Ada@Example.COM\t", "Ada@example.com"), ("a.b+tag@Sub.Example.co", "a.b+tag@sub.example.co"), ("x@a-b.c", "x@a-b.c"),
+        ("Zoë@Exämple.COM", "Zoë@exämple.com"), ("zoë@example.com", "zoë@example.com"),
+    ])
+    func goodEmailsAreNormalised(email: String, normalised: String) throws {
+        #expect(try AuthValidation.email(email) == normalised)
+    }
+
+    /// The byte path gives the message the character path gives, for each rule.
+    @Test(arguments: ["@example.com", "ada@", "a@@example.com", "a b@example.com", "ada@example", "ada@-example.com", "ada@example-.com", "ada@example..com"])
+    func asciiAndUnicodeAddressesFailAlike(email: String) {
+        func reason(_ address: String) -> AuthError? {
+            do {
+                _ = try AuthValidation.email(address)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        // The same address with a non-ASCII name part takes the character path.
+        let unicode = email.hasPrefix("@") ? email : "é" + email
+        #expect(reason(email) != nil)
+        #expect(reason(email) == reason(unicode))
+    }
+
     /// The first hour: appctl signup checks the password before asking for it twice.
     @Test func checkSignUpAppliesTheRulesWithoutCreatingAnything() async throws {
         let h = try await Harness.make()

@@ -8,35 +8,41 @@ enum AuthValidation {
         guard !trimmed.isEmpty else { throw .validation("email", "is required") }
         guard !trimmed.containsControlCharacters else { throw .validation("email", "contains a control character") }
         guard trimmed.utf8.count <= 254 else { throw .validation("email", "is longer than 254 characters") }
-        // An ASCII address — nearly every one — is split and scanned by byte; other text by
-        // character, so a combining mark after `@` or `.` is not split from it.
-        let ascii = trimmed.utf8.allSatisfy { $0 < 0x80 }
-        let parts = Self.split(trimmed[...], at: "@", ascii: ascii)
+        // An ASCII address — nearly every one — is checked byte by byte; other text by
+        // character (so a combining mark after `@` or `.` is not split from it). Same rules,
+        // same order, same messages.
+        if trimmed.utf8.allSatisfy({ $0 < 0x80 }) { return try asciiEmail(Array(trimmed.utf8)) }
+        let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, let local = parts.first, let domain = parts.last, !local.isEmpty, !domain.isEmpty else {
             throw .validation("email", "needs exactly one @ between a name and a domain")
         }
         guard local.utf8.count <= 64 else { throw .validation("email", "has a name part longer than 64 characters") }
-        guard !Self.hasCharacterNotAllowed(trimmed, ascii: ascii) else {
+        guard !trimmed.contains(where: { $0.isWhitespace || $0.isNewline || $0 == "<" || $0 == ">" || $0 == "," }) else {
             throw .validation("email", "contains a character not allowed in an address")
         }
-        let labels = Self.split(domain, at: ".", ascii: ascii)
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }) else {
             throw .validation("email", "needs a domain like example.com")
         }
         return "\(local)@\(domain.lowercased())"
     }
 
-    private static func split(_ text: Substring, at separator: Character, ascii: Bool) -> [Substring] {
-        guard ascii, let byte = separator.asciiValue else { return text.split(separator: separator, omittingEmptySubsequences: false) }
-        return text.utf8.split(separator: byte, omittingEmptySubsequences: false).map { Substring($0) }
-    }
-
-    /// White space, a line break, `<`, `>` or `,` (control characters are refused before).
-    private static func hasCharacterNotAllowed(_ address: String, ascii: Bool) -> Bool {
-        if ascii {
-            return address.utf8.contains { $0 == 0x20 || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") || $0 == UInt8(ascii: ",") }
+    /// `email` for an address of ASCII bytes without control characters.
+    private static func asciiEmail(_ bytes: [UInt8]) throws(AuthError) -> String {
+        let at = UInt8(ascii: "@"), dot = UInt8(ascii: "."), dash = UInt8(ascii: "-")
+        guard let split = bytes.firstIndex(of: at), split > 0, split < bytes.count - 1, bytes.lastIndex(of: at) == split else {
+            throw .validation("email", "needs exactly one @ between a name and a domain")
         }
-        return address.contains { $0.isWhitespace || $0.isNewline || $0 == "<" || $0 == ">" || $0 == "," }
+        guard split <= 64 else { throw .validation("email", "has a name part longer than 64 characters") }
+        guard !bytes.contains(where: { $0 == 0x20 || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") || $0 == UInt8(ascii: ",") }) else {
+            throw .validation("email", "contains a character not allowed in an address")
+        }
+        let domain = bytes[(split + 1)...]
+        let labels = domain.split(separator: dot, omittingEmptySubsequences: false)
+        guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty && $0.first != dash && $0.last != dash }) else {
+            throw .validation("email", "needs a domain like example.com")
+        }
+        return String(decoding: bytes[...split] + domain.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
     }
 
     /// 8–1024 bytes, not equal to the email.

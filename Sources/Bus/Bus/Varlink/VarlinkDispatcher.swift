@@ -60,9 +60,10 @@ public final class VarlinkDispatcher: Sendable {
         }
         let started = ContinuousClock.now
         var outcome = "ok"
-        defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: serves(call.method)) }
+        var known = false
+        defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: known) }
         do {
-            try await route(call, caller: caller, timeout: timeout, emit: emitting)
+            try await route(call, caller: caller, timeout: timeout, known: &known, emit: emitting)
         } catch let failure as EmitFailed {
             outcome = "disconnected"
             throw failure.underlying
@@ -84,8 +85,9 @@ public final class VarlinkDispatcher: Sendable {
         }
     }
 
+    /// Sets `known` once the method is found in a served interface.
     private func route(
-        _ call: VarlinkCall, caller: Caller, timeout: Duration?, emit: (VarlinkReply) async throws -> Void
+        _ call: VarlinkCall, caller: Caller, timeout: Duration?, known: inout Bool, emit: (VarlinkReply) async throws -> Void
     ) async throws {
         guard let (interfacePart, memberPart) = call.method.methodNameParts, !interfacePart.isEmpty else {
             throw InterfaceNotFound(interface: call.method)
@@ -94,6 +96,7 @@ public final class VarlinkDispatcher: Sendable {
         let memberName = String(memberPart)
         guard let interface = interface(interfaceName) else { throw InterfaceNotFound(interface: interfaceName) }
         guard let method = interface.method(memberName) else { throw MethodNotFound(method: call.method) }
+        known = true
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
 
         if call.more, bus.methodInfo(call.method)?.streaming == true {

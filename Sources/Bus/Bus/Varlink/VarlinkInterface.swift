@@ -65,8 +65,9 @@ public struct VarlinkTypeDefinition: Hashable, Sendable {
 }
 
 /// A parsed varlink interface. `text` is the wire contract, served verbatim by
-/// `GetInterfaceDescription`.
-public struct VarlinkInterface: Sendable {
+/// `GetInterfaceDescription`. Immutable, and a class so that every call checked against it
+/// shares it instead of copying its tables.
+public final class VarlinkInterface: Sendable {
     public let name: String
     public let doc: String
     public let text: String

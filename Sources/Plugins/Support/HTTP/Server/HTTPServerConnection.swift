@@ -96,12 +96,14 @@ final class HTTPServerConnection: Sendable {
             guard s.phase == .reading else { return .more }
             var continuing = false
             if s.head == nil {
-                let tooLarge = Parsed.refuse(
-                    HTTPResponse(status: 431, body: ["error": "HeadersTooLarge", "reason": .string("the request head is over \(limits.maxHeadBytes / 1024) KiB")]))
-                guard let end = Self.headEnd(in: s.input) else {
-                    return s.input.count > limits.maxHeadBytes ? tooLarge : .more
+                // Built only when needed: this runs for every request.
+                func tooLarge() -> Parsed {
+                    .refuse(HTTPResponse(status: 431, body: ["error": "HeadersTooLarge", "reason": .string("the request head is over \(limits.maxHeadBytes / 1024) KiB")]))
                 }
-                guard end <= limits.maxHeadBytes else { return tooLarge }
+                guard let end = Self.headEnd(in: s.input) else {
+                    return s.input.count > limits.maxHeadBytes ? tooLarge() : .more
+                }
+                guard end <= limits.maxHeadBytes else { return tooLarge() }
                 switch HTTPServerRequest.parse(head: s.input[0..<end], maxBodyBytes: limits.maxBodyBytes) {
                 case .failure(let refusal): return .refuse(refusal.response)
                 case .success(var request):

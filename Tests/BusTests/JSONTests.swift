@@ -109,6 +109,23 @@ import Testing
         #expect(try JSONValue(encoding: UInt64.max) == .double(Double(UInt64.max)))
     }
 
+    @Test func encodingErrorsCarryThePath() throws {
+        struct Point: Encodable { var x: Double }
+        struct Shape: Encodable { var name: String; var points: [Point] }
+        do {
+            _ = try JSONValue(encoding: Shape(name: "s", points: [Point(x: 1), Point(x: .infinity)]))
+            Issue.record("an infinite number was encoded")
+        } catch EncodingError.invalidValue(_, let context) {
+            #expect(context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } == ["points", "1", "x"])
+        }
+        do {
+            _ = try JSONValue(encoding: ["a": [1.0, -.infinity]])
+            Issue.record("an infinite number was encoded")
+        } catch EncodingError.invalidValue(_, let context) {
+            #expect(context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } == ["a", "1"])
+        }
+    }
+
     @Test func decodingErrorsCarryThePath() throws {
         let json: JSONValue = ["text": "t", "flag": true, "small": 1, "big": 1, "ratio": 1, "list": [1, "x"], "nested": [:], "raw": nil, "shape": ["none": [:]]]
         do {

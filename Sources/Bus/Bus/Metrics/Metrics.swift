@@ -60,8 +60,13 @@ public final class Metrics: Sendable {
     public func increment(_ name: String, help: String, labels: [(String, String)] = [], by: UInt64 = 1) {
         let key = Key(name: name, labels: labels.map(\.1))
         state.withLock { s in
+            // A series seen before (nearly every call): one lookup, changed in place.
+            if let index = s.counters.index(forKey: key) {
+                s.counters.values[index] &+= by
+                return
+            }
             if s.families[name] == nil { s.families[name] = Family(help: help, type: "counter", labelNames: labels.map(\.0)) }
-            s.counters[key, default: 0] &+= by
+            s.counters[key] = by
         }
     }
 
@@ -69,9 +74,12 @@ public final class Metrics: Sendable {
     public func observe(_ name: String, help: String, labels: [(String, String)] = [], value: Double, buckets: [Double] = Metrics.latencyBuckets) {
         let key = Key(name: name, labels: labels.map(\.1))
         state.withLock { s in
-            if s.families[name] == nil { s.families[name] = Family(help: help, type: "histogram", labelNames: labels.map(\.0)) }
             // Changed in place: a copy taken out and put back would copy `counts` on every call.
-            Self.record(value, in: &s.histograms[key, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))])
+            if let index = s.histograms.index(forKey: key) { return Self.record(value, in: &s.histograms.values[index]) }
+            if s.families[name] == nil { s.families[name] = Family(help: help, type: "histogram", labelNames: labels.map(\.0)) }
+            var histogram = Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
+            Self.record(value, in: &histogram)
+            s.histograms[key] = histogram
         }
     }
 

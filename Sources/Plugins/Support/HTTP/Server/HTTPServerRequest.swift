@@ -48,7 +48,8 @@ public struct HTTPServerRequest: Sendable, Equatable {
             return refuse(400, "BadRequest", "the request head is not UTF-8")
         }
         // Lines split on CR LF, fields on bytes: no String scanning on the hot path.
-        var headers: [String: String] = [:]
+        // Sized once: growing from empty rehashes at every power of two.
+        var headers = [String: String](minimumCapacity: 12)
         var requestLine: ArraySlice<UInt8>?
         var lineStart = bytes.startIndex
         var i = bytes.startIndex

@@ -134,5 +134,30 @@ import Testing
         } catch DecodingError.typeMismatch(_, let context) {
             #expect(context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } == ["list", "1"])
         }
+        // A field of a common type (read without building its path) still names itself.
+        struct Inner: Decodable { var count: Int; var name: String; var on: Bool; var ratio: Double; var big: Int64 }
+        struct Outer: Decodable { var inner: Inner }
+        let good: JSONValue = ["count": 1, "name": "n", "on": true, "ratio": 0.5, "big": 2]
+        for (field, bad) in [("count", JSONValue.string("x")), ("name", 3), ("on", "yes"), ("ratio", "1"), ("big", 1.5), ("count", nil)] {
+            var fields = good.objectValue ?? [:]
+            fields[field] = bad
+            do {
+                _ = try JSONValue.object(["inner": .object(fields)]).decode(as: Outer.self)
+                Issue.record("accepted \(bad) for \(field)")
+            } catch let error as DecodingError {
+                let context: DecodingError.Context? =
+                    switch error {
+                    case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): c
+                    default: nil
+                    }
+                #expect(context?.codingPath.map(\.stringValue) == ["inner", field], "\(field): \(error)")
+            }
+        }
+        do {
+            _ = try JSONValue.object(["inner": ["count": 1]]).decode(as: Outer.self)
+            Issue.record("accepted a missing field")
+        } catch DecodingError.keyNotFound(let key, let context) {
+            #expect(key.stringValue == "name" && context.codingPath.map(\.stringValue) == ["inner"])
+        }
     }
 }

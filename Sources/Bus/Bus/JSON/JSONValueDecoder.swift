@@ -59,6 +59,24 @@ struct JSONValueDecoder: Decoder {
             return try Single(value: value, codingPath: codingPath + [key]).decode(type)
         }
 
+        // The common field types, read straight from the value: no coding path is built (and
+        // no nested decoder) unless the value is wrong, when the decode is repeated with the path
+        // so the error names the field.
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { try primitive(key) { try $0.decode(type) } }
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try primitive(key) { try $0.decode(type) } }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try primitive(key) { try $0.decode(type) } }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try primitive(key) { try $0.decode(type) } }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try primitive(key) { try $0.decode(type) } }
+
+        private func primitive<T>(_ key: Key, _ decode: (Single) throws -> T) throws -> T {
+            let value = try value(key)
+            do {
+                return try decode(Single(value: value, codingPath: []))
+            } catch {
+                return try decode(Single(value: value, codingPath: codingPath + [key]))
+            }
+        }
+
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
             guard let value = members[key.stringValue], value != .null else { return nil }
             return try Single(value: value, codingPath: codingPath + [key]).decode(type)

@@ -194,6 +194,22 @@ extension String {
         #expect(ClientLimiter(perMinute: 0, trackedClients: 1).take("x") == nil, "0 turns the limit off")
     }
 
+    /// A flood of new addresses: a full table forgets its oldest tenth at once, so the next
+    /// tenth of new addresses is admitted without touching the others.
+    @Test func aFullTableForgetsItsOldestTenthAtOnce() {
+        let limiter = ClientLimiter(perMinute: 1, trackedClients: 1000)
+        let start = ContinuousClock.now
+        for i in 0..<1000 { _ = limiter.take("10.0.\(i / 256).\(i % 256)", now: start.advanced(by: .milliseconds(i))) }
+        #expect(limiter.tracked == 1000)
+        #expect(limiter.take("10.0.0.5", now: start.advanced(by: .seconds(2))) != nil, "a tracked address keeps its empty bucket")
+        _ = limiter.take("192.0.2.1", now: start.advanced(by: .seconds(2)))
+        #expect(limiter.tracked == 901, "the oldest hundred were forgotten, the newcomer added")
+        for i in 2..<100 { _ = limiter.take("192.0.2.\(i)", now: start.advanced(by: .seconds(2))) }
+        #expect(limiter.tracked == 999)
+        #expect(limiter.take("10.0.0.5", now: start.advanced(by: .seconds(3))) != nil, "touched recently, so kept: still limited")
+        #expect(limiter.take("10.0.0.6", now: start.advanced(by: .seconds(3))) == nil, "among the oldest, so forgotten: a full bucket")
+    }
+
     @Test func theForwardedAddressIsBelievedOnlyFromATrustedProxy() {
         var request = HTTPServerRequest(method: "GET", target: "/", headers: ["x-forwarded-for": "203.0.113.9, 10.0.0.2"])
         request.peerAddress = "10.0.0.1"

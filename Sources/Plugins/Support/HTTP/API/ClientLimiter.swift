@@ -2,7 +2,8 @@ import Synchronization
 
 /// Per-client-address rate limits for the abuse-prone unauthenticated methods: a token
 /// bucket per address (`perMinute` tokens, refilled evenly), in a bounded table that forgets
-/// the least recently seen address first.
+/// the least recently seen addresses first — a tenth of the table at once, so a flood of new
+/// addresses costs one sort per tenth of the table, not a scan of it per request.
 final class ClientLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -26,15 +27,21 @@ final class ClientLimiter: Sendable {
             bucket.tokens = min(Double(perMinute), bucket.tokens + rate * (now - bucket.updated).inSeconds)
             bucket.updated = now
             defer {
-                if table[client] == nil && table.count >= capacity, let oldest = table.min(by: { $0.value.updated < $1.value.updated })?.key {
-                    table.removeValue(forKey: oldest)
-                }
+                if table[client] == nil && table.count >= capacity { Self.forgetOldest(in: &table, keeping: capacity - max(1, capacity / 10)) }
                 table[client] = bucket
             }
             guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
             bucket.tokens -= 1
             return nil
         }
+    }
+
+    /// How many addresses the table holds.
+    var tracked: Int { buckets.withLock { $0.count } }
+
+    private static func forgetOldest(in table: inout [String: Bucket], keeping: Int) {
+        let newest = table.sorted { $0.value.updated > $1.value.updated }.prefix(keeping)
+        table = Dictionary(uniqueKeysWithValues: newest.map { ($0.key, $0.value) })
     }
 }
 

@@ -146,6 +146,13 @@ extension String {
         #expect(metrics.contains("Content-Type: text/plain; version=0.0.4"))
         #expect(metrics.contains(#"appd_calls_total{method="io.example.Notes.Add",outcome="ok",transport="http"}"#), "\(metrics.prefix(2000))")
         #expect(APIFixture.status(try await f.request("POST", "/healthz")) == 405)
+        // HEAD: the GET's status and headers (its Content-Length too), no body — and the
+        // connection stays in step: a GET pipelined after it is answered whole.
+        let head = try await f.request("HEAD", "/healthz")
+        #expect(APIFixture.status(head) == 200 && head.contains("Content-Length: 15\r\n") && APIFixture.body(head).isEmpty, "\(head)")
+        let pair = try await f.server.exchange("HEAD /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(pair.ranges(of: "HTTP/1.1 200 OK").count == 2 && pair.hasSuffix("\r\n\r\n" + #"{"status":"ok"}"#), "\(pair)")
+        #expect(try await f.request("HEAD", "/v1/io.example.Notes/Add").hasPrefix("HTTP/1.1 405"))
         // A client's made-up method name never becomes a label (bounded series).
         try await f.dispatcher.handle(VarlinkCall(method: "io.example.Notes.Made-up-7"), as: Caller()) { _ in }
         #expect(Metrics.shared.counter("appd_calls_total", labels: ["io.example.Notes.Made-up-7", "org.varlink.service.MethodNotFound", "varlink"]) == 0)

@@ -211,6 +211,23 @@ struct RunningServer {
         await server.stop()
     }
 
+    @Test func aHeadOfAStreamGetsItsHeadNoChunksAndItsStreamFunctionEnds() async throws {
+        let ended = Atomic<Int>(0)
+        let server = try RunningServer { request, _ in
+            guard request.path == "/stream" else { return HTTPResponse(status: 200, body: ["next": true]) }
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")]) { writer in
+                while (try? await writer.write("x")) != nil { try? await Task.sleep(for: .milliseconds(20)) }
+                ended.add(1, ordering: .relaxed)
+            }
+        }
+        let all = try await server.exchange("HEAD /stream HTTP/1.1\r\n\r\nGET /after HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(all.hasPrefix("HTTP/1.1 200 OK\r\n") && all.contains("Transfer-Encoding: chunked\r\n"), "\(all)")
+        #expect(all.contains("keep-alive\r\n\r\nHTTP/1.1 200 OK\r\n"), "no chunk between the HEAD's head and the next response: \(all)")
+        #expect(all.hasSuffix(#"{"next":true}"#), "\(all)")
+        #expect(await eventually { ended.load(ordering: .relaxed) == 1 }, "the stream function ended")
+        await server.stop()
+    }
+
     @Test func connectionsBeyondTheLimitAreAnswered503() async throws {
         var limits = HTTPServerLimits()
         limits.maxConnections = 2

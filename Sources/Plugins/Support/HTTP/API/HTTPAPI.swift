@@ -105,10 +105,11 @@ public final class HTTPAPI: Sendable {
         return ("other", APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"]))
     }
 
-    /// nil for GET; a 405 otherwise.
+    /// nil for GET and HEAD (the server sends a HEAD the GET's head, without the body); a 405
+    /// otherwise.
     private func get(_ request: HTTPServerRequest) -> HTTPResponse? {
-        guard request.method != "GET" else { return nil }
-        return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "GET"]], headers: [("Allow", "GET")])
+        guard request.method != "GET" && request.method != "HEAD" else { return nil }
+        return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "GET, HEAD"]], headers: [("Allow", "GET, HEAD")])
     }
 
     private func ready() async -> HTTPResponse {

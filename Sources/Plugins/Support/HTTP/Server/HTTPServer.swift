@@ -176,6 +176,12 @@ public final class HTTPServer: Sendable {
     /// Writes a handler's response; runs a streamed one to its end.
     private func deliver(_ response: HTTPResponse, on connection: HTTPServerConnection) async {
         guard let stream = response.stream else { return respond(connection, response) }
+        guard !connection.answeringHead else {
+            // A HEAD gets the stream's head and no body; the stream function runs to its first
+            // write, so whatever it holds is released.
+            respond(connection, response)
+            return await stream(HTTPStreamWriter(connection: nil, server: self))
+        }
         guard streaming.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxStreams else {
             streaming.subtract(1, ordering: .acquiringAndReleasing)
             respond(connection, Self.busy("too many streams open; retry"))

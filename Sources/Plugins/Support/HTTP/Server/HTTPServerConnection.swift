@@ -37,6 +37,8 @@ final class HTTPServerConnection: Sendable {
         var refusal = false
         /// The client closed its side.
         var peerClosed = false
+        /// The request being answered is a HEAD: its response goes out without a body.
+        var answeringHead = false
         var task: Task<Void, Never>?
     }
 
@@ -88,6 +90,7 @@ final class HTTPServerConnection: Sendable {
     }
 
     var peerClosed: Bool { state.withLock { $0.peerClosed } }
+    var answeringHead: Bool { state.withLock { $0.answeringHead } }
     var unreadInput: Int { state.withLock { $0.input.count } }
 
     /// Tries to take one whole request from the input (in the reading phase).
@@ -119,6 +122,7 @@ final class HTTPServerConnection: Sendable {
             s.head = nil
             s.phase = .handling
             s.keepAlive = request.keepAlive
+            s.answeringHead = request.method == "HEAD"
             return .complete(request, body)
         }
     }
@@ -154,11 +158,13 @@ final class HTTPServerConnection: Sendable {
         state.withLock { s in
             guard s.phase == .reading || s.phase == .handling else { return false }
             s.refusal = s.phase == .reading
+            // A HEAD is answered with the head a GET would get (its Content-Length too), no body.
+            let headOnly = s.answeringHead && s.phase == .handling
             s.keepAlive = s.keepAlive && !response.closes && !s.peerClosed && !serverClosing && s.phase == .handling
-            s.phase = .responding(streaming: response.stream != nil)
-            let bytes = response.stream == nil ? response.bytes(keepAlive: s.keepAlive) : response.head(keepAlive: s.keepAlive)
+            s.phase = .responding(streaming: response.stream != nil && !headOnly)
+            let bytes = response.stream == nil && !headOnly ? response.bytes(keepAlive: s.keepAlive) : response.head(keepAlive: s.keepAlive)
             if s.output.isEmpty { s.output = bytes } else { s.output += bytes }
-            s.responseComplete = response.stream == nil
+            s.responseComplete = response.stream == nil || headOnly
             s.lastProgress = .now
             return true
         }
@@ -231,6 +237,7 @@ final class HTTPServerConnection: Sendable {
             }
             s.phase = .reading
             s.task = nil
+            s.answeringHead = false
             s.requestStarted = !s.input.isEmpty
             s.since = .now
             return .readingAgain

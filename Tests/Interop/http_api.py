@@ -384,6 +384,18 @@ def limit_checks(api):
     check("binary garbage: 400", raw(bytes(range(256)) * 4 + b"\r\n\r\n", False).startswith(b"HTTP/1.1 400"))
     pipelined = raw(b"GET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
     check("three pipelined requests on one keep-alive connection: three answers, then close", pipelined.count(b"HTTP/1.1 200 OK") == 3, pipelined[:200])
+    # HEAD, as Python's http.client (a third-party client) reads it: the GET's headers, no body.
+    conn = http.client.HTTPConnection("127.0.0.1", api.port, timeout=15)
+    conn.request("HEAD", "/readyz")
+    response = conn.getresponse()
+    body = response.read()
+    conn.request("GET", "/healthz")  # the same connection: the HEAD left it in step
+    after = conn.getresponse()
+    after_body = after.read()
+    conn.close()
+    check("HEAD /readyz: 200, a Content-Length, no body; the connection serves the next request",
+          response.status == 200 and int(response.getheader("Content-Length", "0")) > 0 and body == b"" and after.status == 200
+          and json.loads(after_body) == {"status": "ok"}, f"{response.status} {response.getheaders()} {body!r} {after.status}")
     status, _, _ = api.request("GET", "/healthz")
     check("appd still serves after the hostile inputs", status == 200)
 

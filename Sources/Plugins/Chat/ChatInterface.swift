@@ -26,7 +26,7 @@ enum ChatInterface {
           conversationId: string,
           role: (user, assistant),
           text: string,
-          # An assistant message that was cancelled or failed keeps the text produced until then.
+          # An assistant message that was cancelled or failed keeps the text streamed until then.
           status: (complete, cancelled, failed),
           error: ?string,
           usage: ?Usage,

@@ -88,8 +88,11 @@ struct ChatService: Sendable {
                 for try await chunk in upstream {
                     switch chunk {
                     case .delta(let delta):
-                        reply += delta
+                        // Kept once handed to the caller's stream: a send interrupted by a
+                        // cancel (it waits while the caller is not reading) is not stored, so
+                        // the stored text is what the caller was given.
                         try await writer.send(SendReply(messageId: replyID, delta: delta, message: nil))
+                        reply += delta
                     case .usage(let prompt, let completion):
                         usage = Usage(promptTokens: prompt, completionTokens: completion)
                     }

@@ -6,7 +6,7 @@ public enum CallMetrics {
         let method = known ? method : "unknown"
         let seconds = (ContinuousClock.now - started).inSeconds
         Metrics.shared.increment(
-            "appd_calls_total", help: "Calls by method, outcome (ok or the error's name) and transport.",
+            "appd_calls_total", help: "Calls by method, outcome (ok, cancelled, disconnected, or the error's name if its interface declares it, else undeclared) and transport.",
             labels: [("method", method), ("outcome", outcome), ("transport", transport)])
         Metrics.shared.observe(
             "appd_call_duration_seconds", help: "Time from a call's arrival to its last reply, by method and transport.",

@@ -86,6 +86,9 @@ public enum BusInterface {
         # The database could not do what was asked ('kind': busy, full, constraint, ...).
         error StorageFailed (kind: string)
 
+        # A worker pool ('pool': e.g. password hashing) has no room for the call; retry shortly.
+        error Busy (pool: string)
+
         # An unexpected failure inside appd; its log has the details under 'messageId'.
         error InternalError (messageId: string)
 

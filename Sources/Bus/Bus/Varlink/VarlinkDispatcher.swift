@@ -43,6 +43,14 @@ public final class VarlinkDispatcher: Sendable {
         return self.interface(String(interface))?.method(String(member)) != nil
     }
 
+    /// Whether a served interface declares this error. Only such names become metric labels:
+    /// an external plugin's error reply is passed on as the plugin named it, and a name no
+    /// interface declares is counted as `undeclared` (bounded series).
+    public func declares(error name: String) -> Bool {
+        guard let (interface, member) = name.methodNameParts else { return false }
+        return self.interface(String(interface))?.error(String(member)) != nil
+    }
+
     /// The interface serving a method (`io.appd.Todos.Add` → io.appd.Todos), if any.
     public func interface(ofMethod method: String) -> VarlinkInterface? {
         method.methodNameParts.flatMap { interface(String($0.interface)) }
@@ -71,7 +79,7 @@ public final class VarlinkDispatcher: Sendable {
             outcome = "cancelled"
             throw CancellationError()
         } catch let error as any WireError {
-            outcome = error.wireName
+            outcome = declares(error: error.wireName) ? error.wireName : "undeclared"
             guard !call.oneway else { return }
             try await emit(VarlinkReply(parameters: .object(error.wireParameters), error: error.wireName))
         } catch {

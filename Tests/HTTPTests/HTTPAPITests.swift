@@ -262,6 +262,25 @@ extension String {
         #expect(text.contains("# TYPE t_gauge gauge\nt_gauge 2.5\n"), "\(text)")
     }
 
+    /// A stream is logged when it starts and again when it ends, with its whole duration; a
+    /// plain request once. Durations read as milliseconds with three decimals.
+    @Test func aStreamIsLoggedWhenItStartsAndWhenItEnds() async throws {
+        let f = try APIFixture()
+        _ = try await f.request("POST", "/v1/io.example.Notes/Watch", body: #"{"count":3}"#, headers: ["Accept": "text/event-stream"])
+        _ = try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":"x"}"#)
+        let records = f.log.records.filter { $0.message.hasPrefix("http") }
+        #expect(records.map(\.message) == ["http stream started", "http stream ended", "http"], "\(records)")
+        for record in records {
+            #expect(record.metadata["status"] == "200")
+            #expect(record.metadata["ms"]?.wholeMatch(of: /[0-9]+\.[0-9]{3}/) != nil, "\(record.metadata)")
+        }
+        let started = try #require(records.first?.metadata["ms"].flatMap(Double.init))
+        let ended = try #require(records.dropFirst().first?.metadata["ms"].flatMap(Double.init))
+        #expect(ended >= started)
+        #expect(records.prefix(2).allSatisfy { $0.metadata["path"] == "/v1/io.example.Notes/Watch" })
+        await f.server.stop()
+    }
+
     @Test func theAccessLogHasNoSecret() async throws {
         let f = try APIFixture()
         _ = try await f.request(

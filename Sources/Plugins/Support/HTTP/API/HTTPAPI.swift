@@ -74,14 +74,31 @@ public final class HTTPAPI: Sendable {
         Metrics.shared.increment(
             "appd_http_responses_total", help: "HTTP responses by route and status.", labels: [("route", route), ("status", String(response.status))])
         // The access log: never a header's value, never the query (a client may put a secret there).
-        let elapsed = ContinuousClock.now - started
-        logger.info(
-            "http",
-            metadata: [
-                "method": "\(request.method)", "path": "\(route == "other" ? "-" : request.path)", "status": "\(response.status)",
-                "client": "\(client)", "ms": "\(elapsed.inSeconds * 1000)",
-            ])
+        let line: LogMetadata = [
+            "method": "\(request.method)", "path": "\(route == "other" ? "-" : request.path)", "status": "\(response.status)",
+            "client": "\(client)", "ms": Self.milliseconds(since: started),
+        ]
+        guard let stream = response.stream else {
+            logger.info("http", metadata: line)
+            return response
+        }
+        // A stream is logged twice: when it starts ('ms' to its first event) and when it ends
+        // ('ms' for its whole life), so a long stream is visible while it runs.
+        logger.info("http stream started", metadata: line)
+        response.stream = { [logger] writer in
+            await stream(writer)
+            var ended = line
+            ended["ms"] = Self.milliseconds(since: started)
+            logger.info("http stream ended", metadata: ended)
+        }
         return response
+    }
+
+    /// Milliseconds since `start`, to the microsecond.
+    static func milliseconds(since start: ContinuousClock.Instant) -> String {
+        let microseconds = Int64(((ContinuousClock.now - start).inSeconds * 1_000_000).rounded())
+        let fraction = String(microseconds % 1000)
+        return "\(microseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
     }
 
     private func route(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> (String, HTTPResponse) {

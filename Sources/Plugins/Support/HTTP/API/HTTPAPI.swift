@@ -74,24 +74,31 @@ public final class HTTPAPI: Sendable {
         Metrics.shared.increment(
             "appd_http_responses_total", help: "HTTP responses by route and status.", labels: [("route", route), ("status", String(response.status))])
         // The access log: never a header's value, never the query (a client may put a secret there).
-        let line: LogMetadata = [
-            "method": "\(request.method)", "path": "\(route == "other" ? "-" : request.path)", "status": "\(response.status)",
-            "client": "\(client)", "ms": Self.milliseconds(since: started),
-        ]
+        let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: response.status, client: client)
         guard let stream = response.stream else {
-            logger.info("http", metadata: line)
+            logger.info("http", metadata: line.metadata(since: started))
             return response
         }
         // A stream is logged twice: when it starts ('ms' to its first event) and when it ends
         // ('ms' for its whole life), so a long stream is visible while it runs.
-        logger.info("http stream started", metadata: line)
+        logger.info("http stream started", metadata: line.metadata(since: started))
         response.stream = { [logger] writer in
             await stream(writer)
-            var ended = line
-            ended["ms"] = Self.milliseconds(since: started)
-            logger.info("http stream ended", metadata: ended)
+            logger.info("http stream ended", metadata: line.metadata(since: started))
         }
         return response
+    }
+
+    /// What the access log says of a request; built into metadata only when the level logs it.
+    struct AccessLogLine: Sendable {
+        let method: String
+        let path: String
+        let status: Int
+        let client: String
+
+        func metadata(since started: ContinuousClock.Instant) -> LogMetadata {
+            ["method": method, "path": path, "status": String(status), "client": client, "ms": HTTPAPI.milliseconds(since: started)]
+        }
     }
 
     /// Milliseconds since `start`, to the microsecond.

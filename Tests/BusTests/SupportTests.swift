@@ -14,6 +14,23 @@ import Testing
         #expect("".trimmingWhitespace() == "")
         #expect(" \t\r\n ".trimmingWhitespace() == "")
         #expect("untouched".trimmingWhitespace() == "untouched")
+        // The two-byte fast path and the Character path agree at their edges.
+        #expect("a".trimmingWhitespace() == "a")
+        #expect(" a".trimmingWhitespace() == "a")
+        #expect("a\u{A0}".trimmingWhitespace() == "a", "a no-break space is trimmed")
+        #expect("\u{2003}a\u{2003}".trimmingWhitespace() == "a", "an em space is trimmed")
+        #expect("\u{301}a".trimmingWhitespace() == "\u{301}a", "a leading combining mark is not white space")
+        #expect("x\u{600}a".trimmingWhitespace() == "x\u{600}a")
+        #expect("é a é".trimmingWhitespace() == "é a é")
+        // Against the Character-by-Character definition, on strings built from edge cases.
+        let pieces = ["a", "~", "!", " ", "\t", "\r\n", "\u{A0}", "\u{2003}", "\u{301}", "\u{600}", "é", "\u{1F600}", "\u{200D}"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let text = (0..<Int.random(in: 0...4, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let characters = Array(text)
+            let kept = characters.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()
+            #expect(text.trimmingWhitespace() == String(kept), "\(text.unicodeScalars.map { $0.value })")
+        }
         #expect("x".trimmingWhitespace() == "x")
         #expect("\u{00A0}café au lait\u{2003}".trimmingWhitespace() == "café au lait")
         #expect("  é ".trimmingWhitespace() == "é")

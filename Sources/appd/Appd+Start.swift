@@ -50,7 +50,9 @@ extension Appd {
         let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, logger: logger)
         let dispatcher = try makeDispatcher(bus: bus)
         let server = try listen(listener, dispatcher: dispatcher, config: config)
-        let external = try externalPlugins(config, configFile: configFile, dispatcher: dispatcher, server: server, eventLog: eventLog, adminGate: adminGate)
+        let external = try externalPlugins(
+            config, configFile: configFile, builtIn: plugins.map(\.manifest.name), dispatcher: dispatcher, server: server, eventLog: eventLog,
+            adminGate: adminGate)
         let builtIn = await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
         let http = try httpAPI(
             config, dispatcher: dispatcher, host: host, external: external, builtIn: builtIn, plugins: plugins, context: context, eventLog: eventLog,
@@ -183,7 +185,7 @@ extension Appd {
     ///     sandbox with a socket of its own on `server`), the credentials their own connections
     ///     to appd present, and io.appd.Bus.
     static func externalPlugins(
-        _ config: AppdConfig, configFile: String?, dispatcher: VarlinkDispatcher, server: VarlinkServer, eventLog: EventLog, adminGate: AdminGate
+        _ config: AppdConfig, configFile: String?, builtIn: [String], dispatcher: VarlinkDispatcher, server: VarlinkServer, eventLog: EventLog, adminGate: AdminGate
     ) throws -> ExternalPluginHost {
         var settings = ExternalPluginSettings(
             directories: config.resolvedPluginDirectories,
@@ -192,6 +194,8 @@ extension Appd {
         settings.healthInterval = config.pluginHealthInterval
         settings.healthTimeout = min(.seconds(3), config.pluginHealthInterval)
         settings.sandbox = config.pluginSandbox
+        settings.admission.reservedNames.formUnion(builtIn)
+        settings.admission.withheldVariables.formUnion(ConfigKey.all.map(\.environment))
         // appd's own files stay hidden even where they lie in a tree a plugin sees.
         settings.sandbox.hiddenPaths += [config.dataDirectory, config.socket] + (configFile.map { [$0] } ?? [])
         let external = ExternalPluginHost(

@@ -31,3 +31,36 @@ import Testing
         #expect(TopicFilter.all.pattern == ">")
     }
 }
+
+/// Topic ownership is keyed by identity (name and kind): security review finding 1.
+@Suite struct EventTopicsOwnershipTests {
+    static func info(_ topic: String, _ publisher: String, external: Bool) -> TopicInfo {
+        TopicInfo(topic: topic, version: 1, schema: try! EventSchema(parsing: "(userId: string)"), audience: .admin, durable: true, publisher: publisher, external: external)
+    }
+
+    @Test func anExternalPluginNamedLikeABuiltInOwnsNothingOfIt() throws {
+        let topics = EventTopics()
+        try topics.register([Self.info("auth.accountDeleted", "auth", external: false)])
+        // Same name, other kind: a conflict, not "the same publisher again".
+        #expect(throws: TopicConflict.self) { try topics.register(Self.info("auth.accountDeleted", "auth", external: true)) }
+        // A new topic under a built-in's first label is the built-in's.
+        #expect(throws: TopicConflict.self) { try topics.register(Self.info("auth.other", "mailer", external: true)) }
+        #expect(topics.owner(of: "auth.other")?.publisher == "auth" && topics.owner(of: "auth.other")?.external == false)
+        // Unregistering an external "auth" removes nothing of the built-in's.
+        topics.unregister(external: "auth")
+        #expect(topics.info("auth.accountDeleted")?.publisher == "auth")
+        #expect(topics.owner(of: "mailer.sent") == nil)
+    }
+
+    @Test func registrationIsAllOrNothing() throws {
+        let topics = EventTopics()
+        try topics.register([Self.info("todos.created", "todos", external: false)])
+        #expect(throws: TopicConflict.self) {
+            try topics.register([Self.info("greeter.hello", "greeter", external: true), Self.info("todos.created", "greeter", external: true)])
+        }
+        #expect(topics.info("greeter.hello") == nil)
+        try topics.register([Self.info("greeter.hello", "greeter", external: true)])
+        topics.unregister(external: "greeter")
+        #expect(topics.info("greeter.hello") == nil && topics.info("todos.created") != nil)
+    }
+}

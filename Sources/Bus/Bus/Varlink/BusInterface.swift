@@ -173,8 +173,10 @@ public enum BusInterface {
             }
             // A plugin's event types are published by that plugin alone: an admin script that
             // could publish a durable auth.accountDeleted would erase a live user's data.
-            if let owner = bus.topics.info(command.topic)?.publisher, owner != scope?.plugin {
-                throw TopicOwned(topic: command.topic, publisher: owner)
+            // Built-in topics (and every topic under a built-in's first label) are published
+            // in-process only; an external plugin's by that plugin's own connection.
+            if let owner = bus.topics.owner(of: command.topic), !owner.external || owner.publisher != scope?.plugin {
+                throw TopicOwned(topic: command.topic, publisher: owner.publisher)
             }
             let event = try bus.event(topic: command.topic, payload: command.payload, causedBy: envelope)
             guard command.durable == true else {

@@ -30,6 +30,8 @@ public struct ExternalPluginSettings: Sendable {
     public var server: VarlinkServer?
     /// Where the uids of plugins are kept (appd as root).
     public var uidFile: String
+    /// The names and environment variables no manifest may take.
+    public var admission = PluginAdmission()
 
     public init(directories: [String], runtimeDirectory: String, dataDirectory: String, controlSocket: String, server: VarlinkServer? = nil) {
         self.directories = directories

@@ -86,7 +86,7 @@ public actor ExternalPluginHost {
             // started again below with its new manifest).
             await plugin.remove()
             credentials.remove(plugin: name)
-            topics.unregister(publisher: name)
+            topics.unregister(external: name)
             plugins[name] = nil
             if now == nil { removed.append(name) } else { changed.append(name) }
         }
@@ -94,12 +94,18 @@ public actor ExternalPluginHost {
         var starting: [ExternalPlugin] = []
         for discovered in found where plugins[discovered.manifest.name] == nil {
             let name = discovered.manifest.name
-            // Its declared event types own their topics; one another plugin owns is refused.
+            // A built-in plugin's name is not an external plugin's to take (topics, credentials
+            // and statuses are keyed by it), nor are appd's secrets.
+            if let reason = settings.admission.refusal(of: discovered.manifest) {
+                self.problems.append(PluginProblem(folder: discovered.folder, reason: reason))
+                logger.warning("plugin refused", metadata: ["plugin": name, "folder": "\(discovered.folder)", "reason": "\(reason)"])
+                continue
+            }
+            // Its declared event types own their topics, all or none; one another plugin owns
+            // (or under a built-in's prefix) is refused, and nothing was registered to undo.
             do {
-                let declared = try discovered.manifest.topics()
-                for info in declared { try topics.register(info) }
+                try topics.register(try discovered.manifest.topics())
             } catch {
-                topics.unregister(publisher: name)
                 self.problems.append(PluginProblem(folder: discovered.folder, reason: "its events were refused: \(error)"))
                 logger.warning("plugin skipped: its events were refused", metadata: ["plugin": name, "error": "\(error)"])
                 continue

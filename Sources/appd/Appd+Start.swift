@@ -202,7 +202,8 @@ extension Appd {
             settings: settings, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
             isAdmin: { adminGate.isPrivileged($0) }, logger: Logger(label: "appd.plugins"))
         do {
-            try BusInterface.install(on: dispatcher, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
+            try BusInterface.install(
+                on: dispatcher, limits: config.subscribe, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
         } catch {
             throw StartFailure("cannot set up io.appd.Bus: \(error)")
         }

@@ -47,6 +47,8 @@ import TestSupport
         }
         _ = await task.result
         deadline.cancel()
+        // Its subscription is gone before the next collection counts subscriptions.
+        _ = await eventually { dispatcher.bus.counters.subscriptions <= subscribed }
         return received.withLock { $0 }
     }
 

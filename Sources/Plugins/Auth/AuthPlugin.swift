@@ -28,10 +28,12 @@ public struct AuthPlugin: Plugin {
     /// With several instances on one database, a sign-out on another instance must take
     /// effect on this one's next call: the session cache is bypassed (every call reads the
     /// session from the database) rather than risk serving a revoked one.
-    func service(_ database: any Database) -> AuthService {
+    /// `streams` (the handlers' service) are woken after each commit that revokes sessions or
+    /// changes an account's standing, so the user's open event streams check their session.
+    func service(_ database: any Database, streams: SessionStreams? = nil) -> AuthService {
         AuthService(
-            database: database, sessions: database.sharedAcrossInstances ? SessionCache(capacity: 0) : sessions, rotations: rotations, hasher: hasher,
-            options: options, clock: clock)
+            database: database, sessions: database.sharedAcrossInstances ? SessionCache(capacity: 0) : sessions, streams: streams, rotations: rotations,
+            hasher: hasher, options: options, clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {
@@ -39,7 +41,7 @@ public struct AuthPlugin: Plugin {
     }
 
     public func start(_ context: PluginContext) async throws {
-        let service = service(context.database)
+        let service = service(context.database, streams: context.bus.sessionStreams)
         let bus = context.bus
         try bus.register(AuthInterface.SignUp.self) { command, envelope in
             .init(user: try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope))

@@ -49,15 +49,18 @@ extension AuthRepository {
     /// Uses a reset token once: sets the password, revokes every session, and voids every
     /// other pending request of the account. False when the token is unknown, used or expired.
     func resetPassword(digest: String, hash: String, now: Int64) async throws -> Bool {
-        try await write { tx in
+        let owner = try await write { tx -> String? in
             let rows = try tx.query(
                 "SELECT user_id FROM auth_reset_requests WHERE token_digest = ? AND used_at IS NULL AND expires_at > ?",
                 [.text(digest), .integer(now)])
-            guard let userID = rows.first?.text("user_id") else { return false }
+            guard let userID = rows.first?.text("user_id") else { return nil }
             try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
-            return true
+            return userID
         }
+        guard let owner else { return false }
+        streams?.changed(userID: owner)
+        return true
     }
 }

@@ -42,8 +42,8 @@ enum SessionLookup: Sendable {
 /// What presenting a refresh token did.
 enum RotationOutcome: Sendable {
     case rotated(UserRecord)
-    /// An already-rotated token came back: the whole family was revoked.
-    case reused
+    /// An already-rotated token came back: the whole family (of this user's) was revoked.
+    case reused(userID: String?)
     /// An already-rotated token came back within the reuse interval: nothing was changed.
     case recentlyRotated
     /// The account is disabled: nothing was rotated.
@@ -58,6 +58,9 @@ struct AuthRepository: Sendable {
     let database: any Database
     /// Shared by every `AuthRepository` of one database (the gates' and the handlers').
     let sessions: SessionCache<UserRecord>
+    /// Users' open event streams: told after a commit that revokes sessions or changes an
+    /// account's standing (nil for the gates' repository, which does not write).
+    let streams: SessionStreams?
 
     /// A write that changes accounts or sessions; the session cache is invalidated once it has
     /// committed (or failed), before the caller hears back. Writes that change neither use
@@ -134,6 +137,7 @@ struct AuthRepository: Sendable {
                 "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS DISTINCT FROM ?",
                 [.integer(now), .text(userID), keepAccessDigest.map { .text($0) } ?? .null])
         }
+        streams?.changed(userID: userID)
     }
 
     /// Erasure happens in the same transaction: every logged event about the user becomes a
@@ -144,6 +148,7 @@ struct AuthRepository: Sendable {
             try tx.redactEvents(about: userID)
             try tx.append(AccountDeleted(userId: userID), causedBy: cause)
         }
+        streams?.changed(userID: userID)
     }
 
     /// Accounts ordered by email after `cursor`, at most `limit`.
@@ -158,11 +163,14 @@ struct AuthRepository: Sendable {
     /// Disables or enables an account. Its sessions stay, but the session gate refuses every
     /// one of them with AccountDisabled while it is disabled. False when unknown.
     func setDisabled(email: String, _ disabled: Bool, now: Int64) async throws -> Bool {
-        try await write { tx in
-            let changed = try tx.execute(
-                "UPDATE auth_users SET disabled = ?, updated_at = ? WHERE email = ?", [.integer(disabled ? 1 : 0), .integer(now), .text(email)])
-            return changed > 0
+        let userID = try await write { tx -> String? in
+            guard let id = try tx.query("SELECT id FROM auth_users WHERE email = ?", [.text(email)]).first?.text("id") else { return nil }
+            try tx.execute("UPDATE auth_users SET disabled = ?, updated_at = ? WHERE id = ?", [.integer(disabled ? 1 : 0), .integer(now), .text(id)])
+            return id
         }
+        guard let userID else { return false }
+        streams?.changed(userID: userID)
+        return true
     }
 
     // MARK: Sessions
@@ -211,7 +219,7 @@ struct AuthRepository: Sendable {
         refreshDigest: String, newAccessDigest: String, accessExpires: Int64, newRefreshDigest: String, refreshExpires: Int64,
         now: Int64, grace: Int64
     ) async throws -> RotationOutcome {
-        try await write { tx in
+        let outcome = try await write { tx -> RotationOutcome in
             let rows = try tx.query(
                 "SELECT id, user_id, family, refresh_expires_at FROM auth_sessions WHERE refresh_digest = ? AND revoked_at IS NULL",
                 [.text(refreshDigest)])
@@ -222,7 +230,8 @@ struct AuthRepository: Sendable {
                 guard let family = reused?.text("family") else { return .unknown }
                 if let rotatedAt = reused?.integer("rotated_at"), now - rotatedAt < grace { return .recentlyRotated }
                 try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE family = ? AND revoked_at IS NULL", [.integer(now), .text(family)])
-                return .reused
+                let owner = try tx.query("SELECT user_id FROM auth_sessions WHERE family = ? LIMIT 1", [.text(family)]).first?.text("user_id")
+                return .reused(userID: owner)
             }
             guard expires > now else { return .expired }
             let disabled = try tx.query("SELECT disabled FROM auth_users WHERE id = ?", [.text(userID)]).first?.integer("disabled") == 1
@@ -237,6 +246,8 @@ struct AuthRepository: Sendable {
             }
             return .rotated(user)
         }
+        if case .reused(let userID?) = outcome { streams?.changed(userID: userID) }
+        return outcome
     }
 
     func revokeSession(accessDigest: String, userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
@@ -244,6 +255,7 @@ struct AuthRepository: Sendable {
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE access_digest = ? AND revoked_at IS NULL", [.integer(now), .text(accessDigest)])
             try tx.append(SignedOut(userId: userID, everywhere: false), causedBy: cause)
         }
+        streams?.changed(userID: userID)
     }
 
     func revokeAllSessions(userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
@@ -251,5 +263,6 @@ struct AuthRepository: Sendable {
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
             try tx.append(SignedOut(userId: userID, everywhere: true), causedBy: cause)
         }
+        streams?.changed(userID: userID)
     }
 }

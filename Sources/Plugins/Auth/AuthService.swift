@@ -30,10 +30,10 @@ public struct AuthService: Sendable {
     let clock: @Sendable () -> WallTime
 
     init(
-        database: any Database, sessions: SessionCache<UserRecord>, rotations: RecentRotations, hasher: PasswordHasher, options: Options,
+        database: any Database, sessions: SessionCache<UserRecord>, streams: SessionStreams?, rotations: RecentRotations, hasher: PasswordHasher, options: Options,
         clock: @escaping @Sendable () -> WallTime
     ) {
-        self.repository = AuthRepository(database: database, sessions: sessions)
+        self.repository = AuthRepository(database: database, sessions: sessions, streams: streams)
         self.rotations = rotations
         self.hasher = hasher
         self.options = options

@@ -17,6 +17,9 @@ struct AppdConfig: Sendable {
     var adminGroup: String?
     var logLevel: LogLevel = .info
     var limits = ServerLimits()
+    /// Bounds on event streams: topics per subscription, streams per account, a user stream's
+    /// session re-check and longest lifetime.
+    var subscribe = SubscribeLimits()
     /// Event log retention: events older than this many days are pruned (nil keeps them).
     var eventRetentionDays: Int?
     /// Event log retention: at most this many events are kept (nil keeps them all).
@@ -112,6 +115,10 @@ struct AppdConfig: Sendable {
             "httpMaxHeaderBytes": .int(Int64(http.limits.maxHeadBytes)),
             "httpMaxConnections": .int(Int64(http.limits.maxConnections)),
             "httpMaxStreams": .int(Int64(http.limits.maxStreams)),
+            "subscribeMaxTopics": .int(Int64(subscribe.maxTopics)),
+            "streamsPerAccount": .int(Int64(subscribe.maxStreamsPerAccount)),
+            "streamSessionRecheckSeconds": seconds(subscribe.sessionRecheck),
+            "streamMaxLifetimeSeconds": seconds(subscribe.maxUserStreamLifetime),
             "httpKeepAliveSeconds": seconds(http.limits.keepAliveTimeout),
             "httpRequestTimeoutSeconds": seconds(http.limits.requestTimeout),
             "httpCallTimeoutSeconds": seconds(http.callTimeout),

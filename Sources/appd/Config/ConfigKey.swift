@@ -155,6 +155,16 @@ struct ConfigKey: Sendable {
         integer("httpMaxHeaderBytes", "--http-max-header-bytes", "Largest HTTP request head (default: 16384).") { $0.http.limits.maxHeadBytes = $1 },
         integer("httpMaxConnections", "--http-max-connections", "Open HTTP connections (default: 1024).") { $0.http.limits.maxConnections = $1 },
         integer("httpMaxStreams", "--http-max-streams", "Open event streams over HTTP (default: 256).") { $0.http.limits.maxStreams = $1 },
+        integer("subscribeMaxTopics", "--subscribe-max-topics", "Topics or patterns in one Subscribe (default: 64).") { $0.subscribe.maxTopics = $1 },
+        integer("streamsPerAccount", "--streams-per-account", "Event streams one account holds open, both transports (default: 8).") {
+            $0.subscribe.maxStreamsPerAccount = $1
+        },
+        seconds("streamSessionRecheckSeconds", "--stream-session-recheck-seconds", "How often a user's event stream checks its session again (default: 30).") {
+            $0.subscribe.sessionRecheck = $1
+        },
+        seconds("streamMaxLifetimeSeconds", "--stream-max-lifetime-seconds", "Longest life of a user's event stream; it resumes with since (default: 3600).") {
+            $0.subscribe.maxUserStreamLifetime = $1
+        },
         seconds("httpKeepAliveSeconds", "--http-keep-alive-seconds", "Idle time before a keep-alive connection is closed (default: 75).") {
             $0.http.limits.keepAliveTimeout = $1
         },

@@ -47,13 +47,7 @@ extension EventBus {
     }
 
     private func matchingQueues(_ topic: String) -> [SubscriptionQueue] {
-        registry.withLock { r in
-            if let cached = r.matchCache[topic] { return cached }
-            let matching = r.queues.values.filter { $0.filter.matches(topic) }.sorted { $0.id < $1.id }
-            if r.matchCache.count >= options.topicCacheLimit { r.matchCache.removeAll(keepingCapacity: true) }
-            r.matchCache[topic] = matching
-            return matching
-        }
+        registry.withLock { $0.subscriptions.matching(topic) }
     }
 
     // MARK: Subscribing
@@ -68,8 +62,7 @@ extension EventBus {
         let queue = registry.withLock { r in
             r.nextID += 1
             let queue = SubscriptionQueue(id: r.nextID, filter: filter, options: options, visibility: visibility)
-            r.queues[queue.id] = queue
-            r.matchCache.removeAll(keepingCapacity: true)
+            r.subscriptions.insert(queue)
             return queue
         }
         return Subscription(queue: queue) { [weak self] id in self?.removeQueue(id) }
@@ -81,9 +74,7 @@ extension EventBus {
     }
 
     func removeQueue(_ id: Int) {
-        registry.withLock { r in
-            if r.queues.removeValue(forKey: id) != nil { r.matchCache.removeAll(keepingCapacity: true) }
-        }
+        _ = registry.withLock { $0.subscriptions.remove(id) }
     }
 
     // MARK: Listeners
@@ -130,7 +121,7 @@ extension EventBus {
     /// Waits until every event published so far has been handled by every subscriber
     /// (or dropped by its policy). For tests and orderly shutdown.
     public func drain(timeout: Duration = .seconds(10)) async throws {
-        let targets = registry.withLock { r in r.queues.values.map { ($0, $0.enqueuedCount) } }
+        let targets = registry.withLock { r in r.subscriptions.queues.values.map { ($0, $0.enqueuedCount) } }
         let deadline = ContinuousClock.now.advanced(by: timeout)
         do {
             try await withDeadline(deadline, timeoutError: { DrainTimeout(pending: -1) }) {

@@ -32,18 +32,19 @@ public final class EventBus: Sendable {
     }
 
     struct EventRegistry {
-        var queues: [Int: SubscriptionQueue] = [:]
-        var matchCache: [String: [SubscriptionQueue]] = [:]
+        var subscriptions: SubscriptionIndex
         var nextID = 0
     }
 
     public let chain: GateChain
     /// The topics plugins' event types own: audience, payload type, publisher.
     public let topics = EventTopics()
+    /// Signed-in users' open streams, woken when their account's sessions change.
+    public let sessionStreams = SessionStreams()
     public let options: Options
     let logger: Logger
     let handlers = Mutex<[String: any HandlerEntry]>([:])
-    let registry = Mutex(EventRegistry())
+    let registry: Mutex<EventRegistry>
     let commandCount = Atomic<Int>(0)
     let eventCount = Atomic<Int>(0)
     let deliveryCount = Atomic<Int>(0)
@@ -51,6 +52,7 @@ public final class EventBus: Sendable {
     /// Builds a bus whose gate chain is fixed from here on, outermost gate first.
     public init(gates: [any Gate] = [], options: Options = Options(), logger: Logger = Logger(label: "appd.bus")) {
         self.chain = GateChain(gates)
+        self.registry = Mutex(EventRegistry(subscriptions: SubscriptionIndex(cacheLimit: options.topicCacheLimit)))
         self.options = options
         self.logger = logger
     }
@@ -59,6 +61,6 @@ public final class EventBus: Sendable {
         Counters(
             commands: commandCount.load(ordering: .relaxed), events: eventCount.load(ordering: .relaxed),
             deliveries: deliveryCount.load(ordering: .relaxed),
-            subscriptions: registry.withLock { $0.queues.count })
+            subscriptions: registry.withLock { $0.subscriptions.count })
     }
 }

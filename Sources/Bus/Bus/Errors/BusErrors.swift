@@ -130,3 +130,21 @@ public struct TopicOwned: WireError, Equatable {
         "\(topic) belongs to plugin '\(publisher)': its events are published only by it (pick a topic of your own, e.g. demo.\(topic))"
     }
 }
+
+/// The account already holds as many event streams as it may.
+public struct TooManyStreams: WireError, Equatable {
+    public let limit: Int
+    public init(limit: Int) { self.limit = limit }
+    public var wireName: String { "io.appd.Bus.TooManyStreams" }
+    public var wireParameters: [String: JSONValue] { ["limit": .int(Int64(limit)), "retryAfterSeconds": .int(5)] }
+    public var description: String { "this account already holds \(limit) event streams; close one (or subscribe to several topics in one stream)" }
+}
+
+/// A signed-in user's stream reached its maximum lifetime.
+public struct StreamLifetimeEnded: WireError, Equatable {
+    public let seconds: Int
+    public init(seconds: Int) { self.seconds = seconds }
+    public var wireName: String { "io.appd.Bus.StreamLifetimeEnded" }
+    public var wireParameters: [String: JSONValue] { ["seconds": .int(Int64(seconds))] }
+    public var description: String { "the stream was open for its longest lifetime (\(seconds) s); subscribe again with 'since' to continue where it ended" }
+}

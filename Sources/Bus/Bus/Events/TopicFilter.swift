@@ -69,6 +69,17 @@ public struct TopicFilter: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The literal first tokens of its patterns, or nil when one begins with `*` or `>` (it may
+    /// match a topic with any first token). The bus indexes subscriptions by these.
+    var firstTokens: Set<Substring>? {
+        var tokens: Set<Substring> = []
+        for alternative in alternatives {
+            guard case .literal(let first)? = alternative.first else { return nil }
+            tokens.insert(first)
+        }
+        return tokens
+    }
+
     /// Whether a concrete topic matches this filter.
     public func matches(_ topic: String) -> Bool {
         alternatives.contains { Self.matches(topic, $0) }

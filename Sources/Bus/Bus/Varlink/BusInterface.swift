@@ -30,6 +30,12 @@ public enum BusInterface {
         # Who asks decides what arrives, live and replayed: a signed-in user (Authenticate)
         # receives the events about them, an admin peer every event but capability-only ones,
         # a plugin what its manifest declares; anyone else gets PermissionDenied.
+        # A signed-in user's stream lives as long as the session that opened it: it ends
+        # with that session's error (SessionExpired, Unauthenticated, AccountDisabled) when
+        # the session is revoked or expires or the account is disabled or deleted, and with
+        # StreamLifetimeEnded after the longest lifetime; subscribe again with 'since'.
+        # An account holds a bounded number of streams (TooManyStreams), each with a
+        # bounded number of topics (InvalidParameter).
         method Subscribe(
           # Topics or patterns to receive.
           topics: []string,
@@ -83,6 +89,13 @@ public enum BusInterface {
         # The topic belongs to a plugin's event type; only that plugin publishes it.
         error TopicOwned (topic: string, publisher: string)
 
+        # The account already holds 'limit' event streams; close one, or ask for several
+        # topics in one stream.
+        error TooManyStreams (limit: int, retryAfterSeconds: int)
+
+        # The stream was open for its longest lifetime; subscribe again with 'since'.
+        error StreamLifetimeEnded (seconds: int)
+
         # The database could not do what was asked ('kind': busy, full, constraint, ...).
         error StorageFailed (kind: string)
 
@@ -101,6 +114,15 @@ public enum BusInterface {
         typealias Reply = JSONValue
         var topics: [String]
         var since: Int64?
+    }
+
+    /// Checks the caller's session through the gates (the session gate resolves it, or refuses
+    /// it with its error). In no interface: only a signed-in user's stream calls it, in-process,
+    /// to learn whether its session still holds.
+    struct CheckSession: Command {
+        static let method = "io.appd.Bus.CheckSession"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = Empty
     }
 
     struct Topics: Command {
@@ -142,8 +164,8 @@ public enum BusInterface {
     /// durable event log) serves `Subscribe(since:)` and durable `Publish`; `isAdmin` says
     /// which callers are peer-credential admins (they see every event but capability-only ones).
     public static func install(
-        on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, replay: (any EventReplay)? = nil,
-        credentials: (any PluginCredentials)? = nil, isAdmin: @escaping @Sendable (Caller) -> Bool
+        on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, limits: SubscribeLimits = SubscribeLimits(),
+        replay: (any EventReplay)? = nil, credentials: (any PluginCredentials)? = nil, isAdmin: @escaping @Sendable (Caller) -> Bool
     ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
@@ -188,7 +210,12 @@ public enum BusInterface {
             }
             return PublishReply(seq: try await replay.append(event))
         }
+        try bus.register(CheckSession.self) { _, _ in Empty() }
         try bus.register(Subscribe.self) { command, envelope, writer in
+            guard command.topics.count <= limits.maxTopics else {
+                throw InvalidParameters(
+                    method: Subscribe.method, parameter: "topics", reason: "at most \(limits.maxTopics) topics or patterns ('todos.>' covers a whole plugin)")
+            }
             let visibility = try Self.visibility(of: envelope, isAdmin: isAdmin)
             if case .plugin(let scope) = visibility, let denied = command.topics.first(where: { !scope.maySubscribe($0) }) {
                 throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not subscribe to \(denied); declare it under \"subscribes\"")
@@ -210,7 +237,20 @@ public enum BusInterface {
             let feed = SubscriptionFeed(
                 filter: filter, visibility: visibility, topics: bus.topics, writer: writer, replay: command.since == nil ? nil : replay,
                 encoded: encoded)
-            try await feed.run(subscription, since: command.since)
+            guard case .user(let userID) = visibility, let token = envelope.caller.sessionToken else {
+                try await feed.run(subscription, since: command.since)
+                throw CancellationError()
+            }
+            // A signed-in user's stream is held to the session that opened it.
+            let watch = try bus.sessionStreams.open(userID: userID, limit: limits.maxStreamsPerAccount)
+            defer { bus.sessionStreams.close(watch) }
+            var checker = envelope.caller
+            checker.connection = nil  // this session, whatever the connection authenticates later
+            checker.principal = nil
+            checker.sessionToken = token
+            try await SessionBoundStream(bus: bus, caller: checker, watch: watch, limits: limits).run {
+                try await feed.run(subscription, since: command.since)
+            }
             throw CancellationError()
         }
     }

@@ -13,7 +13,7 @@ enum APIErrorStatus {
         case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned": 403
         case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider": 404
         case "EmailTaken": 409
-        case "TooManyAttempts": 429
+        case "TooManyAttempts", "TooManyStreams": 429
         case "MethodNotImplemented": 501
         case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow": 503
         case "DeadlineExceeded": 504

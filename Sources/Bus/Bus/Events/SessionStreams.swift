@@ -1,0 +1,59 @@
+import Synchronization
+
+/// The event streams signed-in users hold open, by account: how many each has (capped), and
+/// a wake-up for each when the account's sessions or state change, so that a stream opened
+/// with a session that was since revoked, or on an account since disabled or deleted, ends at
+/// once rather than at its next event (security review finding 2).
+///
+/// The auth plugin calls `changed(userID:)` after each commit that revokes sessions or changes
+/// an account's standing; each woken stream then checks its session again through the gates.
+public final class SessionStreams: Sendable {
+    private struct State {
+        var nextID = 0
+        var byUser: [String: [Int: AsyncStream<Void>.Continuation]] = [:]
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// A stream's place in the registry: its wake-ups, and what closes it.
+    public struct Watch: Sendable {
+        public let userID: String
+        public let id: Int
+        /// Yields when the stream should check its session again.
+        public let wakes: AsyncStream<Void>
+        /// Wakes this stream alone (the periodic re-check).
+        public let wake: AsyncStream<Void>.Continuation
+    }
+
+    /// Registers a stream of `userID`'s; refused when the account already holds `limit`.
+    public func open(userID: String, limit: Int) throws(TooManyStreams) -> Watch {
+        let (wakes, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = try state.withLock { (s: inout State) throws(TooManyStreams) -> Int in
+            let held = s.byUser[userID]?.count ?? 0
+            guard held < limit else { throw TooManyStreams(limit: limit) }
+            s.nextID += 1
+            s.byUser[userID, default: [:]][s.nextID] = continuation
+            return s.nextID
+        }
+        return Watch(userID: userID, id: id, wakes: wakes, wake: continuation)
+    }
+
+    /// Forgets a stream that ended.
+    public func close(_ watch: Watch) {
+        state.withLock { s in
+            s.byUser[watch.userID]?[watch.id] = nil
+            if s.byUser[watch.userID]?.isEmpty == true { s.byUser[watch.userID] = nil }
+        }
+        watch.wake.finish()
+    }
+
+    /// `userID`'s sessions or account changed (committed): each of its streams checks again.
+    public func changed(userID: String) {
+        let woken = state.withLock { Array(($0.byUser[userID] ?? [:]).values) }
+        for continuation in woken { continuation.yield() }
+    }
+
+    /// Streams `userID` holds open.
+    public func count(userID: String) -> Int { state.withLock { $0.byUser[userID]?.count ?? 0 } }
+}

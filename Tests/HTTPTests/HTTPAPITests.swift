@@ -217,6 +217,20 @@ extension String {
         #expect(limiter.take("10.0.0.6", now: start.advanced(by: .seconds(3))) == nil, "among the oldest, so forgotten: a full bucket")
     }
 
+    /// Security review finding 12: the addresses of one IPv6 /64 share one bucket.
+    @Test func anIPv6SlashSixtyFourIsOneClient() {
+        #expect(ClientAddress.network("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
+        #expect(ClientAddress.network("2001:DB8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64")
+        #expect(ClientAddress.network("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(ClientAddress.network("192.0.2.7") == "192.0.2.7" && ClientAddress.network("unix") == "unix")
+        let limiter = ClientLimiter(perMinute: 3, trackedClients: 100)
+        let now = ContinuousClock.now
+        for i in 1...3 { #expect(limiter.take("2001:db8:1:2::\(i)", now: now) == nil) }
+        #expect(limiter.take("2001:db8:1:2:dead:beef::4", now: now) != nil, "a fourth address of the same /64 is limited")
+        #expect(limiter.take("2001:db8:1:3::1", now: now) == nil, "the next /64 is another client")
+        #expect(limiter.tracked == 2)
+    }
+
     @Test func theForwardedAddressIsBelievedOnlyFromATrustedProxy() {
         var request = HTTPServerRequest(method: "GET", target: "/", headers: ["x-forwarded-for": "203.0.113.9, 10.0.0.2"])
         request.peerAddress = "10.0.0.1"

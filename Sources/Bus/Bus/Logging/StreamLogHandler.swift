@@ -28,7 +28,10 @@ public final class StreamLogHandler: LogHandler {
 
     public func log(_ record: LogRecord) {
         var line = journald ? "<\(Self.priority(record.level))>" : ""
-        line += "\(record.level) \(record.label): \(record.message)"
+        // Control characters are shown, never written: a message or value carrying text from
+        // outside (a plugin's output, a client's input) cannot end the line, rewrite it (CR,
+        // ANSI escapes) or pass for a line of appd's own.
+        line += "\(record.level) \(record.label): \(record.message.escapingControlCharacters())"
         for key in record.metadata.keys.sorted() {
             line += " \(key)=\(Self.quoted(record.metadata[key] ?? ""))"
         }
@@ -49,15 +52,16 @@ public final class StreamLogHandler: LogHandler {
     }
 
     static func quoted(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }
+        let needsQuotes = value.isEmpty || value.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isControl || $0.properties.isWhitespace }
         guard needsQuotes else { return value }
         var out = "\""
-        for ch in value {
-            switch ch {
+        for scalar in value.unicodeScalars {
+            switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
             case "\n": out += "\\n"
-            default: out.append(ch)
+            default:
+                if scalar.isControl { out += "\\u{" + String(scalar.value, radix: 16) + "}" } else { out.unicodeScalars.append(scalar) }
             }
         }
         return out + "\""

@@ -113,9 +113,9 @@ private struct OutcomeGate: Gate {
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         let reply = try await next(envelope)
         if let stream = reply as? any FinishObservable {
-            await stream.whenFinished { [outcomes] error in
+            await stream.whenFinished { [outcomes] end in
                 try? await Task.sleep(for: .milliseconds(100))
-                outcomes.append(error == nil ? "ok" : "failed")
+                outcomes.append(end.error == nil ? "ok" : "failed")
             }
         }
         return reply

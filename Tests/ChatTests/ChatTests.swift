@@ -84,6 +84,38 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await h.database.close()
     }
 
+    /// Security review finding 5: reading the reply, then deleting the conversation under it
+    /// (Send ends in NotFound) no longer gives the quota use back: the words were delivered.
+    @Test func aReplyDeliveredBeforeItsConversationWasDeletedKeepsItsQuotaUse() async throws {
+        let h = try await Harness.make(provider: EchoProvider(delay: .milliseconds(20)), freeMessages: 2)
+        let ada = try await h.user("ada@example.com").caller
+        for attempt in 0..<2 {
+            let conversation = try await h.conversation(ada)
+            let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "one two three four five six"), as: ada)
+            var deltas = 0
+            var ended: (any Error)?
+            do {
+                for try await reply in stream where reply.delta != nil {
+                    deltas += 1
+                    if deltas == 1 { _ = try await h.bus.send(ChatInterface.DeleteConversation(id: conversation.id), as: ada) }
+                }
+            } catch {
+                ended = error
+            }
+            #expect(deltas >= 1, "attempt \(attempt)")
+            #expect((ended as? ChatError)?.name == "NotFound", "attempt \(attempt): \(String(describing: ended))")
+        }
+        // Both uses stand: a third message is refused.
+        let conversation = try await h.conversation(ada)
+        do {
+            _ = try await h.send("one too many", in: conversation.id, as: ada)
+            Issue.record("the quota was refunded for delivered replies")
+        } catch let error as PaymentsError {
+            #expect(error.kind == .paymentRequired)
+        }
+        await h.database.close()
+    }
+
     @Test func cancelFromAnotherConnectionStoresThePartialReply() async throws {
         let h = try await Harness.make(provider: EchoProvider(delay: .milliseconds(100)))
         let ada = try await h.user("ada@example.com").caller

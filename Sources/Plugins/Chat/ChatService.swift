@@ -92,6 +92,9 @@ struct ChatService: Sendable {
                         // cancel (it waits while the caller is not reading) is not stored, so
                         // the stored text is what the caller was given.
                         try await writer.send(SendReply(messageId: replyID, delta: delta, message: nil))
+                        // The provider's words reached the caller: the quota use stands,
+                        // whatever happens to the call from here on.
+                        writer.markUsed()
                         reply += delta
                     case .usage(let prompt, let completion):
                         usage = Usage(promptTokens: prompt, completionTokens: completion)

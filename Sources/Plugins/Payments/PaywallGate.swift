@@ -7,7 +7,7 @@ import PluginKit
 ///
 /// A use is taken atomically before the command runs (so two concurrent calls with one use
 /// left cannot both pass) and given back if the command fails; for a stream, when the stream
-/// ends in an error. Persisted state is read on every call: a grant or a lapse takes effect
+/// ends in an error before its handler marked it used (`ReplyWriter.markUsed`). Persisted state is read on every call: a grant or a lapse takes effect
 /// on the very next call. A meter that is not configured denies (fail closed).
 struct PaywallGate: Gate {
     let repository: PaymentsRepository
@@ -75,9 +75,11 @@ struct PaywallGate: Gate {
         }
         if let stream = reply as? any FinishObservable {
             let repository = self.repository, logger = self.logger, taken = taken
-            // The client sees the stream's error only after the use is given back.
-            await stream.whenFinished { error in
-                guard error != nil else { return }
+            // The client sees the stream's error only after the use is given back. A stream
+            // that failed after handing over what it costs (a chat reply's words, then the
+            // conversation deleted under it) keeps the use (security review finding 5).
+            await stream.whenFinished { end in
+                guard end.error != nil, !end.used else { return }
                 await Self.refund(taken, repository, logger)
             }
         }

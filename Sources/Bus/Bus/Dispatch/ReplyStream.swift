@@ -17,14 +17,14 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
     /// Stops the stream and cancels the producer.
     public func cancel() { channel.cancel() }
 
-    /// Calls `body` once when the stream's producer has finished: with nil when it delivered
-    /// its final reply, with the error when it failed or was cancelled. Gates use it to act on
-    /// a stream's outcome (a paywall refunds a quota use when the command failed).
+    /// Calls `body` once when the stream's producer has finished, with how it ended. Gates use
+    /// it to act on a stream's outcome (a paywall refunds a quota use when the command failed
+    /// before it was used).
     ///
     /// The consumer sees the stream's error only after every `body` has returned, so what a
     /// body commits is visible to whoever reacts to the error. If the producer has already
     /// finished, `body` runs before this returns.
-    public func whenFinished(_ body: @escaping @Sendable ((any Error)?) async -> Void) async {
+    public func whenFinished(_ body: @escaping @Sendable (StreamEnd) async -> Void) async {
         await channel.whenFinished(body)
     }
 
@@ -58,19 +58,28 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
 /// The producer's handle: `send` waits while the consumer is `capacity` replies behind.
 public struct ReplyWriter<Element: Sendable>: Sendable {
     private let deliver: @Sendable (Element) async throws -> Void
+    private let use: @Sendable () -> Void
 
-    init(channel: ReplyChannel<Element>) { deliver = { try await channel.send($0, isFinal: false) } }
+    init(channel: ReplyChannel<Element>) {
+        deliver = { try await channel.send($0, isFinal: false) }
+        use = { channel.markUsed() }
+    }
 
     /// A writer whose replies go, transformed, to `writer` (typed replies onto a JSON stream,
     /// with no task of their own in between).
     init<Target: Sendable>(into writer: ReplyWriter<Target>, _ transform: @escaping @Sendable (Element) throws -> Target) {
         deliver = { try await writer.send(transform($0)) }
+        use = { writer.markUsed() }
     }
 
     /// Sends one intermediate reply; throws `CancellationError` once the consumer has gone away.
     public func send(_ element: Element) async throws {
         try await deliver(element)
     }
+
+    /// Says the caller has been given what the stream costs (a chat reply's first words): a
+    /// failure after this does not undo the cost (the paywall keeps the quota use).
+    public func markUsed() { use() }
 }
 
 /// A single-producer, single-consumer bounded channel shared by a `ReplyStream` and its writer.
@@ -85,7 +94,9 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         var task: Task<Void, Never>?
         /// The producer's outcome once it has returned or thrown, before observers have run.
         var outcome: (any Error)??
-        var observers: [@Sendable ((any Error)?) async -> Void] = []
+        var observers: [@Sendable (StreamEnd) async -> Void] = []
+        /// The producer said the caller got what the stream costs (`ReplyWriter.markUsed`).
+        var used = false
     }
     private enum Step { case element(Element, Bool), end((any Error)?), wait }
     private let capacity: Int
@@ -152,20 +163,23 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         }
     }
 
+    func markUsed() { state.withLock { $0.used = true } }
+
     /// Replies held, consumed ones not yet released included (for tests: it stays bounded).
     var storedCount: Int { state.withLock { $0.buffer.count } }
 
     /// Runs the observers with the producer's outcome; until they return, the consumer waits.
     func settle(_ outcome: (any Error)?) async {
-        let observers = state.withLock { s -> [@Sendable ((any Error)?) async -> Void] in
+        let (observers, used) = state.withLock { s -> ([@Sendable (StreamEnd) async -> Void], Bool) in
             s.outcome = .some(outcome)
             defer { s.observers = [] }
-            return s.observers
+            return (s.observers, s.used)
         }
         guard !observers.isEmpty else { return }
+        let end = StreamEnd(error: outcome, used: used)
         // In a task of their own: a producer cancelled because its client left must not
         // cancel what the observers commit (a refund) with it.
-        await Task { for observer in observers { await observer(outcome) } }.value
+        await Task { for observer in observers { await observer(end) } }.value
     }
 
     func finish(_ error: (any Error)?) {
@@ -179,9 +193,9 @@ final class ReplyChannel<Element: Sendable>: Sendable {
 
     /// Calls `body` once with the producer's outcome: nil when it returned its final reply, the
     /// error when it failed or was cancelled. Inline if the producer has already finished.
-    func whenFinished(_ body: @escaping @Sendable ((any Error)?) async -> Void) async {
-        let done = state.withLock { s -> (any Error)?? in
-            if let outcome = s.outcome { return .some(outcome) }
+    func whenFinished(_ body: @escaping @Sendable (StreamEnd) async -> Void) async {
+        let done = state.withLock { s -> StreamEnd? in
+            if let outcome = s.outcome { return StreamEnd(error: outcome, used: s.used) }
             s.observers.append(body)
             return nil
         }
@@ -250,5 +264,14 @@ final class ReplyChannel<Element: Sendable>: Sendable {
 /// A reply whose outcome is known only later (a stream): gates see replies generically and
 /// ask through this protocol.
 public protocol FinishObservable: Sendable {
-    func whenFinished(_ body: @escaping @Sendable ((any Error)?) async -> Void) async
+    func whenFinished(_ body: @escaping @Sendable (StreamEnd) async -> Void) async
+}
+
+/// How a stream's producer ended.
+public struct StreamEnd: Sendable {
+    /// nil when it delivered its final reply; the error when it failed or was cancelled.
+    public let error: (any Error)?
+    /// Whether it had said the caller got what the stream costs (`ReplyWriter.markUsed`): a
+    /// stream that fails after that still cost its use.
+    public let used: Bool
 }

@@ -148,12 +148,84 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         await h.database.close()
     }
 
-    @Test func emailsAreUniqueCaseInsensitively() async throws {
+    /// Security review finding 10: a taken email (any case) is answered as a new account would
+    /// be; nothing is created, the owner is told once an hour, and signing in still needs the
+    /// owner's password.
+    @Test func aTakenEmailIsAnsweredAsANewOneAndItsOwnerIsTold() async throws {
         let h = try await Harness.make()
-        _ = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse", displayName: nil))
-        await expectAuthError(.emailTaken) {
-            _ = try await h.bus.send(AuthInterface.SignUp(email: "ADA@EXAMPLE.com", password: "another one", displayName: nil))
+        let repeated = try h.bus.subscribe("auth.signUpRepeated")
+        let first = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse", displayName: nil)).user
+        let again = try await h.bus.send(AuthInterface.SignUp(email: "ADA@EXAMPLE.com", password: "another one", displayName: "Eve")).user
+        #expect(again.id != first.id && again.email.lowercased() == "ada@example.com" && again.displayName == "Eve" && !again.onboarded, "\(again)")
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "another one")) }
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+        var events = repeated.makeAsyncIterator()
+        let told = try #require(await events.next()?.json())
+        #expect(told["userId"]?.stringValue == first.id && told["email"]?.stringValue == "ada@example.com")
+        // Within the hour, more repeats tell the owner nothing new; after it, once again.
+        _ = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "third try!", displayName: nil))
+        h.clock.advance(seconds: 3601)
+        _ = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "fourth try", displayName: nil))
+        let logged = try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.signUpRepeated" }
+        #expect(logged.count == 2)
+        let users = try await h.bus.send(AuthInterface.ListUsers(cursor: nil, limit: nil), as: h.admin).users
+        #expect(users.count == 1)
+        await h.database.close()
+    }
+
+    /// Security review finding 11: five wrong passwords from one address slow that address
+    /// down, not the owner signing in from elsewhere; an IPv6 /64 counts as one address.
+    @Test func wrongPasswordsFromElsewhereDoNotLockTheOwnerOut() async throws {
+        let h = try await Harness.make()
+        _ = try await h.signUpAndIn()
+        let attacker = Caller(remoteAddress: "2001:db8:5:6::1"), owner = Caller(remoteAddress: "198.51.100.7")
+        for i in 0..<5 {
+            await expectAuthError(.invalidCredentials) {
+                _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password"), as: Caller(remoteAddress: "2001:db8:5:6::\(i + 1)"))
+            }
         }
+        await expectAuthError(.tooManyAttempts) { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: attacker) }
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: owner)
+        await h.database.close()
+    }
+
+    /// Security review finding 4: ChangePassword and DeleteAccount check the password under the
+    /// sign-in throttle (a stolen access token is no unthrottled password oracle).
+    @Test func changePasswordAndDeleteAccountAreThrottledLikeSignIn() async throws {
+        let h = try await Harness.make()
+        let session = try await h.signUpAndIn()
+        let thief = Caller(sessionToken: SessionToken(session.accessToken), remoteAddress: "203.0.113.9")
+        for _ in 0..<5 {
+            await expectAuthError(.invalidCredentials) {
+                _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "guess one", newPassword: "a new password"), as: thief)
+            }
+        }
+        await expectAuthError(.tooManyAttempts) { _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "correct horse"), as: thief) }
+        await expectAuthError(.tooManyAttempts) {
+            _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "correct horse", newPassword: "a new password"), as: thief)
+        }
+        // The same address's sign-ins wait too; the owner elsewhere is not held up.
+        await expectAuthError(.tooManyAttempts) {
+            _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: Caller(remoteAddress: "203.0.113.9"))
+        }
+        let owner = Caller(sessionToken: SessionToken(session.accessToken), remoteAddress: "198.51.100.7")
+        _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "correct horse", newPassword: "a new password"), as: owner)
+        await h.database.close()
+    }
+
+    /// Security review finding 13: reset requests are recorded at most three an hour per
+    /// address, and the reply is the same whether or not the address has an account.
+    @Test func resetRequestsAreLimitedPerAddress() async throws {
+        let h = try await Harness.make()
+        _ = try await h.signUpAndIn()
+        for _ in 0..<10 { _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com")) }
+        for _ in 0..<10 { _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "nobody@example.com")) }
+        var logged = try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.passwordResetRequested" }
+        #expect(logged.count == 3)
+        h.clock.advance(seconds: 3601)
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ADA@example.com"))
+        logged = try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.passwordResetRequested" }
+        #expect(logged.count == 4)
         await h.database.close()
     }
 
@@ -391,7 +463,9 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: tokenTwo, newPassword: "third password"))
         await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: tokenOne, newPassword: "fourth password")) }
 
-        // Hardening finding 5: a password change voids every token issued before it.
+        // Hardening finding 5: a password change voids every token issued before it. (Three
+        // requests an hour are recorded per address: the next hour.)
+        h.clock.advance(seconds: 3601)
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
         let beforeChange = try #require(try await iterator.next()).event
         let staleToken = try await h.bus.send(AuthInterface.IssueResetToken(requestId: beforeChange.requestId), as: mailer).resetToken
@@ -402,6 +476,7 @@ func expectAuthError(_ kind: AuthError.Kind, sourceLocation: SourceLocation = #_
         await expectAuthError(.invalidResetToken) { _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: staleToken, newPassword: "sixth password")) }
 
         // A request expires, and so does its token.
+        h.clock.advance(seconds: 3601)
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ada@example.com"))
         let late = try #require(try await iterator.next()).event
         let lateToken = try await h.bus.send(AuthInterface.IssueResetToken(requestId: late.requestId), as: mailer).resetToken

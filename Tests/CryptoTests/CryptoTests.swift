@@ -1,3 +1,5 @@
+import TestSupport
+import Synchronization
 import Testing
 @testable import Crypto
 
@@ -83,6 +85,42 @@ func hex(_ text: String) -> [UInt8] {
         }
         #expect(outcomes.contains(false))
         #expect(outcomes.filter { $0 }.count >= 2)
+    }
+}
+
+/// Security review finding 4: password work one account can ask for again and again cannot
+/// take the threads sign-in needs.
+@Suite struct HashingLaneTests {
+    @Test func aFloodOfAccountWorkLeavesSignInItsThreads() async throws {
+        let hasher = try PasswordHasher(parameters: Scrypt.Parameters(logN: 14, r: 8, p: 1), maxConcurrent: 4, maxWaiting: 8)
+        final class Flags: Sendable {
+            let refused = Atomic<Int>(0)
+            let stop = Atomic<Bool>(false)
+        }
+        let flags = Flags()
+        let flood = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        while !flags.stop.load(ordering: .relaxed) {
+                            do { _ = try await hasher.hash("pw", lane: .account) } catch {
+                                flags.refused.add(1, ordering: .relaxed)
+                                try? await Task.sleep(for: .milliseconds(2))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The account lane is full (it refuses work) ...
+        #expect(await eventually { flags.refused.load(ordering: .relaxed) > 10 })
+        // ... and sign-ins still get through, one after another.
+        for _ in 0..<5 {
+            let phc = try await hasher.hash("correct horse", lane: .signIn)
+            #expect(try await hasher.verify("correct horse", against: phc, lane: .signIn).matches)
+        }
+        flags.stop.store(true, ordering: .relaxed)
+        await flood.value
     }
 }
 

@@ -219,10 +219,10 @@ extension String {
 
     /// Security review finding 12: the addresses of one IPv6 /64 share one bucket.
     @Test func anIPv6SlashSixtyFourIsOneClient() {
-        #expect(ClientAddress.network("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
-        #expect(ClientAddress.network("2001:DB8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64")
-        #expect(ClientAddress.network("::ffff:192.0.2.7") == "192.0.2.7")
-        #expect(ClientAddress.network("192.0.2.7") == "192.0.2.7" && ClientAddress.network("unix") == "unix")
+        #expect(NetworkAddress.client("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
+        #expect(NetworkAddress.client("2001:DB8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64")
+        #expect(NetworkAddress.client("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(NetworkAddress.client("192.0.2.7") == "192.0.2.7" && NetworkAddress.client("unix") == "unix")
         let limiter = ClientLimiter(perMinute: 3, trackedClients: 100)
         let now = ContinuousClock.now
         for i in 1...3 { #expect(limiter.take("2001:db8:1:2::\(i)", now: now) == nil) }
@@ -247,7 +247,7 @@ extension String {
     }
 
     @Test func errorNamesMapToStatuses() {
-        #expect(APIErrorStatus.status(for: "io.appd.Auth.EmailTaken") == 409)
+        #expect(APIErrorStatus.status(for: "io.appd.Auth.InvalidCredentials") == 401)
         #expect(APIErrorStatus.status(for: "io.appd.Payments.PaymentRequired") == 402)
         #expect(APIErrorStatus.status(for: "io.appd.Auth.OnboardingRequired") == 403)
         #expect(APIErrorStatus.status(for: "io.appd.Bus.DeadlineExceeded") == 504)

@@ -108,6 +108,12 @@ def main():
             welcome = wait_for("welcome", lambda: [m for m in outbox(sock_path) if m["subject"] == "Welcome"])
             check("a sign-up gets a welcome message in the maildir", bool(welcome), str(outbox(sock_path)))
 
+            # Signing up again with the address answers as a new account would; the owner is mailed.
+            again = call(sock_path, "io.appd.Auth.SignUp", {"email": "ADA@example.com", "password": "someone else's"})
+            check("a sign-up with a taken address is answered like a new one", "error" not in again and again.get("parameters", {}).get("user", {}).get("id"), str(again))
+            repeated = wait_for("repeated", lambda: [m for m in outbox(sock_path) if m["subject"] == "You already have an account"])
+            check("and the owner gets a 'you already have an account' message", bool(repeated), str(outbox(sock_path)))
+
             call(sock_path, "io.appd.Auth.RequestPasswordReset", {"email": "ada@example.com"})
             reset = wait_for("reset", lambda: [m for m in outbox(sock_path) if m["subject"] == "Reset your password"])
             check("a password reset request gets a message", bool(reset))
@@ -145,13 +151,13 @@ def main():
             # Python varlink's own client calls the plugin's interface through appd.
             with varlink.Client(address="unix:" + sock_path) as client, client.open("io.appd.examples.Mailer") as mailer:
                 messages = mailer.Outbox()["messages"]
-            check("python varlink calls the plugin through appd", len(messages) == 3, str(messages))
+            check("python varlink calls the plugin through appd", len(messages) == 4, str(messages))
 
             pid = (mailer_status(sock_path) or {}).get("pid")
             os.kill(pid, signal.SIGKILL)
             back = wait_for("restart", lambda: mailer_status(sock_path).get("pid") not in (None, pid) and mailer_status(sock_path).get("state") == "running")
             check("a SIGKILLed mailer is restarted", bool(back), str(mailer_status(sock_path)))
-            check("and still lists what it wrote", len(outbox(sock_path)) == 3)
+            check("and still lists what it wrote", len(outbox(sock_path)) == 4)
             check("appd answers throughout", "error" not in call(sock_path, "io.appd.Daemon.Ping"))
         finally:
             proc.send_signal(signal.SIGTERM)

@@ -245,7 +245,8 @@ def call_checks(api, token, other_token):
     status, _, reply = api.call("io.appd.Todos.Get", {"id": added["todo"]["id"]}, other_token)
     check("another user's todo: 404 (per-user scope)", status == 404, f"{status} {reply}")
     status, _, reply = api.call("io.appd.Auth.SignUp", {"email": "first@example.com", "password": PASSWORD}, headers={"X-Forwarded-For": "10.55.0.1"})
-    check("an email taken: 409 EmailTaken", status == 409 and reply["error"] == "io.appd.Auth.EmailTaken", f"{status} {reply}")
+    check("an email taken: answered as a new account (200, a user), no EmailTaken to enumerate with",
+          status == 200 and reply.get("user", {}).get("email") == "first@example.com", f"{status} {reply}")
     for method in ["io.appd.Daemon.Status", "io.appd.Daemon.Shutdown", "io.appd.Auth.ListUsers", "io.appd.Payments.Grant", "io.appd.Bus.Publish",
                    "io.appd.Auth.IssueResetToken", "io.appd.Auth.Authenticate", "org.varlink.service.GetInfo", "io.appd.Nope.Nothing"]:
         status, _, reply = api.call(method, {}, token)
@@ -349,6 +350,12 @@ def limit_checks(api):
           [s for s, _ in statuses[:5]] == [401] * 5 and statuses[5][0] == 429 and int(statuses[5][1] or 0) >= 1, str(statuses))
     status, _, _ = api.call("io.appd.Auth.SignIn", {"email": "nobody9@example.com", "password": "wrong password"}, headers={"X-Forwarded-For": "203.0.113.8"})
     check("another client behind the trusted proxy has its own budget", status == 401, str(status))
+    # Security review finding 12: the addresses of one IPv6 /64 are one client.
+    statuses = [api.call("io.appd.Auth.SignIn", {"email": f"v6-{n}@example.com", "password": "wrong password"},
+                         headers={"X-Forwarded-For": f"2001:db8:77:1:{n + 1:x}::1"})[0] for n in range(6)]
+    check("sign-ins from six addresses of one IPv6 /64: the sixth is 429", statuses[:5] == [401] * 5 and statuses[5] == 429, str(statuses))
+    status, _, _ = api.call("io.appd.Auth.SignIn", {"email": "v6-x@example.com", "password": "wrong password"}, headers={"X-Forwarded-For": "2001:db8:77:2::1"})
+    check("the next /64 is another client", status == 401, str(status))
     status, _, _ = api.call("io.appd.Payments.Products", {}, headers={"X-Forwarded-For": "203.0.113.7"})
     check("a method outside the limited list is not limited", status == 200, str(status))
 
@@ -422,8 +429,103 @@ def operations_checks(api, directory):
         check("promtool is installed (Debian's prometheus package)", False, "install prometheus")
 
 
+def read_until_end(reader, seconds):
+    """Events until the stream ends (or `seconds` pass); (events, ended)."""
+    reader.s.settimeout(seconds)
+    events = []
+    try:
+        while True:
+            event = reader.next()
+            if event is None:
+                return events, True
+            events.append(event)
+    except socket.timeout:
+        return events, False
+    except (ConnectionError, OSError):
+        return events, True
+
+
+def security_checks(binary):
+    """Security review findings 2, 3, 8 and 10 through the real binary over HTTP, on an instance
+    of its own with small stream limits (and the rate limit off)."""
+    with tempfile.TemporaryDirectory() as directory:
+        api = Appd(binary, directory, extra=("--streams-per-account", "2", "--http-max-streams-per-client", "3",
+                                             "--subscribe-max-topics", "8", "--http-rate-limit-per-minute", "0"))
+        try:
+            ada, _ = signed_up(api, "ada-sec@example.com")
+            # 2: a stream opened with a session ends when the session is revoked elsewhere.
+            reader = api.stream("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, ada)
+            _, _, again = api.call("io.appd.Auth.SignIn", {"email": "ada-sec@example.com", "password": PASSWORD})
+            started = time.time()
+            api.call("io.appd.Auth.SignOutEverywhere", {}, again["session"]["accessToken"])
+            events, ended = read_until_end(reader, 10)
+            reader.close()
+            errors = [e["data"].get("error") for e in events if e.get("event") == "error"]
+            check("a Subscribe stream ends with its session's error when the user signs out everywhere",
+                  ended and errors and errors[0] in ("io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired") and time.time() - started < 5,
+                  f"{events} ended={ended}")
+            # 3: bounded topics per subscription, bounded streams per account.
+            bob, _ = signed_up(api, "bob-sec@example.com")
+            status, _, reply = api.call("io.appd.Bus.Subscribe", {"topics": [f"t{n}.x" for n in range(9)]}, bob, headers={"Accept": "text/event-stream"})
+            check("Subscribe with more topics than subscribeMaxTopics: 400 naming 'topics'",
+                  status == 400 and reply.get("parameters", {}).get("parameter") == "topics", f"{status} {reply}")
+            held = [api.stream("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, bob, headers={"X-Forwarded-For": f"10.1.0.{n}"}) for n in range(2)]
+            status, headers, reply = api.call("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, bob,
+                                              headers={"Accept": "text/event-stream", "X-Forwarded-For": "10.1.0.9"})
+            check("a third stream of one account: 429 TooManyStreams with Retry-After",
+                  all(r.status == 200 for r in held) and status == 429 and reply.get("error") == "io.appd.Bus.TooManyStreams" and headers.get("retry-after"),
+                  f"{status} {reply}")
+            for r in held:
+                r.close()
+            # 8: one address cannot hold every stream (3 per address here; accounts of 2 each).
+            carol, _ = signed_up(api, "carol-sec@example.com")
+            dave, _ = signed_up(api, "dave-sec@example.com")
+            same = {"X-Forwarded-For": "198.51.100.20"}
+            held = [api.stream("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, token, headers=same) for token in (carol, carol, dave)]
+            status, _, reply = api.call("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, dave, headers={"Accept": "text/event-stream", **same})
+            other = api.stream("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, dave, headers={"X-Forwarded-For": "198.51.100.21"})
+            check("a fourth stream from one address: 429; another address still gets one",
+                  all(r.status == 200 for r in held) and status == 429 and reply.get("error") == "io.appd.Bus.TooManyStreams" and other.status == 200,
+                  f"{status} {reply} other={other.status}")
+            for r in held + [other]:
+                r.close()
+            # 10: a taken email costs what a new one costs and is answered alike.
+            def timed(email):
+                begun = time.time()
+                status, _, reply = api.call("io.appd.Auth.SignUp", {"email": email, "password": PASSWORD})
+                return time.time() - begun, status, reply
+            fresh = [timed(f"fresh{n}@example.com") for n in range(3)]
+            taken = [timed("ada-sec@example.com") for _ in range(3)]
+            median = lambda runs: sorted(t for t, _, _ in runs)[1]
+            ratio = median(taken) / max(median(fresh), 1e-6)
+            check("sign-up of a taken email: 200 with a user, like a new one",
+                  all(st == 200 and r.get("user", {}).get("id") for _, st, r in fresh + taken), str(taken[0][1:]))
+            check("and it takes as long (median ratio within 0.6-1.6)", 0.6 < ratio < 1.6,
+                  f"taken {median(taken) * 1000:.0f} ms, new {median(fresh) * 1000:.0f} ms")
+            # 10: a reset request for an account costs what one for an unknown address costs
+            # (one transaction either way; before, only the real account's wrote and synced).
+            known = [f"reset{n}@example.com" for n in range(7)]
+            for email in known:
+                api.call("io.appd.Auth.SignUp", {"email": email, "password": PASSWORD})
+            def reset_time(email):
+                begun = time.perf_counter()
+                status, _, _ = api.call("io.appd.Auth.RequestPasswordReset", {"email": email})
+                return time.perf_counter() - begun, status
+            pairs = [(reset_time(email), reset_time(f"unknown{n}@example.com")) for n, email in enumerate(known)]
+            known_median = sorted(k for (k, _), _ in pairs)[3]
+            unknown_median = sorted(u for _, (u, _) in pairs)[3]
+            check("a reset request: the same answer for a known and an unknown address",
+                  all(ks == 200 and us == 200 for (_, ks), (_, us) in pairs), str(pairs))
+            check("and about the same time (medians within a factor of 1.8)", known_median < 1.8 * unknown_median and unknown_median < 1.8 * known_median,
+                  f"known {known_median * 1000:.2f} ms, unknown {unknown_median * 1000:.2f} ms")
+        finally:
+            api.proc.kill()
+            api.proc.wait()
+
+
 def main():
     binary = sys.argv[1]
+    security_checks(binary)
     with tempfile.TemporaryDirectory() as directory:
         api = Appd(binary, directory)
         stopped = False
@@ -432,11 +534,14 @@ def main():
             check("/healthz: 200", status == 200 and reply == {"status": "ok"}, f"{status} {reply}")
             token, user_id = signed_up(api, "first@example.com")
             other_token, _ = signed_up(api, "second@example.com")
+            # The keep-alive stream's own account: schemathesis signs the first one out meanwhile,
+            # and a stream ends with its session (security review finding 2).
+            idle_token, _ = signed_up(api, "idle@example.com")
             api.call("io.appd.Todos.Add", {"title": "before"}, None)  # counted as a gate denial (no session)
             call_checks(api, token, other_token)
             sse_checks(api, token, user_id, other_token)
             limit_checks(api)
-            keeper = threading.Thread(target=keep_alive_check, args=(api, token))
+            keeper = threading.Thread(target=keep_alive_check, args=(api, idle_token))
             keeper.start()
             openapi_checks(api, directory, token)
             keeper.join()

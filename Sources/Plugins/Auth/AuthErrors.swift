@@ -4,7 +4,6 @@ import Bus
 public struct AuthError: WireError, Equatable {
     public enum Kind: String, Sendable {
         case invalidCredentials = "InvalidCredentials"
-        case emailTaken = "EmailTaken"
         case validationFailed = "ValidationFailed"
         case unauthenticated = "Unauthenticated"
         case sessionExpired = "SessionExpired"
@@ -22,7 +21,6 @@ public struct AuthError: WireError, Equatable {
     public var retryAfterSeconds: Int?
 
     public static let invalidCredentials = AuthError(kind: .invalidCredentials)
-    public static let emailTaken = AuthError(kind: .emailTaken)
     public static let unauthenticated = AuthError(kind: .unauthenticated)
     public static let sessionExpired = AuthError(kind: .sessionExpired)
     public static let onboardingRequired = AuthError(kind: .onboardingRequired)
@@ -52,7 +50,6 @@ public struct AuthError: WireError, Equatable {
     public var description: String {
         switch kind {
         case .invalidCredentials: "wrong email or password"
-        case .emailTaken: "an account with this email exists; sign in instead"
         case .validationFailed: "\(field ?? "input"): \(reason ?? "invalid")"
         case .unauthenticated: "not signed in; run 'appctl login'"
         case .sessionExpired: "the session expired; sign in again or refresh it"

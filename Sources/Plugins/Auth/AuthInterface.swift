@@ -26,6 +26,9 @@ enum AuthInterface {
         )
 
         # Creates an account. The password needs 8 to 1024 bytes and must differ from the email.
+        # An email that already has an account is answered the same way (a user that leads
+        # nowhere: signing in needs that account's password) and its owner is told
+        # (auth.signUpRepeated), so sign-up tells nobody which emails have accounts.
         method SignUp(
           # The address to sign in with (unique, any case).
           email: string,
@@ -129,7 +132,6 @@ enum AuthInterface {
         method EnableUser(email: string) -> ()
 
         error InvalidCredentials ()
-        error EmailTaken ()
         error ValidationFailed (field: string, reason: string)
         error Unauthenticated ()
         error SessionExpired ()

@@ -69,5 +69,14 @@ enum AuthMigrations {
             UPDATE auth_attempts SET last_failure_at = window_start;
             ALTER TABLE auth_rotated_refresh ADD COLUMN rotated_at INTEGER NOT NULL DEFAULT 0;
             """),
+        // Notices sent per account or address in a window (reset requests, repeated sign-ups):
+        // keyed by a digest of the email or the user id, so unknown addresses are not stored.
+        Migration(plugin: "auth", version: 5, sql: """
+            CREATE TABLE auth_notices (
+              key TEXT PRIMARY KEY,
+              count INTEGER NOT NULL,
+              window_start INTEGER NOT NULL
+            );
+            """),
     ]
 }

@@ -52,7 +52,7 @@ public struct AuthPlugin: Plugin {
             return Empty()
         }
         try bus.register(AuthInterface.SignIn.self) { command, envelope in
-            .init(session: try await service.signIn(email: command.email, password: command.password, causedBy: envelope))
+            .init(session: try await service.signIn(email: command.email, password: command.password, origin: envelope.caller.origin, causedBy: envelope))
         }
         try bus.register(AuthInterface.Authenticate.self) { command, envelope in
             let record = try await service.resolve(accessToken: command.accessToken)
@@ -102,7 +102,8 @@ public struct AuthPlugin: Plugin {
     private func registerAccountMethods(_ service: AuthService, on bus: EventBus) throws {
         try bus.register(AuthInterface.ChangePassword.self) { command, envelope in
             let (token, principal) = try Self.signedIn(envelope)
-            try await service.changePassword(userID: principal.userID, accessToken: token, current: command.currentPassword, new: command.newPassword)
+            try await service.changePassword(
+                userID: principal.userID, accessToken: token, current: command.currentPassword, new: command.newPassword, origin: envelope.caller.origin)
             return Empty()
         }
         try bus.register(AuthInterface.RequestPasswordReset.self) { command, envelope in
@@ -117,7 +118,8 @@ public struct AuthPlugin: Plugin {
             return Empty()
         }
         try bus.register(AuthInterface.DeleteAccount.self) { command, envelope in
-            try await service.deleteAccount(userID: try Self.signedIn(envelope).1.userID, password: command.password, causedBy: envelope)
+            try await service.deleteAccount(
+                userID: try Self.signedIn(envelope).1.userID, password: command.password, origin: envelope.caller.origin, causedBy: envelope)
             envelope.caller.connection?.sessionToken = nil
             return Empty()
         }

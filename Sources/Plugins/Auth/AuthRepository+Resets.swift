@@ -5,10 +5,18 @@ import Storage
 /// Password resets: a request (and its durable event) first, the token minted later for the
 /// mailer's capability; only digests are stored.
 extension AuthRepository {
-    /// Records a reset request and its durable event (no token yet).
-    func createResetRequest(id: String, user: UserRecord, expires: Int64, now: Int64, causedBy cause: (any Cause)?) async throws {
+    /// Records a reset request and its durable event (no token yet) when an enabled account
+    /// has `email` and fewer than `limit` requests for it were counted in `window` (under
+    /// `noticeKey`, a digest of the email). One transaction whether or not the account exists,
+    /// so the reply's timing tells nothing (security review findings 10 and 13).
+    func requestReset(
+        email: String, noticeKey: String, id: String, expires: Int64, now: Int64, limit: Int, window: Int64, causedBy cause: (any Cause)?
+    ) async throws {
         // Changes no account or session: the session cache stays.
         try await database.write { tx in
+            guard try Self.takeNotice(tx, key: "reset:" + noticeKey, limit: limit, window: window, now: now) else { return }
+            guard let user = try tx.query("SELECT * FROM auth_users WHERE email = ?", [.text(email)]).first.flatMap(UserRecord.init), !user.disabled
+            else { return }
             try tx.execute(
                 "INSERT INTO auth_reset_requests (id, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)",
                 [.text(id), .text(user.id), .integer(expires), .integer(now)])

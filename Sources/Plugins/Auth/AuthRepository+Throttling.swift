@@ -1,45 +1,70 @@
 import Bus
 import Storage
 
-/// Sign-in throttling, per account.
+/// Password-check throttling, per account and per account-and-origin (security review
+/// finding 11): wrong passwords from one origin slow down that origin's attempts on the
+/// account after a few, and every origin's only after many more, so an attacker elsewhere
+/// cannot lock the owner out with a handful of guesses.
 extension AuthRepository {
-    /// What a sign-in attempt may do.
+    /// What a password check may do.
     enum AttemptDecision: Sendable, Equatable {
         /// Go on and check the password; the attempt already counts as a failure until
-        /// `clearFailures` says otherwise.
+        /// `settleSuccess` says otherwise.
         case allowed
         /// Too many failures: try again after this many seconds.
         case wait(seconds: Int)
     }
 
+    /// One throttle counter: its key and the failures it allows before attempts must wait.
+    struct AttemptKey: Sendable {
+        var key: String
+        var free: Int
+    }
+
+    /// The counters one attempt on `email` from `origin` goes through.
+    static func attemptKeys(email: String, origin: String, freePerOrigin: Int, freePerAccount: Int) -> (account: AttemptKey, origin: AttemptKey) {
+        (AttemptKey(key: email, free: freePerAccount), AttemptKey(key: email + " " + origin, free: freePerOrigin))
+    }
+
     /// Decides and records an attempt in one write, so parallel guesses are counted one after
-    /// the other and at most `free` of them are ever checked before the back-off starts. After
-    /// `free` failures each attempt must wait 2^(failures - free) seconds (capped at `window`)
-    /// from the last failure; failures older than `window` are forgotten.
-    func reserveAttempt(email: String, now: Int64, free: Int, window: Int64) async throws -> AttemptDecision {
+    /// the other. For each key, after `free` failures each attempt must wait
+    /// 2^(failures - free) seconds (capped at `window`) from the last failure; failures older
+    /// than `window` are forgotten. An attempt any key refuses is refused and not counted.
+    func reserveAttempt(_ keys: [AttemptKey], now: Int64, window: Int64) async throws -> AttemptDecision {
         // Changes no account or session: a stream of wrong passwords does not empty the cache.
         try await database.write { tx in
-            let row = try tx.query("SELECT failures, last_failure_at FROM auth_attempts WHERE email = ?", [.text(email)]).first
-            var failures = Int(row?.integer("failures") ?? 0)
-            let last = row?.integer("last_failure_at") ?? 0
-            if now - last >= window { failures = 0 }
-            if failures >= free {
-                let wait = min(Int64(1) << Int64(min(failures - free, 40)), window / 1_000_000_000) * 1_000_000_000
-                if now < last + wait {
-                    return .wait(seconds: Int((last + wait - now + 999_999_999) / 1_000_000_000))
+            var counts: [Int] = []
+            var wait: Int64 = 0
+            for key in keys {
+                let row = try tx.query("SELECT failures, last_failure_at FROM auth_attempts WHERE email = ?", [.text(key.key)]).first
+                var failures = Int(row?.integer("failures") ?? 0)
+                let last = row?.integer("last_failure_at") ?? 0
+                if now - last >= window { failures = 0 }
+                if failures >= key.free {
+                    let backoff = min(Int64(1) << Int64(min(failures - key.free, 40)), window / 1_000_000_000) * 1_000_000_000
+                    if now < last + backoff { wait = max(wait, last + backoff - now) }
                 }
+                counts.append(failures)
             }
-            try tx.execute(
-                """
-                INSERT INTO auth_attempts (email, failures, window_start, last_failure_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT(email) DO UPDATE SET failures = excluded.failures, last_failure_at = excluded.last_failure_at
-                """,
-                [.text(email), .integer(Int64(failures + 1)), .integer(now), .integer(now)])
+            if wait > 0 { return .wait(seconds: Int((wait + 999_999_999) / 1_000_000_000)) }
+            for (key, failures) in zip(keys, counts) {
+                try tx.execute(
+                    """
+                    INSERT INTO auth_attempts (email, failures, window_start, last_failure_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(email) DO UPDATE SET failures = excluded.failures, last_failure_at = excluded.last_failure_at
+                    """,
+                    [.text(key.key), .integer(Int64(failures + 1)), .integer(now), .integer(now)])
+            }
             return .allowed
         }
     }
 
-    func clearFailures(email: String) async throws {
-        try await database.write { tx in try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(email)]) }
+    /// The password was right: the origin's failures are forgotten, and this attempt no longer
+    /// counts against the account.
+    func settleSuccess(account: AttemptKey, origin: AttemptKey) async throws {
+        try await database.write { tx in
+            try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(origin.key)])
+            try tx.execute("UPDATE auth_attempts SET failures = failures - 1 WHERE email = ? AND failures > 0", [.text(account.key)])
+        }
     }
 }

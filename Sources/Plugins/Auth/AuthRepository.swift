@@ -73,9 +73,27 @@ struct AuthRepository: Sendable {
 
     // MARK: Accounts
 
-    func createUser(id: String, email: String, passwordHash: String, displayName: String?, now: Int64, causedBy cause: (any Cause)?) async throws -> UserRecord {
+    /// What a sign-up did.
+    enum SignUpOutcome: Sendable {
+        case created(UserRecord)
+        /// The email belongs to an account; nothing was created (the owner may have been told).
+        case taken
+    }
+
+    /// Creates the account, or — when the email is taken — appends `auth.signUpRepeated` for its
+    /// owner (at most one per `noticeWindow`). One transaction either way, so both cost alike.
+    func createUser(
+        id: String, email: String, passwordHash: String, displayName: String?, now: Int64, noticeWindow: Int64, causedBy cause: (any Cause)?
+    ) async throws -> SignUpOutcome {
         do {
             return try await write { tx in
+                let taken = try tx.query("SELECT id, email FROM auth_users WHERE email = ?", [.text(email)]).first
+                if let owner = taken?.text("id"), let address = taken?.text("email") {
+                    if try Self.takeNotice(tx, key: "signup:" + owner, limit: 1, window: noticeWindow, now: now) {
+                        try tx.append(SignUpRepeated(userId: owner, email: address), causedBy: cause)
+                    }
+                    return .taken
+                }
                 try tx.execute(
                     "INSERT INTO auth_users (id, email, password_hash, display_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                     [.text(id), .text(email), .text(passwordHash), displayName.map { .text($0) } ?? .null, .integer(now), .integer(now)])
@@ -83,11 +101,30 @@ struct AuthRepository: Sendable {
                 guard let record = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(id)]).first.flatMap(UserRecord.init) else {
                     throw StorageError(kind: .other, message: "the new account was not found")
                 }
-                return record
+                return .created(record)
             }
         } catch let error as StorageError where error.kind == .constraint {
-            throw AuthError.emailTaken
+            return .taken  // another sign-up of the same email committed first
         }
+    }
+
+    /// Counts one notice under `key`; false when `limit` were already counted in the window.
+    static func takeNotice(_ tx: any Transaction, key: String, limit: Int, window: Int64, now: Int64) throws -> Bool {
+        let row = try tx.query("SELECT count, window_start FROM auth_notices WHERE key = ?", [.text(key)]).first
+        var count = Int(row?.integer("count") ?? 0)
+        var start = row?.integer("window_start") ?? now
+        if now - start >= window {
+            count = 0
+            start = now
+        }
+        guard count < limit else { return false }
+        try tx.execute(
+            """
+            INSERT INTO auth_notices (key, count, window_start) VALUES (?, ?, ?)
+            ON CONFLICT(key) DO UPDATE SET count = excluded.count, window_start = excluded.window_start
+            """,
+            [.text(key), .integer(Int64(count + 1)), .integer(start)])
+        return true
     }
 
     func user(email: String) async throws -> UserRecord? {

@@ -9,8 +9,16 @@ public struct AuthService: Sendable {
     public struct Options: Sendable {
         public var accessTokenLifetime: Duration = .seconds(3600)
         public var refreshTokenLifetime: Duration = .seconds(30 * 86_400)
-        /// Failures allowed in `throttleWindow` before each attempt must wait.
+        /// Wrong passwords one origin (an IPv4 address, an IPv6 /64, a local uid) may give for
+        /// an account in `throttleWindow` before its attempts must wait.
         public var freeFailures = 5
+        /// Wrong passwords from all origins together before every attempt on the account must
+        /// wait: high, so a few guesses from elsewhere cannot lock the owner out.
+        public var freeFailuresPerAccount = 100
+        /// Reset requests recorded per email address in `noticeWindow` (more are answered
+        /// alike and dropped).
+        public var resetRequestsPerWindow = 3
+        public var noticeWindow: Duration = .seconds(3600)
         public var throttleWindow: Duration = .seconds(15 * 60)
         public var scrypt: Scrypt.Parameters = .interactive
         public var resetTokenLifetime: Duration = .seconds(30 * 60)
@@ -48,26 +56,45 @@ public struct AuthService: Sendable {
 
     // MARK: Accounts
 
+    /// Creates an account. A taken email is answered exactly as a new one — same work, same
+    /// reply shape, a fresh id that leads nowhere — and its owner is told instead
+    /// (`auth.signUpRepeated`), so sign-up tells nobody which emails have accounts (security
+    /// review finding 10). Signing in then fails for whoever does not know the password.
     func signUp(email rawEmail: String, password: String, displayName: String?, causedBy cause: (any Cause)?) async throws -> User {
         let email = try AuthValidation.email(rawEmail)
         try AuthValidation.password(password, email: email)
         let name = try AuthValidation.displayName(displayName)
-        if try await repository.user(email: email) != nil { throw AuthError.emailTaken }
         let hash = try await hashing { try await hasher.hash(password) }
         let id = "u_" + (try SecretToken.generate().prefix(22))
-        return try await repository.createUser(id: id, email: email, passwordHash: hash, displayName: name, now: now, causedBy: cause).user
+        let now = self.now
+        switch try await repository.createUser(
+            id: id, email: email, passwordHash: hash, displayName: name, now: now, noticeWindow: Self.nanoseconds(options.noticeWindow), causedBy: cause)
+        {
+        case .created(let record): return record.user
+        case .taken: return User(id: id, email: email, displayName: name, onboarded: false, createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
+        }
+    }
+
+    /// The throttle counters of a password check on `email` by `origin`.
+    private func attemptKeys(_ email: String, _ origin: String) -> (account: AuthRepository.AttemptKey, origin: AuthRepository.AttemptKey) {
+        AuthRepository.attemptKeys(email: email, origin: origin, freePerOrigin: options.freeFailures, freePerAccount: options.freeFailuresPerAccount)
+    }
+
+    /// Reserves a password check (throws TooManyAttempts when it must wait).
+    private func reserve(_ keys: (account: AuthRepository.AttemptKey, origin: AuthRepository.AttemptKey)) async throws {
+        let decision = try await repository.reserveAttempt([keys.account, keys.origin], now: now, window: Self.nanoseconds(options.throttleWindow))
+        if case .wait(let seconds) = decision { throw AuthError.tooManyAttempts(retryAfter: seconds) }
     }
 
     /// Checks the password; unknown accounts cost a full derivation too and give the same error.
-    func signIn(email rawEmail: String, password: String, causedBy cause: (any Cause)?) async throws -> Session {
+    func signIn(email rawEmail: String, password: String, origin: String, causedBy cause: (any Cause)?) async throws -> Session {
         guard let email = try? AuthValidation.email(rawEmail) else {
             try await hashing { try await hasher.verifyDummy(password) }
             throw AuthError.invalidCredentials
         }
         // Reserved before any password work: parallel guesses are counted one by one.
-        let decision = try await repository.reserveAttempt(
-            email: email, now: now, free: options.freeFailures, window: Self.nanoseconds(options.throttleWindow))
-        if case .wait(let seconds) = decision { throw AuthError.tooManyAttempts(retryAfter: seconds) }
+        let keys = attemptKeys(email, origin)
+        try await reserve(keys)
         guard let record = try await repository.user(email: email) else {
             try await hashing { try await hasher.verifyDummy(password) }
             throw AuthError.invalidCredentials
@@ -75,7 +102,7 @@ public struct AuthService: Sendable {
         let (matches, needsRehash) = try await hashing { try await hasher.verify(password, against: record.passwordHash) }
         guard matches else { throw AuthError.invalidCredentials }
         guard !record.disabled else { throw AuthError.accountDisabled }
-        try await repository.clearFailures(email: email)
+        try await repository.settleSuccess(account: keys.account, origin: keys.origin)
         if needsRehash, let fresh = try? await hasher.hash(password) {
             try await repository.replacePasswordHash(userID: record.id, hash: fresh, now: now)
         }
@@ -158,12 +185,13 @@ public struct AuthService: Sendable {
 
     // MARK: Passwords
 
-    func changePassword(userID: String, accessToken: String, current: String, new: String) async throws {
+    /// Checks the current password under the same throttle as sign-in (a stolen access token
+    /// is no unthrottled password oracle), on the account lane of the hashing threads.
+    func changePassword(userID: String, accessToken: String, current: String, new: String, origin: String) async throws {
         guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
-        let (matches, _) = try await hashing { try await hasher.verify(current, against: record.passwordHash) }
-        guard matches else { throw AuthError.invalidCredentials }
+        try await checkPassword(current, of: record, origin: origin)
         try AuthValidation.password(new, email: record.email)
-        let hash = try await hashing { try await hasher.hash(new) }
+        let hash = try await hashing { try await hasher.hash(new, lane: .account) }
         try await repository.changePassword(userID: userID, hash: hash, keepAccessDigest: SecretToken.digest(accessToken), now: now)
     }
 
@@ -172,12 +200,12 @@ public struct AuthService: Sendable {
     /// the `auth.resetTokens` capability mints it (`issueResetToken`). The caller's reply is
     /// the same whether or not the account exists.
     func requestPasswordReset(email rawEmail: String, causedBy cause: (any Cause)?) async throws {
-        guard let email = try? AuthValidation.email(rawEmail), let record = try await repository.user(email: email), !record.disabled else {
-            return
-        }
+        guard let email = try? AuthValidation.email(rawEmail) else { return }
         let id = "rr_" + (try SecretToken.generate().prefix(22))
-        let expires = now + Self.nanoseconds(options.resetTokenLifetime)
-        try await repository.createResetRequest(id: id, user: record, expires: expires, now: now, causedBy: cause)
+        let now = self.now
+        try await repository.requestReset(
+            email: email, noticeKey: SecretToken.digest(email), id: id, expires: now + Self.nanoseconds(options.resetTokenLifetime), now: now,
+            limit: options.resetRequestsPerWindow, window: Self.nanoseconds(options.noticeWindow), causedBy: cause)
     }
 
     /// Mints the one-time token of a pending reset request; only its digest is stored, and a
@@ -195,16 +223,25 @@ public struct AuthService: Sendable {
         // No password work for a token that cannot be used.
         guard let owner = try await repository.resetTokenOwner(digest: digest, now: now) else { throw AuthError.invalidResetToken }
         try AuthValidation.password(new, email: owner.email)
-        let hash = try await hashing { try await hasher.hash(new) }
+        let hash = try await hashing { try await hasher.hash(new, lane: .account) }
         // Checked again in the write: a token used meanwhile is refused.
         guard try await repository.resetPassword(digest: digest, hash: hash, now: now) else { throw AuthError.invalidResetToken }
     }
 
-    func deleteAccount(userID: String, password: String, causedBy cause: (any Cause)?) async throws {
+    func deleteAccount(userID: String, password: String, origin: String, causedBy cause: (any Cause)?) async throws {
         guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
-        let (matches, _) = try await hashing { try await hasher.verify(password, against: record.passwordHash) }
-        guard matches else { throw AuthError.invalidCredentials }
+        try await checkPassword(password, of: record, origin: origin)
         try await repository.deleteUser(userID: userID, causedBy: cause)
+    }
+
+    /// A signed-in account's password, checked as a sign-in is (same throttle) on the account
+    /// lane, so no account can take the threads that sign-in needs.
+    private func checkPassword(_ password: String, of record: UserRecord, origin: String) async throws {
+        let keys = attemptKeys(record.email, origin)
+        try await reserve(keys)
+        let (matches, _) = try await hashing { try await hasher.verify(password, against: record.passwordHash, lane: .account) }
+        guard matches else { throw AuthError.invalidCredentials }
+        try await repository.settleSuccess(account: keys.account, origin: keys.origin)
     }
 
     // MARK: Administration

@@ -4,12 +4,27 @@ import Bus
 public enum AuthEvents {
     public static let all: [any Event.Type] = [
         UserSignedUp.self, SignedIn.self, SignedOut.self, OnboardingCompleted.self, PasswordResetRequested.self, AccountDeleted.self,
+        SignUpRepeated.self,
     ]
 }
 
 /// An account was created.
 public struct UserSignedUp: OwnedEvent, Equatable {
     public static let topic = "auth.userSignedUp"
+    public var userId: String
+    public var email: String
+    public init(userId: String, email: String) {
+        self.userId = userId
+        self.email = email
+    }
+}
+
+/// Someone signed up with the email of an existing account. The caller was answered as if a
+/// new account had been made (so sign-up tells nobody which emails have accounts); the owner is
+/// told instead (a mailer writes "you already have an account"). At most one an hour per
+/// account.
+public struct SignUpRepeated: OwnedEvent, Equatable {
+    public static let topic = "auth.signUpRepeated"
     public var userId: String
     public var email: String
     public init(userId: String, email: String) {

@@ -13,7 +13,6 @@ enum ErrorMessage {
         case "io.appd.Auth.Unauthenticated": return "You are not signed in, or your session ended. Run 'appctl login <email>'."
         case "io.appd.Auth.SessionExpired": return "Your session expired. Run 'appctl login <email>' again."
         case "io.appd.Auth.InvalidCredentials": return "Wrong email or password."
-        case "io.appd.Auth.EmailTaken": return "An account with this email exists: sign in with 'appctl login <email>'."
         case "io.appd.Auth.TooManyAttempts":
             return "Too many failed sign-ins for this account: try again in \(p["retryAfterSeconds"].map(Output.scalar) ?? "a few") s."
         case "io.appd.Auth.AccountDisabled": return "This account is disabled; ask an administrator."

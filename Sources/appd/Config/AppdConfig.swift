@@ -115,6 +115,7 @@ struct AppdConfig: Sendable {
             "httpMaxHeaderBytes": .int(Int64(http.limits.maxHeadBytes)),
             "httpMaxConnections": .int(Int64(http.limits.maxConnections)),
             "httpMaxStreams": .int(Int64(http.limits.maxStreams)),
+            "httpMaxStreamsPerClient": .int(Int64(http.maxStreamsPerClient)),
             "subscribeMaxTopics": .int(Int64(subscribe.maxTopics)),
             "streamsPerAccount": .int(Int64(subscribe.maxStreamsPerAccount)),
             "streamSessionRecheckSeconds": seconds(subscribe.sessionRecheck),

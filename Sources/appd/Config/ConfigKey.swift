@@ -155,6 +155,9 @@ struct ConfigKey: Sendable {
         integer("httpMaxHeaderBytes", "--http-max-header-bytes", "Largest HTTP request head (default: 16384).") { $0.http.limits.maxHeadBytes = $1 },
         integer("httpMaxConnections", "--http-max-connections", "Open HTTP connections (default: 1024).") { $0.http.limits.maxConnections = $1 },
         integer("httpMaxStreams", "--http-max-streams", "Open event streams over HTTP (default: 256).") { $0.http.limits.maxStreams = $1 },
+        integer("httpMaxStreamsPerClient", "--http-max-streams-per-client", "Open event streams per client address or IPv6 /64 (default: 16).") {
+            $0.http.maxStreamsPerClient = $1
+        },
         integer("subscribeMaxTopics", "--subscribe-max-topics", "Topics or patterns in one Subscribe (default: 64).") { $0.subscribe.maxTopics = $1 },
         integer("streamsPerAccount", "--streams-per-account", "Event streams one account holds open, both transports (default: 8).") {
             $0.subscribe.maxStreamsPerAccount = $1

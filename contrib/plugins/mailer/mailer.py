@@ -3,8 +3,9 @@
 
 appd starts it with its varlink socket on fd 3 (LISTEN_FDS=1, LISTEN_PID), so varlink's own
 server picks the socket up. It connects back to appd (APPD_SOCKET), presents its credential
-(APPD_PLUGIN_TOKEN) and subscribes to auth.userSignedUp and auth.passwordResetRequested; for
-each it writes an RFC 5322 message into APPD_PLUGIN_DATA/Maildir (tmp/ then new/, as the
+(APPD_PLUGIN_TOKEN) and subscribes to auth.userSignedUp, auth.signUpRepeated (someone signed up
+with an address that has an account: sign-up does not say so, the owner is told) and
+auth.passwordResetRequested; for each it writes an RFC 5322 message into APPD_PLUGIN_DATA/Maildir (tmp/ then new/, as the
 maildir convention asks). Outbox() lists what it wrote. Its position in appd's durable event
 log is kept in APPD_PLUGIN_DATA/cursor, so sign-ups and reset requests that happen while it is
 down are mailed when it is back.
@@ -31,6 +32,7 @@ SENDER = os.environ.get("APPD_MAILER_FROM", "appd <no-reply@localhost>")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ADDRESS = "unix:" + os.environ.get("APPD_SOCKET", "")
 TOKEN = os.environ.get("APPD_PLUGIN_TOKEN", "")
+TOPICS = ["auth.userSignedUp", "auth.signUpRepeated", "auth.passwordResetRequested"]
 lock = threading.Lock()
 counter = [0]
 
@@ -84,6 +86,13 @@ def handle(event):
         return  # the account was deleted: nothing to write, nobody to write to
     if topic == "auth.userSignedUp":
         write_message(payload["email"], "Welcome", "Your account is ready. Sign in with: appctl login " + payload["email"] + "\n")
+    elif topic == "auth.signUpRepeated":
+        # Sign-up answered the caller as if the account were new; the owner learns of it here.
+        write_message(
+            payload["email"], "You already have an account",
+            "Someone tried to create an account with this address, which already has one. If it was you, sign in:\n\n"
+            "  appctl login " + payload["email"] + "\n\n"
+            "or reset the password if you forgot it. If it was not you, nothing changed and you can ignore this message.\n")
     elif topic == "auth.passwordResetRequested":
         issued = issue_reset_token(payload["requestId"])
         if issued is None:
@@ -120,7 +129,7 @@ def follow_events():
                         since = daemon.Status()["eventLog"]["lastSeq"]
                     save_cursor(since)
                 log(f"following events since {since}")
-                for event in bus.Subscribe(topics=["auth.userSignedUp", "auth.passwordResetRequested"], since=since, _more=True):
+                for event in bus.Subscribe(topics=TOPICS, since=since, _more=True):
                     handle(event)
                     if event.get("seq") is not None:
                         save_cursor(event["seq"])

@@ -12,7 +12,6 @@ enum APIErrorStatus {
         case "PaymentRequired": 402
         case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned": 403
         case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider": 404
-        case "EmailTaken": 409
         case "TooManyAttempts", "TooManyStreams": 429
         case "MethodNotImplemented": 501
         case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow": 503

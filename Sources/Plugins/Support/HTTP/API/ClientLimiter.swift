@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Bus
 import Synchronization
 
 /// Per-client-address rate limits for the abuse-prone unauthenticated methods: a token
@@ -21,11 +19,11 @@ final class ClientLimiter: Sendable {
         self.capacity = max(1, trackedClients)
     }
 
-    /// Takes a token for `client`'s network (`ClientAddress.network`): nil when allowed, else
+    /// Takes a token for `client`'s network (`NetworkAddress.client`): nil when allowed, else
     /// the seconds to wait.
     func take(_ client: String, now: ContinuousClock.Instant = .now) -> Int? {
         guard perMinute > 0 else { return nil }
-        let client = ClientAddress.network(client)
+        let client = NetworkAddress.client(client)
         let rate = Double(perMinute) / 60
         return buckets.withLock { table -> Int? in
             var bucket = table[client] ?? Bucket(tokens: Double(perMinute), updated: now)
@@ -57,21 +55,5 @@ enum ClientAddress {
         guard trustedProxies.contains(request.peerAddress), let forwarded = request.headers["x-forwarded-for"] else { return request.peerAddress }
         let hops = forwarded.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
         return hops.last { !trustedProxies.contains($0) } ?? request.peerAddress
-    }
-
-    /// What one client controls, as rate limits count it: an IPv4 address, or an IPv6
-    /// address's /64 (one host is routinely given a whole /64, so counting each address apart
-    /// would give it 2^64 buckets; security review finding 12). IPv4-mapped IPv6 counts as
-    /// its IPv4 address. Anything unparsable counts as itself.
-    static func network(_ address: String) -> String {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        let parsed = address.withCString { inet_pton(AF_INET6, $0, &bytes) } == 1
-        guard parsed else { return address }
-        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
-            return bytes[12..<16].map(String.init).joined(separator: ".")
-        }
-        var groups: [String] = []
-        for i in stride(from: 0, to: 8, by: 2) { groups.append(String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16)) }
-        return groups.joined(separator: ":") + "::/64"
     }
 }

@@ -57,7 +57,23 @@ extension HTTPAPI {
             fields["since"] = .int(sequence)
             parameters = .object(fields)
         }
-        return await stream(method, parameters, caller)
+        guard clientStreams.take(client) else {
+            return APIErrorStatus.response(
+                error: "io.appd.Bus.TooManyStreams", parameters: ["limit": .int(Int64(options.maxStreamsPerClient)), "retryAfterSeconds": .int(5)])
+        }
+        let response = await stream(method, parameters, caller)
+        guard let body = response.stream else {
+            clientStreams.release(client)
+            return response
+        }
+        // The slot is held until the stream function ends (the server always runs it).
+        var held = response
+        let slots = clientStreams
+        held.stream = { writer in
+            await body(writer)
+            slots.release(client)
+        }
+        return held
     }
 
     private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller) async -> HTTPResponse {

@@ -22,6 +22,7 @@ public final class HTTPAPI: Sendable {
     let webhooks: HTTPServer.Handler?
     let logger: Logger
     let limiter: ClientLimiter
+    let clientStreams: ClientStreams
     private let openAPICache = Mutex<(key: [String], bytes: [UInt8])?>(nil)
 
     public init(
@@ -35,6 +36,7 @@ public final class HTTPAPI: Sendable {
         self.webhooks = webhooks
         self.logger = logger
         self.limiter = ClientLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
+        self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient)
     }
 
     /// Interfaces never routed: the daemon's control and the varlink service's own.

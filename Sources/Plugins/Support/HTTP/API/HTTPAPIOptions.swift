@@ -19,6 +19,8 @@ public struct HTTPAPIOptions: Sendable {
     ]
     /// Client addresses tracked by the rate limiter at once (the oldest is forgotten first).
     public var rateLimitTrackedClients = 100_000
+    /// Event streams one client address (an IPv6 /64) holds open at once; one more is 429.
+    public var maxStreamsPerClient = 16
     /// A comment line keeps idle event streams (and the proxies in between) from timing out.
     public var keepAliveInterval: Duration = .seconds(15)
     public init() {}

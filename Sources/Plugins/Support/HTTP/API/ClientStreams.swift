@@ -1,0 +1,34 @@
+import Bus
+import Synchronization
+
+/// Event streams open per client network (`NetworkAddress.client`), so one address cannot
+/// hold the server's streams while others get 503 (security review finding 8; each account's
+/// Subscribe streams are capped by the bus as well, over both transports).
+final class ClientStreams: Sendable {
+    private let limit: Int
+    private let open = Mutex<[String: Int]>([:])
+
+    init(limit: Int) { self.limit = max(1, limit) }
+
+    /// Takes a slot for `client`; false when it already holds `limit` streams.
+    func take(_ client: String) -> Bool {
+        let key = NetworkAddress.client(client)
+        return open.withLock { table in
+            guard table[key, default: 0] < limit else { return false }
+            table[key, default: 0] += 1
+            return true
+        }
+    }
+
+    /// Gives a slot back.
+    func release(_ client: String) {
+        let key = NetworkAddress.client(client)
+        open.withLock { table in
+            let left = table[key, default: 0] - 1
+            table[key] = left > 0 ? left : nil
+        }
+    }
+
+    /// Streams `client`'s network holds.
+    func count(_ client: String) -> Int { open.withLock { $0[NetworkAddress.client(client)] ?? 0 } }
+}

@@ -163,7 +163,8 @@ extension Appd {
     ///    what it commits on the bus: that one cycle is closed here, before any write.
     static func connectBus(plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: any Database, teardown: Teardown) async -> EventBus {
         let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
-        let gates = GateOrder.sorted([adminGate, PluginScopeGate()] + enabled.flatMap { $0.gates(database: database) })
+        let limits = AccountLimitsGate(perMinute: config.accountCallsPerMinute, burst: config.accountCallBurst)
+        let gates = GateOrder.sorted([adminGate, PluginScopeGate(), limits] + enabled.flatMap { $0.gates(database: database) })
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
         database.attach(bus: bus)
         // Subscribers get what was published before the database closes.
@@ -251,7 +252,7 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.sessionCacheEntries = config.sessionCacheEntries
             return try AuthPlugin(options: auth)
         },
-        UnavailablePlugin.build("todos") { TodosPlugin() },
+        UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser) },
         UnavailablePlugin.build("payments") { PaymentsPlugin(options: config.payments) },
         UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
         UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },

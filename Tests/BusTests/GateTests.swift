@@ -178,3 +178,22 @@ private struct SessionOnlyGate: Gate {
         #expect(log.all.suffix(5) == ["outer.in", "sessionOnly", "inner.in", "inner.out", "outer.out"])
     }
 }
+
+/// Security review finding 9: each signed-in account has a call budget, over any transport.
+@Suite struct AccountLimitsGateTests {
+    @Test func eachAccountHasItsOwnBudgetAndOthersPass() async throws {
+        let bus = EventBus(gates: [AccountLimitsGate(perMinute: 60, burst: 3)])
+        try bus.register(Echo.self) { c, _ in EchoReply(text: c.text) }
+        let ada = Caller(principal: Principal(userID: "u_ada")), bob = Caller(principal: Principal(userID: "u_bob"))
+        for _ in 0..<3 { _ = try await bus.send(Echo(text: "x"), as: ada) }
+        do {
+            _ = try await bus.send(Echo(text: "x"), as: ada)
+            Issue.record("a fourth call at once passed")
+        } catch let error as RateLimited {
+            #expect(error.retryAfterSeconds == 1 && error.wireName == "io.appd.Bus.RateLimited")
+        }
+        _ = try await bus.send(Echo(text: "x"), as: bob)
+        // No account: not this gate's to count (admins, plugins, the daemon).
+        for _ in 0..<10 { _ = try await bus.send(Echo(text: "x")) }
+    }
+}

@@ -13,11 +13,13 @@ typealias Harness = PluginHarness
 
 extension PluginHarness {
     /// Auth, payments and chat wired as appd wires them.
-    static func make(provider: (any LLMProvider)? = nil, freeMessages: Int = 10) async throws -> PluginHarness {
+    static func make(provider: (any LLMProvider)? = nil, freeMessages: Int = 10, options: ChatPlugin.Options = ChatPlugin.Options()) async throws -> PluginHarness {
         try await make { _ in
             var payments = PaymentsPlugin.Options()
             payments.catalog = PaymentsCatalog(meters: [.init(name: "chat.messages", limit: freeMessages, period: .day, entitlement: "pro")])
-            return [try AuthPlugin.testing(), PaymentsPlugin(options: payments), try ChatPlugin(provider: provider ?? EchoProvider(delay: .zero))]
+            return [
+                try AuthPlugin.testing(), PaymentsPlugin(options: payments), try ChatPlugin(options: options, provider: provider ?? EchoProvider(delay: .zero)),
+            ]
         }
     }
 

@@ -116,6 +116,20 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await h.database.close()
     }
 
+    /// Security review finding 9: the conversations one account holds are bounded.
+    @Test func anAccountHoldsAtMostItsConversations() async throws {
+        var options = ChatPlugin.Options()
+        options.maxConversationsPerUser = 2
+        let h = try await Harness.make(options: options)
+        let ada = try await h.user("ada@example.com").caller
+        let first = try await h.conversation(ada)
+        _ = try await h.conversation(ada)
+        await expectChatError("QuotaExceeded") { _ = try await h.conversation(ada) }
+        _ = try await h.bus.send(ChatInterface.DeleteConversation(id: first.id), as: ada)
+        _ = try await h.conversation(ada)
+        await h.database.close()
+    }
+
     @Test func cancelFromAnotherConnectionStoresThePartialReply() async throws {
         let h = try await Harness.make(provider: EchoProvider(delay: .milliseconds(100)))
         let ada = try await h.user("ada@example.com").caller

@@ -190,7 +190,7 @@ extension String {
     }
 
     @Test func theLimiterRefillsAndForgetsTheOldestClient() {
-        let limiter = ClientLimiter(perMinute: 60, trackedClients: 2)
+        let limiter = RateLimiter(perMinute: 60, trackedClients: 2)
         let start = ContinuousClock.now
         for _ in 0..<60 { #expect(limiter.take("a", now: start) == nil) }
         #expect(limiter.take("a", now: start) == 1, "a token a second")
@@ -198,13 +198,13 @@ extension String {
         _ = limiter.take("b", now: start.advanced(by: .seconds(2)))
         _ = limiter.take("c", now: start.advanced(by: .seconds(3)))
         #expect(limiter.take("a", now: start.advanced(by: .seconds(3))) == nil, "'a' was forgotten (a full bucket again)")
-        #expect(ClientLimiter(perMinute: 0, trackedClients: 1).take("x") == nil, "0 turns the limit off")
+        #expect(RateLimiter(perMinute: 0, trackedClients: 1).take("x") == nil, "0 turns the limit off")
     }
 
     /// A flood of new addresses: a full table forgets its oldest tenth at once, so the next
     /// tenth of new addresses is admitted without touching the others.
     @Test func aFullTableForgetsItsOldestTenthAtOnce() {
-        let limiter = ClientLimiter(perMinute: 1, trackedClients: 1000)
+        let limiter = RateLimiter(perMinute: 1, trackedClients: 1000)
         let start = ContinuousClock.now
         for i in 0..<1000 { _ = limiter.take("10.0.\(i / 256).\(i % 256)", now: start.advanced(by: .milliseconds(i))) }
         #expect(limiter.tracked == 1000)
@@ -223,11 +223,12 @@ extension String {
         #expect(NetworkAddress.client("2001:DB8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64")
         #expect(NetworkAddress.client("::ffff:192.0.2.7") == "192.0.2.7")
         #expect(NetworkAddress.client("192.0.2.7") == "192.0.2.7" && NetworkAddress.client("unix") == "unix")
-        let limiter = ClientLimiter(perMinute: 3, trackedClients: 100)
+        let limiter = RateLimiter(perMinute: 3, trackedClients: 100)
         let now = ContinuousClock.now
-        for i in 1...3 { #expect(limiter.take("2001:db8:1:2::\(i)", now: now) == nil) }
-        #expect(limiter.take("2001:db8:1:2:dead:beef::4", now: now) != nil, "a fourth address of the same /64 is limited")
-        #expect(limiter.take("2001:db8:1:3::1", now: now) == nil, "the next /64 is another client")
+        // The API keys its limiter by client network.
+        for i in 1...3 { #expect(limiter.take(NetworkAddress.client("2001:db8:1:2::\(i)"), now: now) == nil) }
+        #expect(limiter.take(NetworkAddress.client("2001:db8:1:2:dead:beef::4"), now: now) != nil, "a fourth address of the same /64 is limited")
+        #expect(limiter.take(NetworkAddress.client("2001:db8:1:3::1"), now: now) == nil, "the next /64 is another client")
         #expect(limiter.tracked == 2)
     }
 

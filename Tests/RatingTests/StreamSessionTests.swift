@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import PluginKit
+import Storage
 import Synchronization
 import Testing
 import TestSupport
@@ -114,6 +115,43 @@ extension EventContractTests {
         bobs.cancel()
         open.withLock { $0.forEach { $0.cancel() } }
         #expect(await eventually { h.bus.sessionStreams.count(userID: ada.userId) == 0 })
+        await h.database.close()
+    }
+}
+
+/// The event log as a user's replay reads it, counting the rows each read returns.
+final class CountingReplay: EventReplay {
+    let log: EventLog
+    let rows = Mutex<(all: Int, owned: Int)>((0, 0))
+    init(_ log: EventLog) { self.log = log }
+    func events(after sequence: Int64, limit: Int) async throws -> [BusEvent] {
+        let page = try await log.events(after: sequence, limit: limit)
+        rows.withLock { $0.all += page.count }
+        return page
+    }
+    func events(about owner: String, after sequence: Int64, limit: Int) async throws -> [BusEvent] {
+        let page = try await log.events(about: owner, after: sequence, limit: limit)
+        rows.withLock { $0.owned += page.count }
+        return page
+    }
+    func append(_ event: BusEvent) async throws -> Int64 { try await log.append(event) }
+}
+
+extension EventContractTests {
+    /// Security review finding 9: a user's `Subscribe(since: 0)` reads its own events through
+    /// the owner index, not the whole log.
+    @Test func aUsersReplayReadsOnlyItsOwnEvents() async throws {
+        let h = try await Harness.make()
+        let replay = CountingReplay(h.context.eventLog)
+        let dispatcher = try VarlinkDispatcher(bus: h.bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
+        try BusInterface.install(on: dispatcher, replay: replay, isAdmin: { $0.peer?.uid == 0 })
+        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        for i in 0..<300 { _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": .string("bob \(i)")], as: bob.caller) }
+        _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": "ada's only"], as: ada.caller)
+        let seen = try await collect(dispatcher, as: ada.caller, since: 0, topics: [">"]) { Self.titles($0).contains("ada's only") }
+        #expect(Self.titles(seen) == ["ada's only"])
+        let read = replay.rows.withLock { $0 }
+        #expect(read.all == 0 && read.owned == seen.count, "\(read), \(seen.count) delivered")
         await h.database.close()
     }
 }

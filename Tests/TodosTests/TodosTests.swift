@@ -13,8 +13,8 @@ typealias Harness = PluginHarness
 
 extension PluginHarness {
     /// Auth and todos wired as appd wires them.
-    static func make() async throws -> PluginHarness {
-        try await make { _ in [try AuthPlugin.testing(), TodosPlugin()] }
+    static func make(maxTodosPerUser: Int = 10_000) async throws -> PluginHarness {
+        try await make { _ in [try AuthPlugin.testing(), TodosPlugin(maxTodosPerUser: maxTodosPerUser)] }
     }
 
     func add(_ title: String, as caller: Caller) async throws -> Todo {
@@ -96,7 +96,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         let owner = try await h.bus.send(AuthInterface.WhoAmI(), as: ada).user.id
         let repository = SQLiteTodosRepository(database: h.database)
         for id in ["t_SameA1", "t_sameB2"] {
-            _ = try await repository.add(owner: owner, id: id, title: id, notes: nil, dueAt: nil, now: 1, causedBy: nil)
+            _ = try await repository.add(owner: owner, id: id, title: id, notes: nil, dueAt: nil, now: 1, limit: 100, causedBy: nil)
         }
         do {
             _ = try await h.bus.send(TodosInterface.Get(id: "t_sam"), as: ada)
@@ -200,5 +200,30 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
     @Test(arguments: ["2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-12-24 18:00", "2026-12-24T18:00:00", "yesterday", "2026-12-24T25:00:00Z"])
     func rejects(text: String) {
         #expect(RFC3339.parse(text) == nil)
+    }
+}
+
+/// Security review finding 9: what one account stores is bounded.
+@Suite struct TodosQuotaTests {
+    @Test func anAccountHoldsAtMostItsQuotaAndDeletingMakesRoom() async throws {
+        let h = try await Harness.make(maxTodosPerUser: 3)
+        let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
+        // Concurrent adds cannot pass the quota together.
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for i in 0..<6 { group.addTask { (try? await h.add("todo \(i)", as: ada)) != nil } }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == 3)
+        do {
+            _ = try await h.add("one more", as: ada)
+            Issue.record("a fourth todo was stored")
+        } catch let error as TodosError {
+            #expect(error.name == "QuotaExceeded" && error.wireParameters["limit"] == 3)
+        }
+        _ = try await h.add("bob's first", as: bob)
+        let first = try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: nil), as: ada).todos[0]
+        _ = try await h.bus.send(TodosInterface.Delete(id: first.id), as: ada)
+        _ = try await h.add("room again", as: ada)
+        await h.database.close()
     }
 }

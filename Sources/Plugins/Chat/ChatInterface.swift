@@ -60,6 +60,8 @@ enum ChatInterface {
 
         error NotFound ()
         error ValidationFailed (field: string, reason: string)
+        # The account holds as many conversations as it may ('limit'); delete some first.
+        error QuotaExceeded (limit: int)
 
         """
 

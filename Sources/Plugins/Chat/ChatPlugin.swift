@@ -14,6 +14,9 @@ public struct ChatPlugin: Plugin {
         /// How much recent history (characters) goes with each request.
         public var contextCharacters = 12_000
         public var maxMessageCharacters = 32_000
+        /// Conversations one account may hold (storage per account is bounded; messages are
+        /// bounded by the Send meter and this).
+        public var maxConversationsPerUser = 1_000
         /// The free quota Send uses (nil: Send is not metered).
         public var meter: String? = "chat.messages"
         public init() {}

@@ -52,8 +52,11 @@ struct ChatRepository: Sendable {
         return row
     }
 
-    func createConversation(owner: String, id: String, title: String?, now: Int64) async throws -> Conversation {
+    /// Creates a conversation unless the owner already holds `limit` (`QuotaExceeded`).
+    func createConversation(owner: String, id: String, title: String?, now: Int64, limit: Int) async throws -> Conversation {
         try await database.write { tx in
+            let held = try tx.query("SELECT COUNT(*) AS n FROM chat_conversations WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
+            guard held < Int64(limit) else { throw ChatError.quotaExceeded(limit) }
             try tx.execute(
                 "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
                 [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now)])

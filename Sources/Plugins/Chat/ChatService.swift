@@ -40,7 +40,8 @@ struct ChatService: Sendable {
     }
 
     func createConversation(owner: String, title: String?) async throws -> Conversation {
-        try await repository.createConversation(owner: owner, id: try Self.newID("c_"), title: try Self.title(title, required: false), now: now)
+        try await repository.createConversation(
+            owner: owner, id: try Self.newID("c_"), title: try Self.title(title, required: false), now: now, limit: options.maxConversationsPerUser)
     }
 
     func listConversations(owner: String, query: String?, cursor: String?, limit: Int?) async throws -> ChatInterface.ListConversations.Reply {

@@ -7,15 +7,25 @@ public struct TodosError: WireError, Equatable {
     public var reason: String?
 
     public static let notFound = TodosError(name: "NotFound")
+    public var limit: Int?
+    public static func quotaExceeded(_ limit: Int) -> TodosError { TodosError(name: "QuotaExceeded", limit: limit) }
     public static func validation(_ field: String, _ reason: String) -> TodosError {
         TodosError(name: "ValidationFailed", field: field, reason: reason)
     }
 
     public var wireName: String { "io.appd.Todos.\(name)" }
     public var wireParameters: [String: JSONValue] {
-        name == "ValidationFailed" ? ["field": .string(field ?? ""), "reason": .string(reason ?? "")] : [:]
+        switch name {
+        case "ValidationFailed": ["field": .string(field ?? ""), "reason": .string(reason ?? "")]
+        case "QuotaExceeded": ["limit": .int(Int64(limit ?? 0))]
+        default: [:]
+        }
     }
     public var description: String {
-        name == "NotFound" ? "no such todo" : "\(field ?? "input"): \(reason ?? "invalid")"
+        switch name {
+        case "NotFound": "no such todo"
+        case "QuotaExceeded": "this account holds \(limit ?? 0) todos, as many as it may; delete some first"
+        default: "\(field ?? "input"): \(reason ?? "invalid")"
+        }
     }
 }

@@ -43,6 +43,8 @@ enum TodosInterface {
 
         error ValidationFailed (field: string, reason: string)
         error NotFound ()
+        # The account holds as many todos as it may ('limit'); delete some first.
+        error QuotaExceeded (limit: int)
 
         """
 

@@ -10,11 +10,16 @@ public struct TodosPlugin: Plugin {
         events: TodosEvents.all, consumes: [AccountDeleted.self])
     public var migrations: [Migration] { TodosMigrations.all }
     let clock: @Sendable () -> WallTime
+    /// Todos one account may hold (security review finding 9: storage per account is bounded).
+    let maxTodosPerUser: Int
 
-    public init(clock: @escaping @Sendable () -> WallTime = { .now() }) { self.clock = clock }
+    public init(maxTodosPerUser: Int = 10_000, clock: @escaping @Sendable () -> WallTime = { .now() }) {
+        self.clock = clock
+        self.maxTodosPerUser = max(1, maxTodosPerUser)
+    }
 
     func service(_ database: any Database) -> TodosService {
-        TodosService(repository: SQLiteTodosRepository(database: database), clock: clock)
+        TodosService(repository: SQLiteTodosRepository(database: database), clock: clock, maxTodosPerUser: maxTodosPerUser)
     }
 
     public func start(_ context: PluginContext) async throws {

@@ -12,7 +12,8 @@ struct TodoChanges: Sendable {
 
 /// The todos repository boundary: plugins' logic talks to this, never to SQL.
 protocol TodosRepository: Sendable {
-    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
+    /// Adds a todo unless the owner already holds `limit` (`QuotaExceeded`).
+    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int, causedBy cause: (any Cause)?) async throws -> Todo
     func get(owner: String, id: String) async throws -> Todo
     /// Todos after position `after`, oldest first, each with its position (the paging cursor).
     func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> [(position: Int64, todo: Todo)]
@@ -66,9 +67,12 @@ struct SQLiteTodosRepository: TodosRepository {
         return todo
     }
 
-    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo {
+    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int, causedBy cause: (any Cause)?) async throws -> Todo {
         try await retrying {
             try await database.write { tx in
+                // Counted in the write, so concurrent adds cannot pass the quota together.
+                let held = try tx.query("SELECT COUNT(*) AS n FROM todos WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
+                guard held < Int64(limit) else { throw TodosError.quotaExceeded(limit) }
                 try tx.execute(
                     "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [.text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now), .integer(now)])

@@ -8,6 +8,7 @@ struct TodosService: Sendable {
 
     let repository: any TodosRepository
     let clock: @Sendable () -> WallTime
+    var maxTodosPerUser = 10_000
 
     var now: Int64 { clock().nanosecondsSinceEpoch }
 
@@ -33,7 +34,8 @@ struct TodosService: Sendable {
     func add(owner: String, title: String, notes: String?, dueAt: String?, causedBy cause: (any Cause)?) async throws -> Todo {
         let id = "t_" + (try SecretToken.generate().prefix(20))
         return try await repository.add(
-            owner: owner, id: id, title: try Self.title(title), notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now, causedBy: cause)
+            owner: owner, id: id, title: try Self.title(title), notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now,
+            limit: maxTodosPerUser, causedBy: cause)
     }
 
     func list(owner: String, filter: String?, cursor: String?, limit: Int?) async throws -> TodosInterface.TodoPage {

@@ -20,8 +20,14 @@ struct AppdConfig: Sendable {
     /// Bounds on event streams: topics per subscription, streams per account, a user stream's
     /// session re-check and longest lifetime.
     var subscribe = SubscribeLimits()
-    /// Event log retention: events older than this many days are pruned (nil keeps them).
-    var eventRetentionDays: Int?
+    /// Calls each signed-in account may make a minute (0: no limit), and its burst.
+    var accountCallsPerMinute = 1200
+    var accountCallBurst = 300
+    /// Todos one account may hold.
+    var todosPerUser = 10_000
+    /// Event log retention: events older than this many days are pruned (null keeps them; a
+    /// log kept forever grows with every write and every user's replay reads more of it).
+    var eventRetentionDays: Int? = 90
     /// Event log retention: at most this many events are kept (nil keeps them all).
     var eventRetentionCount: Int?
     /// Lifetime of an access token, and of a refresh token.
@@ -116,6 +122,10 @@ struct AppdConfig: Sendable {
             "httpMaxConnections": .int(Int64(http.limits.maxConnections)),
             "httpMaxStreams": .int(Int64(http.limits.maxStreams)),
             "httpMaxStreamsPerClient": .int(Int64(http.maxStreamsPerClient)),
+            "accountCallsPerMinute": .int(Int64(accountCallsPerMinute)),
+            "accountCallBurst": .int(Int64(accountCallBurst)),
+            "todosPerUser": .int(Int64(todosPerUser)),
+            "chatConversationsPerUser": .int(Int64(chat.maxConversationsPerUser)),
             "subscribeMaxTopics": .int(Int64(subscribe.maxTopics)),
             "streamsPerAccount": .int(Int64(subscribe.maxStreamsPerAccount)),
             "streamSessionRecheckSeconds": seconds(subscribe.sessionRecheck),

@@ -73,7 +73,7 @@ struct ConfigKey: Sendable {
         seconds("stalledStreamTimeoutSeconds", "--stalled-stream-timeout", "Seconds a stream may wait on a client that reads nothing.") {
             $0.limits.stalledStreamTimeout = $1
         },
-        optionalInteger("eventRetentionDays", "--event-retention-days", "Prune events older than this (default: keep).") { $0.eventRetentionDays = $1 },
+        optionalInteger("eventRetentionDays", "--event-retention-days", "Prune events older than this (default: 90; null keeps them).") { $0.eventRetentionDays = $1 },
         optionalInteger("eventRetentionCount", "--event-retention-count", "Keep at most this many events (default: all).") { $0.eventRetentionCount = $1 },
         integer("accessTokenSeconds", "--access-token-seconds", "How long an access token lasts (default: 3600).") { $0.accessTokenSeconds = $1 },
         integer("refreshTokenDays", "--refresh-token-days", "How long a refresh token lasts (default: 30).") { $0.refreshTokenDays = $1 },
@@ -157,6 +157,18 @@ struct ConfigKey: Sendable {
         integer("httpMaxStreams", "--http-max-streams", "Open event streams over HTTP (default: 256).") { $0.http.limits.maxStreams = $1 },
         integer("httpMaxStreamsPerClient", "--http-max-streams-per-client", "Open event streams per client address or IPv6 /64 (default: 16).") {
             $0.http.maxStreamsPerClient = $1
+        },
+        ConfigKey(name: "accountCallsPerMinute", flag: "--account-calls-per-minute", help: "Calls one signed-in account may make a minute, both transports (default: 1200; 0: no limit).") {
+            config, value throws(ConfigProblem) in
+            guard case .int(let n) = value, n >= 0, n <= 1_000_000 else { throw ConfigProblem("needs a whole number from 0 to 1000000") }
+            config.accountCallsPerMinute = Int(n)
+        },
+        integer("accountCallBurst", "--account-call-burst", "Calls an account may make at once before the per-minute rate applies (default: 300).") {
+            $0.accountCallBurst = $1
+        },
+        integer("todosPerUser", "--todos-per-user", "Todos one account may hold (default: 10000).") { $0.todosPerUser = $1 },
+        integer("chatConversationsPerUser", "--chat-conversations-per-user", "Chat conversations one account may hold (default: 1000).") {
+            $0.chat.maxConversationsPerUser = $1
         },
         integer("subscribeMaxTopics", "--subscribe-max-topics", "Topics or patterns in one Subscribe (default: 64).") { $0.subscribe.maxTopics = $1 },
         integer("streamsPerAccount", "--streams-per-account", "Event streams one account holds open, both transports (default: 8).") {

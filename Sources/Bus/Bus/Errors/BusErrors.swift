@@ -148,3 +148,12 @@ public struct StreamLifetimeEnded: WireError, Equatable {
     public var wireParameters: [String: JSONValue] { ["seconds": .int(Int64(seconds))] }
     public var description: String { "the stream was open for its longest lifetime (\(seconds) s); subscribe again with 'since' to continue where it ended" }
 }
+
+/// The account made more calls than its limit allows; retry after the given seconds.
+public struct RateLimited: WireError, Equatable {
+    public let retryAfterSeconds: Int
+    public init(retryAfterSeconds: Int) { self.retryAfterSeconds = retryAfterSeconds }
+    public var wireName: String { "io.appd.Bus.RateLimited" }
+    public var wireParameters: [String: JSONValue] { ["retryAfterSeconds": .int(Int64(retryAfterSeconds))] }
+    public var description: String { "this account is making calls faster than it may; retry in \(retryAfterSeconds) s" }
+}

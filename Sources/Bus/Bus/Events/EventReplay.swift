@@ -3,6 +3,10 @@
 public protocol EventReplay: Sendable {
     /// Events after `sequence`, oldest first, at most `limit`.
     func events(after sequence: Int64, limit: Int) async throws -> [BusEvent]
+    /// Events about `owner` after `sequence`, oldest first, at most `limit`: what a signed-in
+    /// user's replay reads, through the owner index instead of the whole log (security review
+    /// finding 9).
+    func events(about owner: String, after sequence: Int64, limit: Int) async throws -> [BusEvent]
     /// Commits one event to the log (then publishes it live); returns its sequence number.
     func append(_ event: BusEvent) async throws -> Int64
 }

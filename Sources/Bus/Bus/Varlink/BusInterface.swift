@@ -96,6 +96,10 @@ public enum BusInterface {
         # The stream was open for its longest lifetime; subscribe again with 'since'.
         error StreamLifetimeEnded (seconds: int)
 
+        # The account makes calls faster than it may (accountCallsPerMinute); retry after
+        # 'retryAfterSeconds'.
+        error RateLimited (retryAfterSeconds: int)
+
         # The database could not do what was asked ('kind': busy, full, constraint, ...).
         error StorageFailed (kind: string)
 

@@ -41,13 +41,20 @@ final class SubscriptionFeed: Sendable {
         throw CancellationError()
     }
 
+    /// A page of the log after `sequence`: a signed-in user's through the owner index (the
+    /// only events it may see), everyone else's whole.
+    private func page(after sequence: Int64, _ replay: any EventReplay) async throws -> [BusEvent] {
+        if case .user(let owner) = visibility { return try await replay.events(about: owner, after: sequence, limit: 512) }
+        return try await replay.events(after: sequence, limit: 512)
+    }
+
     /// Every visible logged event after `since`; returns the last sequence read.
     @inline(never)
     private func replayLog(after since: Int64) async throws -> Int64 {
         guard let replay else { return since }
         var replayed = since
         while true {
-            let page = try await replay.events(after: replayed, limit: 512)
+            let page = try await page(after: replayed, replay)
             for event in page {
                 replayed = event.sequence ?? replayed
                 if visible(event) { try await deliver(event) }
@@ -65,7 +72,7 @@ final class SubscriptionFeed: Sendable {
         var replayed = start
         var recovered = 0
         while replayed < sequence - 1 {
-            let page = try await replay.events(after: replayed, limit: 512).filter { ($0.sequence ?? 0) < sequence }
+            let page = try await page(after: replayed, replay).filter { ($0.sequence ?? 0) < sequence }
             for missed in page {
                 replayed = missed.sequence ?? replayed
                 if visible(missed) {

@@ -10,9 +10,9 @@ enum APIErrorStatus {
             400
         case "Unauthenticated", "SessionExpired", "InvalidCredentials": 401
         case "PaymentRequired": 402
-        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned": 403
+        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded": 403
         case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider": 404
-        case "TooManyAttempts", "TooManyStreams": 429
+        case "TooManyAttempts", "TooManyStreams", "RateLimited": 429
         case "MethodNotImplemented": 501
         case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow": 503
         case "DeadlineExceeded": 504

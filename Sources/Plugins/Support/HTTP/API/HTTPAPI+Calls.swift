@@ -38,7 +38,7 @@ extension HTTPAPI {
             }
             token = SessionToken(value)
         }
-        if options.rateLimitedMethods.contains(method), let wait = limiter.take(client) {
+        if options.rateLimitedMethods.contains(method), let wait = limiter.take(NetworkAddress.client(client)) {
             return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
         }
         let caller = Caller(sessionToken: token, remoteAddress: client)

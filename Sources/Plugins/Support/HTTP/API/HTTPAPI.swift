@@ -21,7 +21,7 @@ public final class HTTPAPI: Sendable {
     let readiness: Readiness
     let webhooks: HTTPServer.Handler?
     let logger: Logger
-    let limiter: ClientLimiter
+    let limiter: RateLimiter
     let clientStreams: ClientStreams
     private let openAPICache = Mutex<(key: [String], bytes: [UInt8])?>(nil)
 
@@ -35,7 +35,7 @@ public final class HTTPAPI: Sendable {
         self.readiness = readiness
         self.webhooks = webhooks
         self.logger = logger
-        self.limiter = ClientLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
+        self.limiter = RateLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
         self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient)
     }
 

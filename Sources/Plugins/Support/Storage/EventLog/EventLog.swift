@@ -77,6 +77,15 @@ public struct EventLog: EventReplay {
         return try rows.map(Self.event)
     }
 
+    public func events(about owner: String, after sequence: Int64, limit: Int) async throws -> [BusEvent] {
+        let rows = try await database.read { transaction in
+            try transaction.query(
+                "SELECT * FROM appd_events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?",
+                [.text(owner), .integer(sequence), .integer(Int64(limit))])
+        }
+        return try rows.map(Self.event)
+    }
+
     /// One row as an event. Rows from before events kept their ids get one made from the
     /// sequence (stable across reads), and are their own correlation.
     static func event(_ row: Row) throws -> BusEvent {

@@ -1,0 +1,23 @@
+/// The limits gate: each signed-in account may make `perMinute` calls a minute (a burst of
+/// `burst`), over both transports, or gets `RateLimited` with the seconds to wait (security
+/// review finding 9: one free account wrote hundreds of megabytes in seconds and slowed
+/// everyone's calls). It runs right after the session gate, which resolves the account.
+/// Callers without an account (admins, plugins, the daemon) pass: they are limited elsewhere
+/// (connections per uid, plugins' own call limits).
+public struct AccountLimitsGate: Gate {
+    let limiter: RateLimiter
+    public var name: String { "limits" }
+
+    public init(perMinute: Int, burst: Int, trackedAccounts: Int = 100_000) {
+        self.limiter = RateLimiter(perMinute: perMinute, burst: burst, trackedClients: trackedAccounts)
+    }
+
+    public func applies(to envelope: Envelope) -> Bool { envelope.caller.principal != nil }
+
+    public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        if let account = envelope.caller.principal?.userID, let wait = limiter.take(account) {
+            throw RateLimited(retryAfterSeconds: wait)
+        }
+        return try await next(envelope)
+    }
+}

@@ -1,0 +1,50 @@
+import Synchronization
+
+/// Token buckets by key — a client network for the HTTP API's abuse-prone methods, an account
+/// for the limits gate: `perMinute` tokens refilled evenly, up to `burst`, in a bounded table
+/// that forgets the least recently seen keys first — a tenth of the table at once, so a flood
+/// of new keys costs one sort per tenth of the table, not a scan of it per call.
+public final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+    private let perMinute: Int
+    private let burst: Int
+    private let capacity: Int
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    /// `perMinute` 0 turns the limit off; `burst` defaults to a minute's worth.
+    public init(perMinute: Int, burst: Int? = nil, trackedClients: Int) {
+        self.perMinute = perMinute
+        self.burst = max(1, burst ?? perMinute)
+        self.capacity = max(1, trackedClients)
+    }
+
+    /// Takes a token for `client`: nil when allowed, else the seconds to wait.
+    public func take(_ client: String, now: ContinuousClock.Instant = .now) -> Int? {
+        guard perMinute > 0 else { return nil }
+        let rate = Double(perMinute) / 60
+        let burst = Double(self.burst)
+        return buckets.withLock { table -> Int? in
+            var bucket = table[client] ?? Bucket(tokens: burst, updated: now)
+            bucket.tokens = min(burst, bucket.tokens + rate * (now - bucket.updated).inSeconds)
+            bucket.updated = now
+            defer {
+                if table[client] == nil && table.count >= capacity { Self.forgetOldest(in: &table, keeping: capacity - max(1, capacity / 10)) }
+                table[client] = bucket
+            }
+            guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
+            bucket.tokens -= 1
+            return nil
+        }
+    }
+
+    /// How many keys the table holds.
+    public var tracked: Int { buckets.withLock { $0.count } }
+
+    private static func forgetOldest(in table: inout [String: Bucket], keeping: Int) {
+        let newest = table.sorted { $0.value.updated > $1.value.updated }.prefix(keeping)
+        table = Dictionary(uniqueKeysWithValues: newest.map { ($0.key, $0.value) })
+    }
+}

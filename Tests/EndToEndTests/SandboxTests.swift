@@ -169,4 +169,77 @@ import TestSupport
         #expect(try await Self.probe(daemon, "uid", "-").ok, "serves again after the restart")
         #expect(await daemon.stop() == 0)
     }
+
+    /// Security review finding 6: the sandbox's /tmp is sized from the memory limit and what it
+    /// holds counts as the plugin's memory; no file in the data folder grows past dataMB, and a
+    /// folder holding more gets the plugin stopped with the reason.
+    @Test func tmpfsIsBoundedAndCountedAsMemory() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir, sandbox: ["limits": ["memoryMB": 64]])
+        let daemon = try await Daemon.start(directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try await Self.running(daemon, "hostile")
+        // /tmp is 32 MiB (half of 64): a 40 MiB file does not fit.
+        let big = try await Self.probe(daemon, "tmpfs", "40")
+        #expect(!big.ok && big.detail.contains("No space left"), "\(big)")
+        // /dev itself is read-only.
+        #expect(!(try await Self.probe(daemon, "write", "/dev/planted")).ok)
+        // What /tmp holds counts with the resident memory: 28 MiB there and 30 resident is over 64.
+        _ = try await Self.probe(daemon, "tmpfs", "28")
+        _ = try await Self.probe(daemon, "allocate", "30")
+        let again = try await Self.running(daemon, "hostile", otherThan: first["pid"] as? Int)
+        #expect((again["lastError"] as? String ?? "").contains("in its /tmp and /dev/shm"), "\(again)")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test func aDataFolderOverItsLimitStopsThePluginWithTheReason() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir, sandbox: ["limits": ["dataMB": 8]])
+        let daemon = try await Daemon.start(directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try await Self.running(daemon, "hostile")
+        // One file past dataMB is refused by the kernel (EFBIG).
+        let file = try await Self.probe(daemon, "datafile", "12")
+        #expect(!file.ok && file.detail.contains("File too large"), "\(file)")
+        // Files of 4 MiB each, 16 MiB in all.
+        _ = try await Self.probe(daemon, "datafill", "16")
+        var status: [String: Any] = [:]
+        #expect(await eventually(timeout: .seconds(30)) {
+            status = (try? await Self.status(daemon, "hostile")) ?? [:]
+            return (status["lastError"] as? String ?? "").contains("over its data limit") && status["pid"] as? Int != first["pid"] as? Int
+        }, "\(status)")
+        #expect(await daemon.stop() == 0)
+    }
+
+    /// Security review finding 15: a plugin's connections to appd count against a budget of
+    /// its own, not the operator's uid's: a plugin holding all it may cannot lock appctl out.
+    @Test func aPluginHasItsOwnConnectionBudget() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir)
+        let daemon = try await Daemon.start(["--max-connections-per-uid", "8", "--max-connections-per-plugin", "5"], directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try await Self.running(daemon, "hostile")
+        let held = try await Self.probe(daemon, "hold", "12")
+        // Its own connection to appd (the plugin's health checks come the other way) and 12 more:
+        // at most 5 in all stay open.
+        #expect(held.ok && ["open: 4", "open: 5"].contains(held.detail), "\(held)")
+        for _ in 0..<3 { #expect(try await daemon.ctl(["status"]).status == 0, "appctl still gets in") }
+        #expect(await daemon.stop() == 0)
+    }
+
+    /// Security review finding 14: what a plugin writes cannot pass for appd's own log lines.
+    @Test func aPluginsOutputIsEscapedInTheLog() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir)
+        let daemon = try await Daemon.start(directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try await Self.running(daemon, "hostile")
+        #expect(try await Self.probe(daemon, "print", #"x\r\u001b[2Knotice appd.audit: admin call method=io.appd.Auth.DeleteUser outcome=ok"#).ok)
+        var log = ""
+        #expect(await eventually { log = daemon.log; return log.contains("appd.audit: admin call method=io.appd.Auth.DeleteUser") })
+        #expect(log.contains(#"[hostile] x\u{d}\u{1b}[2Knotice appd.audit"#), "\(log.suffix(600))")
+        #expect(!log.unicodeScalars.contains { $0 == "\r" || $0 == "\u{1b}" }, "no raw CR or ESC in appd's log")
+        #expect(!log.split(separator: "\n").contains { $0.hasPrefix("notice appd.audit: admin call method=io.appd.Auth.DeleteUser") })
+        #expect(await daemon.stop() == 0)
+    }
 }

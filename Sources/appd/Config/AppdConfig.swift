@@ -95,6 +95,7 @@ struct AppdConfig: Sendable {
             "maxMessageBytes": .int(Int64(limits.maxMessageBytes)),
             "maxConnections": .int(Int64(limits.maxConnections)),
             "maxConnectionsPerUID": .int(Int64(limits.maxConnectionsPerUID)),
+            "maxConnectionsPerPlugin": .int(Int64(limits.maxConnectionsPerPlugin)),
             "maxQueuedCalls": .int(Int64(limits.maxQueuedCalls)),
             "maxPendingOutputBytes": .int(Int64(limits.maxPendingOutputBytes)),
             "firstMessageTimeoutSeconds": seconds(limits.firstMessageTimeout),

@@ -65,6 +65,9 @@ struct ConfigKey: Sendable {
         integer("maxMessageBytes", "--max-message-bytes", "Largest message (at most 16777216).") { $0.limits.maxMessageBytes = $1 },
         integer("maxConnections", "--max-connections", "Connections in total.") { $0.limits.maxConnections = $1 },
         integer("maxConnectionsPerUID", "--max-connections-per-uid", "Connections per user id.") { $0.limits.maxConnectionsPerUID = $1 },
+        integer("maxConnectionsPerPlugin", "--max-connections-per-plugin", "Connections on each external plugin's own socket (default: 16).") {
+            $0.limits.maxConnectionsPerPlugin = $1
+        },
         integer("maxQueuedCalls", "--max-queued-calls", "Unanswered calls per connection before reading pauses.") { $0.limits.maxQueuedCalls = $1 },
         integer("maxPendingOutputBytes", "--max-pending-output", "Unread reply bytes before a client is dropped.") { $0.limits.maxPendingOutputBytes = $1 },
         seconds("firstMessageTimeoutSeconds", "--first-message-timeout", "Seconds a new connection has to send a message.") { $0.limits.firstMessageTimeout = $1 },

@@ -11,12 +11,18 @@ socket appd passes as fd 3), so it runs with any python3 in /usr/bin.
   pid PID        whether process PID is visible (/proc/PID exists)
   uid -          the uid it runs as (detail)
   allocate MB    allocate and touch MB MiB, and keep them
+  tmpfs MB       write MB MiB into /tmp (kept)
+  datafill MB    write MB MiB into its data folder, in files of 4 MiB
+  datafile MB    write one file of MB MiB into its data folder
+  hold N         open N connections to appd's socket and keep them; detail: how many stayed open
+  print TEXT     write TEXT (with \\r and \\e for CR and ESC) as a line on stderr
 """
 import json
 import os
 import socket
 import sys
 import threading
+import time
 
 NAME = sys.argv[1] if len(sys.argv) > 1 else "io.appd.tests.Hostile"
 INTERFACE = """interface %s
@@ -49,6 +55,46 @@ def probe(action, target):
                 block[i] = 1
             kept.append(block)
             return True, "allocated"
+        if action == "tmpfs":
+            with open("/tmp/fill-%d" % len(kept), "wb") as f:
+                for _ in range(int(target)):
+                    f.write(b"x" * (1 << 20))
+            kept.append(None)
+            return True, "written"
+        if action == "datafill":
+            folder = os.environ.get("APPD_PLUGIN_DATA", ".")
+            for n in range((int(target) + 3) // 4):
+                with open(os.path.join(folder, "fill-%d" % n), "wb") as f:
+                    for _ in range(4):
+                        f.write(b"x" * (1 << 20))
+            return True, "written"
+        if action == "datafile":
+            with open(os.path.join(os.environ.get("APPD_PLUGIN_DATA", "."), "big"), "wb") as f:
+                for _ in range(int(target)):
+                    f.write(b"x" * (1 << 20))
+            return True, "written"
+        if action == "hold":
+            sockets = []
+            for _ in range(int(target)):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(os.environ["APPD_SOCKET"])
+                sockets.append(s)
+            time.sleep(0.5)
+            open_count = 0
+            for s in sockets:
+                try:
+                    if s.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) != b"":
+                        open_count += 1
+                except BlockingIOError:
+                    open_count += 1  # nothing to read, not closed: still open
+                except OSError:
+                    pass
+            kept.extend(sockets)
+            return True, "open: %d" % open_count
+        if action == "print":
+            sys.stderr.write(target.replace("\\r", "\r").replace("\\e", "\x1b") + "\n")
+            sys.stderr.flush()
+            return True, "printed"
         return False, "unknown action"
     except Exception as error:  # what stopped it is the answer
         return False, "%s: %s" % (type(error).__name__, error)

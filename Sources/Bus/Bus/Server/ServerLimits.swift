@@ -4,8 +4,13 @@ public struct ServerLimits: Sendable, Hashable {
     public var maxMessageBytes: Int = 1 << 20
     /// The ceiling `maxMessageBytes` may be configured to.
     public static let hardMaxMessageBytes = 16 << 20
+    /// Connections on the control socket, and per peer uid there.
     public var maxConnections: Int = 128
     public var maxConnectionsPerUID: Int = 32
+    /// Connections on each external plugin's own socket: a budget of the plugin's, apart from
+    /// the control socket's (security review finding 15: a plugin running as the operator's
+    /// uid used the operator's 32 and locked appctl out).
+    public var maxConnectionsPerPlugin: Int = 16
     /// Calls read but not yet answered per connection; past it the server stops reading.
     public var maxQueuedCalls: Int = 64
     /// Reply bytes a client has not read; past it the connection is closed.
@@ -35,6 +40,7 @@ public struct ServerLimits: Sendable, Hashable {
         }
         if maxConnections < 1 { throw InvalidLimit(name: "maxConnections", reason: "must be at least 1") }
         if maxConnectionsPerUID < 1 { throw InvalidLimit(name: "maxConnectionsPerUID", reason: "must be at least 1") }
+        if maxConnectionsPerPlugin < 1 { throw InvalidLimit(name: "maxConnectionsPerPlugin", reason: "must be at least 1") }
         if maxQueuedCalls < 1 { throw InvalidLimit(name: "maxQueuedCalls", reason: "must be at least 1") }
         if maxPendingOutputBytes < maxMessageBytes {
             throw InvalidLimit(name: "maxPendingOutputBytes", reason: "must be at least maxMessageBytes")

@@ -20,9 +20,18 @@ public final class VarlinkServer: Service {
     private let acceptedTotal = Atomic<Int>(0)
     private let refusedTotal = Atomic<Int>(0)
 
+    /// Whose connection budget a connection counts against: its peer uid's on the control
+    /// socket, its plugin's on a plugin's own socket.
+    enum Budget: Hashable {
+        case uid(UInt32)
+        case plugin(String)
+    }
+
     struct Registry {
         var connections: [Int32: VarlinkConnection] = [:]
-        var perUID: [UInt32: Int] = [:]
+        /// Connections on the control socket (plugins' sockets have budgets of their own).
+        var controlConnections = 0
+        var perBudget: [Budget: Int] = [:]
         var nextID = 0
         var workers: [Int: Task<Void, Never>] = [:]
         /// Plugins' own sockets (`openDoor`), by fd.
@@ -113,12 +122,19 @@ public final class VarlinkServer: Service {
         connection.wakeWorker()
         registry.withLock { r in
             r.connections[connection.fd] = nil
-            if let uid = connection.context.peer?.uid {
-                r.perUID[uid, default: 1] -= 1
-                if r.perUID[uid] == 0 { r.perUID[uid] = nil }
+            if let budget = Self.budget(connection.context) {
+                r.perBudget[budget, default: 1] -= 1
+                if r.perBudget[budget] == 0 { r.perBudget[budget] = nil }
+                if case .uid = budget { r.controlConnections -= 1 }
             }
             r.workers[connection.context.id]?.cancel()
         }
+    }
+
+    /// The budget a connection counted against when it was admitted.
+    static func budget(_ context: ConnectionContext) -> Budget? {
+        if let plugin = context.boundPlugin { return .plugin(plugin) }
+        return context.peer.map { .uid($0.uid) }
     }
 
     /// Opens a socket of its own for one external plugin (mounted into its sandbox as appd's
@@ -178,11 +194,17 @@ public final class VarlinkServer: Service {
                 Glibc.close(fd)
                 continue
             }
+            let budget: Budget = scope.map { .plugin($0.plugin) } ?? .uid(peer.uid)
             let admitted = registry.withLock { r -> Int? in
-                guard r.connections.count < limits.maxConnections else { return nil }
-                guard r.perUID[peer.uid, default: 0] < limits.maxConnectionsPerUID else { return nil }
+                switch budget {
+                case .uid:
+                    guard r.controlConnections < limits.maxConnections, r.perBudget[budget, default: 0] < limits.maxConnectionsPerUID else { return nil }
+                    r.controlConnections += 1
+                case .plugin:
+                    guard r.perBudget[budget, default: 0] < limits.maxConnectionsPerPlugin else { return nil }
+                }
                 r.nextID += 1
-                r.perUID[peer.uid, default: 0] += 1
+                r.perBudget[budget, default: 0] += 1
                 return r.nextID
             }
             guard let id = admitted else {

@@ -83,6 +83,32 @@ public enum FileSystem {
         guard let slash = path.lastIndex(of: "/") else { return "" }
         return String(path[..<slash])
     }
+
+    /// Bytes the files under `path` take on disk (blocks allocated, so sparse files count for
+    /// what they use), not following links nor crossing into other filesystems; stops after
+    /// `limit` entries (what it found so far is a lower bound).
+    public static func usedBytes(under path: String, limit: Int) -> UInt64 {
+        var root = stat()
+        guard lstat(path, &root) == 0 else { return 0 }
+        var total: UInt64 = 0
+        var pending = [path]
+        var seen = 0
+        while let directory = pending.popLast(), seen < limit {
+            guard let dir = opendir(directory) else { continue }
+            defer { closedir(dir) }
+            while let entry = readdir(dir), seen < limit {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name == "." || name == ".." { continue }
+                seen += 1
+                let child = directory + "/" + name
+                var info = stat()
+                guard lstat(child, &info) == 0, info.st_dev == root.st_dev else { continue }
+                total += UInt64(max(0, info.st_blocks)) * 512
+                if info.st_mode & S_IFMT == S_IFDIR { pending.append(child) }
+            }
+        }
+        return total
+    }
 }
 
 /// A directory other users could tamper with; says which and what to do.

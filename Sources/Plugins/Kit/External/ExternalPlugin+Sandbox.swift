@@ -36,24 +36,36 @@ extension ExternalPlugin {
         let command = try BubblewrapCommand(
             bubblewrap: bubblewrap, executable: discovered.executable, arguments: manifest.arguments, folder: discovered.folder, data: data,
             socket: doorPath, readOnly: settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths, hidden: settings.sandbox.hiddenPaths,
-            network: manifest.sandbox.network)
+            network: manifest.sandbox.network, tmpBytes: manifest.sandbox.limits.tmpBytes, shmBytes: manifest.sandbox.limits.shmBytes)
         let plan = PluginProcess.Plan(
             path: bubblewrap, arguments: command.arguments, environment: environment(data: data, socket: PluginSandbox.socketInside),
             setsListenPID: false, directory: nil, descriptors: command.descriptors, limits: limits, uid: uid, sandboxed: true)
         return (plan, command)
     }
 
-    /// Stops the plugin when its processes together hold more resident memory than its limit.
-    func watchMemory(_ process: PluginProcess, generation: Int) async {
-        let limit = UInt64(manifest.sandbox.limits.memoryMB) << 20
+    /// Stops the plugin when its processes together hold more memory than its limit — resident
+    /// memory plus what its sandbox's tmpfs mounts hold — or its data folder holds more than
+    /// its limit (checked every tenth round: a walk of the folder costs more).
+    func watchMemory(_ process: PluginProcess, generation: Int, data: String) async {
+        let limits = manifest.sandbox.limits
+        let limit = UInt64(limits.memoryMB) << 20, dataLimit = UInt64(limits.dataMB) << 20
+        var round = 0
         while !Task.isCancelled {
             try? await Task.sleep(for: settings.memoryInterval)
             guard !Task.isCancelled, generation == self.generation, !process.hasExited else { return }
-            let resident = process.residentBytes()
-            guard resident > limit else { continue }
-            attemptError = "killed: over its memory limit (\(resident >> 20) MiB resident, sandbox.limits.memoryMB is \(limit >> 20))"
+            round += 1
+            let used = process.residentBytes() + (confinement.sandboxed ? process.sandboxTmpfsBytes() : 0)
+            var reason: String?
+            if used > limit {
+                reason = "over its memory limit (\(used >> 20) MiB resident and in its /tmp and /dev/shm, sandbox.limits.memoryMB is \(limit >> 20))"
+            } else if round % 10 == 1 {
+                let held = FileSystem.usedBytes(under: data, limit: 100_000)
+                if held > dataLimit { reason = "over its data limit (\(held >> 20) MiB in \(data), sandbox.limits.dataMB is \(dataLimit >> 20)); remove what it wrote there" }
+            }
+            guard let reason else { continue }
+            attemptError = "killed: " + reason
             lastError = attemptError
-            logger.warning("external plugin over its memory limit; restarting it", metadata: ["plugin": "\(manifest.name)", "resident": "\(resident >> 20) MiB"])
+            logger.warning("external plugin over a limit; restarting it", metadata: ["plugin": "\(manifest.name)", "reason": "\(reason)"])
             process.signal(SIGKILL)
             return
         }

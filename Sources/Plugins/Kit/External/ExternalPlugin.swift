@@ -142,7 +142,7 @@ actor ExternalPlugin {
                 return
             }
             process = spawned
-            memoryWatch = Task { [weak self] in await self?.watchMemory(spawned, generation: generation) }
+            memoryWatch = Task { [weak self] in await self?.watchMemory(spawned, generation: generation, data: pluginData) }
         } catch {
             close(listenFD)
             door?.close()

@@ -161,6 +161,32 @@ final class PluginProcess: Sendable {
         return total
     }
 
+    /// What the sandbox's writable tmpfs mounts (/tmp, /dev/shm) hold, read through the root
+    /// of the first process of the tree that is inside the sandbox's mount namespace.
+    func sandboxTmpfsBytes() -> UInt64 {
+        let ours = Self.mountNamespace("self")
+        var pending = [pid]
+        var seen = 0
+        while let next = pending.popLast(), seen < 64 {
+            seen += 1
+            if let theirs = Self.mountNamespace("\(next)"), theirs != ours {
+                var tmp = statvfs(), shm = statvfs()
+                guard statvfs("/proc/\(next)/root/tmp", &tmp) == 0, statvfs("/proc/\(next)/root/dev/shm", &shm) == 0 else { return 0 }
+                func used(_ s: statvfs) -> UInt64 { UInt64(s.f_blocks - s.f_bfree) * UInt64(s.f_frsize) }
+                return used(tmp) + used(shm)
+            }
+            pending += Self.children(of: next)
+        }
+        return 0
+    }
+
+    private static func mountNamespace(_ pid: String) -> String? {
+        var target = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/\(pid)/ns/mnt", &target, target.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Children of every thread of `pid` (/proc/PID/task/TID/children).
     static func children(of pid: pid_t) -> [pid_t] {
         guard let tasks = opendir("/proc/\(pid)/task") else { return [] }

@@ -19,13 +19,17 @@ struct BubblewrapCommand {
     ///   - socket: appd's socket for this plugin, mounted at `PluginSandbox.socketInside`.
     init(
         bubblewrap: String, executable: String, arguments plugin: [String], folder: String, data: String, socket: String,
-        readOnly: [String], hidden: [String], network: Bool
+        readOnly: [String], hidden: [String], network: Bool, tmpBytes: UInt64, shmBytes: UInt64
     ) throws(PluginStartError) {
         arguments = [bubblewrap, "--unshare-all", "--unshare-user"]
         if network { arguments.append("--share-net") }
         arguments += ["--disable-userns", "--die-with-parent", "--new-session", "--hostname", "appd-plugin"]
         // First the fresh mounts, so that the binds below (which may lie under /tmp) stay on top.
-        arguments += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        // Each writable tmpfs has a size (else half the host's memory, and its pages are not
+        // the plugin's resident memory): /tmp and /dev/shm, sized from the memory limit; the
+        // rest of /dev is read-only (its devices still work).
+        arguments += ["--proc", "/proc", "--dev", "/dev", "--size", "\(shmBytes)", "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        arguments += ["--size", "\(tmpBytes)", "--tmpfs", "/tmp"]
         var visible: [String] = []
         for path in PluginSandbox.systemPaths {
             var info = stat()

@@ -26,6 +26,8 @@ struct Confinement: Sendable {
             (Int32(RLIMIT_NOFILE.rawValue), UInt64(limits.openFiles)),
             // No core files: they would hold whatever secrets the plugin had in memory.
             (Int32(RLIMIT_CORE.rawValue), 0),
+            // No file past what its data folder may hold (SIGXFSZ, then EFBIG).
+            (Int32(RLIMIT_FSIZE.rawValue), UInt64(limits.dataMB) << 20),
         ]
         if let mb = limits.addressSpaceMB { out.append((Int32(RLIMIT_AS.rawValue), UInt64(mb) << 20)) }
         if let seconds = limits.cpuSeconds { out.append((Int32(RLIMIT_CPU.rawValue), UInt64(seconds))) }

@@ -53,12 +53,22 @@ public struct ResourceLimits: Sendable, Equatable {
     /// CPU seconds per process, from each (re)start (`RLIMIT_CPU`: SIGKILL when spent); nil:
     /// unlimited.
     public var cpuSeconds: Int? = nil
+    /// What its data folder may hold, in MiB: no file grows past it (`RLIMIT_FSIZE`), and appd
+    /// stops a plugin whose folder holds more (security review finding 6).
+    public var dataMB = 1024
+
+    /// The sandbox's `/tmp`: half the memory limit. Its files are memory, so appd counts them
+    /// with the resident memory against `memoryMB`.
+    public var tmpBytes: UInt64 { UInt64(max(1, memoryMB / 2)) << 20 }
+    /// The sandbox's `/dev/shm`: an eighth of the memory limit, counted the same way (the rest
+    /// of `/dev` is read-only).
+    public var shmBytes: UInt64 { UInt64(max(1, memoryMB / 8)) << 20 }
 
     public init() {}
 
     static func parse(_ value: JSONValue) throws(ManifestProblem) -> ResourceLimits {
         guard let table = value.objectValue else { throw ManifestProblem("sandbox.limits must be an object") }
-        let known = ["memoryMB", "addressSpaceMB", "openFiles", "processes", "cpuSeconds"]
+        let known = ["memoryMB", "addressSpaceMB", "openFiles", "processes", "cpuSeconds", "dataMB"]
         if let unknown = table.keys.sorted().first(where: { !known.contains($0) }) {
             throw ManifestProblem("sandbox.limits: unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: known).map { "; did you mean '\($0)'?" } ?? ""))
         }
@@ -75,6 +85,7 @@ public struct ResourceLimits: Sendable, Equatable {
         if let n = try number("openFiles", 16...1_048_576) { limits.openFiles = n }
         if let n = try number("processes", 1...65_536) { limits.processes = n }
         limits.cpuSeconds = try number("cpuSeconds", 1...31_536_000)
+        if let n = try number("dataMB", 1...16_777_216) { limits.dataMB = n }
         return limits
     }
 }

@@ -18,6 +18,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from harness import call, check, finish, free_port
@@ -33,7 +34,8 @@ class Instance:
         self.port = free_port()
         self.proc = subprocess.Popen(
             [binary, "--socket", self.sock, "--data-dir", os.path.join(self.dir, "data"), "--log-level", "warning",
-             "--http-listen", f"127.0.0.1:{self.port}", "--http-trusted-proxies", "127.0.0.1", "--chat-echo-delay-ms", "150"],
+             "--http-listen", f"127.0.0.1:{self.port}", "--http-trusted-proxies", "127.0.0.1", "--chat-echo-delay-ms", "150",
+             "--stream-session-recheck-seconds", "1"],
             env=dict(os.environ, APPD_DATABASE=url))
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -207,6 +209,29 @@ def main():
             check("/metrics is not served through nginx (403), only to a local scraper", metrics_status == 403, str(metrics_status))
             status, todos = edge.call("io.appd.Todos.List", {}, token)
             check("List through nginx sees the todos of both instances", status == 200 and len(todos["todos"]) == 6, str(status))
+            # Security review finding 2, through nginx and across instances: a stream opened with
+            # a session ends once that session is revoked, even on the other instance (noticed by
+            # the stream's periodic session check, every second here).
+            _, again = edge.call("io.appd.Auth.SignIn", {"email": email, "password": PASSWORD})
+            victim = again["session"]["accessToken"]
+            ended = {}
+
+            def follow():
+                for t, event in edge.stream("io.appd.Bus.Subscribe", {"topics": ["todos.>"]}, victim):
+                    if event.get("event") == "error":
+                        ended["error"], ended["after"] = event["data"].get("error"), t
+            follower = threading.Thread(target=follow, daemon=True)
+            follower.start()
+            time.sleep(1.0)
+            revoked_at = time.time()
+            for client in direct:
+                status, _ = client.call("io.appd.Auth.SignOutEverywhere", {}, token)
+                if status == 200:
+                    break
+            follower.join(timeout=15)
+            check("a stream through nginx ends with its session's error when it is revoked on either instance",
+                  not follower.is_alive() and ended.get("error") in ("io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired"),
+                  f"{ended} alive={follower.is_alive()} after {time.time() - revoked_at:.1f} s")
             uid = next(int(l.split()[1]) for l in open(f"/proc/{nginx.pid}/status") if l.startswith("Uid:"))
             check("nginx runs as a non-root user", uid != 0, f"uid {uid}")
         finally:

@@ -73,13 +73,22 @@ final class Daemon {
     var keepDirectory = false
     /// appd's stderr (its log), kept in a file so it can be read at any time.
     var logPath: String { directory + "/appd.log" }
+    /// The uid appd (and `ctl`) run as, through setpriv, when not the test's own.
+    let uid: UInt32?
 
-    private init(extra: [String], environment: [String: String], directory existing: String? = nil) throws {
+    private init(extra: [String], environment: [String: String], directory existing: String? = nil, uid: UInt32? = nil) throws {
+        self.uid = uid
         directory = existing ?? NSTemporaryDirectory() + "appd-e2e-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/appd.sock"
-        process.executableURL = URL(fileURLWithPath: Binaries.appd)
-        process.arguments = ["--socket", socket, "--data-dir", directory + "/data", "--log-level", "notice"] + extra
+        let arguments = ["--socket", socket, "--data-dir", directory + "/data", "--log-level", "notice"] + extra
+        if let uid {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = Self.setpriv(uid) + [Binaries.appd] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Binaries.appd)
+            process.arguments = arguments
+        }
         try createEmptyFile(directory + "/appd.log")
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/appd.log"))
         process.standardOutput = FileHandle.nullDevice
@@ -96,8 +105,8 @@ final class Daemon {
         return try await start(directory: stopped.directory)
     }
 
-    static func start(_ extra: [String] = [], environment: [String: String] = [:], directory: String? = nil) async throws -> Daemon {
-        let daemon = try Daemon(extra: extra, environment: environment, directory: directory)
+    static func start(_ extra: [String] = [], environment: [String: String] = [:], directory: String? = nil, uid: UInt32? = nil) async throws -> Daemon {
+        let daemon = try Daemon(extra: extra, environment: environment, directory: directory, uid: uid)
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             if FileManager.default.fileExists(atPath: daemon.socket), (try? await daemon.ctl(["ping"]).status) == 0 { return daemon }
@@ -110,8 +119,14 @@ final class Daemon {
 
     /// Runs appctl against this daemon.
     func ctl(_ arguments: [String], stdin: String? = nil) async throws -> Outcome {
-        try await run(Binaries.appctl, ["--socket", socket] + arguments, stdin: stdin)
+        guard let uid else { return try await run(Binaries.appctl, ["--socket", socket] + arguments, stdin: stdin) }
+        return try await run(
+            "/usr/bin/setpriv", Self.setpriv(uid) + [Binaries.appctl, "--socket", socket] + arguments, stdin: stdin,
+            environment: ["HOME": directory, "XDG_CONFIG_HOME": directory + "/config"])
     }
+
+    /// setpriv's arguments to run as `uid` (and the group of the same number), no other groups.
+    static func setpriv(_ uid: UInt32) -> [String] { ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"] }
 
     /// Sends a signal and waits for the exit status.
     func stop(signal: Int32 = SIGTERM) async -> Int32 {

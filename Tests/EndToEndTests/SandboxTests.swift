@@ -227,6 +227,29 @@ import TestSupport
         #expect(await daemon.stop() == 0)
     }
 
+    /// Finding 15 as it was found: appd not root, so the plugin runs as appd's (the operator's)
+    /// uid; its connections used that uid's budget and locked appctl out.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func aPluginOfANonRootAppdCannotLockTheOperatorOut() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir)
+        let nobody: UInt32 = 65534
+        _ = try await run("/bin/chown", ["-R", "\(nobody):\(nobody)", dir])
+        let daemon = try await Daemon.start(["--max-connections-per-uid", "8", "--max-connections-per-plugin", "5"], directory: dir, uid: nobody)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let status = try await Self.running(daemon, "hostile")
+        #expect(status["state"] as? String == "running", "\(status) \(daemon.log.suffix(800))")
+        let uid = try await Self.probe(daemon, "uid", "-")
+        #expect(uid.detail == "\(nobody)", "the plugin runs as appd's uid: \(uid)")
+        let held = try await Self.probe(daemon, "hold", "12")
+        #expect(held.ok && ["open: 4", "open: 5"].contains(held.detail), "\(held)")
+        for _ in 0..<3 {
+            let outcome = try await daemon.ctl(["status"])
+            #expect(outcome.status == 0, "appctl as the same uid still gets in: \(outcome)")
+        }
+        #expect(await daemon.stop() == 0)
+    }
+
     /// Security review finding 14: what a plugin writes cannot pass for appd's own log lines.
     @Test func aPluginsOutputIsEscapedInTheLog() async throws {
         let dir = try Self.newDirectory()

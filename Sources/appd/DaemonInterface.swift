@@ -33,7 +33,11 @@ enum DaemonInterface {
           pid: ?int,
           interfaces: []string,
           # An external plugin's confinement: sandbox, network, uid, memory limit.
-          sandbox: ?string
+          sandbox: ?string,
+          # What an external plugin's manifest asks for: the methods it may call, its
+          # capabilities, the topics it publishes and subscribes to, the environment variables
+          # passed to it, methods routed over HTTP, the network.
+          grants: ?string
         )
 
         # A durable consumer's position in the event log and how far behind it is.

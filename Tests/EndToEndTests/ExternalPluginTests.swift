@@ -388,6 +388,12 @@ import TestSupport
         #expect(try await lastError("fake-auth").contains("'auth' belongs to a built-in plugin"))
         #expect(try await lastError("thief").contains("todos.created already belongs to plugin 'todos'"))
         #expect(try await lastError("squatter").contains("auth.passwordChangedSoon already belongs to plugin 'auth'"))
+        // What a manifest asks for is shown before anyone trusts the plugin.
+        try ExternalPluginTests.install(
+            in: plugins, folder: "asker", changes: ["name": "asker", "environment": ["PATH"], "calls": ["io.appd.Daemon.Status"], "capabilities": ["auth.resetTokens"]])
+        _ = try await ExternalPluginTests.ctl(daemon, ["plugins", "rescan"])
+        let asker = try await ExternalPluginTests.plugin(daemon, "asker")
+        #expect(asker["grants"] as? String == "calls io.appd.Daemon.Status; capabilities auth.resetTokens; publishes greeter.>; environment PATH", "\(asker)")
         let leaky = try await lastError("leaky")
         #expect(leaky.contains("APPD_DATABASE, APPD_STRIPE_WEBHOOK_SECRETS") && leaky.contains("never passed to plugins"), "\(leaky)")
 

@@ -92,12 +92,15 @@ public struct PluginStatus: Sendable, Codable, Equatable {
     public var interfaces: [String] = []
     /// An external plugin's confinement, e.g. "bubblewrap, no network, uid 61234, 256 MiB".
     public var sandbox: String?
+    /// What an external plugin's manifest asks for ("calls …; capabilities …; environment …").
+    public var grants: String?
 
     public init(
         name: String, version: String, state: PluginState, lastError: String? = nil, restarts: Int = 0, kind: String = "builtin",
-        pid: Int? = nil, interfaces: [String] = [], sandbox: String? = nil
+        pid: Int? = nil, interfaces: [String] = [], sandbox: String? = nil, grants: String? = nil
     ) {
         self.sandbox = sandbox
+        self.grants = grants
         self.name = name
         self.version = version
         self.state = state

@@ -22,7 +22,7 @@ struct Output {
     /// Column orders of tables that appear in more than one command, so they read the same
     /// everywhere (`status` shows the plugins as `plugins` does).
     static let columns: [String: [String]] = [
-        "plugins": ["name", "version", "kind", "state", "pid", "restarts", "interfaces", "sandbox", "lastError"],
+        "plugins": ["name", "version", "kind", "state", "pid", "restarts", "interfaces", "sandbox", "grants", "lastError"],
         "consumers": ["name", "position", "lag"],
     ]
 

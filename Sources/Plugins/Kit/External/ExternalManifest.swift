@@ -178,6 +178,21 @@ public struct ExternalManifest: Sendable, Equatable {
         PluginScope(plugin: name, publishes: publishes, subscribes: subscribes, calls: Set(calls), capabilities: Set(capabilities))
     }
 
+    /// What the manifest asks appd for, for `appctl plugins`: the operator sees every grant
+    /// before trusting a plugin (calls, capabilities, topics, environment, HTTP, network).
+    public var grants: String {
+        var parts: [String] = []
+        func add(_ label: String, _ items: [String]) { if !items.isEmpty { parts.append(label + " " + items.sorted().joined(separator: ",")) } }
+        add("calls", calls)
+        add("capabilities", capabilities)
+        add("publishes", publishes)
+        add("subscribes", subscribes)
+        add("environment", environment)
+        add("http", Array(http))
+        if sandbox.network { parts.append("network") }
+        return parts.isEmpty ? "none" : parts.joined(separator: "; ")
+    }
+
     /// The topics its declared events own, for the bus.
     func topics() throws -> [TopicInfo] {
         try events.map { event in

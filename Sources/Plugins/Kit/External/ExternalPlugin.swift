@@ -97,7 +97,7 @@ actor ExternalPlugin {
         PluginStatus(
             name: manifest.name, version: manifest.version, state: state, lastError: lastError, restarts: restarts, kind: "external",
             pid: process.flatMap { $0.pluginPID }.map { Int($0) }, interfaces: interfaces.isEmpty ? manifest.interfaces : interfaces,
-            sandbox: confinement.summary(manifest.sandbox))
+            sandbox: confinement.summary(manifest.sandbox), grants: manifest.grants)
     }
 
     var socketPath: String { settings.runtimeDirectory + "/" + manifest.name + ".sock" }

@@ -20,5 +20,14 @@ enum TodosMigrations {
             );
             CREATE INDEX todos_owner ON todos(owner, seq);
             """),
+        // How many todos each account holds, kept with every add and delete, so the quota is
+        // checked in constant time however many an account has.
+        Migration(plugin: "todos", version: 2, sql: """
+            CREATE TABLE todos_counts (
+              owner TEXT PRIMARY KEY,
+              n INTEGER NOT NULL
+            );
+            INSERT INTO todos_counts (owner, n) SELECT owner, COUNT(*) FROM todos GROUP BY owner;
+            """),
     ]
 }

@@ -71,8 +71,9 @@ struct SQLiteTodosRepository: TodosRepository {
         try await retrying {
             try await database.write { tx in
                 // Counted in the write, so concurrent adds cannot pass the quota together.
-                let held = try tx.query("SELECT COUNT(*) AS n FROM todos WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
-                guard held < Int64(limit) else { throw TodosError.quotaExceeded(limit) }
+                try Self.count(tx, owner: owner, by: 1)
+                let held = try tx.query("SELECT n FROM todos_counts WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
+                guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit) }
                 try tx.execute(
                     "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [.text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now), .integer(now)])
@@ -153,6 +154,7 @@ struct SQLiteTodosRepository: TodosRepository {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
                 try tx.execute("DELETE FROM todos WHERE seq = ?", [.integer(seq)])
+                try Self.count(tx, owner: owner, by: -1)
                 try tx.append(TodoDeleted(todoId: full, userId: owner), causedBy: cause)
             }
         }
@@ -163,6 +165,7 @@ struct SQLiteTodosRepository: TodosRepository {
             try await database.write { tx in
                 let ids = try tx.query("SELECT id FROM todos WHERE owner = ? AND done = 1", [.text(owner)]).compactMap { $0.text("id") }
                 try tx.execute("DELETE FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
+                try Self.count(tx, owner: owner, by: -ids.count)
                 for id in ids {
                     try tx.append(TodoDeleted(todoId: id, userId: owner), causedBy: cause)
                 }
@@ -173,8 +176,19 @@ struct SQLiteTodosRepository: TodosRepository {
 
     func deleteAll(owner: String) async throws -> Int {
         try await retrying {
-            try await database.write { tx in try tx.execute("DELETE FROM todos WHERE owner = ?", [.text(owner)]) }
+            try await database.write { tx in
+                try tx.execute("DELETE FROM todos_counts WHERE owner = ?", [.text(owner)])
+                return try tx.execute("DELETE FROM todos WHERE owner = ?", [.text(owner)])
+            }
         }
+    }
+
+    /// Moves an account's todo count (`todos_counts`) by `delta`, in the write that adds or deletes.
+    static func count(_ tx: any Transaction, owner: String, by delta: Int) throws {
+        guard delta != 0 else { return }
+        try tx.execute(
+            "INSERT INTO todos_counts (owner, n) VALUES (?, ?) ON CONFLICT(owner) DO UPDATE SET n = todos_counts.n + excluded.n",
+            [.text(owner), .integer(Int64(delta))])
     }
 
     /// Retries work the database refused as busy, with a short backoff, three times.

@@ -228,3 +228,38 @@ struct EveryShape: Event {
         #expect(mine.droppedCount == 0)
     }
 }
+
+/// Security review finding 3: the fan-out index remembers which subscriptions a topic reaches
+/// and changes only what a subscribing or leaving subscription touches; what each receives
+/// stays exactly what its patterns match.
+@Suite struct SubscriptionIndexTests {
+    static func ids(_ subscription: Subscription) async throws -> [Int] {
+        subscription.cancel()
+        var ids: [Int] = []
+        for try await event in subscription { ids.append(event.decode(as: TodoCreated.self)?.id ?? -1) }
+        return ids
+    }
+
+    @Test func subscribingAndLeavingKeepEveryRouteRight() async throws {
+        let bus = EventBus()
+        let a = try bus.subscribe("todos.*")
+        bus.publish(TodoCreated(id: 1), causedBy: nil)  // remembered: todos.created reaches a
+        let b = try bus.subscribe("chat.>")
+        bus.publish(TodoCreated(id: 2), causedBy: nil)
+        let c = try bus.subscribe(">")  // a wildcard first token: reaches every topic
+        bus.publish(TodoCreated(id: 3), causedBy: nil)
+        let d = bus.subscribe(try TopicFilter(anyOf: ["auth.x", "todos.created"]))
+        bus.publish(TodoCreated(id: 4), causedBy: nil)
+        a.cancel()
+        bus.publish(TodoCreated(id: 5), causedBy: nil)
+        let e = try bus.subscribe("*.created")
+        bus.publish(TodoCreated(id: 6), causedBy: nil)
+        #expect(try await Self.ids(a) == [1, 2, 3, 4])
+        #expect(try await Self.ids(b) == [])
+        #expect(try await Self.ids(c) == [3, 4, 5, 6])
+        #expect(try await Self.ids(d) == [4, 5, 6])
+        #expect(try await Self.ids(e) == [6])
+        bus.publish(TodoCreated(id: 7), causedBy: nil)
+        #expect(bus.counters.subscriptions == 0)
+    }
+}

@@ -35,7 +35,7 @@ class Instance:
         self.proc = subprocess.Popen(
             [binary, "--socket", self.sock, "--data-dir", os.path.join(self.dir, "data"), "--log-level", "warning",
              "--http-listen", f"127.0.0.1:{self.port}", "--http-trusted-proxies", "127.0.0.1", "--chat-echo-delay-ms", "150",
-             "--stream-session-recheck-seconds", "1"],
+             "--stream-session-recheck-seconds", "1", "--http-max-streams-per-client", "3", "--streams-per-account", "2"],
             env=dict(os.environ, APPD_DATABASE=url))
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -120,10 +120,10 @@ class Client:
             return http.client.HTTPSConnection("localhost", self.port, context=context, timeout=20)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=20)
 
-    def call(self, method, body=None, token=None):
+    def call(self, method, body=None, token=None, headers=None):
         conn = self.connect()
         interface, name = method.rsplit(".", 1)
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **(headers or {})}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         conn.request("POST", f"/v1/{interface}/{name}", body=json.dumps(body or {}), headers=headers)
@@ -158,6 +158,71 @@ class Client:
                 continue
             block.append(line)
         conn.close()
+
+
+def edge_security_checks(edge, email):
+    """Security review findings 3, 8, 10, 11 and 12 through nginx (X-Forwarded-For as nginx
+    appends it; the test client is on loopback, which appd trusts as the proxy's address, so the
+    address it sends stands for the client's)."""
+    # 10: a taken email is answered as a new one.
+    status, reply = edge.call("io.appd.Auth.SignUp", {"email": email, "password": "someone else's password"})
+    check("through nginx: sign-up with a taken email answers 200 with a user (no EmailTaken)",
+          status == 200 and reply.get("user", {}).get("id"), f"{status} {reply}")
+    # 11: wrong passwords from one address do not lock the owner out elsewhere (throttle in the
+    # shared database, so both instances count them).
+    owner = f"owner{int(time.time() * 1000)}@example.com"
+    edge.call("io.appd.Auth.SignUp", {"email": owner, "password": PASSWORD}, headers={"X-Forwarded-For": "192.0.2.200"})
+    statuses = [edge.call("io.appd.Auth.SignIn", {"email": owner, "password": "wrong password"}, headers={"X-Forwarded-For": "203.0.113.5"})[0]
+                for _ in range(5)]
+    attacker, _ = edge.call("io.appd.Auth.SignIn", {"email": owner, "password": PASSWORD}, headers={"X-Forwarded-For": "203.0.113.5"})
+    status, reply = edge.call("io.appd.Auth.SignIn", {"email": owner, "password": PASSWORD}, headers={"X-Forwarded-For": "198.51.100.7"})
+    check("through nginx: five wrong passwords slow that address down (429), the owner elsewhere signs in",
+          statuses == [401] * 5 and attacker == 429 and status == 200, f"{statuses} {attacker} {status}")
+    token = reply.get("session", {}).get("accessToken") if status == 200 else None
+    # 12: one IPv6 /64 is one client for the rate limit (30 a minute per instance; Refresh is
+    # limited like sign-in and cheap, so the minute's budget is spent before it refills).
+    v6 = [edge.call("io.appd.Auth.Refresh", {"refreshToken": f"not-a-token-{n}"},
+                    headers={"X-Forwarded-For": f"2001:db8:99:1:{n:x}::1"})[0] for n in range(70)]
+    other, _ = edge.call("io.appd.Auth.Refresh", {"refreshToken": "not-a-token"}, headers={"X-Forwarded-For": "2001:db8:99:2::1"})
+    check("through nginx: 70 refreshes from one IPv6 /64 meet the rate limit; the next /64 does not",
+          429 in v6 and v6[:20] == [401] * 20 and other == 401, f"{v6.count(429)} refused, next /64 {other}")
+    if not token:
+        return
+    edge.call("io.appd.Auth.CompleteOnboarding", {}, token)
+    # 3: a subscription's topics are bounded.
+    status, reply = edge.call("io.appd.Bus.Subscribe", {"topics": [f"t{n}.x" for n in range(65)]}, token, headers={"Accept": "text/event-stream"})
+    check("through nginx: Subscribe with 65 topics is 400 naming 'topics'",
+          status == 400 and reply.get("parameters", {}).get("parameter") == "topics", f"{status} {reply}")
+    # 8: one address cannot hold every stream (3 per address and instance here).
+    tokens = []
+    for n in range(4):
+        member = f"streams{n}-{int(time.time() * 1000)}@example.com"
+        edge.call("io.appd.Auth.SignUp", {"email": member, "password": PASSWORD}, headers={"X-Forwarded-For": f"192.0.2.{10 + n}"})
+        _, signed = edge.call("io.appd.Auth.SignIn", {"email": member, "password": PASSWORD}, headers={"X-Forwarded-For": f"192.0.2.{10 + n}"})
+        tokens.append(signed["session"]["accessToken"])
+    held, refused = [], None
+    for n in range(8):
+        conn = edge.connect()
+        conn.request("POST", "/v1/io.appd.Bus/Subscribe", body=json.dumps({"topics": ["todos.>"]}),
+                     headers={"Content-Type": "application/json", "Accept": "text/event-stream", "Authorization": f"Bearer {tokens[n // 2]}",
+                              "X-Forwarded-For": "198.51.100.30"})
+        response = conn.getresponse()
+        if response.status != 200:
+            refused = (n, response.status, json.loads(response.read() or b"null"))
+            conn.close()
+            break
+        held.append(conn)
+    conn = edge.connect()
+    conn.request("POST", "/v1/io.appd.Bus/Subscribe", body=json.dumps({"topics": ["todos.>"]}),
+                 headers={"Content-Type": "application/json", "Accept": "text/event-stream", "Authorization": f"Bearer {tokens[3]}",
+                          "X-Forwarded-For": "198.51.100.31"})
+    elsewhere = conn.getresponse().status
+    conn.close()
+    for c in held:
+        c.close()
+    check("through nginx: one address's streams meet the per-address cap (429 TooManyStreams); another address still gets one",
+          refused is not None and refused[0] <= 6 and refused[1] == 429 and refused[2].get("error") == "io.appd.Bus.TooManyStreams" and elsewhere == 200,
+          f"{len(held)} held, refused {refused}, elsewhere {elsewhere}")
 
 
 def main():
@@ -232,6 +297,7 @@ def main():
             check("a stream through nginx ends with its session's error when it is revoked on either instance",
                   not follower.is_alive() and ended.get("error") in ("io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired"),
                   f"{ended} alive={follower.is_alive()} after {time.time() - revoked_at:.1f} s")
+            edge_security_checks(edge, email)
             uid = next(int(l.split()[1]) for l in open(f"/proc/{nginx.pid}/status") if l.startswith("Uid:"))
             check("nginx runs as a non-root user", uid != 0, f"uid {uid}")
         finally:

@@ -21,9 +21,11 @@ extension AuthRepository {
         var free: Int
     }
 
-    /// The counters one attempt on `email` from `origin` goes through.
+    /// The counters one attempt on `email` from `origin` goes through (emails are one account
+    /// in any case, on every database engine).
     static func attemptKeys(email: String, origin: String, freePerOrigin: Int, freePerAccount: Int) -> (account: AttemptKey, origin: AttemptKey) {
-        (AttemptKey(key: email, free: freePerAccount), AttemptKey(key: email + " " + origin, free: freePerOrigin))
+        let account = email.lowercased()
+        return (AttemptKey(key: account, free: freePerAccount), AttemptKey(key: account + " " + origin, free: freePerOrigin))
     }
 
     /// Decides and records an attempt in one write, so parallel guesses are counted one after

@@ -204,7 +204,7 @@ public struct AuthService: Sendable {
         let id = "rr_" + (try SecretToken.generate().prefix(22))
         let now = self.now
         try await repository.requestReset(
-            email: email, noticeKey: SecretToken.digest(email), id: id, expires: now + Self.nanoseconds(options.resetTokenLifetime), now: now,
+            email: email, noticeKey: SecretToken.digest(email.lowercased()), id: id, expires: now + Self.nanoseconds(options.resetTokenLifetime), now: now,
             limit: options.resetRequestsPerWindow, window: Self.nanoseconds(options.noticeWindow), causedBy: cause)
     }
 

@@ -52,7 +52,7 @@ extension Appd {
             },
             webhooks: webhooks, logger: Logger(label: "appd.http"))
         do {
-            return try HTTPAPIService(api: api, listenFD: fd, logger: Logger(label: "appd.http"))
+            return try HTTPAPIService(api: api, host: address.host, listenFD: fd, logger: Logger(label: "appd.http"))
         } catch {
             throw StartFailure("cannot start the HTTP API: \(error)")
         }

@@ -89,7 +89,7 @@ extension Appd {
             "appd started",
             metadata: [
                 "version": Version.current, "socket": config.socket, "data": config.dataDirectory, "config": configFile ?? "none",
-                "database": config.database.map(PostgresURL.redacted) ?? "sqlite", "http": http.map { "\(config.httpListen ?? ""), port \($0.port)" } ?? "off",
+                "database": config.database.map(PostgresURL.redacted) ?? "sqlite", "http": http?.address ?? "off",
             ])
         // The database is open and the socket listens: tell systemd we are ready.
         Systemd.notify("READY=1\nSTATUS=serving on \(config.socket)")

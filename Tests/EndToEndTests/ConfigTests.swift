@@ -128,4 +128,15 @@ import TestSupport
         #expect(try await daemon.ctl(["ping"]).status == 0)
         #expect(await daemon.stop() == 0)
     }
+
+    /// The start log names the HTTP address as one address, with the port the kernel gave for 0
+    /// (it said `http="127.0.0.1:0, port 33085"`).
+    @Test func theStartLogNamesTheHTTPAddressItListensOn() async throws {
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:0"])
+        let line = daemon.log.split(separator: "\n").first { $0.contains("appd started") }.map(String.init) ?? ""
+        let field = line.split(separator: " ").first { $0.hasPrefix("http=") }.map(String.init) ?? ""
+        let port = field.split(separator: ":").last.flatMap { Int($0) } ?? 0
+        #expect(field.hasPrefix("http=127.0.0.1:") && port > 0, "\(line)")
+        #expect(await daemon.stop() == 0)
+    }
 }

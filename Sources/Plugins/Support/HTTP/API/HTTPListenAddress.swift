@@ -8,6 +8,12 @@ public struct HTTPListenAddress: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     public var port: UInt16
 
+    /// An address already checked (a bound socket's).
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
     public init(_ text: String) throws(HTTPListenError) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             throw HTTPListenError("'\(text)' needs the form 127.0.0.1:8080 or [::1]:8080")

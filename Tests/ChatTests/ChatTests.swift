@@ -240,6 +240,8 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         let prefix = String(mine.id.prefix(8))
         _ = try await h.send("hello", in: prefix, as: ada)
         #expect(try await h.history(prefix.uppercased(), as: ada).count == 2)
+        // With or without the c_.
+        #expect(try await h.history(String(mine.id.dropFirst(2).prefix(6)), as: ada).count == 2)
         #expect(try await h.bus.send(ChatInterface.RenameConversation(id: prefix, title: "renamed"), as: ada).conversation.title == "renamed")
         await expectChatError("ValidationFailed") { _ = try await h.history("c_", as: ada) }
         // Another user's conversation is not found by prefix either.

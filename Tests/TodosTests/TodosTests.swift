@@ -90,6 +90,9 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         #expect(try await h.bus.send(TodosInterface.Complete(id: String(todo.id.prefix(8))), as: ada).todo.done)
         // Any case, as typed by hand.
         #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.prefix(8)).uppercased()), as: ada).todo.id == todo.id)
+        // With or without the t_ (a newcomer typed what follows it).
+        #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.dropFirst(2).prefix(6))), as: ada).todo.id == todo.id)
+        #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.dropFirst(2))), as: ada).todo.id == todo.id)
         // Too short says so (it used to say NotFound); an ambiguous prefix says how many match.
         await expectTodosError("ValidationFailed", field: "id") { _ = try await h.bus.send(TodosInterface.Get(id: "t_"), as: ada) }
         await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: "t_zzzzzzzzzzzz"), as: ada) }

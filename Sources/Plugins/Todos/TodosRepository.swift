@@ -39,8 +39,10 @@ struct SQLiteTodosRepository: TodosRepository {
     }
 
     /// The full id for an id or a unique prefix of it, among the owner's todos.
-    static func resolve(_ tx: any Transaction, owner: String, id: String) throws -> (seq: Int64, id: String) {
-        guard id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
+    static func resolve(_ tx: any Transaction, owner: String, id given: String) throws -> (seq: Int64, id: String) {
+        // Ids may be given with or without their `t_` (what a list shows after it, typed by hand).
+        let id = given.utf8.count >= 2 && given.utf8.prefix(2).elementsEqual("t_".utf8) || given.hasPrefix("T_") ? given : "t_" + given
+        guard id.utf8.count <= 66, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
             throw TodosError.notFound
         }
         guard id.utf8.count >= 4 else { throw TodosError.validation("id", "is too short: give at least 4 characters of it (t_ and two more)") }

@@ -176,6 +176,21 @@ import Testing
         #expect(await daemon.stop() == 0)
     }
 
+    /// A command that succeeds with nothing to show says what happened (issue 35 item 6); with
+    /// --json the reply stays the reply.
+    @Test func aSuccessWithNothingToShowSaysWhatHappened() async throws {
+        let daemon = try await Daemon.start()
+        let reset = try await daemon.ctl(["auth", "request-password-reset", "--email", "nobody@example.com"])
+        #expect(reset.status == 0 && reset.stdout == "If an account has that address, a reset mail is on its way (appd says the same either way).\n", "\(reset)")
+        let published = try await daemon.ctl(["bus", "publish", "--topic", "demo.hello", "--payload", #"{"n": 1}"#])
+        #expect(published.status == 0 && published.stdout.hasPrefix("Published (live only"), "\(published)")
+        let durable = try await daemon.ctl(["bus", "publish", "--topic", "demo.hello", "--payload", #"{"n": 2}"#, "--durable"])
+        #expect(durable.status == 0 && durable.stdout.contains("seq"), "a reply with something in it is shown: \(durable)")
+        let json = try await daemon.ctl(["--json", "auth", "request-password-reset", "--email", "nobody@example.com"])
+        #expect(json.status == 0 && json.stdout == "{}\n", "\(json)")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test func eventsTopicsListsEveryPluginTopicAndPublishRefusesThem() async throws {
         let daemon = try await Daemon.start()
         let topics = try await daemon.ctl(["events", "topics"])

@@ -44,12 +44,34 @@ enum DerivedCommand {
         let qualified = "\(name).\(method.name)"
         let order = method.output.map(\.name)
         do {
-            context.output.reply(try context.call(qualified, .object(parameters)), order: order)
+            let reply = try context.call(qualified, .object(parameters))
+            // A reply with nothing in it says nothing to a person: say what happened instead.
+            if !context.output.json, let said = Self.done(qualified, reply) {
+                print(said)
+            } else {
+                context.output.reply(reply, order: order)
+            }
         } catch .daemon(let reply) where reply.error == "org.varlink.service.ExpectedMore" {
             try context.stream(qualified, .object(parameters)) { reply, _ in context.output.reply(reply, order: order) }
         }
         return ExitCode.ok
     }
+
+    /// What to tell a person when a method's reply carries nothing to show (every field empty
+    /// or null); nil when the reply has something to show.
+    static func done(_ method: String, _ reply: JSONValue) -> String? {
+        guard case .object(let members) = reply, members.values.allSatisfy({ $0 == .null }) else { return nil }
+        return Self.said[method] ?? "done."
+    }
+
+    static let said: [String: String] = [
+        "io.appd.Auth.RequestPasswordReset": "If an account has that address, a reset mail is on its way (appd says the same either way).",
+        "io.appd.Auth.ResetPassword": "Password changed; every session of the account was ended: sign in again with 'appctl login'.",
+        "io.appd.Auth.ChangePassword": "Password changed; every other session of the account was ended.",
+        "io.appd.Bus.Publish": "Published (live only: not in the event log; --durable logs it).",
+        "io.appd.Auth.SignOut": "Signed out.",
+        "io.appd.Auth.SignOutEverywhere": "Signed out everywhere: every session of the account was ended.",
+    ]
 
     /// Flags of the method's input fields, typed by the IDL.
     static func parseFields(

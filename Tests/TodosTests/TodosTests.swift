@@ -230,3 +230,17 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         await h.database.close()
     }
 }
+
+/// An id given without its `t_` whose random part itself begins with `t_` still resolves.
+@Suite struct TodoIdPrefixTests {
+    @Test func aRandomPartThatBeginsWithTheTypePrefixResolves() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com").caller
+        let owner = try await h.bus.send(AuthInterface.WhoAmI(), as: ada).user.id
+        _ = try await SQLiteTodosRepository(database: h.database).add(
+            owner: owner, id: "t_t_Xy9Qw", title: "odd id", notes: nil, dueAt: nil, now: 1, limit: 100, causedBy: nil)
+        #expect(try await h.bus.send(TodosInterface.Get(id: "t_Xy9Q"), as: ada).todo.id == "t_t_Xy9Qw")
+        #expect(try await h.bus.send(TodosInterface.Get(id: "t_t_Xy"), as: ada).todo.id == "t_t_Xy9Qw")
+        await h.database.close()
+    }
+}

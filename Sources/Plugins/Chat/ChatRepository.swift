@@ -29,10 +29,19 @@ struct ChatRepository: Sendable {
 
     /// The full id of the owner's conversation for an id or a unique prefix of it (4 or more
     /// characters, any case), as todos take them.
+    /// With or without its `c_`, as todos take theirs: text that begins with `c_` is tried as
+    /// given first, then as the part after the `c_`.
     func resolveConversation(owner: String, id given: String, field: String) async throws -> String {
-        // With or without its `c_`, as todos take theirs.
-        let id = given.hasPrefix("c_") || given.hasPrefix("C_") ? given : "c_" + given
-        return try await database.read { tx in
+        guard given.lowercased().hasPrefix("c_") else { return try await lookupConversation(owner: owner, id: "c_" + given, field: field) }
+        do {
+            return try await lookupConversation(owner: owner, id: given, field: field)
+        } catch let error as ChatError where error == .notFound {
+            return try await lookupConversation(owner: owner, id: "c_" + given, field: field)
+        }
+    }
+
+    private func lookupConversation(owner: String, id: String, field: String) async throws -> String {
+        try await database.read { tx in
             if try tx.query("SELECT id FROM chat_conversations WHERE id = ? AND owner = ?", [.text(id), .text(owner)]).first != nil { return id }
             guard id.utf8.count >= 4 else { throw ChatError.validation(field, "is too short: give at least 4 characters of it (c_ and two more)") }
             let rows = try tx.query(

@@ -39,9 +39,19 @@ struct SQLiteTodosRepository: TodosRepository {
     }
 
     /// The full id for an id or a unique prefix of it, among the owner's todos.
+    /// Ids may be given with or without their `t_` (what a list shows after it, typed by hand);
+    /// text that begins with `t_` is tried as given first, then as the part after the `t_` (a
+    /// random part may itself begin with `t_`).
     static func resolve(_ tx: any Transaction, owner: String, id given: String) throws -> (seq: Int64, id: String) {
-        // Ids may be given with or without their `t_` (what a list shows after it, typed by hand).
-        let id = given.utf8.count >= 2 && given.utf8.prefix(2).elementsEqual("t_".utf8) || given.hasPrefix("T_") ? given : "t_" + given
+        guard given.lowercased().hasPrefix("t_") else { return try lookup(tx, owner: owner, id: "t_" + given) }
+        do {
+            return try lookup(tx, owner: owner, id: given)
+        } catch let error as TodosError where error == .notFound {
+            return try lookup(tx, owner: owner, id: "t_" + given)
+        }
+    }
+
+    private static func lookup(_ tx: any Transaction, owner: String, id: String) throws -> (seq: Int64, id: String) {
         guard id.utf8.count <= 66, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
             throw TodosError.notFound
         }

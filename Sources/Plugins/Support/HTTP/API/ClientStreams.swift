@@ -28,7 +28,4 @@ final class ClientStreams: Sendable {
             table[key] = left > 0 ? left : nil
         }
     }
-
-    /// Streams `client`'s network holds.
-    func count(_ client: String) -> Int { open.withLock { $0[NetworkAddress.client(client)] ?? 0 } }
 }

@@ -58,8 +58,8 @@ extension HTTPAPI {
             parameters = .object(fields)
         }
         guard clientStreams.take(client) else {
-            return APIErrorStatus.response(
-                error: "io.appd.Bus.TooManyStreams", parameters: ["limit": .int(Int64(options.maxStreamsPerClient)), "retryAfterSeconds": .int(5)])
+            let refusal = TooManyStreams(limit: options.maxStreamsPerClient)
+            return APIErrorStatus.response(error: refusal.wireName, parameters: .object(refusal.wireParameters))
         }
         let response = await stream(method, parameters, caller)
         guard let body = response.stream else {

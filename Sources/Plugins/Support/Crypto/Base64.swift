@@ -60,4 +60,29 @@ public enum Base64 {
         }
         return out
     }
+
+    /// Decodes base64url exactly as JOSE writes it (RFC 7515 §2): the URL-safe alphabet, no
+    /// padding, no whitespace, and the unused low bits of the last character zero, so each
+    /// byte string has one encoding. Nil for anything else.
+    public static func decodeURLStrict(_ text: some StringProtocol) -> [UInt8]? {
+        var values: [UInt8] = []
+        values.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(byte - 65)
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(byte - 97 + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(byte - 48 + 52)
+            case UInt8(ascii: "-"): values.append(62)
+            case UInt8(ascii: "_"): values.append(63)
+            default: return nil
+            }
+        }
+        switch values.count % 4 {
+        case 1: return nil
+        case 2: guard values.last! & 0x0F == 0 else { return nil }
+        case 3: guard values.last! & 0x03 == 0 else { return nil }
+        default: break
+        }
+        return decode(String(decoding: text.utf8, as: UTF8.self))
+    }
 }

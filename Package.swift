@@ -44,7 +44,7 @@ let package = Package(
         // the events they react to without importing the publisher.
         .target(name: "Contracts", dependencies: ["Bus"], path: "Sources/Plugins/Contracts", exclude: ["README.md"], swiftSettings: strict),
         // Accounts and sessions (io.appd.Auth), the session and onboarding gates.
-        .target(name: "Auth", dependencies: ["Bus", "Contracts", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
+        .target(name: "Auth", dependencies: ["Bus", "Contracts", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // Owner-scoped todos (io.appd.Todos).
         .target(name: "Todos", dependencies: ["Bus", "Contracts", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Todos", swiftSettings: strict),
         // Products, entitlements from provider webhooks, the paywall gate (io.appd.Payments).

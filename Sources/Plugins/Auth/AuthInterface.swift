@@ -13,6 +13,8 @@ enum AuthInterface {
           email: string,
           displayName: ?string,
           onboarded: bool,
+          # Whether the email is known to reach the user (an Apple or Google account vouched for it).
+          emailVerified: bool,
           createdAt: string
         )
 
@@ -54,6 +56,48 @@ enum AuthInterface {
           # Its password.
           password: string
         ) -> (session: Session)
+
+        # Signs in with an ID token from Sign in with Apple or Google Sign-In. appd verifies it
+        # (the provider's published keys, issuer, audience, expiry, nonce) and opens a session
+        # for the account the identity is linked to. A first sign-in links the identity to the
+        # account with the same email only when the provider vouches for the email and the
+        # account's own email is verified (else AccountExistsForEmail: sign in to that account
+        # and call LinkIdentity); with no such account, one is made, without a password.
+        method SignInWithIdToken(
+          # apple or google.
+          provider: string,
+          # The ID token (a JWT) the provider's SDK returned.
+          idToken: string,
+          # The raw nonce the app generated; the token carries its SHA-256 in lowercase hex.
+          # Give it exactly when the token has one.
+          nonce: ?string,
+          # The user's name, which Apple gives only at the first sign-in: the new account's displayName.
+          fullName: ?string
+        ) -> (session: Session, created: bool)
+
+        # An Apple or Google identity linked to the account.
+        type Identity (
+          # apple or google.
+          provider: string,
+          # The email the provider gave when it was linked.
+          email: ?string,
+          linkedAt: string
+        )
+
+        # The identities linked to the signed-in account.
+        method ListIdentities() -> (identities: []Identity)
+
+        # Links the identity in a fresh ID token to the signed-in account (one per provider).
+        method LinkIdentity(
+          # apple or google.
+          provider: string,
+          idToken: string,
+          nonce: ?string
+        ) -> (identity: Identity)
+
+        # Unlinks the account's identity of that provider; refused when it is the account's only
+        # way to sign in (no password and no other identity).
+        method UnlinkIdentity(provider: string) -> ()
 
         # Attaches a session to this connection (as Redis AUTH does).
         method Authenticate(accessToken: string) -> (user: User)
@@ -110,7 +154,9 @@ enum AuthInterface {
         ) -> ()
 
         # Deletes the signed-in account; auth.accountDeleted tells every plugin to erase its data.
-        method DeleteAccount(password: string) -> ()
+        # Without the password (an account made by Apple or Google has none), the session must
+        # come from a sign-in in the last few minutes (sign in again, e.g. with a fresh ID token).
+        method DeleteAccount(password: ?string) -> ()
 
         # An account as an administrator sees it.
         type AccountSummary (
@@ -141,6 +187,17 @@ enum AuthInterface {
         error Busy ()
         error InvalidResetToken ()
         error NotFound ()
+        # reason: malformed, algorithm, unknownKey, signature, issuer, audience, authorizedParty,
+        # expired, issuedInFuture, notYetValid, nonceMismatch, nonceMissing, hostedDomain, subject, noEmail.
+        error InvalidIdToken (reason: string)
+        error ProviderNotConfigured (provider: string)
+        error IdentityProviderUnavailable (provider: string)
+        error AccountExistsForEmail ()
+        error IdentityInUse ()
+        error ProviderAlreadyLinked (provider: string)
+        error IdentityNotLinked ()
+        error LastSignInMethod ()
+        error ReauthenticationRequired ()
 
         """
 
@@ -157,6 +214,46 @@ enum AuthInterface {
         typealias Reply = SessionReply
         var email: String
         var password: String
+    }
+
+    struct SignInWithIdToken: Command {
+        static let method = "io.appd.Auth.SignInWithIdToken"
+        typealias Reply = IdTokenSession
+        var provider: String
+        var idToken: String
+        var nonce: String?
+        var fullName: String?
+    }
+
+    struct IdTokenSession: Codable, Sendable {
+        var session: Session
+        var created: Bool
+    }
+
+    struct ListIdentities: Command {
+        static let method = "io.appd.Auth.ListIdentities"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = IdentityList
+    }
+
+    struct IdentityList: Codable, Sendable { var identities: [Identity] }
+
+    struct LinkIdentity: Command {
+        static let method = "io.appd.Auth.LinkIdentity"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = IdentityReply
+        var provider: String
+        var idToken: String
+        var nonce: String?
+    }
+
+    struct IdentityReply: Codable, Sendable { var identity: Identity }
+
+    struct UnlinkIdentity: Command {
+        static let method = "io.appd.Auth.UnlinkIdentity"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = Empty
+        var provider: String
     }
 
     struct Authenticate: Command {
@@ -247,7 +344,7 @@ enum AuthInterface {
         static let method = "io.appd.Auth.DeleteAccount"
         static let requirements: [Requirement] = [.session]
         typealias Reply = Empty
-        var password: String
+        var password: String?
     }
 
     struct ListUsers: Command {
@@ -287,7 +384,15 @@ public struct User: Codable, Sendable, Equatable {
     public var email: String
     public var displayName: String?
     public var onboarded: Bool
+    public var emailVerified: Bool
     public var createdAt: String
+}
+
+/// An Apple or Google identity linked to an account.
+public struct Identity: Codable, Sendable, Equatable {
+    public var provider: String
+    public var email: String?
+    public var linkedAt: String
 }
 
 /// The tokens of a session, returned once.

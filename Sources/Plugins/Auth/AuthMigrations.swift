@@ -78,5 +78,22 @@ enum AuthMigrations {
               window_start INTEGER NOT NULL
             );
             """),
+        // Sign-in with Apple and Google: identities (provider, subject) linked to accounts, and
+        // whether an account's email is verified. An account made from an identity has no
+        // password: its password_hash is the empty string, which no password matches.
+        Migration(plugin: "auth", version: 6, sql: """
+            CREATE TABLE auth_identities (
+              provider TEXT NOT NULL,
+              subject TEXT NOT NULL,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              email TEXT,
+              email_verified INTEGER NOT NULL DEFAULT 0,
+              created_at INTEGER NOT NULL,
+              last_used_at INTEGER NOT NULL,
+              PRIMARY KEY (provider, subject),
+              UNIQUE (user_id, provider)
+            );
+            ALTER TABLE auth_users ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0;
+            """),
     ]
 }

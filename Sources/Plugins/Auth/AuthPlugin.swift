@@ -17,8 +17,21 @@ public struct AuthPlugin: Plugin {
     let sessions: SessionCache<UserRecord>
     /// One per plugin, like the session cache.
     let rotations = RecentRotations()
+    /// One per plugin: the providers' key caches.
+    let verifier: IdTokenVerifier
 
     public init(options: AuthService.Options = AuthService.Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) throws {
+        try self.init(options: options, keyFetch: nil, clock: clock)
+    }
+
+    /// `keyFetch` replaces the HTTPS fetch of the providers' keys (tests).
+    init(options: AuthService.Options, keyFetch: ProviderKeys.Fetch?, clock: @escaping @Sendable () -> WallTime) throws {
+        for provider in IdentityProvider.allCases where options.identity[provider].enabled {
+            guard options.identity[provider].keysURL.hasPrefix("https://") else {
+                throw AuthConfigurationError("\(provider.rawValue)KeysUrl must be an https:// URL")
+            }
+        }
+        self.verifier = IdTokenVerifier(options: options.identity, fetch: keyFetch)
         self.options = options
         self.hasher = try PasswordHasher(parameters: options.scrypt)
         self.clock = clock
@@ -33,7 +46,7 @@ public struct AuthPlugin: Plugin {
     func service(_ database: any Database, streams: SessionStreams? = nil) -> AuthService {
         AuthService(
             database: database, sessions: database.sharedAcrossInstances ? SessionCache(capacity: 0) : sessions, streams: streams, rotations: rotations,
-            hasher: hasher, options: options, clock: clock)
+            verifier: verifier, hasher: hasher, options: options, clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {
@@ -54,6 +67,7 @@ public struct AuthPlugin: Plugin {
         try bus.register(AuthInterface.SignIn.self) { command, envelope in
             .init(session: try await service.signIn(email: command.email, password: command.password, origin: envelope.caller.origin, causedBy: envelope))
         }
+        try registerIdentityMethods(service, on: bus)
         try bus.register(AuthInterface.Authenticate.self) { command, envelope in
             let record = try await service.resolve(accessToken: command.accessToken)
             // Every later call on this connection carries the session (as Redis AUTH).
@@ -98,6 +112,27 @@ public struct AuthPlugin: Plugin {
         context.bus.unregister(interface: "io.appd.Auth")
     }
 
+    /// Sign-in with Apple and Google, and the account's linked identities.
+    private func registerIdentityMethods(_ service: AuthService, on bus: EventBus) throws {
+        try bus.register(AuthInterface.SignInWithIdToken.self) { command, envelope in
+            try await service.signInWithIdToken(
+                provider: command.provider, idToken: command.idToken, nonce: command.nonce, fullName: command.fullName, causedBy: envelope)
+        }
+        try bus.register(AuthInterface.ListIdentities.self) { _, envelope in
+            .init(identities: try await service.identities(userID: try Self.signedIn(envelope).1.userID))
+        }
+        try bus.register(AuthInterface.LinkIdentity.self) { command, envelope in
+            .init(
+                identity: try await service.linkIdentity(
+                    userID: try Self.signedIn(envelope).1.userID, provider: command.provider, idToken: command.idToken, nonce: command.nonce,
+                    causedBy: envelope))
+        }
+        try bus.register(AuthInterface.UnlinkIdentity.self) { command, envelope in
+            try await service.unlinkIdentity(userID: try Self.signedIn(envelope).1.userID, provider: command.provider, causedBy: envelope)
+            return Empty()
+        }
+    }
+
     /// Password, account and administration methods.
     private func registerAccountMethods(_ service: AuthService, on bus: EventBus) throws {
         try bus.register(AuthInterface.ChangePassword.self) { command, envelope in
@@ -118,8 +153,9 @@ public struct AuthPlugin: Plugin {
             return Empty()
         }
         try bus.register(AuthInterface.DeleteAccount.self) { command, envelope in
+            let (token, principal) = try Self.signedIn(envelope)
             try await service.deleteAccount(
-                userID: try Self.signedIn(envelope).1.userID, password: command.password, origin: envelope.caller.origin, causedBy: envelope)
+                userID: principal.userID, password: command.password, accessToken: token, origin: envelope.caller.origin, causedBy: envelope)
             envelope.caller.connection?.sessionToken = nil
             return Empty()
         }
@@ -143,4 +179,10 @@ public struct AuthPlugin: Plugin {
         }
         return (token, principal)
     }
+}
+
+/// The auth plugin's configuration cannot be used (the plugin is listed as failed with it).
+public struct AuthConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -10,11 +10,15 @@ struct UserRecord: Sendable {
     let displayName: String?
     let onboardedAt: Int64?
     let disabled: Bool
+    let emailVerified: Bool
     let createdAt: Int64
+
+    /// Whether the account has a password (one made by an ID-token sign-in has none).
+    var hasPassword: Bool { !passwordHash.isEmpty }
 
     var user: User {
         User(
-            id: id, email: email, displayName: displayName, onboarded: onboardedAt != nil,
+            id: id, email: email, displayName: displayName, onboarded: onboardedAt != nil, emailVerified: emailVerified,
             createdAt: WallTime(nanosecondsSinceEpoch: createdAt).rfc3339)
     }
 
@@ -28,6 +32,7 @@ struct UserRecord: Sendable {
         self.displayName = row.text("display_name")
         self.onboardedAt = row.integer("onboarded_at")
         self.disabled = row.integer("disabled") == 1
+        self.emailVerified = row.integer("email_verified") == 1
         self.createdAt = created
     }
 }

@@ -28,29 +28,33 @@ public struct AuthService: Sendable {
         public var refreshReuseInterval: Duration = .seconds(10)
         /// Resolved sessions kept in memory; 0 turns the cache off (see `SessionCache`).
         public var sessionCacheEntries = 10_000
+        /// Sign-in with Apple and Google: the providers' client ids, key URLs, nonce checks.
+        public var identity = IdentityOptions()
         public init() {}
     }
 
     let repository: AuthRepository
     let rotations: RecentRotations
+    let verifier: IdTokenVerifier
     let hasher: PasswordHasher
     let options: Options
     let clock: @Sendable () -> WallTime
 
     init(
-        database: any Database, sessions: SessionCache<UserRecord>, streams: SessionStreams?, rotations: RecentRotations, hasher: PasswordHasher, options: Options,
-        clock: @escaping @Sendable () -> WallTime
+        database: any Database, sessions: SessionCache<UserRecord>, streams: SessionStreams?, rotations: RecentRotations, verifier: IdTokenVerifier,
+        hasher: PasswordHasher, options: Options, clock: @escaping @Sendable () -> WallTime
     ) {
         self.repository = AuthRepository(database: database, sessions: sessions, streams: streams)
         self.rotations = rotations
+        self.verifier = verifier
         self.hasher = hasher
         self.options = options
         self.clock = clock
     }
 
-    private var now: Int64 { clock().nanosecondsSinceEpoch }
+    var now: Int64 { clock().nanosecondsSinceEpoch }
 
-    private static func nanoseconds(_ d: Duration) -> Int64 {
+    static func nanoseconds(_ d: Duration) -> Int64 {
         d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
     }
 
@@ -71,7 +75,7 @@ public struct AuthService: Sendable {
             id: id, email: email, passwordHash: hash, displayName: name, now: now, noticeWindow: Self.nanoseconds(options.noticeWindow), causedBy: cause)
         {
         case .created(let record): return record.user
-        case .taken: return User(id: id, email: email, displayName: name, onboarded: false, createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
+        case .taken: return User(id: id, email: email, displayName: name, onboarded: false, emailVerified: false, createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
         }
     }
 
@@ -95,7 +99,8 @@ public struct AuthService: Sendable {
         // Reserved before any password work: parallel guesses are counted one by one.
         let keys = attemptKeys(email, origin)
         try await reserve(keys)
-        guard let record = try await repository.user(email: email) else {
+        // An account without a password (made by an Apple or Google sign-in) costs the same.
+        guard let record = try await repository.user(email: email), record.hasPassword else {
             try await hashing { try await hasher.verifyDummy(password) }
             throw AuthError.invalidCredentials
         }
@@ -109,7 +114,7 @@ public struct AuthService: Sendable {
         return try await openSession(for: record, family: try SecretToken.generate(), causedBy: cause)
     }
 
-    private func openSession(for record: UserRecord, family: String, causedBy cause: (any Cause)?) async throws -> Session {
+    func openSession(for record: UserRecord, family: String, causedBy cause: (any Cause)?) async throws -> Session {
         let access = try SecretToken.generate(), refresh = try SecretToken.generate()
         let now = self.now
         let expires = now + Self.nanoseconds(options.accessTokenLifetime)
@@ -228,9 +233,18 @@ public struct AuthService: Sendable {
         guard try await repository.resetPassword(digest: digest, hash: hash, now: now) else { throw AuthError.invalidResetToken }
     }
 
-    func deleteAccount(userID: String, password: String, origin: String, causedBy cause: (any Cause)?) async throws {
+    /// Deletes the account after the password is checked, or — without one (an account
+    /// made by Apple or Google has none) — when the calling session was opened by a sign-in
+    /// within `reauthenticationWindow` (a fresh ID-token sign-in is such a re-authentication).
+    func deleteAccount(userID: String, password: String?, accessToken: String, origin: String, causedBy cause: (any Cause)?) async throws {
         guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
-        try await checkPassword(password, of: record, origin: origin)
+        if let password {
+            try await checkPassword(password, of: record, origin: origin)
+        } else {
+            guard let opened = try await repository.sessionOpened(accessDigest: SecretToken.digest(accessToken)),
+                now - opened <= options.identity.reauthenticationWindow.nanoseconds
+            else { throw AuthError.reauthenticationRequired }
+        }
         try await repository.deleteUser(userID: userID, causedBy: cause)
     }
 
@@ -239,6 +253,10 @@ public struct AuthService: Sendable {
     private func checkPassword(_ password: String, of record: UserRecord, origin: String) async throws {
         let keys = attemptKeys(record.email, origin)
         try await reserve(keys)
+        guard record.hasPassword else {
+            try await hashing { try await hasher.verifyDummy(password) }
+            throw AuthError.invalidCredentials
+        }
         let (matches, _) = try await hashing { try await hasher.verify(password, against: record.passwordHash, lane: .account) }
         guard matches else { throw AuthError.invalidCredentials }
         try await repository.settleSuccess(account: keys.account, origin: keys.origin)

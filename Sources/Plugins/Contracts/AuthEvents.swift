@@ -4,7 +4,7 @@ import Bus
 public enum AuthEvents {
     public static let all: [any Event.Type] = [
         UserSignedUp.self, SignedIn.self, SignedOut.self, OnboardingCompleted.self, PasswordResetRequested.self, AccountDeleted.self,
-        SignUpRepeated.self,
+        SignUpRepeated.self, IdentityLinked.self, IdentityUnlinked.self,
     ]
 }
 
@@ -85,4 +85,27 @@ public struct AccountDeleted: OwnedEvent, Equatable {
     public static let audience = EventAudience.admin
     public var userId: String
     public init(userId: String) { self.userId = userId }
+}
+
+/// An Apple or Google identity was linked to the account (at its first sign-in, or by LinkIdentity).
+public struct IdentityLinked: OwnedEvent, Equatable {
+    public static let topic = "auth.identityLinked"
+    public var userId: String
+    /// `apple` or `google`.
+    public var provider: String
+    public init(userId: String, provider: String) {
+        self.userId = userId
+        self.provider = provider
+    }
+}
+
+/// An identity was unlinked from the account.
+public struct IdentityUnlinked: OwnedEvent, Equatable {
+    public static let topic = "auth.identityUnlinked"
+    public var userId: String
+    public var provider: String
+    public init(userId: String, provider: String) {
+        self.userId = userId
+        self.provider = provider
+    }
 }

@@ -1,0 +1,152 @@
+import Bus
+import Contracts
+import Storage
+
+/// A provider identity linked to an account.
+struct IdentityRecord: Sendable {
+    let provider: String
+    let subject: String
+    let userID: String
+    let email: String?
+    let createdAt: Int64
+
+    init?(_ row: Row) {
+        guard let provider = row.text("provider"), let subject = row.text("subject"), let user = row.text("user_id"),
+            let created = row.integer("created_at")
+        else { return nil }
+        self.provider = provider
+        self.subject = subject
+        self.userID = user
+        self.email = row.text("email")
+        self.createdAt = created
+    }
+}
+
+/// Identities: which account a (provider, subject) pair signs in to.
+extension AuthRepository {
+    /// What an ID-token sign-in found or made.
+    enum IdentitySignIn: Sendable {
+        /// The identity was linked already (`created` false) or its account was just made.
+        case account(UserRecord, created: Bool)
+        /// No identity, and an account has the token's email but the two cannot be linked
+        /// automatically (one of the emails is not verified).
+        case emailBelongsToAnotherAccount
+    }
+
+    /// The account `identity` is linked to.
+    func user(identity: VerifiedIdentity) async throws -> UserRecord? {
+        try await database.read { tx in
+            try tx.query(
+                "SELECT u.* FROM auth_identities i JOIN auth_users u ON u.id = i.user_id WHERE i.provider = ? AND i.subject = ?",
+                [.text(identity.provider.rawValue), .text(identity.subject)]
+            ).first.flatMap(UserRecord.init)
+        }
+    }
+
+    /// Finds the identity's account, or links the identity to the account with its email
+    /// (only when the provider vouches for the email and the account's own email is verified),
+    /// or makes a new account without a password. One transaction: two first sign-ins at once
+    /// make one account (the loser's insert fails its constraint and the caller asks again).
+    func signIn(
+        identity: VerifiedIdentity, email: String, newUserID: String, displayName: String?, now: Int64, causedBy cause: (any Cause)?
+    ) async throws -> IdentitySignIn {
+        try await write { tx in
+            let provider = identity.provider.rawValue
+            if let linked = try tx.query(
+                "SELECT u.* FROM auth_identities i JOIN auth_users u ON u.id = i.user_id WHERE i.provider = ? AND i.subject = ?",
+                [.text(provider), .text(identity.subject)]
+            ).first.flatMap(UserRecord.init) {
+                return .account(linked, created: false)
+            }
+            if let existing = try tx.query("SELECT * FROM auth_users WHERE email = ?", [.text(email)]).first.flatMap(UserRecord.init) {
+                guard identity.emailVerified, existing.emailVerified else { return .emailBelongsToAnotherAccount }
+                let taken = try tx.query("SELECT 1 AS one FROM auth_identities WHERE user_id = ? AND provider = ?", [.text(existing.id), .text(provider)])
+                guard taken.isEmpty else { return .emailBelongsToAnotherAccount }
+                try Self.insertIdentity(tx, identity, userID: existing.id, now: now, causedBy: cause)
+                return .account(existing, created: false)
+            }
+            try tx.execute(
+                """
+                INSERT INTO auth_users (id, email, password_hash, display_name, email_verified, created_at, updated_at)
+                VALUES (?, ?, '', ?, ?, ?, ?)
+                """,
+                [.text(newUserID), .text(email), displayName.map { .text($0) } ?? .null, .integer(identity.emailVerified ? 1 : 0), .integer(now), .integer(now)])
+            try tx.append(UserSignedUp(userId: newUserID, email: email), causedBy: cause)
+            try Self.insertIdentity(tx, identity, userID: newUserID, now: now, causedBy: cause)
+            guard let record = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(newUserID)]).first.flatMap(UserRecord.init) else {
+                throw StorageError(kind: .other, message: "the new account was not found")
+            }
+            return .account(record, created: true)
+        }
+    }
+
+    /// What linking an identity to a signed-in account did.
+    enum LinkOutcome: Sendable {
+        case linked
+        /// Linked to this account already: nothing changed.
+        case alreadyLinked
+        /// Linked to another account.
+        case inUse
+        /// The account has another identity of this provider.
+        case providerTaken
+    }
+
+    func link(identity: VerifiedIdentity, userID: String, now: Int64, causedBy cause: (any Cause)?) async throws -> LinkOutcome {
+        try await database.write { tx in
+            let provider = identity.provider.rawValue
+            if let owner = try tx.query(
+                "SELECT user_id FROM auth_identities WHERE provider = ? AND subject = ?", [.text(provider), .text(identity.subject)]
+            ).first?.text("user_id") {
+                return owner == userID ? .alreadyLinked : .inUse
+            }
+            let taken = try tx.query("SELECT 1 AS one FROM auth_identities WHERE user_id = ? AND provider = ?", [.text(userID), .text(provider)])
+            guard taken.isEmpty else { return .providerTaken }
+            try Self.insertIdentity(tx, identity, userID: userID, now: now, causedBy: cause)
+            return .linked
+        }
+    }
+
+    /// What unlinking did.
+    enum UnlinkOutcome: Sendable {
+        case unlinked
+        case notLinked
+        /// It is the account's only way in (no password, no other identity): nothing changed.
+        case lastSignInMethod
+    }
+
+    func unlink(provider: IdentityProvider, userID: String, causedBy cause: (any Cause)?) async throws -> UnlinkOutcome {
+        try await database.write { tx in
+            let identities = try tx.query("SELECT provider FROM auth_identities WHERE user_id = ?", [.text(userID)]).compactMap { $0.text("provider") }
+            guard identities.contains(provider.rawValue) else { return .notLinked }
+            let hash = try tx.query("SELECT password_hash FROM auth_users WHERE id = ?", [.text(userID)]).first?.text("password_hash") ?? ""
+            guard !hash.isEmpty || identities.count > 1 else { return .lastSignInMethod }
+            try tx.execute("DELETE FROM auth_identities WHERE user_id = ? AND provider = ?", [.text(userID), .text(provider.rawValue)])
+            try tx.append(IdentityUnlinked(userId: userID, provider: provider.rawValue), causedBy: cause)
+            return .unlinked
+        }
+    }
+
+    func identities(userID: String) async throws -> [IdentityRecord] {
+        try await database.read { tx in
+            try tx.query("SELECT * FROM auth_identities WHERE user_id = ? ORDER BY provider", [.text(userID)]).compactMap(IdentityRecord.init)
+        }
+    }
+
+    /// When the session behind `accessDigest` was opened by a sign-in (refreshes keep it).
+    func sessionOpened(accessDigest: String) async throws -> Int64? {
+        try await database.read { tx in
+            try tx.query("SELECT created_at FROM auth_sessions WHERE access_digest = ? AND revoked_at IS NULL", [.text(accessDigest)]).first?.integer("created_at")
+        }
+    }
+
+    private static func insertIdentity(_ tx: any Transaction, _ identity: VerifiedIdentity, userID: String, now: Int64, causedBy cause: (any Cause)?) throws {
+        try tx.execute(
+            """
+            INSERT INTO auth_identities (provider, subject, user_id, email, email_verified, created_at, last_used_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(identity.provider.rawValue), .text(identity.subject), .text(userID), identity.email.map { .text($0) } ?? .null,
+             .integer(identity.emailVerified ? 1 : 0), .integer(now), .integer(now)])
+        try tx.append(IdentityLinked(userId: userID, provider: identity.provider.rawValue), causedBy: cause)
+    }
+}

@@ -1,0 +1,82 @@
+import Bus
+import Contracts
+import Crypto
+import Storage
+
+/// Sign-in with Apple and Google: ID tokens verified, identities linked to accounts.
+extension AuthService {
+    /// `apple` or `google`, any case.
+    static func provider(_ name: String) throws(AuthError) -> IdentityProvider {
+        guard let provider = IdentityProvider(rawValue: name.lowercased()) else { throw .validation("provider", "needs apple or google") }
+        return provider
+    }
+
+    /// Verifies the token and opens a session for the account its identity is linked to —
+    /// linking it to the account with the same email when both emails are verified, or making
+    /// an account without a password. An existing account whose email is not verified is
+    /// never linked automatically: someone who registered a victim's address with a password
+    /// must not get the victim's later Apple or Google sign-in (AccountExistsForEmail).
+    func signInWithIdToken(
+        provider name: String, idToken: String, nonce: String?, fullName: String?, causedBy cause: (any Cause)?
+    ) async throws -> AuthInterface.IdTokenSession {
+        let provider = try Self.provider(name)
+        let identity = try await verifier.verify(idToken, provider: provider, rawNonce: nonce, now: now)
+        if let record = try await repository.user(identity: identity) {
+            return try await session(for: record, created: false, causedBy: cause)
+        }
+        guard let email = identity.email else { throw AuthError.invalidIdToken(.noEmail) }
+        // Apple gives the name once, at the first sign-in: kept when it is a usable display name.
+        let name = (try? AuthValidation.displayName(fullName)) ?? nil
+        for _ in 0..<3 {
+            let id = "u_" + (try SecretToken.generate().prefix(22))
+            do {
+                switch try await repository.signIn(identity: identity, email: email, newUserID: id, displayName: name, now: now, causedBy: cause) {
+                case .account(let record, let created): return try await session(for: record, created: created, causedBy: cause)
+                case .emailBelongsToAnotherAccount: throw AuthError.accountExistsForEmail
+                }
+            } catch let error as StorageError where error.kind == .constraint {
+                continue  // a concurrent first sign-in of the same identity or email won: look again
+            }
+        }
+        throw AuthError.busy
+    }
+
+    private func session(for record: UserRecord, created: Bool, causedBy cause: (any Cause)?) async throws -> AuthInterface.IdTokenSession {
+        guard !record.disabled else { throw AuthError.accountDisabled }
+        return .init(session: try await openSession(for: record, family: try SecretToken.generate(), causedBy: cause), created: created)
+    }
+
+    /// Links the identity in a fresh ID token to the signed-in account.
+    func linkIdentity(userID: String, provider name: String, idToken: String, nonce: String?, causedBy cause: (any Cause)?) async throws -> Identity {
+        let provider = try Self.provider(name)
+        let identity = try await verifier.verify(idToken, provider: provider, rawNonce: nonce, now: now)
+        switch try await repository.link(identity: identity, userID: userID, now: now, causedBy: cause) {
+        case .linked, .alreadyLinked: break
+        case .inUse: throw AuthError.identityInUse
+        case .providerTaken: throw AuthError.providerAlreadyLinked(provider.rawValue)
+        }
+        guard let linked = try await repository.identities(userID: userID).first(where: { $0.provider == provider.rawValue }) else {
+            throw AuthError.identityNotLinked
+        }
+        return Identity(linked)
+    }
+
+    /// Unlinks the account's identity of `provider`, unless it is its only way to sign in.
+    func unlinkIdentity(userID: String, provider name: String, causedBy cause: (any Cause)?) async throws {
+        switch try await repository.unlink(provider: try Self.provider(name), userID: userID, causedBy: cause) {
+        case .unlinked: return
+        case .notLinked: throw AuthError.identityNotLinked
+        case .lastSignInMethod: throw AuthError.lastSignInMethod
+        }
+    }
+
+    func identities(userID: String) async throws -> [Identity] {
+        try await repository.identities(userID: userID).map(Identity.init)
+    }
+}
+
+extension Identity {
+    init(_ record: IdentityRecord) {
+        self.init(provider: record.provider, email: record.email, linkedAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
+    }
+}

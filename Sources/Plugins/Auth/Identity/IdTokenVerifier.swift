@@ -1,0 +1,154 @@
+import Bus
+import Crypto
+
+/// Who an ID token says the user is, once every check has passed.
+struct VerifiedIdentity: Sendable, Equatable {
+    var provider: IdentityProvider
+    /// The provider's stable id for the user (`sub`).
+    var subject: String
+    /// The email the provider gives (normalised), if any.
+    var email: String?
+    /// Whether the provider vouches for the email. Apple's relay addresses are real and verified.
+    var emailVerified: Bool
+    var isPrivateEmail: Bool
+}
+
+/// Checks an ID token from Sign in with Apple or Google Sign-In (OpenID Connect Core §3.1.3.7):
+/// the signature with the provider's published keys and only the algorithm the key names; the
+/// issuer; the audience (and Google's `azp`) against the configured client ids; `exp`, `iat`
+/// and `nbf` within the leeway; the nonce; Google's hosted domain. Each refusal says which
+/// check failed (InvalidIdToken's reason).
+struct IdTokenVerifier: Sendable {
+    let options: IdentityOptions
+    private let keys: [IdentityProvider: ProviderKeys]
+
+    init(options: IdentityOptions, fetch: ProviderKeys.Fetch? = nil) {
+        self.options = options
+        let fetch = fetch ?? ProviderKeys.https(caFile: options.caFile, timeout: options.fetchTimeout)
+        var keys: [IdentityProvider: ProviderKeys] = [:]
+        for provider in IdentityProvider.allCases where options[provider].enabled {
+            keys[provider] = ProviderKeys(provider: provider, options: options, fetch: fetch)
+        }
+        self.keys = keys
+    }
+
+    /// Key fetches made for `provider` so far.
+    func fetches(_ provider: IdentityProvider) async -> Int { await keys[provider]?.fetches ?? 0 }
+
+    /// The identity in `token`, or the reason it is refused. `rawNonce` is the nonce the app
+    /// generated; the token must carry its SHA-256 in lowercase hex.
+    func verify(_ token: String, provider: IdentityProvider, rawNonce: String?, now: Int64) async throws(AuthError) -> VerifiedIdentity {
+        let settings = options[provider]
+        guard settings.enabled, let keys = keys[provider] else { throw AuthError.providerNotConfigured(provider.rawValue) }
+        let jws: CompactJWS
+        let claims: [String: JSONValue]
+        do {
+            jws = try CompactJWS(token)
+            claims = try jws.claims()
+        } catch {
+            throw Self.refusal(error)
+        }
+        // Before any key is fetched: only the algorithms a provider key can name get that far.
+        guard jws.algorithm == "RS256" || jws.algorithm == "ES256" else { throw AuthError.invalidIdToken(.algorithm) }
+        let key = try await keys.key(for: jws, now: now)
+        do {
+            try key.verify(jws)
+        } catch {
+            throw Self.refusal(error)
+        }
+        return try check(claims, provider: provider, settings: settings, rawNonce: rawNonce, now: now)
+    }
+
+    /// The claim checks, after the signature has verified.
+    func check(
+        _ claims: [String: JSONValue], provider: IdentityProvider, settings: IdentityProviderSettings, rawNonce: String?, now: Int64
+    ) throws(AuthError) -> VerifiedIdentity {
+        guard let issuer = claims["iss"]?.stringValue, provider.issuers.contains(issuer) else { throw AuthError.invalidIdToken(.issuer) }
+        // aud: one client id, or a list of them (then azp names the one it was issued to).
+        let audiences: [String]
+        switch claims["aud"] {
+        case .string(let one)?: audiences = [one]
+        case .array(let many)?: audiences = many.compactMap(\.stringValue)
+        default: throw AuthError.invalidIdToken(.audience)
+        }
+        let accepted = Set(settings.audiences)
+        guard audiences.contains(where: accepted.contains) else { throw AuthError.invalidIdToken(.audience) }
+        if let azp = claims["azp"] {
+            guard let party = azp.stringValue, accepted.contains(party) else { throw AuthError.invalidIdToken(.authorizedParty) }
+        } else if audiences.count > 1 {
+            throw AuthError.invalidIdToken(.authorizedParty)
+        }
+        let leeway = options.leeway.nanoseconds / 1_000_000_000
+        let seconds = now / 1_000_000_000
+        guard let expires = Self.time(claims["exp"]) else { throw AuthError.invalidIdToken(.expired) }
+        guard seconds < expires + leeway else { throw AuthError.invalidIdToken(.expired) }
+        guard let issuedAt = Self.time(claims["iat"]), issuedAt <= seconds + leeway else { throw AuthError.invalidIdToken(.issuedInFuture) }
+        if let notBefore = claims["nbf"] {
+            guard let nbf = Self.time(notBefore), nbf <= seconds + leeway else { throw AuthError.invalidIdToken(.notYetValid) }
+        }
+        try checkNonce(claims["nonce"], rawNonce: rawNonce, check: settings.checkNonce)
+        if !settings.hostedDomains.isEmpty {
+            guard let domain = claims["hd"]?.stringValue, settings.hostedDomains.contains(domain.lowercased()) else {
+                throw AuthError.invalidIdToken(.hostedDomain)
+            }
+        }
+        guard let subject = claims["sub"]?.stringValue, !subject.isEmpty, subject.utf8.count <= 255, !subject.containsControlCharacters else {
+            throw AuthError.invalidIdToken(.subject)
+        }
+        let email = claims["email"]?.stringValue.flatMap { try? AuthValidation.email($0) }
+        return VerifiedIdentity(
+            provider: provider, subject: subject, email: email,
+            emailVerified: email != nil && Self.flag(claims["email_verified"]), isPrivateEmail: Self.flag(claims["is_private_email"]))
+    }
+
+    /// Both present and matching, or both absent (OpenID Connect: a nonce the client sent
+    /// must come back hashed; a token bound to a nonce the caller cannot show, or a caller's
+    /// nonce the token lacks, is a replay or a mix-up). Skipped when `check` is off (Google's
+    /// iOS SDK puts in a nonce of its own that the app never sees).
+    private func checkNonce(_ claim: JSONValue?, rawNonce: String?, check: Bool) throws(AuthError) {
+        guard check else { return }
+        switch (claim, rawNonce) {
+        case (nil, nil):
+            return
+        case (.string(let hashed)?, let raw?):
+            let expected = Digest.sha256(Array(raw.utf8)).map { byte in String(byte, radix: 16).leftPadded(to: 2) }.joined()
+            guard Digest.constantTimeEqual(Array(hashed.utf8), Array(expected.utf8)) else { throw AuthError.invalidIdToken(.nonceMismatch) }
+        case (_?, nil), (nil, _?):
+            throw AuthError.invalidIdToken(.nonceMissing)
+        case (_?, _?):
+            throw AuthError.invalidIdToken(.nonceMismatch)
+        }
+    }
+
+    /// A NumericDate (seconds; JSON number, whole or not).
+    private static func time(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .int(let n)?: n
+        case .double(let d)? where d.isFinite && abs(d) < 1e15: Int64(d)
+        default: nil
+        }
+    }
+
+    /// Apple sends `email_verified` and `is_private_email` as the strings "true"/"false";
+    /// Google as booleans.
+    private static func flag(_ value: JSONValue?) -> Bool {
+        switch value {
+        case .bool(let b)?: b
+        case .string(let s)?: s.lowercased() == "true"
+        default: false
+        }
+    }
+
+    private static func refusal(_ error: JOSEError) -> AuthError {
+        switch error {
+        case .malformed: AuthError.invalidIdToken(.malformed)
+        case .algorithm: AuthError.invalidIdToken(.algorithm)
+        case .unknownKey: AuthError.invalidIdToken(.unknownKey)
+        case .signature: AuthError.invalidIdToken(.signature)
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+}

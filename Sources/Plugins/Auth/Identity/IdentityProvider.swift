@@ -1,0 +1,81 @@
+/// The identity providers whose ID tokens appd verifies (OpenID Connect, RS256-signed JWTs).
+public enum IdentityProvider: String, Sendable, CaseIterable, Hashable {
+    case apple
+    case google
+
+    /// Every `iss` the provider signs with: Apple moved to account.apple.com and still uses
+    /// appleid.apple.com; Google's tokens carry either form of its host.
+    var issuers: Set<String> {
+        switch self {
+        case .apple: ["https://appleid.apple.com", "https://account.apple.com"]
+        case .google: ["https://accounts.google.com", "accounts.google.com"]
+        }
+    }
+
+    /// Where the provider publishes its signing keys (a JWK set).
+    public var defaultKeysURL: String {
+        switch self {
+        case .apple: "https://appleid.apple.com/auth/keys"
+        case .google: "https://www.googleapis.com/oauth2/v3/certs"
+        }
+    }
+
+    /// What a person calls it.
+    var displayName: String {
+        switch self {
+        case .apple: "Sign in with Apple"
+        case .google: "Google Sign-In"
+        }
+    }
+}
+
+/// One provider's settings. A provider with no audience is off: its tokens are refused with
+/// ProviderNotConfigured.
+public struct IdentityProviderSettings: Sendable, Equatable {
+    /// The client ids the app's tokens are issued to: Apple — the iOS bundle id and any web
+    /// Services ID; Google — the iOS and web OAuth client ids. A token's `aud` must be one of them.
+    public var audiences: [String] = []
+    /// The provider's JWK set (HTTPS; the default is the provider's own).
+    public var keysURL: String
+    /// Whether the nonce is checked: the token's `nonce` must be the SHA-256 (lowercase hex)
+    /// of the raw nonce the app sends, or both must be absent. Google's iOS SDK sets a nonce
+    /// of its own that the app never sees: turn this off for Google when the app uses that SDK.
+    public var checkNonce = true
+    /// Google: the Workspace domains (`hd`) allowed to sign in; empty allows every account.
+    public var hostedDomains: [String] = []
+
+    public init(provider: IdentityProvider) { keysURL = provider.defaultKeysURL }
+
+    public var enabled: Bool { !audiences.isEmpty }
+}
+
+/// How ID tokens are verified: per-provider settings and the key cache's bounds.
+public struct IdentityOptions: Sendable, Equatable {
+    public var apple = IdentityProviderSettings(provider: .apple)
+    public var google = IdentityProviderSettings(provider: .google)
+    /// Trusted CA certificates (PEM) for the key URLs instead of the system store.
+    public var caFile: String?
+    /// Clock difference allowed on `exp`, `iat` and `nbf`.
+    public var leeway: Duration = .seconds(60)
+    /// How long a key set is used when its response gives no `Cache-Control: max-age`.
+    public var defaultKeyLifetime: Duration = .seconds(3600)
+    /// The least time between two fetches of one provider's keys (a token naming an unknown
+    /// key id fetches again, but a stream of forged key ids cannot make appd hammer the provider).
+    public var minimumRefetchInterval: Duration = .seconds(5)
+    /// How long past its expiry the last good key set is still used while the provider's key
+    /// URL fails; after that, sign-ins with that provider fail closed (IdentityProviderUnavailable).
+    public var maximumKeyStaleness: Duration = .seconds(24 * 3600)
+    /// A key fetch's time limit.
+    public var fetchTimeout: Duration = .seconds(10)
+    /// How recent a session's sign-in must be for DeleteAccount without a password.
+    public var reauthenticationWindow: Duration = .seconds(300)
+
+    public init() {}
+
+    public subscript(_ provider: IdentityProvider) -> IdentityProviderSettings {
+        get { provider == .apple ? apple : google }
+        set {
+            if provider == .apple { apple = newValue } else { google = newValue }
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import Auth
 import Bus
 import Storage
 import PluginKit
@@ -36,6 +37,8 @@ struct AppdConfig: Sendable {
     /// Resolved sessions kept in memory (0 turns the cache off; needed when another process
     /// can revoke sessions in the same database).
     var sessionCacheEntries = 10_000
+    /// Sign-in with Apple and Google.
+    var identity = IdentityOptions()
     /// Plugins not to start (their gates are then missing: commands needing them are denied).
     var disabledPlugins: [String] = []
     /// Products, meters, provider secrets and the webhook listener.
@@ -108,6 +111,16 @@ struct AppdConfig: Sendable {
             "accessTokenSeconds": .int(Int64(accessTokenSeconds)),
             "refreshTokenDays": .int(Int64(refreshTokenDays)),
             "sessionCacheEntries": .int(Int64(sessionCacheEntries)),
+            "appleAudiences": .array(identity.apple.audiences.map(JSONValue.string)),
+            "appleKeysUrl": .string(identity.apple.keysURL),
+            "appleCheckNonce": .bool(identity.apple.checkNonce),
+            "googleAudiences": .array(identity.google.audiences.map(JSONValue.string)),
+            "googleKeysUrl": .string(identity.google.keysURL),
+            "googleCheckNonce": .bool(identity.google.checkNonce),
+            "googleHostedDomains": .array(identity.google.hostedDomains.map(JSONValue.string)),
+            "identityCaFile": identity.caFile.map(JSONValue.string) ?? .null,
+            "idTokenLeewaySeconds": seconds(identity.leeway),
+            "reauthenticationSeconds": seconds(identity.reauthenticationWindow),
             "paymentsProducts": .string(payments.catalog.products.map { "\($0.id)=\($0.entitlement)/\($0.period.rawValue)" }.joined(separator: ",")),
             "paymentsMeters": .string(payments.catalog.meters.map { "\($0.name)=\($0.limit)/\($0.period.rawValue)/\($0.entitlement)" }.joined(separator: ",")),
             // Secrets: only whether they are set.

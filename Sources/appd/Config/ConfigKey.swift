@@ -254,7 +254,64 @@ struct ConfigKey: Sendable {
         integer("ratingMinDaysBetweenPrompts", "--rating-min-days-between-prompts", "Rating: days between prompts (default: 90).") { $0.rating.minDaysBetweenPrompts = $1 },
         integer("ratingMaxPromptsPerYear", "--rating-max-prompts-per-year", "Rating: prompts in any 365 days (default: 3).") { $0.rating.maxPromptsPerYear = $1 },
         text("chatCaFile", "--chat-ca-file", "Trusted CA certificates (PEM) for the endpoint instead of the system store.") { $0.chatCAFile = $1 },
+        list(
+            "appleAudiences", "--apple-audiences",
+            "Sign in with Apple: the app's client ids (iOS bundle id, web Services ID), comma-separated; none turns it off (default).",
+            check: clientID, set: { $0.identity.apple.audiences = $1 }),
+        https("appleKeysUrl", "--apple-keys-url", "Apple's JWK set (default: https://appleid.apple.com/auth/keys).") { $0.identity.apple.keysURL = $1 },
+        flag("appleCheckNonce", "--apple-check-nonce", "Sign in with Apple: check the token's nonce against the one the app sends (default: true).") {
+            $0.identity.apple.checkNonce = $1
+        },
+        list(
+            "googleAudiences", "--google-audiences", "Google Sign-In: the app's OAuth client ids (iOS, web), comma-separated; none turns it off (default).",
+            check: clientID, set: { $0.identity.google.audiences = $1 }),
+        https("googleKeysUrl", "--google-keys-url", "Google's JWK set (default: https://www.googleapis.com/oauth2/v3/certs).") { $0.identity.google.keysURL = $1 },
+        flag(
+            "googleCheckNonce", "--google-check-nonce",
+            "Google Sign-In: check the token's nonce (default: true; false when the app uses Google's iOS SDK, which sets its own)."
+        ) { $0.identity.google.checkNonce = $1 },
+        list(
+            "googleHostedDomains", "--google-hosted-domains", "Google Sign-In: only accounts of these Workspace domains (hd), comma-separated (default: any).",
+            check: clientID, set: { $0.identity.google.hostedDomains = $1.map { $0.lowercased() } }),
+        text("identityCaFile", "--identity-ca-file", "Trusted CA certificates (PEM) for the providers' key URLs instead of the system store.") {
+            $0.identity.caFile = $1
+        },
+        seconds("idTokenLeewaySeconds", "--id-token-leeway", "Clock difference allowed on an ID token's exp, iat and nbf (default: 60).") {
+            $0.identity.leeway = $1
+        },
+        seconds("reauthenticationSeconds", "--reauthentication-seconds", "How recent a sign-in must be to delete an account without its password (default: 300).") {
+            $0.identity.reauthenticationWindow = $1
+        },
     ]
+
+    /// A client id or domain: printable, no spaces or commas.
+    @Sendable static func clientID(_ text: String) throws(ConfigProblem) {
+        guard text.utf8.count <= 255, !text.contains(where: { $0.isWhitespace || $0 == "," }), !text.containsControlCharacters else {
+            throw ConfigProblem("needs client ids without spaces, commas or control characters")
+        }
+    }
+
+    /// An https:// URL.
+    static func https(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue, text.hasPrefix("https://"), text.count > 8, !text.contains(where: \.isWhitespace) else {
+                throw ConfigProblem("needs an https:// URL")
+            }
+            set(&config, text)
+        }
+    }
+
+    /// true or false (JSON, or the words from a flag or the environment).
+    static func flag(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Bool) -> Void) -> ConfigKey {
+        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
+            switch value {
+            case .bool(let b): set(&config, b)
+            case .string("true"): set(&config, true)
+            case .string("false"): set(&config, false)
+            default: throw ConfigProblem("needs true or false")
+            }
+        }
+    }
 
     static func text(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {
         ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in

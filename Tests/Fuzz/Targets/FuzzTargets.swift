@@ -11,7 +11,16 @@ typealias HTTPResponseProbe = HTTP.HTTPResponseFuzzing
 /// The fuzz targets: each takes arbitrary bytes and must never crash, hang or grow without
 /// bound — only return or throw the parser's typed error.
 public enum FuzzTargets {
-    public static let names = ["varlink", "idl", "json", "appctl", "sse", "stripe-signature", "phc", "webhook", "rfc3339", "http-request", "http-response"]
+    /// A P-256 key made at start: the fuzzer cannot sign with it.
+    static let jwsKeys: JSONWebKeySet = {
+        guard let key = try? P256PrivateKey.generate() else { preconditionFailure("cannot generate a P-256 key") }
+        let (x, y) = key.publicPoint
+        let jwk: [String: JSONValue] = ["kty": "EC", "crv": "P-256", "kid": "k1", "x": .string(Base64.encode(x, urlSafe: true)), "y": .string(Base64.encode(y, urlSafe: true))]
+        guard let parsed = try? JSONWebKey(jwk) else { preconditionFailure("cannot build the fuzz key") }
+        return JSONWebKeySet(keys: [parsed])
+    }()
+
+    public static let names = ["varlink", "idl", "json", "appctl", "sse", "stripe-signature", "phc", "webhook", "rfc3339", "http-request", "http-response", "jws"]
 
     /// An interface with every kind of field, to validate calls against.
     static let interface: VarlinkInterface? = try? VarlinkInterface(parsing: """
@@ -74,6 +83,20 @@ public enum FuzzTargets {
             let cut = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
             decoder.feed(Array(bytes[..<cut]))
             decoder.feed(Array(bytes[cut...]))
+        case "jws":
+            // An ID token or a provider's key set from a hostile source: the compact JWS parser
+            // (strict base64url, header, claims), the JWK set parser, and verification with a
+            // fixed key set (nothing forged may verify: the set's key is never the fuzzer's).
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let jws = try? CompactJWS(text) {
+                precondition(!jws.signature.isEmpty, "a token without a signature was accepted")
+                _ = try? jws.claims()
+                precondition((try? jwsKeys.verify(jws)) == nil, "a fuzzed token verified")
+            }
+            if let set = try? JSONWebKeySet(parsing: bytes) { precondition(set.keys.count <= JSONWebKeySet.maxKeys) }
+            if let decoded = Base64.decodeURLStrict(text) {
+                precondition(Base64.encode(decoded, urlSafe: true) == text, "strict base64url is not canonical")
+            }
         default:
             preconditionFailure("unknown fuzz target \(target); one of \(names.joined(separator: ", "))")
         }

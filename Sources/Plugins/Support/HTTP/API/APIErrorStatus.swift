@@ -8,13 +8,15 @@ enum APIErrorStatus {
         return switch name {
         case "InvalidParameter", "ValidationFailed", "InvalidTopic", "InvalidEventPayload", "MalformedEvent", "InvalidResetToken", "ExpectedMore":
             400
-        case "Unauthenticated", "SessionExpired", "InvalidCredentials": 401
+        case "Unauthenticated", "SessionExpired", "InvalidCredentials", "InvalidIdToken": 401
         case "PaymentRequired": 402
-        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded": 403
-        case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider": 404
+        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired": 403
+        case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider", "IdentityNotLinked": 404
+        case "AccountExistsForEmail", "IdentityInUse", "ProviderAlreadyLinked", "LastSignInMethod": 409
         case "TooManyAttempts", "TooManyStreams", "RateLimited": 429
         case "MethodNotImplemented": 501
-        case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow": 503
+        case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow", "IdentityProviderUnavailable":
+            503
         case "DeadlineExceeded": 504
         case "InternalError": 500
         default: 400

@@ -10,12 +10,13 @@ public struct HTTPAPIOptions: Sendable {
     public var trustedProxies: Set<String> = []
     /// Origins a browser may call from (`https://app.example.com`, or `*`); none by default.
     public var allowedOrigins: Set<String> = []
-    /// Calls of the unauthenticated, abuse-prone methods (sign-up, sign-in, password reset)
+    /// Calls of the unauthenticated, abuse-prone methods (sign-up, sign-ins, password reset)
     /// allowed per client address and minute; 0 turns the limit off.
     public var rateLimitPerMinute = 30
     /// The methods that limit applies to.
     public var rateLimitedMethods: Set<String> = [
         "io.appd.Auth.SignUp", "io.appd.Auth.SignIn", "io.appd.Auth.RequestPasswordReset", "io.appd.Auth.ResetPassword", "io.appd.Auth.Refresh",
+        "io.appd.Auth.SignInWithIdToken",
     ]
     /// Client addresses tracked by the rate limiter at once (the oldest is forgotten first).
     public var rateLimitTrackedClients = 100_000

@@ -1,3 +1,4 @@
+import Auth
 import Bus
 import HTTP
 import Payments
@@ -26,9 +27,16 @@ extension Appd {
             logger.warning("the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front", metadata: ["address": "\(address)"])
         }
         let payments = config.disabledPlugins.contains("payments") ? nil : plugins.lazy.compactMap { $0 as? PaymentsPlugin }.first
-        let webhooks = payments.map { plugin -> HTTPServer.Handler in
-            let ingress = plugin.webhooks(context)
-            return { request, body in await ingress.handle(request, body) }
+        let ingress = payments.map { $0.webhooks(context) }
+        // Apple's server-to-server notifications go to auth; every other provider to payments.
+        let apple = config.disabledPlugins.contains("auth") ? nil : plugins.lazy.compactMap { $0 as? AuthPlugin }.first.map { $0.appleNotifications(context) }
+        var webhooks: HTTPServer.Handler?
+        if ingress != nil || apple != nil {
+            webhooks = { request, body in
+                if request.path == "/webhooks/apple", let apple { return await apple.handle(request, body) }
+                guard let ingress else { return HTTPResponse(status: 404, body: ["error": "NotFound", "reason": "no such webhook"]) }
+                return await ingress.handle(request, body)
+            }
         }
         let api = HTTPAPI(
             dispatcher: dispatcher, options: config.http,

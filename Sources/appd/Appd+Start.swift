@@ -250,7 +250,7 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
             auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
             auth.sessionCacheEntries = config.sessionCacheEntries
-            auth.identity = config.identity
+            auth.identity = try config.resolvedIdentity()
             return try AuthPlugin(options: auth)
         },
         UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser) },

@@ -158,3 +158,27 @@ enum JOSEVectors {
         #expect(throws: CryptoError("the key is not an EC key on P-256")) { try P256PrivateKey(pem: rsa) }
     }
 }
+
+@Suite struct AESGCMTests {
+    @Test func sealedSecretsOpenOnlyUnchangedWithTheSameKeyAndAssociatedData() throws {
+        let key = try AESGCM(key: try Digest.randomBytes(32))
+        let secret = Array("r.apple-refresh-token".utf8)
+        let sealed = try key.seal(secret, associatedData: Array("apple".utf8))
+        #expect(sealed.count == 12 + secret.count + 16)
+        #expect(key.open(sealed, associatedData: Array("apple".utf8)) == secret)
+        #expect(key.open(sealed, associatedData: Array("google".utf8)) == nil)
+        var changed = sealed
+        changed[14] ^= 1
+        #expect(key.open(changed, associatedData: Array("apple".utf8)) == nil)
+        #expect(try AESGCM(key: try Digest.randomBytes(32)).open(sealed, associatedData: Array("apple".utf8)) == nil)
+        #expect(try key.seal(secret) != key.seal(secret), "a fresh nonce each time")
+        #expect(throws: CryptoError.self) { try AESGCM(key: [1, 2, 3]) }
+    }
+
+    /// Sealed by Python's `cryptography` (AESGCM, key 32×0x07, nonce 0…11, associated data "aad").
+    @Test func opensWhatAnotherImplementationSealed() throws {
+        let key = try AESGCM(key: [UInt8](repeating: 7, count: 32))
+        let sealed = Base64.decode("AAECAwQFBgcICQoLcOSFHHLW7iQKqH3+sNGyAFtW75c7")!
+        #expect(key.open(sealed, associatedData: Array("aad".utf8)).map { String(decoding: $0, as: UTF8.self) } == "hello")
+    }
+}

@@ -72,7 +72,10 @@ enum AuthInterface {
           # Give it exactly when the token has one.
           nonce: ?string,
           # The user's name, which Apple gives only at the first sign-in: the new account's displayName.
-          fullName: ?string
+          fullName: ?string,
+          # Apple: the authorizationCode from the same sign-in. appd exchanges it for Apple's
+          # refresh token (kept encrypted) to revoke when the account is deleted.
+          authorizationCode: ?string
         ) -> (session: Session, created: bool)
 
         # An Apple or Google identity linked to the account.
@@ -81,6 +84,8 @@ enum AuthInterface {
           provider: string,
           # The email the provider gave when it was linked.
           email: ?string,
+          # False when the user told Apple to stop forwarding mail to this relay address.
+          emailForwarding: bool,
           linkedAt: string
         )
 
@@ -92,7 +97,9 @@ enum AuthInterface {
           # apple or google.
           provider: string,
           idToken: string,
-          nonce: ?string
+          nonce: ?string,
+          # Apple: the authorizationCode from the same sign-in (see SignInWithIdToken).
+          authorizationCode: ?string
         ) -> (identity: Identity)
 
         # Unlinks the account's identity of that provider; refused when it is the account's only
@@ -223,6 +230,7 @@ enum AuthInterface {
         var idToken: String
         var nonce: String?
         var fullName: String?
+        var authorizationCode: String?
     }
 
     struct IdTokenSession: Codable, Sendable {
@@ -245,6 +253,7 @@ enum AuthInterface {
         var provider: String
         var idToken: String
         var nonce: String?
+        var authorizationCode: String?
     }
 
     struct IdentityReply: Codable, Sendable { var identity: Identity }
@@ -392,6 +401,7 @@ public struct User: Codable, Sendable, Equatable {
 public struct Identity: Codable, Sendable, Equatable {
     public var provider: String
     public var email: String?
+    public var emailForwarding: Bool
     public var linkedAt: String
 }
 

@@ -95,5 +95,29 @@ enum AuthMigrations {
             );
             ALTER TABLE auth_users ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0;
             """),
+        // Apple's server side: its refresh token per identity (AES-256-GCM sealed with a key
+        // that is not in the database), tokens waiting to be revoked (an account deleted or an
+        // identity unlinked; the service retries until Apple confirms), the server-to-server
+        // notifications already handled (each acts once), which provider opened a session (a
+        // revoked consent ends just those), and whether Apple stopped forwarding mail.
+        Migration(plugin: "auth", version: 7, sql: """
+            ALTER TABLE auth_identities ADD COLUMN refresh_token TEXT;
+            ALTER TABLE auth_identities ADD COLUMN email_disabled INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE auth_sessions ADD COLUMN opened_by TEXT;
+            CREATE TABLE auth_token_revocations (
+              id INTEGER PRIMARY KEY,
+              provider TEXT NOT NULL,
+              token TEXT NOT NULL,
+              attempts INTEGER NOT NULL DEFAULT 0,
+              next_attempt_at INTEGER NOT NULL,
+              last_error TEXT,
+              created_at INTEGER NOT NULL
+            );
+            CREATE INDEX auth_token_revocations_due ON auth_token_revocations(next_attempt_at);
+            CREATE TABLE auth_provider_notifications (
+              key TEXT PRIMARY KEY,
+              received_at INTEGER NOT NULL
+            );
+            """),
     ]
 }

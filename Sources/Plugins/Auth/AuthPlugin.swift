@@ -19,19 +19,35 @@ public struct AuthPlugin: Plugin {
     let rotations = RecentRotations()
     /// One per plugin: the providers' key caches.
     let verifier: IdTokenVerifier
+    let apple: (client: AppleClient, sealer: AESGCM)?
 
     public init(options: AuthService.Options = AuthService.Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) throws {
         try self.init(options: options, keyFetch: nil, clock: clock)
     }
 
-    /// `keyFetch` replaces the HTTPS fetch of the providers' keys (tests).
-    init(options: AuthService.Options, keyFetch: ProviderKeys.Fetch?, clock: @escaping @Sendable () -> WallTime) throws {
+    /// `keyFetch` replaces the HTTPS fetch of the providers' keys, `applePost` the POSTs to
+    /// Apple's token and revoke endpoints (tests).
+    init(
+        options: AuthService.Options, keyFetch: ProviderKeys.Fetch?, applePost: AppleClient.Post? = nil, clock: @escaping @Sendable () -> WallTime
+    ) throws {
         for provider in IdentityProvider.allCases where options.identity[provider].enabled {
             guard options.identity[provider].keysURL.hasPrefix("https://") else {
                 throw AuthConfigurationError("\(provider.rawValue)KeysUrl must be an https:// URL")
             }
         }
         self.verifier = IdTokenVerifier(options: options.identity, fetch: keyFetch)
+        if let server = options.identity.appleServer {
+            guard options.identity.apple.enabled else { throw AuthConfigurationError("Apple's token endpoint needs appleAudiences too") }
+            guard let key = options.identity.tokenEncryptionKey, let sealer = try? AESGCM(key: key) else {
+                throw AuthConfigurationError("Apple's refresh tokens need a 32-byte tokenEncryptionKey (kept out of the database)")
+            }
+            for url in [server.tokenURL, server.revokeURL] where !url.hasPrefix("https://") {
+                throw AuthConfigurationError("Apple's token and revoke URLs must be https:// URLs")
+            }
+            self.apple = (try AppleClient(settings: server, caFile: options.identity.caFile, timeout: options.identity.fetchTimeout, post: applePost), sealer)
+        } else {
+            self.apple = nil
+        }
         self.options = options
         self.hasher = try PasswordHasher(parameters: options.scrypt)
         self.clock = clock
@@ -46,7 +62,7 @@ public struct AuthPlugin: Plugin {
     func service(_ database: any Database, streams: SessionStreams? = nil) -> AuthService {
         AuthService(
             database: database, sessions: database.sharedAcrossInstances ? SessionCache(capacity: 0) : sessions, streams: streams, rotations: rotations,
-            verifier: verifier, hasher: hasher, options: options, clock: clock)
+            verifier: verifier, apple: apple, hasher: hasher, options: options, clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {
@@ -108,6 +124,21 @@ public struct AuthPlugin: Plugin {
         }
     }
 
+    /// `POST /webhooks/apple` for the app-facing HTTP server.
+    public func appleNotifications(_ context: PluginContext) -> AppleNotifications {
+        AppleNotifications(service: service(context.database, streams: context.bus.sessionStreams))
+    }
+
+    /// The revocation of queued provider tokens, when Apple's server side is configured.
+    public func services(_ context: PluginContext) -> [any Service] {
+        guard let apple else { return [] }
+        return [
+            TokenRevocationService(
+                repository: service(context.database).repository, apple: apple, clock: clock, interval: options.identity.revocationInterval,
+                logger: context.logger)
+        ]
+    }
+
     public func stop(_ context: PluginContext) async {
         context.bus.unregister(interface: "io.appd.Auth")
     }
@@ -116,7 +147,8 @@ public struct AuthPlugin: Plugin {
     private func registerIdentityMethods(_ service: AuthService, on bus: EventBus) throws {
         try bus.register(AuthInterface.SignInWithIdToken.self) { command, envelope in
             try await service.signInWithIdToken(
-                provider: command.provider, idToken: command.idToken, nonce: command.nonce, fullName: command.fullName, causedBy: envelope)
+                provider: command.provider, idToken: command.idToken, nonce: command.nonce, fullName: command.fullName,
+                authorizationCode: command.authorizationCode, causedBy: envelope)
         }
         try bus.register(AuthInterface.ListIdentities.self) { _, envelope in
             .init(identities: try await service.identities(userID: try Self.signedIn(envelope).1.userID))
@@ -125,7 +157,7 @@ public struct AuthPlugin: Plugin {
             .init(
                 identity: try await service.linkIdentity(
                     userID: try Self.signedIn(envelope).1.userID, provider: command.provider, idToken: command.idToken, nonce: command.nonce,
-                    causedBy: envelope))
+                    authorizationCode: command.authorizationCode, causedBy: envelope))
         }
         try bus.register(AuthInterface.UnlinkIdentity.self) { command, envelope in
             try await service.unlinkIdentity(userID: try Self.signedIn(envelope).1.userID, provider: command.provider, causedBy: envelope)

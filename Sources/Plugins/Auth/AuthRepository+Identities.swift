@@ -8,6 +8,8 @@ struct IdentityRecord: Sendable {
     let subject: String
     let userID: String
     let email: String?
+    /// Apple stopped forwarding mail to the relay address (an email-disabled notification).
+    let emailDisabled: Bool
     let createdAt: Int64
 
     init?(_ row: Row) {
@@ -18,6 +20,7 @@ struct IdentityRecord: Sendable {
         self.subject = subject
         self.userID = user
         self.email = row.text("email")
+        self.emailDisabled = row.integer("email_disabled") == 1
         self.createdAt = created
     }
 }
@@ -114,14 +117,13 @@ extension AuthRepository {
         case lastSignInMethod
     }
 
-    func unlink(provider: IdentityProvider, userID: String, causedBy cause: (any Cause)?) async throws -> UnlinkOutcome {
+    func unlink(provider: IdentityProvider, userID: String, now: Int64, causedBy cause: (any Cause)?) async throws -> UnlinkOutcome {
         try await database.write { tx in
             let identities = try tx.query("SELECT provider FROM auth_identities WHERE user_id = ?", [.text(userID)]).compactMap { $0.text("provider") }
             guard identities.contains(provider.rawValue) else { return .notLinked }
             let hash = try tx.query("SELECT password_hash FROM auth_users WHERE id = ?", [.text(userID)]).first?.text("password_hash") ?? ""
             guard !hash.isEmpty || identities.count > 1 else { return .lastSignInMethod }
-            try tx.execute("DELETE FROM auth_identities WHERE user_id = ? AND provider = ?", [.text(userID), .text(provider.rawValue)])
-            try tx.append(IdentityUnlinked(userId: userID, provider: provider.rawValue), causedBy: cause)
+            try Self.removeIdentity(tx, provider: provider.rawValue, userID: userID, now: now, causedBy: cause)
             return .unlinked
         }
     }
@@ -137,6 +139,24 @@ extension AuthRepository {
         try await database.read { tx in
             try tx.query("SELECT created_at FROM auth_sessions WHERE access_digest = ? AND revoked_at IS NULL", [.text(accessDigest)]).first?.integer("created_at")
         }
+    }
+
+    /// Removes the account's identity of `provider`, its refresh token queued for revocation.
+    static func removeIdentity(_ tx: any Transaction, provider: String, userID: String, now: Int64, causedBy cause: (any Cause)?) throws {
+        try queueRevocations(tx, where: "user_id = ? AND provider = ?", [.text(userID), .text(provider)], now: now)
+        try tx.execute("DELETE FROM auth_identities WHERE user_id = ? AND provider = ?", [.text(userID), .text(provider)])
+        try tx.append(IdentityUnlinked(userId: userID, provider: provider), causedBy: cause)
+    }
+
+    /// Moves the sealed refresh tokens of the identities matching `condition` to the revocation
+    /// queue (the revocation service calls the provider, retrying until it answers).
+    static func queueRevocations(_ tx: any Transaction, where condition: String, _ arguments: [SQLValue], now: Int64) throws {
+        try tx.execute(
+            """
+            INSERT INTO auth_token_revocations (provider, token, next_attempt_at, created_at)
+            SELECT provider, refresh_token, ?, ? FROM auth_identities WHERE \(condition) AND refresh_token IS NOT NULL
+            """,
+            [.integer(now), .integer(now)] + arguments)
     }
 
     private static func insertIdentity(_ tx: any Transaction, _ identity: VerifiedIdentity, userID: String, now: Int64, causedBy cause: (any Cause)?) throws {

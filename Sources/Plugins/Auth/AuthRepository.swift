@@ -184,13 +184,19 @@ struct AuthRepository: Sendable {
 
     /// Erasure happens in the same transaction: every logged event about the user becomes a
     /// tombstone, before auth.accountDeleted (which stays, for the consumers) is appended.
-    func deleteUser(userID: String, causedBy cause: (any Cause)?) async throws {
-        try await write { tx in
-            try tx.execute("DELETE FROM auth_users WHERE id = ?", [.text(userID)])
-            try tx.redactEvents(about: userID)
-            try tx.append(AccountDeleted(userId: userID), causedBy: cause)
-        }
+    func deleteUser(userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
+        try await write { tx in try Self.deleteUser(tx, userID: userID, now: now, causedBy: cause) }
         streams?.changed(userID: userID)
+    }
+
+    /// The account's erasure inside `tx`: its providers' refresh tokens queued for revocation,
+    /// the rows deleted (identities and sessions cascade), every logged event about it made a
+    /// tombstone, then auth.accountDeleted (which stays, for the consumers).
+    static func deleteUser(_ tx: any Transaction, userID: String, now: Int64, causedBy cause: (any Cause)?) throws {
+        try queueRevocations(tx, where: "user_id = ?", [.text(userID)], now: now)
+        try tx.execute("DELETE FROM auth_users WHERE id = ?", [.text(userID)])
+        try tx.redactEvents(about: userID)
+        try tx.append(AccountDeleted(userId: userID), causedBy: cause)
     }
 
     /// Accounts ordered by email after `cursor`, at most `limit`.
@@ -217,18 +223,20 @@ struct AuthRepository: Sendable {
 
     // MARK: Sessions
 
+    /// `openedBy`: the identity provider the sign-in used (nil for a password).
     func createSession(
         userID: String, family: String, accessDigest: String, accessExpires: Int64, refreshDigest: String,
-        refreshExpires: Int64, now: Int64, causedBy cause: (any Cause)?
+        refreshExpires: Int64, openedBy: String?, now: Int64, causedBy cause: (any Cause)?
     ) async throws {
         // A new session changes none already cached (unknown tokens are never cached).
         try await database.write { tx in
             try tx.execute(
                 """
-                INSERT INTO auth_sessions (user_id, family, access_digest, access_expires_at, refresh_digest, refresh_expires_at, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO auth_sessions (user_id, family, access_digest, access_expires_at, refresh_digest, refresh_expires_at, created_at, opened_by)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.text(userID), .text(family), .text(accessDigest), .integer(accessExpires), .text(refreshDigest), .integer(refreshExpires), .integer(now)])
+                [.text(userID), .text(family), .text(accessDigest), .integer(accessExpires), .text(refreshDigest), .integer(refreshExpires), .integer(now),
+                 openedBy.map { .text($0) } ?? .null])
             try tx.append(SignedIn(userId: userID), causedBy: cause)
         }
     }

@@ -17,12 +17,18 @@ extension AuthService {
     /// never linked automatically: someone who registered a victim's address with a password
     /// must not get the victim's later Apple or Google sign-in (AccountExistsForEmail).
     func signInWithIdToken(
-        provider name: String, idToken: String, nonce: String?, fullName: String?, causedBy cause: (any Cause)?
+        provider name: String, idToken: String, nonce: String?, fullName: String?, authorizationCode: String?, causedBy cause: (any Cause)?
     ) async throws -> AuthInterface.IdTokenSession {
         let provider = try Self.provider(name)
         let identity = try await verifier.verify(idToken, provider: provider, rawNonce: nonce, now: now)
+        let signedIn = try await findOrCreate(identity, fullName: fullName, causedBy: cause)
+        await keepRefreshToken(of: identity, code: authorizationCode)
+        return signedIn
+    }
+
+    private func findOrCreate(_ identity: VerifiedIdentity, fullName: String?, causedBy cause: (any Cause)?) async throws -> AuthInterface.IdTokenSession {
         if let record = try await repository.user(identity: identity) {
-            return try await session(for: record, created: false, causedBy: cause)
+            return try await session(for: record, created: false, provider: identity.provider, causedBy: cause)
         }
         guard let email = identity.email else { throw AuthError.invalidIdToken(.noEmail) }
         // Apple gives the name once, at the first sign-in: kept when it is a usable display name.
@@ -31,7 +37,7 @@ extension AuthService {
             let id = "u_" + (try SecretToken.generate().prefix(22))
             do {
                 switch try await repository.signIn(identity: identity, email: email, newUserID: id, displayName: name, now: now, causedBy: cause) {
-                case .account(let record, let created): return try await session(for: record, created: created, causedBy: cause)
+                case .account(let record, let created): return try await session(for: record, created: created, provider: identity.provider, causedBy: cause)
                 case .emailBelongsToAnotherAccount: throw AuthError.accountExistsForEmail
                 }
             } catch let error as StorageError where error.kind == .constraint {
@@ -41,13 +47,39 @@ extension AuthService {
         throw AuthError.busy
     }
 
-    private func session(for record: UserRecord, created: Bool, causedBy cause: (any Cause)?) async throws -> AuthInterface.IdTokenSession {
+    private func session(for record: UserRecord, created: Bool, provider: IdentityProvider, causedBy cause: (any Cause)?) async throws
+        -> AuthInterface.IdTokenSession
+    {
         guard !record.disabled else { throw AuthError.accountDisabled }
-        return .init(session: try await openSession(for: record, family: try SecretToken.generate(), causedBy: cause), created: created)
+        return .init(session: try await openSession(for: record, family: try SecretToken.generate(), openedBy: provider, causedBy: cause), created: created)
     }
 
+    /// Exchanges Apple's authorization code for its refresh token and keeps it sealed, so that
+    /// deleting the account or unlinking the identity can revoke it. A failed exchange does not
+    /// fail the sign-in (the user is who the ID token says); it is logged, and that identity
+    /// then has nothing to revoke until a later sign-in or link brings a code that works.
+    private func keepRefreshToken(of identity: VerifiedIdentity, code: String?) async {
+        guard identity.provider == .apple, let code, !code.isEmpty else { return }
+        guard let apple else {
+            logger.debug("an Apple authorization code was sent but Apple's token endpoint is not configured (appleTeamId, appleKeyId, applePrivateKey)")
+            return
+        }
+        do {
+            let refresh = try await apple.client.exchange(code: code, subject: identity.subject, now: now)
+            let sealed = Base64.encode(try apple.sealer.seal(Array(refresh.utf8), associatedData: Self.tokenContext))
+            try await repository.storeRefreshToken(provider: "apple", subject: identity.subject, sealed: sealed, now: now)
+        } catch {
+            logger.warning("Apple's authorization code could not be exchanged; the identity has no refresh token to revoke", metadata: ["reason": "\(error)"])
+        }
+    }
+
+    /// Associated data of every sealed provider token.
+    static let tokenContext = Array("appd provider refresh token v1".utf8)
+
     /// Links the identity in a fresh ID token to the signed-in account.
-    func linkIdentity(userID: String, provider name: String, idToken: String, nonce: String?, causedBy cause: (any Cause)?) async throws -> Identity {
+    func linkIdentity(
+        userID: String, provider name: String, idToken: String, nonce: String?, authorizationCode: String?, causedBy cause: (any Cause)?
+    ) async throws -> Identity {
         let provider = try Self.provider(name)
         let identity = try await verifier.verify(idToken, provider: provider, rawNonce: nonce, now: now)
         switch try await repository.link(identity: identity, userID: userID, now: now, causedBy: cause) {
@@ -55,6 +87,7 @@ extension AuthService {
         case .inUse: throw AuthError.identityInUse
         case .providerTaken: throw AuthError.providerAlreadyLinked(provider.rawValue)
         }
+        await keepRefreshToken(of: identity, code: authorizationCode)
         guard let linked = try await repository.identities(userID: userID).first(where: { $0.provider == provider.rawValue }) else {
             throw AuthError.identityNotLinked
         }
@@ -63,7 +96,7 @@ extension AuthService {
 
     /// Unlinks the account's identity of `provider`, unless it is its only way to sign in.
     func unlinkIdentity(userID: String, provider name: String, causedBy cause: (any Cause)?) async throws {
-        switch try await repository.unlink(provider: try Self.provider(name), userID: userID, causedBy: cause) {
+        switch try await repository.unlink(provider: try Self.provider(name), userID: userID, now: now, causedBy: cause) {
         case .unlinked: return
         case .notLinked: throw AuthError.identityNotLinked
         case .lastSignInMethod: throw AuthError.lastSignInMethod
@@ -77,6 +110,8 @@ extension AuthService {
 
 extension Identity {
     init(_ record: IdentityRecord) {
-        self.init(provider: record.provider, email: record.email, linkedAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
+        self.init(
+            provider: record.provider, email: record.email, emailForwarding: !record.emailDisabled,
+            linkedAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
     }
 }

@@ -36,14 +36,19 @@ public struct AuthService: Sendable {
     let repository: AuthRepository
     let rotations: RecentRotations
     let verifier: IdTokenVerifier
+    /// Apple's token and revoke endpoints, and the key sealing its refresh tokens (nil when
+    /// Apple's server side is not configured).
+    let apple: (client: AppleClient, sealer: AESGCM)?
+    let logger = Logger(label: "appd.auth")
     let hasher: PasswordHasher
     let options: Options
     let clock: @Sendable () -> WallTime
 
     init(
         database: any Database, sessions: SessionCache<UserRecord>, streams: SessionStreams?, rotations: RecentRotations, verifier: IdTokenVerifier,
-        hasher: PasswordHasher, options: Options, clock: @escaping @Sendable () -> WallTime
+        apple: (client: AppleClient, sealer: AESGCM)?, hasher: PasswordHasher, options: Options, clock: @escaping @Sendable () -> WallTime
     ) {
+        self.apple = apple
         self.repository = AuthRepository(database: database, sessions: sessions, streams: streams)
         self.rotations = rotations
         self.verifier = verifier
@@ -111,16 +116,18 @@ public struct AuthService: Sendable {
         if needsRehash, let fresh = try? await hasher.hash(password) {
             try await repository.replacePasswordHash(userID: record.id, hash: fresh, now: now)
         }
-        return try await openSession(for: record, family: try SecretToken.generate(), causedBy: cause)
+        return try await openSession(for: record, family: try SecretToken.generate(), openedBy: nil, causedBy: cause)
     }
 
-    func openSession(for record: UserRecord, family: String, causedBy cause: (any Cause)?) async throws -> Session {
+    /// `openedBy`: the identity provider of the sign-in (nil: a password).
+    func openSession(for record: UserRecord, family: String, openedBy: IdentityProvider?, causedBy cause: (any Cause)?) async throws -> Session {
         let access = try SecretToken.generate(), refresh = try SecretToken.generate()
         let now = self.now
         let expires = now + Self.nanoseconds(options.accessTokenLifetime)
         try await repository.createSession(
             userID: record.id, family: family, accessDigest: SecretToken.digest(access), accessExpires: expires,
-            refreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now, causedBy: cause)
+            refreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), openedBy: openedBy?.rawValue,
+            now: now, causedBy: cause)
         return Session(
             accessToken: access, refreshToken: refresh, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339, user: record.user)
     }
@@ -245,7 +252,7 @@ public struct AuthService: Sendable {
                 now - opened <= options.identity.reauthenticationWindow.nanoseconds
             else { throw AuthError.reauthenticationRequired }
         }
-        try await repository.deleteUser(userID: userID, causedBy: cause)
+        try await repository.deleteUser(userID: userID, now: now, causedBy: cause)
     }
 
     /// A signed-in account's password, checked as a sign-in is (same throttle) on the account

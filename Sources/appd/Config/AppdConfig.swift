@@ -1,5 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Auth
 import Bus
+import Crypto
 import Storage
 import PluginKit
 import HTTP
@@ -39,6 +43,17 @@ struct AppdConfig: Sendable {
     var sessionCacheEntries = 10_000
     /// Sign-in with Apple and Google.
     var identity = IdentityOptions()
+    /// Apple's server side (code exchange and token revocation): all of team id, key id and
+    /// private key turn it on; the sealing key is needed with it.
+    var appleTeamID: String?
+    var appleKeyID: String?
+    var applePrivateKeyFile: String?
+    var applePrivateKey: String?
+    var appleClientID: String?
+    var appleTokenURL = "https://appleid.apple.com/auth/token"
+    var appleRevokeURL = "https://appleid.apple.com/auth/revoke"
+    var tokenEncryptionKeyFile: String?
+    var tokenEncryptionKey: String?
     /// Plugins not to start (their gates are then missing: commands needing them are denied).
     var disabledPlugins: [String] = []
     /// Products, meters, provider secrets and the webhook listener.
@@ -63,6 +78,54 @@ struct AppdConfig: Sendable {
     var pluginSandbox = PluginSandbox()
     /// When rating asks for a rating.
     var rating = RatingRules()
+
+    /// The identity options with Apple's server side resolved: the private key and the sealing
+    /// key read from their files (which must not be readable by others) or the environment.
+    func resolvedIdentity() throws -> IdentityOptions {
+        var options = identity
+        let anyApple = appleTeamID != nil || appleKeyID != nil || applePrivateKeyFile != nil || applePrivateKey != nil
+        guard anyApple else { return options }
+        guard let team = appleTeamID, let keyID = appleKeyID else {
+            throw ConfigProblem("Apple's token endpoint needs appleTeamId, appleKeyId and applePrivateKeyFile (or applePrivateKey) together")
+        }
+        let pem: String
+        if let applePrivateKey {
+            pem = applePrivateKey
+        } else if let applePrivateKeyFile {
+            pem = try Self.readSecretFile(applePrivateKeyFile, what: "applePrivateKeyFile")
+        } else {
+            throw ConfigProblem("Apple's token endpoint needs applePrivateKeyFile (the AuthKey_<key id>.p8) or applePrivateKey")
+        }
+        guard let clientID = appleClientID ?? identity.apple.audiences.first else {
+            throw ConfigProblem("Apple's token endpoint needs appleAudiences (or appleClientId)")
+        }
+        var server = AppleServerSettings(teamID: team, keyID: keyID, privateKeyPEM: pem, clientID: clientID)
+        server.tokenURL = appleTokenURL
+        server.revokeURL = appleRevokeURL
+        options.appleServer = server
+        let keyText: String
+        if let tokenEncryptionKey {
+            keyText = tokenEncryptionKey
+        } else if let tokenEncryptionKeyFile {
+            keyText = try Self.readSecretFile(tokenEncryptionKeyFile, what: "tokenEncryptionKeyFile")
+        } else {
+            throw ConfigProblem("Apple's refresh tokens are kept encrypted: set tokenEncryptionKeyFile (32 random bytes, base64: 'openssl rand -base64 32')")
+        }
+        guard let key = Base64.decode(keyText.trimmingWhitespace()), key.count == 32 else {
+            throw ConfigProblem("tokenEncryptionKey needs 32 bytes in base64 ('openssl rand -base64 32')")
+        }
+        options.tokenEncryptionKey = key
+        return options
+    }
+
+    /// A key file's text; refused when others may read it.
+    static func readSecretFile(_ path: String, what: String) throws -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw ConfigProblem("\(what): cannot read \(path)") }
+        guard info.st_mode & 0o077 == 0 else { throw ConfigProblem("\(what): \(path) is readable by others; chmod 600 it") }
+        guard let text = ConfigLoader.readFile(path) else { throw ConfigProblem("\(what): cannot read \(path)") }
+        return text
+    }
 
     /// The chat plugin's options with the chosen provider.
     var chatOptions: ChatPlugin.Options {
@@ -120,6 +183,15 @@ struct AppdConfig: Sendable {
             "googleHostedDomains": .array(identity.google.hostedDomains.map(JSONValue.string)),
             "identityCaFile": identity.caFile.map(JSONValue.string) ?? .null,
             "idTokenLeewaySeconds": seconds(identity.leeway),
+            "appleTeamId": appleTeamID.map(JSONValue.string) ?? .null,
+            "appleKeyId": appleKeyID.map(JSONValue.string) ?? .null,
+            "applePrivateKeyFile": applePrivateKeyFile.map(JSONValue.string) ?? .null,
+            "applePrivateKey": applePrivateKey == nil ? .null : .string("<redacted>"),
+            "appleClientId": appleClientID.map(JSONValue.string) ?? .null,
+            "appleTokenUrl": .string(appleTokenURL),
+            "appleRevokeUrl": .string(appleRevokeURL),
+            "tokenEncryptionKeyFile": tokenEncryptionKeyFile.map(JSONValue.string) ?? .null,
+            "tokenEncryptionKey": tokenEncryptionKey == nil ? .null : .string("<redacted>"),
             "reauthenticationSeconds": seconds(identity.reauthenticationWindow),
             "paymentsProducts": .string(payments.catalog.products.map { "\($0.id)=\($0.entitlement)/\($0.period.rawValue)" }.joined(separator: ",")),
             "paymentsMeters": .string(payments.catalog.meters.map { "\($0.name)=\($0.limit)/\($0.period.rawValue)/\($0.entitlement)" }.joined(separator: ",")),

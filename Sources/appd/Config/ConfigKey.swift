@@ -279,6 +279,30 @@ struct ConfigKey: Sendable {
         seconds("idTokenLeewaySeconds", "--id-token-leeway", "Clock difference allowed on an ID token's exp, iat and nbf (default: 60).") {
             $0.identity.leeway = $1
         },
+        text("appleTeamId", "--apple-team-id", "Apple's token endpoint: your Apple Developer team id.") { $0.appleTeamID = $1 },
+        text("appleKeyId", "--apple-key-id", "Apple's token endpoint: the Sign in with Apple key's id.") { $0.appleKeyID = $1 },
+        text("applePrivateKeyFile", "--apple-private-key-file", "Apple's token endpoint: the AuthKey_<key id>.p8 file (chmod 600).") {
+            $0.applePrivateKeyFile = $1
+        },
+        ConfigKey(
+            name: "applePrivateKey", flag: "--apple-private-key", help: "The .p8 key's PEM text instead of a file (secret; prefer the environment).",
+            secret: true
+        ) { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue, text.contains("PRIVATE KEY") else { throw ConfigProblem("needs the PEM text of the .p8 key") }
+            config.applePrivateKey = text
+        },
+        text("appleClientId", "--apple-client-id", "The client id Apple's codes are issued to (default: the first of appleAudiences).") { $0.appleClientID = $1 },
+        https("appleTokenUrl", "--apple-token-url", "Apple's token endpoint (default: https://appleid.apple.com/auth/token).") { $0.appleTokenURL = $1 },
+        https("appleRevokeUrl", "--apple-revoke-url", "Apple's revoke endpoint (default: https://appleid.apple.com/auth/revoke).") { $0.appleRevokeURL = $1 },
+        text("tokenEncryptionKeyFile", "--token-encryption-key-file", "A file with 32 random bytes in base64 sealing providers' refresh tokens (chmod 600).") {
+            $0.tokenEncryptionKeyFile = $1
+        },
+        ConfigKey(
+            name: "tokenEncryptionKey", flag: "--token-encryption-key", help: "The sealing key itself, base64 (secret; prefer the environment).", secret: true
+        ) { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs 32 bytes in base64") }
+            config.tokenEncryptionKey = text
+        },
         seconds("reauthenticationSeconds", "--reauthentication-seconds", "How recent a sign-in must be to delete an account without its password (default: 300).") {
             $0.identity.reauthenticationWindow = $1
         },

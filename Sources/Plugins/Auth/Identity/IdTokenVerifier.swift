@@ -38,12 +38,18 @@ struct IdTokenVerifier: Sendable {
     /// The identity in `token`, or the reason it is refused. `rawNonce` is the nonce the app
     /// generated; the token must carry its SHA-256 in lowercase hex.
     func verify(_ token: String, provider: IdentityProvider, rawNonce: String?, now: Int64) async throws(AuthError) -> VerifiedIdentity {
-        let settings = options[provider]
-        guard settings.enabled, let keys = keys[provider] else { throw AuthError.providerNotConfigured(provider.rawValue) }
+        let claims = try await signedClaims(token, provider: provider, now: now)
+        return try check(claims, provider: provider, settings: options[provider], rawNonce: rawNonce, now: now)
+    }
+
+    /// The claims of a JWS the provider signed: parsed strictly, then verified with the
+    /// provider's key of the token's key id, with only the algorithm that key names.
+    private func signedClaims(_ text: String, provider: IdentityProvider, now: Int64) async throws(AuthError) -> [String: JSONValue] {
+        guard options[provider].enabled, let keys = keys[provider] else { throw AuthError.providerNotConfigured(provider.rawValue) }
         let jws: CompactJWS
         let claims: [String: JSONValue]
         do {
-            jws = try CompactJWS(token)
+            jws = try CompactJWS(text)
             claims = try jws.claims()
         } catch {
             throw Self.refusal(error)
@@ -56,7 +62,17 @@ struct IdTokenVerifier: Sendable {
         } catch {
             throw Self.refusal(error)
         }
-        return try check(claims, provider: provider, settings: settings, rawNonce: rawNonce, now: now)
+        return claims
+    }
+
+    /// The claims of a notification Apple signed (a server-to-server notification's payload):
+    /// the signature with Apple's keys, the issuer, the audience. No nonce or expiry: Apple
+    /// redelivers old ones, and each acts once (the caller records which it handled).
+    func verifyAppleNotification(_ text: String, now: Int64) async throws(AuthError) -> [String: JSONValue] {
+        let claims = try await signedClaims(text, provider: .apple, now: now)
+        guard let issuer = claims["iss"]?.stringValue, IdentityProvider.apple.issuers.contains(issuer) else { throw AuthError.invalidIdToken(.issuer) }
+        guard let audience = claims["aud"]?.stringValue, options.apple.audiences.contains(audience) else { throw AuthError.invalidIdToken(.audience) }
+        return claims
     }
 
     /// The claim checks, after the signature has verified.

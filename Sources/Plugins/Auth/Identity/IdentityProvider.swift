@@ -49,6 +49,29 @@ public struct IdentityProviderSettings: Sendable, Equatable {
     public var enabled: Bool { !audiences.isEmpty }
 }
 
+/// Apple's server side: with these, appd exchanges the authorization code an app sends at
+/// sign-in for Apple's refresh token (kept sealed), and revokes it when the account is deleted
+/// or the identity unlinked (App Store guideline 5.1.1(v)).
+public struct AppleServerSettings: Sendable, Equatable {
+    /// The Apple Developer team id (the client secret's `iss`).
+    public var teamID: String
+    /// The Sign in with Apple key's id (the client secret's `kid`).
+    public var keyID: String
+    /// The private key (`AuthKey_<keyID>.p8`, PEM). Never logged or printed.
+    public var privateKeyPEM: String
+    /// The client id codes are issued to: the app's bundle id (the first Apple audience by default).
+    public var clientID: String
+    public var tokenURL = "https://appleid.apple.com/auth/token"
+    public var revokeURL = "https://appleid.apple.com/auth/revoke"
+
+    public init(teamID: String, keyID: String, privateKeyPEM: String, clientID: String) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.privateKeyPEM = privateKeyPEM
+        self.clientID = clientID
+    }
+}
+
 /// How ID tokens are verified: per-provider settings and the key cache's bounds.
 public struct IdentityOptions: Sendable, Equatable {
     public var apple = IdentityProviderSettings(provider: .apple)
@@ -69,6 +92,13 @@ public struct IdentityOptions: Sendable, Equatable {
     public var fetchTimeout: Duration = .seconds(10)
     /// How recent a session's sign-in must be for DeleteAccount without a password.
     public var reauthenticationWindow: Duration = .seconds(300)
+    /// Apple's token and revoke endpoints (nil: no code exchange, nothing to revoke).
+    public var appleServer: AppleServerSettings?
+    /// The AES-256 key that seals providers' refresh tokens at rest (32 bytes; kept out of the
+    /// database). Needed with `appleServer`.
+    public var tokenEncryptionKey: [UInt8]?
+    /// How often queued token revocations are looked at (each is retried with backoff).
+    public var revocationInterval: Duration = .seconds(1)
 
     public init() {}
 

@@ -107,22 +107,8 @@ actor ProviderKeys {
             guard var request = HTTPRequest(url: url) else { throw HTTPFailure(stage: .connect, reason: "not an http(s) URL: \(url)") }
             request.method = "GET"
             request.headers = [("Accept", "application/json")]
-            var timeouts = HTTPTimeouts()
-            timeouts.connect = timeout
-            timeouts.firstByte = timeout
-            timeouts.idle = timeout
-            timeouts.total = timeout
-            var client = HTTPClient(timeouts: timeouts, caFile: caFile)
-            client.maxResponseBytes = 1 << 20
-            var head: HTTPHead?
-            var body: [UInt8] = []
-            for try await part in client.send(request) {
-                switch part {
-                case .head(let h): head = h
-                case .body(let bytes): body += bytes
-                }
-            }
-            guard let head, head.status == 200 else { throw HTTPFailure(stage: .response, reason: "status \(head?.status ?? 0)") }
+            let (head, body) = try await HTTPClient.oneShot(limit: timeout, caFile: caFile).fetch(request)
+            guard head.status == 200 else { throw HTTPFailure(stage: .response, reason: "status \(head.status)") }
             return Document(body: body, lifetime: lifetime(cacheControl: head.headers["cache-control"], age: head.headers["age"]))
         }
     }

@@ -37,6 +37,32 @@ public struct HTTPClient: Sendable {
         return stream
     }
 
+    /// Sends `request` and collects the whole response (at most `maxResponseBytes`).
+    public func fetch(_ request: HTTPRequest) async throws -> (head: HTTPHead, body: [UInt8]) {
+        var head: HTTPHead?
+        var body: [UInt8] = []
+        for try await part in send(request) {
+            switch part {
+            case .head(let h): head = h
+            case .body(let bytes): body += bytes
+            }
+        }
+        guard let head else { throw HTTPFailure(stage: .response, reason: "no response head") }
+        return (head, body)
+    }
+
+    /// A client whose every timeout is `limit` (a short exchange with an identity provider).
+    public static func oneShot(limit: Duration, caFile: String?, maxResponseBytes: Int = 1 << 20) -> HTTPClient {
+        var timeouts = HTTPTimeouts()
+        timeouts.connect = limit
+        timeouts.firstByte = limit
+        timeouts.idle = limit
+        timeouts.total = limit
+        var client = HTTPClient(timeouts: timeouts, caFile: caFile)
+        client.maxResponseBytes = maxResponseBytes
+        return client
+    }
+
 }
 
 /// The loop every outbound request runs on, the resolver pool, and the requests in flight

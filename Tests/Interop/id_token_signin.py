@@ -24,21 +24,22 @@ import tempfile
 import time
 
 from harness import call, check, finish, free_port
-from identity_provider import IdentityProvider, b64
+from identity_provider import AppleServer, IdentityProvider, b64
 
 APPLE_AUD = "com.example.app"
 GOOGLE_AUD = "123-ios.apps.googleusercontent.com"
 
 
 class Appd:
-    def __init__(self, binary, directory, idp, database=None):
+    def __init__(self, binary, directory, idp, database=None, extra=()):
         self.sock = os.path.join(directory, "appd.sock")
         self.port = free_port()
-        args = [binary, "--socket", self.sock, "--data-dir", os.path.join(directory, "data"), "--log-level", "notice",
+        self.data = os.path.join(directory, "data")
+        args = [binary, "--socket", self.sock, "--data-dir", self.data, "--log-level", "notice",
                 "--http-listen", f"127.0.0.1:{self.port}", "--http-rate-limit-per-minute", "0",
                 "--apple-audiences", f"{APPLE_AUD},com.example.web", "--apple-keys-url", idp.keys_url("apple"),
                 "--google-audiences", GOOGLE_AUD, "--google-keys-url", idp.keys_url("google"), "--google-check-nonce", "false",
-                "--identity-ca-file", idp.ca]
+                "--identity-ca-file", idp.ca, *extra]
         env = dict(os.environ)
         if database:
             env["APPD_DATABASE"] = database
@@ -52,6 +53,14 @@ class Appd:
             except OSError:
                 time.sleep(0.02)
         raise SystemExit("appd did not start: " + open(self.log_path).read()[-2000:])
+
+    def webhook(self, payload):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.request("POST", "/webhooks/apple", json.dumps({"payload": payload}), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        data = response.read()
+        conn.close()
+        return response.status, json.loads(data) if data else {}
 
     def post(self, method, body, token=None):
         interface, name = method.rsplit(".", 1)
@@ -80,6 +89,71 @@ class Appd:
 def refused(reply, reason):
     status, body = reply
     return status == 401 and body.get("error") == "io.appd.Auth.InvalidIdToken" and body.get("parameters", {}).get("reason") == reason
+
+
+def wait_for(condition, seconds=10):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def apple_server_side(binary, directory, database, run):
+    """Apple's token and revoke endpoints and its server-to-server notifications."""
+    d = os.path.join(directory, "apple-server")
+    os.mkdir(d)
+    server = AppleServer(d)
+    idp = IdentityProvider(d, apple_server=server)
+    apple = idp["apple"]
+    key_file = os.path.join(d, "token.key")
+    with open(key_file, "w") as f:
+        f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+    os.chmod(key_file, 0o600)
+    appd = Appd(binary, d, idp, database, extra=[
+        "--apple-team-id", server.team, "--apple-key-id", server.key_id, "--apple-private-key-file", server.p8,
+        "--apple-token-url", idp.url("/apple/auth/token"), "--apple-revoke-url", idp.url("/apple/auth/revoke"),
+        "--token-encryption-key-file", key_file])
+    try:
+        server.codes["code-1"] = "s.apple.1"
+        status, body = appd.sign_in("apple", apple.token("s.apple.1", APPLE_AUD, "s1@privaterelay.appleid.com", nonce="a"), nonce="a",
+                                    authorizationCode="code-1")
+        check(f"[{run}] Apple: the authorization code is exchanged with a client secret Apple accepts (ES256, checked by another implementation)",
+              status == 200 and server.exchanged == ["r.s.apple.1.0"] and not server.bad_secrets, (status, body, server.exchanged, server.bad_secrets))
+        if database:
+            stored = subprocess.run(["psql", database, "-qAt", "-c", "SELECT refresh_token FROM auth_identities"], capture_output=True, text=True).stdout
+        else:
+            stored = "".join(open(os.path.join(appd.data, name), "rb").read().decode("latin-1")
+                             for name in ("appd.db", "appd.db-wal") if os.path.exists(os.path.join(appd.data, name)))
+        check(f"[{run}] Apple: its refresh token is not in the database in the clear", "r.s.apple.1.0" not in stored, stored[:200] if database else "")
+        status, body = appd.post("io.appd.Auth.DeleteAccount", {}, body["session"]["accessToken"])
+        check(f"[{run}] Apple: deleting the account revokes Apple's refresh token",
+              status == 200 and wait_for(lambda: server.revoked == ["r.s.apple.1.0"]), (status, body, server.revoked, server.bad_secrets))
+
+        # Server-to-server: account-delete for an Apple-only account, delivered twice.
+        status, body = appd.sign_in("apple", apple.token("s.apple.2", APPLE_AUD, "s2@privaterelay.appleid.com", nonce="b"), nonce="b")
+        user = body["session"]["user"]["id"]
+        now = int(time.time())
+        events = json.dumps({"type": "account-delete", "sub": "s.apple.2", "event_time": now * 1000})
+        payload = apple.sign({"iss": "https://appleid.apple.com", "aud": APPLE_AUD, "iat": now, "jti": f"n-{now}", "events": events})
+        first, second = appd.webhook(payload), appd.webhook(payload)
+        check(f"[{run}] Apple notification account-delete: 200, then 200 as a duplicate",
+              first[0] == 200 and first[1].get("duplicate") is False and second[0] == 200 and second[1].get("duplicate") is True, (first, second))
+        status, body = appd.sign_in("apple", apple.token("s.apple.2", APPLE_AUD, "s2@privaterelay.appleid.com", nonce="c"), nonce="c")
+        check(f"[{run}] Apple notification account-delete: the account is gone (the user starts anew)",
+              status == 200 and body.get("created") is True and body["session"]["user"]["id"] != user, (status, body))
+        forged = apple.sign({"iss": "https://appleid.apple.com", "aud": APPLE_AUD, "iat": now, "events": events}, kid="k2")
+        status, body = appd.webhook(forged)
+        check(f"[{run}] Apple notification signed by a key Apple does not publish: 401", status == 401, (status, body))
+        status, body = appd.webhook(apple.sign({"iss": "https://appleid.apple.com", "aud": "com.other.app", "iat": now, "events": events}))
+        check(f"[{run}] Apple notification for another app: 401", status == 401, (status, body))
+    finally:
+        appd.stop()
+        idp.close()
+    log = open(appd.log_path).read()
+    p8 = open(server.p8).read().split("\n")[1]
+    check(f"[{run}] Apple: neither the .p8 key nor a refresh token appears in the log", p8 not in log and "r.s.apple" not in log, log[-1000:])
 
 
 def main():
@@ -194,6 +268,8 @@ def main():
         finally:
             appd2.stop()
             idp2.close()
+
+        apple_server_side(binary, directory, database, run)
 
         # The certificate is checked: without the CA, or on the wrong host name, keys never load.
         for name, url_host, ca in [("an untrusted certificate", "localhost", None), ("the wrong host name", "127.0.0.1", "ca")]:

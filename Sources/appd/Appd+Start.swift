@@ -251,6 +251,7 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
             auth.sessionCacheEntries = config.sessionCacheEntries
             auth.identity = try config.resolvedIdentity()
+            auth.requireVerifiedEmail = config.requireVerifiedEmail
             return try AuthPlugin(options: auth)
         },
         UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser) },

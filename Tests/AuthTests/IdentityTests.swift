@@ -363,3 +363,92 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
         await expectAuthError(.accountDisabled) { _ = try await h.appleSignIn(try idp.token()) }
     }
 }
+
+/// A command that needs a verified email, to exercise the gate.
+struct VerifiedOnly: Command {
+    static let method = "io.appd.Test.VerifiedOnly"
+    static let requirements: [Requirement] = [.session, .verifiedEmail]
+    typealias Reply = Empty
+}
+
+@Suite struct EmailVerificationTests {
+    /// The mailer's connection: the `auth.verificationTokens` and `auth.resetTokens` capabilities.
+    func mailer(_ h: PluginHarness) -> Caller {
+        let connection = ConnectionContext(id: Int.random(in: 1...1_000_000), peer: PeerCredentials(uid: 0, gid: 0, pid: 2))
+        connection.pluginScope = PluginScope(
+            plugin: "mailer", publishes: [], subscribes: [], calls: ["io.appd.Auth.IssueVerificationToken", "io.appd.Auth.IssueResetToken"],
+            capabilities: ["auth.verificationTokens", "auth.resetTokens"])
+        return Caller(peer: connection.peer, connection: connection)
+    }
+
+    /// The verification requests in the event log, oldest first.
+    func requests(_ h: PluginHarness) async throws -> [EmailVerificationRequested] {
+        try await h.context.eventLog.events(after: 0, limit: 200).compactMap { $0.decode(as: EmailVerificationRequested.self) }
+    }
+
+    @Test func signUpAsksForVerificationAndTheMailedTokenVerifiesOnce() async throws {
+        let (h, _) = try await PluginHarness.withIdentity { $0.requireVerifiedEmail = false }
+        try h.bus.register(VerifiedOnly.self) { _, _ in Empty() }
+        let session = try await h.signUpAndIn("ada@example.com", password: "correct horse")
+        #expect(!session.user.emailVerified)
+        let caller = try await h.authenticated(session)
+        await expectAuthError(.emailNotVerified) { _ = try await h.bus.send(VerifiedOnly(), as: caller) }
+        let id = try #require(try await requests(h).last { $0.userId == session.user.id }).requestId
+        // Nobody but the capability mints the token: not the user, not an admin.
+        await expectPermissionDenied { _ = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: id), as: caller) }
+        await expectPermissionDenied { _ = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: id), as: h.admin) }
+        let issued = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: id), as: mailer(h))
+        #expect(issued.email == "ada@example.com")
+        _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken))
+        await expectAuthError(.invalidVerificationToken) { _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken)) }
+        _ = try await h.bus.send(VerifiedOnly(), as: caller)  // the gate reads the account as it is now
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.emailVerified)
+        #expect(try await h.context.eventLog.events(after: 0, limit: 200).filter { $0.topic == "auth.emailVerified" }.count == 1)
+        // A verified account gets no more requests; unknown addresses are answered alike.
+        _ = try await h.bus.send(AuthInterface.RequestEmailVerification(email: "ada@example.com"))
+        _ = try await h.bus.send(AuthInterface.RequestEmailVerification(email: "nobody@example.com"))
+        #expect(try await requests(h).count == 1)
+        #expect(!(try await h.everythingStored()).contains(issued.verificationToken), "only the token's digest is stored")
+    }
+
+    @Test func requiredVerificationRefusesSignInUntilVerifiedAndResetsCountAsProof() async throws {
+        let (h, _) = try await PluginHarness.withIdentity { $0.requireVerifiedEmail = true }
+        _ = try await h.bus.send(AuthInterface.SignUp(email: "bo@example.com", password: "correct horse", displayName: nil))
+        await expectAuthError(.emailNotVerified) { _ = try await h.bus.send(AuthInterface.SignIn(email: "bo@example.com", password: "correct horse")) }
+        // A wrong password still says only that: nothing about verification.
+        await expectAuthError(.invalidCredentials) { _ = try await h.bus.send(AuthInterface.SignIn(email: "bo@example.com", password: "wrong horse")) }
+        // Asking again (rate-limited per address) makes a fresh request; its token verifies.
+        _ = try await h.bus.send(AuthInterface.RequestEmailVerification(email: "BO@example.com"))
+        let requests = try await requests(h)
+        #expect(requests.count == 2)
+        let issued = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: requests[1].requestId), as: mailer(h))
+        _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken))
+        #expect(try await h.bus.send(AuthInterface.SignIn(email: "bo@example.com", password: "correct horse")).session.user.emailVerified)
+        // The other request's token is void now.
+        await expectAuthError(.invalidVerificationToken) {
+            _ = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: requests[0].requestId), as: mailer(h))
+        }
+    }
+
+    @Test func aPasswordResetVerifiesTheEmailSoAppleCanLinkAfterwards() async throws {
+        let (h, idp) = try await PluginHarness.withIdentity()
+        _ = try await h.bus.send(AuthInterface.SignUp(email: "victim@example.com", password: "attacker's password", displayName: nil))
+        await expectAuthError(.accountExistsForEmail) { _ = try await h.appleSignIn(try idp.token("v.apple", email: "victim@example.com")) }
+        // The owner resets the password through the mailbox: the attacker is out, the email verified.
+        _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "victim@example.com"))
+        let request = try #require(try await h.context.eventLog.events(after: 0, limit: 200).compactMap { $0.decode(as: PasswordResetRequested.self) }.last)
+        let issued = try await h.bus.send(AuthInterface.IssueResetToken(requestId: request.requestId), as: mailer(h))
+        _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: issued.resetToken, newPassword: "the owner's password"))
+        let linked = try await h.appleSignIn(try idp.token("v.apple", email: "victim@example.com"))
+        #expect(!linked.created && linked.session.user.emailVerified)
+    }
+}
+
+func expectPermissionDenied(sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected PermissionDenied", sourceLocation: sourceLocation)
+    } catch {
+        #expect("\(error)".contains("PermissionDenied") || "\(type(of: error))".contains("PermissionDenied"), "\(error)", sourceLocation: sourceLocation)
+    }
+}

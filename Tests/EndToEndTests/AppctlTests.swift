@@ -197,7 +197,7 @@ import Testing
         #expect(topics.status == 0)
         let row = topics.stdout.split(separator: "\n").first { $0.hasPrefix("auth.passwordResetRequested ") }.map(String.init) ?? ""
         #expect(row.contains("owner") && row.contains("auth") && row.contains("(requestId: string, userId: string, email: string, expiresAt: string)"), "\(topics.stdout)")
-        #expect(topics.stdout.split(separator: "\n").count == 22, "a header and 21 topics")
+        #expect(topics.stdout.split(separator: "\n").count == 24, "a header and 23 topics")
         let json = try await daemon.ctl(["--json", "events", "topics"])
         let list = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["topics"] as? [[String: Any]]
         #expect(list?.first { $0["topic"] as? String == "auth.accountDeleted" }?["audience"] as? String == "admin")

@@ -107,6 +107,17 @@ def main():
             call(sock_path, "io.appd.Auth.SignUp", {"email": "ada@example.com", "password": "first password"})
             welcome = wait_for("welcome", lambda: [m for m in outbox(sock_path) if m["subject"] == "Welcome"])
             check("a sign-up gets a welcome message in the maildir", bool(welcome), str(outbox(sock_path)))
+            verify = wait_for("verify", lambda: [m for m in outbox(sock_path) if m["subject"] == "Verify your email"])
+            check("and a verification message", bool(verify), str(outbox(sock_path)))
+            verification = None
+            if verify:
+                with open(verify[0]["file"], "rb") as f:
+                    match = re.search(r"verification token:\n\n  (\S+)\n", email.message_from_bytes(f.read(), policy=email.policy.default).get_content())
+                verification = match.group(1) if match else None
+            reply = call(sock_path, "io.appd.Auth.VerifyEmail", {"verificationToken": verification or ""})
+            check("the token in the message verifies the email", "error" not in reply, str(reply))
+            reply = call(sock_path, "io.appd.Auth.VerifyEmail", {"verificationToken": verification or ""})
+            check("once", reply.get("error") == "io.appd.Auth.InvalidVerificationToken", str(reply))
 
             # Signing up again with the address answers as a new account would; the owner is mailed.
             again = call(sock_path, "io.appd.Auth.SignUp", {"email": "ADA@example.com", "password": "someone else's"})
@@ -151,13 +162,13 @@ def main():
             # Python varlink's own client calls the plugin's interface through appd.
             with varlink.Client(address="unix:" + sock_path) as client, client.open("io.appd.examples.Mailer") as mailer:
                 messages = mailer.Outbox()["messages"]
-            check("python varlink calls the plugin through appd", len(messages) == 4, str(messages))
+            check("python varlink calls the plugin through appd", len(messages) == 5, str(messages))
 
             pid = (mailer_status(sock_path) or {}).get("pid")
             os.kill(pid, signal.SIGKILL)
             back = wait_for("restart", lambda: mailer_status(sock_path).get("pid") not in (None, pid) and mailer_status(sock_path).get("state") == "running")
             check("a SIGKILLed mailer is restarted", bool(back), str(mailer_status(sock_path)))
-            check("and still lists what it wrote", len(outbox(sock_path)) == 4)
+            check("and still lists what it wrote", len(outbox(sock_path)) == 5)
             check("appd answers throughout", "error" not in call(sock_path, "io.appd.Daemon.Ping"))
         finally:
             proc.send_signal(signal.SIGTERM)

@@ -22,6 +22,8 @@ public struct AuthError: WireError, Equatable {
         case identityNotLinked = "IdentityNotLinked"
         case lastSignInMethod = "LastSignInMethod"
         case reauthenticationRequired = "ReauthenticationRequired"
+        case emailNotVerified = "EmailNotVerified"
+        case invalidVerificationToken = "InvalidVerificationToken"
     }
 
     public let kind: Kind
@@ -47,6 +49,8 @@ public struct AuthError: WireError, Equatable {
     public static let identityNotLinked = AuthError(kind: .identityNotLinked)
     public static let lastSignInMethod = AuthError(kind: .lastSignInMethod)
     public static let reauthenticationRequired = AuthError(kind: .reauthenticationRequired)
+    public static let emailNotVerified = AuthError(kind: .emailNotVerified)
+    public static let invalidVerificationToken = AuthError(kind: .invalidVerificationToken)
 
     public static func invalidIdToken(_ refusal: IdTokenRefusal) -> AuthError { AuthError(kind: .invalidIdToken, tokenRefusal: refusal) }
     public static func providerNotConfigured(_ provider: String) -> AuthError { AuthError(kind: .providerNotConfigured, provider: provider) }
@@ -97,6 +101,8 @@ public struct AuthError: WireError, Equatable {
         case .identityNotLinked: "no identity of that provider is linked to the account"
         case .lastSignInMethod: "that is the account's only way to sign in; set a password or link another identity first"
         case .reauthenticationRequired: "give the password, or sign in again (the session must be recent) and retry"
+        case .emailNotVerified: "verify the account's email first (the link in the verification mail; RequestEmailVerification sends another)"
+        case .invalidVerificationToken: "the verification token is unknown, used or expired; request a new one"
         }
     }
 }

@@ -13,11 +13,14 @@ struct SessionGate: Gate {
     /// may use the principal); a call with neither passes by.
     func applies(to envelope: Envelope) -> Bool {
         envelope.caller.sessionToken != nil || envelope.caller.connection?.sessionToken != nil
-            || envelope.requirements.contains(.session) || envelope.requirements.contains(.onboarded)
+            || envelope.requirements.contains(where: Self.needsAccount)
     }
 
+    /// The requirements that need a signed-in account.
+    static func needsAccount(_ requirement: Requirement) -> Bool { requirement == .session || requirement == .onboarded || requirement == .verifiedEmail }
+
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        let needed = envelope.requirements.contains(.session) || envelope.requirements.contains(.onboarded)
+        let needed = envelope.requirements.contains(where: Self.needsAccount)
         guard let token = envelope.caller.sessionToken ?? envelope.caller.connection?.sessionToken else {
             if needed { throw AuthError.unauthenticated }
             return try await next(envelope)
@@ -26,7 +29,8 @@ struct SessionGate: Gate {
         do {
             let record = try await service.resolve(accessToken: token.value)
             envelope.caller.sessionToken = token
-            envelope.caller.principal = Principal(userID: record.id, email: record.email, onboarded: record.onboardedAt != nil)
+            envelope.caller.principal = Principal(
+                userID: record.id, email: record.email, onboarded: record.onboardedAt != nil, emailVerified: record.emailVerified)
         } catch let error as AuthError {
             if needed { throw error }
         }
@@ -47,6 +51,22 @@ struct OnboardingGate: Gate {
         guard applies(to: envelope) else { return try await next(envelope) }
         guard let principal = envelope.caller.principal else { throw AuthError.unauthenticated }
         guard principal.onboarded else { throw AuthError.onboardingRequired }
+        return try await next(envelope)
+    }
+}
+
+/// `.verifiedEmail` needs the account's email verified (as resolved just now by the session gate).
+struct VerifiedEmailGate: Gate {
+    var name: String { "verifiedEmail" }
+
+    func covers(_ requirement: Requirement) -> Bool { requirement == .verifiedEmail }
+
+    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.verifiedEmail) }
+
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        guard applies(to: envelope) else { return try await next(envelope) }
+        guard let principal = envelope.caller.principal else { throw AuthError.unauthenticated }
+        guard principal.emailVerified else { throw AuthError.emailNotVerified }
         return try await next(envelope)
     }
 }

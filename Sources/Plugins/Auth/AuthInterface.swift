@@ -160,6 +160,21 @@ enum AuthInterface {
           newPassword: string
         ) -> ()
 
+        # Asks for a verification mail for the account with this email (enabled, not yet
+        # verified). The reply is the same whether or not one exists; when it does,
+        # auth.emailVerificationRequested (durable; no token) tells a mailer to send it. Sign-up
+        # asks once by itself.
+        method RequestEmailVerification(email: string) -> ()
+
+        # Mints the one-time token of a pending verification request
+        # (auth.emailVerificationRequested's requestId), for the mailer to deliver. Only a plugin
+        # holding the 'auth.verificationTokens' capability may call it.
+        method IssueVerificationToken(requestId: string) -> (verificationToken: string, email: string, expiresAt: string)
+
+        # Verifies the account's email with the token from the verification mail (single use,
+        # expires; void if the account's email changed since).
+        method VerifyEmail(verificationToken: string) -> ()
+
         # Deletes the signed-in account; auth.accountDeleted tells every plugin to erase its data.
         # Without the password (an account made by Apple or Google has none), the session must
         # come from a sign-in in the last few minutes (sign in again, e.g. with a fresh ID token).
@@ -205,6 +220,8 @@ enum AuthInterface {
         error IdentityNotLinked ()
         error LastSignInMethod ()
         error ReauthenticationRequired ()
+        error EmailNotVerified ()
+        error InvalidVerificationToken ()
 
         """
 
@@ -347,6 +364,31 @@ enum AuthInterface {
         typealias Reply = Empty
         var resetToken: String
         var newPassword: String
+    }
+
+    struct RequestEmailVerification: Command {
+        static let method = "io.appd.Auth.RequestEmailVerification"
+        typealias Reply = Empty
+        var email: String
+    }
+
+    struct IssueVerificationToken: Command {
+        static let method = "io.appd.Auth.IssueVerificationToken"
+        static let requirements: [Requirement] = [.capability("auth.verificationTokens")]
+        typealias Reply = IssuedVerificationToken
+        var requestId: String
+    }
+
+    struct IssuedVerificationToken: Codable, Sendable {
+        var verificationToken: String
+        var email: String
+        var expiresAt: String
+    }
+
+    struct VerifyEmail: Command {
+        static let method = "io.appd.Auth.VerifyEmail"
+        typealias Reply = Empty
+        var verificationToken: String
     }
 
     struct DeleteAccount: Command {

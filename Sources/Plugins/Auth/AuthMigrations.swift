@@ -119,5 +119,20 @@ enum AuthMigrations {
               received_at INTEGER NOT NULL
             );
             """),
+        // Email verification: a request (and its durable event) first, the token minted later
+        // for the mailer's 'auth.verificationTokens' capability; only its digest is stored.
+        Migration(plugin: "auth", version: 8, sql: """
+            CREATE TABLE auth_email_verifications (
+              id TEXT PRIMARY KEY,
+              user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+              email TEXT NOT NULL,
+              expires_at INTEGER NOT NULL,
+              token_digest TEXT UNIQUE,
+              issued_at INTEGER,
+              used_at INTEGER,
+              created_at INTEGER NOT NULL
+            );
+            CREATE INDEX auth_email_verifications_user ON auth_email_verifications(user_id);
+            """),
     ]
 }

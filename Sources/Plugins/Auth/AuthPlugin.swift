@@ -66,7 +66,7 @@ public struct AuthPlugin: Plugin {
     }
 
     public func gates(database: any Database) -> [any Gate] {
-        [SessionGate(service: service(database)), OnboardingGate()]
+        [SessionGate(service: service(database)), OnboardingGate(), VerifiedEmailGate()]
     }
 
     public func start(_ context: PluginContext) async throws {
@@ -179,6 +179,17 @@ public struct AuthPlugin: Plugin {
         }
         try bus.register(AuthInterface.IssueResetToken.self) { command, _ in
             try await service.issueResetToken(requestID: command.requestId)
+        }
+        try bus.register(AuthInterface.RequestEmailVerification.self) { command, envelope in
+            try await service.requestEmailVerification(email: command.email, causedBy: envelope)
+            return Empty()
+        }
+        try bus.register(AuthInterface.IssueVerificationToken.self) { command, _ in
+            try await service.issueVerificationToken(requestID: command.requestId)
+        }
+        try bus.register(AuthInterface.VerifyEmail.self) { command, envelope in
+            try await service.verifyEmail(token: command.verificationToken, causedBy: envelope)
+            return Empty()
         }
         try bus.register(AuthInterface.ResetPassword.self) { command, _ in
             try await service.resetPassword(token: command.resetToken, new: command.newPassword)

@@ -55,7 +55,8 @@ extension AuthRepository {
     }
 
     /// Uses a reset token once: sets the password, revokes every session, and voids every
-    /// other pending request of the account. False when the token is unknown, used or expired.
+    /// other pending request of the account. The token came through the account's mailbox, so
+    /// its email is verified from then on. False when the token is unknown, used or expired.
     func resetPassword(digest: String, hash: String, now: Int64) async throws -> Bool {
         let owner = try await write { tx -> String? in
             let rows = try tx.query(
@@ -65,6 +66,7 @@ extension AuthRepository {
             try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
+            try Self.markVerified(tx, userID: userID, now: now, causedBy: nil)
             return userID
         }
         guard let owner else { return false }

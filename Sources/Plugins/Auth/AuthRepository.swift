@@ -87,8 +87,10 @@ struct AuthRepository: Sendable {
 
     /// Creates the account, or — when the email is taken — appends `auth.signUpRepeated` for its
     /// owner (at most one per `noticeWindow`). One transaction either way, so both cost alike.
+    /// A new account's email is to be verified: `verification` is the request's id and expiry.
     func createUser(
-        id: String, email: String, passwordHash: String, displayName: String?, now: Int64, noticeWindow: Int64, causedBy cause: (any Cause)?
+        id: String, email: String, passwordHash: String, displayName: String?, verification: (id: String, expires: Int64), now: Int64,
+        noticeWindow: Int64, causedBy cause: (any Cause)?
     ) async throws -> SignUpOutcome {
         do {
             return try await write { tx in
@@ -103,6 +105,8 @@ struct AuthRepository: Sendable {
                     "INSERT INTO auth_users (id, email, password_hash, display_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                     [.text(id), .text(email), .text(passwordHash), displayName.map { .text($0) } ?? .null, .integer(now), .integer(now)])
                 try tx.append(UserSignedUp(userId: id, email: email), causedBy: cause)
+                try Self.insertVerificationRequest(
+                    tx, userID: id, email: email, id: verification.id, expires: verification.expires, now: now, causedBy: cause)
                 guard let record = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(id)]).first.flatMap(UserRecord.init) else {
                     throw StorageError(kind: .other, message: "the new account was not found")
                 }

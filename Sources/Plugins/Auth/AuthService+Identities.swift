@@ -51,6 +51,7 @@ extension AuthService {
         -> AuthInterface.IdTokenSession
     {
         guard !record.disabled else { throw AuthError.accountDisabled }
+        guard record.emailVerified || !options.requireVerifiedEmail else { throw AuthError.emailNotVerified }
         return .init(session: try await openSession(for: record, family: try SecretToken.generate(), openedBy: provider, causedBy: cause), created: created)
     }
 

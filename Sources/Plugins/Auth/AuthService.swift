@@ -22,6 +22,10 @@ public struct AuthService: Sendable {
         public var throttleWindow: Duration = .seconds(15 * 60)
         public var scrypt: Scrypt.Parameters = .interactive
         public var resetTokenLifetime: Duration = .seconds(30 * 60)
+        /// How long a verification request (and the token mailed for it) lasts.
+        public var verificationLifetime: Duration = .seconds(24 * 3600)
+        /// Refuse sign-in (EmailNotVerified) until the account's email is verified.
+        public var requireVerifiedEmail = false
         public var maxPageSize = 200
         /// How long after a rotation the old refresh token still returns the pair it was
         /// rotated into (concurrent refreshes); after that its reuse revokes the family.
@@ -76,8 +80,10 @@ public struct AuthService: Sendable {
         let hash = try await hashing { try await hasher.hash(password) }
         let id = "u_" + (try SecretToken.generate().prefix(22))
         let now = self.now
+        let verification = (id: "ev_" + (try SecretToken.generate().prefix(22)), expires: now + Self.nanoseconds(options.verificationLifetime))
         switch try await repository.createUser(
-            id: id, email: email, passwordHash: hash, displayName: name, now: now, noticeWindow: Self.nanoseconds(options.noticeWindow), causedBy: cause)
+            id: id, email: email, passwordHash: hash, displayName: name, verification: verification, now: now,
+            noticeWindow: Self.nanoseconds(options.noticeWindow), causedBy: cause)
         {
         case .created(let record): return record.user
         case .taken: return User(id: id, email: email, displayName: name, onboarded: false, emailVerified: false, createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
@@ -113,6 +119,7 @@ public struct AuthService: Sendable {
         guard matches else { throw AuthError.invalidCredentials }
         guard !record.disabled else { throw AuthError.accountDisabled }
         try await repository.settleSuccess(account: keys.account, origin: keys.origin)
+        guard record.emailVerified || !options.requireVerifiedEmail else { throw AuthError.emailNotVerified }
         if needsRehash, let fresh = try? await hasher.hash(password) {
             try await repository.replacePasswordHash(userID: record.id, hash: fresh, now: now)
         }
@@ -228,6 +235,29 @@ public struct AuthService: Sendable {
             throw AuthError.invalidResetToken
         }
         return .init(resetToken: token, email: issued.email, expiresAt: WallTime(nanosecondsSinceEpoch: issued.expires).rfc3339)
+    }
+
+    /// Records a verification request for an unverified account with this email (the reply is
+    /// the same whether or not one exists); the mailer mints and mails the token.
+    func requestEmailVerification(email rawEmail: String, causedBy cause: (any Cause)?) async throws {
+        guard let email = try? AuthValidation.email(rawEmail) else { return }
+        let now = self.now
+        try await repository.requestVerification(
+            email: email, noticeKey: SecretToken.digest(email.lowercased()), id: "ev_" + (try SecretToken.generate().prefix(22)),
+            expires: now + Self.nanoseconds(options.verificationLifetime), now: now, limit: options.resetRequestsPerWindow,
+            window: Self.nanoseconds(options.noticeWindow), causedBy: cause)
+    }
+
+    func issueVerificationToken(requestID: String) async throws -> AuthInterface.IssuedVerificationToken {
+        let token = try SecretToken.generate()
+        guard let issued = try await repository.issueVerificationToken(requestID: requestID, digest: SecretToken.digest(token), now: now) else {
+            throw AuthError.invalidVerificationToken
+        }
+        return .init(verificationToken: token, email: issued.email, expiresAt: WallTime(nanosecondsSinceEpoch: issued.expires).rfc3339)
+    }
+
+    func verifyEmail(token: String, causedBy cause: (any Cause)?) async throws {
+        guard try await repository.verifyEmail(digest: SecretToken.digest(token), now: now, causedBy: cause) else { throw AuthError.invalidVerificationToken }
     }
 
     func resetPassword(token: String, new: String) async throws {

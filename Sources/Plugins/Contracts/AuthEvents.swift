@@ -4,7 +4,7 @@ import Bus
 public enum AuthEvents {
     public static let all: [any Event.Type] = [
         UserSignedUp.self, SignedIn.self, SignedOut.self, OnboardingCompleted.self, PasswordResetRequested.self, AccountDeleted.self,
-        SignUpRepeated.self, IdentityLinked.self, IdentityUnlinked.self,
+        SignUpRepeated.self, IdentityLinked.self, IdentityUnlinked.self, EmailVerificationRequested.self, EmailVerified.self,
     ]
 }
 
@@ -108,4 +108,29 @@ public struct IdentityUnlinked: OwnedEvent, Equatable {
         self.userId = userId
         self.provider = provider
     }
+}
+
+/// The account's email is to be verified (at sign-up, or asked again). It carries no token: a
+/// plugin holding the `auth.verificationTokens` capability (the mailer) mints one with
+/// `io.appd.Auth.IssueVerificationToken(requestId)` and mails it.
+public struct EmailVerificationRequested: OwnedEvent, Equatable {
+    public static let topic = "auth.emailVerificationRequested"
+    public var requestId: String
+    public var userId: String
+    public var email: String
+    /// When the request (and any token issued for it) expires.
+    public var expiresAt: String
+    public init(requestId: String, userId: String, email: String, expiresAt: String) {
+        self.requestId = requestId
+        self.userId = userId
+        self.email = email
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The account's email was verified.
+public struct EmailVerified: OwnedEvent, Equatable {
+    public static let topic = "auth.emailVerified"
+    public var userId: String
+    public init(userId: String) { self.userId = userId }
 }

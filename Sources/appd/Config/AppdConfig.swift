@@ -43,6 +43,8 @@ struct AppdConfig: Sendable {
     var sessionCacheEntries = 10_000
     /// Sign-in with Apple and Google.
     var identity = IdentityOptions()
+    /// Refuse sign-in until the account's email is verified.
+    var requireVerifiedEmail = false
     /// Apple's server side (code exchange and token revocation): all of team id, key id and
     /// private key turn it on; the sealing key is needed with it.
     var appleTeamID: String?
@@ -174,6 +176,7 @@ struct AppdConfig: Sendable {
             "accessTokenSeconds": .int(Int64(accessTokenSeconds)),
             "refreshTokenDays": .int(Int64(refreshTokenDays)),
             "sessionCacheEntries": .int(Int64(sessionCacheEntries)),
+            "requireVerifiedEmail": .bool(requireVerifiedEmail),
             "appleAudiences": .array(identity.apple.audiences.map(JSONValue.string)),
             "appleKeysUrl": .string(identity.apple.keysURL),
             "appleCheckNonce": .bool(identity.apple.checkNonce),

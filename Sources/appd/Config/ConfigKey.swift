@@ -303,6 +303,9 @@ struct ConfigKey: Sendable {
             guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs 32 bytes in base64") }
             config.tokenEncryptionKey = text
         },
+        flag("requireVerifiedEmail", "--require-verified-email", "Refuse sign-in until the account's email is verified (default: false).") {
+            $0.requireVerifiedEmail = $1
+        },
         seconds("reauthenticationSeconds", "--reauthentication-seconds", "How recent a sign-in must be to delete an account without its password (default: 300).") {
             $0.identity.reauthenticationWindow = $1
         },

@@ -5,14 +5,15 @@ appd starts it with its varlink socket on fd 3 (LISTEN_FDS=1, LISTEN_PID), so va
 server picks the socket up. It connects back to appd (APPD_SOCKET), presents its credential
 (APPD_PLUGIN_TOKEN) and subscribes to auth.userSignedUp, auth.signUpRepeated (someone signed up
 with an address that has an account: sign-up does not say so, the owner is told) and
-auth.passwordResetRequested; for each it writes an RFC 5322 message into APPD_PLUGIN_DATA/Maildir (tmp/ then new/, as the
+auth.passwordResetRequested and auth.emailVerificationRequested; for each it writes an RFC 5322 message into APPD_PLUGIN_DATA/Maildir (tmp/ then new/, as the
 maildir convention asks). Outbox() lists what it wrote. Its position in appd's durable event
 log is kept in APPD_PLUGIN_DATA/cursor, so sign-ups and reset requests that happen while it is
 down are mailed when it is back.
 
-No secret travels on appd's bus: a reset request carries only its id. The mailer holds the
-'auth.resetTokens' capability (plugin.json), so it may ask appd to mint the one-time token with
-io.appd.Auth.IssueResetToken(requestId) just before it writes the message.
+No secret travels on appd's bus: a reset or verification request carries only its id. The
+mailer holds the 'auth.resetTokens' and 'auth.verificationTokens' capabilities (plugin.json), so
+it may ask appd to mint the one-time token with io.appd.Auth.IssueResetToken(requestId) or
+IssueVerificationToken(requestId) just before it writes the message.
 """
 import email.message
 import email.utils
@@ -32,7 +33,7 @@ SENDER = os.environ.get("APPD_MAILER_FROM", "appd <no-reply@localhost>")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ADDRESS = "unix:" + os.environ.get("APPD_SOCKET", "")
 TOKEN = os.environ.get("APPD_PLUGIN_TOKEN", "")
-TOPICS = ["auth.userSignedUp", "auth.signUpRepeated", "auth.passwordResetRequested"]
+TOPICS = ["auth.userSignedUp", "auth.signUpRepeated", "auth.passwordResetRequested", "auth.emailVerificationRequested"]
 lock = threading.Lock()
 counter = [0]
 
@@ -63,17 +64,17 @@ def write_message(to, subject, body):
     log(f"wrote '{subject}' to {to}")
 
 
-def issue_reset_token(request_id):
-    """Asks appd to mint the token of a reset request, on a connection of its own that presents
-    the plugin credential (the event stream's connection is busy streaming). None when the
-    request is no longer pending (used, expired, or the account is gone)."""
+def issue_token(method, request_id, void_error):
+    """Asks appd to mint the token of a reset or verification request, on a connection of its
+    own that presents the plugin credential (the event stream's connection is busy streaming).
+    None when the request is no longer pending (used, expired, or the account is gone)."""
     with varlink.Client(address=ADDRESS) as client:
         connection = client.open_connection()
         try:
             client.open("io.appd.Bus", connection=connection).AuthenticatePlugin(token=TOKEN)
-            return client.open("io.appd.Auth", connection=connection).IssueResetToken(requestId=request_id)
+            return getattr(client.open("io.appd.Auth", connection=connection), method)(requestId=request_id)
         except varlink.VarlinkError as error:
-            if error.error() == "io.appd.Auth.InvalidResetToken":
+            if error.error() == void_error:
                 return None
             raise
         finally:
@@ -94,7 +95,7 @@ def handle(event):
             "  appctl login " + payload["email"] + "\n\n"
             "or reset the password if you forgot it. If it was not you, nothing changed and you can ignore this message.\n")
     elif topic == "auth.passwordResetRequested":
-        issued = issue_reset_token(payload["requestId"])
+        issued = issue_token("IssueResetToken", payload["requestId"], "io.appd.Auth.InvalidResetToken")
         if issued is None:
             log(f"reset request {payload['requestId']} is no longer pending; nothing to send")
             return
@@ -106,6 +107,19 @@ def handle(event):
             "Set a new password with it (appctl asks for it without echo):\n\n"
             f"  appctl auth reset-password --reset-token {token}\n\n"
             f"The token works once, until {issued['expiresAt']}. If it was not you, ignore this message.\n")
+    elif topic == "auth.emailVerificationRequested":
+        issued = issue_token("IssueVerificationToken", payload["requestId"], "io.appd.Auth.InvalidVerificationToken")
+        if issued is None:
+            log(f"verification request {payload['requestId']} is no longer pending; nothing to send")
+            return
+        token = issued["verificationToken"]
+        write_message(
+            issued["email"], "Verify your email",
+            "Confirm that this address is yours with this verification token:\n\n"
+            f"  {token}\n\n"
+            "An app passes it to io.appd.Auth.VerifyEmail; from a terminal:\n\n"
+            f"  appctl auth verify-email --verification-token {token}\n\n"
+            f"The token works once, until {issued['expiresAt']}. If you did not sign up, ignore this message.\n")
 
 
 def save_cursor(seq):

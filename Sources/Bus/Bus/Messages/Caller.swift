@@ -16,11 +16,13 @@ public struct Principal: Hashable, Sendable {
     public var userID: String
     public var email: String?
     public var onboarded: Bool
+    public var emailVerified: Bool
 
-    public init(userID: String, email: String? = nil, onboarded: Bool = false) {
+    public init(userID: String, email: String? = nil, onboarded: Bool = false, emailVerified: Bool = false) {
         self.userID = userID
         self.email = email
         self.onboarded = onboarded
+        self.emailVerified = emailVerified
     }
 }
 

@@ -4,6 +4,8 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
     case session
     /// The signed-in account has completed onboarding.
     case onboarded
+    /// The signed-in account's email is verified (a mailed link, or a provider vouching for it).
+    case verifiedEmail
     /// An active entitlement of this name (e.g. "pro").
     case entitlement(String)
     /// A metered feature: free quota per period, unlimited with the meter's entitlement.
@@ -18,6 +20,7 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .session: "session"
         case .onboarded: "onboarded"
+        case .verifiedEmail: "verifiedEmail"
         case .entitlement(let name): "entitlement(\(name))"
         case .meter(let name): "meter(\(name))"
         case .admin: "admin"

@@ -161,6 +161,7 @@ public struct ExternalManifest: Sendable, Equatable {
             switch text {
             case "session": out.append(.session)
             case "onboarded": out.append(.onboarded)
+            case "verifiedEmail": out.append(.verifiedEmail)
             case "admin": out.append(.admin)
             case let t where t.hasPrefix("entitlement:") && t.count > 12: out.append(.entitlement(String(t.dropFirst(12))))
             case let t where t.hasPrefix("meter:") && t.count > 6: out.append(.meter(String(t.dropFirst(6))))

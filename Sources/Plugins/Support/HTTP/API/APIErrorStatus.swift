@@ -6,11 +6,11 @@ enum APIErrorStatus {
     static func status(for error: String) -> Int {
         let name = error.split(separator: ".").last.map(String.init) ?? error
         return switch name {
-        case "InvalidParameter", "ValidationFailed", "InvalidTopic", "InvalidEventPayload", "MalformedEvent", "InvalidResetToken", "ExpectedMore":
+        case "InvalidParameter", "ValidationFailed", "InvalidTopic", "InvalidEventPayload", "MalformedEvent", "InvalidResetToken", "InvalidVerificationToken", "ExpectedMore":
             400
         case "Unauthenticated", "SessionExpired", "InvalidCredentials", "InvalidIdToken": 401
         case "PaymentRequired": 402
-        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired": 403
+        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired", "EmailNotVerified": 403
         case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider", "IdentityNotLinked": 404
         case "AccountExistsForEmail", "IdentityInUse", "ProviderAlreadyLinked", "LastSignInMethod": 409
         case "TooManyAttempts", "TooManyStreams", "RateLimited": 429

@@ -16,7 +16,7 @@ public struct HTTPAPIOptions: Sendable {
     /// The methods that limit applies to.
     public var rateLimitedMethods: Set<String> = [
         "io.appd.Auth.SignUp", "io.appd.Auth.SignIn", "io.appd.Auth.RequestPasswordReset", "io.appd.Auth.ResetPassword", "io.appd.Auth.Refresh",
-        "io.appd.Auth.SignInWithIdToken",
+        "io.appd.Auth.SignInWithIdToken", "io.appd.Auth.RequestEmailVerification", "io.appd.Auth.VerifyEmail",
     ]
     /// Client addresses tracked by the rate limiter at once (the oldest is forgotten first).
     public var rateLimitTrackedClients = 100_000

@@ -67,7 +67,7 @@ struct OpenAPIDocument {
         let full = "\(interface.name).\(method.name)"
         let info = api.dispatcher.bus.methodInfo(full)
         let streaming = info?.streaming == true
-        let needsSession = info?.requirements.contains(.session) == true || info?.requirements.contains(.onboarded) == true
+        let needsSession = info?.requirements.contains(where: { $0 == .session || $0 == .onboarded || $0 == .verifiedEmail }) == true
         let reply = structure(method.output, in: interface.name)
         var responses: [String: JSONValue] = [:]
         var content: [String: JSONValue] = [:]

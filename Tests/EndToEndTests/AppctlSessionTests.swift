@@ -37,6 +37,29 @@ import TestSupport
         #expect(await daemon.stop() == 0)
     }
 
+    @Test func identitiesAndEmailVerificationFromAppctl() async throws {
+        let daemon = try await Daemon.start()
+        let config = daemon.directory + "/config"
+        func ctl(_ args: [String], stdin: String? = nil) async throws -> Outcome {
+            try await run(Binaries.appctl, ["--socket", daemon.socket] + args, stdin: stdin, environment: ["XDG_CONFIG_HOME": config])
+        }
+        #expect(try await ctl(["signup", "ada@example.com", "--password-stdin"], stdin: "correct horse\n").status == 0)
+        // The short words and the derived names reach the same methods.
+        let identities = try await ctl(["--json", "auth", "identities"])
+        #expect(identities.status == 0 && identities.stdout.contains("\"identities\":[]"), "\(identities)")
+        #expect(try await ctl(["--json", "auth", "list-identities"]).stdout == identities.stdout)
+        let unlink = try await ctl(["auth", "unlink", "--provider", "apple"])
+        #expect(unlink.status == 1 && unlink.stderr.contains("io.appd.Auth.IdentityNotLinked"), "\(unlink)")
+        let link = try await ctl(["auth", "link", "--provider", "apple", "--id-token", "x.y.z"])
+        #expect(link.status == 1 && link.stderr.contains("io.appd.Auth.ProviderNotConfigured"), "\(link)")
+        let verify = try await ctl(["auth", "verify-email", "--verification-token", "not-a-token"])
+        #expect(verify.status == 1 && verify.stderr.contains("io.appd.Auth.InvalidVerificationToken"), "\(verify)")
+        let again = try await ctl(["auth", "request-email-verification", "--email", "ada@example.com"])
+        #expect(again.status == 0 && again.stdout.contains("verification mail is on its way"), "\(again)")
+        #expect(try await ctl(["--json", "whoami"]).stdout.contains("\"emailVerified\":false"))
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test func anExpiredAccessTokenIsRefreshedTransparently() async throws {
         let daemon = try await Daemon.start(["--access-token-seconds", "1"])
         let config = daemon.directory + "/config"

@@ -31,7 +31,8 @@ enum DerivedCommand {
             }
             throw .usage("\(short) needs a method: \(interface.methods.map { kebab($0.name) }.joined(separator: ", "))", command: short)
         }
-        guard let method = interface.methods.first(where: { squash($0.name) == squash(methodWord) }) else {
+        let wanted = Self.aliases[name]?[squash(methodWord)] ?? methodWord
+        guard let method = interface.methods.first(where: { squash($0.name) == squash(wanted) }) else {
             throw .usage(
                 "\(short) has no method '\(methodWord)'" + Suggestions.hint(for: methodWord, in: interface.methods.map { kebab($0.name) }),
                 command: short)
@@ -64,7 +65,15 @@ enum DerivedCommand {
         return Self.said[method] ?? "done."
     }
 
+    /// Shorter words for some methods: `appctl auth identities` is `appctl auth list-identities`.
+    static let aliases: [String: [String: String]] = [
+        "io.appd.Auth": ["identities": "ListIdentities", "link": "LinkIdentity", "unlink": "UnlinkIdentity"]
+    ]
+
     static let said: [String: String] = [
+        "io.appd.Auth.VerifyEmail": "Email verified.",
+        "io.appd.Auth.RequestEmailVerification": "If an unverified account has that address, a verification mail is on its way (appd says the same either way).",
+        "io.appd.Auth.UnlinkIdentity": "Unlinked.",
         "io.appd.Auth.RequestPasswordReset": "If an account has that address, a reset mail is on its way (appd says the same either way).",
         "io.appd.Auth.ResetPassword": "Password changed; every session of the account was ended: sign in again with 'appctl login'.",
         "io.appd.Auth.ChangePassword": "Password changed; every other session of the account was ended.",

@@ -31,7 +31,7 @@ public struct AppleNotifications: Sendable {
             let time = events["event_time"].map { $0.jsonText } ?? "0"
             let key = "apple:" + (claims["jti"]?.stringValue ?? "\(type):\(subject):\(time)")
             let outcome = try await service.repository.applyAppleNotification(key: key, type: type, subject: subject, now: service.now, causedBy: nil)
-            service.logger.notice("Apple notification", metadata: ["type": "\(type)", "outcome": "\(outcome)"])
+            service.audit.notice("Apple notification", metadata: ["type": "\(type)", "outcome": "\(outcome)"])
             return HTTPResponse(status: 200, body: ["type": .string(type), "duplicate": .bool(outcome == .duplicate)])
         } catch let error as AuthError where error.kind == .identityProviderUnavailable {
             return HTTPResponse(status: 503, body: ["error": "Unavailable", "reason": .string(error.description)], headers: [("Retry-After", "60")])

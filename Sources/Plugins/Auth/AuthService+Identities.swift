@@ -84,7 +84,8 @@ extension AuthService {
         let provider = try Self.provider(name)
         let identity = try await verifier.verify(idToken, provider: provider, rawNonce: nonce, now: now)
         switch try await repository.link(identity: identity, userID: userID, now: now, causedBy: cause) {
-        case .linked, .alreadyLinked: break
+        case .linked: audit.notice("identity linked", metadata: ["user.id": "\(userID)", "provider": "\(provider.rawValue)"])
+        case .alreadyLinked: break
         case .inUse: throw AuthError.identityInUse
         case .providerTaken: throw AuthError.providerAlreadyLinked(provider.rawValue)
         }
@@ -97,8 +98,9 @@ extension AuthService {
 
     /// Unlinks the account's identity of `provider`, unless it is its only way to sign in.
     func unlinkIdentity(userID: String, provider name: String, causedBy cause: (any Cause)?) async throws {
-        switch try await repository.unlink(provider: try Self.provider(name), userID: userID, now: now, causedBy: cause) {
-        case .unlinked: return
+        let provider = try Self.provider(name)
+        switch try await repository.unlink(provider: provider, userID: userID, now: now, causedBy: cause) {
+        case .unlinked: audit.notice("identity unlinked", metadata: ["user.id": "\(userID)", "provider": "\(provider.rawValue)"])
         case .notLinked: throw AuthError.identityNotLinked
         case .lastSignInMethod: throw AuthError.lastSignInMethod
         }

@@ -44,6 +44,8 @@ public struct AuthService: Sendable {
     /// Apple's server side is not configured).
     let apple: (client: AppleClient, sealer: AESGCM)?
     let logger = Logger(label: "appd.auth")
+    /// Changes to how an account signs in (identities linked or unlinked, deletion without a password).
+    let audit = Logger(label: "appd.audit")
     let hasher: PasswordHasher
     let options: Options
     let clock: @Sendable () -> WallTime
@@ -281,6 +283,7 @@ public struct AuthService: Sendable {
             guard let opened = try await repository.sessionOpened(accessDigest: SecretToken.digest(accessToken)),
                 now - opened <= options.identity.reauthenticationWindow.nanoseconds
             else { throw AuthError.reauthenticationRequired }
+            audit.notice("account deleted after a recent sign-in (no password given)", metadata: ["user.id": "\(userID)"])
         }
         try await repository.deleteUser(userID: userID, now: now, causedBy: cause)
     }

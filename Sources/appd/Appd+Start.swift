@@ -252,6 +252,8 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.sessionCacheEntries = config.sessionCacheEntries
             auth.identity = try config.resolvedIdentity()
             auth.requireVerifiedEmail = config.requireVerifiedEmail
+            auth.guestAccounts = config.guestAccounts
+            auth.guestIdleLifetime = .seconds(Int64(config.guestIdleDays) * 86_400)
             return try AuthPlugin(options: auth)
         },
         UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser) },

@@ -452,3 +452,72 @@ func expectPermissionDenied(sourceLocation: SourceLocation = #_sourceLocation, _
         #expect("\(error)".contains("PermissionDenied") || "\(type(of: error))".contains("PermissionDenied"), "\(error)", sourceLocation: sourceLocation)
     }
 }
+
+@Suite struct GuestAccountTests {
+    @Test func guestsAreOffUnlessTurnedOn() async throws {
+        let (h, _) = try await PluginHarness.withIdentity()
+        await expectAuthError(.guestsDisabled) { _ = try await h.bus.send(AuthInterface.SignInAnonymously()) }
+    }
+
+    @Test func aGuestLinkingAppleBecomesThatAccountInPlace() async throws {
+        let (h, idp) = try await PluginHarness.withIdentity { $0.guestAccounts = true }
+        let guest = try await h.bus.send(AuthInterface.SignInAnonymously()).session
+        let caller = try await h.authenticated(guest)
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.guest)
+        await expectAuthError(.identityNotLinked) { _ = try await h.bus.send(AuthInterface.UnlinkIdentity(provider: "apple"), as: caller) }
+        _ = try await h.bus.send(AuthInterface.LinkIdentity(provider: "apple", idToken: try idp.token(), nonce: "n-1", authorizationCode: nil), as: caller)
+        let me = try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user
+        #expect(me.id == guest.user.id && !me.guest && me.email == "ada@privaterelay.appleid.com" && me.emailVerified)
+        let again = try await h.appleSignIn(try idp.token())
+        #expect(!again.created && again.session.user.id == guest.user.id)
+        await expectAuthError(.notAGuest) { _ = try await h.bus.send(AuthInterface.UpgradeGuest(email: "x@example.com", password: "correct horse"), as: caller) }
+    }
+
+    @Test func upgradingToATakenEmailIsRefusedAndTheGuestStaysAGuest() async throws {
+        let (h, _) = try await PluginHarness.withIdentity { $0.guestAccounts = true }
+        _ = try await h.signUpAndIn("ada@example.com", password: "correct horse")
+        let guest = try await h.bus.send(AuthInterface.SignInAnonymously()).session
+        let caller = try await h.authenticated(guest)
+        await expectAuthError(.accountExistsForEmail) {
+            _ = try await h.bus.send(AuthInterface.UpgradeGuest(email: "ADA@example.com", password: "another horse"), as: caller)
+        }
+        await expectAuthError(.validationFailed) { _ = try await h.bus.send(AuthInterface.UpgradeGuest(email: "bo@example.com", password: "short"), as: caller) }
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.guest)
+        // A guest deletes itself without re-authenticating (past the window): its session is all it has.
+        h.clock.advance(seconds: 600)
+        _ = try await h.bus.send(AuthInterface.DeleteAccount(password: nil), as: caller)
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_users") == 1)
+    }
+
+    @Test func administratorsSeeGuestsAndPagingCrossesThem() async throws {
+        let (h, _) = try await PluginHarness.withIdentity { $0.guestAccounts = true }
+        _ = try await h.signUpAndIn("ada@example.com", password: "correct horse")
+        for _ in 0..<3 { _ = try await h.bus.send(AuthInterface.SignInAnonymously()) }
+        _ = try await h.signUpAndIn("zed@example.com", password: "correct horse")
+        var seen: [AccountSummary] = []
+        var cursor: String?
+        repeat {
+            let page = try await h.bus.send(AuthInterface.ListUsers(cursor: cursor, limit: 2))
+            seen += page.users
+            cursor = page.nextCursor
+        } while cursor != nil
+        #expect(seen.count == 5 && Set(seen.map(\.id)).count == 5)
+        #expect(seen.filter(\.guest).allSatisfy { $0.email == "" } && seen.filter(\.guest).count == 3)
+    }
+
+    @Test func aRefreshKeepsAGuestAliveAndIdleOnesGo() async throws {
+        let (h, _) = try await PluginHarness.withIdentity { $0.guestAccounts = true }
+        let active = try await h.bus.send(AuthInterface.SignInAnonymously()).session
+        _ = try await h.bus.send(AuthInterface.SignInAnonymously())
+        h.clock.advance(seconds: 20 * 86_400)
+        _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: active.refreshToken))
+        h.clock.advance(seconds: 11 * 86_400)
+        let auth = h.plugin(AuthPlugin.self)
+        let sweep = GuestSweepService(
+            repository: auth.service(h.database).repository, clock: { h.clock.now }, idle: .seconds(30 * 86_400), interval: .seconds(3600),
+            logger: Logger(label: "test"))
+        #expect(try await sweep.sweep() == 1)
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_users WHERE id = '\(active.user.id)'") == 1)
+        #expect(try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.accountDeleted" }.count == 1)
+    }
+}

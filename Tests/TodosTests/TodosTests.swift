@@ -244,3 +244,42 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         await h.database.close()
     }
 }
+
+@Suite struct GuestTodosTests {
+    @Test func aGuestKeepsItsTodosWhenUpgradedAndLosesThemWhenIdle() async throws {
+        let h = try await PluginHarness.make { clock in
+            [try AuthPlugin.testing(clock: clock) { $0.guestAccounts = true }, TodosPlugin(maxTodosPerUser: 100)]
+        }
+        let guestSession = try await h.bus.send(AuthInterface.SignInAnonymously()).session
+        #expect(guestSession.user.guest && guestSession.user.email == "")
+        let guest = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: guestSession.accessToken), as: guest)
+        _ = try await h.bus.send(AuthInterface.CompleteOnboarding(), as: guest)
+        _ = try await h.add("kept across the upgrade", as: guest)
+        let upgraded = try await h.bus.send(AuthInterface.UpgradeGuest(email: "ada@example.com", password: "correct horse"), as: guest).user
+        #expect(upgraded.id == guestSession.user.id && !upgraded.guest && upgraded.email == "ada@example.com" && !upgraded.emailVerified)
+        // The same account, now with a password: its todo is there.
+        let session = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")).session
+        let ada = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: ada)
+        #expect(try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: nil), as: ada).todos.map(\.title) == ["kept across the upgrade"])
+
+        // Another guest, left idle past the limit, is erased with its todos; the upgraded account stays.
+        let idleSession = try await h.bus.send(AuthInterface.SignInAnonymously()).session
+        let idle = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: idleSession.accessToken), as: idle)
+        _ = try await h.bus.send(AuthInterface.CompleteOnboarding(), as: idle)
+        _ = try await h.add("forgotten", as: idle)
+        h.clock.advance(seconds: 31 * 86_400)
+        let auth = h.plugin(AuthPlugin.self)
+        let sweep = GuestSweepService(
+            repository: auth.service(h.database).repository, clock: { h.clock.now }, idle: .seconds(30 * 86_400), interval: .seconds(3600), logger: Logger(label: "test"))
+        let consumers = TodosPlugin().services(h.context)
+        let running = Task { try await consumers[0].run() }
+        #expect(try await sweep.sweep() == 1)
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_users") == 1)
+        #expect(try await eventually { try await h.count("SELECT COUNT(*) AS n FROM todos") == 1 }, "the todos plugin erased the guest's todos")
+        running.cancel()
+        _ = await running.result
+    }
+}

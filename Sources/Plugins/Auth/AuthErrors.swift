@@ -24,6 +24,8 @@ public struct AuthError: WireError, Equatable {
         case reauthenticationRequired = "ReauthenticationRequired"
         case emailNotVerified = "EmailNotVerified"
         case invalidVerificationToken = "InvalidVerificationToken"
+        case guestsDisabled = "GuestsDisabled"
+        case notAGuest = "NotAGuest"
     }
 
     public let kind: Kind
@@ -51,6 +53,8 @@ public struct AuthError: WireError, Equatable {
     public static let reauthenticationRequired = AuthError(kind: .reauthenticationRequired)
     public static let emailNotVerified = AuthError(kind: .emailNotVerified)
     public static let invalidVerificationToken = AuthError(kind: .invalidVerificationToken)
+    public static let guestsDisabled = AuthError(kind: .guestsDisabled)
+    public static let notAGuest = AuthError(kind: .notAGuest)
 
     public static func invalidIdToken(_ refusal: IdTokenRefusal) -> AuthError { AuthError(kind: .invalidIdToken, tokenRefusal: refusal) }
     public static func providerNotConfigured(_ provider: String) -> AuthError { AuthError(kind: .providerNotConfigured, provider: provider) }
@@ -103,6 +107,8 @@ public struct AuthError: WireError, Equatable {
         case .reauthenticationRequired: "give the password, or sign in again (the session must be recent) and retry"
         case .emailNotVerified: "verify the account's email first (the link in the verification mail; RequestEmailVerification sends another)"
         case .invalidVerificationToken: "the verification token is unknown, used or expired; request a new one"
+        case .guestsDisabled: "this server does not make guest accounts (guestAccounts is off)"
+        case .notAGuest: "the account is not a guest: it has a way to sign in already"
         }
     }
 }

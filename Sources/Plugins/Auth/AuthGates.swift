@@ -30,7 +30,7 @@ struct SessionGate: Gate {
             let record = try await service.resolve(accessToken: token.value)
             envelope.caller.sessionToken = token
             envelope.caller.principal = Principal(
-                userID: record.id, email: record.email, onboarded: record.onboardedAt != nil, emailVerified: record.emailVerified)
+                userID: record.id, email: record.address, onboarded: record.onboardedAt != nil, emailVerified: record.emailVerified)
         } catch let error as AuthError {
             if needed { throw error }
         }

@@ -15,6 +15,8 @@ enum AuthInterface {
           onboarded: bool,
           # Whether the email is known to reach the user (an Apple or Google account vouched for it).
           emailVerified: bool,
+          # A guest account (SignInAnonymously): no email ("") and no credentials until upgraded.
+          guest: bool,
           createdAt: string
         )
 
@@ -77,6 +79,21 @@ enum AuthInterface {
           # refresh token (kept encrypted) to revoke when the account is deleted.
           authorizationCode: ?string
         ) -> (session: Session, created: bool)
+
+        # Makes a guest account and signs in to it (only where the server allows guests:
+        # guestAccounts). A guest has no email and no credentials, so the app keeps its refresh
+        # token; it is upgraded in place (same id, all its data kept) by UpgradeGuest or
+        # LinkIdentity. Guests idle for guestIdleDays are deleted with their data.
+        method SignInAnonymously() -> (session: Session)
+
+        # Gives the signed-in guest an email and a password: it stops being a guest (same id,
+        # all its data kept). The email is verified as a sign-up's is (a mail is requested).
+        method UpgradeGuest(
+          # The address to sign in with (unique, any case).
+          email: string,
+          # 8 to 1024 bytes, not the email address.
+          password: string
+        ) -> (user: User)
 
         # An Apple or Google identity linked to the account.
         type Identity (
@@ -187,6 +204,7 @@ enum AuthInterface {
           displayName: ?string,
           onboarded: bool,
           disabled: bool,
+          guest: bool,
           createdAt: string
         )
 
@@ -222,6 +240,8 @@ enum AuthInterface {
         error ReauthenticationRequired ()
         error EmailNotVerified ()
         error InvalidVerificationToken ()
+        error GuestsDisabled ()
+        error NotAGuest ()
 
         """
 
@@ -253,6 +273,19 @@ enum AuthInterface {
     struct IdTokenSession: Codable, Sendable {
         var session: Session
         var created: Bool
+    }
+
+    struct SignInAnonymously: Command {
+        static let method = "io.appd.Auth.SignInAnonymously"
+        typealias Reply = SessionReply
+    }
+
+    struct UpgradeGuest: Command {
+        static let method = "io.appd.Auth.UpgradeGuest"
+        static let requirements: [Requirement] = [.session]
+        typealias Reply = UserReply
+        var email: String
+        var password: String
     }
 
     struct ListIdentities: Command {
@@ -436,6 +469,7 @@ public struct User: Codable, Sendable, Equatable {
     public var displayName: String?
     public var onboarded: Bool
     public var emailVerified: Bool
+    public var guest: Bool
     public var createdAt: String
 }
 
@@ -462,5 +496,6 @@ public struct AccountSummary: Codable, Sendable, Equatable {
     public var displayName: String?
     public var onboarded: Bool
     public var disabled: Bool
+    public var guest: Bool
     public var createdAt: String
 }

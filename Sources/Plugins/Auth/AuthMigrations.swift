@@ -134,5 +134,15 @@ enum AuthMigrations {
             );
             CREATE INDEX auth_email_verifications_user ON auth_email_verifications(user_id);
             """),
+        // Guest accounts: no credentials and no address. A guest's email column holds its own
+        // id (the column is NOT NULL UNIQUE, and an id has no '@', so it never matches an
+        // address); the wire shows "" and guest: true. last_seen_at (sign-ins and refreshes)
+        // finds idle guests to delete.
+        Migration(plugin: "auth", version: 9, sql: """
+            ALTER TABLE auth_users ADD COLUMN guest INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE auth_users ADD COLUMN last_seen_at INTEGER;
+            UPDATE auth_users SET last_seen_at = updated_at;
+            CREATE INDEX auth_users_guest_seen ON auth_users(guest, last_seen_at);
+            """),
     ]
 }

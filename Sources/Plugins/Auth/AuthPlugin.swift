@@ -120,7 +120,7 @@ public struct AuthPlugin: Plugin {
             var record: UserRecord?
             if let email = command.email { record = try await service.repository.user(email: email.trimmingWhitespace()) }
             if record == nil, let id = command.userID { record = try await service.repository.user(id: id) }
-            return .init(userID: record?.id, email: record?.email)
+            return .init(userID: record?.id, email: record?.address)
         }
     }
 
@@ -131,12 +131,15 @@ public struct AuthPlugin: Plugin {
 
     /// The revocation of queued provider tokens, when Apple's server side is configured.
     public func services(_ context: PluginContext) -> [any Service] {
-        guard let apple else { return [] }
-        return [
-            TokenRevocationService(
-                repository: service(context.database).repository, apple: apple, clock: clock, interval: options.identity.revocationInterval,
-                logger: context.logger)
+        let repository = service(context.database, streams: context.bus.sessionStreams).repository
+        var services: [any Service] = [
+            GuestSweepService(repository: repository, clock: clock, idle: options.guestIdleLifetime, interval: options.guestSweepInterval, logger: context.logger)
         ]
+        if let apple {
+            services.append(
+                TokenRevocationService(repository: repository, apple: apple, clock: clock, interval: options.identity.revocationInterval, logger: context.logger))
+        }
+        return services
     }
 
     public func stop(_ context: PluginContext) async {
@@ -149,6 +152,12 @@ public struct AuthPlugin: Plugin {
             try await service.signInWithIdToken(
                 provider: command.provider, idToken: command.idToken, nonce: command.nonce, fullName: command.fullName,
                 authorizationCode: command.authorizationCode, causedBy: envelope)
+        }
+        try bus.register(AuthInterface.SignInAnonymously.self) { _, envelope in
+            .init(session: try await service.signInAnonymously(causedBy: envelope))
+        }
+        try bus.register(AuthInterface.UpgradeGuest.self) { command, envelope in
+            .init(user: try await service.upgradeGuest(userID: try Self.signedIn(envelope).1.userID, email: command.email, password: command.password, causedBy: envelope))
         }
         try bus.register(AuthInterface.ListIdentities.self) { _, envelope in
             .init(identities: try await service.identities(userID: try Self.signedIn(envelope).1.userID))

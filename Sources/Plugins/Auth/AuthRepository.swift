@@ -11,14 +11,20 @@ struct UserRecord: Sendable {
     let onboardedAt: Int64?
     let disabled: Bool
     let emailVerified: Bool
+    /// A guest account (no credentials until upgraded).
+    let guest: Bool
     let createdAt: Int64
 
     /// Whether the account has a password (one made by an ID-token sign-in has none).
     var hasPassword: Bool { !passwordHash.isEmpty }
 
+    /// The account's email address; nil for an account without one (a guest's email column
+    /// holds its id, which has no '@').
+    var address: String? { email.contains("@") ? email : nil }
+
     var user: User {
         User(
-            id: id, email: email, displayName: displayName, onboarded: onboardedAt != nil, emailVerified: emailVerified,
+            id: id, email: address ?? "", displayName: displayName, onboarded: onboardedAt != nil, emailVerified: emailVerified, guest: guest,
             createdAt: WallTime(nanosecondsSinceEpoch: createdAt).rfc3339)
     }
 
@@ -33,6 +39,7 @@ struct UserRecord: Sendable {
         self.onboardedAt = row.integer("onboarded_at")
         self.disabled = row.integer("disabled") == 1
         self.emailVerified = row.integer("email_verified") == 1
+        self.guest = row.integer("guest") == 1
         self.createdAt = created
     }
 }
@@ -241,6 +248,7 @@ struct AuthRepository: Sendable {
                 """,
                 [.text(userID), .text(family), .text(accessDigest), .integer(accessExpires), .text(refreshDigest), .integer(refreshExpires), .integer(now),
                  openedBy.map { .text($0) } ?? .null])
+            try tx.execute("UPDATE auth_users SET last_seen_at = ? WHERE id = ?", [.integer(now), .text(userID)])
             try tx.append(SignedIn(userId: userID), causedBy: cause)
         }
     }
@@ -295,6 +303,7 @@ struct AuthRepository: Sendable {
             try tx.execute(
                 "UPDATE auth_sessions SET access_digest = ?, access_expires_at = ?, refresh_digest = ?, refresh_expires_at = ? WHERE id = ?",
                 [.text(newAccessDigest), .integer(accessExpires), .text(newRefreshDigest), .integer(refreshExpires), .integer(id)])
+            try tx.execute("UPDATE auth_users SET last_seen_at = ? WHERE id = ?", [.integer(now), .text(userID)])
             guard let user = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init) else {
                 return .unknown
             }

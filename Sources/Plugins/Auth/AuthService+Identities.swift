@@ -90,6 +90,23 @@ extension AuthService {
         case .providerTaken: throw AuthError.providerAlreadyLinked(provider.rawValue)
         }
         await keepRefreshToken(of: identity, code: authorizationCode)
+        // A guest with a linked identity has a way in: it is upgraded in place, taking the
+        // identity's email when no other account has it.
+        if try await repository.user(id: userID)?.guest == true {
+            if case .emailTaken = try await repository.upgradeGuest(
+                userID: userID, email: identity.email, passwordHash: nil, emailVerified: identity.emailVerified, verification: nil, now: now,
+                causedBy: cause)
+            {
+                _ = try await repository.upgradeGuest(
+                    userID: userID, email: nil, passwordHash: nil, emailVerified: false, verification: nil, now: now, causedBy: cause)
+            }
+            audit.notice("guest upgraded", metadata: ["user.id": "\(userID)", "provider": "\(provider.rawValue)"])
+        }
+        return try await linked(provider, userID: userID)
+    }
+
+    /// The account's identity of `provider`, as ListIdentities shows it.
+    private func linked(_ provider: IdentityProvider, userID: String) async throws -> Identity {
         guard let linked = try await repository.identities(userID: userID).first(where: { $0.provider == provider.rawValue }) else {
             throw AuthError.identityNotLinked
         }
@@ -108,6 +125,34 @@ extension AuthService {
 
     func identities(userID: String) async throws -> [Identity] {
         try await repository.identities(userID: userID).map(Identity.init)
+    }
+}
+
+/// Guest accounts.
+extension AuthService {
+    func signInAnonymously(causedBy cause: (any Cause)?) async throws -> Session {
+        guard options.guestAccounts else { throw AuthError.guestsDisabled }
+        let record = try await repository.createGuest(id: "u_" + (try SecretToken.generate().prefix(22)), now: now, causedBy: cause)
+        return try await openSession(for: record, family: try SecretToken.generate(), openedBy: nil, causedBy: cause)
+    }
+
+    /// Gives the signed-in guest an email and a password, in place.
+    func upgradeGuest(userID: String, email rawEmail: String, password: String, causedBy cause: (any Cause)?) async throws -> User {
+        let email = try AuthValidation.email(rawEmail)
+        try AuthValidation.password(password, email: email)
+        guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
+        guard record.guest else { throw AuthError.notAGuest }
+        let hash = try await hashing { try await hasher.hash(password, lane: .account) }
+        let verification = (id: "ev_" + (try SecretToken.generate().prefix(22)), expires: now + Self.nanoseconds(options.verificationLifetime))
+        switch try await repository.upgradeGuest(
+            userID: userID, email: email, passwordHash: hash, emailVerified: false, verification: verification, now: now, causedBy: cause)
+        {
+        case .upgraded(let upgraded):
+            audit.notice("guest upgraded", metadata: ["user.id": "\(userID)"])
+            return upgraded.user
+        case .notAGuest: throw AuthError.notAGuest
+        case .emailTaken: throw AuthError.accountExistsForEmail
+        }
     }
 }
 

@@ -26,6 +26,12 @@ public struct AuthService: Sendable {
         public var verificationLifetime: Duration = .seconds(24 * 3600)
         /// Refuse sign-in (EmailNotVerified) until the account's email is verified.
         public var requireVerifiedEmail = false
+        /// Whether SignInAnonymously makes guest accounts (off: GuestsDisabled).
+        public var guestAccounts = false
+        /// Guests not seen (signed in or refreshed) for this long are deleted.
+        public var guestIdleLifetime: Duration = .seconds(30 * 86_400)
+        /// How often idle guests are looked for.
+        public var guestSweepInterval: Duration = .seconds(3600)
         public var maxPageSize = 200
         /// How long after a rotation the old refresh token still returns the pair it was
         /// rotated into (concurrent refreshes); after that its reuse revokes the family.
@@ -88,7 +94,7 @@ public struct AuthService: Sendable {
             noticeWindow: Self.nanoseconds(options.noticeWindow), causedBy: cause)
         {
         case .created(let record): return record.user
-        case .taken: return User(id: id, email: email, displayName: name, onboarded: false, emailVerified: false, createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
+        case .taken: return User(id: id, email: email, displayName: name, onboarded: false, emailVerified: false, guest: false, createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
         }
     }
 
@@ -279,6 +285,8 @@ public struct AuthService: Sendable {
         guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
         if let password {
             try await checkPassword(password, of: record, origin: origin)
+        } else if record.guest {
+            // A guest has nothing to re-authenticate with: its session is all there is.
         } else {
             guard let opened = try await repository.sessionOpened(accessDigest: SecretToken.digest(accessToken)),
                 now - opened <= options.identity.reauthenticationWindow.nanoseconds
@@ -307,12 +315,14 @@ public struct AuthService: Sendable {
     func listUsers(cursor: String?, limit: Int?) async throws -> AuthInterface.UserPage {
         let size = min(max(limit ?? 50, 1), options.maxPageSize)
         let records = try await repository.listUsers(after: cursor, limit: size + 1)
-        let page = records.prefix(size).map { record in
+        let kept = records.prefix(size)
+        let page = kept.map { record in
             AccountSummary(
-                id: record.id, email: record.email, displayName: record.displayName, onboarded: record.onboardedAt != nil,
-                disabled: record.disabled, createdAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
+                id: record.id, email: record.address ?? "", displayName: record.displayName, onboarded: record.onboardedAt != nil,
+                disabled: record.disabled, guest: record.guest, createdAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
         }
-        return AuthInterface.UserPage(users: Array(page), nextCursor: records.count > size ? page.last?.email : nil)
+        // The cursor is the stored column (a guest's holds its id), not the address shown.
+        return AuthInterface.UserPage(users: Array(page), nextCursor: records.count > size ? kept.last?.email : nil)
     }
 
     func setDisabled(email rawEmail: String, _ disabled: Bool) async throws {
@@ -321,7 +331,7 @@ public struct AuthService: Sendable {
     }
 
     /// Runs password work, turning a full queue into the typed busy error.
-    private func hashing<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+    func hashing<T: Sendable>(_ work: () async throws -> T) async throws -> T {
         do {
             return try await work()
         } catch is PasswordHasherBusy {

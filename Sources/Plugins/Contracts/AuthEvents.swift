@@ -5,6 +5,7 @@ public enum AuthEvents {
     public static let all: [any Event.Type] = [
         UserSignedUp.self, SignedIn.self, SignedOut.self, OnboardingCompleted.self, PasswordResetRequested.self, AccountDeleted.self,
         SignUpRepeated.self, IdentityLinked.self, IdentityUnlinked.self, EmailVerificationRequested.self, EmailVerified.self,
+        GuestCreated.self,
     ]
 }
 
@@ -131,6 +132,14 @@ public struct EmailVerificationRequested: OwnedEvent, Equatable {
 /// The account's email was verified.
 public struct EmailVerified: OwnedEvent, Equatable {
     public static let topic = "auth.emailVerified"
+    public var userId: String
+    public init(userId: String) { self.userId = userId }
+}
+
+/// A guest account was made (SignInAnonymously). Upgrading it later publishes
+/// auth.userSignedUp with the address it was given.
+public struct GuestCreated: OwnedEvent, Equatable {
+    public static let topic = "auth.guestCreated"
     public var userId: String
     public init(userId: String) { self.userId = userId }
 }

@@ -45,6 +45,9 @@ struct AppdConfig: Sendable {
     var identity = IdentityOptions()
     /// Refuse sign-in until the account's email is verified.
     var requireVerifiedEmail = false
+    /// Guest accounts (SignInAnonymously), and how long an idle one lives.
+    var guestAccounts = false
+    var guestIdleDays = 30
     /// Apple's server side (code exchange and token revocation): all of team id, key id and
     /// private key turn it on; the sealing key is needed with it.
     var appleTeamID: String?
@@ -177,6 +180,8 @@ struct AppdConfig: Sendable {
             "refreshTokenDays": .int(Int64(refreshTokenDays)),
             "sessionCacheEntries": .int(Int64(sessionCacheEntries)),
             "requireVerifiedEmail": .bool(requireVerifiedEmail),
+            "guestAccounts": .bool(guestAccounts),
+            "guestIdleDays": .int(Int64(guestIdleDays)),
             "appleAudiences": .array(identity.apple.audiences.map(JSONValue.string)),
             "appleKeysUrl": .string(identity.apple.keysURL),
             "appleCheckNonce": .bool(identity.apple.checkNonce),

@@ -303,6 +303,8 @@ struct ConfigKey: Sendable {
             guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs 32 bytes in base64") }
             config.tokenEncryptionKey = text
         },
+        flag("guestAccounts", "--guest-accounts", "Let SignInAnonymously make guest accounts (default: false).") { $0.guestAccounts = $1 },
+        integer("guestIdleDays", "--guest-idle-days", "Delete guest accounts not seen for this many days (default: 30).") { $0.guestIdleDays = $1 },
         flag("requireVerifiedEmail", "--require-verified-email", "Refuse sign-in until the account's email is verified (default: false).") {
             $0.requireVerifiedEmail = $1
         },

@@ -10,9 +10,9 @@ enum APIErrorStatus {
             400
         case "Unauthenticated", "SessionExpired", "InvalidCredentials", "InvalidIdToken": 401
         case "PaymentRequired": 402
-        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired", "EmailNotVerified": 403
+        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired", "EmailNotVerified", "GuestsDisabled": 403
         case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider", "IdentityNotLinked": 404
-        case "AccountExistsForEmail", "IdentityInUse", "ProviderAlreadyLinked", "LastSignInMethod": 409
+        case "AccountExistsForEmail", "IdentityInUse", "ProviderAlreadyLinked", "LastSignInMethod", "NotAGuest": 409
         case "TooManyAttempts", "TooManyStreams", "RateLimited": 429
         case "MethodNotImplemented": 501
         case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow", "IdentityProviderUnavailable":

@@ -17,6 +17,7 @@ public struct HTTPAPIOptions: Sendable {
     public var rateLimitedMethods: Set<String> = [
         "io.appd.Auth.SignUp", "io.appd.Auth.SignIn", "io.appd.Auth.RequestPasswordReset", "io.appd.Auth.ResetPassword", "io.appd.Auth.Refresh",
         "io.appd.Auth.SignInWithIdToken", "io.appd.Auth.RequestEmailVerification", "io.appd.Auth.VerifyEmail",
+        "io.appd.Auth.SignInAnonymously",
     ]
     /// Client addresses tracked by the rate limiter at once (the oldest is forgotten first).
     public var rateLimitTrackedClients = 100_000

@@ -156,6 +156,43 @@ def apple_server_side(binary, directory, database, run):
     check(f"[{run}] Apple: neither the .p8 key nor a refresh token appears in the log", p8 not in log and "r.s.apple" not in log, log[-1000:])
 
 
+def guests(binary, directory, database, run):
+    """Guest accounts over HTTP: made, used, upgraded in place; limited per client address."""
+    d = os.path.join(directory, "guests")
+    os.mkdir(d)
+    idp = IdentityProvider(d)
+    appd = Appd(binary, d, idp, database, extra=["--guest-accounts", "true"])
+    try:
+        status, body = appd.post("io.appd.Auth.SignInAnonymously", {})
+        check(f"[{run}] a guest signs in over HTTP", status == 200 and body["session"]["user"]["guest"] is True and body["session"]["user"]["email"] == "",
+              (status, body))
+        token, user = body["session"]["accessToken"], body["session"]["user"]["id"]
+        appd.post("io.appd.Auth.CompleteOnboarding", {}, token)
+        status, body = appd.post("io.appd.Todos.Add", {"title": "from a guest"}, token)
+        check(f"[{run}] a guest adds a todo", status == 200, (status, body))
+        status, body = appd.sign_in("apple", idp["apple"].token("guest.apple", APPLE_AUD, "g@privaterelay.appleid.com", nonce="g"), nonce="g")
+        assert status == 200  # another account, for the next check
+        status, body = appd.post("io.appd.Auth.UpgradeGuest", {"email": "g@privaterelay.appleid.com", "password": "correct horse"}, token)
+        check(f"[{run}] upgrading a guest to a taken email: 409", status == 409 and body.get("error") == "io.appd.Auth.AccountExistsForEmail", (status, body))
+        status, body = appd.post("io.appd.Auth.UpgradeGuest", {"email": "guest@example.com", "password": "correct horse"}, token)
+        check(f"[{run}] a guest upgrades in place (same id)", status == 200 and body["user"]["id"] == user and body["user"]["guest"] is False, (status, body))
+        status, body = appd.post("io.appd.Auth.SignIn", {"email": "guest@example.com", "password": "correct horse"})
+        new_token = body.get("session", {}).get("accessToken")
+        status, body = appd.post("io.appd.Todos.List", {}, new_token)
+        check(f"[{run}] and keeps its todos", status == 200 and [t["title"] for t in body["todos"]] == ["from a guest"], (status, body))
+    finally:
+        appd.stop()
+    os.mkdir(os.path.join(d, "limited"))
+    # The later flag wins: the limit is 3 a minute here.
+    limited = Appd(binary, os.path.join(d, "limited"), idp, database, extra=["--guest-accounts", "true", "--http-rate-limit-per-minute", "3"])
+    try:
+        statuses = [limited.post("io.appd.Auth.SignInAnonymously", {})[0] for _ in range(4)]
+        check(f"[{run}] guest sign-ins are limited per client address (429 past the limit)", statuses == [200, 200, 200, 429], statuses)
+    finally:
+        limited.stop()
+        idp.close()
+
+
 def main():
     binary = sys.argv[1]
     database = sys.argv[2] if len(sys.argv) > 2 else None
@@ -270,6 +307,7 @@ def main():
             idp2.close()
 
         apple_server_side(binary, directory, database, run)
+        guests(binary, directory, database, run)
 
         # The certificate is checked: without the CA, or on the wrong host name, keys never load.
         for name, url_host, ca in [("an untrusted certificate", "localhost", None), ("the wrong host name", "127.0.0.1", "ca")]:

@@ -30,16 +30,22 @@ APPLE_AUD = "com.example.app"
 GOOGLE_AUD = "123-ios.apps.googleusercontent.com"
 
 
+def identity_flags(idp):
+    """Apple and Google both on, against the test provider, its CA trusted."""
+    return ["--apple-audiences", f"{APPLE_AUD},com.example.web", "--apple-keys-url", idp.keys_url("apple"),
+            "--google-audiences", GOOGLE_AUD, "--google-keys-url", idp.keys_url("google"), "--google-check-nonce", "false",
+            "--identity-ca-file", idp.ca]
+
+
 class Appd:
-    def __init__(self, binary, directory, idp, database=None, extra=()):
+    def __init__(self, binary, directory, idp, database=None, extra=(), flags=None):
+        """appd with the HTTP API on a free port; `flags` replaces the identity flags."""
         self.sock = os.path.join(directory, "appd.sock")
         self.port = free_port()
         self.data = os.path.join(directory, "data")
         args = [binary, "--socket", self.sock, "--data-dir", self.data, "--log-level", "notice",
                 "--http-listen", f"127.0.0.1:{self.port}", "--http-rate-limit-per-minute", "0",
-                "--apple-audiences", f"{APPLE_AUD},com.example.web", "--apple-keys-url", idp.keys_url("apple"),
-                "--google-audiences", GOOGLE_AUD, "--google-keys-url", idp.keys_url("google"), "--google-check-nonce", "false",
-                "--identity-ca-file", idp.ca, *extra]
+                *(identity_flags(idp) if flags is None else flags), *extra]
         env = dict(os.environ)
         if database:
             env["APPD_DATABASE"] = database
@@ -314,24 +320,8 @@ def main():
             d = os.path.join(directory, name.replace(" ", "_"))
             os.mkdir(d)
             idp3 = IdentityProvider(d)
-            args_ca = idp3.ca if ca else os.path.join(d, "leaf.pem")
-            appd3 = Appd.__new__(Appd)
-            appd3.sock = os.path.join(d, "appd.sock")
-            appd3.port = free_port()
-            appd3.log_path = os.path.join(d, "appd.log")
-            appd3.log = open(appd3.log_path, "w")
-            env = dict(os.environ, **({"APPD_DATABASE": database} if database else {}))
-            appd3.proc = subprocess.Popen(
-                [binary, "--socket", appd3.sock, "--data-dir", os.path.join(d, "data"), "--log-level", "notice",
-                 "--http-listen", f"127.0.0.1:{appd3.port}", "--http-rate-limit-per-minute", "0", "--apple-audiences", APPLE_AUD,
-                 "--apple-keys-url", idp3.keys_url("apple", url_host)] + (["--identity-ca-file", idp3.ca] if ca else []),
-                env=env, stderr=appd3.log)
-            for _ in range(500):
-                try:
-                    socket.create_connection(("127.0.0.1", appd3.port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            appd3 = Appd(binary, d, idp3, database, flags=["--apple-audiences", APPLE_AUD, "--apple-keys-url", idp3.keys_url("apple", url_host)]
+                         + (["--identity-ca-file", idp3.ca] if ca else []))
             try:
                 status, body = appd3.sign_in("apple", idp3["apple"].token("t.1", APPLE_AUD, "t@example.com", nonce="t"), nonce="t")
                 check(f"[{run}] {name}: the keys are not loaded (503) and the provider saw no request",

@@ -227,6 +227,14 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
         await expectAuthError(.identityProviderUnavailable) { _ = try await h.appleSignIn(try idp.token()) }
     }
 
+    @Test func theKeysLiveAsLongAsTheProviderSays() {
+        #expect(ProviderKeys.lifetime(cacheControl: "public, max-age=21600, must-revalidate", age: "600") == .seconds(21000))
+        #expect(ProviderKeys.lifetime(cacheControl: "max-age=100", age: "500") == .zero)
+        #expect(ProviderKeys.lifetime(cacheControl: "no-store", age: nil) == .zero)
+        #expect(ProviderKeys.lifetime(cacheControl: "private", age: nil) == nil)
+        #expect(ProviderKeys.lifetime(cacheControl: nil, age: "5") == nil)
+    }
+
     @Test func anUnconfiguredProviderAndAnUnknownProviderAreRefused() async throws {
         let (h, idp) = try await PluginHarness.withIdentity()
         await expectAuthError(.providerNotConfigured) {
@@ -354,6 +362,7 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
         }
         #expect(ids.count == 1)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_users") == 1)
+        #expect(idp.fetches == 1, "eight sign-ins on a cold cache wait for one fetch")
     }
 
     @Test func aDisabledAccountCannotSignInWithItsIdentity() async throws {

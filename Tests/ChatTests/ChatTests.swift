@@ -326,3 +326,23 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await h.database.close()
     }
 }
+
+@Suite struct GuestChatTests {
+    @Test func aGuestKeepsItsConversationsWhenUpgraded() async throws {
+        let h = try await PluginHarness.make { _ in
+            [try AuthPlugin.testing { $0.guestAccounts = true }, PaymentsPlugin(options: PaymentsPlugin.Options()), try ChatPlugin(provider: EchoProvider(delay: .zero))]
+        }
+        let guestSession = try await h.bus.send(AuthInterface.SignInAnonymously()).session
+        let guest = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: guestSession.accessToken), as: guest)
+        _ = try await h.bus.send(AuthInterface.CompleteOnboarding(), as: guest)
+        let conversation = try await h.conversation(guest, "as a guest")
+        _ = try await h.send("hello from a guest", in: conversation.id, as: guest)
+        _ = try await h.bus.send(AuthInterface.UpgradeGuest(email: "ada@example.com", password: "correct horse"), as: guest)
+        let session = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")).session
+        let ada = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: ada)
+        let history = try await h.history(conversation.id, as: ada)
+        #expect(history.first?.text == "hello from a guest" && history.count == 2)
+    }
+}

@@ -67,7 +67,7 @@ enum DerivedCommand {
 
     /// Shorter words for some methods: `appctl auth identities` is `appctl auth list-identities`.
     static let aliases: [String: [String: String]] = [
-        "io.appd.Auth": ["identities": "ListIdentities", "link": "LinkIdentity", "unlink": "UnlinkIdentity"]
+        "io.appd.Auth": ["identities": "ListIdentities", "link": "LinkIdentity", "unlink": "UnlinkIdentity", "guest": "SignInAnonymously"]
     ]
 
     static let said: [String: String] = [

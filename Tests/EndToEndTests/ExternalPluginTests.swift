@@ -84,6 +84,7 @@ import TestSupport
         #expect(slow.status == 404, "\(slow)")
         let document = try await httpGet(port: port, path: "/openapi.json")
         #expect(document.contains("/v1/io.appd.examples.Greeter/Hello") && !document.contains("/v1/io.appd.examples.Greeter/Slow"))
+        #expect(!document.contains("\"caller\""), "the field appd fills in is not offered to clients")
         // Listed but admin-only in its requirements: still not routed.
         try Self.install(in: dir + "/data/plugins", changes: ["http": ["io.appd.examples.Greeter.Environment"]])
         _ = try await Self.ctl(daemon, ["plugins", "rescan"])
@@ -114,9 +115,13 @@ import TestSupport
         #expect(greeting?["greeting"] as? String == "Hello, ada@example.com!")
         #expect(greeting?["userId"] as? String == userID && userID != nil)
         #expect((greeting?["roles"] as? [String])?.contains("user") == true)
-        // A client cannot forge it.
+        // A client is not offered it and cannot forge it: appctl says so, appd refuses it.
+        let help = try await Self.ctl(daemon, ["greeter", "hello", "--help"])
+        #expect(help.status == 0 && help.stdout.contains("--name") && !help.stdout.contains("--caller") && !help.stdout.contains("<Caller>"), "\(help)")
         let forged = try await Self.ctl(daemon, ["greeter", "hello", "--caller", #"{"uid":0,"userId":"u_admin","roles":["admin"]}"#])
-        #expect(forged.status == 65 && forged.stderr.contains("caller"), "\(forged)")
+        #expect(forged.status == 64 && forged.stderr.contains("--caller is filled in by appd"), "\(forged)")
+        let raw = try await Self.ctl(daemon, ["call", "io.appd.examples.Greeter.Hello", #"{"caller":{"uid":0,"userId":"u_admin","email":null,"roles":["admin"]}}"#])
+        #expect(raw.status == 65 && raw.stderr.contains("caller"), "\(raw)")
 
         // The plugin's own connection may publish what its manifest declares, nothing else.
         let allowed = try await Self.ctl(daemon, ["--json", "greeter", "publish", "--topic", "greeter.test"])

@@ -38,6 +38,10 @@ public struct VarlinkField: Hashable, Sendable {
     public let type: VarlinkType
     public let doc: String
 
+    /// `caller: ?Caller` of an external plugin's method: appd fills it in with who is calling,
+    /// and refuses it from a client, so clients are never offered it.
+    public var isFilledInByAppd: Bool { name == "caller" && type == .optional(.named("Caller")) }
+
     public init(name: String, type: VarlinkType, doc: String = "") {
         self.name = name
         self.type = type

@@ -65,6 +65,12 @@ enum DerivedCommand {
         return Self.said[method] ?? "done."
     }
 
+    /// Whether `field` sets a new password (asked twice at a terminal): `newPassword`, or the
+    /// password of a method that makes or upgrades an account.
+    static func setsPassword(_ field: VarlinkField, of method: String) -> Bool {
+        field.name == "newPassword" || (field.name == "password" && ["io.appd.Auth.SignUp", "io.appd.Auth.UpgradeGuest"].contains(method))
+    }
+
     /// Shorter words for some methods: `appctl auth identities` is `appctl auth list-identities`.
     static let aliases: [String: [String: String]] = [
         "io.appd.Auth": ["identities": "ListIdentities", "link": "LinkIdentity", "unlink": "UnlinkIdentity", "guest": "SignInAnonymously"]
@@ -88,9 +94,10 @@ enum DerivedCommand {
     ) throws(AppctlError) -> [String: JSONValue] {
         var values: [String: JSONValue] = [:]
         var index = 0
+        let fields = method.input.filter { !$0.isFilledInByAppd }
         // Password fields are never needed on the command line (where `ps` shows them): when
         // left out they are prompted for without echo, or read from standard input.
-        let secrets = method.input.filter { $0.type == .string && $0.name.lowercased().hasSuffix("password") }
+        let secrets = fields.filter { $0.type == .string && $0.name.lowercased().hasSuffix("password") }
         var secretsFromStdin = false
         while index < arguments.count {
             let argument = arguments[index]
@@ -104,9 +111,12 @@ enum DerivedCommand {
             }
             let (flag, inline) = GlobalOptions.splitFlag(argument)
             let word = String(flag.dropFirst(2))
-            guard let field = method.input.first(where: { squash($0.name) == squash(word) }) else {
+            if method.input.contains(where: { $0.isFilledInByAppd && squash($0.name) == squash(word) }) {
+                throw .usage("\(flag) is filled in by appd with who is calling; leave it out", command: command)
+            }
+            guard let field = fields.first(where: { squash($0.name) == squash(word) }) else {
                 throw .usage(
-                    "unknown option '\(flag)'" + Suggestions.hint(for: flag, in: method.input.map { "--" + kebab($0.name) } + GlobalOptions.names),
+                    "unknown option '\(flag)'" + Suggestions.hint(for: flag, in: fields.map { "--" + kebab($0.name) } + GlobalOptions.names),
                     command: command)
             }
             let type = resolve(field.type, in: interface)
@@ -143,11 +153,17 @@ enum DerivedCommand {
                 for field in missingSecrets {
                     let words = kebab(field.name).split(separator: "-").joined(separator: " ")
                     let prompt = words.prefix(1).uppercased() + words.dropFirst() + ": "
-                    values[field.name] = .string(try PasswordInput.read(prompt: prompt, fromStandardInput: false, command: command))
+                    let typed = try PasswordInput.read(prompt: prompt, fromStandardInput: false, command: command)
+                    // A password being set is asked twice: a typo would lock the owner out.
+                    if Self.setsPassword(field, of: "\(interface.name).\(method.name)") {
+                        let again = try PasswordInput.read(prompt: "Again: ", fromStandardInput: false, command: command)
+                        guard again == typed else { throw .usage("the two passwords differ; nothing was changed", command: command) }
+                    }
+                    values[field.name] = .string(typed)
                 }
             }
         }
-        for field in method.input where !field.type.isOptional && values[field.name] == nil {
+        for field in fields where !field.type.isOptional && values[field.name] == nil {
             let hint = secrets.contains(field) ? " (or leave it out to be prompted, or pass --password-stdin)" : ""
             throw .usage("missing --\(kebab(field.name)) <\(field.type)>\(hint)", command: command)
         }
@@ -211,13 +227,14 @@ enum DerivedCommand {
 
     static func methodHelp(_ method: VarlinkMethod, in interface: VarlinkInterface, short: String) -> String {
         var text = "OVERVIEW: \(method.doc.isEmpty ? "\(interface.name).\(method.name)" : method.doc)\n\n"
-        let flags = method.input.map { field in
+        let fields = method.input.filter { !$0.isFilledInByAppd }
+        let flags = fields.map { field in
             field.type.isOptional ? "[--\(kebab(field.name)) <\(placeholder(field.type))>]" : "--\(kebab(field.name)) <\(placeholder(field.type))>"
         }
         text += "USAGE: appctl \(short) \(kebab(method.name))\(flags.isEmpty ? "" : " " + flags.joined(separator: " "))\n"
-        if !method.input.isEmpty {
+        if !fields.isEmpty {
             text += "\nFIELDS:\n"
-            for field in method.input {
+            for field in fields {
                 var doc = field.doc.replacingNewlines()
                 if field.type.isOptional { doc = doc.isEmpty ? "(optional)" : "\(doc) (optional)" }
                 text += Help.row("--\(kebab(field.name)) <\(placeholder(field.type))>", doc)

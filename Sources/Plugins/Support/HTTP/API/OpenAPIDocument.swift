@@ -97,7 +97,7 @@ struct OpenAPIDocument {
             "description": .string(method.doc),
             "tags": [.string(interface.name)],
             "requestBody": [
-                "required": true, "content": ["application/json": ["schema": structure(method.input, in: interface.name)]],
+                "required": true, "content": ["application/json": ["schema": structure(method.input.filter { !$0.isFilledInByAppd }, in: interface.name)]],
             ],
             "responses": .object(responses),
         ]

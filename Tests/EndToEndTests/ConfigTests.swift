@@ -110,6 +110,32 @@ import TestSupport
         #expect(f.2.contains("appears twice"), "\(f.2)")
     }
 
+    @Test func applesServerSideNeedsItsKeysTogetherAndPrivate() async throws {
+        let half = try await printConfig(["--apple-audiences", "com.example.app", "--apple-team-id", "TEAM123456"])
+        #expect(half.0 == 78 && half.2.contains("needs appleTeamId, appleKeyId and applePrivateKeyFile"), "\(half.2)")
+        let key = try file("-----BEGIN PRIVATE KEY-----\nnot really\n-----END PRIVATE KEY-----\n")
+        let sealing = try file("AAAA\n")
+        defer { for p in [key, sealing] { try? FileManager.default.removeItem(atPath: p) } }
+        chmod(key, 0o644)
+        let open = try await printConfig([
+            "--apple-audiences", "com.example.app", "--apple-team-id", "TEAM123456", "--apple-key-id", "KEY1234567", "--apple-private-key-file", key,
+            "--token-encryption-key-file", sealing,
+        ])
+        #expect(open.0 == 78 && open.2.contains("is readable by others; chmod 600 it"), "\(open.2)")
+        chmod(key, 0o600)
+        chmod(sealing, 0o600)
+        let short = try await printConfig([
+            "--apple-audiences", "com.example.app", "--apple-team-id", "TEAM123456", "--apple-key-id", "KEY1234567", "--apple-private-key-file", key,
+            "--token-encryption-key-file", sealing,
+        ])
+        #expect(short.0 == 78 && short.2.contains("needs 32 bytes in base64"), "\(short.2)")
+        let none = try await printConfig([
+            "--apple-audiences", "com.example.app", "--apple-team-id", "TEAM123456", "--apple-key-id", "KEY1234567", "--apple-private-key-file", key,
+        ])
+        #expect(none.0 == 78 && none.2.contains("set tokenEncryptionKeyFile"), "\(none.2)")
+        #expect(!(none.2 + short.2 + open.2).contains("not really"), "the key's text is never printed")
+    }
+
     @Test func sighupReloadsAppliesWhatItCanAndSaysWhatNeedsARestart() async throws {
         // (The helper passes --log-level on the command line, which a file cannot override.)
         let path = try file(#"{"eventRetentionCount": 100, "maxConnections": 50}"#)

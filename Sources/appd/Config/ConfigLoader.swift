@@ -53,6 +53,15 @@ enum ConfigLoader {
         } catch {
             throw ConfigError(key: error.name, source: "the combined configuration", reason: error.reason)
         }
+        // Apple's server side needs its keys together, readable and private: checked here so a
+        // mistake stops appd at start (exit 78) instead of leaving auth failed.
+        do {
+            _ = try config.resolvedIdentity()
+        } catch let problem as ConfigProblem {
+            throw ConfigError(key: "appleTeamId", source: "the combined configuration", reason: problem.reason)
+        } catch {
+            throw ConfigError(key: "appleTeamId", source: "the combined configuration", reason: "\(error)")
+        }
         return (config, used)
     }
 

@@ -530,3 +530,28 @@ func expectPermissionDenied(sourceLocation: SourceLocation = #_sourceLocation, _
         #expect(try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.accountDeleted" }.count == 1)
     }
 }
+
+@Suite struct SignUpSessionTests {
+    @Test func signUpSignsInAndATakenEmailGetsADecoyOfTheSameShape() async throws {
+        let (h, _) = try await PluginHarness.withIdentity()
+        let first = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse", displayName: nil))
+        let session = try #require(first.session)
+        #expect(session.user.id == first.user.id)
+        _ = try await h.authenticated(session)  // a real session: it works at once
+        let again = try await h.bus.send(AuthInterface.SignUp(email: "ADA@example.com", password: "another horse", displayName: nil))
+        let decoy = try #require(again.session, "the same shape as a new account's reply")
+        #expect(again.user.id != first.user.id && decoy.user.id == again.user.id)
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: decoy.accessToken)) }
+        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: decoy.refreshToken)) }
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_sessions") == 1, "the decoy was never stored")
+    }
+
+    @Test func withVerificationRequiredSignUpOpensNoSession() async throws {
+        let (h, _) = try await PluginHarness.withIdentity { $0.requireVerifiedEmail = true }
+        let reply = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse", displayName: nil))
+        #expect(reply.session == nil)
+        let taken = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "another horse", displayName: nil))
+        #expect(taken.session == nil)
+        #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_sessions") == 0)
+    }
+}

@@ -246,6 +246,10 @@ def call_checks(api, token, other_token):
     status, _, reply = api.call("io.appd.Auth.SignUp", {"email": "first@example.com", "password": PASSWORD}, headers={"X-Forwarded-For": "10.55.0.1"})
     check("an email taken: answered as a new account (200, a user), no EmailTaken to enumerate with",
           status == 200 and reply.get("user", {}).get("email") == "first@example.com", f"{status} {reply}")
+    decoy = (reply.get("session") or {}).get("accessToken", "")
+    check("with a session of the same shape as a new account's", bool(decoy) and reply["session"].get("user", {}).get("id") == reply["user"]["id"], f"{reply}")
+    status, _, used = api.call("io.appd.Auth.WhoAmI", {}, decoy)
+    check("which leads nowhere: 401 at its first use", status == 401, f"{status} {used}")
     for method in ["io.appd.Daemon.Status", "io.appd.Daemon.Shutdown", "io.appd.Auth.ListUsers", "io.appd.Payments.Grant", "io.appd.Bus.Publish",
                    "io.appd.Auth.IssueResetToken", "io.appd.Auth.Authenticate", "org.varlink.service.GetInfo", "io.appd.Nope.Nothing"]:
         status, _, reply = api.call(method, {}, token)

@@ -29,10 +29,12 @@ enum AuthInterface {
           user: User
         )
 
-        # Creates an account. The password needs 8 to 1024 bytes and must differ from the email.
-        # An email that already has an account is answered the same way (a user that leads
-        # nowhere: signing in needs that account's password) and its owner is told
-        # (auth.signUpRepeated), so sign-up tells nobody which emails have accounts.
+        # Creates an account and signs in to it (session; none while requireVerifiedEmail is on:
+        # sign in once the email is verified). The password needs 8 to 1024 bytes and must differ
+        # from the email. An email that already has an account is answered the same way — a user
+        # and a session of the same shape that lead nowhere (the session fails at its first use;
+        # signing in needs that account's password) — and its owner is told
+        # (auth.signUpRepeated), so the reply tells nobody which emails have accounts.
         method SignUp(
           # The address to sign in with (unique, any case).
           email: string,
@@ -40,7 +42,7 @@ enum AuthInterface {
           password: string,
           # The name to show (up to 100 characters).
           displayName: ?string
-        ) -> (user: User)
+        ) -> (user: User, session: ?Session)
 
         # Checks an email and password against the sign-up rules without creating anything (a
         # form can say what is wrong before asking again); says nothing about existing accounts.
@@ -247,7 +249,7 @@ enum AuthInterface {
 
     struct SignUp: Command {
         static let method = "io.appd.Auth.SignUp"
-        typealias Reply = UserReply
+        typealias Reply = SignUpReply
         var email: String
         var password: String
         var displayName: String?
@@ -459,6 +461,10 @@ enum AuthInterface {
     }
 
     struct UserReply: Codable, Sendable { var user: User }
+    struct SignUpReply: Codable, Sendable {
+        var user: User
+        var session: Session?
+    }
     struct SessionReply: Codable, Sendable { var session: Session }
 }
 

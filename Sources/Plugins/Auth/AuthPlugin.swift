@@ -73,7 +73,7 @@ public struct AuthPlugin: Plugin {
         let service = service(context.database, streams: context.bus.sessionStreams)
         let bus = context.bus
         try bus.register(AuthInterface.SignUp.self) { command, envelope in
-            .init(user: try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope))
+            try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope)
         }
         try bus.register(AuthInterface.CheckSignUp.self) { command, _ in
             let email = try AuthValidation.email(command.email)

@@ -81,7 +81,12 @@ public struct AuthService: Sendable {
     /// reply shape, a fresh id that leads nowhere — and its owner is told instead
     /// (`auth.signUpRepeated`), so sign-up tells nobody which emails have accounts (security
     /// review finding 10). Signing in then fails for whoever does not know the password.
-    func signUp(email rawEmail: String, password: String, displayName: String?, causedBy cause: (any Cause)?) async throws -> User {
+    /// With `requireVerifiedEmail` off the reply carries a session: a real one for a new
+    /// account, and for a taken email a decoy of the same shape (fresh random tokens that were
+    /// never stored, so they fail at their first use) — the reply still tells nothing.
+    func signUp(email rawEmail: String, password: String, displayName: String?, causedBy cause: (any Cause)?) async throws
+        -> AuthInterface.SignUpReply
+    {
         let email = try AuthValidation.email(rawEmail)
         try AuthValidation.password(password, email: email)
         let name = try AuthValidation.displayName(displayName)
@@ -93,8 +98,18 @@ public struct AuthService: Sendable {
             id: id, email: email, passwordHash: hash, displayName: name, verification: verification, now: now,
             noticeWindow: Self.nanoseconds(options.noticeWindow), causedBy: cause)
         {
-        case .created(let record): return record.user
-        case .taken: return User(id: id, email: email, displayName: name, onboarded: false, emailVerified: false, guest: false, createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
+        case .created(let record):
+            guard !options.requireVerifiedEmail else { return .init(user: record.user, session: nil) }
+            return .init(user: record.user, session: try await openSession(for: record, family: try SecretToken.generate(), openedBy: nil, causedBy: cause))
+        case .taken:
+            let user = User(
+                id: id, email: email, displayName: name, onboarded: false, emailVerified: false, guest: false,
+                createdAt: WallTime(nanosecondsSinceEpoch: now).rfc3339)
+            guard !options.requireVerifiedEmail else { return .init(user: user, session: nil) }
+            let decoy = Session(
+                accessToken: try SecretToken.generate(), refreshToken: try SecretToken.generate(),
+                expiresAt: WallTime(nanosecondsSinceEpoch: now + Self.nanoseconds(options.accessTokenLifetime)).rfc3339, user: user)
+            return .init(user: user, session: decoy)
         }
     }
 

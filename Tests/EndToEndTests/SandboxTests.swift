@@ -134,9 +134,10 @@ import TestSupport
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    /// A sandbox bwrap cannot set up (as root: a read-only path the plugin's uid cannot reach)
-    /// fails with bwrap's own reason in `appctl plugins`, not only an exit status.
-    @Test(.enabled(if: getuid() == 0)) func whyBwrapCouldNotSetUpTheSandboxIsShown() async throws {
+    /// A read-only path the plugin's uid cannot reach (as root: under a 0700 directory) is found
+    /// before bwrap is started: the plugin fails at once with the path in the way and the fix in
+    /// `appctl plugins`, not with bwrap's "Can't find source path … Permission denied".
+    @Test(.enabled(if: getuid() == 0)) func aPathThePluginCannotReachIsExplainedBeforeItStarts() async throws {
         let dir = try Self.newDirectory()
         let hidden = dir + "/private"
         try FileManager.default.createDirectory(atPath: hidden + "/runtime", withIntermediateDirectories: true)
@@ -147,9 +148,12 @@ import TestSupport
         var status: [String: Any] = [:]
         _ = try await eventually(timeout: .seconds(20)) {
             status = try await Self.status(daemon, "hostile")
-            return (status["lastError"] as? String ?? "").contains("bwrap: ")
+            return status["state"] as? String == "failed"
         }
-        #expect((status["lastError"] as? String ?? "").contains("Permission denied"), "\(status)")
+        let reason = status["lastError"] as? String ?? ""
+        #expect(reason.contains("its read-only path \(hidden)/runtime is out of its reach: \(hidden) is 700"), "\(status)")
+        #expect(reason.contains("chmod o+x \(hidden)") && !reason.contains("bwrap: "), "\(status)")
+        #expect(status["restarts"] as? Int == 0, "a fix is needed, not a restart: \(status)")
         #expect(await daemon.stop() == 0)
     }
 

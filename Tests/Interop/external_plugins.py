@@ -71,6 +71,77 @@ def outbox(sock_path):
     return reply.get("parameters", {}).get("messages", [])
 
 
+def plugin_status(sock_path, name):
+    for plugin in call(sock_path, "io.appd.Daemon.Plugins")["parameters"]["plugins"]:
+        if plugin["name"] == name:
+            return plugin
+    return {}
+
+
+def explained_failures(appd, root, directory):
+    """Issue 35 item 1: a plugin that cannot start says why, naming the path and the fix.
+    Copies of the mailer, each broken the way a newcomer broke it: its virtualenv under a 0700
+    directory (root's home), a virtualenv whose python lives where the sandbox shows nothing
+    (pyenv's), and a Python without the varlink package (its last line on stderr)."""
+    if os.getuid() != 0:
+        print("skip explained failures: appd gives plugins uids of their own only as root")
+        return
+    base = os.path.join(directory, "explained")
+    plugins = os.path.join(base, "data", "plugins")
+    os.makedirs(plugins)
+    os.chmod(base, 0o755)
+    private = os.path.join(base, "private")  # like /root: 0700
+    os.makedirs(os.path.join(private, "venv", "bin"))
+    os.chmod(private, 0o700)
+    outside = os.path.join(base, "pyenv", "versions", "3.12", "bin")  # shown to no plugin
+    os.makedirs(outside)
+    shutil.copy("/usr/bin/python3", os.path.join(outside, "python3.12"))
+    venv = os.path.join(base, "venv-elsewhere")
+    os.makedirs(os.path.join(venv, "bin"))
+    os.symlink(os.path.join(outside, "python3.12"), os.path.join(venv, "bin", "python3"))
+    for path in (base + "/pyenv", base + "/pyenv/versions", base + "/pyenv/versions/3.12", outside, venv, venv + "/bin"):
+        os.chmod(path, 0o755)
+    cases = {
+        "private-venv": ({"readOnlyPaths": [os.path.join(private, "venv")]}, None),
+        "elsewhere-venv": ({"readOnlyPaths": [venv]}, os.path.join(venv, "bin") + ":/usr/bin:/bin"),
+        "no-varlink": ({}, "/usr/bin:/bin"),
+    }
+    for name, (sandbox, _) in cases.items():
+        folder = os.path.join(plugins, name)
+        shutil.copytree(os.path.join(root, "contrib", "plugins", "mailer"), folder)
+        with open(os.path.join(folder, "plugin.json")) as f:
+            manifest = json.load(f)
+        manifest.update({"name": name, "interfaces": [f"io.appd.examples.Mailer{len(name)}"], "requirements": {}, "sandbox": sandbox,
+                         "restart": {"policy": "never"}})
+        if name == "elsewhere-venv":
+            manifest["environment"] = ["PATH"]
+        with open(os.path.join(folder, "plugin.json"), "w") as f:
+            json.dump(manifest, f)
+    environment = dict(os.environ, PATH=cases["elsewhere-venv"][1])
+    environment.pop("PYTHONPATH", None)
+    environment.pop("VIRTUAL_ENV", None)
+    sock_path = os.path.join(base, "appd.sock")
+    proc = subprocess.Popen([appd, "--socket", sock_path, "--data-dir", os.path.join(base, "data"), "--log-level", "notice"],
+                            env=environment, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for("socket", lambda: os.path.exists(sock_path))
+        states = {name: wait_for(name, lambda name=name: plugin_status(sock_path, name).get("state") in ("failed", "stopped")
+                                  and plugin_status(sock_path, name)) or plugin_status(sock_path, name) for name in cases}
+        private_error = states["private-venv"].get("lastError", "")
+        check("a virtualenv under a 0700 directory: lastError names it and the fix",
+              f"{private} is 700" in private_error and "move it out from under" in private_error, private_error)
+        elsewhere_error = states["elsewhere-venv"].get("lastError", "")
+        check("a virtualenv whose python the sandbox does not show: lastError names both and the fix",
+              os.path.join(outside, "python3.12") in elsewhere_error and "which the sandbox does not show" in elsewhere_error
+              and "python3 -m venv" in elsewhere_error, elsewhere_error)
+        missing_error = states["no-varlink"].get("lastError", "")
+        check("a Python without the package: lastError carries its last line on stderr",
+              "its last output: ModuleNotFoundError: No module named 'varlink'" in missing_error, missing_error)
+    finally:
+        call(sock_path, "io.appd.Daemon.Shutdown")
+        proc.communicate(timeout=30)
+
+
 def main():
     appd, root = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as directory:
@@ -183,6 +254,7 @@ def main():
                 with open(path, "rb") as f:
                     database += f.read()
         check("no reset token in appd's database files", token is None or token.encode() not in database)
+        explained_failures(appd, root, directory)
     finish()
 
 

@@ -24,6 +24,14 @@ extension ExternalPlugin {
             }
             try PluginUIDs.own(data, uid: assigned)
             uid = assigned
+            let readOnly = settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths
+            let check = SandboxPathCheck(uid: assigned, gid: assigned, visible: PluginSandbox.systemPaths + readOnly + [discovered.folder])
+            if let problem = check.problem(
+                folder: discovered.folder, data: data, readOnly: readOnly, executable: discovered.executable,
+                environment: environment(data: data, socket: PluginSandbox.socketInside))
+            {
+                throw PluginStartError(problem, permanent: true)
+            }
             limits.append((appd_rlimit_nproc(), UInt64(manifest.sandbox.limits.processes)))
         }
         door?.close()

@@ -212,7 +212,9 @@ actor ExternalPlugin {
 
     private func exited(generation: Int, status: Int32) async {
         guard generation == self.generation else { return }
-        let description = [process?.describe(status) ?? PluginProcess.describe(status), process?.sandboxError].compactMap { $0 }.joined(separator: ": ")
+        // Exited before it ever served: its last words on stderr say why (bwrap's, or its own).
+        let lastWords = process?.sandboxError ?? (state == .running ? nil : process?.lastErrorLine.map { "its last output: \($0)" })
+        let description = [process?.describe(status) ?? PluginProcess.describe(status), lastWords].compactMap { $0 }.joined(separator: ": ")
         process = nil
         pool?.shutdown()
         pool = nil

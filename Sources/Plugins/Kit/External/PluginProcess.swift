@@ -33,6 +33,8 @@ final class PluginProcess: Sendable {
 
     /// Why bwrap could not set its sandbox up, from what bwrap wrote, if it did.
     var sandboxError: String? { output.sandboxError.withLock { $0 } }
+    /// The last line the plugin wrote to stderr (control characters escaped, at most 300 characters).
+    var lastErrorLine: String? { output.lastErrorLine.withLock { $0 } }
 
     private init(pid: pid_t, sandboxed: Bool, output: PluginOutput) {
         self.pid = pid
@@ -236,6 +238,9 @@ final class PluginOutput: @unchecked Sendable {  // safe: only the loop thread t
     /// The last line bwrap itself wrote ("bwrap: Can't find source path …"): why a sandbox
     /// could not be set up, for `appctl plugins`. (The plugin's own output only goes to the log.)
     let sandboxError = Mutex<String?>(nil)
+    /// The last line on stderr: why a plugin that exits while starting did (a Python
+    /// traceback's last line, `ModuleNotFoundError: …`), for `appctl plugins` (admins only).
+    let lastErrorLine = Mutex<String?>(nil)
 
     init(name: String, stdout: Int32, stderr: Int32, logger: Logger) {
         self.name = name
@@ -284,6 +289,7 @@ final class PluginOutput: @unchecked Sendable {  // safe: only the loop thread t
         } else {
             logger.notice("[\(name)] \(text)", metadata: ["plugin": name, "stream": "stderr"])
             if text.hasPrefix("bwrap: ") { sandboxError.withLock { $0 = String(text.prefix(300)) } }
+            lastErrorLine.withLock { $0 = String(text.escapingControlCharacters().prefix(300)) }
         }
     }
 }

@@ -174,7 +174,7 @@ import TestSupport
         let granted = try await h.bus.send(PaymentsInterface.Grant(email: "ADA@example.com", entitlement: "pro", expiresAt: nil, reason: "beta tester"), as: h.admin)
         #expect(granted.entitlement.active && granted.entitlement.source == "admin" && granted.entitlement.expiresAt == nil)
         _ = try await h.bus.send(ProOnly(), as: caller)
-        let revoked = try await h.bus.send(PaymentsInterface.Revoke(email: "ada@example.com", entitlement: "pro", reason: "beta over"), as: h.admin)
+        let revoked = try await h.bus.send(PaymentsInterface.Revoke(email: "ada@example.com", entitlement: "pro", reason: "beta over", includePaid: nil), as: h.admin)
         #expect(!revoked.entitlement.active)
         await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }
         let audit = try await h.database.read { try $0.query("SELECT action, reason, actor FROM payments_grants ORDER BY seq") }
@@ -182,6 +182,33 @@ import TestSupport
         #expect(audit.map { $0.text("reason") } == ["beta tester", "beta over"])
         #expect(audit.allSatisfy { $0.text("actor")?.hasPrefix("uid=\(getuid())") == true })
         #expect(revoked.entitlement.history.map(\.change) == ["granted", "revoked"])
+        await h.database.close()
+    }
+
+    /// Issue 35 item 3: revoking ends an administrator's grant, not what the user pays for,
+    /// unless asked to, and says which it ended; a later restore agrees.
+    @Test func revokeEndsTheAdminGrantAndAPaidSourceOnlyWhenAskedAndSaysWhich() async throws {
+        let h = try await Harness.make()
+        let (caller, userID) = try await h.user("ada@example.com", onboarded: false).identity
+        let now = h.clock.now.nanosecondsSinceEpoch / 1_000_000
+        _ = try await h.revenueCat("INITIAL_PURCHASE", id: "rc-1", user: userID, atMillis: now - 1000, expiresMillis: now + 86_400_000)
+        _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "beta tester"), as: h.admin)
+        let first = try await h.bus.send(PaymentsInterface.Revoke(email: "ada@example.com", entitlement: "pro", reason: "beta over", includePaid: nil), as: h.admin)
+        #expect(first.revoked == ["admin"])
+        #expect(first.entitlement.active, "the paid subscription still grants it")
+        _ = try await h.bus.send(ProOnly(), as: caller)
+        let again = try await h.bus.send(PaymentsInterface.Revoke(email: "ada@example.com", entitlement: "pro", reason: "twice", includePaid: false), as: h.admin)
+        #expect(again.revoked.isEmpty && again.entitlement.active)
+        // A restore replays the audit trail the same way: the paid source stays.
+        _ = try await h.bus.send(PaymentsInterface.Restore(), as: caller)
+        #expect(try await h.pro(caller)?.active == true)
+        let paid = try await h.bus.send(PaymentsInterface.Revoke(email: "ada@example.com", entitlement: "pro", reason: "refunded by hand", includePaid: true), as: h.admin)
+        #expect(paid.revoked == ["revenuecat"] && !paid.entitlement.active)
+        await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }
+        _ = try await h.bus.send(PaymentsInterface.Restore(), as: caller)
+        #expect(try await h.pro(caller)?.active != true, "the restore replays the revoke of every source")
+        let scopes = try await h.database.read { try $0.query("SELECT scope FROM payments_grants WHERE action = 'revoke' ORDER BY seq") }.compactMap { $0.text("scope") }
+        #expect(scopes == ["admin", "admin", "all"])
         await h.database.close()
     }
 

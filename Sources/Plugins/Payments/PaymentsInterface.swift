@@ -64,8 +64,18 @@ enum PaymentsInterface {
         # Admin: grants an entitlement until expiresAt (RFC 3339), or for good.
         method Grant(email: string, entitlement: string, expiresAt: ?string, reason: string) -> (entitlement: Entitlement)
 
-        # Admin: revokes an entitlement from every source.
-        method Revoke(email: string, entitlement: string, reason: string) -> (entitlement: Entitlement)
+        # Admin: ends an administrator's grant of the entitlement. A provider-paid source (a
+        # subscription the user pays for) is ended only with includePaid. The reply names the
+        # sources it ended (none: nothing was granting it that way) and the entitlement as it
+        # stands after — still active when a paid source remains.
+        method Revoke(
+          email: string,
+          entitlement: string,
+          # Goes into the audit trail.
+          reason: string,
+          # Also end what providers granted (a refund handled outside the provider, say).
+          includePaid: ?bool
+        ) -> (entitlement: Entitlement, revoked: []string)
 
         # Admin: another user's entitlements and meters.
         method UserStatus(email: string) -> (userId: string, entitlements: []Entitlement, meters: []Meter)
@@ -127,10 +137,16 @@ enum PaymentsInterface {
     struct Revoke: Command {
         static let method = "io.appd.Payments.Revoke"
         static var requirements: [Requirement] { [.admin] }
-        typealias Reply = EntitlementReply
+        typealias Reply = RevokeReply
         var email: String
         var entitlement: String
         var reason: String
+        var includePaid: Bool?
+    }
+    struct RevokeReply: Codable, Sendable {
+        var entitlement: Entitlement
+        /// The sources whose grant ended (`admin`, `stripe`, `revenuecat`).
+        var revoked: [String]
     }
     struct UserStatus: Command {
         static let method = "io.appd.Payments.UserStatus"

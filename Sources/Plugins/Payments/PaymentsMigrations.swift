@@ -72,5 +72,10 @@ enum PaymentsMigrations {
               PRIMARY KEY (provider, customer_id)
             );
             """),
+        // What a revoke ends: 'admin' (an administrator's grant only, the default from now on)
+        // or 'all' (every source, paid ones too; what every earlier revoke did).
+        Migration(plugin: "payments", version: 2, sql: """
+            ALTER TABLE payments_grants ADD COLUMN scope TEXT NOT NULL DEFAULT 'all';
+            """),
     ]
 }

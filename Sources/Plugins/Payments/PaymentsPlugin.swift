@@ -67,7 +67,8 @@ public struct PaymentsPlugin: Plugin {
             .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
         }
         try bus.register(PaymentsInterface.Revoke.self) { c, envelope in
-            .init(entitlement: try await service.revoke(email: c.email, entitlement: c.entitlement, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
+            try await service.revoke(
+                email: c.email, entitlement: c.entitlement, reason: c.reason, includePaid: c.includePaid ?? false, actor: Self.actor(envelope), causedBy: envelope)
         }
         try bus.register(PaymentsInterface.UserStatus.self) { c, _ in
             let user = try await service.accountID(email: c.email)

@@ -92,15 +92,25 @@ struct PaymentsRepository: Sendable {
     }
 
     /// Ends the entitlement from every source.
-    func revoke(user: String, entitlement: String, reason: String, actor: String, now: Int64, causedBy cause: (any Cause)?) async throws {
+    /// Ends the administrator's grant of `entitlement` — and, with `includePaid`, every
+    /// provider's too — recorded in the audit trail; returns the sources that were granting it
+    /// and no longer do.
+    func revoke(user: String, entitlement: String, reason: String, actor: String, includePaid: Bool, now: Int64, causedBy cause: (any Cause)?)
+        async throws -> [String]
+    {
         try await database.write { tx in
             try tx.execute(
-                "INSERT INTO payments_grants (user_id, entitlement, action, expires_at, reason, actor, at) VALUES (?, ?, 'revoke', NULL, ?, ?, ?)",
-                [.text(user), .text(entitlement), .text(reason), .text(actor), .integer(now)])
+                """
+                INSERT INTO payments_grants (user_id, entitlement, action, expires_at, reason, actor, at, scope) VALUES (?, ?, 'revoke', NULL, ?, ?, ?, ?)
+                """,
+                [.text(user), .text(entitlement), .text(reason), .text(actor), .integer(now), .text(includePaid ? "all" : "admin")])
             let store = EntitlementStore(tx: tx, now: now, cause: cause)
-            for row in try store.rows(user) where row.entitlement == entitlement {
+            var ended: [String] = []
+            for row in try store.rows(user) where row.entitlement == entitlement && (includePaid || row.source == "admin") {
+                if store.grants(row) { ended.append(row.source) }
                 try store.end(user, entitlement, source: row.source, time: max(now, row.lastEventTime), change: "revoked", reference: reason)
             }
+            return ended.sorted()
         }
     }
 
@@ -139,7 +149,8 @@ struct PaymentsRepository: Sendable {
                     if row.text("action") == "grant" {
                         try quiet.activate(user, entitlement, source: "admin", product: nil, expiresAt: row.integer("expires_at"), willRenew: false, time: time, reference: reason)
                     } else {
-                        for existing in try quiet.rows(user) where existing.entitlement == entitlement {
+                        let everySource = row.text("scope") != "admin"
+                        for existing in try quiet.rows(user) where existing.entitlement == entitlement && (everySource || existing.source == "admin") {
                             try quiet.end(user, entitlement, source: existing.source, time: max(time, existing.lastEventTime), change: "revoked", reference: reason)
                         }
                     }

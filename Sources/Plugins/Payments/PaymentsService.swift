@@ -78,12 +78,18 @@ struct PaymentsService: Sendable {
         return try await current(user: user, entitlement)
     }
 
-    func revoke(email: String, entitlement: String, reason: String, actor: String, causedBy cause: (any Cause)?) async throws -> Entitlement {
+    /// Ends an administrator's grant; provider-paid sources only with `includePaid`. The reply
+    /// says which sources it ended, and the entitlement as it stands after (still active when a
+    /// paid source remains).
+    func revoke(email: String, entitlement: String, reason: String, includePaid: Bool, actor: String, causedBy cause: (any Cause)?) async throws
+        -> PaymentsInterface.RevokeReply
+    {
         try checkEntitlement(entitlement)
         let reason = try Self.reason(reason)
         let user = try await accountID(email: email)
-        try await repository.revoke(user: user, entitlement: entitlement, reason: reason, actor: actor, now: now, causedBy: cause)
-        return try await current(user: user, entitlement)
+        let ended = try await repository.revoke(
+            user: user, entitlement: entitlement, reason: reason, actor: actor, includePaid: includePaid, now: now, causedBy: cause)
+        return .init(entitlement: try await current(user: user, entitlement), revoked: ended)
     }
 
     static func reason(_ raw: String) throws(PaymentsError) -> String {

@@ -34,7 +34,7 @@ enum PaymentsCommand {
             }
             return ExitCode.ok
         case "grant", "revoke":
-            let flags = try Flags(rest, accepting: [PaymentsCommand.reason, PaymentsCommand.until], command: "payments")
+            let flags = try Flags(rest, accepting: [PaymentsCommand.reason, PaymentsCommand.until, PaymentsCommand.includePaid], command: "payments")
             guard flags.positionals.count == 2 else { throw .usage("payments \(verb) needs EMAIL and ENTITLEMENT", command: "payments") }
             guard let reason = flags.value("--reason") else { throw .usage("payments \(verb) needs --reason (it goes into the audit trail)", command: "payments") }
             var parameters: [String: JSONValue] = [
@@ -42,8 +42,19 @@ enum PaymentsCommand {
             ]
             if verb == "grant", let until = flags.value("--until") { parameters["expiresAt"] = .string(until) }
             if verb == "revoke", flags.value("--until") != nil { throw .usage("--until is for grant", command: "payments") }
+            if verb == "grant", flags.switches.contains("--include-paid") { throw .usage("--include-paid is for revoke", command: "payments") }
+            if verb == "revoke", flags.switches.contains("--include-paid") { parameters["includePaid"] = true }
             let reply = try context.call(verb == "grant" ? "io.appd.Payments.Grant" : "io.appd.Payments.Revoke", .object(parameters))
-            if context.options.json { context.output.reply(reply) } else if let entitlement = reply["entitlement"] { print(line(entitlement)) }
+            if context.options.json {
+                context.output.reply(reply)
+            } else {
+                if verb == "revoke", case .array(let ended)? = reply["revoked"] {
+                    let names = ended.compactMap(\.stringValue)
+                    let which = flags.switches.contains("--include-paid") ? "grant" : "administrator's grant (--include-paid ends a provider's too)"
+                    print(names.isEmpty ? "nothing revoked: no active \(which) of \(flags.positionals[1])" : "revoked \(flags.positionals[1]) from: \(names.joined(separator: ", "))")
+                }
+                if let entitlement = reply["entitlement"] { print(line(entitlement)) }
+            }
             return ExitCode.ok
         case "user":
             let flags = try Flags(rest, command: "payments")
@@ -116,6 +127,7 @@ enum PaymentsCommand {
 extension PaymentsCommand {
     static let reason = CommandOption("--reason", value: "text", "(grant, revoke) Why; kept in the audit trail.")
     static let until = CommandOption("--until", value: "time", "(grant) When it ends, RFC 3339; default: never.")
+    static let includePaid = CommandOption("--include-paid", "(revoke) Also end what a provider granted (by default only an administrator's grant ends).")
     static let provider = CommandOption("--provider", value: "name", "(webhook) revenuecat or stripe.")
     static let header = CommandOption("--header", value: "K=V", "(webhook) A header of the delivery; repeat for several.")
 }

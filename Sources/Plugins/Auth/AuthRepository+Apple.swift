@@ -48,10 +48,6 @@ extension AuthRepository {
         }
     }
 
-    func pendingRevocations() async throws -> Int {
-        Int(try await database.read { try $0.query("SELECT COUNT(*) AS n FROM auth_token_revocations").first?.integer("n") } ?? 0)
-    }
-
     /// What a provider's notification did.
     enum NotificationOutcome: Sendable, Equatable {
         case applied(userID: String)

@@ -32,9 +32,6 @@ struct IdTokenVerifier: Sendable {
         self.keys = keys
     }
 
-    /// Key fetches made for `provider` so far.
-    func fetches(_ provider: IdentityProvider) async -> Int { await keys[provider]?.fetches ?? 0 }
-
     /// The identity in `token`, or the reason it is refused. `rawNonce` is the nonce the app
     /// generated; the token must carry its SHA-256 in lowercase hex.
     func verify(_ token: String, provider: IdentityProvider, rawNonce: String?, now: Int64) async throws(AuthError) -> VerifiedIdentity {

@@ -19,14 +19,6 @@ public enum IdentityProvider: String, Sendable, CaseIterable, Hashable {
         case .google: "https://www.googleapis.com/oauth2/v3/certs"
         }
     }
-
-    /// What a person calls it.
-    var displayName: String {
-        switch self {
-        case .apple: "Sign in with Apple"
-        case .google: "Google Sign-In"
-        }
-    }
 }
 
 /// One provider's settings. A provider with no audience is off: its tokens are refused with

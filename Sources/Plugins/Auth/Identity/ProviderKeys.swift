@@ -26,8 +26,6 @@ actor ProviderKeys {
     private var expiresAt: Int64 = 0
     private var lastAttempt: Int64?
     private var inFlight: Task<Void, Never>?
-    /// Fetches made (for tests and the note's claim that a warm cache makes none).
-    private(set) var fetches = 0
 
     init(provider: IdentityProvider, options: IdentityOptions, fetch: @escaping Fetch) {
         self.provider = provider
@@ -63,7 +61,6 @@ actor ProviderKeys {
     /// failure) is in place. A failure keeps the last good set.
     private func refresh(now: Int64) async {
         lastAttempt = now
-        fetches += 1
         let task = Task { await self.fetchAndInstall(now: now) }
         inFlight = task
         await task.value

@@ -38,35 +38,26 @@ struct SessionGate: Gate {
     }
 }
 
-/// `.onboarded` needs the account's persisted onboarding completion (as resolved just now by
-/// the session gate).
-struct OnboardingGate: Gate {
-    var name: String { "onboarding" }
+/// A requirement about the signed-in account's standing, read from the principal the session
+/// gate resolved just now: `.onboarded` (onboarding completed) and `.verifiedEmail`.
+struct AccountStandingGate: Gate {
+    let name: String
+    let requirement: Requirement
+    let holds: @Sendable (Principal) -> Bool
+    let refusal: AuthError
 
-    func covers(_ requirement: Requirement) -> Bool { requirement == .onboarded }
+    static let onboarding = AccountStandingGate(name: "onboarding", requirement: .onboarded, holds: { $0.onboarded }, refusal: .onboardingRequired)
+    static let verifiedEmail = AccountStandingGate(
+        name: "verifiedEmail", requirement: .verifiedEmail, holds: { $0.emailVerified }, refusal: .emailNotVerified)
 
-    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.onboarded) }
+    func covers(_ requirement: Requirement) -> Bool { requirement == self.requirement }
 
-    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        guard applies(to: envelope) else { return try await next(envelope) }
-        guard let principal = envelope.caller.principal else { throw AuthError.unauthenticated }
-        guard principal.onboarded else { throw AuthError.onboardingRequired }
-        return try await next(envelope)
-    }
-}
-
-/// `.verifiedEmail` needs the account's email verified (as resolved just now by the session gate).
-struct VerifiedEmailGate: Gate {
-    var name: String { "verifiedEmail" }
-
-    func covers(_ requirement: Requirement) -> Bool { requirement == .verifiedEmail }
-
-    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.verifiedEmail) }
+    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(requirement) }
 
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         guard applies(to: envelope) else { return try await next(envelope) }
         guard let principal = envelope.caller.principal else { throw AuthError.unauthenticated }
-        guard principal.emailVerified else { throw AuthError.emailNotVerified }
+        guard holds(principal) else { throw refusal }
         return try await next(envelope)
     }
 }

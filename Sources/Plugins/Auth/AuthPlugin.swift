@@ -66,7 +66,7 @@ public struct AuthPlugin: Plugin {
     }
 
     public func gates(database: any Database) -> [any Gate] {
-        [SessionGate(service: service(database)), OnboardingGate(), VerifiedEmailGate()]
+        [SessionGate(service: service(database)), AccountStandingGate.onboarding, AccountStandingGate.verifiedEmail]
     }
 
     public func start(_ context: PluginContext) async throws {

@@ -262,61 +262,6 @@ enum AuthInterface {
         var password: String
     }
 
-    struct SignInWithIdToken: Command {
-        static let method = "io.appd.Auth.SignInWithIdToken"
-        typealias Reply = IdTokenSession
-        var provider: String
-        var idToken: String
-        var nonce: String?
-        var fullName: String?
-        var authorizationCode: String?
-    }
-
-    struct IdTokenSession: Codable, Sendable {
-        var session: Session
-        var created: Bool
-    }
-
-    struct SignInAnonymously: Command {
-        static let method = "io.appd.Auth.SignInAnonymously"
-        typealias Reply = SessionReply
-    }
-
-    struct UpgradeGuest: Command {
-        static let method = "io.appd.Auth.UpgradeGuest"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = UserReply
-        var email: String
-        var password: String
-    }
-
-    struct ListIdentities: Command {
-        static let method = "io.appd.Auth.ListIdentities"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = IdentityList
-    }
-
-    struct IdentityList: Codable, Sendable { var identities: [Identity] }
-
-    struct LinkIdentity: Command {
-        static let method = "io.appd.Auth.LinkIdentity"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = IdentityReply
-        var provider: String
-        var idToken: String
-        var nonce: String?
-        var authorizationCode: String?
-    }
-
-    struct IdentityReply: Codable, Sendable { var identity: Identity }
-
-    struct UnlinkIdentity: Command {
-        static let method = "io.appd.Auth.UnlinkIdentity"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = Empty
-        var provider: String
-    }
-
     struct Authenticate: Command {
         static let method = "io.appd.Auth.Authenticate"
         typealias Reply = UserReply
@@ -401,31 +346,6 @@ enum AuthInterface {
         var newPassword: String
     }
 
-    struct RequestEmailVerification: Command {
-        static let method = "io.appd.Auth.RequestEmailVerification"
-        typealias Reply = Empty
-        var email: String
-    }
-
-    struct IssueVerificationToken: Command {
-        static let method = "io.appd.Auth.IssueVerificationToken"
-        static let requirements: [Requirement] = [.capability("auth.verificationTokens")]
-        typealias Reply = IssuedVerificationToken
-        var requestId: String
-    }
-
-    struct IssuedVerificationToken: Codable, Sendable {
-        var verificationToken: String
-        var email: String
-        var expiresAt: String
-    }
-
-    struct VerifyEmail: Command {
-        static let method = "io.appd.Auth.VerifyEmail"
-        typealias Reply = Empty
-        var verificationToken: String
-    }
-
     struct DeleteAccount: Command {
         static let method = "io.appd.Auth.DeleteAccount"
         static let requirements: [Requirement] = [.session]
@@ -466,42 +386,4 @@ enum AuthInterface {
         var session: Session?
     }
     struct SessionReply: Codable, Sendable { var session: Session }
-}
-
-/// An account as its owner sees it.
-public struct User: Codable, Sendable, Equatable {
-    public var id: String
-    public var email: String
-    public var displayName: String?
-    public var onboarded: Bool
-    public var emailVerified: Bool
-    public var guest: Bool
-    public var createdAt: String
-}
-
-/// An Apple or Google identity linked to an account.
-public struct Identity: Codable, Sendable, Equatable {
-    public var provider: String
-    public var email: String?
-    public var emailForwarding: Bool
-    public var linkedAt: String
-}
-
-/// The tokens of a session, returned once.
-public struct Session: Codable, Sendable {
-    public var accessToken: String
-    public var refreshToken: String
-    public var expiresAt: String
-    public var user: User
-}
-
-/// An account as an administrator sees it.
-public struct AccountSummary: Codable, Sendable, Equatable {
-    public var id: String
-    public var email: String
-    public var displayName: String?
-    public var onboarded: Bool
-    public var disabled: Bool
-    public var guest: Bool
-    public var createdAt: String
 }

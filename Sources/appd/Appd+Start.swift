@@ -63,7 +63,8 @@ extension Appd {
         let retention = EventLogRetention(
             log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
-        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, reload]
+        let keys = IdempotencyRetention(database: database, keep: .seconds(Int64(config.idempotencyKeyHours) * 3600))
+        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload]
         if let http { services.append(http) }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
@@ -164,7 +165,9 @@ extension Appd {
     static func connectBus(plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: any Database, teardown: Teardown) async -> EventBus {
         let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
         let limits = AccountLimitsGate(perMinute: config.accountCallsPerMinute, burst: config.accountCallBurst)
-        let gates = GateOrder.sorted([adminGate, PluginScopeGate(), limits] + enabled.flatMap { $0.gates(database: database) })
+        // A row without an outcome is "still running" for as long as the longest call may take.
+        let idempotency = IdempotencyGate(database: database, runningGrace: max(config.limits.callTimeout, config.http.callTimeout) * 2)
+        let gates = GateOrder.sorted([adminGate, PluginScopeGate(), limits, idempotency] + enabled.flatMap { $0.gates(database: database) })
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
         database.attach(bus: bus)
         // Subscribers get what was published before the database closes.
@@ -256,7 +259,7 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.guestIdleLifetime = .seconds(Int64(config.guestIdleDays) * 86_400)
             return try AuthPlugin(options: auth)
         },
-        UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser) },
+        UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser, tombstoneRetention: .seconds(Int64(config.tombstoneDays) * 86_400)) },
         UnavailablePlugin.build("payments") { PaymentsPlugin(options: config.payments) },
         UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
         UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },

@@ -35,7 +35,7 @@ public struct PluginHarness: Sendable {
         let plugins = try plugins(clock)
         let database = try await TestDatabase.open(path: path, bus: nil)
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
-        let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate()] + plugins.flatMap { $0.gates(database: database) }))
+        let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate(), IdempotencyGate(database: database)] + plugins.flatMap { $0.gates(database: database) }))
         database.attach(bus: bus)
         // As the plugin host does: each plugin's event types own their topics.
         for plugin in plugins { try bus.topics.register(plugin.manifest.events, publisher: plugin.manifest.name) }

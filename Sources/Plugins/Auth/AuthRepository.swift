@@ -207,6 +207,7 @@ struct AuthRepository: Sendable {
         try queueRevocations(tx, where: "user_id = ?", [.text(userID)], now: now)
         try tx.execute("DELETE FROM auth_users WHERE id = ?", [.text(userID)])
         try tx.redactEvents(about: userID)
+        try IdempotencyLog.erase(scope: IdempotencyLog.userScope(userID), in: tx)
         try tx.append(AccountDeleted(userId: userID), causedBy: cause)
     }
 

@@ -1,3 +1,4 @@
+import PluginKit
 import Storage
 
 /// The todos plugin's tables: one migration per schema version, applied in order by the
@@ -29,5 +30,11 @@ enum TodosMigrations {
             );
             INSERT INTO todos_counts (owner, n) SELECT owner, COUNT(*) FROM todos GROUP BY owner;
             """),
+        // Offline clients: a version per todo (every change raises it; a client's expected
+        // version that differs is a Conflict).
+        Migration(plugin: "todos", version: 3, sql: "ALTER TABLE todos ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"),
+        // The per-owner change feed (`Todos.Changes`): each todo's place on the event log's
+        // sequence, tombstones of deleted ones.
+        SQLiteTodosRepository.feed.migration(plugin: "todos", version: 4, existingOrder: "seq"),
     ]
 }

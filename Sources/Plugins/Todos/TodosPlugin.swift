@@ -12,10 +12,13 @@ public struct TodosPlugin: Plugin {
     let clock: @Sendable () -> WallTime
     /// Todos one account may hold (security review finding 9: storage per account is bounded).
     let maxTodosPerUser: Int
+    /// How long deleted todos' tombstones stay in the change feed.
+    let tombstoneRetention: Duration
 
-    public init(maxTodosPerUser: Int = 10_000, clock: @escaping @Sendable () -> WallTime = { .now() }) {
+    public init(maxTodosPerUser: Int = 10_000, tombstoneRetention: Duration = .seconds(90 * 86_400), clock: @escaping @Sendable () -> WallTime = { .now() }) {
         self.clock = clock
         self.maxTodosPerUser = max(1, maxTodosPerUser)
+        self.tombstoneRetention = tombstoneRetention
     }
 
     func service(_ database: any Database) -> TodosService {
@@ -27,42 +30,48 @@ public struct TodosPlugin: Plugin {
         let repository = service.repository
         let bus = context.bus
         try bus.register(TodosInterface.Add.self) { c, e in
-            .init(todo: try await service.add(owner: try owner(e), title: c.title, notes: c.notes, dueAt: c.dueAt, causedBy: e))
+            .init(todo: try await service.add(owner: try owner(e), title: c.title, notes: c.notes, dueAt: c.dueAt, id: c.id, causedBy: e))
         }
         try bus.register(TodosInterface.Get.self) { c, e in .init(todo: try await repository.get(owner: try owner(e), id: c.id)) }
         try bus.register(TodosInterface.List.self) { c, e in
             try await service.list(owner: try owner(e), filter: c.filter, cursor: c.cursor, limit: c.limit)
         }
         try bus.register(TodosInterface.Update.self) { c, e in
-            .init(todo: try await service.update(owner: try owner(e), id: c.id, title: c.title, notes: c.notes, dueAt: c.dueAt, causedBy: e))
+            .init(
+                todo: try await service.update(
+                    owner: try owner(e), id: c.id, title: c.title, notes: c.notes, dueAt: c.dueAt, expected: c.expectedVersion, causedBy: e))
         }
         try bus.register(TodosInterface.Complete.self) { c, e in
-            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: true, now: service.now, causedBy: e))
+            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: true, expected: c.expectedVersion, now: service.now, causedBy: e))
         }
         try bus.register(TodosInterface.Reopen.self) { c, e in
-            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: false, now: service.now, causedBy: e))
+            .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: false, expected: c.expectedVersion, now: service.now, causedBy: e))
         }
         try bus.register(TodosInterface.Delete.self) { c, e in
-            try await repository.delete(owner: try owner(e), id: c.id, causedBy: e)
+            try await repository.delete(owner: try owner(e), id: c.id, expected: c.expectedVersion, now: service.now, causedBy: e)
             return Empty()
         }
         try bus.register(TodosInterface.ClearCompleted.self) { _, e in
-            .init(deleted: try await repository.clearCompleted(owner: try owner(e), causedBy: e))
+            .init(deleted: try await repository.clearCompleted(owner: try owner(e), now: service.now, causedBy: e))
         }
+        try bus.register(TodosInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
     }
 
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = service(context.database).repository
+        // Deleted todos' tombstones are pruned after the retention.
+        let tombstones = ChangeFeedRetention(feed: SQLiteTodosRepository.feed, database: context.database, keep: tombstoneRetention, logger: context.logger)
         // A deleted account's todos go too, even if the account was deleted while this plugin
         // was stopped (durable consumer; deleting twice is harmless).
         do {
             return [
                 try DurableConsumer(name: "todos.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
                     deleted, _ in _ = try await repository.deleteAll(owner: deleted.userId)
-                }
+                },
+                tombstones,
             ]
         } catch {
-            return [FailedService(name: "todos.accountDeleted", error: error)]
+            return [FailedService(name: "todos.accountDeleted", error: error), tombstones]
         }
     }
 

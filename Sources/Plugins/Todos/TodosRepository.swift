@@ -1,5 +1,6 @@
 import Bus
 import Contracts
+import PluginKit
 import Storage
 
 /// The changes an Update asks for: nil leaves a field alone; for notes and dueAt, `.some(nil)`
@@ -12,22 +13,29 @@ struct TodoChanges: Sendable {
 
 /// The todos repository boundary: plugins' logic talks to this, never to SQL.
 protocol TodosRepository: Sendable {
-    /// Adds a todo unless the owner already holds `limit` (`QuotaExceeded`).
-    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int, causedBy cause: (any Cause)?) async throws -> Todo
+    /// Adds a todo unless the owner already holds `limit` (`QuotaExceeded`). With a client's
+    /// id (`clientChosen`), an existing todo of that id with the same content is returned as it
+    /// is, one with other content is a `Conflict`.
+    func add(owner: String, id: String, clientChosen: Bool, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int, causedBy cause: (any Cause)?) async throws -> Todo
     func get(owner: String, id: String) async throws -> Todo
     /// Todos after position `after`, oldest first, each with its position (the paging cursor).
     func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> [(position: Int64, todo: Todo)]
-    func update(owner: String, id: String, changes: TodoChanges, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
-    func setDone(owner: String, id: String, done: Bool, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
-    func delete(owner: String, id: String, causedBy cause: (any Cause)?) async throws
-    func clearCompleted(owner: String, causedBy cause: (any Cause)?) async throws -> Int
+    /// The changing methods take the version the client expects (nil: any): another is a `Conflict`.
+    func update(owner: String, id: String, changes: TodoChanges, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
+    func setDone(owner: String, id: String, done: Bool, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
+    func delete(owner: String, id: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws
+    func clearCompleted(owner: String, now: Int64, causedBy cause: (any Cause)?) async throws -> Int
     func deleteAll(owner: String) async throws -> Int
+    /// The owner's changes after `cursor` (nil: every todo), at most `limit`.
+    func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> TodosInterface.ChangePage
 }
 
 /// `TodosRepository` over the storage `Database`: owner-scoped queries (another user's todo
 /// is simply not found), events in the same transaction, retry when the database is busy.
 struct SQLiteTodosRepository: TodosRepository {
     let database: any Database
+    /// The per-owner change feed over the todos table (migration 3).
+    static let feed = ChangeFeed(table: "todos")
 
     static func todo(_ row: Row) -> Todo? {
         func time(_ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
@@ -35,7 +43,7 @@ struct SQLiteTodosRepository: TodosRepository {
         else { return nil }
         return Todo(
             id: id, title: title, notes: row.text("notes"), done: row.integer("done") == 1, dueAt: time("due_at"),
-            createdAt: created, updatedAt: updated, completedAt: time("completed_at"))
+            createdAt: created, updatedAt: updated, completedAt: time("completed_at"), version: row.integer("version") ?? 1)
     }
 
     /// The full id for an id or a unique prefix of it, among the owner's todos.
@@ -79,27 +87,6 @@ struct SQLiteTodosRepository: TodosRepository {
         return todo
     }
 
-    func add(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int, causedBy cause: (any Cause)?) async throws -> Todo {
-        try await retrying {
-            try await database.write { tx in
-                // Counted in the write, so concurrent adds cannot pass the quota together.
-                try Self.count(tx, owner: owner, by: 1)
-                let held = try tx.query("SELECT n FROM todos_counts WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
-                guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit) }
-                try tx.execute(
-                    "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [.text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now), .integer(now)])
-                // Built from what was just inserted: no need to read the row back.
-                let created = WallTime(nanosecondsSinceEpoch: now).rfc3339
-                let todo = Todo(
-                    id: id, title: title, notes: notes, done: false, dueAt: dueAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 },
-                    createdAt: created, updatedAt: created, completedAt: nil)
-                try tx.append(TodoCreated(todoId: todo.id, userId: owner, title: title), causedBy: cause)
-                return todo
-            }
-        }
-    }
-
     func get(owner: String, id: String) async throws -> Todo {
         try await retrying {
             try await database.read { tx in try Self.fetch(tx, seq: try Self.resolve(tx, owner: owner, id: id).seq) }
@@ -121,76 +108,20 @@ struct SQLiteTodosRepository: TodosRepository {
         }
     }
 
-    func update(owner: String, id: String, changes: TodoChanges, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo {
+    func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> TodosInterface.ChangePage {
         try await retrying {
-            try await database.write { tx in
-                let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
-                if let title = changes.title {
-                    try tx.execute("UPDATE todos SET title = ? WHERE seq = ?", [.text(title), .integer(seq)])
+            try await database.read { tx in
+                let page: ChangeFeed.Page
+                do {
+                    page = try Self.feed.page(tx, owner: owner, after: cursor, limit: limit)
+                } catch let stale as ChangeFeed.ResyncNeeded {
+                    throw TodosError.resyncRequired(stale.description)
                 }
-                if let notes = changes.notes {
-                    try tx.execute("UPDATE todos SET notes = ? WHERE seq = ?", [notes.map { .text($0) } ?? .null, .integer(seq)])
+                let changes = page.entries.map { entry in
+                    let todo = entry.row.flatMap(Self.todo)
+                    return TodoChange(seq: entry.seq, id: entry.id, deleted: todo == nil, todo: todo)
                 }
-                if let due = changes.dueAt {
-                    try tx.execute("UPDATE todos SET due_at = ? WHERE seq = ?", [due.map { .integer($0) } ?? .null, .integer(seq)])
-                }
-                try tx.execute("UPDATE todos SET updated_at = ? WHERE seq = ?", [.integer(now), .integer(seq)])
-                try tx.append(TodoUpdated(todoId: full, userId: owner), causedBy: cause)
-                return try Self.fetch(tx, seq: seq)
-            }
-        }
-    }
-
-    func setDone(owner: String, id: String, done: Bool, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo {
-        try await retrying {
-            try await database.write { tx in
-                let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
-                let changed = try tx.execute(
-                    "UPDATE todos SET done = ?, completed_at = ?, updated_at = ? WHERE seq = ? AND done = ?",
-                    [.integer(done ? 1 : 0), done ? .integer(now) : .null, .integer(now), .integer(seq), .integer(done ? 0 : 1)])
-                // Completing a completed todo changes nothing and publishes nothing.
-                if changed > 0 {
-                    if done {
-                        try tx.append(TodoCompleted(todoId: full, userId: owner), causedBy: cause)
-                    } else {
-                        try tx.append(TodoReopened(todoId: full, userId: owner), causedBy: cause)
-                    }
-                }
-                return try Self.fetch(tx, seq: seq)
-            }
-        }
-    }
-
-    func delete(owner: String, id: String, causedBy cause: (any Cause)?) async throws {
-        try await retrying {
-            try await database.write { tx in
-                let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
-                try tx.execute("DELETE FROM todos WHERE seq = ?", [.integer(seq)])
-                try Self.count(tx, owner: owner, by: -1)
-                try tx.append(TodoDeleted(todoId: full, userId: owner), causedBy: cause)
-            }
-        }
-    }
-
-    func clearCompleted(owner: String, causedBy cause: (any Cause)?) async throws -> Int {
-        try await retrying {
-            try await database.write { tx in
-                let ids = try tx.query("SELECT id FROM todos WHERE owner = ? AND done = 1", [.text(owner)]).compactMap { $0.text("id") }
-                try tx.execute("DELETE FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
-                try Self.count(tx, owner: owner, by: -ids.count)
-                for id in ids {
-                    try tx.append(TodoDeleted(todoId: id, userId: owner), causedBy: cause)
-                }
-                return ids.count
-            }
-        }
-    }
-
-    func deleteAll(owner: String) async throws -> Int {
-        try await retrying {
-            try await database.write { tx in
-                try tx.execute("DELETE FROM todos_counts WHERE owner = ?", [.text(owner)])
-                return try tx.execute("DELETE FROM todos WHERE owner = ?", [.text(owner)])
+                return TodosInterface.ChangePage(changes: changes, nextCursor: page.next, more: page.more)
             }
         }
     }
@@ -204,7 +135,7 @@ struct SQLiteTodosRepository: TodosRepository {
     }
 
     /// Retries work the database refused as busy, with a short backoff, three times.
-    private func retrying<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+    func retrying<T: Sendable>(_ work: () async throws -> T) async throws -> T {
         var delay = Duration.milliseconds(10)
         for _ in 0..<3 {
             do {

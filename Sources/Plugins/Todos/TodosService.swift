@@ -31,11 +31,28 @@ struct TodosService: Sendable {
         return time.nanosecondsSinceEpoch
     }
 
-    func add(owner: String, title: String, notes: String?, dueAt: String?, causedBy cause: (any Cause)?) async throws -> Todo {
-        let id = "t_" + (try SecretToken.generate().prefix(20))
+    /// A client's id: a UUID (`8-4-4-4-12` hex digits, any case, with or without `t_`), as the
+    /// todo id `t_` + the UUID in lowercase.
+    static func clientID(_ raw: String) throws(TodosError) -> String {
+        let uuid = raw.lowercased().hasPrefix("t_") ? String(raw.dropFirst(2)) : raw
+        let groups = uuid.split(separator: "-", omittingEmptySubsequences: false)
+        guard groups.map(\.count) == [8, 4, 4, 4, 12], groups.allSatisfy({ $0.allSatisfy(\.isHexDigit) }) else {
+            throw .validation("id", "must be a UUID like 6f1c2a4e-1b2d-4c3e-8f4a-5b6c7d8e9f00")
+        }
+        return "t_" + uuid.lowercased()
+    }
+
+    func add(owner: String, title: String, notes: String?, dueAt: String?, id: String?, causedBy cause: (any Cause)?) async throws -> Todo {
+        let chosen = try id.map { text throws(TodosError) in try Self.clientID(text) }
         return try await repository.add(
-            owner: owner, id: id, title: try Self.title(title), notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now,
-            limit: maxTodosPerUser, causedBy: cause)
+            owner: owner, id: try chosen ?? "t_" + SecretToken.generate().prefix(20), clientChosen: chosen != nil, title: try Self.title(title),
+            notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now, limit: maxTodosPerUser, causedBy: cause)
+    }
+
+    static let defaultChangesPage = 100
+
+    func changes(owner: String, cursor: Int64?, limit: Int?) async throws -> TodosInterface.ChangePage {
+        try await repository.changes(owner: owner, after: cursor, limit: min(max(limit ?? Self.defaultChangesPage, 1), Self.maxPageSize))
     }
 
     func list(owner: String, filter: String?, cursor: String?, limit: Int?) async throws -> TodosInterface.TodoPage {
@@ -53,11 +70,13 @@ struct TodosService: Sendable {
         return TodosInterface.TodoPage(todos: shown.map(\.todo), nextCursor: next)
     }
 
-    func update(owner: String, id: String, title: String?, notes: String?, dueAt: String?, causedBy cause: (any Cause)?) async throws -> Todo {
+    func update(
+        owner: String, id: String, title: String?, notes: String?, dueAt: String?, expected: Int64?, causedBy cause: (any Cause)?
+    ) async throws -> Todo {
         var changes = TodoChanges()
         if let title { changes.title = try Self.title(title) }
         if let notes { changes.notes = .some(try Self.notes(notes)) }
         if let dueAt { changes.dueAt = .some(try Self.due(dueAt)) }
-        return try await repository.update(owner: owner, id: id, changes: changes, now: now, causedBy: cause)
+        return try await repository.update(owner: owner, id: id, changes: changes, expected: expected, now: now, causedBy: cause)
     }
 }

@@ -30,6 +30,9 @@ struct AppdConfig: Sendable {
     var accountCallBurst = 300
     /// Todos one account may hold.
     var todosPerUser = 10_000
+    /// Hours a keyed write's outcome is kept for retries; days a deletion is kept for change feeds.
+    var idempotencyKeyHours = 24
+    var tombstoneDays = 90
     /// Event log retention: events older than this many days are pruned (null keeps them; a
     /// log kept forever grows with every write and every user's replay reads more of it).
     var eventRetentionDays: Int? = 90
@@ -219,6 +222,8 @@ struct AppdConfig: Sendable {
             "accountCallsPerMinute": .int(Int64(accountCallsPerMinute)),
             "accountCallBurst": .int(Int64(accountCallBurst)),
             "todosPerUser": .int(Int64(todosPerUser)),
+            "idempotencyKeyHours": .int(Int64(idempotencyKeyHours)),
+            "tombstoneDays": .int(Int64(tombstoneDays)),
             "chatConversationsPerUser": .int(Int64(chat.maxConversationsPerUser)),
             "subscribeMaxTopics": .int(Int64(subscribe.maxTopics)),
             "streamsPerAccount": .int(Int64(subscribe.maxStreamsPerAccount)),

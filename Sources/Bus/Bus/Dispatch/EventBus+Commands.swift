@@ -91,9 +91,17 @@ extension EventBus {
 
     /// Sends a typed command through the gates to its handler and returns the reply.
     public func send<C: Command>(
-        _ command: C, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil
+        _ command: C, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil,
+        idempotencyKey: IdempotencyKey? = nil
     ) async throws -> C.Reply {
-        let (entry, envelope) = try prepare(C.method, caller, timeout, cause)
+        // A call a keyed call's handler makes is a call of its own: its writes do not carry the
+        // outer call's key.
+        if IdempotencyRecord.current != nil {
+            return try await IdempotencyRecord.$current.withValue(nil) {
+                try await send(command, as: caller, timeout: timeout, causedBy: cause, idempotencyKey: idempotencyKey)
+            }
+        }
+        let (entry, envelope) = try prepare(C.method, caller, timeout, cause, key: idempotencyKey) { try JSONValue(encoding: command) }
         if let typed = entry as? CommandHandler<C> {
             // The hot path: a direct nest of async calls, no task, no closure on the heap.
             guard envelope.deadline != nil else {
@@ -129,9 +137,14 @@ extension EventBus {
     /// Type-erased call by method name with JSON parameters: the same gates and handler as `send`.
     public func call(
         method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil,
-        causedBy cause: Envelope? = nil
+        causedBy cause: Envelope? = nil, idempotencyKey: IdempotencyKey? = nil
     ) async throws -> JSONValue {
-        let (entry, envelope) = try prepare(method, caller, timeout, cause)
+        if IdempotencyRecord.current != nil {
+            return try await IdempotencyRecord.$current.withValue(nil) {
+                try await call(method: method, parameters: parameters, as: caller, timeout: timeout, causedBy: cause, idempotencyKey: idempotencyKey)
+            }
+        }
+        let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey) { parameters }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await entry.callJSON(inner, parameters) }
         }
@@ -150,18 +163,27 @@ extension EventBus {
     }
 
     /// Finds the handler, denies what no gate can check, and builds the envelope.
+    /// With a key, the command must declare `idempotent` and a gate must keep outcomes (the
+    /// parameters, made only then, go with the key so the gate can tell a retry from a misuse).
     private func prepare(
-        _ method: String, _ caller: Caller, _ timeout: Duration?, _ cause: Envelope?
+        _ method: String, _ caller: Caller, _ timeout: Duration?, _ cause: Envelope?, key: IdempotencyKey? = nil,
+        parameters: () throws -> JSONValue = { .null }
     ) throws -> (any HandlerEntry, Envelope) {
         commandCount.add(1, ordering: .relaxed)
         guard let entry = handlers.withLock({ $0[method] }) else { throw NoHandler(method: method) }
-        if let missing = chain.uncovered(entry.requirements) {
+        var idempotency: IdempotentRequest?
+        if let key {
+            guard entry.requirements.contains(.idempotent), !entry.streaming else { throw IdempotencyNotSupported(method: method) }
+            idempotency = IdempotentRequest(key: key, parameters: try parameters())
+        }
+        // `idempotent` needs its gate only when a key came with the call.
+        if let missing = chain.uncovered(entry.requirements.filter { $0 != .idempotent || key != nil }) {
             throw RequirementUnavailable(method: method, requirement: missing)
         }
         let deadline = (timeout ?? options.defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }
         let envelope = Envelope(
             name: method, requirements: entry.requirements, caller: caller, deadline: deadline, causedBy: cause,
-            logger: logger)
+            logger: logger, idempotency: idempotency)
         return (entry, envelope)
     }
 

@@ -13,8 +13,12 @@ public struct Envelope: Sendable {
         let name: String
         let requirements: [Requirement]
         let logger: Logger
+        let idempotency: IdempotentRequest?
 
-        init(name: String, requirements: [Requirement], deadline: ContinuousClock.Instant?, cause: Envelope?, logger: Logger) {
+        init(
+            name: String, requirements: [Requirement], deadline: ContinuousClock.Instant?, cause: Envelope?, logger: Logger,
+            idempotency: IdempotentRequest?
+        ) {
             let id = MessageID.next()
             self.id = id
             self.correlationID = cause?.correlationID ?? id
@@ -24,6 +28,7 @@ public struct Envelope: Sendable {
             self.name = name
             self.requirements = requirements
             self.logger = logger
+            self.idempotency = idempotency
         }
     }
 
@@ -32,9 +37,10 @@ public struct Envelope: Sendable {
 
     public init(
         name: String, requirements: [Requirement], caller: Caller, deadline: ContinuousClock.Instant? = nil,
-        causedBy cause: Envelope? = nil, logger: Logger
+        causedBy cause: Envelope? = nil, logger: Logger, idempotency: IdempotentRequest? = nil
     ) {
-        self.header = Header(name: name, requirements: requirements, deadline: deadline, cause: cause, logger: logger)
+        self.header = Header(
+            name: name, requirements: requirements, deadline: deadline, cause: cause, logger: logger, idempotency: idempotency)
         self.caller = caller
     }
 
@@ -49,6 +55,8 @@ public struct Envelope: Sendable {
     /// The method name for commands, the topic for events.
     public var name: String { header.name }
     public var requirements: [Requirement] { header.requirements }
+    /// The call's idempotency key and parameters, when the client sent a key.
+    public var idempotency: IdempotentRequest? { header.idempotency }
 
     /// A logger whose metadata names this message, so every line can be traced to its call.
     /// Built on demand: most messages never log.

@@ -15,6 +15,10 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
     /// An external plugin whose manifest holds this capability (`auth.resetTokens`), or the
     /// daemon itself; no user and no admin peer has it.
     case capability(String)
+    /// Not a check but a promise: the command may be sent with an idempotency key, and its
+    /// first outcome is then kept and given again to a retry (the idempotency gate). Only
+    /// calls that carry a key need the gate.
+    case idempotent
 
     public var description: String {
         switch self {
@@ -25,6 +29,7 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
         case .meter(let name): "meter(\(name))"
         case .admin: "admin"
         case .capability(let name): "capability(\(name))"
+        case .idempotent: "idempotent"
         }
     }
 }

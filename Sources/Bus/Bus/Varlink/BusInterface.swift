@@ -77,6 +77,21 @@ public enum BusInterface {
         # No enabled plugin can check a requirement of this method (fail closed).
         error RequirementUnavailable (method: string, requirement: string)
 
+        # Idempotency keys (HTTP Idempotency-Key, or 'idempotencyKey' next to 'method' in a
+        # varlink call): a write sent again with the same key has its effect once and gets
+        # the first outcome again. The key is unusable (empty, over 255 characters, not
+        # visible ASCII).
+        error InvalidIdempotencyKey (reason: string)
+        # The method does not take a key (it changes nothing, or does not declare it).
+        error IdempotencyNotSupported (method: string)
+        # The key was used for this method with other parameters: a new write needs a new key.
+        error IdempotencyKeyReused (method: string)
+        # The first call with this key is still running; retry after the seconds given.
+        error IdempotencyKeyInUse (method: string, retryAfterSeconds: int)
+        # The first call with this key took effect but its reply was lost in a crash; read
+        # the current state instead of retrying.
+        error IdempotencyOutcomeUnknown (method: string)
+
         # The subscriber fell more than 'capacity' events behind and was disconnected.
         error SubscriptionOverflow (capacity: int)
 

@@ -106,8 +106,10 @@ public final class VarlinkDispatcher: Sendable {
         guard let method = interface.method(memberName) else { throw MethodNotFound(method: call.method) }
         known = true
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
+        let key = try call.idempotencyKey.map { text throws(InvalidIdempotencyKey) in try IdempotencyKey(text) }
 
         if call.more, bus.methodInfo(call.method)?.streaming == true {
+            if key != nil { throw IdempotencyNotSupported(method: call.method) }
             let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
             while let (value, isFinal) = try await stream.nextReply() {
                 try check(value, of: method, in: interface)
@@ -115,7 +117,7 @@ public final class VarlinkDispatcher: Sendable {
             }
             return
         }
-        let reply = try await bus.call(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
+        let reply = try await bus.call(method: call.method, parameters: call.parameters, as: caller, timeout: timeout, idempotencyKey: key)
         guard !call.oneway else { return }
         try check(reply, of: method, in: interface)
         try await emit(VarlinkReply(parameters: reply))

@@ -12,12 +12,17 @@ public struct VarlinkCall: Sendable, Equatable {
     public var parameters: JSONValue
     public var more: Bool
     public var oneway: Bool
+    /// appd's one addition to the call object, next to `method`: the client's idempotency key
+    /// for a write (`{"method": "io.appd.Todos.Add", "parameters": {…}, "idempotencyKey": "…"}`).
+    /// Other varlink services ignore unknown keys; appd checks it (`IdempotencyKey`).
+    public var idempotencyKey: String?
 
-    public init(method: String, parameters: JSONValue = [:], more: Bool = false, oneway: Bool = false) {
+    public init(method: String, parameters: JSONValue = [:], more: Bool = false, oneway: Bool = false, idempotencyKey: String? = nil) {
         self.method = method
         self.parameters = parameters
         self.more = more
         self.oneway = oneway
+        self.idempotencyKey = idempotencyKey
     }
 
     /// Reads a call from one NUL-free frame. Unknown keys are ignored; `more`/`oneway` may be
@@ -44,6 +49,11 @@ public struct VarlinkCall: Sendable, Equatable {
         self.more = try flag("more")
         self.oneway = try flag("oneway")
         if more && oneway { throw VarlinkProtocolError("a call cannot be both 'oneway' and 'more'") }
+        switch members["idempotencyKey"] ?? .null {
+        case .null: self.idempotencyKey = nil
+        case .string(let key): self.idempotencyKey = key
+        default: throw VarlinkProtocolError("'idempotencyKey' must be a string")
+        }
         switch members["parameters"] ?? .null {
         case .null: self.parameters = .object([:])
         case .object(let p): self.parameters = .object(p)
@@ -57,6 +67,7 @@ public struct VarlinkCall: Sendable, Equatable {
         if parameters != .object([:]) && parameters != .null { members["parameters"] = parameters }
         if more { members["more"] = true }
         if oneway { members["oneway"] = true }
+        if let idempotencyKey { members["idempotencyKey"] = .string(idempotencyKey) }
         var out = JSONWriter.bytes(.object(members))
         out.append(0)
         return out

@@ -76,6 +76,8 @@ public protocol Transaction {
     /// transaction or batch. Returns how many logged events were redacted.
     @discardableResult
     func redactEvents(about userID: String) throws -> Int
+    /// The keyed call this write belongs to (see `IdempotencyRecord`), if any; nil in reads.
+    var idempotency: IdempotencyRecord? { get }
 }
 
 extension Transaction {
@@ -93,6 +95,15 @@ extension Transaction {
         try appendAtCommit(BusEvent(event, causedBy: cause))
     }
 
+    /// Appends a typed durable event now and returns its sequence number (for a change feed,
+    /// which records where each change sits on the log's sequence).
+    public func appendLogged<E: Event>(_ event: E, causedBy cause: (any Cause)?) throws -> Int64 {
+        guard E.durable else {
+            throw StorageError(kind: .other, message: "\(E.topic) is live-only: publish it with bus.publish, not in a transaction")
+        }
+        return try append(BusEvent(event, causedBy: cause))
+    }
+
     /// Logged now, like `append`.
     public func appendAtCommit(_ event: BusEvent) throws {
         _ = try append(event)
@@ -102,6 +113,8 @@ extension Transaction {
     public func redactEvents(about userID: String) throws -> Int {
         try execute(EventLog.redact, [.text(userID)])
     }
+
+    public var idempotency: IdempotencyRecord? { nil }
 }
 
 /// The small SQL database protocol plugins reach only through their repositories: SQLite

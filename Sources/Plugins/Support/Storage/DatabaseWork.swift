@@ -9,6 +9,8 @@ struct DatabaseWork: Sendable {
     /// The deadline race the caller works for: claimed before the write is kept, so a caller
     /// already told "too late" never has its write committed (see `withDeadline`).
     var deadline: (any DeadlineClaim)?
+    /// The keyed call the caller works for: its row is kept in the same transaction.
+    var idempotency: IdempotencyRecord?
 
     init<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T, _ continuation: CheckedContinuation<T, any Error>) {
         run = { transaction in
@@ -35,7 +37,9 @@ enum DatabaseJob: Sendable {
 }
 
 /// A write transaction that collects the events appended in it (the outbox).
-protocol OutboxTransaction: Transaction {
+protocol OutboxTransaction: Transaction, AnyObject {
+    /// Set by the writer before the closure runs (see `Transaction.idempotency`).
+    var idempotency: IdempotencyRecord? { get set }
     /// Events logged in the transaction, with their sequence numbers.
     var events: [BusEvent] { get }
     /// Events to log at the commit, and erasures, in the order the closure made them.
@@ -78,8 +82,21 @@ extension DatabaseWork {
         var outcome = BatchOutcome()
         for work in writes {
             let transaction = transaction()
+            transaction.idempotency = work.idempotency
             if savepoints { try control("SAVEPOINT w") }
-            let (succeeded, complete) = work.run(transaction)
+            var (succeeded, complete) = work.run(transaction)
+            if succeeded, let record = work.idempotency {
+                // The call's key goes into the same transaction as its effect.
+                do {
+                    let withReply = try IdempotencyLog.keep(record, in: transaction)
+                    let answer = complete
+                    complete = { record.committed(withReply: withReply); answer() }
+                } catch {
+                    succeeded = false
+                    let fail = work.fail
+                    complete = { fail(error) }
+                }
+            }
             if succeeded, work.deadline?.claim() ?? true {
                 if savepoints { try control("RELEASE w") }
                 outcome.events += transaction.events
@@ -143,6 +160,7 @@ extension DatabaseWork {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             var work = DatabaseWork(body, continuation)
             work.deadline = Deadline.current
+            work.idempotency = IdempotencyRecord.current
             if !queue.enqueue(.write(work), drain: drain) { continuation.resume(throwing: DatabaseWork.closed) }
         }
     }

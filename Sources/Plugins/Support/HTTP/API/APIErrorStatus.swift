@@ -12,7 +12,11 @@ enum APIErrorStatus {
         case "PaymentRequired": 402
         case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired", "EmailNotVerified", "GuestsDisabled": 403
         case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider", "IdentityNotLinked": 404
-        case "AccountExistsForEmail", "IdentityInUse", "ProviderAlreadyLinked", "LastSignInMethod", "NotAGuest": 409
+        case "AccountExistsForEmail", "IdentityInUse", "ProviderAlreadyLinked", "LastSignInMethod", "NotAGuest", "Conflict",
+            "IdempotencyKeyInUse", "IdempotencyOutcomeUnknown":
+            409
+        case "ResyncRequired": 410
+        case "IdempotencyKeyReused": 422
         case "TooManyAttempts", "TooManyStreams", "RateLimited": 429
         case "MethodNotImplemented": 501
         case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow", "IdentityProviderUnavailable":
@@ -28,7 +32,7 @@ enum APIErrorStatus {
     static func response(error: String, parameters: JSONValue) -> HTTPResponse {
         let status = status(for: error)
         var headers: [(name: String, value: String)] = []
-        if status == 429 || status == 503 {
+        if status == 429 || status == 503 || error.hasSuffix(".IdempotencyKeyInUse") {
             var seconds: Int64 = 1
             if case .int(let given)? = parameters["retryAfterSeconds"] { seconds = given }
             headers.append(("Retry-After", "\(max(1, seconds))"))

@@ -9,7 +9,7 @@ struct CORSPolicy {
     func decorate(_ response: inout HTTPResponse, for request: HTTPServerRequest) {
         guard let origin = request.headers["origin"], allows(origin) else { return }
         response.headers += [
-            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"), ("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate"),
+            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"), ("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate, ETag"),
         ]
     }
 
@@ -20,7 +20,7 @@ struct CORSPolicy {
         return HTTPResponse(
             status: 204,
             headers: [
-                ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"), ("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Last-Event-ID"),
+                ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"), ("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Last-Event-ID, Idempotency-Key, If-Match"),
                 ("Access-Control-Max-Age", "600"),
             ])
     }

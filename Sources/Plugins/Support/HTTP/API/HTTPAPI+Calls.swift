@@ -44,7 +44,12 @@ extension HTTPAPI {
         let caller = Caller(sessionToken: token, remoteAddress: client)
         let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
         guard info.streaming, wantsEvents || !info.answersPlainCalls else {
-            return await single(method, parameters, caller)
+            let conditional: Bool
+            switch ConditionalRequest.apply(request.headers["if-match"], to: &parameters, method: method.methodNameParts.flatMap { dispatcher.interface(ofMethod: method)?.method(String($0.member)) }) {
+            case .refused(let response): return response
+            case .applied(let given): conditional = given
+            }
+            return await single(method, parameters, caller, idempotencyKey: request.headers["idempotency-key"], conditional: conditional)
         }
         guard wantsEvents else {
             return APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"])
@@ -76,19 +81,28 @@ extension HTTPAPI {
         return held
     }
 
-    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller) async -> HTTPResponse {
+    /// `idempotencyKey`: the `Idempotency-Key` header; `conditional`: the call carried `If-Match`
+    /// (a Conflict is then 412 Precondition Failed).
+    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, conditional: Bool) async -> HTTPResponse {
         var result: VarlinkReply?
         do {
             try await dispatcher.handle(
-                VarlinkCall(method: method, parameters: parameters), as: caller, timeout: options.callTimeout, transport: "http"
+                VarlinkCall(method: method, parameters: parameters, idempotencyKey: idempotencyKey), as: caller, timeout: options.callTimeout,
+                transport: "http"
             ) { reply in result = reply }
         } catch {
             // Only a cancelled call gets here (the server is stopping).
             return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
         }
         guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""]) }
-        if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters) }
-        return HTTPResponse(status: 200, body: reply.parameters)
+        if let error = reply.error {
+            var response = APIErrorStatus.response(error: error, parameters: reply.parameters)
+            if conditional, error.hasSuffix(".Conflict") { response.status = 412 }
+            return response
+        }
+        var response = HTTPResponse(status: 200, body: reply.parameters)
+        if let tag = ConditionalRequest.entityTag(of: reply.parameters) { response.headers.append(("ETag", tag)) }
+        return response
     }
 
     /// Runs the call in a task of its own and waits briefly for its first reply: an error

@@ -85,9 +85,16 @@ struct OpenAPIDocument {
         if needsSession || !(info?.requirements.isEmpty ?? true) { statuses.formUnion([401, 403]) }
         if streaming && info?.answersPlainCalls != true { statuses.insert(406) }
         if api.options.rateLimitedMethods.contains(full) { statuses.insert(429) }
-        for name in errorNames { statuses.insert(APIErrorStatus.status(for: name)) }
+        let idempotent = info?.requirements.contains(.idempotent) == true
+        let conditional = method.input.contains { $0.name == "expectedVersion" }
+        // What a keyed call can add (io.appd.Bus errors), and a conditional one's 412.
+        let keyErrors = idempotent ? ["io.appd.Bus.IdempotencyKeyInUse", "io.appd.Bus.IdempotencyKeyReused", "io.appd.Bus.IdempotencyOutcomeUnknown"] : []
+        var reasons: [Int: [String]] = [:]
+        for name in errorNames + keyErrors { reasons[APIErrorStatus.status(for: name), default: []].append(name) }
+        if conditional { reasons[412] = errorNames.filter { $0.hasSuffix(".Conflict") }.map { $0 + " (with If-Match)" } }
+        statuses.formUnion(reasons.keys)
         for status in statuses.sorted() {
-            let raised = errorNames.filter { APIErrorStatus.status(for: $0) == status }
+            let raised = reasons[status] ?? []
             let description = raised.isEmpty ? (HTTPResponse.reasons[status] ?? "Error") : raised.joined(separator: ", ")
             responses[String(status)] = ["description": .string(description), "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
         }
@@ -102,6 +109,22 @@ struct OpenAPIDocument {
             "responses": .object(responses),
         ]
         if needsSession { operation["security"] = [["bearer": []]] }
+        var headers: [JSONValue] = []
+        if idempotent {
+            headers.append([
+                "name": "Idempotency-Key", "in": "header", "required": false,
+                "description": "A fresh UUID per write: sent again (a retry), the write has its effect once and the first outcome is returned. Kept 24 hours by default.",
+                "schema": ["type": "string", "minLength": 1, "maxLength": .int(Int64(IdempotencyKey.maxLength)), "pattern": "^[!-~]+$"],
+            ])
+        }
+        if conditional {
+            headers.append([
+                "name": "If-Match", "in": "header", "required": false,
+                "description": "The ETag of the item as the client last saw it (its version, quoted): changed since, the call fails with 412 and the item as it stands.",
+                "schema": ["type": "string", "pattern": "^\"[0-9]+\"$"],
+            ])
+        }
+        if !headers.isEmpty { operation["parameters"] = .array(headers) }
         if full == "io.appd.Bus.Subscribe" {
             operation["parameters"] = [
                 [

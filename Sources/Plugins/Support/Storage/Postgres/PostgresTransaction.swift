@@ -5,6 +5,7 @@ final class PostgresTransaction: OutboxTransaction {
     private let connection: PostgresConnection
     private let logEvents: Bool
     private(set) var events: [BusEvent] = []
+    var idempotency: IdempotencyRecord?
     private(set) var deferred: [DeferredEntry] = []
 
     init(connection: PostgresConnection, logEvents: Bool) {

@@ -44,7 +44,7 @@ public final class SQLiteDatabase: Database {
         let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try connection.executeScript(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
-        try connection.executeScript(EventLog.schema)
+        try connection.executeScript(EventLog.schema + IdempotencyLog.schema)
         try EventLog.upgrade(connection)
         let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")

@@ -5,6 +5,7 @@ final class SQLiteTransaction: OutboxTransaction {
     private let connection: SQLiteConnection
     private let logEvents: Bool
     private(set) var events: [BusEvent] = []
+    var idempotency: IdempotencyRecord?
 
     init(connection: SQLiteConnection, logEvents: Bool) {
         self.connection = connection

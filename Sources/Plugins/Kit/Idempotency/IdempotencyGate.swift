@@ -94,7 +94,7 @@ public struct IdempotencyGate: Gate {
     }
 
     /// SHA-256 of the method and the parameters as canonical JSON (sorted keys), hex.
-    static func fingerprint(method: String, parameters: JSONValue) -> String {
+    public static func fingerprint(method: String, parameters: JSONValue) -> String {
         let canonical = parameters == .null ? JSONValue.object([:]) : parameters
         let digest = Digest.sha256(Array(method.utf8) + [0] + JSONWriter.bytes(canonical))
         return digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()

@@ -55,6 +55,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(history.map(\.role) == ["user", "assistant"])
         #expect(history.map(\.text) == ["hello there world", "Echo: hello there world"])
         var iterator = events.makeAsyncIterator()
+        #expect(try await iterator.next()?.topic == "chat.conversationCreated")
         let first = try #require(await iterator.next()), second = try #require(await iterator.next())
         let sent = try first.json()
         #expect(first.topic == "chat.messageSent" && sent["text"]?.stringValue == "hello there world")

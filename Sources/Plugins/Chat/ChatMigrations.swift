@@ -1,3 +1,4 @@
+import PluginKit
 import Storage
 
 /// The chat plugin's tables: one migration per schema version, applied in order by the
@@ -32,5 +33,10 @@ enum ChatMigrations {
             CREATE INDEX chat_messages_conversation ON chat_messages(conversation_id, seq);
             CREATE INDEX chat_messages_owner ON chat_messages(owner);
             """),
+        // Offline clients: a version per conversation (every change raises it: a rename, a
+        // message, a reply), checked against the one a client expects.
+        Migration(plugin: "chat", version: 2, sql: "ALTER TABLE chat_conversations ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"),
+        // The per-owner change feed of conversations (`Chat.Changes`).
+        ChatRepository.feed.migration(plugin: "chat", version: 3, existingOrder: "seq"),
     ]
 }

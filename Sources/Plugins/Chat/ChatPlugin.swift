@@ -19,6 +19,8 @@ public struct ChatPlugin: Plugin {
         public var maxConversationsPerUser = 1_000
         /// The free quota Send uses (nil: Send is not metered).
         public var meter: String? = "chat.messages"
+        /// How long deleted conversations' tombstones stay in the change feed.
+        public var tombstoneRetention: Duration = .seconds(90 * 86_400)
         public init() {}
     }
 
@@ -61,7 +63,7 @@ public struct ChatPlugin: Plugin {
         let repository = service.repository
         let bus = context.bus
         try bus.register(ChatInterface.CreateConversation.self) { c, e in
-            .init(conversation: try await service.createConversation(owner: try owner(e), title: c.title))
+            .init(conversation: try await service.createConversation(owner: try owner(e), title: c.title, id: c.id, causedBy: e))
         }
         try bus.register(ChatInterface.ListConversations.self) { c, e in
             try await service.listConversations(owner: try owner(e), query: c.query, cursor: c.cursor, limit: c.limit)
@@ -69,13 +71,16 @@ public struct ChatPlugin: Plugin {
         try bus.register(ChatInterface.RenameConversation.self) { c, e in
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.id, field: "id")
-            return .init(conversation: try await repository.rename(owner: user, id: id, title: try ChatService.title(c.title, required: true) ?? "", now: service.now))
+            let title = try ChatService.title(c.title, required: true) ?? ""
+            return .init(conversation: try await repository.rename(owner: user, id: id, title: title, expected: c.expectedVersion, now: service.now, causedBy: e))
         }
         try bus.register(ChatInterface.DeleteConversation.self) { c, e in
             let user = try owner(e)
-            try await repository.deleteConversation(owner: user, id: try await repository.resolveConversation(owner: user, id: c.id, field: "id"))
+            let id = try await repository.resolveConversation(owner: user, id: c.id, field: "id")
+            try await repository.deleteConversation(owner: user, id: id, expected: c.expectedVersion, now: service.now, causedBy: e)
             return Empty()
         }
+        try bus.register(ChatInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
         try bus.register(ChatInterface.History.self) { c, e in
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.conversationId, field: "conversationId")
@@ -102,14 +107,16 @@ public struct ChatPlugin: Plugin {
 
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = ChatRepository(database: context.database)
+        let tombstones = ChangeFeedRetention(feed: ChatRepository.feed, database: context.database, keep: options.tombstoneRetention, logger: context.logger)
         do {
             return [
                 try DurableConsumer(name: "chat.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
                     deleted, _ in try await repository.eraseUser(deleted.userId)
-                }
+                },
+                tombstones,
             ]
         } catch {
-            return [FailedService(name: "chat.accountDeleted", error: error)]
+            return [FailedService(name: "chat.accountDeleted", error: error), tombstones]
         }
     }
 

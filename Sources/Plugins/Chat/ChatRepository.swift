@@ -1,17 +1,20 @@
 import Bus
 import Contracts
+import PluginKit
 import Storage
 
 /// The chat tables: conversations and messages, owner-scoped (another user's rows are simply
 /// not found), events appended in the same transaction as the change.
 struct ChatRepository: Sendable {
     let database: any Database
+    /// The per-owner change feed over conversations (migration 3).
+    static let feed = ChangeFeed(table: "chat_conversations")
 
     static func time(_ row: Row, _ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
 
     static func conversation(_ row: Row) -> Conversation? {
         guard let id = row.text("id"), let created = time(row, "created_at"), let updated = time(row, "updated_at") else { return nil }
-        return Conversation(id: id, title: row.text("title"), createdAt: created, updatedAt: updated)
+        return Conversation(id: id, title: row.text("title"), createdAt: created, updatedAt: updated, version: row.integer("version") ?? 1)
     }
 
     static func message(_ row: Row) -> ChatMessage? {
@@ -63,19 +66,6 @@ struct ChatRepository: Sendable {
         return row
     }
 
-    /// Creates a conversation unless the owner already holds `limit` (`QuotaExceeded`).
-    func createConversation(owner: String, id: String, title: String?, now: Int64, limit: Int) async throws -> Conversation {
-        try await database.write { tx in
-            let held = try tx.query("SELECT COUNT(*) AS n FROM chat_conversations WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
-            guard held < Int64(limit) else { throw ChatError.quotaExceeded(limit) }
-            try tx.execute(
-                "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now)])
-            guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
-            return conversation
-        }
-    }
-
     /// Conversations with a position below `before`, newest first, each with its position.
     func listConversations(owner: String, query: String?, before: Int64, limit: Int) async throws -> [(Int64, Conversation)] {
         try await database.read { tx in
@@ -96,24 +86,6 @@ struct ChatRepository: Sendable {
         }
     }
 
-    func rename(owner: String, id: String, title: String, now: Int64) async throws -> Conversation {
-        try await database.write { tx in
-            _ = try Self.ownedConversation(tx, owner: owner, id: id)
-            try tx.execute("UPDATE chat_conversations SET title = ?, updated_at = ? WHERE id = ?", [.text(title), .integer(now), .text(id)])
-            guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
-            return conversation
-        }
-    }
-
-    func deleteConversation(owner: String, id: String) async throws {
-        try await database.write { tx in
-            _ = try Self.ownedConversation(tx, owner: owner, id: id)
-            try tx.execute("DELETE FROM chat_messages WHERE conversation_id = ?", [.text(id)])
-            try tx.execute("DELETE FROM chat_conversations WHERE id = ?", [.text(id)])
-        }
-    }
-
-    /// Messages with a position below `before`, newest first, each with its position.
     func history(owner: String, conversation: String, before: Int64, limit: Int) async throws -> [(Int64, ChatMessage)] {
         try await database.read { tx in
             _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
@@ -139,8 +111,9 @@ struct ChatRepository: Sendable {
                 let words = text.split(whereSeparator: { $0.isWhitespace }).prefix(8).joined(separator: " ")
                 try tx.execute("UPDATE chat_conversations SET title = ? WHERE id = ?", [.text(String(words.prefix(80))), .text(conversation)])
             }
-            try tx.execute("UPDATE chat_conversations SET updated_at = ? WHERE id = ?", [.integer(now), .text(conversation)])
-            try tx.append(ChatMessageSent(userId: owner, conversationId: conversation, messageId: id, text: text), causedBy: cause)
+            try tx.execute("UPDATE chat_conversations SET updated_at = ?, version = version + 1 WHERE id = ?", [.integer(now), .text(conversation)])
+            let seq = try tx.appendLogged(ChatMessageSent(userId: owner, conversationId: conversation, messageId: id, text: text), causedBy: cause)
+            try Self.feed.changed(tx, id: conversation, seq: seq)
             guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
                 throw ChatError.notFound
             }
@@ -182,13 +155,13 @@ struct ChatRepository: Sendable {
                     .text(id), .text(conversation), .text(owner), .text(text), .text(status), error.map { .text($0) } ?? .null,
                     usage.map { .integer(Int64($0.promptTokens)) } ?? .null, usage.map { .integer(Int64($0.completionTokens)) } ?? .null, .integer(now),
                 ])
-            try tx.execute("UPDATE chat_conversations SET updated_at = ? WHERE id = ?", [.integer(now), .text(conversation)])
+            try tx.execute("UPDATE chat_conversations SET updated_at = ?, version = version + 1 WHERE id = ?", [.integer(now), .text(conversation)])
             let tokens = usage.map { ChatTokenUsage(promptTokens: $0.promptTokens, completionTokens: $0.completionTokens) }
-            if status == "failed" {
-                try tx.append(ChatReplyFailed(userId: owner, conversationId: conversation, messageId: id, reason: error, usage: tokens), causedBy: cause)
-            } else {
-                try tx.append(ChatReplyCompleted(userId: owner, conversationId: conversation, messageId: id, status: status, usage: tokens), causedBy: cause)
-            }
+            let seq =
+                status == "failed"
+                ? try tx.appendLogged(ChatReplyFailed(userId: owner, conversationId: conversation, messageId: id, reason: error, usage: tokens), causedBy: cause)
+                : try tx.appendLogged(ChatReplyCompleted(userId: owner, conversationId: conversation, messageId: id, status: status, usage: tokens), causedBy: cause)
+            try Self.feed.changed(tx, id: conversation, seq: seq)
             guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
                 throw ChatError.notFound
             }
@@ -206,9 +179,10 @@ struct ChatRepository: Sendable {
         }
     }
 
-    /// Erases a deleted account's conversations and messages.
+    /// Erases a deleted account's conversations, messages and tombstones.
     func eraseUser(_ owner: String) async throws {
         try await database.write { tx in
+            try Self.feed.erase(tx, owner: owner)
             try tx.execute("DELETE FROM chat_messages WHERE owner = ?", [.text(owner)])
             try tx.execute("DELETE FROM chat_conversations WHERE owner = ?", [.text(owner)])
         }

@@ -1,5 +1,6 @@
 import Bus
 import Crypto
+import PluginKit
 
 /// The chat rules: validation, paging, and Send — commit the user's message, stream the
 /// provider's reply, commit the assistant's message with how it ended.
@@ -39,9 +40,21 @@ struct ChatService: Sendable {
         return (value, size)
     }
 
-    func createConversation(owner: String, title: String?) async throws -> Conversation {
-        try await repository.createConversation(
-            owner: owner, id: try Self.newID("c_"), title: try Self.title(title, required: false), now: now, limit: options.maxConversationsPerUser)
+    /// With a client's id (a UUID), creating again with the same title returns the conversation.
+    func createConversation(owner: String, title: String?, id: String?, causedBy cause: (any Cause)?) async throws -> Conversation {
+        let chosen = try id.map { text throws(ChatError) in
+            guard let id = ClientID.canonical(text, prefix: "c_") else { throw .validation("id", ClientID.expected) }
+            return id
+        }
+        return try await repository.createConversation(
+            owner: owner, id: try chosen ?? Self.newID("c_"), clientChosen: chosen != nil, title: try Self.title(title, required: false), now: now,
+            limit: options.maxConversationsPerUser, causedBy: cause)
+    }
+
+    static let defaultChangesPage = 100
+
+    func changes(owner: String, cursor: Int64?, limit: Int?) async throws -> ChatInterface.Changes.Reply {
+        try await repository.changes(owner: owner, after: cursor, limit: min(max(limit ?? Self.defaultChangesPage, 1), 500))
     }
 
     func listConversations(owner: String, query: String?, cursor: String?, limit: Int?) async throws -> ChatInterface.ListConversations.Reply {

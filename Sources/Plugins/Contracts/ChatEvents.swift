@@ -2,7 +2,43 @@ import Bus
 
 /// The events the chat plugin publishes; each is about the conversation's owner.
 public enum ChatEvents {
-    public static let all: [any Event.Type] = [ChatMessageSent.self, ChatReplyCompleted.self, ChatReplyFailed.self, ChatFeedbackGiven.self]
+    public static let all: [any Event.Type] = [
+        ChatMessageSent.self, ChatReplyCompleted.self, ChatReplyFailed.self, ChatFeedbackGiven.self, ChatConversationCreated.self,
+        ChatConversationRenamed.self, ChatConversationDeleted.self,
+    ]
+}
+
+/// A conversation was created (its place in the change feed, `Chat.Changes`).
+public struct ChatConversationCreated: OwnedEvent, Equatable {
+    public static let topic = "chat.conversationCreated"
+    public var userId: String
+    public var conversationId: String
+    public init(userId: String, conversationId: String) {
+        self.userId = userId
+        self.conversationId = conversationId
+    }
+}
+
+/// A conversation was given a new title.
+public struct ChatConversationRenamed: OwnedEvent, Equatable {
+    public static let topic = "chat.conversationRenamed"
+    public var userId: String
+    public var conversationId: String
+    public init(userId: String, conversationId: String) {
+        self.userId = userId
+        self.conversationId = conversationId
+    }
+}
+
+/// A conversation and its messages were deleted.
+public struct ChatConversationDeleted: OwnedEvent, Equatable {
+    public static let topic = "chat.conversationDeleted"
+    public var userId: String
+    public var conversationId: String
+    public init(userId: String, conversationId: String) {
+        self.userId = userId
+        self.conversationId = conversationId
+    }
 }
 
 /// The user's message was committed (before the provider is asked).

@@ -1,5 +1,6 @@
 import Bus
 import Crypto
+import PluginKit
 
 /// The todo rules: validation, cursor paging, owner scoping (through the repository).
 struct TodosService: Sendable {
@@ -31,19 +32,11 @@ struct TodosService: Sendable {
         return time.nanosecondsSinceEpoch
     }
 
-    /// A client's id: a UUID (`8-4-4-4-12` hex digits, any case, with or without `t_`), as the
-    /// todo id `t_` + the UUID in lowercase.
-    static func clientID(_ raw: String) throws(TodosError) -> String {
-        let uuid = raw.lowercased().hasPrefix("t_") ? String(raw.dropFirst(2)) : raw
-        let groups = uuid.split(separator: "-", omittingEmptySubsequences: false)
-        guard groups.map(\.count) == [8, 4, 4, 4, 12], groups.allSatisfy({ $0.allSatisfy(\.isHexDigit) }) else {
-            throw .validation("id", "must be a UUID like 6f1c2a4e-1b2d-4c3e-8f4a-5b6c7d8e9f00")
-        }
-        return "t_" + uuid.lowercased()
-    }
-
     func add(owner: String, title: String, notes: String?, dueAt: String?, id: String?, causedBy cause: (any Cause)?) async throws -> Todo {
-        let chosen = try id.map { text throws(TodosError) in try Self.clientID(text) }
+        let chosen = try id.map { text throws(TodosError) in
+            guard let id = ClientID.canonical(text, prefix: "t_") else { throw .validation("id", ClientID.expected) }
+            return id
+        }
         return try await repository.add(
             owner: owner, id: try chosen ?? "t_" + SecretToken.generate().prefix(20), clientChosen: chosen != nil, title: try Self.title(title),
             notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now, limit: maxTodosPerUser, causedBy: cause)

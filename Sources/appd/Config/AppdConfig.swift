@@ -146,6 +146,7 @@ struct AppdConfig: Sendable {
         } else {
             options.provider = .echo(delay: chatEchoDelay)
         }
+        options.tombstoneRetention = .seconds(Int64(tombstoneDays) * 86_400)
         return options
     }
 

@@ -1,0 +1,81 @@
+import Bus
+import Contracts
+import PluginKit
+import Storage
+
+/// Conversations' own changes: each logs its event, records its place in the change feed,
+/// raises the version, and stages the method's reply for a keyed call — in one transaction.
+extension ChatRepository {
+    /// Creates a conversation unless the owner already holds `limit` (`QuotaExceeded`). With a
+    /// client's id, one that exists with the same title is returned, with another is a Conflict.
+    func createConversation(
+        owner: String, id: String, clientChosen: Bool, title: String?, now: Int64, limit: Int, causedBy cause: (any Cause)?
+    ) async throws -> Conversation {
+        try await database.write { tx in
+            if clientChosen, let existing = try tx.query("SELECT * FROM chat_conversations WHERE id = ?", [.text(id)]).first {
+                guard existing.text("owner") == owner, let current = Self.conversation(existing) else {
+                    throw ChatError.validation("id", "is taken; make a new UUID")
+                }
+                guard existing.text("title") == title else { throw ChatError.conflict(current) }
+                try tx.stageReply(ChatInterface.ConversationReply(conversation: current))
+                return current
+            }
+            let held = try tx.query("SELECT COUNT(*) AS n FROM chat_conversations WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
+            guard held < Int64(limit) else { throw ChatError.quotaExceeded(limit) }
+            try tx.execute(
+                "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)",
+                [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now)])
+            let seq = try tx.appendLogged(ChatConversationCreated(userId: owner, conversationId: id), causedBy: cause)
+            try Self.feed.changed(tx, id: id, seq: seq, added: true)
+            guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
+            try tx.stageReply(ChatInterface.ConversationReply(conversation: conversation))
+            return conversation
+        }
+    }
+
+    func rename(owner: String, id: String, title: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Conversation {
+        try await database.write { tx in
+            try Self.check(tx, owner: owner, id: id, expected: expected)
+            try tx.execute("UPDATE chat_conversations SET title = ?, updated_at = ?, version = version + 1 WHERE id = ?", [.text(title), .integer(now), .text(id)])
+            let seq = try tx.appendLogged(ChatConversationRenamed(userId: owner, conversationId: id), causedBy: cause)
+            try Self.feed.changed(tx, id: id, seq: seq)
+            guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
+            try tx.stageReply(ChatInterface.ConversationReply(conversation: conversation))
+            return conversation
+        }
+    }
+
+    func deleteConversation(owner: String, id: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws {
+        try await database.write { tx in
+            try Self.check(tx, owner: owner, id: id, expected: expected)
+            try tx.execute("DELETE FROM chat_messages WHERE conversation_id = ?", [.text(id)])
+            try tx.execute("DELETE FROM chat_conversations WHERE id = ?", [.text(id)])
+            let seq = try tx.appendLogged(ChatConversationDeleted(userId: owner, conversationId: id), causedBy: cause)
+            try Self.feed.deleted(tx, owner: owner, id: id, seq: seq, now: WallTime(nanosecondsSinceEpoch: now))
+            try tx.stageReply(Empty())
+        }
+    }
+
+    func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> ChatInterface.Changes.Reply {
+        try await database.read { tx in
+            let page: ChangeFeed.Page
+            do {
+                page = try Self.feed.page(tx, owner: owner, after: cursor, limit: limit)
+            } catch let stale as ChangeFeed.ResyncNeeded {
+                throw ChatError.resyncRequired(stale.description)
+            }
+            let changes = page.entries.map { entry in
+                let conversation = entry.row.flatMap(Self.conversation)
+                return ConversationChange(seq: entry.seq, id: entry.id, deleted: conversation == nil, conversation: conversation)
+            }
+            return .init(changes: changes, nextCursor: page.next, more: page.more)
+        }
+    }
+
+    /// The owner's conversation exists and, when `expected` is given, is at that version
+    /// (else a Conflict carrying it).
+    static func check(_ tx: any Transaction, owner: String, id: String, expected: Int64?) throws {
+        let row = try ownedConversation(tx, owner: owner, id: id)
+        if let expected, let current = conversation(row), current.version != expected { throw ChatError.conflict(current) }
+    }
+}

@@ -4,7 +4,8 @@ was read, then a retry with the same Idempotency-Key (one todo, the same reply);
 requests with one key (one effect); the same key with another body (422); two devices updating
 one todo from the same version (one 200, one 412 with the todo as it stands); a device away
 while todos are added, edited and deleted, caught up by Changes (tombstones included) and then
-by an SSE subscription from its cursor; and SIGKILL of appd at random moments among keyed
+by an SSE subscription from its cursor; the example client contrib/clients/offline_todos.py
+(two devices, one offline, a lost reply, a conflict); and SIGKILL of appd at random moments among keyed
 writes in flight, 20 cycles: after each restart every key retried returns its first reply and
 every acknowledged write exists exactly once. With a PostgreSQL URL, two appd instances share
 one schema and the same key sent through both at once has one effect.
@@ -328,6 +329,11 @@ def main():
         concurrent_key(appd, appd.user("burst@example.com"))
         two_devices(appd, appd.user("devices@example.com"))
         catch_up_then_subscribe(appd, appd.user("away@example.com"))
+        example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "contrib", "clients", "offline_todos.py")
+        run = subprocess.run([sys.executable, example, "--api", f"http://127.0.0.1:{appd.port}/v1", "--token", appd.user("example@example.com"), "demo"],
+                             capture_output=True, text=True, timeout=120)
+        check("contrib/clients/offline_todos.py: two devices, one offline, end with the server's exact state",
+              run.returncode == 0 and "both devices hold the server's exact state" in run.stdout, run.stdout[-1500:] + run.stderr[-1500:])
         appd.stop()
     kill_cycles(binary, 20)
     finish()

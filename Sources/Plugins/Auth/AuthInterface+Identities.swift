@@ -40,7 +40,7 @@ extension AuthInterface {
 
     struct LinkIdentity: Command {
         static let method = "io.appd.Auth.LinkIdentity"
-        static let requirements: [Requirement] = [.session]
+        static let requirements: [Requirement] = [.session, .idempotent]
         typealias Reply = IdentityReply
         var provider: String
         var idToken: String
@@ -52,7 +52,7 @@ extension AuthInterface {
 
     struct UnlinkIdentity: Command {
         static let method = "io.appd.Auth.UnlinkIdentity"
-        static let requirements: [Requirement] = [.session]
+        static let requirements: [Requirement] = [.session, .idempotent]
         typealias Reply = Empty
         var provider: String
     }

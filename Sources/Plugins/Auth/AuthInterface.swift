@@ -294,13 +294,13 @@ enum AuthInterface {
 
     struct CompleteOnboarding: Command {
         static let method = "io.appd.Auth.CompleteOnboarding"
-        static let requirements: [Requirement] = [.session]
+        static let requirements: [Requirement] = [.session, .idempotent]
         typealias Reply = UserReply
     }
 
     struct UpdateProfile: Command {
         static let method = "io.appd.Auth.UpdateProfile"
-        static let requirements: [Requirement] = [.session]
+        static let requirements: [Requirement] = [.session, .idempotent]
         typealias Reply = UserReply
         var displayName: String?
     }
@@ -363,14 +363,14 @@ enum AuthInterface {
 
     struct DisableUser: Command {
         static let method = "io.appd.Auth.DisableUser"
-        static let requirements: [Requirement] = [.admin]
+        static let requirements: [Requirement] = [.admin, .idempotent]
         typealias Reply = Empty
         var email: String
     }
 
     struct EnableUser: Command {
         static let method = "io.appd.Auth.EnableUser"
-        static let requirements: [Requirement] = [.admin]
+        static let requirements: [Requirement] = [.admin, .idempotent]
         typealias Reply = Empty
         var email: String
     }

@@ -122,12 +122,12 @@ enum PaymentsInterface {
     }
     struct Restore: Command {
         static let method = "io.appd.Payments.Restore"
-        static var requirements: [Requirement] { [.session] }
+        static var requirements: [Requirement] { [.session, .idempotent] }
         struct Reply: Codable, Sendable { var entitlements: [Entitlement] }
     }
     struct Grant: Command {
         static let method = "io.appd.Payments.Grant"
-        static var requirements: [Requirement] { [.admin] }
+        static var requirements: [Requirement] { [.admin, .idempotent] }
         typealias Reply = EntitlementReply
         var email: String
         var entitlement: String
@@ -136,7 +136,7 @@ enum PaymentsInterface {
     }
     struct Revoke: Command {
         static let method = "io.appd.Payments.Revoke"
-        static var requirements: [Requirement] { [.admin] }
+        static var requirements: [Requirement] { [.admin, .idempotent] }
         typealias Reply = RevokeReply
         var email: String
         var entitlement: String

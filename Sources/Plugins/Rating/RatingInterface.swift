@@ -33,7 +33,7 @@ enum RatingInterface {
     }
     struct RecordOutcome: Command {
         static let method = "io.appd.Rating.RecordOutcome"
-        static var requirements: [Requirement] { [.session] }
+        static var requirements: [Requirement] { [.session, .idempotent] }
         typealias Reply = Empty
         var appVersion: String
         var outcome: String

@@ -20,7 +20,9 @@
                   --requests N --request TEXT [--setup TEXT]
           loadgen --proto … --socket PATH --fanout --mode threads|loop --connections N --requests N
                   --subscribe TEXT --publish TEXT
-   TEXT is sent as is; for varlink a NUL is appended, for redis "\r\n". */
+   TEXT is sent as is; for varlink a NUL is appended, for redis "\r\n". A "%N" in the
+   request is replaced by the call's number (0, 1, …), unique in the run: an idempotency key
+   per call, say. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -72,6 +74,19 @@ static size_t frame(const char *text, char *out, size_t cap) {
     return n;
 }
 
+/* The request frame of call number K ("%N" in the request replaced by K), or the fixed frame. */
+static size_t request_frame(long k, const char *fixed, size_t fixed_n, char *out, size_t cap) {
+    const char *mark = strstr(request, "%N");
+    if (!mark) {
+        memcpy(out, fixed, fixed_n);
+        return fixed_n;
+    }
+    char text[4096];
+    int n = snprintf(text, sizeof text, "%.*s%ld%s", (int)(mark - request), request, k, mark + 2);
+    if (n < 0 || (size_t)n >= sizeof text) { fprintf(stderr, "request too long\n"); exit(2); }
+    return frame(text, out, cap);
+}
+
 static void send_all(int fd, const char *buf, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, buf, n);
@@ -115,8 +130,11 @@ static void *caller(void *unused) {
         send_all(fd, out, n);
         read_reply(fd, in, sizeof in);
     }
-    size_t n = frame(request, out, sizeof out);
-    while (atomic_fetch_add(&issued, 1) < requests) {
+    char fixed[4096];
+    size_t fixed_n = frame(request, fixed, sizeof fixed);
+    long k;
+    while ((k = atomic_fetch_add(&issued, 1)) < requests) {
+        size_t n = request_frame(k, fixed, fixed_n, out, sizeof out);
         double started = now();
         send_all(fd, out, n);
         read_reply(fd, in, sizeof in);
@@ -142,13 +160,15 @@ static void run_loop(void) {
             read_reply(fds[i], in, sizeof in);
         }
     }
-    size_t n = frame(request, out, sizeof out);
+    char fixed[4096];
+    size_t fixed_n = frame(request, fixed, sizeof fixed);
+    long k;
     for (int i = 0; i < connections; i++) {
         struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
         epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &e);
-        if (atomic_fetch_add(&issued, 1) < requests) {
+        if ((k = atomic_fetch_add(&issued, 1)) < requests) {
             sent[i] = now();
-            send_all(fds[i], out, n);
+            send_all(fds[i], out, request_frame(k, fixed, fixed_n, out, sizeof out));
         }
     }
     struct epoll_event events[256];
@@ -167,9 +187,9 @@ static void run_loop(void) {
             }
             record(sent[i]);
             atomic_fetch_add(&done, 1);
-            if (atomic_fetch_add(&issued, 1) < requests) {
+            if ((k = atomic_fetch_add(&issued, 1)) < requests) {
                 sent[i] = now();
-                send_all(fds[i], out, n);
+                send_all(fds[i], out, request_frame(k, fixed, fixed_n, out, sizeof out));
             }
         }
     }

@@ -105,15 +105,15 @@ extension EventBus {
         if let typed = entry as? CommandHandler<C> {
             // The hot path: a direct nest of async calls, no task, no closure on the heap.
             guard envelope.deadline != nil else {
-                return try await chain.run(envelope) { inner in try await typed.body(command, inner) }
+                return try await chain.run(envelope) { inner in try await handling(inner) { try await typed.body(command, inner) } }
             }
             return try await dispatch(envelope) { [chain] env in
-                try await chain.run(env) { inner in try await typed.body(command, inner) }
+                try await chain.run(env) { inner in try await handling(inner) { try await typed.body(command, inner) } }
             }
         }
         let parameters = try JSONValue(encoding: command)
         return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try await entry.callJSON(inner, parameters) }
+            try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
         }.decode(as: C.Reply.self)
     }
 
@@ -146,7 +146,7 @@ extension EventBus {
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey) { parameters }
         return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try await entry.callJSON(inner, parameters) }
+            try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
         }
     }
 
@@ -173,7 +173,7 @@ extension EventBus {
         guard let entry = handlers.withLock({ $0[method] }) else { throw NoHandler(method: method) }
         var idempotency: IdempotentRequest?
         if let key {
-            guard entry.requirements.contains(.idempotent), !entry.streaming else { throw IdempotencyNotSupported(method: method) }
+            guard entry.requirements.contains(.idempotent), entry.answersPlainCalls else { throw IdempotencyNotSupported(method: method) }
             idempotency = IdempotentRequest(key: key, parameters: try parameters())
         }
         // `idempotent` needs its gate only when a key came with the call.
@@ -197,4 +197,12 @@ extension EventBus {
             try await body(envelope)
         }
     }
+}
+
+/// Runs a handler; for a keyed call, with its idempotency record as the task's (so the handler's
+/// writes, and only they — not a gate's own, like a meter's — carry its key).
+@inline(__always)
+private func handling<R>(_ envelope: Envelope, _ body: () async throws -> R) async throws -> R {
+    guard let record = envelope.idempotencyRecord else { return try await body() }
+    return try await IdempotencyRecord.$current.withValue(record) { try await body() }
 }

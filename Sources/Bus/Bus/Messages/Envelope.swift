@@ -34,6 +34,9 @@ public struct Envelope: Sendable {
 
     private let header: Header
     public var caller: Caller
+    /// Set by the idempotency gate for a keyed call: the handler runs with it as the task's
+    /// `IdempotencyRecord.current`, so its writes keep the key in their transaction.
+    public var idempotencyRecord: IdempotencyRecord?
 
     public init(
         name: String, requirements: [Requirement], caller: Caller, deadline: ContinuousClock.Instant? = nil,

@@ -47,7 +47,10 @@ public struct IdempotencyGate: Gate {
         defer { inFlight.remove(slot) }
         let reply: Reply
         do {
-            reply = try await IdempotencyRecord.$current.withValue(record) { try await next(envelope) }
+            // The record goes to the handler (gates inside this one, a meter's, write without it).
+            var inner = envelope
+            inner.idempotencyRecord = record
+            reply = try await next(inner)
         } catch is IdempotencyLog.Collision {
             // Another attempt (another instance) committed first: its outcome is the answer.
             guard let stored = try await log.entry(scope: record.scope, method: method, key: record.key) else {

@@ -22,7 +22,9 @@ struct HTTPHelperError: Error { let reason: String }
 
 /// One HTTP/1.1 request with `Connection: close` on a fresh connection (off the cooperative
 /// threads); the status and the body.
-func httpRequest(port: UInt16, _ method: String, path: String, body: String = "", token: String? = nil) async throws -> (status: Int, body: String) {
+func httpRequest(
+    port: UInt16, _ method: String, path: String, body: String = "", token: String? = nil, headers: [(String, String)] = []
+) async throws -> (status: Int, body: String) {
     try await Task.detached {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -38,6 +40,7 @@ func httpRequest(port: UInt16, _ method: String, path: String, body: String = ""
         guard connected else { throw HTTPHelperError(reason: "cannot connect to port \(port)") }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
         let request = Array((head + "\r\n" + body).utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var data: [UInt8] = []
@@ -54,8 +57,8 @@ func httpRequest(port: UInt16, _ method: String, path: String, body: String = ""
     }.value
 }
 
-func httpPost(port: UInt16, path: String, body: String, token: String? = nil) async throws -> (status: Int, body: String) {
-    try await httpRequest(port: port, "POST", path: path, body: body, token: token)
+func httpPost(port: UInt16, path: String, body: String, token: String? = nil, headers: [(String, String)] = []) async throws -> (status: Int, body: String) {
+    try await httpRequest(port: port, "POST", path: path, body: body, token: token, headers: headers)
 }
 
 func httpGet(port: UInt16, path: String) async throws -> String {

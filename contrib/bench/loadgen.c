@@ -162,13 +162,13 @@ static void run_loop(void) {
     }
     char fixed[4096];
     size_t fixed_n = frame(request, fixed, sizeof fixed);
-    long k;
+    long call;
     for (int i = 0; i < connections; i++) {
         struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
         epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &e);
-        if ((k = atomic_fetch_add(&issued, 1)) < requests) {
+        if ((call = atomic_fetch_add(&issued, 1)) < requests) {
             sent[i] = now();
-            send_all(fds[i], out, request_frame(k, fixed, fixed_n, out, sizeof out));
+            send_all(fds[i], out, request_frame(call, fixed, fixed_n, out, sizeof out));
         }
     }
     struct epoll_event events[256];
@@ -187,9 +187,9 @@ static void run_loop(void) {
             }
             record(sent[i]);
             atomic_fetch_add(&done, 1);
-            if ((k = atomic_fetch_add(&issued, 1)) < requests) {
+            if ((call = atomic_fetch_add(&issued, 1)) < requests) {
                 sent[i] = now();
-                send_all(fds[i], out, request_frame(k, fixed, fixed_n, out, sizeof out));
+                send_all(fds[i], out, request_frame(call, fixed, fixed_n, out, sizeof out));
             }
         }
     }

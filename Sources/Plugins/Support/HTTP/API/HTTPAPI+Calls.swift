@@ -54,6 +54,10 @@ extension HTTPAPI {
         guard wantsEvents else {
             return APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"])
         }
+        if request.headers["idempotency-key"] != nil {
+            let refusal = IdempotencyNotSupported(method: method)
+            return APIErrorStatus.response(error: refusal.wireName, parameters: .object(refusal.wireParameters))
+        }
         if method == "io.appd.Bus.Subscribe", let last = request.headers["last-event-id"] {
             guard let sequence = Int64(last), sequence >= 0 else {
                 return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "Last-Event-ID", "reason": "must be an event's sequence number"])

@@ -60,33 +60,6 @@ import TestSupport
         return status
     }
 
-    /// An external plugin's method that declares `idempotent` takes keys like a built-in one:
-    /// a retry with the same key gets the first reply and the plugin is not called again.
-    @Test func anExternalPluginsIdempotentMethodRunsOncePerKey() async throws {
-        let dir = try Self.newDirectory()
-        var requirements = Self.manifest["requirements"] as? [String: [String]] ?? [:]
-        requirements["io.appd.examples.Greeter.Hello"] = ["session", "idempotent"]
-        try Self.install(
-            in: dir + "/data/plugins", changes: ["requirements": requirements, "http": ["io.appd.examples.Greeter.Hello", "io.appd.examples.Greeter.Count"]])
-        let port = try freeTCPPort()
-        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"], directory: dir)
-        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
-        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
-        let signIn = try await httpPost(port: port, path: "/v1/io.appd.Auth/SignIn", body: #"{"email":"ada@example.com","password":"a password"}"#)
-        let token = ((try JSONSerialization.jsonObject(with: Data(signIn.body.utf8)) as? [String: Any])?["session"] as? [String: Any])?["accessToken"] as? String ?? ""
-        let first = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: #"{"name":"Bo"}"#, token: token, headers: [("Idempotency-Key", "hello-1")])
-        let retry = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: #"{"name":"Bo"}"#, token: token, headers: [("Idempotency-Key", "hello-1")])
-        #expect(first.status == 200 && retry.status == 200 && retry.body == first.body, "\(first) \(retry)")
-        let count = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Count", body: "{}")
-        #expect(count.body.contains(#""count":1"#), "the plugin greeted once: \(count)")
-        let reused = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: #"{"name":"Al"}"#, token: token, headers: [("Idempotency-Key", "hello-1")])
-        #expect(reused.status == 422 && reused.body.contains("IdempotencyKeyReused"), "\(reused)")
-        // Count does not declare it: a key there is refused.
-        let refused = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Count", body: "{}", headers: [("Idempotency-Key", "count-1")])
-        #expect(refused.status == 400 && refused.body.contains("IdempotencyNotSupported"), "\(refused)")
-        _ = await daemon.stop()
-    }
-
     /// Over the HTTP API only the methods the manifest lists under "http" are routed; the
     /// plugin sees the HTTP caller as a user with no uid.
     @Test func onlyMethodsMarkedForHTTPAreRoutedThere() async throws {
@@ -396,50 +369,6 @@ import TestSupport
         #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
         #expect(try await Self.ctl(daemon, ["greeter", "hello"]).status == 67)
         #expect(try await Self.plugin(daemon, "greeter")["state"] as? String == "running")
-        #expect(await daemon.stop() == 0)
-    }
-}
-
-/// Security review finding 1 (forged account deletion through a plugin named like a built-in)
-/// and finding 7 (a manifest taking appd's secrets), with hostile manifests on the real binary.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct HostileManifestTests {
-    @Test func aPluginCannotTakeABuiltInsNameTopicsOrAppdsSecrets() async throws {
-        let dir = try ExternalPluginTests.newDirectory()
-        let plugins = dir + "/data/plugins"
-        let event: [String: Any] = ["type": "(userId: string)", "audience": "owner"]
-        // Named like the built-in auth plugin, declaring another plugin's event (refused either
-        // way: before the fix its refusal unregistered every topic of the built-in auth plugin).
-        try ExternalPluginTests.install(in: plugins, folder: "fake-auth", changes: ["name": "auth", "events": ["todos.created": event]])
-        try ExternalPluginTests.install(in: plugins, folder: "thief", changes: ["name": "thief", "events": ["todos.created": event]])
-        try ExternalPluginTests.install(in: plugins, folder: "squatter", changes: ["name": "squatter", "events": ["auth.passwordChangedSoon": event]])
-        try ExternalPluginTests.install(
-            in: plugins, folder: "leaky", changes: ["name": "leaky", "environment": ["PATH", "APPD_STRIPE_WEBHOOK_SECRETS", "APPD_DATABASE"]])
-        let daemon = try await Daemon.start(
-            environment: ["APPD_STRIPE_WEBHOOK_SECRETS": "whsec_topsecret", "APPD_CHAT_API_KEY": "sk-secret"], directory: dir)
-        func lastError(_ name: String) async throws -> String { try await ExternalPluginTests.plugin(daemon, name)["lastError"] as? String ?? "" }
-        #expect(try await lastError("fake-auth").contains("'auth' belongs to a built-in plugin"))
-        #expect(try await lastError("thief").contains("todos.created already belongs to plugin 'todos'"))
-        #expect(try await lastError("squatter").contains("auth.passwordChangedSoon already belongs to plugin 'auth'"))
-        // What a manifest asks for is shown before anyone trusts the plugin.
-        try ExternalPluginTests.install(
-            in: plugins, folder: "asker", changes: ["name": "asker", "environment": ["PATH"], "calls": ["io.appd.Daemon.Status"], "capabilities": ["auth.resetTokens"]])
-        _ = try await ExternalPluginTests.ctl(daemon, ["plugins", "rescan"])
-        let asker = try await ExternalPluginTests.plugin(daemon, "asker")
-        #expect(asker["grants"] as? String == "calls io.appd.Daemon.Status; capabilities auth.resetTokens; publishes greeter.>; environment PATH", "\(asker)")
-        let leaky = try await lastError("leaky")
-        #expect(leaky.contains("APPD_DATABASE, APPD_STRIPE_WEBHOOK_SECRETS") && leaky.contains("never passed to plugins"), "\(leaky)")
-
-        // A rescan that drops and refuses plugins again leaves the built-ins' topics alone.
-        let before = try await daemon.ctl(["events", "topics"]).stdout
-        try FileManager.default.removeItem(atPath: plugins + "/thief")
-        _ = try await ExternalPluginTests.ctl(daemon, ["plugins", "rescan"])
-        let topics = try await daemon.ctl(["events", "topics"])
-        #expect(topics.stdout == before, "the built-ins' topics, unchanged: \(topics.stdout)")
-        #expect(topics.stdout.split(separator: "\n").contains { $0.hasPrefix("todos.created ") && $0.contains("todos") })
-        for topic in ["auth.accountDeleted", "auth.somethingNew", "todos.created"] {
-            let forged = try await daemon.ctl(["call", "io.appd.Bus.Publish", "{\"topic\":\"\(topic)\",\"payload\":{\"userId\":\"u_1\"},\"durable\":true}"])
-            #expect(forged.status != 0 && forged.stderr.contains("TopicOwned"), "\(topic): \(forged)")
-        }
         #expect(await daemon.stop() == 0)
     }
 }

@@ -34,7 +34,7 @@ extension Appd {
         if ingress != nil || apple != nil {
             webhooks = { request, body in
                 if request.path == "/webhooks/apple", let apple { return await apple.handle(request, body) }
-                guard let ingress else { return HTTPResponse(status: 404, body: ["error": "NotFound", "reason": "no such webhook"]) }
+                guard let ingress else { return HTTPResponse.refusal(404, "NotFound", reason: "no such webhook") }
                 return await ingress.handle(request, body)
             }
         }

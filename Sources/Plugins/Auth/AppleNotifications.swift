@@ -14,11 +14,11 @@ public struct AppleNotifications: Sendable {
 
     public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
         guard request.method == "POST" else {
-            return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "reason": "POST the notification"], headers: [("Allow", "POST")])
+            return HTTPResponse(status: 405, body: HTTPResponse.errorBody("MethodNotAllowed", reason: "POST the notification"), headers: [("Allow", "POST")])
         }
-        guard body.count <= maxBodyBytes else { return HTTPResponse(status: 413, body: ["error": "PayloadTooLarge", "reason": .string("over \(maxBodyBytes) bytes")]) }
+        guard body.count <= maxBodyBytes else { return HTTPResponse(status: 413, body: HTTPResponse.errorBody("PayloadTooLarge", reason: "over \(maxBodyBytes) bytes")) }
         guard let payload = (try? JSONParser.parse(body, maxDepth: 8))?["payload"]?.stringValue else {
-            return HTTPResponse(status: 400, body: ["error": "MalformedEvent", "reason": "the body is not {\"payload\": \"<JWS>\"}"])
+            return HTTPResponse(status: 400, body: HTTPResponse.errorBody("MalformedEvent", reason: "the body is not {\"payload\": \"<JWS>\"}"))
         }
         do {
             let claims = try await service.verifier.verifyAppleNotification(payload, now: service.now)
@@ -26,7 +26,7 @@ public struct AppleNotifications: Sendable {
                 let events = try? JSONParser.parse(Array(eventsText.utf8), maxDepth: 8),
                 let type = events["type"]?.stringValue, let subject = events["sub"]?.stringValue, !subject.isEmpty
             else {
-                return HTTPResponse(status: 400, body: ["error": "MalformedEvent", "reason": "the payload has no events with a type and a sub"])
+                return HTTPResponse(status: 400, body: HTTPResponse.errorBody("MalformedEvent", reason: "the payload has no events with a type and a sub"))
             }
             let time = events["event_time"].map { $0.jsonText } ?? "0"
             let key = "apple:" + (claims["jti"]?.stringValue ?? "\(type):\(subject):\(time)")
@@ -34,12 +34,12 @@ public struct AppleNotifications: Sendable {
             service.audit.notice("Apple notification", metadata: ["type": "\(type)", "outcome": "\(outcome)"])
             return HTTPResponse(status: 200, body: ["type": .string(type), "duplicate": .bool(outcome == .duplicate)])
         } catch let error as AuthError where error.kind == .identityProviderUnavailable {
-            return HTTPResponse(status: 503, body: ["error": "Unavailable", "reason": .string(error.description)], headers: [("Retry-After", "60")])
+            return HTTPResponse(status: 503, body: HTTPResponse.errorBody("Unavailable", reason: error.description), headers: [("Retry-After", "60")])
         } catch let error as AuthError {
             service.logger.warning("an Apple notification was refused", metadata: ["reason": "\(error)"])
-            return HTTPResponse(status: 401, body: ["error": .string(error.wireName), "reason": .string(error.description)])
+            return HTTPResponse(status: 401, body: HTTPResponse.errorBody(error.wireName, reason: error.description))
         } catch {
-            return HTTPResponse(status: 503, body: ["error": "Unavailable", "reason": .string("not handled (\(error)); retry")], headers: [("Retry-After", "10")])
+            return HTTPResponse(status: 503, body: HTTPResponse.errorBody("Unavailable", reason: "not handled (\(error)); retry"), headers: [("Retry-After", "10")])
         }
     }
 }

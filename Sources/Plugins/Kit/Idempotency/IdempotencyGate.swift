@@ -39,12 +39,14 @@ public struct IdempotencyGate: Gate {
         let record = IdempotencyRecord(
             scope: try Self.scope(envelope.caller), method: method, key: request.key.value,
             fingerprint: Self.fingerprint(method: method, parameters: request.parameters))
-        if let stored = try await log.entry(scope: record.scope, method: method, key: record.key) {
-            return try answer(stored, record)
-        }
+        // The slot first, then the store: a call that finished here stored its outcome before
+        // it left the slot, so the read below sees it.
         let slot = record.scope + "\u{0}" + method + "\u{0}" + record.key
         guard inFlight.insert(slot) else { throw IdempotencyKeyInUse(method: method) }
         defer { inFlight.remove(slot) }
+        if let stored = try await log.entry(scope: record.scope, method: method, key: record.key) {
+            return try answer(stored, record)
+        }
         let reply: Reply
         do {
             // The record goes to the handler (gates inside this one, a meter's, write without it).
@@ -63,9 +65,13 @@ public struct IdempotencyGate: Gate {
             throw error
         }
         if record.outcome.withReply { return reply }
-        // Nothing written, or written without the reply staged: keep the reply now.
-        _ = try await log.store(record, outcome: .reply(try Self.encode(reply)))
-        return reply
+        // Nothing written, or written without the reply staged: keep the reply now. Another
+        // instance's attempt may have stored first: its outcome is then the one every retry gets.
+        switch try await log.store(record, outcome: .reply(try Self.encode(reply))) {
+        case .reply(let stored)?: return try Self.decode(stored, as: Reply.self)
+        case .error(let name, let parameters)?: throw StoredWireError(name: name, parameters: parameters)
+        case nil: return reply
+        }
     }
 
     /// The stored outcome as this call's answer.

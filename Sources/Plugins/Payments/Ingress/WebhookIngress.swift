@@ -30,7 +30,7 @@ public struct WebhookIngress: Sendable {
     /// event is not stored (`withDeadline` rolls a late write back), so it retries cleanly.
     func deliver(_ request: WebhookRequest, _ body: [UInt8]) async -> HTTPResponse {
         guard let text = String(validating: body, as: UTF8.self) else {
-            return HTTPResponse(status: 400, body: ["error": "MalformedEvent", "reason": "the body is not UTF-8"])
+            return HTTPResponse.refusal(400, "MalformedEvent", reason: "the body is not UTF-8")
         }
         let (provider, headers) = (request.provider, request.headers)
         let service = self.service
@@ -46,13 +46,13 @@ public struct WebhookIngress: Sendable {
             }
             return HTTPResponse(status: 200, body: .object(reply))
         } catch let error as PaymentsError {
-            response = HTTPResponse(status: error.kind == .unknownProvider ? 404 : 400, body: ["error": .string(error.wireName), "reason": .string(error.description)])
+            response = HTTPResponse.refusal(error.kind == .unknownProvider ? 404 : 400, error.wireName, reason: error.description)
         } catch let error as StorageError {
-            response = HTTPResponse(status: 503, body: ["error": "Unavailable", "reason": .string("the event was not stored (\(error)); retry")])
+            response = HTTPResponse.refusal(503, "Unavailable", reason: "the event was not stored (\(error)); retry")
         } catch is DeliveryTooSlow {
-            response = HTTPResponse(status: 503, body: ["error": "Unavailable", "reason": "storing the event took too long; it was not stored; retry"])
+            response = HTTPResponse.refusal(503, "Unavailable", reason: "storing the event took too long; it was not stored; retry")
         } catch {
-            response = HTTPResponse(status: 500, body: ["error": "Internal", "reason": "the event was not stored; retry"])
+            response = HTTPResponse.refusal(500, "Internal", reason: "the event was not stored; retry")
         }
         logger.warning("webhook refused", metadata: ["provider": provider, "status": "\(response.status)"])
         return response

@@ -103,3 +103,16 @@ public struct HTTPStreamWriter: Sendable {
 public struct HTTPStreamClosed: Error, CustomStringConvertible {
     public var description: String { "the client closed the stream or stopped reading" }
 }
+
+extension HTTPResponse {
+    /// The one shape of every error body appd's HTTP server and API send: the error's name and
+    /// its parameters, here just why (`{"error": "Busy", "parameters": {"reason": "…"}}`).
+    public static func errorBody(_ error: String, reason: String) -> JSONValue {
+        ["error": .string(error), "parameters": ["reason": .string(reason)]]
+    }
+
+    /// A refusal with that body.
+    public static func refusal(_ status: Int, _ error: String, reason: String) -> HTTPResponse {
+        HTTPResponse(status: status, body: errorBody(error, reason: reason))
+    }
+}

@@ -88,7 +88,7 @@ public final class HTTPServer: Sendable {
                 return (true, reading.min { $0.1 < $1.1 }?.0)
             }
             guard admitted else {
-                let busy = HTTPResponse(status: 503, body: ["error": "Busy", "reason": "too many connections; retry"]).bytes(keepAlive: false)
+                let busy = HTTPResponse.refusal(503, "Busy", reason: "too many connections; retry").bytes(keepAlive: false)
                 _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 close(fd)
                 continue
@@ -204,7 +204,7 @@ public final class HTTPServer: Sendable {
 
     /// 503 for a server at a limit; the connection closes after it (shedding load).
     static func busy(_ reason: String) -> HTTPResponse {
-        var response = HTTPResponse(status: 503, body: ["error": "Busy", "reason": .string(reason)])
+        var response = HTTPResponse.refusal(503, "Busy", reason: reason)
         response.closes = true
         return response
     }
@@ -268,7 +268,7 @@ public final class HTTPServer: Sendable {
     private func expire(_ now: ContinuousClock.Instant) {
         for connection in connections.withLock({ Array($0.values) }) {
             switch connection.overdue(now: now, limits: limits) {
-            case .request: respond(connection, HTTPResponse(status: 408, body: ["error": "RequestTimeout", "reason": "the request did not arrive whole in time"]))
+            case .request: respond(connection, HTTPResponse.refusal(408, "RequestTimeout", reason: "the request did not arrive whole in time"))
             case .idle, .write: finish(connection)
             case nil: break
             }

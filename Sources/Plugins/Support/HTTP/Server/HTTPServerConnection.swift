@@ -101,7 +101,7 @@ final class HTTPServerConnection: Sendable {
             if s.head == nil {
                 // Built only when needed: this runs for every request.
                 func tooLarge() -> Parsed {
-                    .refuse(HTTPResponse(status: 431, body: ["error": "HeadersTooLarge", "reason": .string("the request head is over \(limits.maxHeadBytes / 1024) KiB")]))
+                    .refuse(HTTPResponse.refusal(431, "HeadersTooLarge", reason: "the request head is over \(limits.maxHeadBytes / 1024) KiB"))
                 }
                 guard let end = Self.headEnd(in: s.input) else {
                     return s.input.count > limits.maxHeadBytes ? tooLarge() : .more

@@ -156,8 +156,8 @@ public struct HTTPServerRequest: Sendable, Equatable {
     }
 }
 
-/// Why a request is refused before any handler sees it: the HTTP status and a JSON body
-/// `{"error": …, "reason": …}`.
+/// Why a request is refused before any handler sees it: the HTTP status and a JSON body in the
+/// one shape every error of the HTTP API has, `{"error": …, "parameters": {"reason": …}}`.
 public struct HTTPRefusal: Error, Equatable, Sendable {
     public var status: Int
     public var error: String
@@ -167,6 +167,6 @@ public struct HTTPRefusal: Error, Equatable, Sendable {
         self.error = error
         self.reason = reason
     }
-    public var json: JSONValue { ["error": .string(error), "reason": .string(reason)] }
+    public var json: JSONValue { HTTPResponse.errorBody(error, reason: reason) }
     public var response: HTTPResponse { HTTPResponse(status: status, body: json) }
 }

@@ -63,7 +63,7 @@ extension Appd {
         let retention = EventLogRetention(
             log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
-        let keys = IdempotencyRetention(database: database, keep: .seconds(Int64(config.idempotencyKeyHours) * 3600))
+        let keys = IdempotencyGate.retention(database, keep: .seconds(Int64(config.idempotencyKeyHours) * 3600), logger: logger)
         var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload]
         if let http { services.append(http) }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }

@@ -107,7 +107,7 @@ public struct ChatPlugin: Plugin {
 
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = ChatRepository(database: context.database)
-        let tombstones = ChangeFeedRetention(feed: ChatRepository.feed, database: context.database, keep: options.tombstoneRetention, logger: context.logger)
+        let tombstones = ChatRepository.feed.retention(context.database, keep: options.tombstoneRetention, logger: context.logger)
         do {
             return [
                 try DurableConsumer(name: "chat.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {

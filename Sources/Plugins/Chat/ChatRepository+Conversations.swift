@@ -58,17 +58,13 @@ extension ChatRepository {
 
     func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> ChatInterface.Changes.Reply {
         try await database.read { tx in
-            let page: ChangeFeed.Page
             do {
-                page = try Self.feed.page(tx, owner: owner, after: cursor, limit: limit)
+                let page = try Self.feed.changes(tx, owner: owner, after: cursor, limit: limit, item: Self.conversation)
+                let changes = page.changes.map { ConversationChange(seq: $0.seq, id: $0.id, deleted: $0.item == nil, conversation: $0.item) }
+                return .init(changes: changes, nextCursor: page.next, more: page.more)
             } catch let stale as ChangeFeed.ResyncNeeded {
                 throw ChatError.resyncRequired(stale.description)
             }
-            let changes = page.entries.map { entry in
-                let conversation = entry.row.flatMap(Self.conversation)
-                return ConversationChange(seq: entry.seq, id: entry.id, deleted: conversation == nil, conversation: conversation)
-            }
-            return .init(changes: changes, nextCursor: page.next, more: page.more)
         }
     }
 

@@ -60,7 +60,7 @@ public struct TodosPlugin: Plugin {
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = service(context.database).repository
         // Deleted todos' tombstones are pruned after the retention.
-        let tombstones = ChangeFeedRetention(feed: SQLiteTodosRepository.feed, database: context.database, keep: tombstoneRetention, logger: context.logger)
+        let tombstones = SQLiteTodosRepository.feed.retention(context.database, keep: tombstoneRetention, logger: context.logger)
         // A deleted account's todos go too, even if the account was deleted while this plugin
         // was stopped (durable consumer; deleting twice is harmless).
         do {

@@ -111,17 +111,13 @@ struct SQLiteTodosRepository: TodosRepository {
     func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> TodosInterface.ChangePage {
         try await retrying {
             try await database.read { tx in
-                let page: ChangeFeed.Page
                 do {
-                    page = try Self.feed.page(tx, owner: owner, after: cursor, limit: limit)
+                    let page = try Self.feed.changes(tx, owner: owner, after: cursor, limit: limit, item: Self.todo)
+                    let changes = page.changes.map { TodoChange(seq: $0.seq, id: $0.id, deleted: $0.item == nil, todo: $0.item) }
+                    return TodosInterface.ChangePage(changes: changes, nextCursor: page.next, more: page.more)
                 } catch let stale as ChangeFeed.ResyncNeeded {
                     throw TodosError.resyncRequired(stale.description)
                 }
-                let changes = page.entries.map { entry in
-                    let todo = entry.row.flatMap(Self.todo)
-                    return TodoChange(seq: entry.seq, id: entry.id, deleted: todo == nil, todo: todo)
-                }
-                return TodosInterface.ChangePage(changes: changes, nextCursor: page.next, more: page.more)
             }
         }
     }

@@ -137,6 +137,29 @@ public struct ChangeFeed: Sendable {
         }
     }
 
+    /// The service that prunes this feed's tombstones older than `keep` (90 days by default),
+    /// hourly: a client away longer must pull again from the start.
+    public func retention(_ database: any Database, keep: Duration, logger: Logger) -> PeriodicPruning {
+        PeriodicPruning(name: table + ".tombstones", interval: .seconds(3600), logger: logger) {
+            try await prune(database, olderThan: keep)
+        }
+    }
+
+    /// One change as a plugin's reply shows it: the item as it stands, or nil for a deletion.
+    public struct Change<Item: Sendable>: Sendable {
+        public var seq: Int64
+        public var id: String
+        public var item: Item?
+    }
+
+    /// `page`, each row made the plugin's item by `item`.
+    public func changes<Item: Sendable>(
+        _ tx: any Transaction, owner: String, after cursor: Int64?, limit: Int, item: (Row) -> Item?
+    ) throws -> (changes: [Change<Item>], next: Int64, more: Bool) {
+        let page = try page(tx, owner: owner, after: cursor, limit: limit)
+        return (page.entries.map { Change(seq: $0.seq, id: $0.id, item: $0.row.flatMap(item)) }, page.next, page.more)
+    }
+
     /// Erasure: a deleted account's tombstones.
     public func erase(_ tx: any Transaction, owner: String) throws {
         try tx.execute("DELETE FROM \(tombstones) WHERE owner = ?", [.text(owner)])

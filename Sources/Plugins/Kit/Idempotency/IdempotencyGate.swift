@@ -91,6 +91,13 @@ public struct IdempotencyGate: Gate {
         }
     }
 
+    /// The service that prunes kept outcomes older than `keep` (24 h by default) every ten
+    /// minutes; a retry after that is a new call.
+    public static func retention(_ database: any Database, keep: Duration, logger: Logger) -> PeriodicPruning {
+        let log = IdempotencyLog(database: database)
+        return PeriodicPruning(name: "idempotency-keys", interval: .seconds(600), logger: logger) { try await log.prune(olderThan: keep) }
+    }
+
     /// Whose key it is. A network caller that is not signed in has no key of its own.
     static func scope(_ caller: Caller) throws -> String {
         if let user = caller.principal?.userID { return IdempotencyLog.userScope(user) }

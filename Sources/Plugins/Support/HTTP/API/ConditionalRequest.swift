@@ -13,8 +13,10 @@ enum ConditionalRequest {
     /// Moves `If-Match` into the parameters. `*` (any version) and no header change nothing; a
     /// list or a weak tag is refused (a version is one strong tag), as is a method that takes no
     /// expected version, or a body that already names another one.
+    /// A call whose body names an `expectedVersion` is conditional too (412 on a Conflict).
     static func apply(_ header: String?, to parameters: inout JSONValue, method: VarlinkMethod?) -> Outcome {
-        guard let header = header?.trimmingWhitespace(), !header.isEmpty, header != "*" else { return .applied(false) }
+        let inBody = parameters["expectedVersion"].map { $0 != .null } ?? false
+        guard let header = header?.trimmingWhitespace(), !header.isEmpty, header != "*" else { return .applied(inBody) }
         guard let method, method.input.contains(where: { $0.name == "expectedVersion" }) else {
             return .refused(APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "If-Match", "reason": "this method takes no If-Match"]))
         }

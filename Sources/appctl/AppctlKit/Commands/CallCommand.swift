@@ -4,11 +4,13 @@ import Bus
 enum CallCommand {
     static let command = Builtin(
         name: "call", abstract: "Call any method with JSON parameters.",
-        usage: "call <method> [<json>] [--more] [--oneway]",
+        usage: "call <method> [<json>] [--more] [--oneway] [--idempotency-key <key>]",
         discussion: """
             <method> is the full name (io.appd.Daemon.Status). Parameters come from <json>, or from
             standard input when it is not a terminal, or are empty. With --more the replies of a
-            streaming method are printed as they arrive.
+            streaming method are printed as they arrive. With --idempotency-key a script can send a
+            write again (after a timeout, say) and have its effect once: the same key gets the first
+            reply (methods that change something take one; see the README, "Offline clients").
             """,
         options: CallCommand.options
     ) { arguments, context throws(AppctlError) in
@@ -31,6 +33,23 @@ enum CallCommand {
             throw .usage("the parameters are not valid JSON: \(error)", command: "call")
         }
         guard parameters.objectValue != nil else { throw .usage("the parameters must be a JSON object", command: "call") }
+        let key = flags.values["--idempotency-key"]?.last
+        if key != nil, flags.switches.contains("--more") || flags.switches.contains("--oneway") {
+            throw .usage("--idempotency-key is for a plain call (not with --more or --oneway)", command: "call")
+        }
+        if let key {
+            let client = try context.connect()
+            let reply: VarlinkReply
+            do throws(VarlinkClientError) {
+                try client.send(VarlinkCall(method: method, parameters: parameters, idempotencyKey: key))
+                reply = try client.receive()
+            } catch {
+                throw .unreachable(error, socket: context.options.socketPath)
+            }
+            if reply.error != nil { throw .daemon(reply) }
+            context.output.reply(reply.parameters)
+            return ExitCode.ok
+        }
 
         if flags.switches.contains("--oneway") {
             let client = try context.connect()
@@ -54,5 +73,6 @@ extension CallCommand {
     static let options = [
         CommandOption("--more", "Ask for a stream of replies."),
         CommandOption("--oneway", "Send the call and expect no reply."),
+        CommandOption("--idempotency-key", value: "key", "Send the call with this key: sent again, it has its effect once."),
     ]
 }

@@ -22,12 +22,14 @@ extension ChatRepository {
             }
             let held = try tx.query("SELECT COUNT(*) AS n FROM chat_conversations WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
             guard held < Int64(limit) else { throw ChatError.quotaExceeded(limit) }
-            try tx.execute(
-                "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)",
-                [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now)])
+            // The event first: its sequence is the conversation's place in the change feed.
             let seq = try tx.appendLogged(ChatConversationCreated(userId: owner, conversationId: id), causedBy: cause)
-            try Self.feed.changed(tx, id: id, seq: seq, added: true)
-            guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
+            try tx.execute(
+                "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, 1, ?)",
+                [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now), .integer(seq)])
+            if clientChosen { try Self.feed.revived(tx, id: id) }
+            let created = WallTime(nanosecondsSinceEpoch: now).rfc3339
+            let conversation = Conversation(id: id, title: title, createdAt: created, updatedAt: created, version: 1)
             try tx.stageReply(ChatInterface.ConversationReply(conversation: conversation))
             return conversation
         }
@@ -36,9 +38,10 @@ extension ChatRepository {
     func rename(owner: String, id: String, title: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Conversation {
         try await database.write { tx in
             try Self.check(tx, owner: owner, id: id, expected: expected)
-            try tx.execute("UPDATE chat_conversations SET title = ?, updated_at = ?, version = version + 1 WHERE id = ?", [.text(title), .integer(now), .text(id)])
             let seq = try tx.appendLogged(ChatConversationRenamed(userId: owner, conversationId: id), causedBy: cause)
-            try Self.feed.changed(tx, id: id, seq: seq)
+            try tx.execute(
+                "UPDATE chat_conversations SET title = ?, updated_at = ?, version = version + 1, change_seq = ? WHERE id = ?",
+                [.text(title), .integer(now), .integer(seq), .text(id)])
             guard let conversation = Self.conversation(try Self.ownedConversation(tx, owner: owner, id: id)) else { throw ChatError.notFound }
             try tx.stageReply(ChatInterface.ConversationReply(conversation: conversation))
             return conversation

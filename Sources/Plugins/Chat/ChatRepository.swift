@@ -111,9 +111,10 @@ struct ChatRepository: Sendable {
                 let words = text.split(whereSeparator: { $0.isWhitespace }).prefix(8).joined(separator: " ")
                 try tx.execute("UPDATE chat_conversations SET title = ? WHERE id = ?", [.text(String(words.prefix(80))), .text(conversation)])
             }
-            try tx.execute("UPDATE chat_conversations SET updated_at = ?, version = version + 1 WHERE id = ?", [.integer(now), .text(conversation)])
             let seq = try tx.appendLogged(ChatMessageSent(userId: owner, conversationId: conversation, messageId: id, text: text), causedBy: cause)
-            try Self.feed.changed(tx, id: conversation, seq: seq)
+            try tx.execute(
+                "UPDATE chat_conversations SET updated_at = ?, version = version + 1, change_seq = ? WHERE id = ?",
+                [.integer(now), .integer(seq), .text(conversation)])
             guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
                 throw ChatError.notFound
             }
@@ -155,13 +156,14 @@ struct ChatRepository: Sendable {
                     .text(id), .text(conversation), .text(owner), .text(text), .text(status), error.map { .text($0) } ?? .null,
                     usage.map { .integer(Int64($0.promptTokens)) } ?? .null, usage.map { .integer(Int64($0.completionTokens)) } ?? .null, .integer(now),
                 ])
-            try tx.execute("UPDATE chat_conversations SET updated_at = ?, version = version + 1 WHERE id = ?", [.integer(now), .text(conversation)])
             let tokens = usage.map { ChatTokenUsage(promptTokens: $0.promptTokens, completionTokens: $0.completionTokens) }
             let seq =
                 status == "failed"
                 ? try tx.appendLogged(ChatReplyFailed(userId: owner, conversationId: conversation, messageId: id, reason: error, usage: tokens), causedBy: cause)
                 : try tx.appendLogged(ChatReplyCompleted(userId: owner, conversationId: conversation, messageId: id, status: status, usage: tokens), causedBy: cause)
-            try Self.feed.changed(tx, id: conversation, seq: seq)
+            try tx.execute(
+                "UPDATE chat_conversations SET updated_at = ?, version = version + 1, change_seq = ? WHERE id = ?",
+                [.integer(now), .integer(seq), .text(conversation)])
             guard let message = try tx.query("SELECT * FROM chat_messages WHERE id = ?", [.text(id)]).first.flatMap(Self.message) else {
                 throw ChatError.notFound
             }

@@ -3,9 +3,10 @@ import Contracts
 import PluginKit
 import Storage
 
-/// The changing writes: each logs its event (`appendLogged`, for the sequence), records the
-/// change in the feed, raises the todo's version, and stages the method's reply for a keyed
-/// call — all in one transaction.
+/// The changing writes: each logs its event first (`appendLogged`: its sequence is the change's
+/// place in the feed), changes the row with its version and `change_seq` in one statement, and
+/// stages the method's reply for a keyed call — all in one transaction, in as few round trips as
+/// a PostgreSQL write lock held across them allows.
 extension SQLiteTodosRepository {
     func add(
         owner: String, id: String, clientChosen: Bool, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int,
@@ -24,15 +25,22 @@ extension SQLiteTodosRepository {
                     try tx.stageReply(TodosInterface.TodoReply(todo: current))
                     return current
                 }
-                // Counted in the write, so concurrent adds cannot pass the quota together.
-                try Self.count(tx, owner: owner, by: 1)
-                let held = try tx.query("SELECT n FROM todos_counts WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
+                // Counted in the write (one statement), so concurrent adds cannot pass the quota together.
+                let held = try tx.query(
+                    "INSERT INTO todos_counts (owner, n) VALUES (?, 1) ON CONFLICT(owner) DO UPDATE SET n = todos_counts.n + 1 RETURNING n",
+                    [.text(owner)]
+                ).first?.integer("n") ?? 0
                 guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit) }
-                try tx.execute(
-                    "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
-                    [.text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now), .integer(now)])
+                // The event first: its sequence is the new todo's place in the change feed.
                 let seq = try tx.appendLogged(TodoCreated(todoId: id, userId: owner, title: title), causedBy: cause)
-                try Self.feed.changed(tx, id: id, seq: seq, added: true)
+                try tx.execute(
+                    "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                    [
+                        .text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now),
+                        .integer(now), .integer(seq),
+                    ])
+                // A client's id may be one deleted before: its tombstone goes.
+                if clientChosen { try Self.feed.revived(tx, id: id) }
                 // Built from what was just inserted: no need to read the row back.
                 let created = WallTime(nanosecondsSinceEpoch: now).rfc3339
                 let todo = Todo(
@@ -48,18 +56,23 @@ extension SQLiteTodosRepository {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
+                // The event first (its sequence is the change's place in the feed), then one UPDATE.
+                let logged = try tx.appendLogged(TodoUpdated(todoId: full, userId: owner), causedBy: cause)
+                var sets = ["updated_at = ?", "version = version + 1", "change_seq = ?"]
+                var values: [SQLValue] = [.integer(now), .integer(logged)]
                 if let title = changes.title {
-                    try tx.execute("UPDATE todos SET title = ? WHERE seq = ?", [.text(title), .integer(seq)])
+                    sets.append("title = ?")
+                    values.append(.text(title))
                 }
                 if let notes = changes.notes {
-                    try tx.execute("UPDATE todos SET notes = ? WHERE seq = ?", [notes.map { .text($0) } ?? .null, .integer(seq)])
+                    sets.append("notes = ?")
+                    values.append(notes.map { .text($0) } ?? .null)
                 }
                 if let due = changes.dueAt {
-                    try tx.execute("UPDATE todos SET due_at = ? WHERE seq = ?", [due.map { .integer($0) } ?? .null, .integer(seq)])
+                    sets.append("due_at = ?")
+                    values.append(due.map { .integer($0) } ?? .null)
                 }
-                try tx.execute("UPDATE todos SET updated_at = ?, version = version + 1 WHERE seq = ?", [.integer(now), .integer(seq)])
-                let logged = try tx.appendLogged(TodoUpdated(todoId: full, userId: owner), causedBy: cause)
-                try Self.feed.changed(tx, id: full, seq: logged)
+                try tx.execute("UPDATE todos SET \(sets.joined(separator: ", ")) WHERE seq = ?", values + [.integer(seq)])
                 let todo = try Self.fetch(tx, seq: seq)
                 try tx.stageReply(TodosInterface.TodoReply(todo: todo))
                 return todo
@@ -70,19 +83,27 @@ extension SQLiteTodosRepository {
     func setDone(owner: String, id: String, done: Bool, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo {
         try await retrying {
             try await database.write { tx in
-                let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
-                let changed = try tx.execute(
-                    "UPDATE todos SET done = ?, completed_at = ?, updated_at = ?, version = version + 1 WHERE seq = ? AND done = ?",
-                    [.integer(done ? 1 : 0), done ? .integer(now) : .null, .integer(now), .integer(seq), .integer(done ? 0 : 1)])
+                let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
+                let current = try Self.fetch(tx, seq: seq)
+                if let expected, current.version != expected { throw TodosError.conflict(current) }
                 // Completing a completed todo changes nothing and publishes nothing.
-                if changed > 0 {
-                    let logged =
-                        done
-                        ? try tx.appendLogged(TodoCompleted(todoId: full, userId: owner), causedBy: cause)
-                        : try tx.appendLogged(TodoReopened(todoId: full, userId: owner), causedBy: cause)
-                    try Self.feed.changed(tx, id: full, seq: logged)
+                guard current.done != done else {
+                    try tx.stageReply(TodosInterface.TodoReply(todo: current))
+                    return current
                 }
-                let todo = try Self.fetch(tx, seq: seq)
+                let logged =
+                    done
+                    ? try tx.appendLogged(TodoCompleted(todoId: full, userId: owner), causedBy: cause)
+                    : try tx.appendLogged(TodoReopened(todoId: full, userId: owner), causedBy: cause)
+                try tx.execute(
+                    "UPDATE todos SET done = ?, completed_at = ?, updated_at = ?, version = version + 1, change_seq = ? WHERE seq = ?",
+                    [.integer(done ? 1 : 0), done ? .integer(now) : .null, .integer(now), .integer(logged), .integer(seq)])
+                // Built from the row read above and what changed: no need to read it again.
+                var todo = current
+                todo.done = done
+                todo.completedAt = done ? WallTime(nanosecondsSinceEpoch: now).rfc3339 : nil
+                todo.updatedAt = WallTime(nanosecondsSinceEpoch: now).rfc3339
+                todo.version += 1
                 try tx.stageReply(TodosInterface.TodoReply(todo: todo))
                 return todo
             }

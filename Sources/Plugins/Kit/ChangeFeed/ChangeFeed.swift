@@ -8,7 +8,8 @@ import Storage
 ///
 /// The table needs `id` (text, unique), `owner` (text) and the `change_seq` column the feed's
 /// migration adds. Every write that changes an item logs its event with `Transaction.appendLogged`
-/// and passes the sequence to `changed`/`deleted` in the same transaction. Tombstones are kept
+/// and records the sequence in the same transaction (`change_seq` in its own statement, or
+/// `changed`; `deleted` for a deletion). Tombstones are kept
 /// for a configured time; a cursor older than the newest tombstone pruned can no longer be
 /// brought up to date (`ResyncNeeded`: start again from an empty cursor).
 public struct ChangeFeed: Sendable {
@@ -47,11 +48,16 @@ public struct ChangeFeed: Sendable {
             """)
     }
 
-    /// Item `id` changed (or was added) at sequence `seq`; a tombstone of an earlier item with
-    /// the same id (a client-chosen id added again) goes.
-    public func changed(_ tx: any Transaction, id: String, seq: Int64, added: Bool = false) throws {
+    /// Item `id` changed at sequence `seq`. (A plugin may instead set `change_seq` in the INSERT
+    /// or UPDATE that makes the change: one round trip less.)
+    public func changed(_ tx: any Transaction, id: String, seq: Int64) throws {
         try tx.execute("UPDATE \(table) SET change_seq = ? WHERE id = ?", [.integer(seq), .text(id)])
-        if added { try tx.execute("DELETE FROM \(tombstones) WHERE id = ?", [.text(id)]) }
+    }
+
+    /// An item was added with a client's id: a tombstone of an earlier item with the same id (one
+    /// deleted, then added again) goes. Random ids cannot meet a tombstone and need not call this.
+    public func revived(_ tx: any Transaction, id: String) throws {
+        try tx.execute("DELETE FROM \(tombstones) WHERE id = ?", [.text(id)])
     }
 
     /// Item `id` of `owner` was deleted at sequence `seq` (after its row was deleted).

@@ -177,7 +177,7 @@ extension EventBus {
             idempotency = IdempotentRequest(key: key, parameters: try parameters())
         }
         // `idempotent` needs its gate only when a key came with the call.
-        if let missing = chain.uncovered(entry.requirements.filter { $0 != .idempotent || key != nil }) {
+        if let missing = chain.uncovered(entry.requirements, ignoring: key == nil ? .idempotent : nil) {
             throw RequirementUnavailable(method: method, requirement: missing)
         }
         let deadline = (timeout ?? options.defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }

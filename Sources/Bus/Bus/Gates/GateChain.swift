@@ -9,9 +9,10 @@ public struct GateChain: Sendable {
     /// Gate names outermost first, as the order test pins them.
     public var names: [String] { gates.map(\.name) }
 
-    /// The first requirement that no gate covers, if any.
-    public func uncovered(_ requirements: [Requirement]) -> Requirement? {
-        requirements.first { requirement in !gates.contains { $0.covers(requirement) } }
+    /// The first requirement that no gate covers, if any (`ignoring` one that need not be
+    /// checked for this call).
+    public func uncovered(_ requirements: [Requirement], ignoring: Requirement? = nil) -> Requirement? {
+        requirements.first { requirement in requirement != ignoring && !gates.contains { $0.covers(requirement) } }
     }
 
     /// Runs `envelope` through every gate, then `terminal`.

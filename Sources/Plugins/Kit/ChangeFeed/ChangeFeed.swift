@@ -8,8 +8,8 @@ import Storage
 ///
 /// The table needs `id` (text, unique), `owner` (text) and the `change_seq` column the feed's
 /// migration adds. Every write that changes an item logs its event with `Transaction.appendLogged`
-/// and records the sequence in the same transaction (`change_seq` in its own statement, or
-/// `changed`; `deleted` for a deletion). Tombstones are kept
+/// and sets `change_seq` to that sequence in the statement that makes the change (`deleted` for
+/// a deletion), in the same transaction. Tombstones are kept
 /// for a configured time; a cursor older than the newest tombstone pruned can no longer be
 /// brought up to date (`ResyncNeeded`: start again from an empty cursor).
 public struct ChangeFeed: Sendable {
@@ -46,12 +46,6 @@ public struct ChangeFeed: Sendable {
             CREATE TABLE \(horizon) (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
             INSERT INTO \(horizon) (name, seq) VALUES ('pruned', \(Int64.min + 1));
             """)
-    }
-
-    /// Item `id` changed at sequence `seq`. (A plugin may instead set `change_seq` in the INSERT
-    /// or UPDATE that makes the change: one round trip less.)
-    public func changed(_ tx: any Transaction, id: String, seq: Int64) throws {
-        try tx.execute("UPDATE \(table) SET change_seq = ? WHERE id = ?", [.integer(seq), .text(id)])
     }
 
     /// An item was added with a client's id: a tombstone of an earlier item with the same id (one

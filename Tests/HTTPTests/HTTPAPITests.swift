@@ -107,7 +107,11 @@ extension String {
     }
 
     @Test func aStreamingMethodAnswersServerSentEventsAndAnEarlyErrorAsAStatus() async throws {
-        let f = try APIFixture()
+        // A grace long enough that a loaded machine cannot start the stream before the early
+        // error arrives (the test waits for the outcome, not for 250 ms).
+        var options = HTTPAPIOptions()
+        options.firstReplyGrace = .seconds(30)
+        let f = try APIFixture(options: options)
         let streamed = try await f.request("POST", "/v1/io.example.Notes/Watch", body: #"{"count":3}"#, headers: ["Accept": "text/event-stream"])
         #expect(streamed.hasPrefix("HTTP/1.1 200 OK\r\n") && streamed.contains("Content-Type: text/event-stream\r\n"), "\(streamed)")
         #expect(streamed.contains("event: reply\ndata: {\"note\":{\"id\":1,\"text\":\"n\"}}\n\n"), "\(streamed)")

@@ -122,8 +122,9 @@ extension HTTPAPI {
             }
             handoff.finish()
         }
+        let wait = options.firstReplyGrace
         let grace = Task {
-            try? await Task.sleep(for: .milliseconds(250))
+            try? await Task.sleep(for: wait)
             handoff.wake()
         }
         let first = await withTaskCancellationHandler {

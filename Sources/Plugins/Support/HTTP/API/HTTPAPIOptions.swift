@@ -25,5 +25,8 @@ public struct HTTPAPIOptions: Sendable {
     public var maxStreamsPerClient = 16
     /// A comment line keeps idle event streams (and the proxies in between) from timing out.
     public var keepAliveInterval: Duration = .seconds(15)
+    /// How long a streaming call may take to give its first reply before the event stream starts
+    /// anyway (an error before then is a plain error response with its status).
+    public var firstReplyGrace: Duration = .milliseconds(250)
     public init() {}
 }

@@ -42,10 +42,11 @@ extension Appd {
         let startedAt = ContinuousClock.now
         let adminGate = AdminGate(adminGroup: try adminGroup(config))
         let listener = try await claimSocket(config, adminGroup: adminGate.adminGroup, teardown: teardown)
-        let database = try await openDatabase(config, teardown: teardown)
+        let outbox = EventOutbox()
+        let database = try await openDatabase(config, outbox: outbox, teardown: teardown)
         let eventLog = EventLog(database: database)
         let plugins = installedPlugins(config)
-        let bus = await connectBus(plugins: plugins, config: config, adminGate: adminGate, database: database, teardown: teardown)
+        let bus = await connectBus(plugins: plugins, config: config, adminGate: adminGate, database: database, outbox: outbox, teardown: teardown)
         let context = PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin"))
         let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, logger: logger)
         let dispatcher = try makeDispatcher(bus: bus)
@@ -132,7 +133,8 @@ extension Appd {
     ///    last of all, after the services that write to it have stopped.
     ///    SQLite in the data directory, or the PostgreSQL database several instances share (the
     ///    data directory still holds this instance's plugin data).
-    static func openDatabase(_ config: AppdConfig, teardown: Teardown) async throws -> any Database {
+    ///    What it commits goes to `outbox`, which step 5 relays onto the bus.
+    static func openDatabase(_ config: AppdConfig, outbox: EventOutbox, teardown: Teardown) async throws -> any Database {
         let database: any Database
         do {
             try DataDirectory.create(config.dataDirectory, searchable: getuid() == 0 && config.pluginSandbox.mode == .bubblewrap)
@@ -143,13 +145,13 @@ extension Appd {
             var options = PostgresDatabase.Options()
             options.readers = config.databaseReadConnections
             do {
-                database = try await PostgresDatabase.open(url: url, bus: nil, options: options, logger: Logger(label: "appd.storage"))
+                database = try await PostgresDatabase.open(url: url, outbox: outbox, options: options, logger: Logger(label: "appd.storage"))
             } catch {
                 throw StartFailure("cannot open the PostgreSQL database \(PostgresURL.redacted(url)): \(error)")
             }
         } else {
             do {
-                database = try SQLiteDatabase(path: config.dataDirectory + "/appd.db", bus: nil, logger: Logger(label: "appd.storage"))
+                database = try SQLiteDatabase(path: config.dataDirectory + "/appd.db", outbox: outbox, logger: Logger(label: "appd.storage"))
             } catch {
                 throw StartFailure("cannot open the database in \(config.dataDirectory): \(error)")
             }
@@ -160,18 +162,25 @@ extension Appd {
 
     /// 5. The bus, with the gates the enabled plugins contribute nested in the designed order
     ///    and fixed from here on. A disabled plugin's gates are missing, so commands that need
-    ///    them are denied (fail closed). Gates read the database and the database publishes
-    ///    what it commits on the bus: that one cycle is closed here, before any write.
-    static func connectBus(plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: any Database, teardown: Teardown) async -> EventBus {
+    ///    them are denied (fail closed). Gates read the database; what the database commits
+    ///    reaches the bus through its outbox, which a relay publishes from here on.
+    static func connectBus(
+        plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: any Database, outbox: EventOutbox, teardown: Teardown
+    ) async -> EventBus {
         let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
         let limits = AccountLimitsGate(perMinute: config.accountCallsPerMinute, burst: config.accountCallBurst)
         // A row without an outcome is "still running" for as long as the longest call may take.
         let idempotency = IdempotencyGate(database: database, runningGrace: max(config.limits.callTimeout, config.http.callTimeout) * 2)
         let gates = GateOrder.sorted([adminGate, PluginScopeGate(), limits, idempotency] + enabled.flatMap { $0.gates(database: database) })
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
-        database.attach(bus: bus)
-        // Subscribers get what was published before the database closes.
-        await teardown.push("bus") { try? await bus.drain(timeout: .seconds(5)) }
+        let relay = OutboxRelay(outbox: outbox, bus: bus).start()
+        // At the end, the database closes first (closing again in step 4 does nothing), which
+        // ends the outbox: everything committed is published, then subscribers get it.
+        await teardown.push("bus") {
+            await database.close()
+            await relay.value
+            try? await bus.drain(timeout: .seconds(5))
+        }
         return bus
     }
 

@@ -12,7 +12,7 @@ func durableWrites(writers: Int, writes: Int) async throws -> Double {
         for name in ["appd.db", "appd.db-wal", "appd.db-shm"] { unlink(dir + "/" + name) }
         rmdir(dir)
     }
-    let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil, logger: Logger(label: "bench", level: .error))
+    let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil, logger: Logger(label: "bench", level: .error))
     try await Migrator.migrate(database, [Migration(plugin: "bench", version: 1, sql: "CREATE TABLE items (id INTEGER PRIMARY KEY, n INTEGER)")])
     let start = ContinuousClock.now
     try await withThrowingTaskGroup(of: Void.self) { group in

@@ -31,7 +31,6 @@ final class SlowWrites: Database {
     func close() async { await base.close() }
     var dialect: SQLDialect { base.dialect }
     var sharedAcrossInstances: Bool { base.sharedAcrossInstances }
-    func attach(bus: EventBus) { base.attach(bus: bus) }
     func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws { try await base.holdingLease(name, body) }
 }
 

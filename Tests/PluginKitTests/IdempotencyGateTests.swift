@@ -39,7 +39,7 @@ import TestSupport
 
     func bus(_ box: Box, gate: Bool = true) async throws -> (EventBus, any Database) {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("idem-\(UInt64.random(in: 0...UInt64.max)).db").path
-        let database = try await TestDatabase.open(path: path, bus: nil)
+        let database = try await TestDatabase.open(path: path, outbox: nil)
         let gates: [any Gate] = (gate ? [IdempotencyGate(database: database)] : []) + [Probe(box: box)]
         let bus = EventBus(gates: gates)
         try bus.register(Change.self) { c, _ in

@@ -67,7 +67,7 @@ func makeContext() throws -> (PluginContext, String) {
     var template = Array("/tmp/appd-plugins-XXXXXX".utf8CString)
     let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
     let bus = EventBus()
-    let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+    let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: .relaying(to: bus))
     let context = PluginContext(
         bus: bus, database: database, eventLog: EventLog(database: database),
         logger: Logger(label: "test", handler: InMemoryLogHandler()))

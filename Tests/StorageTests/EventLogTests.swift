@@ -16,7 +16,7 @@ final class Seen: Sendable {
     func setUp() throws -> (String, EventBus, SQLiteDatabase, VarlinkDispatcher) {
         let dir = temporaryDirectory()
         let bus = EventBus()
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: .relaying(to: bus))
         let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
         try BusInterface.install(on: dispatcher, replay: EventLog(database: database), isAdmin: { _ in true })
         return (dir, bus, database, dispatcher)
@@ -75,7 +75,7 @@ final class Seen: Sendable {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
         let bus = EventBus()
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: .relaying(to: bus))
         let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
         // A tiny live buffer that drops its oldest events when the subscriber falls behind.
         try BusInterface.install(on: dispatcher, options: SubscriptionOptions(capacity: 4, overflow: .dropOldest), replay: EventLog(database: database), isAdmin: { _ in true })
@@ -227,7 +227,7 @@ final class Seen: Sendable {
     @Test func rowsInTheOldShapeDecodeGetOwnersAndCanBeRedacted() async throws {
         let dir = try oldDatabase()
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
         let log = EventLog(database: database)
         let events = try await log.events(after: 0, limit: 10)
         #expect(events.map(\.owner) == ["u_ada", "u_bob", nil])
@@ -256,7 +256,7 @@ final class Seen: Sendable {
         let dir = try oldDatabase()
         defer { removeDirectory(dir) }
         for _ in 0..<2 {
-            let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+            let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
             #expect(try await EventLog(database: database).events(after: 0, limit: 10).map(\.owner) == ["u_ada", "u_bob", nil])
             await database.close()
         }

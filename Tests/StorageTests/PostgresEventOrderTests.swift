@@ -15,13 +15,16 @@ enum PostgresTests {}
 
 extension PostgresTests {
 @Suite struct EventOrder {
-    func instances(_ count: Int, serialized: Bool) async throws -> [PostgresDatabase] {
+    /// `count` instances on one fresh schema; the last relays what it sees to `bus`.
+    func instances(_ count: Int, serialized: Bool, bus: EventBus? = nil) async throws -> [PostgresDatabase] {
         let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         var options = PostgresDatabase.Options()
         options.readers = 1
         options.serializeWrites = serialized
         var all: [PostgresDatabase] = []
-        for _ in 0..<count { all.append(try await PostgresDatabase.open(url: url, bus: nil, options: options)) }
+        for i in 0..<count {
+            all.append(try await PostgresDatabase.open(url: url, outbox: i == count - 1 ? .relaying(to: bus) : nil, options: options))
+        }
         return all
     }
 
@@ -114,11 +117,10 @@ extension PostgresTests {
     }
 
     @Test func concurrentAppendsOnTwoInstancesReachEveryReaderOnceInOrder() async throws {
-        let dbs = try await instances(3, serialized: true)
-        let (a, b, third) = (dbs[0], dbs[1], dbs[2])
         // A live subscriber on the third instance: events written through A and B arrive on its bus.
         let bus = EventBus()
-        third.attach(bus: bus)
+        let dbs = try await instances(3, serialized: true, bus: bus)
+        let (a, b, third) = (dbs[0], dbs[1], dbs[2])
         let live = bus.subscribe(try TopicFilter(NoteAdded.topic), options: SubscriptionOptions(capacity: 100_000, overflow: .disconnect))
         let done = StopFlag()
         let following = Task { try await follow(EventLog(database: third), until: done) }
@@ -168,9 +170,8 @@ extension PostgresTests {
         let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         var options = PostgresDatabase.Options()
         options.readers = 1
-        let database = try await PostgresDatabase.open(url: url, bus: nil, options: options)
         let bus = EventBus()
-        database.attach(bus: bus)
+        let database = try await PostgresDatabase.open(url: url, outbox: .relaying(to: bus), options: options)
         let live = bus.subscribe(try TopicFilter(NoteAdded.topic), options: SubscriptionOptions(capacity: 100, overflow: .disconnect))
         let first = try await database.write { tx in try tx.append(BusEvent(NoteAdded(id: 1, text: "before"), causedBy: nil)) }
         var iterator = live.makeAsyncIterator()

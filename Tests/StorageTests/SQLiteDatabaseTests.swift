@@ -6,7 +6,7 @@ import Testing
     @Test func opensWithDurableSettings() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
         let settings = try await database.read { transaction in
             (
                 try transaction.query("PRAGMA journal_mode").first?.text("journal_mode"),
@@ -24,12 +24,12 @@ import Testing
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
         do {
-            let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+            let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
             try await Migrator.migrate(database, notesMigrations)
             _ = try await addNote("kept", to: database)
             await database.close()
         }
-        let reopened = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        let reopened = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
         let texts = try await reopened.read { try $0.query("SELECT text FROM notes").compactMap { $0.text("text") } }
         #expect(texts == ["kept"])
         #expect(try await EventLog(database: reopened).lastSequence() == 1)
@@ -41,7 +41,7 @@ import Testing
     @Test func textWithANulInsideIsStoredAndMatchedWhole() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
         try await Migrator.migrate(database, notesMigrations)
         _ = try await addNote("alice", to: database)
         _ = try await addNote("line\u{0}after the NUL ☕", to: database)
@@ -97,7 +97,7 @@ import Testing
     @Test func afterCloseCallsFailWithClosed() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
         await database.close()
         await #expect(throws: StorageError(kind: .closed, message: "the database is closed")) {
             try await database.read { try $0.query("SELECT 1") }
@@ -109,7 +109,7 @@ import Testing
     @Test func appliesInOrderOnceAndRecordsTheVersion() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
-        let database = try SQLiteDatabase(path: dir + "/appd.db", bus: nil)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
         try await Migrator.migrate(database, [notesMigrations[0]])
         #expect(try await Migrator.version(of: "notes", in: database) == 1)
         try await Migrator.migrate(database, notesMigrations)

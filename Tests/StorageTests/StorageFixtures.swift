@@ -42,7 +42,7 @@ func addNote(_ text: String, to database: any Database) async throws -> Int64 {
 /// A database with the notes schema in a fresh directory, publishing committed events to `bus`.
 func notesDatabase(bus: EventBus?) async throws -> (directory: String, database: SQLiteDatabase) {
     let dir = temporaryDirectory()
-    let database = try SQLiteDatabase(path: dir + "/appd.db", bus: bus)
+    let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: .relaying(to: bus))
     try await Migrator.migrate(database, notesMigrations)
     return (dir, database)
 }

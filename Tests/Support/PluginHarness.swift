@@ -33,10 +33,11 @@ public struct PluginHarness: Sendable {
         let directory = String(cString: made)
         let path = databasePath ?? directory + "/appd.db"
         let plugins = try plugins(clock)
-        let database = try await TestDatabase.open(path: path, bus: nil)
+        let outbox = EventOutbox()
+        let database = try await TestDatabase.open(path: path, outbox: outbox)
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
         let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate(), IdempotencyGate(database: database)] + plugins.flatMap { $0.gates(database: database) }))
-        database.attach(bus: bus)
+        _ = OutboxRelay(outbox: outbox, bus: bus).start()
         // As the plugin host does: each plugin's event types own their topics.
         for plugin in plugins { try bus.topics.register(plugin.manifest.events, publisher: plugin.manifest.name) }
         let log = InMemoryLogHandler()

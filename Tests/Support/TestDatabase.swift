@@ -41,15 +41,15 @@ public enum TestDatabase {
 
     /// A database of the engine under test: a SQLite file at `path`, or the PostgreSQL schema
     /// that stands for that path.
-    public static func open(path: String, bus: EventBus?) async throws -> any Database {
+    public static func open(path: String, outbox: EventOutbox?) async throws -> any Database {
         switch engine {
-        case .sqlite: return try SQLiteDatabase(path: path, bus: bus)
+        case .sqlite: return try SQLiteDatabase(path: path, outbox: outbox)
         case .postgres:
             guard postgresURL != nil else { throw HarnessError("APPD_TEST_ENGINE=postgres needs APPD_TEST_POSTGRES (a server URL)") }
             var options = PostgresDatabase.Options()
             options.readers = 1  // hundreds of harnesses share the test server's connections
             let url = try await pool.run { try postgres(key: path) }
-            return try await PostgresDatabase.open(url: url, bus: bus, options: options)
+            return try await PostgresDatabase.open(url: url, outbox: outbox, options: options)
         }
     }
 }

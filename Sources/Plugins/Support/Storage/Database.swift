@@ -126,9 +126,6 @@ public protocol Database: Sendable {
     /// Whether other appd instances write to the same database: caches of what is in it must
     /// then be bypassed or invalidated across instances.
     var sharedAcrossInstances: Bool { get }
-    /// Publishes committed events on `bus` from now on (the bus is built after the database:
-    /// its gates read it). With several instances, events other instances commit too.
-    func attach(bus: EventBus)
     /// Runs `body` while this instance holds the lease `name`, which at most one instance holds
     /// at a time; waits for it first. If the lease is lost (the link to the database broke),
     /// `body` is cancelled and the lease sought again. Returns when `body` returns.

@@ -48,13 +48,14 @@ public final class PostgresDatabase: Database {
     private let nextReader = Atomic<Int>(0)
     let feed: PostgresEventFeed
     private let leases: PostgresLeases
+    private let outbox: EventOutbox?
     private let logger: Logger
     /// Batches of this instance's events committed, for the feed to match with their NOTIFY.
     private let batchCounter = Atomic<Int>(0)
 
     /// Connects, creates the event log if this is a new database (under the write lock, so
     /// instances starting together do not race), and starts listening for events.
-    public init(url: String, bus: EventBus?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")) throws {
+    public init(url: String, outbox: EventOutbox?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")) throws {
         self.redactedURL = PostgresURL.redacted(url)
         self.options = options
         self.logger = logger
@@ -69,7 +70,8 @@ public final class PostgresDatabase: Database {
         self.readers = try (0..<max(1, options.readers)).map { i in
             (DrainQueue(pool: BlockingPool(name: "appd-pg-read\(i)", threads: 1, queueLimit: 4)), PostgresConnectionBox(try connect(), connect: connect))
         }
-        self.feed = try PostgresEventFeed(connection: PostgresConnectionBox(try connect(), connect: connect), namespace: namespace, bus: bus, logger: logger)
+        self.outbox = outbox
+        self.feed = try PostgresEventFeed(connection: PostgresConnectionBox(try connect(), connect: connect), namespace: namespace, outbox: outbox, logger: logger)
         self.leases = PostgresLeases(connection: PostgresConnectionBox(nil, connect: connect), namespace: namespace, logger: logger)
         feed.start()
     }
@@ -77,14 +79,12 @@ public final class PostgresDatabase: Database {
     /// Opens the database on a thread of its own: connecting and creating the schema block on
     /// the network and on other instances' locks, which must not hold a Swift concurrency thread.
     public static func open(
-        url: String, bus: EventBus?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")
+        url: String, outbox: EventOutbox?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")
     ) async throws -> PostgresDatabase {
-        try await opener.run { try PostgresDatabase(url: url, bus: bus, options: options, logger: logger) }
+        try await opener.run { try PostgresDatabase(url: url, outbox: outbox, options: options, logger: logger) }
     }
 
     private static let opener = BlockingPool(name: "appd-pg-open", threads: 4, queueLimit: 1024)
-
-    public func attach(bus: EventBus) { feed.attach(bus: bus) }
 
     public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
         try await leases.holding(name, body)
@@ -117,6 +117,7 @@ public final class PostgresDatabase: Database {
         writes.pool.close()
         await feed.stop()
         await leases.close()
+        outbox?.finish()
     }
 
     /// The server processes of the write connection and the event feed's (tests cut them).

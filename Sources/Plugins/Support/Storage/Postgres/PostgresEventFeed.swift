@@ -16,7 +16,7 @@ import Glibc
 final class PostgresEventFeed: Sendable {
     private let connection: PostgresConnectionBox
     private let namespace: PostgresNamespace
-    private let bus: Mutex<EventBus?>
+    private let outbox: EventOutbox?
     private let logger: Logger
     /// This instance's id in the NOTIFY payloads.
     private let instance: String
@@ -27,18 +27,16 @@ final class PostgresEventFeed: Sendable {
     /// The server process of the feed's connection (0 while disconnected), for tests that cut it.
     let backendPID = Atomic<Int32>(0)
 
-    init(connection: PostgresConnectionBox, namespace: PostgresNamespace, bus: EventBus?, logger: Logger) throws {
+    init(connection: PostgresConnectionBox, namespace: PostgresNamespace, outbox: EventOutbox?, logger: Logger) throws {
         self.connection = connection
         self.namespace = namespace
-        self.bus = Mutex(bus)
+        self.outbox = outbox
         self.logger = logger
         self.instance = String(UInt64.random(in: 1...UInt64.max), radix: 36)
         // Only what commits from now on is published (as on SQLite); replay reads the log.
         let head = try connection.open().run("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events", []).rows.first?.integer("seq") ?? 0
         state.withLock { $0.published = head }
     }
-
-    func attach(bus: EventBus) { self.bus.withLock { $0 = bus } }
 
     /// The NOTIFY payload of one batch of this instance.
     func payload(batch: Int, first: Int64, last: Int64) -> String { "\(instance) \(batch) \(first) \(last)" }
@@ -152,7 +150,6 @@ final class PostgresEventFeed: Sendable {
             if let last = new.last?.sequence { s.published = last }
             return new
         }
-        guard !fresh.isEmpty, let bus = bus.withLock({ $0 }) else { return }
-        for event in fresh { bus.publish(event) }
+        outbox?.committed(fresh)
     }
 }

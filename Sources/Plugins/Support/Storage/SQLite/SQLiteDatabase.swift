@@ -24,9 +24,8 @@ public final class SQLiteDatabase: Database {
 
     public let path: String
     private let options: Options
-    /// Where committed events go; set at start, or later when the bus is built after the
-    /// database (the bus's gates read the database).
-    private let bus: Mutex<EventBus?>
+    /// Where committed events go (nil: nowhere; they are in the log all the same).
+    private let outbox: EventOutbox?
     /// One thread each: the write connection's and the read connection's (SQLite connections
     /// are used by one thread at a time; one drain job at a time runs on each).
     private let writes: DrainQueue<DatabaseJob>
@@ -36,10 +35,10 @@ public final class SQLiteDatabase: Database {
     private let logger: Logger
 
     /// Opens (or creates) the database and starts its thread.
-    public init(path: String, bus: EventBus?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")) throws {
+    public init(path: String, outbox: EventOutbox?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")) throws {
         self.path = path
         self.options = options
-        self.bus = Mutex(bus)
+        self.outbox = outbox
         self.logger = logger
         let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try connection.executeScript(
@@ -59,11 +58,6 @@ public final class SQLiteDatabase: Database {
     /// One appd owns the file (the control socket is claimed first, so a second appd on the
     /// same data directory stops before opening it).
     public var sharedAcrossInstances: Bool { false }
-
-    /// Publishes committed events on `bus` from now on.
-    public func attach(bus: EventBus) {
-        self.bus.withLock { $0 = bus }
-    }
 
     /// One instance: the lease is always this one's.
     public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
@@ -96,6 +90,7 @@ public final class SQLiteDatabase: Database {
         // Their queues are empty: the threads exit on their own.
         reads.pool.close()
         writes.pool.close()
+        outbox?.finish()
     }
 
     // MARK: The database threads
@@ -163,7 +158,7 @@ public final class SQLiteDatabase: Database {
             return
         }
         for complete in outcome.completions { complete() }
-        if !outcome.events.isEmpty, let bus = bus.withLock({ $0 }) { for event in outcome.events { bus.publish(event) } }
+        outbox?.committed(outcome.events)
     }
 }
 

@@ -1,0 +1,13 @@
+import Bus
+import Storage
+
+extension EventOutbox {
+    /// An outbox whose batches an `OutboxRelay` publishes on `bus` until the database it is
+    /// given to closes (as appd wires them); nil for no bus.
+    public static func relaying(to bus: EventBus?) -> EventOutbox? {
+        guard let bus else { return nil }
+        let outbox = EventOutbox()
+        _ = OutboxRelay(outbox: outbox, bus: bus).start()
+        return outbox
+    }
+}

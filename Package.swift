@@ -13,75 +13,108 @@ let package = Package(
         .executable(name: "appctl", targets: ["appctl"]),
         .executable(name: "appd-plugin-greeter", targets: ["appd-plugin-greeter"]),
         .library(name: "Bus", targets: ["Bus"]),
+        .library(name: "BusCore", targets: ["BusCore"]),
     ],
     targets: [
-        // The typed async event bus, gates, logging, lifecycle and (later) the varlink wire.
-        .target(name: "Bus", dependencies: ["CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
-        // Socket calls that need _GNU_SOURCE (SO_PEERCRED, accept4), kept out of Swift headers.
-        .target(name: "CSystem", path: "Sources/Bus/Shims/CSystem"),
-        // The fuzzers (Tests/Fuzz/run builds them with -sanitize=fuzzer): targets, driver shim, executable.
-        .target(
-            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "HTTP", "Payments"], path: "Tests/Fuzz/Targets",
-            swiftSettings: strict),
-        .target(name: "CFuzz", path: "Tests/Fuzz/CFuzz"),
-        .executableTarget(name: "appd-fuzz", dependencies: ["FuzzTargets", "CFuzz"], path: "Tests/Fuzz/Main", swiftSettings: strict),
-        // Release-mode benchmarks of the bus and storage: `swift run -c release appd-bench`.
-        .executableTarget(
-            name: "appd-bench", dependencies: ["Bus", "Storage"], path: "Tests/Benchmarks",
-            swiftSettings: strict),
+        // MARK: Sources/Bus — the platform
 
-        // SQLite from the system (libsqlite3-dev), and the storage every plugin uses through
-        // its repository: the Database protocol, migrations, group commit, the durable event log,
-        // on SQLite (embedded) or PostgreSQL (several instances).
-        .systemLibrary(name: "CSQLite", path: "Sources/Plugins/Shims/CSQLite", pkgConfig: "sqlite3"),
-        // PostgreSQL's client library from the system (libpq-dev), for several instances on one database.
-        .systemLibrary(name: "CPostgres", path: "Sources/Plugins/Shims/CPostgres", pkgConfig: "libpq"),
-        .target(name: "Storage", dependencies: ["Bus", "CSQLite", "CPostgres"], path: "Sources/Plugins/Support/Storage", swiftSettings: strict),
-        // OpenSSL libcrypto from the system (libssl-dev): scrypt, SHA-256, HMAC, CSPRNG.
-        .systemLibrary(name: "COpenSSL", path: "Sources/Plugins/Shims/COpenSSL", pkgConfig: "libcrypto"),
-        .target(name: "Crypto", dependencies: ["Bus", "COpenSSL"], path: "Sources/Plugins/Support/Crypto", swiftSettings: strict),
+        // The portable core every other target (and every client) builds on: messages and the
+        // envelope, wire errors, JSON, the varlink IDL, event types and topic filters,
+        // idempotency keys, logging. No socket, no thread, nothing Linux-only.
+        .target(name: "BusCore", path: "Sources/Bus/Core", swiftSettings: strict),
+        // The varlink wire as a client sees it: framing, calls and replies, the blocking client.
+        .target(name: "Varlink", dependencies: ["BusCore", "CSystem"], path: "Sources/Bus/Varlink", swiftSettings: strict),
+        // What a server runs on: the epoll event loop, blocking pools, deadlines, services and
+        // their lifecycle (signals, systemd), metrics.
+        .target(name: "Runtime", dependencies: ["BusCore", "CSystem"], path: "Sources/Bus/Runtime", swiftSettings: strict),
+        // The typed async event bus: dispatch, the gate chain, subscriptions; and its varlink
+        // server (socket, connections, the dispatcher, io.appd.Bus).
+        .target(name: "Bus", dependencies: ["BusCore", "Varlink", "Runtime", "CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
+        // The SQL database behind every repository: SQLite (embedded) or PostgreSQL (several
+        // instances), migrations, group commit, the durable event log and its outbox, keys.
+        .target(name: "Storage", dependencies: ["BusCore", "Runtime", "CSQLite", "CPostgres"], path: "Sources/Bus/Storage", swiftSettings: strict),
+        // Committed events delivered: the outbox relay onto the bus, durable consumers, retention.
+        .target(name: "EventDelivery", dependencies: ["BusCore", "Runtime", "Bus", "Storage"], path: "Sources/Bus/EventDelivery", swiftSettings: strict),
+        // HTTP/1.1: the client (LLM and identity providers), the server on an event loop, SSE.
+        .target(name: "HTTP", dependencies: ["BusCore", "Runtime", "CSystem", "CNet"], path: "Sources/Bus/HTTP", swiftSettings: strict),
+        // OpenSSL libcrypto: scrypt, SHA-256, HMAC, AES-GCM, ECDSA/RSA, JOSE, the CSPRNG.
+        .target(name: "Crypto", dependencies: ["BusCore", "Runtime", "COpenSSL"], path: "Sources/Bus/Crypto", swiftSettings: strict),
+        // System C libraries and calls kept out of Swift headers: socket calls that need
+        // _GNU_SOURCE (SO_PEERCRED, accept4), SQLite, libpq, libcrypto, outbound TCP/TLS.
+        .target(name: "CSystem", path: "Sources/Bus/Shims/CSystem"),
+        .systemLibrary(name: "CSQLite", path: "Sources/Bus/Shims/CSQLite", pkgConfig: "sqlite3"),
+        .systemLibrary(name: "CPostgres", path: "Sources/Bus/Shims/CPostgres", pkgConfig: "libpq"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/Bus/Shims/COpenSSL", pkgConfig: "libcrypto"),
+        .target(name: "CNet", path: "Sources/Bus/Shims/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+
+        // MARK: Sources/Plugins — the features
+
         // The event types each plugin publishes, apart from the plugins, so consumers import
         // the events they react to without importing the publisher.
-        .target(name: "Contracts", dependencies: ["Bus"], path: "Sources/Plugins/Contracts", exclude: ["README.md"], swiftSettings: strict),
+        .target(name: "Contracts", dependencies: ["BusCore"], path: "Sources/Plugins/Contracts", exclude: ["README.md"], swiftSettings: strict),
+        // What every plugin implements, the host that registers, starts, supervises and stops
+        // them, and what plugins share (the idempotency gate, the change feed).
+        .target(name: "PluginKit", dependencies: ["Bus", "Storage", "EventDelivery", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
         // Accounts and sessions (io.appd.Auth), the session and onboarding gates.
         .target(name: "Auth", dependencies: ["Bus", "Contracts", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // Owner-scoped todos (io.appd.Todos).
-        .target(name: "Todos", dependencies: ["Bus", "Contracts", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Todos", swiftSettings: strict),
+        .target(name: "Todos", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "Crypto", "PluginKit"], path: "Sources/Plugins/Todos", swiftSettings: strict),
         // Products, entitlements from provider webhooks, the paywall gate (io.appd.Payments).
         .target(
             name: "Payments", dependencies: ["Bus", "Contracts", "CSystem", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Payments",
             swiftSettings: strict),
-        // HTTP/1.1 for every plugin: the client (LLM providers), the server on an event loop
-        // (payments webhooks), response and SSE parsing.
-        .target(name: "HTTP", dependencies: ["Bus", "CSystem", "CNet"], path: "Sources/Plugins/Support/HTTP", swiftSettings: strict),
-        // Outbound TCP and TLS (OpenSSL libssl) with timeouts and abort, for the LLM providers.
-        .target(name: "CNet", path: "Sources/Plugins/Shims/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Conversations and streamed LLM replies (io.appd.Chat), the provider seam.
         .target(
             name: "Chat", dependencies: ["Bus", "Contracts", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Chat",
             swiftSettings: strict),
         // Rating prompts from bus signals (io.appd.Rating).
-        .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
+        .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
         // An example external plugin in Swift (contrib/plugins/greeter), also used by the tests.
         .executableTarget(name: "appd-plugin-greeter", dependencies: ["Bus"], path: "Sources/Plugins/Examples/Greeter", swiftSettings: strict),
-        // What every plugin implements and the host that starts, supervises and stops them.
-        .target(name: "PluginKit", dependencies: ["Bus", "CSystem", "Storage", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
 
-        .executableTarget(name: "appd", dependencies: ["Bus", "Storage", "PluginKit", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating"], path: "Sources/appd", swiftSettings: strict),
+        // MARK: Sources/appd — the daemon
+
+        // External plugins: supervised processes, each confined in its sandbox, on a socket of its own.
+        .target(name: "ExternalPlugins", dependencies: ["Bus", "CSystem", "PluginKit"], path: "Sources/appd/ExternalPlugins", swiftSettings: strict),
+        // The HTTP API apps use: routes from the served IDLs, OpenAPI, SSE, conditional requests.
+        .target(name: "AppAPI", dependencies: ["Bus", "HTTP"], path: "Sources/appd/AppAPI", swiftSettings: strict),
+        // The composition root: configuration, start-up in named steps, io.appd.Daemon.
+        .executableTarget(
+            name: "appd",
+            dependencies: ["Bus", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating"],
+            path: "Sources/appd/Main", swiftSettings: strict),
+
+        // MARK: Sources/appctl — the CLI (a client: the core, the varlink client, the contracts)
+
         // appctl's commands and parsers (a library, so the fuzzers can reach the parsers), and the
         // thin executable.
-        .target(name: "AppctlKit", dependencies: ["Bus"], path: "Sources/appctl/AppctlKit", swiftSettings: strict),
+        .target(name: "AppctlKit", dependencies: ["BusCore", "Varlink"], path: "Sources/appctl/AppctlKit", swiftSettings: strict),
         .executableTarget(
             name: "appctl", dependencies: ["AppctlKit"], path: "Sources/appctl/Main", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
+        // MARK: Tests, fuzzers, benchmarks
+
+        // The fuzzers (Tests/Fuzz/run builds them with -sanitize=fuzzer): targets, driver shim, executable.
+        .target(
+            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "HTTP", "AppAPI", "Payments"], path: "Tests/Fuzz/Targets",
+            swiftSettings: strict),
+        .target(name: "CFuzz", path: "Tests/Fuzz/CFuzz"),
+        .executableTarget(name: "appd-fuzz", dependencies: ["FuzzTargets", "CFuzz"], path: "Tests/Fuzz/Main", swiftSettings: strict),
+        // Release-mode benchmarks of the bus and storage: `swift run -c release appd-bench`.
+        .executableTarget(name: "appd-bench", dependencies: ["Bus", "Storage"], path: "Tests/Benchmarks", swiftSettings: strict),
         // The varlink certification both ways against the reference implementation (CI runs it).
         .executableTarget(name: "varlink-certification", dependencies: ["Bus"], path: "Tests/Certification", swiftSettings: strict),
         // What the plugin test targets share: one harness, a test clock, waiting on conditions.
-        .target(name: "TestSupport", dependencies: ["Bus", "Storage", "PluginKit", "Crypto", "Auth"], path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "BusTests", dependencies: ["TestSupport", "Bus", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
-        .testTarget(name: "PluginKitTests", dependencies: ["TestSupport", "Contracts", "PluginKit", "Storage", "Bus"], path: "Tests/PluginKitTests", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Bus", "Storage", "EventDelivery", "PluginKit", "Crypto", "Auth"], path: "Tests/Support", swiftSettings: strict),
+        .testTarget(name: "BusTests", dependencies: ["TestSupport", "Bus", "BusCore", "Runtime", "Varlink", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
+        .testTarget(
+            name: "PluginKitTests", dependencies: ["TestSupport", "Contracts", "PluginKit", "Storage", "EventDelivery", "Bus"], path: "Tests/PluginKitTests",
+            swiftSettings: strict),
+        .testTarget(
+            name: "ExternalPluginsTests", dependencies: ["TestSupport", "ExternalPlugins", "PluginKit", "Bus"], path: "Tests/ExternalPluginsTests",
+            swiftSettings: strict),
         .testTarget(name: "AuthTests", dependencies: ["TestSupport", "Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
         .testTarget(name: "TodosTests", dependencies: ["TestSupport", "Contracts", "Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
         .testTarget(
@@ -94,9 +127,9 @@ let package = Package(
             name: "RatingTests", dependencies: ["TestSupport", "Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
             path: "Tests/RatingTests", swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
-        .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
+        .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP", "AppAPI", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], path: "Tests/CryptoTests", swiftSettings: strict),
-        .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
+        .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "EventDelivery", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"], path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
     ],

@@ -1,6 +1,9 @@
 import Testing
 
 @testable import Bus
+@testable import BusCore
+@testable import Runtime
+@testable import Varlink
 
 /// The wire form of an event is shared by its subscribers, but never across the forms one event
 /// id takes: live without a sequence, logged with one, redacted after its owner was deleted.

@@ -1,4 +1,7 @@
 @testable import Bus
+@testable import BusCore
+@testable import Runtime
+@testable import Varlink
 import Glibc
 import Testing
 

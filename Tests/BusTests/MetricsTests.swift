@@ -1,6 +1,9 @@
 import Testing
 
 @testable import Bus
+@testable import BusCore
+@testable import Runtime
+@testable import Varlink
 
 @Suite struct MetricsTests {
     /// Counters and histograms add up per series, each series apart, and render as Prometheus

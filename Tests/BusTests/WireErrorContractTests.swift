@@ -1,6 +1,9 @@
 import Testing
 
 @testable import Bus
+@testable import BusCore
+@testable import Runtime
+@testable import Varlink
 
 /// The errors the bus itself sends are declared by the interfaces it serves, with the fields
 /// they carry: varlink clients, the OpenAPI document and the metrics rely on the names.

@@ -1,4 +1,5 @@
 import Bus
+@testable import AppAPI
 @testable import HTTP
 import Testing
 

@@ -1,5 +1,6 @@
 import Bus
 import Glibc
+@testable import AppAPI
 @testable import HTTP
 import Synchronization
 import Testing

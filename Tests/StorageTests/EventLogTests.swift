@@ -3,6 +3,7 @@ import Contracts
 import Synchronization
 import Testing
 import TestSupport
+import EventDelivery
 @testable import Storage
 
 /// Collects what a consumer handled.

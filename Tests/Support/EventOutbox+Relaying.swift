@@ -1,5 +1,6 @@
 import Bus
 import Storage
+import EventDelivery
 
 extension EventOutbox {
     /// An outbox whose batches an `OutboxRelay` publishes on `bus` until the database it is

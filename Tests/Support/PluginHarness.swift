@@ -4,6 +4,7 @@ import Glibc
 #endif
 import PluginKit
 import Storage
+import EventDelivery
 
 /// Plugins wired as appd wires them, for tests: a real SQLite file in a fresh private
 /// directory (or a fresh schema on a real PostgreSQL: `TestDatabase`), every plugin's migrations, the bus with the admin and plugin-scope gates and the

@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import PluginKit
 import Storage
+import EventDelivery
 
 /// Conversations with an assistant (`io.appd.Chat`): streamed replies with cancel, the LLM
 /// provider seam, and erasure of a deleted account's conversations.

@@ -1,4 +1,4 @@
-import Bus
+import BusCore
 
 /// The events the auth plugin publishes. Every one is durable and about one user.
 public enum AuthEvents {

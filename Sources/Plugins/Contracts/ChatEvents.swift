@@ -1,4 +1,4 @@
-import Bus
+import BusCore
 
 /// The events the chat plugin publishes; each is about the conversation's owner.
 public enum ChatEvents {

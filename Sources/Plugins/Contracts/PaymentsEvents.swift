@@ -1,4 +1,4 @@
-import Bus
+import BusCore
 
 /// The events the payments plugin publishes; each is about the paying user.
 public enum PaymentsEvents {

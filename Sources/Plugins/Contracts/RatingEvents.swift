@@ -1,4 +1,4 @@
-import Bus
+import BusCore
 
 /// The events the rating plugin publishes.
 public enum RatingEvents {

@@ -1,4 +1,4 @@
-import Bus
+import BusCore
 
 /// The events the todos plugin publishes; each is about the todo's owner.
 public enum TodosEvents {

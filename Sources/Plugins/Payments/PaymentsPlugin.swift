@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import PluginKit
 import Storage
+import EventDelivery
 
 /// Products and entitlements from provider webhooks and admin grants (`io.appd.Payments`), the
 /// paywall gate, the expiry service, the optional HTTP webhook listener, and erasure of a

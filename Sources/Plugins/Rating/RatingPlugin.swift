@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import PluginKit
 import Storage
+import EventDelivery
 
 /// Rating prompts from bus signals (`io.appd.Rating`): a durable consumer of other plugins'
 /// events, the rules, and erasure of a deleted account's rating state.

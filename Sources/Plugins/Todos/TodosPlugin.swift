@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import PluginKit
 import Storage
+import EventDelivery
 
 /// Owner-scoped todos (`io.appd.Todos`), and the consumer that erases a deleted account's todos.
 public struct TodosPlugin: Plugin {

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import BusCore
+import Varlink
 
 /// appctl: find the subcommand, run it, turn the outcome into an exit code. The executable
 /// (Sources/appctl/Main) only calls `main()`; the fuzzers call the argument parsers here.

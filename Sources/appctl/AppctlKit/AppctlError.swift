@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// What ends an appctl run early; each case knows its message and exit code.
 enum AppctlError: Error {

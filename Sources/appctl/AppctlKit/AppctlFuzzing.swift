@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// appctl's argument parsers without a daemon: the global options, a builtin's flags, and the
 /// flags derived from an IDL method. For the fuzzers and tests; throws the usage error a user

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// One option of a built-in command, declared once: the parser accepts it (with a value
 /// when it has a placeholder), the help lists it, and the global options leave it alone.

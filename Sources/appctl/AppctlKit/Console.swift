@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// Writes straight to stdout (fd 1), unbuffered, so streamed output appears at once even when
 /// piped, and no shared `FILE*` is touched. Shadows Swift's `print` inside appctl.

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import BusCore
+import Varlink
 
 /// One appctl run: the global options, the output style, and the connection to appd
 /// (opened on first use, so `--help` never needs the daemon).

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// A daemon error reply as a sentence with the next step, for people. The varlink name stays
 /// at the end (in parentheses) to search for, and `--json` prints the reply itself.

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// appctl's exit codes (documented in the README and `appctl --help`).
 enum ExitCode {

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// Options every subcommand accepts.
 struct GlobalOptions {

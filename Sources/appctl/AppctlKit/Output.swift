@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// Renders replies for people (key: value, tables) or scripts (one JSON object per line). Text
 /// for people has its control characters escaped (a display name must not drive the terminal);

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import BusCore
+import Varlink
 
 /// appctl's saved sessions, one per socket, in `$XDG_CONFIG_HOME/appctl/sessions.json`
 /// (`~/.config/appctl/` without it): directory 0700 and checked to be ours, file 0600, written

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// "Did you mean …?" lines for usage errors.
 enum Suggestions {

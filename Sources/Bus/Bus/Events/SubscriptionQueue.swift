@@ -16,6 +16,8 @@ final class SubscriptionQueue: Sendable {
         var head = 0
         var consumer: CheckedContinuation<Void, any Error>?
         var pendingDrops = 0
+        /// Of `pendingDrops`, the live-only events (no sequence): the log cannot give them back.
+        var pendingUnloggedDrops = 0
         var totalDrops = 0
         var enqueued: UInt64 = 0
         var handedOut: UInt64 = 0
@@ -61,6 +63,7 @@ final class SubscriptionQueue: Sendable {
             if s.buffer.count - s.head >= options.capacity {
                 switch options.overflow {
                 case .dropOldest:
+                    if s.buffer[s.head].sequence == nil { s.pendingUnloggedDrops += 1 }
                     s.head += 1
                     s.pendingDrops += 1
                     s.totalDrops += 1
@@ -129,7 +132,9 @@ final class SubscriptionQueue: Sendable {
                         s.head = 0
                     }
                     batch[0].droppedBefore = s.pendingDrops
+                    batch[0].droppedUnlogged = s.pendingUnloggedDrops
                     s.pendingDrops = 0
+                    s.pendingUnloggedDrops = 0
                     s.handedOut = UInt64(batch.count)
                     return (.batch(batch), waiters)
                 }

@@ -4,26 +4,6 @@ import Glibc
 #endif
 import Synchronization
 
-/// A socket operation failed; says which, on what path, and why.
-public struct SocketError: Error, Equatable, CustomStringConvertible {
-    public let operation: String
-    public let path: String
-    public let code: Int32
-    public var message: String?
-
-    public init(operation: String, path: String, code: Int32, message: String? = nil) {
-        self.operation = operation
-        self.path = path
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String {
-        if let message { return message }
-        return "\(operation) \(path): \(String(cString: strerror(code)))"
-    }
-}
-
 /// The daemon's listening Unix socket, bound by us or inherited (socket activation).
 public final class ListeningSocket: Sendable {
     public let fd: Int32

@@ -3,7 +3,7 @@ public struct ServerLimits: Sendable, Hashable {
     /// Largest message accepted; a larger one closes the connection.
     public var maxMessageBytes: Int = 1 << 20
     /// The ceiling `maxMessageBytes` may be configured to.
-    public static let hardMaxMessageBytes = 16 << 20
+    public static let hardMaxMessageBytes = VarlinkFrameReader.hardMaxMessageBytes
     /// Connections on the control socket, and per peer uid there.
     public var maxConnections: Int = 128
     public var maxConnectionsPerUID: Int = 32

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// `signup`, `login`, `logout`, `whoami`, `onboard`: the session appctl keeps for you.
 enum AuthCommands {

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import BusCore
+import Varlink
 
 /// `appctl bench`: a load generator in the spirit of redis-benchmark.
 enum BenchCommand {

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// `appctl call METHOD [JSON]`: any method, parameters as JSON.
 enum CallCommand {

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import BusCore
+import Varlink
 import Synchronization
 
 /// Set by SIGINT while a reply streams: the reply is cancelled, the session goes on.

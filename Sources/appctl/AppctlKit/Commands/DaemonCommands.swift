@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// `ping`, `status`, `shutdown`, `info`, `introspect`.
 enum DaemonCommands {

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import BusCore
+import Varlink
 
 /// `appctl <interface> <method> --field value …` for every interface the daemon serves:
 /// flags typed by the IDL, help from its doc comments. A new plugin needs no appctl change.

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// `appctl events tail [--since N] [TOPIC…]` and `appctl events topics`.
 enum EventsCommand {

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// `appctl payments status|products|grant|revoke|user|restore|webhook`. Any other word goes to
 /// the commands derived from `io.appd.Payments`.

@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// `appctl rating status | decide --app-version X | outcome OUTCOME --app-version X`. Any other
 /// word goes to the commands derived from `io.appd.Rating`.

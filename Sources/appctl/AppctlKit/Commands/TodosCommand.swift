@@ -1,4 +1,5 @@
-import Bus
+import BusCore
+import Varlink
 
 /// `appctl todos add|ls|done|undo|edit|rm|clear`: the todo list by hand. Any other word goes
 /// to the commands derived from `io.appd.Todos` (`appctl todos get --id …`).

@@ -1,0 +1,136 @@
+import Synchronization
+
+/// One `io.appd.Bus.Subscribe` stream: replays the log from `since` (when asked), then
+/// delivers live events, filling a gap from the log when the subscriber fell behind its live
+/// buffer. Apart from the handler, and with the rare paths in functions of their own, so that a
+/// subscription waiting for its next event holds a small async frame (thousands stay open).
+final class SubscriptionFeed: Sendable {
+    let filter: TopicFilter
+    let visibility: EventVisibility
+    let topics: EventTopics
+    let writer: ReplyWriter<JSONValue>
+    /// The durable log, when the subscriber asked for it (`since`).
+    let replay: (any EventReplay)?
+    let encoded: EncodedEvents
+
+    init(
+        filter: TopicFilter, visibility: EventVisibility, topics: EventTopics, writer: ReplyWriter<JSONValue>,
+        replay: (any EventReplay)?, encoded: EncodedEvents
+    ) {
+        self.filter = filter
+        self.visibility = visibility
+        self.topics = topics
+        self.writer = writer
+        self.replay = replay
+        self.encoded = encoded
+    }
+
+    /// Serves until the subscriber goes away (then throws `CancellationError`).
+    func run(_ subscription: Subscription, since: Int64?) async throws {
+        var replayed: Int64 = 0
+        if let since { replayed = try await replayLog(after: since) }
+        for try await event in subscription {
+            if let sequence = event.sequence, sequence <= replayed { continue }
+            if event.droppedBefore > 0, replay != nil, let sequence = event.sequence {
+                replayed = try await recover(before: event, sequence: sequence, replayed: replayed)
+                continue
+            }
+            try await deliver(event)
+            if let sequence = event.sequence { replayed = sequence }
+        }
+        throw CancellationError()
+    }
+
+    /// A page of the log after `sequence`: a signed-in user's through the owner index (the
+    /// only events it may see), everyone else's whole.
+    private func page(after sequence: Int64, _ replay: any EventReplay) async throws -> [BusEvent] {
+        if case .user(let owner) = visibility { return try await replay.events(about: owner, after: sequence, limit: 512) }
+        return try await replay.events(after: sequence, limit: 512)
+    }
+
+    /// Every visible logged event after `since`; returns the last sequence read.
+    @inline(never)
+    private func replayLog(after since: Int64) async throws -> Int64 {
+        guard let replay else { return since }
+        var replayed = since
+        while true {
+            let page = try await page(after: replayed, replay)
+            for event in page {
+                replayed = event.sequence ?? replayed
+                if visible(event) { try await deliver(event) }
+            }
+            if page.count < 512 { return replayed }
+        }
+    }
+
+    /// A subscriber that asked for the log and fell behind its live buffer: what was dropped
+    /// and is durable comes back from the log, in order (a dropped event at or before the
+    /// position was delivered already, from the log); only live-only events stay reported as
+    /// dropped. Returns the new position.
+    @inline(never)
+    private func recover(before event: BusEvent, sequence: Int64, replayed start: Int64) async throws -> Int64 {
+        guard let replay else { return start }
+        var replayed = start
+        while replayed < sequence - 1 {
+            let page = try await page(after: replayed, replay).filter { ($0.sequence ?? 0) < sequence }
+            for missed in page {
+                replayed = missed.sequence ?? replayed
+                if visible(missed) { try await deliver(missed) }
+            }
+            if page.isEmpty { break }
+        }
+        var live = event
+        live.droppedBefore = event.droppedUnlogged
+        try await deliver(live)
+        return sequence
+    }
+
+    private func visible(_ event: BusEvent) -> Bool {
+        filter.matches(event.topic) && visibility.admits(audience: topics.audience(of: event.topic), owner: event.owner)
+    }
+
+    @inline(never)
+    private func deliver(_ event: BusEvent) async throws {
+        try await writer.send(encoded.json(event))
+    }
+}
+
+/// Events in their wire form (the IDL's `Event`), each encoded once however many subscribers
+/// receive it: a fan-out to 50 subscribers encodes an event once, not 50 times. Keeps the most
+/// recent few (an event reaches its live subscribers within moments of each other).
+final class EncodedEvents: Sendable {
+    private struct Entry {
+        var id: MessageID
+        /// The same id comes without a sequence (live only) and with one (logged), and redacted
+        /// (replayed after the account was deleted): never serve one form for another.
+        var sequence: Int64?
+        var redacted: Bool
+        var json: JSONValue
+    }
+    private let recent = Mutex<[Entry]>([])
+    private let capacity = 64
+
+    func json(_ event: BusEvent) -> JSONValue {
+        // A subscriber told of dropped events gets its own count: not shared.
+        guard event.droppedBefore == 0 else { return Self.encode(event) }
+        if let hit = recent.withLock({ $0.last { $0.id == event.id && $0.sequence == event.sequence && $0.redacted == event.redacted }?.json }) { return hit }
+        let json = Self.encode(event)
+        recent.withLock { entries in
+            if entries.count >= capacity { entries.removeFirst(capacity / 2) }
+            entries.append(Entry(id: event.id, sequence: event.sequence, redacted: event.redacted, json: json))
+        }
+        return json
+    }
+
+    static func encode(_ event: BusEvent) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "topic": .string(event.topic), "time": .string(event.timestamp.rfc3339), "dropped": .int(Int64(event.droppedBefore)),
+            "id": .string(event.id.description), "correlationId": .string(event.correlationID.description), "version": .int(Int64(event.version)),
+        ]
+        do { object["payload"] = try event.json() } catch { object["payload"] = .object([:]) }
+        if let sequence = event.sequence { object["seq"] = .int(sequence) }
+        if let causation = event.causationID { object["causationId"] = .string(causation.description) }
+        if event.redacted { object["redacted"] = .bool(true) }
+        return .object(object)
+    }
+}

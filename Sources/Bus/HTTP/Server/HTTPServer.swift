@@ -1,0 +1,278 @@
+import BusCore
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import Runtime
+
+/// An HTTP/1.1 server on an `EventLoop`: keep-alive connections, non-blocking reads and
+/// writes on the loop thread, each request's handler in a task that prefers the loop's
+/// executor (a cheap request is read, handled and answered on one thread). A request is read
+/// whole (head, then `contentLength` bytes of body) before the handler sees it; its response
+/// is written whole, or streamed in chunks (`HTTPResponse.stream`, for server-sent events).
+/// A client that goes away cancels the stream written to it.
+public final class HTTPServer: Sendable {
+    public typealias Handler = @Sendable (HTTPServerRequest, [UInt8]) async -> HTTPResponse
+
+    private let listenFD: Int32
+    private let loop: EventLoop
+    let limits: HTTPServerLimits
+    private let logger: Logger
+    private let handler: Handler
+    private let connections = Mutex<[Int32: HTTPServerConnection]>([:])
+    private let handling = Atomic<Int>(0)
+    private let streaming = Atomic<Int>(0)
+    private let closing = Atomic<Bool>(false)
+
+    /// Serves on `listenFD` (a listening TCP socket; the server closes it).
+    public init(name: String, listenFD: Int32, limits: HTTPServerLimits, logger: Logger, handler: @escaping Handler) throws(SocketError) {
+        self.listenFD = listenFD
+        self.loop = try EventLoop(name: name)
+        self.limits = limits
+        self.logger = logger
+        self.handler = handler
+    }
+
+    /// Open connections and streams, for metrics.
+    public var stats: (connections: Int, streams: Int) {
+        (connections.withLock { $0.count }, streaming.load(ordering: .relaxed))
+    }
+
+    /// Serves until shut down (gracefully, or cancelled); then stops accepting, closes idle
+    /// connections, ends streams, lets requests being handled finish (up to `drainTimeout`),
+    /// closes every connection and returns.
+    public func run() async {
+        _ = appd_set_nonblocking(listenFD)
+        loop.add(listenFD, events: EventLoop.readable) { [self] _, _ in acceptAll() }
+        loop.onTick { [self] now in expire(now) }
+        loop.start()
+        await gracefulShutdown()
+        closing.store(true, ordering: .releasing)
+        loop.execute { [self] in
+            loop.remove(listenFD)
+            close(listenFD)
+            for connection in connections.withLock({ Array($0.values) }) {
+                switch connection.phase {
+                case .reading where connection.unreadInput == 0, .responding(streaming: true): finish(connection)
+                default: break
+                }
+            }
+        }
+        let until = ContinuousClock.now.advanced(by: limits.drainTimeout)
+        while connections.withLock({ !$0.isEmpty }) && ContinuousClock.now < until {
+            await sleepIgnoringCancellation(for: .milliseconds(10))
+        }
+        loop.execute { [self] in
+            for connection in connections.withLock({ Array($0.values) }) { finish(connection) }
+        }
+        await loop.stop { [self] in connections.withLock { $0.isEmpty } }
+    }
+
+    // MARK: On the loop
+
+    private func acceptAll() {
+        while true {
+            let fd = appd_accept(listenFD)
+            guard fd >= 0 else {
+                if errno == EINTR { continue }
+                return
+            }
+            var address = [CChar](repeating: 0, count: 64)
+            let peer = appd_tcp_peer(fd, &address, Int32(address.count)) == 0 ? String(cString: address) : ""
+            let connection = HTTPServerConnection(fd: fd, peerAddress: peer)
+            let (admitted, displaced) = connections.withLock { table -> (Bool, HTTPServerConnection?) in
+                guard table.count < limits.maxConnections else { return (false, nil) }
+                table[fd] = connection
+                let reading = table.values.compactMap { c in c.readingSince.map { (c, $0) } }
+                guard reading.count > limits.maxReading else { return (true, nil) }
+                return (true, reading.min { $0.1 < $1.1 }?.0)
+            }
+            guard admitted else {
+                let busy = HTTPResponse.refusal(503, "Busy", reason: "too many connections; retry").bytes(keepAlive: false)
+                _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+                continue
+            }
+            if let displaced { finish(displaced) }
+            loop.add(fd, events: EventLoop.readable) { [self] readiness, scratch in ready(connection, readiness, &scratch) }
+        }
+    }
+
+    private func ready(_ connection: HTTPServerConnection, _ readiness: EventLoop.Readiness, _ scratch: inout [UInt8]) {
+        if readiness.writable { flush(connection) }
+        if readiness.readable || readiness.hangup { read(connection, hangup: readiness.hangup, &scratch) }
+    }
+
+    private func read(_ connection: HTTPServerConnection, hangup: Bool, _ scratch: inout [UInt8]) {
+        var total = 0
+        var ended = false
+        var failed = hangup
+        while total <= limits.maxHeadBytes + limits.maxBodyBytes {
+            let n = scratch.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                total += n
+                connection.received(scratch[0..<n])
+                // Short of the buffer: the socket is drained for now. The loop is
+                // level-triggered, so anything that arrives later (or the client closing) is
+                // reported again; a second read here would only return EAGAIN.
+                if n < scratch.count && !hangup { break }
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            ended = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+            failed = failed || (n < 0 && ended)
+            break
+        }
+        if ended { connection.peerClosedItsSide() }
+        switch connection.phase {
+        case .reading:
+            process(connection)
+        case .responding(streaming: true):
+            // A stream's client sends nothing more; it closing its side ends the stream.
+            if ended || connection.unreadInput > limits.maxHeadBytes { finish(connection) }
+        case .handling, .responding:
+            // Reads stay watched while a request is handled (no two epoll changes per request);
+            // a pipelined request waits in the buffer, up to one request's worth.
+            if failed {
+                // A reset: the response has nowhere to go.
+                finish(connection)
+            } else if ended || connection.unreadInput > limits.maxHeadBytes + limits.maxBodyBytes {
+                // The client closed its side (it is answered, then the connection closes), or
+                // sends too far ahead: stop watching until the response is out.
+                watch(connection, connection.watchedEvents.load(ordering: .relaxed) & EventLoop.writable)
+            }
+        case .lingering:
+            if ended { finish(connection) }
+        case .closed:
+            break
+        }
+    }
+
+    /// Takes the next request from what the connection has read, if it is whole.
+    private func process(_ connection: HTTPServerConnection) {
+        switch connection.nextRequest(limits: limits) {
+        case .more:
+            if connection.peerClosed { finish(connection) }
+        case .sendContinue:
+            _ = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8).withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        case .refuse(let refusal):
+            respond(connection, refusal)
+        case .complete(let request, let body):
+            guard handling.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxHandling else {
+                handling.subtract(1, ordering: .acquiringAndReleasing)
+                return respond(connection, Self.busy("too many requests in flight; retry"))
+            }
+            let handler = self.handler
+            // The handler runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
+            let task = loop.task { [self] in
+                let response = await handler(request, body)
+                handling.subtract(1, ordering: .acquiringAndReleasing)
+                await deliver(response, on: connection)
+            }
+            connection.setTask(task)
+        }
+    }
+
+    /// Writes a handler's response; runs a streamed one to its end.
+    private func deliver(_ response: HTTPResponse, on connection: HTTPServerConnection) async {
+        guard let stream = response.stream else { return respond(connection, response) }
+        guard !connection.answeringHead else {
+            // A HEAD gets the stream's head and no body; the stream function runs to its first
+            // write, so whatever it holds is released.
+            respond(connection, response)
+            return await stream(HTTPStreamWriter(connection: nil, server: self))
+        }
+        guard streaming.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxStreams else {
+            streaming.subtract(1, ordering: .acquiringAndReleasing)
+            respond(connection, Self.busy("too many streams open; retry"))
+            // The stream function still runs, to its first write, so whatever it holds is released.
+            return await stream(HTTPStreamWriter(connection: nil, server: self))
+        }
+        defer { streaming.subtract(1, ordering: .acquiringAndReleasing) }
+        guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else {
+            return await stream(HTTPStreamWriter(connection: nil, server: self))
+        }
+        onLoop { [self] in
+            // Read while streaming: the client closing its side is how a stream learns it left.
+            watch(connection, EventLoop.readable)
+            flush(connection)
+        }
+        await stream(HTTPStreamWriter(connection: connection, server: self))
+        guard connection.append([UInt8]("0\r\n\r\n".utf8), completing: true) != nil else { return }
+        onLoop { [self] in flush(connection) }
+    }
+
+    /// 503 for a server at a limit; the connection closes after it (shedding load).
+    static func busy(_ reason: String) -> HTTPResponse {
+        var response = HTTPResponse.refusal(503, "Busy", reason: reason)
+        response.closes = true
+        return response
+    }
+
+    /// Queues a chunk of a stream; waits while too much is unsent.
+    func enqueue(_ chunk: [UInt8], on connection: HTTPServerConnection) async throws(HTTPStreamClosed) {
+        guard !Task.isCancelled, connection.append(chunk) != nil else { throw HTTPStreamClosed() }
+        onLoop { [self] in flush(connection) }
+        while let pending = connection.pendingOutput, pending > limits.streamBufferBytes {
+            guard !Task.isCancelled else { throw HTTPStreamClosed() }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        if connection.pendingOutput == nil { throw HTTPStreamClosed() }
+    }
+
+    /// Starts writing `response` (from any thread); the loop finishes it.
+    private func respond(_ connection: HTTPServerConnection, _ response: HTTPResponse) {
+        guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else { return }
+        onLoop { [self] in flush(connection) }
+    }
+
+    /// Changes what the loop watches the connection for, when it differs (an epoll change is a
+    /// system call).
+    private func watch(_ connection: HTTPServerConnection, _ events: UInt32) {
+        guard connection.watchedEvents.exchange(events, ordering: .relaxed) != events else { return }
+        loop.modify(connection.fd, events: events)
+    }
+
+    private func onLoop(_ job: @escaping @Sendable () -> Void) {
+        if loop.inLoopThread { job() } else { loop.execute(job) }
+    }
+
+    private func flush(_ connection: HTTPServerConnection) {
+        switch connection.flush() {
+        case .nothing: break
+        case .blocked(let streaming):
+            let reading = streaming || (!connection.peerClosed && connection.unreadInput <= limits.maxHeadBytes + limits.maxBodyBytes)
+            watch(connection, EventLoop.writable | (reading ? EventLoop.readable : 0))
+        case .readingAgain:
+            watch(connection, EventLoop.readable)
+            // A pipelined request may already be here.
+            if connection.unreadInput > 0 { process(connection) }
+        case .linger:
+            shutdown(connection.fd, Int32(SHUT_WR))
+            watch(connection, EventLoop.readable)
+        case .close, .failed:
+            finish(connection)
+        }
+    }
+
+    /// Closes the connection once (it leaves the loop before its fd number can be reused).
+    private func finish(_ connection: HTTPServerConnection) {
+        guard connection.markClosed() else { return }
+        loop.remove(connection.fd)
+        close(connection.fd)
+        _ = connections.withLock { $0.removeValue(forKey: connection.fd) }
+    }
+
+    /// Answers 408 to a request that did not arrive in time; closes idle keep-alive
+    /// connections and clients that do not read their response.
+    private func expire(_ now: ContinuousClock.Instant) {
+        for connection in connections.withLock({ Array($0.values) }) {
+            switch connection.overdue(now: now, limits: limits) {
+            case .request: respond(connection, HTTPResponse.refusal(408, "RequestTimeout", reason: "the request did not arrive whole in time"))
+            case .idle, .write: finish(connection)
+            case nil: break
+            }
+        }
+    }
+}

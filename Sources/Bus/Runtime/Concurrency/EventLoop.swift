@@ -1,0 +1,198 @@
+import BusCore
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// One epoll loop on one thread: the other of appd's two execution models (`BlockingPool` is
+/// the first). Sockets register a handler that runs on the loop thread when the fd is ready;
+/// Swift tasks that prefer `executor` run on the same thread between waits, so a call read by
+/// the loop is decoded, dispatched and answered there without a thread hop. Call deadlines
+/// (`timers`) and `onTick` handlers are swept every ~100 ms.
+///
+/// Handlers run on the loop thread and must not block: blocking work goes to a pool.
+public final class EventLoop: Sendable {
+    /// What an fd is ready for.
+    public struct Readiness: Sendable {
+        public var readable: Bool
+        public var writable: Bool
+        /// Hang-up or error: read what is left, then close.
+        public var hangup: Bool
+    }
+    /// Runs on the loop thread; `scratch` is the loop's read buffer (64 KiB), reused.
+    public typealias Handler = @Sendable (Readiness, inout [UInt8]) -> Void
+
+    public static let readable = UInt32(APPD_EPOLL_IN)
+    public static let writable = UInt32(APPD_EPOLL_OUT)
+
+    public let name: String
+    package let executor: EventLoopExecutor
+    /// Deadlines fired by the loop's sweep (within ~100 ms of when they fall due).
+    public let timers = DeadlineTimers()
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let handlers = Mutex<[Int32: Handler]>([:])
+    private let tickers = Mutex<[@Sendable (ContinuousClock.Instant) -> Void]>([])
+    private let closures = Mutex<[@Sendable () -> Void]>([])
+    /// Whether `closures` may hold something (checked without the lock on every round).
+    private let hasClosures = Atomic<Bool>(false)
+    /// Set once `stop` was asked for (checked without the lock on every round).
+    private let stopRequested = Atomic<Bool>(false)
+    private enum Phase {
+        case created
+        case running
+        /// Stop once `canStop` holds and no job is queued; then resume `stopped`.
+        case stopping(canStop: @Sendable () -> Bool, stopped: CheckedContinuation<Void, Never>)
+        case stopped
+    }
+    private let phase = Mutex(Phase.created)
+
+    public init(name: String) throws(SocketError) {
+        self.name = name
+        epollFD = appd_epoll_create()
+        wakeFD = appd_eventfd()
+        guard epollFD >= 0, wakeFD >= 0 else {
+            let code = errno
+            if epollFD >= 0 { close(epollFD) }
+            if wakeFD >= 0 { close(wakeFD) }
+            throw SocketError(operation: "epoll_create", path: name, code: code)
+        }
+        executor = EventLoopExecutor(wakeFD: wakeFD)
+        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), wakeFD, Self.readable)
+    }
+
+    deinit {
+        close(epollFD)
+        close(wakeFD)
+    }
+
+    /// Starts the loop's thread (once).
+    public func start() {
+        let first = phase.withLock { p -> Bool in
+            guard case .created = p else { return false }
+            p = .running
+            return true
+        }
+        guard first else { return }
+        pthread_detach(OSThread.start(name: name) { [self] in run() })
+    }
+
+    /// Watches `fd` for `events` (`EventLoop.readable`, `.writable`); `handler` runs on the loop.
+    public func add(_ fd: Int32, events: UInt32, handler: @escaping Handler) {
+        handlers.withLock { $0[fd] = handler }
+        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), fd, events)
+    }
+
+    /// Changes what `fd` is watched for.
+    public func modify(_ fd: Int32, events: UInt32) {
+        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_MOD), fd, events)
+    }
+
+    /// Stops watching `fd` (before it is closed, so the number can be reused safely).
+    public func remove(_ fd: Int32) {
+        appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_DEL), fd, 0)
+        _ = handlers.withLock { $0.removeValue(forKey: fd) }
+    }
+
+    /// Runs `tick` on the loop every ~100 ms (timeouts, sweeps).
+    public func onTick(_ tick: @escaping @Sendable (ContinuousClock.Instant) -> Void) {
+        tickers.withLock { $0.append(tick) }
+    }
+
+    /// Runs `job` on the loop thread soon (in order with other `execute` jobs): the way to
+    /// touch state that only the loop thread owns.
+    public func execute(_ job: @escaping @Sendable () -> Void) {
+        let first = closures.withLock { queue in
+            queue.append(job)
+            return queue.count == 1
+        }
+        hasClosures.store(true, ordering: .releasing)
+        if first { wakeUp() }
+    }
+
+    /// Runs `operation` in a task that prefers this loop's thread, with deadline races on the
+    /// loop too (`Deadline.on`): how a server handles what it read without a thread hop.
+    @discardableResult
+    public func task(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        Task(executorPreference: executor) { [self] in await Deadline.on(self, operation) }
+    }
+
+    /// Whether the caller runs on the loop's thread.
+    public var inLoopThread: Bool { executor.isLoopThread }
+
+    /// Makes the loop go round now (after a change its predicate or handlers depend on).
+    public func wakeUp() { appd_eventfd_signal(wakeFD) }
+
+    /// Returns once the loop has stopped: when `canStop` holds (checked every round) and no
+    /// task job is left to run on it. A loop never started returns at once.
+    public func stop(when canStop: @escaping @Sendable () -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = phase.withLock { p -> Bool in
+                switch p {
+                case .created, .stopped:
+                    p = .stopped
+                    return true
+                case .running:
+                    p = .stopping(canStop: canStop, stopped: continuation)
+                    stopRequested.store(true, ordering: .releasing)
+                    return false
+                case .stopping:
+                    preconditionFailure("EventLoop.stop called twice")
+                }
+            }
+            if resumeNow { continuation.resume() } else { wakeUp() }
+        }
+    }
+
+    private func run() {
+        executor.bindToCurrentThread()
+        var fds = [Int32](repeating: 0, count: 256)
+        var events = [UInt32](repeating: 0, count: 256)
+        var scratch = [UInt8](repeating: 0, count: 65536)
+        var lastSweep = ContinuousClock.now
+        while true {
+            executor.runQueuedJobs()
+            if hasClosures.load(ordering: .acquiring) {
+                let jobs = closures.withLock { queue in
+                    defer { queue.removeAll() }
+                    hasClosures.store(false, ordering: .releasing)
+                    return queue
+                }
+                for job in jobs { job() }
+            }
+            let busy = executor.hasJobs || hasClosures.load(ordering: .acquiring)
+            let n = appd_epoll_wait(epollFD, &fds, &events, 256, busy ? 0 : 100)
+            for i in 0..<max(0, Int(n)) {
+                let fd = fds[i]
+                if fd == wakeFD {
+                    appd_eventfd_drain(wakeFD)
+                    continue
+                }
+                guard let handler = handlers.withLock({ $0[fd] }) else { continue }
+                let flags = events[i]
+                let readiness = Readiness(
+                    readable: flags & Self.readable != 0, writable: flags & Self.writable != 0,
+                    hangup: flags & (UInt32(APPD_EPOLL_HUP) | UInt32(APPD_EPOLL_ERR)) != 0)
+                handler(readiness, &scratch)
+            }
+            let now = ContinuousClock.now
+            if now - lastSweep > .milliseconds(100) {
+                lastSweep = now
+                timers.fireExpired(now: now)
+                for tick in tickers.withLock({ $0 }) { tick(now) }
+            }
+            if let stopped = readyToStop() {
+                stopped.resume()
+                return
+            }
+        }
+    }
+
+    /// The continuation to resume when a stop was asked for and its condition holds.
+    private func readyToStop() -> CheckedContinuation<Void, Never>? {
+        guard stopRequested.load(ordering: .acquiring), case .stopping(let canStop, let stopped) = phase.withLock({ $0 }), !executor.hasJobs, canStop() else { return nil }
+        phase.withLock { $0 = .stopped }
+        return stopped
+    }
+}

@@ -1,0 +1,141 @@
+import BusCore
+
+/// The SQL an engine speaks. Repositories keep one text where the dialects agree (`?`
+/// placeholders, `ON CONFLICT … DO UPDATE/NOTHING`, `RETURNING`, `IS DISTINCT FROM`) and
+/// branch on this where they do not (mostly DDL in migrations).
+public enum SQLDialect: String, Sendable {
+    case sqlite
+    case postgres
+}
+
+/// A value bound to or read from SQL.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral {
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(floatLiteral value: Double) { self = .real(value) }
+}
+
+/// One result row, read by column name.
+public struct Row: Sendable {
+    public let columns: [String]
+    public let values: [SQLValue]
+
+    public subscript(_ column: String) -> SQLValue {
+        columns.firstIndex(of: column).map { values[$0] } ?? .null
+    }
+
+    public func integer(_ column: String) -> Int64? {
+        if case .integer(let i) = self[column] { return i }
+        return nil
+    }
+
+    public func text(_ column: String) -> String? {
+        if case .text(let s) = self[column] { return s }
+        return nil
+    }
+
+    public func real(_ column: String) -> Double? {
+        switch self[column] {
+        case .real(let d): d
+        case .integer(let i): Double(i)
+        default: nil
+        }
+    }
+}
+
+/// The statements a repository runs inside one transaction. Valid only inside the closure
+/// it was given to; the closure runs on the database's own thread.
+public protocol Transaction {
+    /// Runs a statement; returns the number of rows it changed.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int
+    /// Runs a query and returns every row.
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [Row]
+    /// Which SQL the engine speaks, for the few statements where the dialects differ.
+    var dialect: SQLDialect { get }
+    /// Appends a durable event to the event log in this transaction (the outbox) and returns
+    /// its sequence number. It reaches live subscribers only after the commit, and never if
+    /// the transaction rolls back.
+    @discardableResult
+    func append(_ event: BusEvent) throws -> Int64
+    /// Appends a durable event whose sequence number is assigned when the transaction commits
+    /// (an engine may then log every event of a batch in one statement). Erasure keeps its
+    /// meaning: a `redactEvents(about:)` after it in the same batch redacts it.
+    func appendAtCommit(_ event: BusEvent) throws
+    /// Erasure: replaces the payload of every logged event about `userID` with a tombstone
+    /// (topic, sequence and time stay), and of every one appended before this in the same
+    /// transaction or batch. Returns how many logged events were redacted.
+    @discardableResult
+    func redactEvents(about userID: String) throws -> Int
+    /// The keyed call this write belongs to (see `IdempotencyRecord`), if any; nil in reads.
+    var idempotency: IdempotencyRecord? { get }
+}
+
+extension Transaction {
+    @discardableResult
+    public func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+
+    public func query(_ sql: String) throws -> [Row] { try query(sql, []) }
+
+    /// Appends a typed durable event, caused by `cause` (the command's envelope, or the event a
+    /// consumer is handling): its id and correlation id go into the log with it.
+    public func append<E: Event>(_ event: E, causedBy cause: (any Cause)?) throws {
+        guard E.durable else {
+            throw StorageError(kind: .other, message: "\(E.topic) is live-only: publish it with bus.publish, not in a transaction")
+        }
+        try appendAtCommit(BusEvent(event, causedBy: cause))
+    }
+
+    /// Appends a typed durable event now and returns its sequence number (for a change feed,
+    /// which records where each change sits on the log's sequence).
+    public func appendLogged<E: Event>(_ event: E, causedBy cause: (any Cause)?) throws -> Int64 {
+        guard E.durable else {
+            throw StorageError(kind: .other, message: "\(E.topic) is live-only: publish it with bus.publish, not in a transaction")
+        }
+        return try append(BusEvent(event, causedBy: cause))
+    }
+
+    /// Logged now, like `append`.
+    public func appendAtCommit(_ event: BusEvent) throws {
+        _ = try append(event)
+    }
+
+    @discardableResult
+    public func redactEvents(about userID: String) throws -> Int {
+        try execute(EventLog.redact, [.text(userID)])
+    }
+
+    public var idempotency: IdempotencyRecord? { nil }
+}
+
+/// The small SQL database protocol plugins reach only through their repositories: SQLite
+/// (embedded, one instance) or PostgreSQL (several instances on one database) serve it, and
+/// plugins do not change between them.
+public protocol Database: Sendable {
+    /// Which SQL the engine speaks (migrations and the few statements that differ).
+    var dialect: SQLDialect { get }
+    /// Whether other appd instances write to the same database: caches of what is in it must
+    /// then be bypassed or invalidated across instances.
+    var sharedAcrossInstances: Bool { get }
+    /// Runs `body` while this instance holds the lease `name`, which at most one instance holds
+    /// at a time; waits for it first. If the lease is lost (the link to the database broke),
+    /// `body` is cancelled and the lease sought again. Returns when `body` returns.
+    func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws
+    /// Runs `body` in a write transaction. Returns only after the commit is durable; throws
+    /// (and changes nothing) when `body` throws or the commit fails.
+    @discardableResult
+    func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T
+    /// Runs `body` against a consistent snapshot.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T
+    /// Finishes queued work and closes the database.
+    func close() async
+}

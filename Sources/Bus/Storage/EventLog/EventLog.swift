@@ -1,0 +1,144 @@
+import BusCore
+
+/// The durable event log: every domain event with its global sequence number, written in the
+/// same transaction as the change that caused it (see `Transaction.append`).
+public struct EventLog: EventReplay {
+    /// Created with the database, before any plugin migration.
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS appd_events (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          topic TEXT NOT NULL,
+          time_ns INTEGER NOT NULL,
+          payload TEXT NOT NULL,
+          correlation TEXT,
+          causation TEXT,
+          message_id TEXT,
+          version INTEGER NOT NULL DEFAULT 1,
+          owner TEXT,
+          redacted INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE IF NOT EXISTS appd_consumers (
+          name TEXT PRIMARY KEY,
+          seq INTEGER NOT NULL
+        );
+        """
+
+    /// Columns added since the first release, for databases created before them: events'
+    /// own ids, payload versions, owners (for visibility and erasure) and tombstones. Rows
+    /// written before get version 1 and their owner from the payload's `userId`.
+    static let addedColumns = [
+        ("message_id", "ALTER TABLE appd_events ADD COLUMN message_id TEXT"),
+        ("version", "ALTER TABLE appd_events ADD COLUMN version INTEGER NOT NULL DEFAULT 1"),
+        ("owner", "ALTER TABLE appd_events ADD COLUMN owner TEXT"),
+        ("redacted", "ALTER TABLE appd_events ADD COLUMN redacted INTEGER NOT NULL DEFAULT 0"),
+    ]
+
+    /// Brings an older event log to the current shape, in one transaction.
+    static func upgrade(_ connection: SQLiteConnection) throws {
+        let columns = Set(try connection.run("PRAGMA table_info(appd_events)", []).compactMap { $0.text("name") })
+        let missing = addedColumns.filter { !columns.contains($0.0) }
+        var script = missing.map(\.1)
+        if missing.contains(where: { $0.0 == "owner" }) {
+            script.append("UPDATE appd_events SET owner = json_extract(payload, '$.userId') WHERE json_valid(payload) AND json_type(payload, '$.userId') = 'text'")
+        }
+        script.append("CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner)")
+        try connection.executeScript("BEGIN IMMEDIATE; " + script.joined(separator: "; ") + "; COMMIT;")
+    }
+
+    /// The statement that logs one event (both engines; PostgreSQL appends `RETURNING seq`).
+    static let insert = """
+        INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// Erasure of the logged events about one owner.
+    static let redact = "UPDATE appd_events SET payload = '{}', redacted = 1 WHERE owner = ? AND redacted = 0"
+
+    /// `insert`'s parameters for `event`, after checking its topic.
+    static func parameters(_ event: BusEvent) throws -> [SQLValue] {
+        try TopicFilter.validate(topic: event.topic)
+        return [
+            .text(event.topic), .integer(event.timestamp.nanosecondsSinceEpoch), .text(try event.json().jsonText),
+            .text(event.correlationID.description), event.causationID.map { .text($0.description) } ?? .null,
+            .text(event.id.description), .integer(Int64(event.version)), event.owner.map { .text($0) } ?? .null,
+        ]
+    }
+
+    public let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    /// Events after `sequence`, oldest first, at most `limit`.
+    public func events(after sequence: Int64, limit: Int) async throws -> [BusEvent] {
+        let rows = try await database.read { transaction in
+            try transaction.query(
+                "SELECT * FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(sequence), .integer(Int64(limit))])
+        }
+        return try rows.map(Self.event)
+    }
+
+    public func events(about owner: String, after sequence: Int64, limit: Int) async throws -> [BusEvent] {
+        let rows = try await database.read { transaction in
+            try transaction.query(
+                "SELECT * FROM appd_events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?",
+                [.text(owner), .integer(sequence), .integer(Int64(limit))])
+        }
+        return try rows.map(Self.event)
+    }
+
+    /// One row as an event. Rows from before events kept their ids get one made from the
+    /// sequence (stable across reads), and are their own correlation.
+    static func event(_ row: Row) throws -> BusEvent {
+        guard let seq = row.integer("seq"), let topic = row.text("topic"), let time = row.integer("time_ns"),
+            let payload = row.text("payload")
+        else { throw StorageError(kind: .corrupt, message: "an event log row is incomplete") }
+        let id = row.text("message_id").flatMap(MessageID.init) ?? MessageID(sequence: UInt64(seq), instance: 0)
+        return BusEvent(
+            stored: id, correlationID: row.text("correlation").flatMap(MessageID.init) ?? id,
+            causationID: row.text("causation").flatMap(MessageID.init), topic: topic, version: Int(row.integer("version") ?? 1),
+            owner: row.text("owner"), sequence: seq, timestamp: WallTime(nanosecondsSinceEpoch: time),
+            payload: try JSONParser.parse(Array(payload.utf8)), redacted: row.integer("redacted") == 1)
+    }
+
+    /// Commits one event on its own; returns its sequence number once it is durable.
+    public func append(_ event: BusEvent) async throws -> Int64 {
+        try await database.write { transaction in try transaction.append(event) }
+    }
+
+    /// The newest sequence number, 0 for an empty log.
+    public func lastSequence() async throws -> Int64 {
+        try await database.read { transaction in
+            try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0
+        }
+    }
+
+    /// Each durable consumer's position and how far behind the newest event it is.
+    public func consumerLag() async throws -> (last: Int64, consumers: [(name: String, position: Int64, lag: Int64)]) {
+        try await database.read { transaction in
+            let last = try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0
+            let rows = try transaction.query("SELECT name, seq FROM appd_consumers ORDER BY name")
+            return (last, rows.compactMap { row in
+                guard let name = row.text("name"), let position = row.integer("seq") else { return nil }
+                return (name, position, max(0, last - position))
+            })
+        }
+    }
+
+    /// Deletes events older than `maxAge` and beyond the newest `maxCount`; returns how many.
+    @discardableResult
+    public func prune(maxAge: Duration?, maxCount: Int?) async throws -> Int {
+        let cutoff = maxAge.map { WallTime.now().nanosecondsSinceEpoch - Int64($0.components.seconds) * 1_000_000_000 }
+        return try await database.write { transaction in
+            var removed = 0
+            if let cutoff {
+                removed += try transaction.execute("DELETE FROM appd_events WHERE time_ns < ?", [.integer(cutoff)])
+            }
+            if let maxCount {
+                removed += try transaction.execute(
+                    "DELETE FROM appd_events WHERE seq <= (SELECT COALESCE(MAX(seq), 0) FROM appd_events) - ?",
+                    [.integer(Int64(maxCount))])
+            }
+            return removed
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import BusCore
+import CSQLite
+
+/// One SQLite connection. Not thread-safe: only the database's own thread uses it.
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+    private var columnNames: [String: [String]] = [:]
+
+    init(path: String, busyTimeoutMilliseconds: Int32) throws(StorageError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw Self.error(rc, message + " (\(path))")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs SQL text that may hold several statements and no parameters (pragmas, migrations).
+    func executeScript(_ sql: String) throws(StorageError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard rc == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw Self.error(rc, text)
+        }
+    }
+
+    /// Runs one parameterless statement that returns no rows (BEGIN, SAVEPOINT, RELEASE,
+    /// COMMIT) from the statement cache: these run several times per write, and parsing them
+    /// each time showed up in profiles.
+    func control(_ sql: String) throws(StorageError) {
+        let statement = try prepare(sql)
+        defer { sqlite3_reset(statement) }
+        var rc = sqlite3_step(statement)
+        while rc == SQLITE_ROW { rc = sqlite3_step(statement) }
+        guard rc == SQLITE_DONE else { throw lastError(rc) }
+    }
+
+    /// Runs one statement with parameters; returns its rows (none for writes).
+    func run(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> [Row] {
+        let statement = try prepare(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (index, value) in parameters.enumerated() {
+            let position = Int32(index + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(statement, position)
+            case .integer(let i): rc = sqlite3_bind_int64(statement, position, i)
+            case .real(let d): rc = sqlite3_bind_double(statement, position, d)
+            case .text(let s):
+                // Bound by byte length: a NUL inside the text is stored, never a place to cut it
+                // (`alice@example.com\0junk` must not be read as alice's address).
+                var text = s
+                rc = text.withUTF8 { bytes in
+                    bytes.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(statement, position, $0.baseAddress, Int32(bytes.count), appd_sqlite_transient()) }
+                }
+            case .blob(let b):
+                rc = b.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), appd_sqlite_transient()) }
+            }
+            guard rc == SQLITE_OK else { throw lastError(rc) }
+        }
+        var rows: [Row] = []
+        var columns: [String]?
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return rows }
+            guard rc == SQLITE_ROW else { throw lastError(rc) }
+            let count = sqlite3_column_count(statement)
+            if columns == nil {
+                if let known = columnNames[sql] {
+                    columns = known
+                } else {
+                    let names = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
+                    columnNames[sql] = names
+                    columns = names
+                }
+            }
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(count))
+            for column in 0..<count {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(statement, column)))
+                case SQLITE_TEXT:
+                    let bytes = Int(sqlite3_column_bytes(statement, column))
+                    let text = sqlite3_column_text(statement, column).map { String(decoding: UnsafeBufferPointer(start: $0, count: bytes), as: UTF8.self) }
+                    values.append(.text(text ?? ""))
+                case SQLITE_BLOB:
+                    let bytes = Int(sqlite3_column_bytes(statement, column))
+                    let pointer = sqlite3_column_blob(statement, column)
+                    values.append(.blob(pointer.map { Array(UnsafeRawBufferPointer(start: $0, count: bytes)) } ?? []))
+                default: values.append(.null)
+                }
+            }
+            rows.append(Row(columns: columns ?? [], values: values))
+        }
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    private func prepare(_ sql: String) throws(StorageError) -> OpaquePointer {
+        if let cached = statements[sql] { return cached }
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw lastError(rc) }
+        if statements.count > 512 {
+            for old in statements.values { sqlite3_finalize(old) }
+            statements.removeAll()
+            columnNames.removeAll()
+        }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func lastError(_ rc: Int32) -> StorageError {
+        Self.error(rc, String(cString: sqlite3_errmsg(handle)))
+    }
+
+    static func error(_ rc: Int32, _ message: String) -> StorageError {
+        let kind: StorageError.Kind
+        switch rc & 0xFF {
+        case SQLITE_BUSY, SQLITE_LOCKED: kind = .busy
+        case SQLITE_CONSTRAINT: kind = .constraint
+        case SQLITE_FULL: kind = .full
+        case SQLITE_CORRUPT, SQLITE_NOTADB: kind = .corrupt
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN: kind = .readOnly
+        case SQLITE_IOERR: kind = .io
+        default: kind = .other
+        }
+        return StorageError(kind: kind, message: message)
+    }
+}

@@ -1,0 +1,193 @@
+import Bus
+import HTTP
+
+/// `POST /v1/<interface>/<Method>`: a call, answered with its reply, or streamed as events.
+extension HTTPAPI {
+    /// `client` is the caller's address (`ClientAddress`), for the rate limit and the caller.
+    func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> HTTPResponse {
+        let parts = request.path.utf8.dropFirst("/v1/".utf8.count).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        let method = parts.count == 2 ? String(Substring(parts[0])) + "." + String(Substring(parts[1])) : ""
+        guard parts.count == 2, let info = routed(method) else {
+            return APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(method)])
+        }
+        guard request.method == "POST" else {
+            return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "POST"]], headers: [("Allow", "POST")])
+        }
+        if let type = request.headers["content-type"], !body.isEmpty,
+            !type.hasPrefixIgnoringASCIICase("application/json")
+        {
+            return APIErrorStatus.refusal(415, "UnsupportedMediaType", ["reason": "send the parameters as application/json"])
+        }
+        var parameters: JSONValue = [:]
+        if !body.isEmpty {
+            do {
+                parameters = try JSONParser.parse(body)
+            } catch {
+                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": .string("the body is not JSON: \(error)")])
+            }
+            guard case .object = parameters else {
+                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": "the body must be a JSON object"])
+            }
+        }
+        var token: SessionToken?
+        if let authorization = request.headers["authorization"] {
+            let scheme = authorization.prefix(7)
+            let value = authorization.dropFirst(7).trimmingWhitespace()
+            guard scheme.lowercased() == "bearer ", !value.isEmpty else {
+                return APIErrorStatus.response(
+                    error: "io.appd.Auth.Unauthenticated", parameters: ["reason": "use Authorization: Bearer <accessToken from SignIn>"])
+            }
+            token = SessionToken(value)
+        }
+        if options.rateLimitedMethods.contains(method), let wait = limiter.take(NetworkAddress.client(client)) {
+            return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
+        }
+        let caller = Caller(sessionToken: token, remoteAddress: client)
+        let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
+        guard info.streaming, wantsEvents || !info.answersPlainCalls else {
+            let conditional: Bool
+            switch ConditionalRequest.apply(request.headers["if-match"], to: &parameters, method: method.methodNameParts.flatMap { dispatcher.interface(ofMethod: method)?.method(String($0.member)) }) {
+            case .refused(let response): return response
+            case .applied(let given): conditional = given
+            }
+            return await single(method, parameters, caller, idempotencyKey: request.headers["idempotency-key"], conditional: conditional)
+        }
+        guard wantsEvents else {
+            return APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"])
+        }
+        if request.headers["idempotency-key"] != nil {
+            let refusal = IdempotencyNotSupported(method: method)
+            return APIErrorStatus.response(error: refusal.wireName, parameters: .object(refusal.wireParameters))
+        }
+        if method == "io.appd.Bus.Subscribe", let last = request.headers["last-event-id"] {
+            guard let sequence = Int64(last), sequence >= 0 else {
+                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "Last-Event-ID", "reason": "must be an event's sequence number"])
+            }
+            var fields = parameters.objectValue ?? [:]
+            fields["since"] = .int(sequence)
+            parameters = .object(fields)
+        }
+        guard clientStreams.take(client) else {
+            let refusal = TooManyStreams(limit: options.maxStreamsPerClient)
+            return APIErrorStatus.response(error: refusal.wireName, parameters: .object(refusal.wireParameters))
+        }
+        let response = await stream(method, parameters, caller)
+        guard let body = response.stream else {
+            clientStreams.release(client)
+            return response
+        }
+        // The slot is held until the stream function ends (the server always runs it).
+        var held = response
+        let slots = clientStreams
+        held.stream = { writer in
+            await body(writer)
+            slots.release(client)
+        }
+        return held
+    }
+
+    /// `idempotencyKey`: the `Idempotency-Key` header; `conditional`: the call carried `If-Match`
+    /// (a Conflict is then 412 Precondition Failed).
+    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, conditional: Bool) async -> HTTPResponse {
+        var result: VarlinkReply?
+        do {
+            try await dispatcher.handle(
+                VarlinkCall(method: method, parameters: parameters, idempotencyKey: idempotencyKey), as: caller, timeout: options.callTimeout,
+                transport: "http"
+            ) { reply in result = reply }
+        } catch {
+            // Only a cancelled call gets here (the server is stopping).
+            return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
+        }
+        guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""]) }
+        if let error = reply.error {
+            var response = APIErrorStatus.response(error: error, parameters: reply.parameters)
+            if conditional, error.hasSuffix(".Conflict") { response.status = 412 }
+            return response
+        }
+        var response = HTTPResponse(status: 200, body: reply.parameters)
+        if let tag = ConditionalRequest.entityTag(of: reply.parameters) { response.headers.append(("ETag", tag)) }
+        return response
+    }
+
+    /// Runs the call in a task of its own and waits briefly for its first reply: an error
+    /// then (a gate's refusal, bad parameters) is a plain error response whose status says what
+    /// went wrong; anything else, or nothing yet, starts an event stream that carries every
+    /// reply (a later error as an `error` event). The client leaving cancels the call.
+    private func stream(_ method: String, _ parameters: JSONValue, _ caller: Caller) async -> HTTPResponse {
+        let handoff = ReplyHandoff()
+        let dispatcher = self.dispatcher
+        let call = Task {
+            try? await dispatcher.handle(VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http") { reply in
+                try await handoff.put(reply)
+            }
+            handoff.finish()
+        }
+        let wait = options.firstReplyGrace
+        let grace = Task {
+            try? await Task.sleep(for: wait)
+            handoff.wake()
+        }
+        let first = await withTaskCancellationHandler {
+            await handoff.take()
+        } onCancel: {
+            call.cancel()
+            handoff.finish()
+        }
+        grace.cancel()
+        var pending: VarlinkReply?
+        switch first {
+        case .ended: return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
+        case .reply(let reply):
+            if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters) }
+            pending = reply
+        case .pending: break
+        }
+        let interval = options.keepAliveInterval
+        let headers: [(name: String, value: String)] = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+        return HTTPResponse(status: 200, headers: headers) { [pending] (writer: HTTPStreamWriter) in
+            let keepAlive = Task {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: interval)
+                    try await writer.write(": keep-alive\n\n")
+                }
+            }
+            await withTaskCancellationHandler {
+                var next = pending
+                while true {
+                    if next == nil {
+                        switch await handoff.take() {
+                        case .reply(let reply): next = reply
+                        case .pending: continue
+                        case .ended: return
+                        }
+                    }
+                    guard let reply = next else { return }
+                    next = nil
+                    do { try await writer.write(Self.event(reply)) } catch { return }
+                    guard reply.error == nil, reply.continues else { return }
+                }
+            } onCancel: {
+                call.cancel()
+                handoff.finish()
+            }
+            keepAlive.cancel()
+            call.cancel()
+            handoff.finish()
+        }
+    }
+
+    /// One reply as a server-sent event: `event: reply` (or `error`), the reply as JSON on one
+    /// `data:` line, and an `id:` with the event's sequence number when it has one (a
+    /// reconnecting client sends it back as Last-Event-ID).
+    static func event(_ reply: VarlinkReply) -> String {
+        var text = ""
+        if reply.error == nil, case .int(let sequence)? = reply.parameters["seq"] { text += "id: \(sequence)\n" }
+        if let error = reply.error {
+            text += "event: error\ndata: " + String(decoding: JSONWriter.bytes(["error": .string(error), "parameters": reply.parameters]), as: UTF8.self)
+        } else {
+            text += "event: reply\ndata: " + String(decoding: JSONWriter.bytes(reply.parameters), as: UTF8.self)
+        }
+        return text + "\n\n"
+    }
+}

@@ -1,0 +1,167 @@
+import Bus
+import Synchronization
+import HTTP
+
+/// The app-facing HTTP API (DESIGN §12): every method an app may call, derived from the
+/// served IDL with no per-method code — `POST /v1/<interface>/<Method>` with the parameters
+/// as a JSON object, through the same `VarlinkDispatcher` (IDL validation, gates, deadline)
+/// as the socket; `Authorization: Bearer` plays `Authenticate`; streaming methods answer as
+/// server-sent events. Beside them: `/openapi.json`, `/healthz`, `/readyz`, `/metrics`, and
+/// the payment providers' `/webhooks/<provider>`.
+///
+/// Admin methods, capability methods, appd's own control interfaces and external plugins'
+/// methods their manifest does not mark for HTTP are not routed: 404, as if absent.
+public final class HTTPAPI: Sendable {
+    /// One readiness check: its name, whether it passes, and what is wrong when not.
+    public typealias Readiness = @Sendable () async -> [(check: String, ok: Bool, detail: String)]
+
+    let dispatcher: VarlinkDispatcher
+    let options: HTTPAPIOptions
+    /// Whether a method (full name) may be routed, beyond the rules every method follows.
+    let exposed: @Sendable (String) -> Bool
+    let readiness: Readiness
+    let webhooks: HTTPServer.Handler?
+    let logger: Logger
+    let limiter: RateLimiter
+    let clientStreams: ClientStreams
+    private let openAPICache = Mutex<(key: [String], bytes: [UInt8])?>(nil)
+
+    public init(
+        dispatcher: VarlinkDispatcher, options: HTTPAPIOptions, exposed: @escaping @Sendable (String) -> Bool, readiness: @escaping Readiness,
+        webhooks: HTTPServer.Handler?, logger: Logger
+    ) {
+        self.dispatcher = dispatcher
+        self.options = options
+        self.exposed = exposed
+        self.readiness = readiness
+        self.webhooks = webhooks
+        self.logger = logger
+        self.limiter = RateLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
+        self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient)
+    }
+
+    /// Interfaces never routed: the daemon's control and the varlink service's own.
+    static let unroutedInterfaces: Set<String> = ["io.appd.Daemon", "org.varlink.service"]
+    /// Methods never routed: connection-level ones that HTTP replaces (the bearer header),
+    /// and the admin-only ones whose refusal happens inside the handler.
+    static let unroutedMethods: Set<String> = [
+        "io.appd.Auth.Authenticate", "io.appd.Bus.AuthenticatePlugin", "io.appd.Bus.Publish",
+        // Providers deliver to /webhooks/<provider>, as they send it (the signature covers the raw body).
+        "io.appd.Payments.IngestWebhook",
+    ]
+
+    /// Whether `method` (full name) is reachable over HTTP.
+    public func routes(_ method: String) -> Bool { routed(method) != nil }
+
+    /// What the bus knows of `method` when it is reachable over HTTP; nil when not.
+    func routed(_ method: String) -> MethodInfo? {
+        guard dispatcher.serves(method), let info = dispatcher.bus.methodInfo(method), !Self.unroutedMethods.contains(method),
+            let (interface, _) = method.methodNameParts, !Self.unroutedInterfaces.contains(String(interface))
+        else { return nil }
+        let privileged = info.requirements.contains { requirement in
+            switch requirement {
+            case .admin, .capability: true
+            default: false
+            }
+        }
+        return !privileged && exposed(method) ? info : nil
+    }
+
+    /// Handles one request (the `HTTPServer`'s handler).
+    public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        let client = ClientAddress.of(request, trustedProxies: options.trustedProxies)
+        let (route, routed) = await self.route(request, body, client: client)
+        var response = routed
+        CORSPolicy(allowed: options.allowedOrigins).decorate(&response, for: request)
+        Metrics.shared.increment(
+            "appd_http_responses_total", help: "HTTP responses by route and status.", labels: [("route", route), ("status", String(response.status))])
+        // The access log: never a header's value, never the query (a client may put a secret there).
+        let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: response.status, client: client)
+        guard let stream = response.stream else {
+            logger.info("http", metadata: line.metadata(since: started))
+            return response
+        }
+        // A stream is logged twice: when it starts ('ms' to its first event) and when it ends
+        // ('ms' for its whole life), so a long stream is visible while it runs.
+        logger.info("http stream started", metadata: line.metadata(since: started))
+        response.stream = { [logger] writer in
+            await stream(writer)
+            logger.info("http stream ended", metadata: line.metadata(since: started))
+        }
+        return response
+    }
+
+    /// What the access log says of a request; built into metadata only when the level logs it.
+    struct AccessLogLine: Sendable {
+        let method: String
+        let path: String
+        let status: Int
+        let client: String
+
+        func metadata(since started: ContinuousClock.Instant) -> LogMetadata {
+            ["method": method, "path": path, "status": String(status), "client": client, "ms": HTTPAPI.milliseconds(since: started)]
+        }
+    }
+
+    /// Milliseconds since `start`, to the microsecond.
+    static func milliseconds(since start: ContinuousClock.Instant) -> String {
+        let microseconds = Int64(((ContinuousClock.now - start).inSeconds * 1_000_000).rounded())
+        let fraction = String(microseconds % 1000)
+        return "\(microseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+    }
+
+    private func route(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> (String, HTTPResponse) {
+        if request.method == "OPTIONS" { return ("preflight", CORSPolicy(allowed: options.allowedOrigins).preflight(request)) }
+        switch request.path {
+        case "/healthz": return ("healthz", get(request) ?? HTTPResponse(status: 200, body: ["status": "ok"]))
+        case "/readyz":
+            if let refusal = get(request) { return ("readyz", refusal) }
+            return ("readyz", await ready())
+        case "/metrics":
+            if let refusal = get(request) { return ("metrics", refusal) }
+            return ("metrics", await metrics())
+        case "/openapi.json": return ("openapi", get(request) ?? openAPI())
+        default: break
+        }
+        if request.path.hasPrefix("/webhooks/") {
+            guard let webhooks else { return ("webhooks", APIErrorStatus.refusal(404, "NotFound", ["reason": "no webhooks are served here"])) }
+            return ("webhooks", await webhooks(request, body))
+        }
+        if request.path.hasPrefix("/v1/") { return ("call", await call(request, body, client: client)) }
+        return ("other", APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"]))
+    }
+
+    /// nil for GET and HEAD (the server sends a HEAD the GET's head, without the body); a 405
+    /// otherwise.
+    private func get(_ request: HTTPServerRequest) -> HTTPResponse? {
+        guard request.method != "GET" && request.method != "HEAD" else { return nil }
+        return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "GET, HEAD"]], headers: [("Allow", "GET, HEAD")])
+    }
+
+    private func ready() async -> HTTPResponse {
+        let checks = await readiness()
+        let ok = checks.allSatisfy(\.ok)
+        let body: JSONValue = [
+            "status": .string(ok ? "ready" : "not ready"),
+            "checks": .object(Dictionary(uniqueKeysWithValues: checks.map { ($0.check, JSONValue.string($0.ok ? "ok" : $0.detail)) })),
+        ]
+        return HTTPResponse(status: ok ? 200 : 503, body: body)
+    }
+
+    private func metrics() async -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(await Metrics.shared.render().utf8))
+    }
+
+    private func openAPI() -> HTTPResponse {
+        let names = dispatcher.interfaceNames
+        let bytes = openAPICache.withLock { cache -> [UInt8] in
+            if let cache, cache.key == names { return cache.bytes }
+            let document = OpenAPIDocument(api: self).render()
+            let bytes = JSONWriter.bytes(document)
+            cache = (names, bytes)
+            return bytes
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")], body: bytes)
+    }
+}

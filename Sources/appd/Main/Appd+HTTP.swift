@@ -1,0 +1,95 @@
+import Auth
+import Bus
+import HTTP
+import Payments
+import PluginKit
+import Storage
+import AppAPI
+import ExternalPlugins
+
+/// Step 8b of the composition root: the app-facing HTTP API (`--http-listen`), its
+/// readiness checks and the gauges `/metrics` reads at scrape time.
+extension Appd {
+    /// Binds the HTTP API's address (a bind failure stops appd, as the socket's does) and builds
+    /// the service; nil when `httpListen` is not set.
+    static func httpAPI(
+        _ config: AppdConfig, dispatcher: VarlinkDispatcher, host: PluginHost, external: ExternalPluginHost, builtIn: Set<String>,
+        plugins: [any Plugin], context: PluginContext, eventLog: EventLog, logger: Logger
+    ) throws -> HTTPAPIService? {
+        guard let listen = config.httpListen else { return nil }
+        let fd: Int32
+        let address: HTTPListenAddress
+        do {
+            address = try HTTPListenAddress(listen)
+            fd = try address.listen()
+        } catch {
+            throw StartFailure("httpListen: \(error)", exitCode: 78)
+        }
+        if !address.isLoopback {
+            logger.warning("the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front", metadata: ["address": "\(address)"])
+        }
+        let payments = config.disabledPlugins.contains("payments") ? nil : plugins.lazy.compactMap { $0 as? PaymentsPlugin }.first
+        let ingress = payments.map { $0.webhooks(context) }
+        // Apple's server-to-server notifications go to auth; every other provider to payments.
+        let apple = config.disabledPlugins.contains("auth") ? nil : plugins.lazy.compactMap { $0 as? AuthPlugin }.first.map { $0.appleNotifications(context) }
+        var webhooks: HTTPServer.Handler?
+        if ingress != nil || apple != nil {
+            webhooks = { request, body in
+                if request.path == "/webhooks/apple", let apple { return await apple.handle(request, body) }
+                guard let ingress else { return HTTPResponse.refusal(404, "NotFound", reason: "no such webhook") }
+                return await ingress.handle(request, body)
+            }
+        }
+        let api = HTTPAPI(
+            dispatcher: dispatcher, options: config.http,
+            exposed: { method in
+                // External plugins' methods only when their manifest marks them; built-in ones always.
+                if let marked = external.httpExposed(method) { return marked }
+                guard let (interface, _) = method.methodNameParts else { return false }
+                return interface == "io.appd.Bus" || builtIn.contains(String(interface))
+            },
+            readiness: {
+                var checks: [(check: String, ok: Bool, detail: String)] = []
+                do {
+                    _ = try await withTimeout(.seconds(2), timeoutError: { StorageError(kind: .busy, message: "no answer within 2 s") }) { try await eventLog.lastSequence() }
+                    checks.append(("database", true, ""))
+                } catch {
+                    checks.append(("database", false, "\(error)"))
+                }
+                let down = await host.statuses().filter { $0.state != .running && !config.disabledPlugins.contains($0.name) }
+                checks.append(("plugins", down.isEmpty, down.map { "\($0.name) is \($0.state.rawValue)" }.joined(separator: "; ")))
+                return checks
+            },
+            webhooks: webhooks, logger: Logger(label: "appd.http"))
+        do {
+            return try HTTPAPIService(api: api, host: address.host, listenFD: fd, logger: Logger(label: "appd.http"))
+        } catch {
+            throw StartFailure("cannot start the HTTP API: \(error)")
+        }
+    }
+
+    /// Gauges read at scrape time: connections by transport, the event log's head and each
+    /// durable consumer's lag.
+    static func registerGauges(varlink: VarlinkServer, http: HTTPAPIService?, eventLog: EventLog) {
+        Metrics.shared.register(
+            Metrics.Collector(name: "appd_connections", help: "Open client connections by transport.", labelNames: ["transport"]) {
+                var samples: [([String], Double)] = [(["varlink"], Double(varlink.stats.connections))]
+                if let http { samples.append((["http"], Double(http.stats.connections))) }
+                return samples
+            })
+        Metrics.shared.register(
+            Metrics.Collector(name: "appd_http_streams", help: "Open event streams over HTTP.") {
+                http.map { [([], Double($0.stats.streams))] } ?? []
+            })
+        Metrics.shared.register(
+            Metrics.Collector(name: "appd_event_log_head", help: "The durable event log's last sequence number.") {
+                guard let head = try? await eventLog.lastSequence() else { return [] }
+                return [([], Double(head))]
+            })
+        Metrics.shared.register(
+            Metrics.Collector(name: "appd_consumer_lag", help: "Events in the log a durable consumer has not processed yet.", labelNames: ["consumer"]) {
+                guard let lag = try? await eventLog.consumerLag() else { return [] }
+                return lag.consumers.map { ([$0.name], Double($0.lag)) }
+            })
+    }
+}

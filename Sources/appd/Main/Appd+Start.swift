@@ -1,0 +1,278 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Auth
+import Bus
+import Chat
+import Payments
+import Rating
+import Todos
+import PluginKit
+import Storage
+import ExternalPlugins
+import EventDelivery
+
+/// The composition root: builds the daemon in named steps, top to bottom. Each step that
+/// starts something registers how to undo it on `teardown`; whatever happens, appd stops
+/// through that one path, undoing exactly what was started, in reverse.
+extension Appd {
+    /// Runs the daemon until it is told to stop; returns the process exit code.
+    static func start(_ config: AppdConfig, options: AppdOptions, configFile: String?) async -> Int32 {
+        // A client or log reader that goes away must never kill the daemon: writes get EPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd).
+        LoggingSystem.bootstrap(level: config.logLevel) { _ in StreamLogHandler.standardError() }
+        let logger = Logger(label: "appd")
+        let teardown = Teardown(logger: logger)
+        var status: Int32 = 0
+        do {
+            status = try await serve(config, options: options, configFile: configFile, teardown: teardown, logger: logger)
+        } catch let failure as StartFailure {
+            logger.critical("\(failure.message)")
+            status = failure.exitCode
+        } catch {
+            logger.critical("\(error)")
+            status = 1
+        }
+        await teardown.run()
+        logger.notice("appd stopped")
+        return status
+    }
+
+    /// Steps 2–10: builds and runs everything; returns when the services have stopped.
+    private static func serve(_ config: AppdConfig, options: AppdOptions, configFile: String?, teardown: Teardown, logger: Logger) async throws -> Int32 {
+        let startedAt = ContinuousClock.now
+        let adminGate = AdminGate(adminGroup: try adminGroup(config))
+        let listener = try await claimSocket(config, adminGroup: adminGate.adminGroup, teardown: teardown)
+        let outbox = EventOutbox()
+        let database = try await openDatabase(config, outbox: outbox, teardown: teardown)
+        let eventLog = EventLog(database: database)
+        let plugins = installedPlugins(config)
+        let bus = await connectBus(plugins: plugins, config: config, adminGate: adminGate, database: database, outbox: outbox, teardown: teardown)
+        let context = PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin"))
+        let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, logger: logger)
+        let dispatcher = try makeDispatcher(bus: bus)
+        let server = try listen(listener, dispatcher: dispatcher, config: config)
+        let external = try externalPlugins(
+            config, configFile: configFile, builtIn: plugins.map(\.manifest.name), dispatcher: dispatcher, server: server, eventLog: eventLog,
+            adminGate: adminGate)
+        let builtIn = await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
+        let http = try httpAPI(
+            config, dispatcher: dispatcher, host: host, external: external, builtIn: builtIn, plugins: plugins, context: context, eventLog: eventLog,
+            logger: logger)
+        registerGauges(varlink: server, http: http, eventLog: eventLog)
+
+        // 9. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
+        let retention = EventLogRetention(
+            log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
+        let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
+        let keys = IdempotencyGate.retention(database, keep: .seconds(Int64(config.idempotencyKeyHours) * 3600), logger: logger)
+        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload]
+        if let http { services.append(http) }
+        if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
+        let group = ServiceGroup(services: services, logger: logger) {
+            Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
+        }
+        do {
+            try DaemonInterface.install(
+                on: dispatcher,
+                context: .init(
+                    startedAt: startedAt, connections: { server.stats.connections },
+                    plugins: { await host.statuses() + external.statuses() }, eventLog: eventLog,
+                    shutdown: { await group.triggerShutdown() }, external: external,
+                    paths: .init(
+                        dataDirectory: config.dataDirectory, socket: config.socket, configFile: configFile,
+                        pluginDirectories: config.resolvedPluginDirectories,
+                        database: config.database.map(PostgresURL.redacted) ?? config.dataDirectory + "/appd.db"),
+                    isAdmin: { adminGate.isPrivileged($0) }))
+        } catch {
+            throw StartFailure("cannot set up io.appd.Daemon: \(error)")
+        }
+
+        logger.notice(
+            "appd started",
+            metadata: [
+                "version": Version.current, "socket": config.socket, "data": config.dataDirectory, "config": configFile ?? "none",
+                "database": config.database.map(PostgresURL.redacted) ?? "sqlite", "http": http?.address ?? "off",
+            ])
+        // The database is open and the socket listens: tell systemd we are ready.
+        Systemd.notify("READY=1\nSTATUS=serving on \(config.socket)")
+        do {
+            try await group.run()
+            return 0
+        } catch {
+            logger.critical("appd stopped after a failure", metadata: ["error": "\(error)"])
+            return 1
+        }
+    }
+
+    // MARK: The steps
+
+    /// 2. Who may call admin methods: the admin group, when one is configured.
+    static func adminGroup(_ config: AppdConfig) throws -> gid_t? {
+        guard let name = config.adminGroup else { return nil }
+        guard let group = getgrnam(name) else { throw StartFailure("unknown admin group '\(name)'; create it or drop --admin-group", exitCode: 78) }
+        return group.pointee.gr_gid
+    }
+
+    /// 3. The control socket, claimed before anything else is touched: a second appd on a
+    ///    served socket stops here, before it opens the shared database or starts a plugin.
+    ///    0600, or 0660 with the admin group. Calls that arrive before the server starts wait
+    ///    in the backlog (as under socket activation, where systemd passes it in listening).
+    static func claimSocket(_ config: AppdConfig, adminGroup: gid_t?, teardown: Teardown) async throws -> ListeningSocket {
+        let listener: ListeningSocket
+        do {
+            listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: config.socket) }
+                ?? ListeningSocket.bind(path: config.socket, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
+        } catch {
+            throw StartFailure("\(error)")
+        }
+        await teardown.push("socket") { listener.close() }
+        return listener
+    }
+
+    /// 4. The database and its durable event log (before anything can accept a write). Closed
+    ///    last of all, after the services that write to it have stopped.
+    ///    SQLite in the data directory, or the PostgreSQL database several instances share (the
+    ///    data directory still holds this instance's plugin data).
+    ///    What it commits goes to `outbox`, which step 5 relays onto the bus.
+    static func openDatabase(_ config: AppdConfig, outbox: EventOutbox, teardown: Teardown) async throws -> any Database {
+        let database: any Database
+        do {
+            try DataDirectory.create(config.dataDirectory, searchable: getuid() == 0 && config.pluginSandbox.mode == .bubblewrap)
+        } catch {
+            throw StartFailure("cannot create the data directory \(config.dataDirectory): \(error)")
+        }
+        if let url = config.database {
+            var options = PostgresDatabase.Options()
+            options.readers = config.databaseReadConnections
+            do {
+                database = try await PostgresDatabase.open(url: url, outbox: outbox, options: options, logger: Logger(label: "appd.storage"))
+            } catch {
+                throw StartFailure("cannot open the PostgreSQL database \(PostgresURL.redacted(url)): \(error)")
+            }
+        } else {
+            do {
+                database = try SQLiteDatabase(path: config.dataDirectory + "/appd.db", outbox: outbox, logger: Logger(label: "appd.storage"))
+            } catch {
+                throw StartFailure("cannot open the database in \(config.dataDirectory): \(error)")
+            }
+        }
+        await teardown.push("database") { await database.close() }
+        return database
+    }
+
+    /// 5. The bus, with the gates the enabled plugins contribute nested in the designed order
+    ///    and fixed from here on. A disabled plugin's gates are missing, so commands that need
+    ///    them are denied (fail closed). Gates read the database; what the database commits
+    ///    reaches the bus through its outbox, which a relay publishes from here on.
+    static func connectBus(
+        plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: any Database, outbox: EventOutbox, teardown: Teardown
+    ) async -> EventBus {
+        let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
+        let limits = AccountLimitsGate(perMinute: config.accountCallsPerMinute, burst: config.accountCallBurst)
+        // A row without an outcome is "still running" for as long as the longest call may take.
+        let idempotency = IdempotencyGate(database: database, runningGrace: max(config.limits.callTimeout, config.http.callTimeout) * 2)
+        let gates = GateOrder.sorted([adminGate, PluginScopeGate(), limits, idempotency] + enabled.flatMap { $0.gates(database: database) })
+        let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
+        let relay = OutboxRelay(outbox: outbox, bus: bus).start()
+        // At the end, the database closes first (closing again in step 4 does nothing), which
+        // ends the outbox: everything committed is published, then subscribers get it.
+        await teardown.push("bus") {
+            await database.close()
+            await relay.value
+            try? await bus.drain(timeout: .seconds(5))
+        }
+        return bus
+    }
+
+    /// 6. The varlink interfaces the daemon itself serves.
+    static func makeDispatcher(bus: EventBus) throws -> VarlinkDispatcher {
+        do {
+            return try VarlinkDispatcher(
+                bus: bus, info: .init(vendor: "appd", product: "appd", version: Version.current, url: "https://github.com/appd/appd"))
+        } catch {
+            throw StartFailure("cannot set up the daemon's interfaces: \(error)")
+        }
+    }
+
+    /// 6b. External plugins (supervised processes from the plugin directories, each in its
+    ///     sandbox with a socket of its own on `server`), the credentials their own connections
+    ///     to appd present, and io.appd.Bus.
+    static func externalPlugins(
+        _ config: AppdConfig, configFile: String?, builtIn: [String], dispatcher: VarlinkDispatcher, server: VarlinkServer, eventLog: EventLog, adminGate: AdminGate
+    ) throws -> ExternalPluginHost {
+        var settings = ExternalPluginSettings(
+            directories: config.resolvedPluginDirectories,
+            runtimeDirectory: config.dataDirectory + "/plugins-run", dataDirectory: config.dataDirectory + "/plugin-data", controlSocket: config.socket,
+            server: server)
+        settings.healthInterval = config.pluginHealthInterval
+        settings.healthTimeout = min(.seconds(3), config.pluginHealthInterval)
+        settings.sandbox = config.pluginSandbox
+        settings.admission.reservedNames.formUnion(builtIn)
+        settings.admission.withheldVariables.formUnion(ConfigKey.all.map(\.environment))
+        // appd's own files stay hidden even where they lie in a tree a plugin sees.
+        settings.sandbox.hiddenPaths += [config.dataDirectory, config.socket] + (configFile.map { [$0] } ?? [])
+        let external = ExternalPluginHost(
+            settings: settings, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
+            isAdmin: { adminGate.isPrivileged($0) }, logger: Logger(label: "appd.plugins"))
+        do {
+            try BusInterface.install(
+                on: dispatcher, limits: config.subscribe, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
+        } catch {
+            throw StartFailure("cannot set up io.appd.Bus: \(error)")
+        }
+        return external
+    }
+
+    /// 7. Starts the built-in plugins (dependency order) and serves their interfaces; returns
+    ///    their names.
+    static func startPlugins(_ host: PluginHost, dispatcher: VarlinkDispatcher, logger: Logger, teardown: Teardown) async -> Set<String> {
+        await host.startAll()
+        await teardown.push("plugins") { await host.stopAll() }
+        var served: Set<String> = []
+        for text in await host.runningInterfaces() {
+            do {
+                let interface = try VarlinkInterface(parsing: text)
+                try dispatcher.register(interface)
+                served.insert(interface.name)
+            } catch {
+                logger.error("a plugin's interface was not served", metadata: ["error": "\(error)"])
+            }
+        }
+        return served
+    }
+
+    /// 8. The server on the socket claimed in step 3, made before the external plugins (each
+    ///    gets a socket of its own on it); it runs as a service of step 9.
+    static func listen(_ listener: ListeningSocket, dispatcher: VarlinkDispatcher, config: AppdConfig) throws -> VarlinkServer {
+        do {
+            return try VarlinkServer(listener: listener, dispatcher: dispatcher, limits: config.limits, logger: Logger(label: "appd.varlink"))
+        } catch {
+            throw StartFailure("\(error)")
+        }
+    }
+}
+
+/// The plugins built into this appd (each a library target under Sources/Plugins/<Feature>).
+/// Each is built on its own: one that cannot be (its configuration is refused) is listed as
+/// failed with the reason, and only the plugins that depend on it are skipped.
+func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
+    [
+        UnavailablePlugin.build("auth") {
+            var auth = AuthService.Options()
+            auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
+            auth.refreshTokenLifetime = .seconds(Int64(config.refreshTokenDays) * 86_400)
+            auth.sessionCacheEntries = config.sessionCacheEntries
+            auth.identity = try config.resolvedIdentity()
+            auth.requireVerifiedEmail = config.requireVerifiedEmail
+            auth.guestAccounts = config.guestAccounts
+            auth.guestIdleLifetime = .seconds(Int64(config.guestIdleDays) * 86_400)
+            return try AuthPlugin(options: auth)
+        },
+        UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser, tombstoneRetention: .seconds(Int64(config.tombstoneDays) * 86_400)) },
+        UnavailablePlugin.build("payments") { PaymentsPlugin(options: config.payments) },
+        UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
+        UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },
+    ]
+}

@@ -176,15 +176,19 @@ func quickOptions() -> PluginHost.Options {
 
 struct NamedGate: Gate {
     let name: String
+    var position: GatePosition = .feature
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         try await next(envelope)
     }
 }
 
-@Suite struct GateOrderTests {
-    @Test func gatesNestInTheDesignedOrderWhoeverContributesThem() {
-        let contributed: [any Gate] = ["paywall", "custom", "onboarding", "admin", "session", "limits"].map { NamedGate(name: $0) }
-        // Limits count per account, so they come right after the session gate resolves it.
-        #expect(GateOrder.sorted(contributed).map(\.name) == ["session", "limits", "admin", "onboarding", "paywall", "custom"])
+@Suite struct GatePositionTests {
+    @Test func theBusNestsGatesByPositionAndKeepsTheGivenOrderWithinOne() {
+        let given: [any Gate] = [
+            NamedGate(name: "paywall", position: .paywall), NamedGate(name: "custom"), NamedGate(name: "onboarding", position: .onboarding),
+            NamedGate(name: "admin", position: .admin), NamedGate(name: "custom2"), NamedGate(name: "session", position: .session),
+            NamedGate(name: "limits", position: .limits),
+        ]
+        #expect(EventBus(gates: given).chain.names == ["session", "limits", "admin", "onboarding", "paywall", "custom", "custom2"])
     }
 }

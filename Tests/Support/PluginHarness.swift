@@ -37,7 +37,7 @@ public struct PluginHarness: Sendable {
         let outbox = EventOutbox()
         let database = try await TestDatabase.open(path: path, outbox: outbox)
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
-        let bus = EventBus(gates: GateOrder.sorted([AdminGate(), PluginScopeGate(), IdempotencyGate(database: database)] + plugins.flatMap { $0.gates(database: database) }))
+        let bus = EventBus(gates: [AdminGate(), PluginScopeGate(), IdempotencyGate(database: database)] + plugins.flatMap { $0.gates(database: database) })
         _ = OutboxRelay(outbox: outbox, bus: bus).start()
         // As the plugin host does: each plugin's event types own their topics.
         for plugin in plugins { try bus.topics.register(plugin.manifest.events, publisher: plugin.manifest.name) }
@@ -49,9 +49,14 @@ public struct PluginHarness: Sendable {
         return harness
     }
 
-    /// Starts one of the plugins (registers its handlers).
+    /// Starts one of the plugins and, as the host does, checks its handlers against its
+    /// interface and installs them.
     public func start(_ plugin: any Plugin) async throws {
-        try await plugin.start(context)
+        let handlers = PluginHandlers()
+        let manifest = plugin.manifest
+        try await plugin.start(
+            PluginContext(bus: context.bus, database: context.database, eventLog: context.eventLog, logger: context.logger, handlers: handlers))
+        try handlers.activate(on: bus, interface: try manifest.interface.map { try VarlinkInterface(parsing: $0) }, plugin: manifest.name)
     }
 
     /// The plugin of type `P` this harness was built with.

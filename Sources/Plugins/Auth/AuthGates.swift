@@ -6,6 +6,7 @@ import Bus
 struct SessionGate: Gate {
     let service: AuthService
     var name: String { "session" }
+    var position: GatePosition { .session }
 
     func covers(_ requirement: Requirement) -> Bool { requirement == .session }
 
@@ -42,13 +43,14 @@ struct SessionGate: Gate {
 /// gate resolved just now: `.onboarded` (onboarding completed) and `.verifiedEmail`.
 struct AccountStandingGate: Gate {
     let name: String
+    let position: GatePosition
     let requirement: Requirement
     let holds: @Sendable (Principal) -> Bool
     let refusal: AuthError
 
-    static let onboarding = AccountStandingGate(name: "onboarding", requirement: .onboarded, holds: { $0.onboarded }, refusal: .onboardingRequired)
+    static let onboarding = AccountStandingGate(name: "onboarding", position: .onboarding, requirement: .onboarded, holds: { $0.onboarded }, refusal: .onboardingRequired)
     static let verifiedEmail = AccountStandingGate(
-        name: "verifiedEmail", requirement: .verifiedEmail, holds: { $0.emailVerified }, refusal: .emailNotVerified)
+        name: "verifiedEmail", position: .verifiedEmail, requirement: .verifiedEmail, holds: { $0.emailVerified }, refusal: .emailNotVerified)
 
     func covers(_ requirement: Requirement) -> Bool { requirement == self.requirement }
 

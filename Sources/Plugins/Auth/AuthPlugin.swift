@@ -71,52 +71,52 @@ public struct AuthPlugin: Plugin {
 
     public func start(_ context: PluginContext) async throws {
         let service = service(context.database, streams: context.bus.sessionStreams)
-        let bus = context.bus
-        try bus.register(AuthInterface.SignUp.self) { command, envelope in
+        let handlers = context.handlers
+        handlers.handle(AuthInterface.SignUp.self) { command, envelope in
             try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope)
         }
-        try bus.register(AuthInterface.CheckSignUp.self) { command, _ in
+        handlers.handle(AuthInterface.CheckSignUp.self) { command, _ in
             let email = try AuthValidation.email(command.email)
             try AuthValidation.password(command.password, email: email)
             return Empty()
         }
-        try bus.register(AuthInterface.SignIn.self) { command, envelope in
+        handlers.handle(AuthInterface.SignIn.self) { command, envelope in
             .init(session: try await service.signIn(email: command.email, password: command.password, origin: envelope.caller.origin, causedBy: envelope))
         }
-        try registerIdentityMethods(service, on: bus)
-        try bus.register(AuthInterface.Authenticate.self) { command, envelope in
+        registerIdentityMethods(service, on: handlers)
+        handlers.handle(AuthInterface.Authenticate.self) { command, envelope in
             let record = try await service.resolve(accessToken: command.accessToken)
             // Every later call on this connection carries the session (as Redis AUTH).
             envelope.caller.connection?.sessionToken = SessionToken(command.accessToken)
             return .init(user: record.user)
         }
-        try bus.register(AuthInterface.Refresh.self) { command, _ in
+        handlers.handle(AuthInterface.Refresh.self) { command, _ in
             .init(session: try await service.refresh(refreshToken: command.refreshToken))
         }
-        try bus.register(AuthInterface.SignOut.self) { _, envelope in
+        handlers.handle(AuthInterface.SignOut.self) { _, envelope in
             let (token, principal) = try Self.signedIn(envelope)
             try await service.signOut(accessToken: token, userID: principal.userID, causedBy: envelope)
             if envelope.caller.connection?.sessionToken?.value == token { envelope.caller.connection?.sessionToken = nil }
             return Empty()
         }
-        try bus.register(AuthInterface.SignOutEverywhere.self) { _, envelope in
+        handlers.handle(AuthInterface.SignOutEverywhere.self) { _, envelope in
             let (_, principal) = try Self.signedIn(envelope)
             try await service.signOutEverywhere(userID: principal.userID, causedBy: envelope)
             envelope.caller.connection?.sessionToken = nil
             return Empty()
         }
-        try bus.register(AuthInterface.WhoAmI.self) { _, envelope in
+        handlers.handle(AuthInterface.WhoAmI.self) { _, envelope in
             let (token, _) = try Self.signedIn(envelope)
             return .init(user: try await service.resolve(accessToken: token).user)
         }
-        try bus.register(AuthInterface.CompleteOnboarding.self) { _, envelope in
+        handlers.handle(AuthInterface.CompleteOnboarding.self) { _, envelope in
             .init(user: try await service.completeOnboarding(userID: try Self.signedIn(envelope).1.userID, causedBy: envelope))
         }
-        try bus.register(AuthInterface.UpdateProfile.self) { command, envelope in
+        handlers.handle(AuthInterface.UpdateProfile.self) { command, envelope in
             .init(user: try await service.updateProfile(userID: try Self.signedIn(envelope).1.userID, displayName: command.displayName))
         }
-        try registerAccountMethods(service, on: bus)
-        try bus.register(LookupAccount.self) { command, _ in
+        registerAccountMethods(service, on: handlers)
+        handlers.handleInProcess(LookupAccount.self) { command, _ in
             var record: UserRecord?
             if let email = command.email { record = try await service.repository.user(email: email.trimmingWhitespace()) }
             if record == nil, let id = command.userID { record = try await service.repository.user(id: id) }
@@ -142,83 +142,80 @@ public struct AuthPlugin: Plugin {
         return services
     }
 
-    public func stop(_ context: PluginContext) async {
-        context.bus.unregister(interface: "io.appd.Auth")
-    }
 
     /// Sign-in with Apple and Google, and the account's linked identities.
-    private func registerIdentityMethods(_ service: AuthService, on bus: EventBus) throws {
-        try bus.register(AuthInterface.SignInWithIdToken.self) { command, envelope in
+    private func registerIdentityMethods(_ service: AuthService, on handlers: PluginHandlers) {
+        handlers.handle(AuthInterface.SignInWithIdToken.self) { command, envelope in
             try await service.signInWithIdToken(
                 provider: command.provider, idToken: command.idToken, nonce: command.nonce, fullName: command.fullName,
                 authorizationCode: command.authorizationCode, causedBy: envelope)
         }
-        try bus.register(AuthInterface.SignInAnonymously.self) { _, envelope in
+        handlers.handle(AuthInterface.SignInAnonymously.self) { _, envelope in
             .init(session: try await service.signInAnonymously(causedBy: envelope))
         }
-        try bus.register(AuthInterface.UpgradeGuest.self) { command, envelope in
+        handlers.handle(AuthInterface.UpgradeGuest.self) { command, envelope in
             .init(user: try await service.upgradeGuest(userID: try Self.signedIn(envelope).1.userID, email: command.email, password: command.password, causedBy: envelope))
         }
-        try bus.register(AuthInterface.ListIdentities.self) { _, envelope in
+        handlers.handle(AuthInterface.ListIdentities.self) { _, envelope in
             .init(identities: try await service.identities(userID: try Self.signedIn(envelope).1.userID))
         }
-        try bus.register(AuthInterface.LinkIdentity.self) { command, envelope in
+        handlers.handle(AuthInterface.LinkIdentity.self) { command, envelope in
             .init(
                 identity: try await service.linkIdentity(
                     userID: try Self.signedIn(envelope).1.userID, provider: command.provider, idToken: command.idToken, nonce: command.nonce,
                     authorizationCode: command.authorizationCode, causedBy: envelope))
         }
-        try bus.register(AuthInterface.UnlinkIdentity.self) { command, envelope in
+        handlers.handle(AuthInterface.UnlinkIdentity.self) { command, envelope in
             try await service.unlinkIdentity(userID: try Self.signedIn(envelope).1.userID, provider: command.provider, causedBy: envelope)
             return Empty()
         }
     }
 
     /// Password, account and administration methods.
-    private func registerAccountMethods(_ service: AuthService, on bus: EventBus) throws {
-        try bus.register(AuthInterface.ChangePassword.self) { command, envelope in
+    private func registerAccountMethods(_ service: AuthService, on handlers: PluginHandlers) {
+        handlers.handle(AuthInterface.ChangePassword.self) { command, envelope in
             let (token, principal) = try Self.signedIn(envelope)
             try await service.changePassword(
                 userID: principal.userID, accessToken: token, current: command.currentPassword, new: command.newPassword, origin: envelope.caller.origin)
             return Empty()
         }
-        try bus.register(AuthInterface.RequestPasswordReset.self) { command, envelope in
+        handlers.handle(AuthInterface.RequestPasswordReset.self) { command, envelope in
             try await service.requestPasswordReset(email: command.email, causedBy: envelope)
             return Empty()
         }
-        try bus.register(AuthInterface.IssueResetToken.self) { command, _ in
+        handlers.handle(AuthInterface.IssueResetToken.self) { command, _ in
             try await service.issueResetToken(requestID: command.requestId)
         }
-        try bus.register(AuthInterface.RequestEmailVerification.self) { command, envelope in
+        handlers.handle(AuthInterface.RequestEmailVerification.self) { command, envelope in
             try await service.requestEmailVerification(email: command.email, causedBy: envelope)
             return Empty()
         }
-        try bus.register(AuthInterface.IssueVerificationToken.self) { command, _ in
+        handlers.handle(AuthInterface.IssueVerificationToken.self) { command, _ in
             try await service.issueVerificationToken(requestID: command.requestId)
         }
-        try bus.register(AuthInterface.VerifyEmail.self) { command, envelope in
+        handlers.handle(AuthInterface.VerifyEmail.self) { command, envelope in
             try await service.verifyEmail(token: command.verificationToken, causedBy: envelope)
             return Empty()
         }
-        try bus.register(AuthInterface.ResetPassword.self) { command, _ in
+        handlers.handle(AuthInterface.ResetPassword.self) { command, _ in
             try await service.resetPassword(token: command.resetToken, new: command.newPassword)
             return Empty()
         }
-        try bus.register(AuthInterface.DeleteAccount.self) { command, envelope in
+        handlers.handle(AuthInterface.DeleteAccount.self) { command, envelope in
             let (token, principal) = try Self.signedIn(envelope)
             try await service.deleteAccount(
                 userID: principal.userID, password: command.password, accessToken: token, origin: envelope.caller.origin, causedBy: envelope)
             envelope.caller.connection?.sessionToken = nil
             return Empty()
         }
-        try bus.register(AuthInterface.ListUsers.self) { command, _ in
+        handlers.handle(AuthInterface.ListUsers.self) { command, _ in
             try await service.listUsers(cursor: command.cursor, limit: command.limit)
         }
-        try bus.register(AuthInterface.DisableUser.self) { command, _ in
+        handlers.handle(AuthInterface.DisableUser.self) { command, _ in
             try await service.setDisabled(email: command.email, true)
             return Empty()
         }
-        try bus.register(AuthInterface.EnableUser.self) { command, _ in
+        handlers.handle(AuthInterface.EnableUser.self) { command, _ in
             try await service.setDisabled(email: command.email, false)
             return Empty()
         }

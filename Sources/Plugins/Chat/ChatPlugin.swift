@@ -62,43 +62,43 @@ public struct ChatPlugin: Plugin {
     public func start(_ context: PluginContext) async throws {
         let service = service(context.database)
         let repository = service.repository
-        let bus = context.bus
-        try bus.register(ChatInterface.CreateConversation.self) { c, e in
+        let handlers = context.handlers
+        handlers.handle(ChatInterface.CreateConversation.self) { c, e in
             .init(conversation: try await service.createConversation(owner: try owner(e), title: c.title, id: c.id, causedBy: e))
         }
-        try bus.register(ChatInterface.ListConversations.self) { c, e in
+        handlers.handle(ChatInterface.ListConversations.self) { c, e in
             try await service.listConversations(owner: try owner(e), query: c.query, cursor: c.cursor, limit: c.limit)
         }
-        try bus.register(ChatInterface.RenameConversation.self) { c, e in
+        handlers.handle(ChatInterface.RenameConversation.self) { c, e in
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.id, field: "id")
             let title = try ChatService.title(c.title, required: true) ?? ""
             return .init(conversation: try await repository.rename(owner: user, id: id, title: title, expected: c.expectedVersion, now: service.now, causedBy: e))
         }
-        try bus.register(ChatInterface.DeleteConversation.self) { c, e in
+        handlers.handle(ChatInterface.DeleteConversation.self) { c, e in
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.id, field: "id")
             try await repository.deleteConversation(owner: user, id: id, expected: c.expectedVersion, now: service.now, causedBy: e)
             return Empty()
         }
-        try bus.register(ChatInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
-        try bus.register(ChatInterface.History.self) { c, e in
+        handlers.handle(ChatInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
+        handlers.handle(ChatInterface.History.self) { c, e in
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.conversationId, field: "conversationId")
             return try await service.history(owner: user, conversation: id, cursor: c.cursor, limit: c.limit)
         }
         let sendNeeds = ChatInterface.needs + (options.meter.map { [Requirement.meter($0)] } ?? [])
-        try bus.register(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
+        handlers.handle(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.conversationId, field: "conversationId")
             return try await service.send(owner: user, conversation: id, text: c.text, writer: writer, causedBy: e)
         }
         let running = self.running
-        try bus.register(ChatInterface.Cancel.self) { c, e in
+        handlers.handle(ChatInterface.Cancel.self) { c, e in
             guard running.cancel(c.messageId, owner: try owner(e)) else { throw ChatError.notFound }
             return Empty()
         }
-        try bus.register(ChatInterface.Feedback.self) { c, e in
+        handlers.handle(ChatInterface.Feedback.self) { c, e in
             guard c.rating == "up" || c.rating == "down" else { throw ChatError.validation("rating", "is up or down") }
             try await repository.feedback(owner: try owner(e), message: c.messageId, rating: c.rating, causedBy: e)
             return Empty()
@@ -121,9 +121,6 @@ public struct ChatPlugin: Plugin {
         }
     }
 
-    public func stop(_ context: PluginContext) async {
-        context.bus.unregister(interface: "io.appd.Chat")
-    }
 }
 
 /// The signed-in user the gates established.

@@ -34,18 +34,22 @@ public struct PluginManifest: Sendable {
     public var publishes: [String] { events.map { $0.topic } }
 }
 
-/// What a plugin gets from the host: the bus, the database, its logger.
+/// What a plugin gets from the host: the bus, the database, its logger, and where to declare
+/// its handlers.
 public struct PluginContext: Sendable {
     public let bus: EventBus
     public let database: any Database
     public let eventLog: EventLog
     public let logger: Logger
+    /// Where `start` declares the plugin's handlers; the host installs them once it returns.
+    public let handlers: PluginHandlers
 
-    public init(bus: EventBus, database: any Database, eventLog: EventLog, logger: Logger) {
+    public init(bus: EventBus, database: any Database, eventLog: EventLog, logger: Logger, handlers: PluginHandlers = PluginHandlers()) {
         self.bus = bus
         self.database = database
         self.eventLog = eventLog
         self.logger = logger
+        self.handlers = handlers
     }
 }
 
@@ -57,11 +61,12 @@ public protocol Plugin: Sendable {
     /// Gates this plugin contributes, built before the bus (they read persisted state through
     /// the database, never through other plugins).
     func gates(database: any Database) -> [any Gate]
-    /// Registers handlers; returns when the plugin can serve.
+    /// Declares its handlers on `context.handlers`; returns when the plugin can serve. The host
+    /// then checks them against `manifest.interface`, installs them and serves the interface.
     func start(_ context: PluginContext) async throws
     /// Long-running work (durable consumers, timers), restarted with backoff when it fails.
     func services(_ context: PluginContext) -> [any Service]
-    /// Undoes `start` (unregisters handlers).
+    /// Undoes what `start` did besides declaring handlers (the host removes those).
     func stop(_ context: PluginContext) async
 }
 

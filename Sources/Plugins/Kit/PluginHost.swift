@@ -23,10 +23,15 @@ public actor PluginHost: Service {
         var status: PluginStatus
         var services: [Task<Void, Never>] = []
         var lastFailure: ContinuousClock.Instant?
+        /// What the host installed for it while it runs: its handlers and its served interface.
+        var handlers: PluginHandlers?
+        var served: String?
     }
 
     public nonisolated var name: String { "plugins" }
     private let context: PluginContext
+    /// Where running plugins' interfaces are served (nil: on the bus only, as in some tests).
+    private let dispatcher: VarlinkDispatcher?
     private let options: Options
     private let logger: Logger
     private var entries: [String: Entry] = [:]
@@ -34,8 +39,12 @@ public actor PluginHost: Service {
     private var started: [String] = []
     private var didStart = false
 
-    public init(plugins: [any Plugin], disabled: Set<String>, context: PluginContext, options: Options = Options(), logger: Logger) {
+    public init(
+        plugins: [any Plugin], disabled: Set<String>, context: PluginContext, dispatcher: VarlinkDispatcher? = nil, options: Options = Options(),
+        logger: Logger
+    ) {
         self.context = context
+        self.dispatcher = dispatcher
         self.options = options
         self.logger = logger
         for plugin in plugins {
@@ -62,12 +71,9 @@ public actor PluginHost: Service {
         }
     }
 
-    /// The interface definitions of the plugins that are running, to serve on the socket.
-    public func runningInterfaces() -> [String] {
-        order.compactMap { name in
-            guard let entry = entries[name], entry.status.state == .running || entry.status.state == .degraded else { return nil }
-            return entry.plugin.manifest.interface
-        }
+    /// The names of the interfaces the running plugins serve.
+    public func servedInterfaces() -> Set<String> {
+        Set(entries.values.compactMap(\.served))
     }
 
     /// Every plugin's state, in start order.
@@ -119,12 +125,25 @@ public actor PluginHost: Service {
             }
         }
         let plugin = entry.plugin
-        let context = pluginContext(name)
+        let handlers = PluginHandlers()
+        let context = pluginContext(name, handlers)
         do {
+            let interface = try plugin.manifest.interface.map { try VarlinkInterface(parsing: $0) }
             try await withTimeout(options.startTimeout, "start") {
                 try await Migrator.migrate(context.database, plugin.migrations)
                 try await plugin.start(context)
             }
+            try handlers.activate(on: context.bus, interface: interface, plugin: name)
+            if let interface, let dispatcher {
+                do {
+                    try dispatcher.register(interface)
+                } catch {
+                    handlers.deactivate(on: context.bus)
+                    throw error
+                }
+                entries[name]?.served = interface.name
+            }
+            entries[name]?.handlers = handlers
         } catch {
             logger.error("plugin failed to start", metadata: ["plugin": name, "error": "\(error)"])
             return fail(name, "\(error)")
@@ -143,10 +162,10 @@ public actor PluginHost: Service {
         entries[name]?.status.lastError = reason
     }
 
-    private func pluginContext(_ name: String) -> PluginContext {
+    private func pluginContext(_ name: String, _ handlers: PluginHandlers = PluginHandlers()) -> PluginContext {
         var logger = context.logger
         logger[metadataKey: "plugin"] = name
-        return PluginContext(bus: context.bus, database: context.database, eventLog: context.eventLog, logger: logger)
+        return PluginContext(bus: context.bus, database: context.database, eventLog: context.eventLog, logger: logger, handlers: handlers)
     }
 
     // MARK: Supervision
@@ -187,11 +206,16 @@ public actor PluginHost: Service {
             for task in entry.services {
                 _ = try? await withTimeout(options.stopTimeout, "stop") { await task.value }
             }
+            // Its interface and handlers go first: nothing new reaches a stopping plugin.
+            if let served = entry.served { dispatcher?.unregister(interface: served) }
+            entry.handlers?.deactivate(on: context.bus)
             let plugin = entry.plugin
             let context = pluginContext(name)
             _ = try? await withTimeout(options.stopTimeout, "stop") { await plugin.stop(context) }
             entries[name]?.status.state = .stopped
             entries[name]?.services = []
+            entries[name]?.handlers = nil
+            entries[name]?.served = nil
         }
         started = []
     }

@@ -55,28 +55,28 @@ public struct PaymentsPlugin: Plugin {
     public func start(_ context: PluginContext) async throws {
         let service = service(context)
         let catalog = options.catalog, maxBytes = options.maxWebhookBytes
-        let bus = context.bus
-        try bus.register(PaymentsInterface.Products.self) { _, _ in
+        let handlers = context.handlers
+        handlers.handle(PaymentsInterface.Products.self) { _, _ in
             .init(
                 products: catalog.products.map { .init(id: $0.id, entitlement: $0.entitlement, period: $0.period.rawValue) },
                 entitlements: catalog.entitlements,
                 meters: catalog.meters.map { .init(name: $0.name, limit: $0.limit, period: $0.period.rawValue, entitlement: $0.entitlement) })
         }
-        try bus.register(PaymentsInterface.Status.self) { _, envelope in try await service.status(user: try Self.user(envelope)) }
-        try bus.register(PaymentsInterface.Restore.self) { _, envelope in .init(entitlements: try await service.restore(user: try Self.user(envelope))) }
-        try bus.register(PaymentsInterface.Grant.self) { c, envelope in
+        handlers.handle(PaymentsInterface.Status.self) { _, envelope in try await service.status(user: try Self.user(envelope)) }
+        handlers.handle(PaymentsInterface.Restore.self) { _, envelope in .init(entitlements: try await service.restore(user: try Self.user(envelope))) }
+        handlers.handle(PaymentsInterface.Grant.self) { c, envelope in
             .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
         }
-        try bus.register(PaymentsInterface.Revoke.self) { c, envelope in
+        handlers.handle(PaymentsInterface.Revoke.self) { c, envelope in
             try await service.revoke(
                 email: c.email, entitlement: c.entitlement, reason: c.reason, includePaid: c.includePaid ?? false, actor: Self.actor(envelope), causedBy: envelope)
         }
-        try bus.register(PaymentsInterface.UserStatus.self) { c, _ in
+        handlers.handle(PaymentsInterface.UserStatus.self) { c, _ in
             let user = try await service.accountID(email: c.email)
             let status = try await service.status(user: user)
             return .init(userId: user, entitlements: status.entitlements, meters: status.meters)
         }
-        try bus.register(PaymentsInterface.IngestWebhook.self) { c, envelope in
+        handlers.handle(PaymentsInterface.IngestWebhook.self) { c, envelope in
             guard c.body.utf8.count <= maxBytes else { throw PaymentsError.malformed("the body is larger than \(maxBytes) bytes") }
             let ingested = try await service.ingest(provider: c.provider, headers: c.headers, body: c.body, causedBy: envelope)
             if let warning = ingested.warning { envelope.logger.warning("webhook event for no account", metadata: ["event.id": ingested.eventId, "reason": warning]) }
@@ -110,9 +110,6 @@ public struct PaymentsPlugin: Plugin {
         WebhookIngress(service: service(context), logger: context.logger, maxBodyBytes: options.maxWebhookBytes)
     }
 
-    public func stop(_ context: PluginContext) async {
-        context.bus.unregister(interface: "io.appd.Payments")
-    }
 
     static func user(_ envelope: Envelope) throws(PaymentsError) -> String {
         try envelope.signedInUser(or: PaymentsError.paymentRequired("", remaining: 0, resetsAt: nil))

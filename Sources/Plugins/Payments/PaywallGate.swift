@@ -15,6 +15,7 @@ struct PaywallGate: Gate {
     let clock: @Sendable () -> WallTime
     let logger: Logger
     var name: String { "paywall" }
+    var position: GatePosition { .paywall }
 
     func covers(_ requirement: Requirement) -> Bool {
         switch requirement {

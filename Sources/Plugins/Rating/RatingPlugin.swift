@@ -25,18 +25,18 @@ public struct RatingPlugin: Plugin {
     public func start(_ context: PluginContext) async throws {
         let repository = RatingRepository(database: context.database)
         let rules = self.rules, clock = self.clock
-        try context.bus.register(RatingInterface.Decide.self) { c, e in
+        context.handlers.handle(RatingInterface.Decide.self) { c, e in
             let decision = try await repository.decide(user: try user(e), appVersion: try Self.version(c.appVersion), rules: rules, now: clock().nanosecondsSinceEpoch)
             return .init(action: decision.action.rawValue, reason: decision.reason)
         }
-        try context.bus.register(RatingInterface.RecordOutcome.self) { c, e in
+        context.handlers.handle(RatingInterface.RecordOutcome.self) { c, e in
             guard ["shown", "dismissed", "rated", "feedbackSent"].contains(c.outcome) else {
                 throw RatingError(field: "outcome", reason: "is shown, dismissed, rated or feedbackSent")
             }
             try await repository.record(user: try user(e), appVersion: try Self.version(c.appVersion), outcome: c.outcome, now: clock().nanosecondsSinceEpoch)
             return Empty()
         }
-        try context.bus.register(RatingInterface.Status.self) { _, e in
+        context.handlers.handle(RatingInterface.Status.self) { _, e in
             let (state, promptsLastYear) = try await repository.status(user: try user(e), now: clock().nanosecondsSinceEpoch)
             func time(_ t: Int64?) -> String? { t.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
             return .init(
@@ -79,9 +79,6 @@ public struct RatingPlugin: Plugin {
         return services
     }
 
-    public func stop(_ context: PluginContext) async {
-        context.bus.unregister(interface: "io.appd.Rating")
-    }
 }
 
 private func user(_ envelope: Envelope) throws(RatingError) -> String {

@@ -29,33 +29,33 @@ public struct TodosPlugin: Plugin {
     public func start(_ context: PluginContext) async throws {
         let service = service(context.database)
         let repository = service.repository
-        let bus = context.bus
-        try bus.register(TodosInterface.Add.self) { c, e in
+        let handlers = context.handlers
+        handlers.handle(TodosInterface.Add.self) { c, e in
             .init(todo: try await service.add(owner: try owner(e), title: c.title, notes: c.notes, dueAt: c.dueAt, id: c.id, causedBy: e))
         }
-        try bus.register(TodosInterface.Get.self) { c, e in .init(todo: try await repository.get(owner: try owner(e), id: c.id)) }
-        try bus.register(TodosInterface.List.self) { c, e in
+        handlers.handle(TodosInterface.Get.self) { c, e in .init(todo: try await repository.get(owner: try owner(e), id: c.id)) }
+        handlers.handle(TodosInterface.List.self) { c, e in
             try await service.list(owner: try owner(e), filter: c.filter, cursor: c.cursor, limit: c.limit)
         }
-        try bus.register(TodosInterface.Update.self) { c, e in
+        handlers.handle(TodosInterface.Update.self) { c, e in
             .init(
                 todo: try await service.update(
                     owner: try owner(e), id: c.id, title: c.title, notes: c.notes, dueAt: c.dueAt, expected: c.expectedVersion, causedBy: e))
         }
-        try bus.register(TodosInterface.Complete.self) { c, e in
+        handlers.handle(TodosInterface.Complete.self) { c, e in
             .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: true, expected: c.expectedVersion, now: service.now, causedBy: e))
         }
-        try bus.register(TodosInterface.Reopen.self) { c, e in
+        handlers.handle(TodosInterface.Reopen.self) { c, e in
             .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: false, expected: c.expectedVersion, now: service.now, causedBy: e))
         }
-        try bus.register(TodosInterface.Delete.self) { c, e in
+        handlers.handle(TodosInterface.Delete.self) { c, e in
             try await repository.delete(owner: try owner(e), id: c.id, expected: c.expectedVersion, now: service.now, causedBy: e)
             return Empty()
         }
-        try bus.register(TodosInterface.ClearCompleted.self) { _, e in
+        handlers.handle(TodosInterface.ClearCompleted.self) { _, e in
             .init(deleted: try await repository.clearCompleted(owner: try owner(e), now: service.now, causedBy: e))
         }
-        try bus.register(TodosInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
+        handlers.handle(TodosInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
     }
 
     public func services(_ context: PluginContext) -> [any Service] {
@@ -76,9 +76,6 @@ public struct TodosPlugin: Plugin {
         }
     }
 
-    public func stop(_ context: PluginContext) async {
-        context.bus.unregister(interface: "io.appd.Todos")
-    }
 }
 
 /// The signed-in user the gates established (they ran before any todos handler).

@@ -50,13 +50,13 @@ extension Appd {
         let plugins = installedPlugins(config)
         let bus = await connectBus(plugins: plugins, config: config, adminGate: adminGate, database: database, outbox: outbox, teardown: teardown)
         let context = PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin"))
-        let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, logger: logger)
         let dispatcher = try makeDispatcher(bus: bus)
+        let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, dispatcher: dispatcher, logger: logger)
         let server = try listen(listener, dispatcher: dispatcher, config: config)
         let external = try externalPlugins(
             config, configFile: configFile, builtIn: plugins.map(\.manifest.name), dispatcher: dispatcher, server: server, eventLog: eventLog,
             adminGate: adminGate)
-        let builtIn = await startPlugins(host, dispatcher: dispatcher, logger: logger, teardown: teardown)
+        let builtIn = await startPlugins(host, teardown: teardown)
         let http = try httpAPI(
             config, dispatcher: dispatcher, host: host, external: external, builtIn: builtIn, plugins: plugins, context: context, eventLog: eventLog,
             logger: logger)
@@ -173,7 +173,7 @@ extension Appd {
         let limits = AccountLimitsGate(perMinute: config.accountCallsPerMinute, burst: config.accountCallBurst)
         // A row without an outcome is "still running" for as long as the longest call may take.
         let idempotency = IdempotencyGate(database: database, runningGrace: max(config.limits.callTimeout, config.http.callTimeout) * 2)
-        let gates = GateOrder.sorted([adminGate, PluginScopeGate(), limits, idempotency] + enabled.flatMap { $0.gates(database: database) })
+        let gates = [adminGate, PluginScopeGate(), limits, idempotency] + enabled.flatMap { $0.gates(database: database) }
         let bus = EventBus(gates: gates, logger: Logger(label: "appd.bus"))
         let relay = OutboxRelay(outbox: outbox, bus: bus).start()
         // At the end, the database closes first (closing again in step 4 does nothing), which
@@ -225,22 +225,12 @@ extension Appd {
         return external
     }
 
-    /// 7. Starts the built-in plugins (dependency order) and serves their interfaces; returns
-    ///    their names.
-    static func startPlugins(_ host: PluginHost, dispatcher: VarlinkDispatcher, logger: Logger, teardown: Teardown) async -> Set<String> {
+    /// 7. Starts the built-in plugins (dependency order); the host installs each one's handlers
+    ///    and serves its interface. Returns the interfaces served.
+    static func startPlugins(_ host: PluginHost, teardown: Teardown) async -> Set<String> {
         await host.startAll()
         await teardown.push("plugins") { await host.stopAll() }
-        var served: Set<String> = []
-        for text in await host.runningInterfaces() {
-            do {
-                let interface = try VarlinkInterface(parsing: text)
-                try dispatcher.register(interface)
-                served.insert(interface.name)
-            } catch {
-                logger.error("a plugin's interface was not served", metadata: ["error": "\(error)"])
-            }
-        }
-        return served
+        return await host.servedInterfaces()
     }
 
     /// 8. The server on the socket claimed in step 3, made before the external plugins (each

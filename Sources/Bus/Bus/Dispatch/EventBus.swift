@@ -49,9 +49,10 @@ public final class EventBus: Sendable {
     let eventCount = Atomic<Int>(0)
     let deliveryCount = Atomic<Int>(0)
 
-    /// Builds a bus whose gate chain is fixed from here on, outermost gate first.
+    /// Builds a bus whose gate chain is fixed from here on, in the gates' positions (outermost
+    /// first; gates at one position in the order given).
     public init(gates: [any Gate] = [], options: Options = Options(), logger: Logger = Logger(label: "appd.bus")) {
-        self.chain = GateChain(gates)
+        self.chain = GateChain(GatePosition.sorted(gates))
         self.registry = Mutex(EventRegistry(subscriptions: SubscriptionIndex(cacheLimit: options.topicCacheLimit)))
         self.options = options
         self.logger = logger

@@ -7,6 +7,7 @@
 public struct AccountLimitsGate: Gate {
     let limiter: RateLimiter
     public var name: String { "limits" }
+    public var position: GatePosition { .limits }
 
     public init(perMinute: Int, burst: Int, trackedAccounts: Int = 100_000) {
         self.limiter = RateLimiter(perMinute: perMinute, burst: burst, trackedClients: trackedAccounts)

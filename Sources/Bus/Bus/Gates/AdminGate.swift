@@ -18,6 +18,8 @@ public struct AdminGate: Gate {
 
     public var name: String { "admin" }
 
+    public var position: GatePosition { .admin }
+
     public func covers(_ requirement: Requirement) -> Bool { requirement == .admin }
 
     public func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.admin) }

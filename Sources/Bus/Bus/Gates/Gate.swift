@@ -4,8 +4,11 @@
 /// The shape is Hummingbird's middleware: one `handle` requirement that calls `next`.
 /// Gates are generic over the reply so typed calls, JSON calls and streams share one chain.
 public protocol Gate: Sendable {
-    /// A short name for logs and the pinned order test ("limits", "session", …).
+    /// A short name for logs and metrics ("limits", "session", …).
     var name: String { get }
+
+    /// Where it nests in the chain; the bus orders gates by it.
+    var position: GatePosition { get }
 
     /// Whether this gate enforces the requirement. A command with a requirement that no
     /// installed gate covers is denied before any gate runs (fail closed).
@@ -22,6 +25,7 @@ public protocol Gate: Sendable {
 }
 
 extension Gate {
+    public var position: GatePosition { .feature }
     public func covers(_ requirement: Requirement) -> Bool { false }
     public func applies(to envelope: Envelope) -> Bool { true }
 }

@@ -4,6 +4,7 @@
 public struct PluginScopeGate: Gate {
     public init() {}
     public var name: String { "scope" }
+    public var position: GatePosition { .scope }
 
     public func covers(_ requirement: Requirement) -> Bool {
         if case .capability = requirement { return true }

@@ -18,6 +18,7 @@ import Synchronization
 /// paywall (a retry answered from the store consumes no meter).
 public struct IdempotencyGate: Gate {
     public var name: String { "idempotency" }
+    public var position: GatePosition { .idempotency }
     let log: IdempotencyLog
     /// How long a row without an outcome counts as still running (the longest a call can take);
     /// after that, its reply is taken to be lost.

@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "Contracts", dependencies: ["BusCore"], path: "Sources/Plugins/Contracts", exclude: ["README.md"], swiftSettings: strict),
         // What every plugin implements, the host that registers, starts, supervises and stops
         // them, and what plugins share (the idempotency gate, the change feed).
-        .target(name: "PluginKit", dependencies: ["Bus", "Storage", "EventDelivery", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
+        .target(name: "PluginKit", dependencies: ["Bus", "Storage", "EventDelivery", "HTTP", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
         // Accounts and sessions (io.appd.Auth), the session and onboarding gates.
         .target(name: "Auth", dependencies: ["Bus", "Contracts", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // Owner-scoped todos (io.appd.Todos).

@@ -3,6 +3,7 @@ import Contracts
 import Crypto
 import HTTP
 import Synchronization
+import PluginKit
 import Testing
 import TestSupport
 @testable import Auth
@@ -162,7 +163,13 @@ extension PluginHarness {
     }
 
     func deliver(_ plugin: AuthPlugin, _ h: PluginHarness, _ body: [UInt8]) async -> HTTPResponse {
-        await plugin.appleNotifications(h.context).handle(HTTPServerRequest(method: "POST", target: "/webhooks/apple"), body)
+        // Through the route the plugin declares, as the HTTP API resolves it.
+        let request = HTTPServerRequest(method: "POST", target: "/webhooks/apple")
+        guard let route = PluginHTTPRoute.resolve(request.path, in: plugin.httpRoutes(h.context)) else {
+            Issue.record("auth declares no /webhooks/apple route")
+            return HTTPResponse.refusal(404, "NotFound", reason: "no route")
+        }
+        return await route.handler(request, body)
     }
 
     @Test func consentRevokedUnlinksEndsAppleSessionsOnlyAndActsOnce() async throws {

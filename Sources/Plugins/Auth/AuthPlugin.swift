@@ -124,9 +124,10 @@ public struct AuthPlugin: Plugin {
         }
     }
 
-    /// `POST /webhooks/apple` for the app-facing HTTP server.
-    public func appleNotifications(_ context: PluginContext) -> AppleNotifications {
-        AppleNotifications(service: service(context.database, streams: context.bus.sessionStreams))
+    /// `POST /webhooks/apple` (Apple's server-to-server notifications) on the app-facing HTTP server.
+    public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
+        let notifications = AppleNotifications(service: service(context.database, streams: context.bus.sessionStreams))
+        return [PluginHTTPRoute(.exact("/webhooks/apple")) { request, body in await notifications.handle(request, body) }]
     }
 
     /// The revocation of queued provider tokens, when Apple's server side is configured.

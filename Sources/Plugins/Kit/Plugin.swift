@@ -68,6 +68,8 @@ public protocol Plugin: Sendable {
     func services(_ context: PluginContext) -> [any Service]
     /// Undoes what `start` did besides declaring handlers (the host removes those).
     func stop(_ context: PluginContext) async
+    /// Paths it serves on the app-facing HTTP server while it runs (webhooks).
+    func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute]
 }
 
 extension Plugin {
@@ -75,6 +77,7 @@ extension Plugin {
     public func gates(database: any Database) -> [any Gate] { [] }
     public func services(_ context: PluginContext) -> [any Service] { [] }
     public func stop(_ context: PluginContext) async {}
+    public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] { [] }
 }
 
 /// A plugin's lifecycle state, as `appctl plugins` shows it.

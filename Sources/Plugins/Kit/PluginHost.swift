@@ -76,6 +76,14 @@ public actor PluginHost: Service {
         Set(entries.values.compactMap(\.served))
     }
 
+    /// The HTTP routes of the plugins that are running, in start order.
+    public func httpRoutes() -> [PluginHTTPRoute] {
+        order.flatMap { name -> [PluginHTTPRoute] in
+            guard let entry = entries[name], entry.status.state == .running || entry.status.state == .degraded else { return [] }
+            return entry.plugin.httpRoutes(pluginContext(name))
+        }
+    }
+
     /// Every plugin's state, in start order.
     public func statuses() -> [PluginStatus] {
         let now = ContinuousClock.now

@@ -105,7 +105,13 @@ public struct PaymentsPlugin: Plugin {
         return services
     }
 
-    /// `POST /webhooks/<provider>` for the app-facing HTTP server.
+    /// `POST /webhooks/<provider>` on the app-facing HTTP server.
+    public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
+        let ingress = webhooks(context)
+        return [PluginHTTPRoute(.prefix("/webhooks/")) { request, body in await ingress.handle(request, body) }]
+    }
+
+    /// The webhook ingress (the HTTP route's, and tests').
     public func webhooks(_ context: PluginContext) -> WebhookIngress {
         WebhookIngress(service: service(context), logger: context.logger, maxBodyBytes: options.maxWebhookBytes)
     }

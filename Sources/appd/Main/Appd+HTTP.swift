@@ -15,7 +15,7 @@ extension Appd {
     static func httpAPI(
         _ config: AppdConfig, dispatcher: VarlinkDispatcher, host: PluginHost, external: ExternalPluginHost, builtIn: Set<String>,
         plugins: [any Plugin], context: PluginContext, eventLog: EventLog, logger: Logger
-    ) throws -> HTTPAPIService? {
+    ) async throws -> HTTPAPIService? {
         guard let listen = config.httpListen else { return nil }
         let fd: Int32
         let address: HTTPListenAddress
@@ -28,16 +28,15 @@ extension Appd {
         if !address.isLoopback {
             logger.warning("the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front", metadata: ["address": "\(address)"])
         }
-        let payments = config.disabledPlugins.contains("payments") ? nil : plugins.lazy.compactMap { $0 as? PaymentsPlugin }.first
-        let ingress = payments.map { $0.webhooks(context) }
-        // Apple's server-to-server notifications go to auth; every other provider to payments.
-        let apple = config.disabledPlugins.contains("auth") ? nil : plugins.lazy.compactMap { $0 as? AuthPlugin }.first.map { $0.appleNotifications(context) }
+        // What the running plugins serve (auth: /webhooks/apple; payments: /webhooks/<provider>).
+        let routes = await host.httpRoutes()
         var webhooks: HTTPServer.Handler?
-        if ingress != nil || apple != nil {
+        if !routes.isEmpty {
             webhooks = { request, body in
-                if request.path == "/webhooks/apple", let apple { return await apple.handle(request, body) }
-                guard let ingress else { return HTTPResponse.refusal(404, "NotFound", reason: "no such webhook") }
-                return await ingress.handle(request, body)
+                guard let route = PluginHTTPRoute.resolve(request.path, in: routes) else {
+                    return HTTPResponse.refusal(404, "NotFound", reason: "no such webhook")
+                }
+                return await route.handler(request, body)
             }
         }
         let api = HTTPAPI(

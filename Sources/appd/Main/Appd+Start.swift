@@ -57,7 +57,7 @@ extension Appd {
             config, configFile: configFile, builtIn: plugins.map(\.manifest.name), dispatcher: dispatcher, server: server, eventLog: eventLog,
             adminGate: adminGate)
         let builtIn = await startPlugins(host, teardown: teardown)
-        let http = try httpAPI(
+        let http = try await httpAPI(
             config, dispatcher: dispatcher, host: host, external: external, builtIn: builtIn, plugins: plugins, context: context, eventLog: eventLog,
             logger: logger)
         registerGauges(varlink: server, http: http, eventLog: eventLog)

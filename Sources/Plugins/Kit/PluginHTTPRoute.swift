@@ -1,0 +1,28 @@
+import HTTP
+
+/// A path a plugin serves on the app-facing HTTP server (a provider's webhook, say): an exact
+/// path, or every path under a prefix ending in "/". The most specific route wins: an exact
+/// path before a prefix, a longer prefix before a shorter one.
+public struct PluginHTTPRoute: Sendable {
+    public enum Match: Sendable, Equatable {
+        case exact(String)
+        case prefix(String)
+    }
+
+    public let match: Match
+    public let handler: HTTPServer.Handler
+
+    public init(_ match: Match, handler: @escaping HTTPServer.Handler) {
+        self.match = match
+        self.handler = handler
+    }
+
+    /// The route for `path` among `routes`, if any.
+    public static func resolve(_ path: String, in routes: [PluginHTTPRoute]) -> PluginHTTPRoute? {
+        if let exact = routes.first(where: { $0.match == .exact(path) }) { return exact }
+        return routes.compactMap { route -> (Int, PluginHTTPRoute)? in
+            guard case .prefix(let prefix) = route.match, path.hasPrefix(prefix) else { return nil }
+            return (prefix.count, route)
+        }.max { $0.0 < $1.0 }?.1
+    }
+}

@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "appd-plugin-greeter", targets: ["appd-plugin-greeter"]),
         .library(name: "Bus", targets: ["Bus"]),
         .library(name: "BusCore", targets: ["BusCore"]),
+        .library(name: "PluginSDK", targets: ["PluginSDK"]),
     ],
     targets: [
         // MARK: Sources/Bus — the platform
@@ -69,8 +70,11 @@ let package = Package(
             swiftSettings: strict),
         // Rating prompts from bus signals (io.appd.Rating).
         .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
+        // The SDK of an external plugin written in Swift: one call serves its interfaces with
+        // typed handlers on the socket appd passes; a connection back to appd as the plugin.
+        .target(name: "PluginSDK", dependencies: ["Bus"], path: "Sources/Plugins/SDK", swiftSettings: strict),
         // An example external plugin in Swift (contrib/plugins/greeter), also used by the tests.
-        .executableTarget(name: "appd-plugin-greeter", dependencies: ["Bus"], path: "Sources/Plugins/Examples/Greeter", swiftSettings: strict),
+        .executableTarget(name: "appd-plugin-greeter", dependencies: ["PluginSDK", "Bus"], path: "Sources/Plugins/Examples/Greeter", swiftSettings: strict),
 
         // MARK: Sources/appd — the daemon
 
@@ -110,7 +114,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Bus", "Storage", "EventDelivery", "PluginKit", "Crypto", "Auth"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "BusTests", dependencies: ["TestSupport", "Bus", "BusCore", "Runtime", "Varlink", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
         .testTarget(
-            name: "PluginKitTests", dependencies: ["TestSupport", "Contracts", "PluginKit", "Storage", "EventDelivery", "Bus"], path: "Tests/PluginKitTests",
+            name: "PluginKitTests", dependencies: ["TestSupport", "Contracts", "PluginKit", "PluginSDK", "Storage", "EventDelivery", "Bus"], path: "Tests/PluginKitTests",
             swiftSettings: strict),
         .testTarget(
             name: "ExternalPluginsTests", dependencies: ["TestSupport", "ExternalPlugins", "PluginKit", "Bus"], path: "Tests/ExternalPluginsTests",

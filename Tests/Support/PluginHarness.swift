@@ -52,7 +52,7 @@ public struct PluginHarness: Sendable {
     /// Starts one of the plugins and, as the host does, checks its handlers against its
     /// interface and installs them.
     public func start(_ plugin: any Plugin) async throws {
-        let handlers = PluginHandlers()
+        let handlers = HandlerSet()
         let manifest = plugin.manifest
         try await plugin.start(
             PluginContext(bus: context.bus, database: context.database, eventLog: context.eventLog, logger: context.logger, handlers: handlers))

@@ -145,7 +145,7 @@ public struct AuthPlugin: Plugin {
 
 
     /// Sign-in with Apple and Google, and the account's linked identities.
-    private func registerIdentityMethods(_ service: AuthService, on handlers: PluginHandlers) {
+    private func registerIdentityMethods(_ service: AuthService, on handlers: HandlerSet) {
         handlers.handle(AuthInterface.SignInWithIdToken.self) { command, envelope in
             try await service.signInWithIdToken(
                 provider: command.provider, idToken: command.idToken, nonce: command.nonce, fullName: command.fullName,
@@ -173,7 +173,7 @@ public struct AuthPlugin: Plugin {
     }
 
     /// Password, account and administration methods.
-    private func registerAccountMethods(_ service: AuthService, on handlers: PluginHandlers) {
+    private func registerAccountMethods(_ service: AuthService, on handlers: HandlerSet) {
         handlers.handle(AuthInterface.ChangePassword.self) { command, envelope in
             let (token, principal) = try Self.signedIn(envelope)
             try await service.changePassword(

@@ -42,9 +42,9 @@ public struct PluginContext: Sendable {
     public let eventLog: EventLog
     public let logger: Logger
     /// Where `start` declares the plugin's handlers; the host installs them once it returns.
-    public let handlers: PluginHandlers
+    public let handlers: HandlerSet
 
-    public init(bus: EventBus, database: any Database, eventLog: EventLog, logger: Logger, handlers: PluginHandlers = PluginHandlers()) {
+    public init(bus: EventBus, database: any Database, eventLog: EventLog, logger: Logger, handlers: HandlerSet = HandlerSet()) {
         self.bus = bus
         self.database = database
         self.eventLog = eventLog

@@ -24,7 +24,7 @@ public actor PluginHost: Service {
         var services: [Task<Void, Never>] = []
         var lastFailure: ContinuousClock.Instant?
         /// What the host installed for it while it runs: its handlers and its served interface.
-        var handlers: PluginHandlers?
+        var handlers: HandlerSet?
         var served: String?
     }
 
@@ -133,7 +133,7 @@ public actor PluginHost: Service {
             }
         }
         let plugin = entry.plugin
-        let handlers = PluginHandlers()
+        let handlers = HandlerSet()
         let context = pluginContext(name, handlers)
         do {
             let interface = try plugin.manifest.interface.map { try VarlinkInterface(parsing: $0) }
@@ -170,7 +170,7 @@ public actor PluginHost: Service {
         entries[name]?.status.lastError = reason
     }
 
-    private func pluginContext(_ name: String, _ handlers: PluginHandlers = PluginHandlers()) -> PluginContext {
+    private func pluginContext(_ name: String, _ handlers: HandlerSet = HandlerSet()) -> PluginContext {
         var logger = context.logger
         logger[metadataKey: "plugin"] = name
         return PluginContext(bus: context.bus, database: context.database, eventLog: context.eventLog, logger: logger, handlers: handlers)

@@ -1,11 +1,10 @@
-import Bus
 import Synchronization
 
-/// The handlers a plugin declares while it starts. The host, not the plugin, puts them on the
-/// bus: after `start` returns it checks them against the plugin's interface (every method of
-/// the IDL handled, nothing handled that the IDL does not declare), installs them, serves the
-/// interface, and at stop removes exactly what it installed.
-public final class PluginHandlers: Sendable {
+/// The handlers a plugin declares, checked against its interfaces before any is installed:
+/// every method of the IDLs handled, nothing handled that they do not declare, no method
+/// handled twice. appd's plugin host does this for a built-in plugin (installs them after
+/// `start`, removes them at stop); the plugin SDK does it for a Swift external plugin.
+public final class HandlerSet: Sendable {
     struct Declared: Sendable {
         let method: String
         /// An in-process command (in no IDL, so no client can call it): exempt from the check.
@@ -30,6 +29,13 @@ public final class PluginHandlers: Sendable {
         add(Declared(method: C.method, inProcess: false) { bus throws(DuplicateHandler) in try bus.register(C.self, requirements: requirements, handler: handler) })
     }
 
+    /// Declares a JSON handler for a method known only by name (a proxy, a generated interface).
+    public func handleRaw(method: String, requirements: [Requirement] = [], handler: @escaping @Sendable (Envelope, JSONValue) async throws -> JSONValue) {
+        add(Declared(method: method, inProcess: false) { bus throws(DuplicateHandler) in
+            try bus.registerRaw(method: method, requirements: requirements, handler: handler)
+        })
+    }
+
     /// Declares a command only other plugins call, on the bus: it is in no IDL, so no client
     /// can reach it. It must still be named under the plugin's interface.
     public func handleInProcess<C: Command>(_ type: C.Type, handler: @escaping @Sendable (C, Envelope) async throws -> C.Reply) {
@@ -45,7 +51,12 @@ public final class PluginHandlers: Sendable {
 
     /// Checks the handlers against `interface` and installs them on `bus` (all or none).
     public func activate(on bus: EventBus, interface: VarlinkInterface?, plugin: String) throws {
-        try check(against: interface, plugin: plugin)
+        try activate(on: bus, interfaces: interface.map { [$0] } ?? [], plugin: plugin)
+    }
+
+    /// Checks the handlers against `interfaces` and installs them on `bus` (all or none).
+    public func activate(on bus: EventBus, interfaces: [VarlinkInterface], plugin: String) throws {
+        try check(against: interfaces, plugin: plugin)
         var installed: [String] = []
         do {
             for entry in all {
@@ -63,38 +74,39 @@ public final class PluginHandlers: Sendable {
         for method in methods { bus.unregister(method: method) }
     }
 
-    /// Checks the declared handlers against `interface`, the plugin's IDL: each IDL method has
-    /// exactly one handler and each handler an IDL method (in-process commands: a name under
-    /// the interface). Throws the first mismatch, naming the method.
-    func check(against interface: VarlinkInterface?, plugin: String) throws(PluginInterfaceMismatch) {
+    /// Checks the declared handlers against `interfaces`, the plugin's IDLs: each IDL method
+    /// has exactly one handler and each handler an IDL method (in-process commands: a name
+    /// under one of the interfaces). Throws the first mismatch, naming the method.
+    public func check(against interfaces: [VarlinkInterface], plugin: String) throws(InterfaceMismatch) {
         let entries = all
         var seen: Set<String> = []
         for entry in entries where !seen.insert(entry.method).inserted {
-            throw PluginInterfaceMismatch(plugin: plugin, method: entry.method, problem: .handledTwice)
+            throw InterfaceMismatch(plugin: plugin, method: entry.method, problem: .handledTwice)
         }
-        guard let interface else {
-            if let first = entries.first { throw PluginInterfaceMismatch(plugin: plugin, method: first.method, problem: .noInterface) }
+        guard !interfaces.isEmpty else {
+            if let first = entries.first { throw InterfaceMismatch(plugin: plugin, method: first.method, problem: .noInterface) }
             return
         }
-        let declared = Set(interface.methods.map { interface.name + "." + $0.name })
+        let names = interfaces.map(\.name)
+        let declared = Set(interfaces.flatMap { interface in interface.methods.map { interface.name + "." + $0.name } })
         for entry in entries {
-            let underInterface = entry.method.hasPrefix(interface.name + ".") && !entry.method.dropFirst(interface.name.count + 1).contains(".")
+            let owner = names.first { entry.method.hasPrefix($0 + ".") && !entry.method.dropFirst($0.count + 1).contains(".") }
             if entry.inProcess {
-                if !underInterface || declared.contains(entry.method) {
-                    throw PluginInterfaceMismatch(plugin: plugin, method: entry.method, problem: .inProcessOutsideInterface(interface.name))
+                if owner == nil || declared.contains(entry.method) {
+                    throw InterfaceMismatch(plugin: plugin, method: entry.method, problem: .inProcessOutsideInterface(names.joined(separator: ", ")))
                 }
             } else if !declared.contains(entry.method) {
-                throw PluginInterfaceMismatch(plugin: plugin, method: entry.method, problem: .notInInterface(interface.name))
+                throw InterfaceMismatch(plugin: plugin, method: entry.method, problem: .notInInterface(owner ?? names.joined(separator: ", ")))
             }
         }
         if let missing = declared.sorted().first(where: { !seen.contains($0) }) {
-            throw PluginInterfaceMismatch(plugin: plugin, method: missing, problem: .unhandled)
+            throw InterfaceMismatch(plugin: plugin, method: missing, problem: .unhandled)
         }
     }
 }
 
-/// A plugin's handlers and its interface do not match: the plugin does not start.
-public struct PluginInterfaceMismatch: Error, Equatable, CustomStringConvertible {
+/// A plugin's handlers and its interfaces do not match: the plugin does not start.
+public struct InterfaceMismatch: Error, Equatable, CustomStringConvertible {
     public enum Problem: Equatable, Sendable {
         /// The IDL declares the method; the plugin declared no handler for it.
         case unhandled
@@ -111,6 +123,12 @@ public struct PluginInterfaceMismatch: Error, Equatable, CustomStringConvertible
     public let plugin: String
     public let method: String
     public let problem: Problem
+
+    public init(plugin: String, method: String, problem: Problem) {
+        self.plugin = plugin
+        self.method = method
+        self.problem = problem
+    }
 
     public var description: String {
         switch problem {

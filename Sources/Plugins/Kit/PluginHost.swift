@@ -20,12 +20,18 @@ public actor PluginHost: Service {
 
     struct Entry {
         let plugin: any Plugin
-        var status: PluginStatus
+        var supervision: Supervision
+        var interfaces: [String]
         var services: [Task<Void, Never>] = []
-        var lastFailure: ContinuousClock.Instant?
         /// What the host installed for it while it runs: its handlers and its served interface.
         var handlers: HandlerSet?
         var served: String?
+
+        var status: PluginStatus {
+            PluginStatus(
+                name: plugin.manifest.name, version: plugin.manifest.version, state: supervision.reportedState(), lastError: supervision.lastError,
+                restarts: supervision.restarts, interfaces: interfaces)
+        }
     }
 
     public nonisolated var name: String { "plugins" }
@@ -63,11 +69,10 @@ public actor PluginHost: Service {
                 state = .failed
                 lastError = "its event types were refused: \(error)"
             }
+            let policy = RestartPolicy(initialBackoff: options.initialBackoff, maxBackoff: options.maxBackoff, healthyAfter: options.healthyAfter)
             entries[manifest.name] = Entry(
-                plugin: plugin,
-                status: PluginStatus(
-                    name: manifest.name, version: manifest.version, state: state, lastError: lastError, restarts: 0,
-                    interfaces: manifest.interface.flatMap { try? VarlinkInterface(parsing: $0).name }.map { [$0] } ?? []))
+                plugin: plugin, supervision: Supervision(plugin: manifest.name, policy: policy, state: state, lastError: lastError),
+                interfaces: manifest.interface.flatMap { try? VarlinkInterface(parsing: $0).name }.map { [$0] } ?? [])
         }
     }
 
@@ -79,22 +84,15 @@ public actor PluginHost: Service {
     /// The HTTP routes of the plugins that are running, in start order.
     public func httpRoutes() -> [PluginHTTPRoute] {
         order.flatMap { name -> [PluginHTTPRoute] in
-            guard let entry = entries[name], entry.status.state == .running || entry.status.state == .degraded else { return [] }
+            guard let entry = entries[name], entry.supervision.state == .running || entry.supervision.state == .degraded else { return [] }
             return entry.plugin.httpRoutes(pluginContext(name))
         }
     }
 
     /// Every plugin's state, in start order.
     public func statuses() -> [PluginStatus] {
-        let now = ContinuousClock.now
         let names = order + entries.keys.filter { !order.contains($0) }.sorted()
-        return names.compactMap { name in
-            guard var status = entries[name]?.status else { return nil }
-            if status.state == .degraded, let failure = entries[name]?.lastFailure, now - failure > options.healthyAfter {
-                status.state = .running
-            }
-            return status
-        }
+        return names.compactMap { entries[$0]?.status }
     }
 
     public nonisolated func run() async throws {
@@ -123,13 +121,13 @@ public actor PluginHost: Service {
     }
 
     private func start(_ name: String) async {
-        guard let entry = entries[name], entry.status.state == .starting else { return }
+        guard let entry = entries[name], entry.supervision.state == .starting else { return }
         for dependency in entry.plugin.manifest.dependencies {
             guard let other = entries[dependency] else {
                 return fail(name, "depends on '\(dependency)', which is not installed")
             }
-            guard other.status.state == .running || other.status.state == .degraded else {
-                return fail(name, "skipped: its dependency '\(dependency)' is \(other.status.state.rawValue)")
+            guard other.supervision.state == .running || other.supervision.state == .degraded else {
+                return fail(name, "skipped: its dependency '\(dependency)' is \(other.supervision.state.rawValue)")
             }
         }
         let plugin = entry.plugin
@@ -156,7 +154,7 @@ public actor PluginHost: Service {
             logger.error("plugin failed to start", metadata: ["plugin": name, "error": "\(error)"])
             return fail(name, "\(error)")
         }
-        entries[name]?.status.state = .running
+        entries[name]?.supervision.running()
         started.append(name)
         logger.info("plugin running", metadata: ["plugin": name, "version": plugin.manifest.version])
         for service in plugin.services(context) {
@@ -166,8 +164,7 @@ public actor PluginHost: Service {
     }
 
     private func fail(_ name: String, _ reason: String) {
-        entries[name]?.status.state = .failed
-        entries[name]?.status.lastError = reason
+        entries[name]?.supervision.refused(reason)
     }
 
     private func pluginContext(_ name: String, _ handlers: HandlerSet = HandlerSet()) -> PluginContext {
@@ -178,9 +175,9 @@ public actor PluginHost: Service {
 
     // MARK: Supervision
 
-    /// Runs a service until the host stops; restarts it with backoff when it throws.
+    /// Runs a service until the host stops; restarts it after a failure when the plugin's
+    /// supervision says so (capped exponential backoff), as an external plugin's process is.
     private func supervise(_ service: any Service, of plugin: String) async {
-        var backoff = options.initialBackoff
         while !Task.isCancelled {
             let began = ContinuousClock.now
             do {
@@ -190,16 +187,16 @@ public actor PluginHost: Service {
                 return
             } catch {
                 if Task.isCancelled { return }
-                if ContinuousClock.now - began > options.healthyAfter { backoff = options.initialBackoff }
-                entries[plugin]?.status.state = .degraded
-                entries[plugin]?.status.lastError = "\(service.name): \(error)"
-                entries[plugin]?.status.restarts += 1
-                entries[plugin]?.lastFailure = ContinuousClock.now
+                guard let next = entries[plugin]?.supervision.failed("\(service.name): \(error)", ranFor: ContinuousClock.now - began) else { return }
+                guard case .restart(let delay) = next else {
+                    logger.error("plugin service failed; not restarting it", metadata: ["plugin": plugin, "service": service.name, "error": "\(error)"])
+                    return
+                }
                 logger.error(
                     "plugin service failed; restarting",
-                    metadata: ["plugin": plugin, "service": service.name, "error": "\(error)", "retry.in": "\(backoff)"])
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, options.maxBackoff)
+                    metadata: ["plugin": plugin, "service": service.name, "error": "\(error)", "retry.in": "\(delay)"])
+                try? await Task.sleep(for: delay)
+                entries[plugin]?.supervision.restarting(manual: false)
             }
         }
     }
@@ -220,7 +217,7 @@ public actor PluginHost: Service {
             let plugin = entry.plugin
             let context = pluginContext(name)
             _ = try? await withTimeout(options.stopTimeout, "stop") { await plugin.stop(context) }
-            entries[name]?.status.state = .stopped
+            entries[name]?.supervision.stopped()
             entries[name]?.services = []
             entries[name]?.handlers = nil
             entries[name]?.served = nil

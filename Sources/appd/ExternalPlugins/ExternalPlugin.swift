@@ -56,14 +56,18 @@ actor ExternalPlugin {
     nonisolated let gateway: PluginGateway
     var manifest: ExternalManifest { discovered.manifest }
 
-    private(set) var state: PluginState = .stopped
-    var lastError: String?
-    private(set) var restarts = 0
+    /// State, last error, restarts and the restart backoff: the supervision built-in plugins
+    /// have too.
+    private var supervision: Supervision
+    var state: PluginState { supervision.state }
+    var lastError: String? {
+        get { supervision.lastError }
+        set { supervision.lastError = newValue }
+    }
     private(set) var interfaces: [String] = []
     private var process: PluginProcess?
     private var pool: PluginConnectionPool?
     var generation = 0
-    private var consecutiveFailures = 0
     private var stopping = false
     private var gaveUp = false
     private var startedAt: ContinuousClock.Instant?
@@ -92,11 +96,17 @@ actor ExternalPlugin {
         self.gateway = PluginGateway(
             plugin: discovered.manifest.name, callTimeout: discovered.manifest.callTimeout,
             streamIdleTimeout: discovered.manifest.streamIdleTimeout, isAdmin: isAdmin)
+        let restart = discovered.manifest.restart
+        self.supervision = Supervision(
+            plugin: discovered.manifest.name,
+            policy: RestartPolicy(
+                initialBackoff: restart.backoff, maxBackoff: restart.maxBackoff, healthyAfter: settings.healthyAfter, maxQuickFailures: restart.maxRetries))
     }
 
     var status: PluginStatus {
         PluginStatus(
-            name: manifest.name, version: manifest.version, state: state, lastError: lastError, restarts: restarts, kind: "external",
+            name: manifest.name, version: manifest.version, state: supervision.reportedState(), lastError: lastError, restarts: supervision.restarts,
+            kind: "external",
             pid: process.flatMap { $0.pluginPID }.map { Int($0) }, interfaces: interfaces.isEmpty ? manifest.interfaces : interfaces,
             sandbox: confinement.summary(manifest.sandbox), grants: manifest.grants)
     }
@@ -109,7 +119,7 @@ actor ExternalPlugin {
         stopping = false
         gaveUp = false
         attemptError = nil
-        state = .starting
+        supervision.starting()
         generation += 1
         let generation = self.generation
         let name = manifest.name
@@ -164,7 +174,7 @@ actor ExternalPlugin {
             try registrar.register(served, manifest: manifest, gateway: gateway)
             interfaces = served.map(\.name)
             gateway.up(pool)
-            state = .running
+            supervision.running()
             // After a restart the last failure stays shown (why it was restarted) until a
             // manual restart.
             logger.notice("external plugin started", metadata: ["plugin": "\(name)", "pid": "\(process.map { $0.pluginPID ?? $0.pid } ?? 0)", "interfaces": "\(interfaces.joined(separator: ","))"])
@@ -225,43 +235,42 @@ actor ExternalPlugin {
         door = nil
         gateway.down(stopping ? "it is stopped" : "it \(description); restarting")
         if stopping {
-            state = .stopped
+            supervision.stopped()
             return
         }
         if gaveUp {
-            state = .failed
+            supervision.refused(lastError ?? description)
             gateway.down("it was refused: \(lastError ?? description)")
             return
         }
         // This attempt's reason with its exit status (not every earlier attempt's).
-        lastError = [attemptError, description].compactMap { $0 }.joined(separator: "; ")
+        let reason = [attemptError, description].compactMap { $0 }.joined(separator: "; ")
         logger.warning("external plugin stopped unexpectedly", metadata: ["plugin": "\(manifest.name)", "status": "\(description)"])
         if manifest.restart.policy == "never" || (manifest.restart.policy == "on-failure" && PluginProcess.exitedCleanly(status)) {
-            state = PluginProcess.exitedCleanly(status) ? .stopped : .failed
+            if PluginProcess.exitedCleanly(status) {
+                supervision.stopped()
+                lastError = reason
+            } else {
+                supervision.refused(reason)
+            }
             gateway.down("it \(description)")
             return
         }
-        let quick = startedAt.map { ContinuousClock.now - $0 < settings.healthyAfter } ?? true
-        consecutiveFailures = quick ? consecutiveFailures + 1 : 1
-        guard consecutiveFailures <= manifest.restart.maxRetries else {
-            state = .failed
-            lastError = "\(description); gave up after \(consecutiveFailures - 1) restarts (appctl plugins restart \(manifest.name) tries again)"
+        switch supervision.failed(reason, ranFor: startedAt.map { ContinuousClock.now - $0 }) {
+        case .giveUp:
             gateway.down("it failed: \(description)")
             logger.error("external plugin failed; not restarting it", metadata: ["plugin": "\(manifest.name)"])
-            return
-        }
-        state = .degraded
-        var delay = manifest.restart.backoff
-        for _ in 1..<consecutiveFailures { delay = min(delay * 2, manifest.restart.maxBackoff) }
-        pendingRestart = Task { [weak self] in
-            try? await Task.sleep(for: delay)
-            await self?.restartAfterFailure(generation: generation)
+        case .restart(let delay):
+            pendingRestart = Task { [weak self] in
+                try? await Task.sleep(for: delay)
+                await self?.restartAfterFailure(generation: generation)
+            }
         }
     }
 
     private func restartAfterFailure(generation: Int) async {
         guard generation == self.generation, !stopping, process == nil else { return }
-        restarts += 1
+        supervision.restarting(manual: false)
         await start()
     }
 
@@ -309,7 +318,7 @@ actor ExternalPlugin {
         process = nil
         pool?.shutdown()
         pool = nil
-        state = .stopped
+        supervision.stopped()
         gateway.down("it is stopped")
         unlink(socketPath)
         door?.close()
@@ -319,9 +328,7 @@ actor ExternalPlugin {
     /// A manual restart (appctl plugins restart): drains, stops, starts, failure count reset.
     func restart() async {
         await stop()
-        consecutiveFailures = 0
-        lastError = nil
-        restarts += 1
+        supervision.restarting(manual: true)
         await start()
     }
 
@@ -333,8 +340,7 @@ actor ExternalPlugin {
     }
 
     private func fail(_ reason: String) {
-        state = .failed
-        lastError = reason
+        supervision.refused(reason)
         gateway.down(reason)
         logger.error("external plugin could not start", metadata: ["plugin": "\(manifest.name)", "reason": "\(reason)"])
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Two real appd processes on one PostgreSQL database, each on its own socket: what must hold
-across instances (DESIGN §10), then the crash-kill cycles with two instances under load.
+across instances (docs/postgres.md), then the crash-kill cycles with two instances under load.
 
 Usage: postgres_instances.py APPD_BINARY POSTGRES_URL [CYCLES] [CLUSTER_DIR]
 (`Tests/Postgres/cluster start DIR` starts a throwaway server and prints a URL; given its DIR,

@@ -5,8 +5,8 @@ import TestSupport
 @testable import Auth
 @testable import Payments
 
-/// The daemon's real gates, whoever contributes them and in whatever order, nest as DESIGN §4
-/// says: a change to a gate's position fails here.
+/// The daemon's real gates, whoever contributes them and in whatever order, nest in the designed
+/// order (docs/architecture.md): a change to a gate's position fails here.
 @Suite struct GateOrderTests {
     @Test func theDaemonsGatesNestInTheDesignedOrder() async throws {
         let h = try await PluginHarness.make()

@@ -104,7 +104,7 @@ import TestSupport
             scope: IdempotencyLog.userScope(userID), method: "io.appd.Todos.Add", key: key.value,
             fingerprint: IdempotencyGate.fingerprint(method: "io.appd.Todos.Add", parameters: parameters))
         let written = try await IdempotencyRecord.$current.withValue(record) {
-            try await SQLiteTodosRepository(database: h.database).add(
+            try await SQLTodosRepository(database: h.database).add(
                 owner: userID, id: "t_crashtest", clientChosen: false, title: "written", notes: nil, dueAt: nil, now: 1, limit: 10, causedBy: nil)
         }
         #expect(try await add(h, "written", as: ada, key: key) == written)

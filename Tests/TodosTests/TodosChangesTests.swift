@@ -89,7 +89,7 @@ import TestSupport
         var device = Replica()
         try await device.pull(h, as: ada)
         _ = try await h.bus.send(TodosInterface.Delete(id: doomed.id), as: ada)
-        let feed = SQLiteTodosRepository.feed
+        let feed = SQLTodosRepository.feed
         #expect(try await feed.prune(h.database, olderThan: .seconds(3600)) == 0)
         let later = WallTime(nanosecondsSinceEpoch: WallTime.now().nanosecondsSinceEpoch + 7_200_000_000_000)
         #expect(try await feed.prune(h.database, olderThan: .seconds(3600), now: later) == 1)

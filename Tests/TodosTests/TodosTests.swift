@@ -97,7 +97,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         await expectTodosError("ValidationFailed", field: "id") { _ = try await h.bus.send(TodosInterface.Get(id: "t_"), as: ada) }
         await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: "t_zzzzzzzzzzzz"), as: ada) }
         let owner = try await h.bus.send(AuthInterface.WhoAmI(), as: ada).user.id
-        let repository = SQLiteTodosRepository(database: h.database)
+        let repository = SQLTodosRepository(database: h.database)
         for id in ["t_SameA1", "t_sameB2"] {
             _ = try await repository.add(owner: owner, id: id, clientChosen: false, title: id, notes: nil, dueAt: nil, now: 1, limit: 100, causedBy: nil)
         }
@@ -237,7 +237,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         let h = try await Harness.make()
         let ada = try await h.user("ada@example.com").caller
         let owner = try await h.bus.send(AuthInterface.WhoAmI(), as: ada).user.id
-        _ = try await SQLiteTodosRepository(database: h.database).add(
+        _ = try await SQLTodosRepository(database: h.database).add(
             owner: owner, id: "t_t_Xy9Qw", clientChosen: false, title: "odd id", notes: nil, dueAt: nil, now: 1, limit: 100, causedBy: nil)
         #expect(try await h.bus.send(TodosInterface.Get(id: "t_Xy9Q"), as: ada).todo.id == "t_t_Xy9Qw")
         #expect(try await h.bus.send(TodosInterface.Get(id: "t_t_Xy"), as: ada).todo.id == "t_t_Xy9Qw")

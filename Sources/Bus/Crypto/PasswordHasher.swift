@@ -20,7 +20,7 @@ public final class PasswordHasher: Sendable {
         case account
     }
 
-    /// Passwords longer than this are refused before any work (DESIGN §8: 1024 bytes).
+    /// Passwords longer than this are refused before any work (1024 bytes).
     public static let maxPasswordBytes = 1024
 
     public let parameters: Scrypt.Parameters

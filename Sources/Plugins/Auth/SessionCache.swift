@@ -11,7 +11,7 @@ import Synchronization
 /// generation moved on while it read). Expiry is checked on every hit.
 ///
 /// When another process can change sessions in the same database (several appd instances on
-/// one PostgreSQL, DESIGN §10), this process would not hear of it: the auth plugin then does
+/// one PostgreSQL, docs/postgres.md), this process would not hear of it: the auth plugin then does
 /// not use the cache at all (`Database.sharedAcrossInstances`), so nothing can be stale.
 final class SessionCache<Record: Sendable>: Sendable {
     struct Entry: Sendable {

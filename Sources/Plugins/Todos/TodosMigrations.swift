@@ -35,6 +35,6 @@ enum TodosMigrations {
         Migration(plugin: "todos", version: 3, sql: "ALTER TABLE todos ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"),
         // The per-owner change feed (`Todos.Changes`): each todo's place on the event log's
         // sequence, tombstones of deleted ones.
-        SQLiteTodosRepository.feed.migration(plugin: "todos", version: 4, existingOrder: "seq"),
+        SQLTodosRepository.feed.migration(plugin: "todos", version: 4, existingOrder: "seq"),
     ]
 }

@@ -23,7 +23,7 @@ public struct TodosPlugin: Plugin {
     }
 
     func service(_ database: any Database) -> TodosService {
-        TodosService(repository: SQLiteTodosRepository(database: database), clock: clock, maxTodosPerUser: maxTodosPerUser)
+        TodosService(repository: SQLTodosRepository(database: database), clock: clock, maxTodosPerUser: maxTodosPerUser)
     }
 
     public func start(_ context: PluginContext) async throws {
@@ -61,7 +61,7 @@ public struct TodosPlugin: Plugin {
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = service(context.database).repository
         // Deleted todos' tombstones are pruned after the retention.
-        let tombstones = SQLiteTodosRepository.feed.retention(context.database, keep: tombstoneRetention, logger: context.logger)
+        let tombstones = SQLTodosRepository.feed.retention(context.database, keep: tombstoneRetention, logger: context.logger)
         // A deleted account's todos go too, even if the account was deleted while this plugin
         // was stopped (durable consumer; deleting twice is harmless).
         do {

@@ -7,7 +7,7 @@ import Storage
 /// place in the feed), changes the row with its version and `change_seq` in one statement, and
 /// stages the method's reply for a keyed call — all in one transaction, in as few round trips as
 /// a PostgreSQL write lock held across them allows.
-extension SQLiteTodosRepository {
+extension SQLTodosRepository {
     func add(
         owner: String, id: String, clientChosen: Bool, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int,
         causedBy cause: (any Cause)?

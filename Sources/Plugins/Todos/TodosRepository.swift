@@ -32,7 +32,7 @@ protocol TodosRepository: Sendable {
 
 /// `TodosRepository` over the storage `Database`: owner-scoped queries (another user's todo
 /// is simply not found), events in the same transaction, retry when the database is busy.
-struct SQLiteTodosRepository: TodosRepository {
+struct SQLTodosRepository: TodosRepository {
     let database: any Database
     /// The per-owner change feed over the todos table (migration 3).
     static let feed = ChangeFeed(table: "todos")

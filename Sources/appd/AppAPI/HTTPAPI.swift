@@ -2,7 +2,7 @@ import Bus
 import Synchronization
 import HTTP
 
-/// The app-facing HTTP API (DESIGN §12): every method an app may call, derived from the
+/// The app-facing HTTP API: every method an app may call, derived from the
 /// served IDL with no per-method code — `POST /v1/<interface>/<Method>` with the parameters
 /// as a JSON object, through the same `VarlinkDispatcher` (IDL validation, gates, deadline)
 /// as the socket; `Authorization: Bearer` plays `Authenticate`; streaming methods answer as

@@ -1,4 +1,4 @@
-/// Where a gate nests in the chain, outermost first (DESIGN §4). Each gate says where it goes;
+/// Where a gate nests in the chain, outermost first (docs/architecture.md). Each gate says where it goes;
 /// the bus sorts them (stable: gates at one position keep the order given).
 ///
 /// - scope: an external plugin's connection is held to its manifest before anything else.

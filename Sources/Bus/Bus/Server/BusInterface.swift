@@ -274,7 +274,7 @@ public enum BusInterface {
         }
     }
 
-    /// Who is subscribing decides what they receive (DESIGN §11): a plugin's connection its
+    /// Who is subscribing decides what they receive: a plugin's connection its
     /// manifest, an admin peer every event but capability-only ones, a signed-in user their
     /// own events; anyone else is refused.
     static func visibility(of envelope: Envelope, isAdmin: (Caller) -> Bool) throws -> EventVisibility {

@@ -1,4 +1,4 @@
-/// The control socket's limits (DESIGN §5); every one is configurable.
+/// The control socket's limits; every one is configurable.
 public struct ServerLimits: Sendable, Hashable {
     /// Largest message accepted; a larger one closes the connection.
     public var maxMessageBytes: Int = 1 << 20

@@ -1,5 +1,5 @@
 /// Which events one subscriber may receive, decided once per `Subscribe` from who is asking
-/// and enforced per event, live and replayed (DESIGN §11).
+/// and enforced per event, live and replayed.
 public enum EventVisibility: Sendable, Equatable {
     /// A peer-credential admin: every event except capability-only ones.
     case admin

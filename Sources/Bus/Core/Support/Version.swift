@@ -1,4 +1,3 @@
-import BusCore
 /// The product version, shown by `--version`, `GetInfo` and `Status`.
 public enum Version {
     public static let current = "0.1.0"

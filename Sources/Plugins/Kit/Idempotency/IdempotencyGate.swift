@@ -3,7 +3,7 @@ import Crypto
 import Storage
 import Synchronization
 
-/// Keyed calls have their effect once (DESIGN §4, gate "idempotency"): a call sent with an
+/// Keyed calls have their effect once (gate "idempotency", GatePosition.idempotency): a call sent with an
 /// idempotency key to a method that declares `idempotent` gets the stored outcome of the first
 /// call with that key, or runs and has its outcome kept.
 ///

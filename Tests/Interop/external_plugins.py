@@ -142,8 +142,25 @@ def explained_failures(appd, root, directory):
         proc.communicate(timeout=30)
 
 
+def docs_show_the_shipped_manifest(root):
+    """docs/plugins.md prints the mailer's plugin.json: it must be the shipped one, whole."""
+    with open(os.path.join(root, "docs", "plugins.md")) as f:
+        docs = f.read()
+    match = re.search(r"Example \(`contrib/plugins/mailer/plugin.json`\):\n\n```json\n(.*?)\n```", docs, re.S)
+    with open(os.path.join(root, "contrib", "plugins", "mailer", "plugin.json")) as f:
+        shipped = json.load(f)
+    shown = None
+    if match:
+        try:
+            shown = json.loads(match.group(1))
+        except ValueError as error:
+            shown = f"not JSON: {error}"
+    check("docs/plugins.md shows the mailer's shipped plugin.json", shown == shipped, str(shown))
+
+
 def main():
     appd, root = sys.argv[1], sys.argv[2]
+    docs_show_the_shipped_manifest(root)
     with tempfile.TemporaryDirectory() as directory:
         plugins = os.path.join(directory, "data", "plugins")
         os.makedirs(plugins)

@@ -169,7 +169,14 @@ enum AuthInterface {
         method IssueResetToken(
           # The requestId of an auth.passwordResetRequested event.
           requestId: string
-        ) -> (resetToken: string, email: string, expiresAt: string)
+        ) -> (
+          resetToken: string,
+          email: string,
+          expiresAt: string,
+          # The operator's authResetLinkTemplate with this token in it: the link into the
+          # app the mail should lead with (absent when none is configured).
+          resetLink: ?string
+        )
 
         # Sets a new password with a reset token (single use, expires); revokes every session.
         method ResetPassword(
@@ -337,6 +344,7 @@ enum AuthInterface {
         var resetToken: String
         var email: String
         var expiresAt: String
+        var resetLink: String?
     }
 
     struct ResetPassword: Command {

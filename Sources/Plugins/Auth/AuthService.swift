@@ -26,6 +26,8 @@ public struct AuthService: Sendable {
         public var verificationLifetime: Duration = .seconds(24 * 3600)
         /// Refuse sign-in (EmailNotVerified) until the account's email is verified.
         public var requireVerifiedEmail = false
+        /// The link into the app a reset mail carries (`IssueResetToken`'s `resetLink`).
+        public var resetLink: ResetLinkTemplate?
         /// Whether SignInAnonymously makes guest accounts (off: GuestsDisabled).
         public var guestAccounts = false
         /// Guests not seen (signed in or refreshed) for this long are deleted.
@@ -257,7 +259,9 @@ public struct AuthService: Sendable {
         guard let issued = try await repository.issueResetToken(requestID: requestID, digest: SecretToken.digest(token), now: now) else {
             throw AuthError.invalidResetToken
         }
-        return .init(resetToken: token, email: issued.email, expiresAt: WallTime(nanosecondsSinceEpoch: issued.expires).rfc3339)
+        return .init(
+            resetToken: token, email: issued.email, expiresAt: WallTime(nanosecondsSinceEpoch: issued.expires).rfc3339,
+            resetLink: options.resetLink?.link(for: token))
     }
 
     /// Records a verification request for an unverified account with this email (the reply is

@@ -256,6 +256,7 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.sessionCacheEntries = config.sessionCacheEntries
             auth.identity = try config.resolvedIdentity()
             auth.requireVerifiedEmail = config.requireVerifiedEmail
+            auth.resetLink = try config.authResetLinkTemplate.map { try ResetLinkTemplate($0) }
             auth.guestAccounts = config.guestAccounts
             auth.guestIdleLifetime = .seconds(Int64(config.guestIdleDays) * 86_400)
             return try AuthPlugin(options: auth)

@@ -6,20 +6,38 @@ server picks the socket up. It connects back to appd (APPD_SOCKET), presents its
 (APPD_PLUGIN_TOKEN) and subscribes to auth.userSignedUp, auth.signUpRepeated (someone signed up
 with an address that has an account: sign-up does not say so, the owner is told) and
 auth.passwordResetRequested and auth.emailVerificationRequested; for each it writes an RFC 5322 message into APPD_PLUGIN_DATA/Maildir (tmp/ then new/, as the
-maildir convention asks). Outbox() lists what it wrote. Its position in appd's durable event
+maildir convention asks) and, when APPD_MAILER_SMTP_HOST is set, sends it over SMTP (STARTTLS
+by default, then AUTH when a user is set; see "SMTP" below). Outbox() lists what it wrote. Its position in appd's durable event
 log is kept in APPD_PLUGIN_DATA/cursor, so sign-ups and reset requests that happen while it is
 down are mailed when it is back.
 
 No secret travels on appd's bus: a reset or verification request carries only its id. The
 mailer holds the 'auth.resetTokens' and 'auth.verificationTokens' capabilities (plugin.json), so
 it may ask appd to mint the one-time token with io.appd.Auth.IssueResetToken(requestId) or
-IssueVerificationToken(requestId) just before it writes the message.
+IssueVerificationToken(requestId) just before it writes the message. When appd is configured
+with authResetLinkTemplate, the reset token comes with a link into the app, and the message
+leads with it.
+
+SMTP (all from the environment appd passes on, listed in plugin.json; the plugin's sandbox
+needs "network": true to reach the server):
+  APPD_MAILER_SMTP_HOST      the server; unset: maildir only
+  APPD_MAILER_SMTP_PORT      587 (465 with tls)
+  APPD_MAILER_SMTP_TLS       starttls (default), tls (implicit, port 465), or none (refused
+                             with a user: a password never crosses in the clear)
+  APPD_MAILER_SMTP_CA        a CA file to trust instead of the system's (a private CA)
+  APPD_MAILER_SMTP_USER, APPD_MAILER_SMTP_PASSWORD   AUTH, when the server wants it
+A message is handed to the server after it is in the maildir and before the event's position
+is saved: if the server is down or refuses it, the event is tried again (the maildir entry and
+the Message-ID come from the event's id, so a retry rewrites the same entry; the server may see
+a message twice only if appd stops between its accepting it and the position being saved).
 """
 import email.message
 import email.utils
 import json
 import os
+import smtplib
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -33,35 +51,76 @@ SENDER = os.environ.get("APPD_MAILER_FROM", "appd <no-reply@localhost>")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ADDRESS = "unix:" + os.environ.get("APPD_SOCKET", "")
 TOKEN = os.environ.get("APPD_PLUGIN_TOKEN", "")
+SMTP_HOST = os.environ.get("APPD_MAILER_SMTP_HOST", "")
+SMTP_TLS = os.environ.get("APPD_MAILER_SMTP_TLS", "starttls")
+SMTP_PORT = int(os.environ.get("APPD_MAILER_SMTP_PORT", "465" if SMTP_TLS == "tls" else "587"))
+SMTP_CA = os.environ.get("APPD_MAILER_SMTP_CA") or None
+SMTP_USER = os.environ.get("APPD_MAILER_SMTP_USER", "")
+SMTP_PASSWORD = os.environ.get("APPD_MAILER_SMTP_PASSWORD", "")
 TOPICS = ["auth.userSignedUp", "auth.signUpRepeated", "auth.passwordResetRequested", "auth.emailVerificationRequested"]
 lock = threading.Lock()
-counter = [0]
 
 
 def log(message):
     print(f"mailer: {message}", file=sys.stderr, flush=True)
 
 
-def write_message(to, subject, body):
-    """Delivers one message into the maildir: written in tmp/, then renamed into new/."""
+def smtp_problem():
+    """Why the SMTP settings cannot work, or None."""
+    if not SMTP_HOST:
+        return None
+    if SMTP_TLS not in ("starttls", "tls", "none"):
+        return f"APPD_MAILER_SMTP_TLS is starttls, tls or none, not {SMTP_TLS!r}"
+    if SMTP_TLS == "none" and SMTP_USER:
+        return "APPD_MAILER_SMTP_TLS=none with a user would send the password in the clear: use starttls or tls"
+    if SMTP_USER and not SMTP_PASSWORD:
+        return "APPD_MAILER_SMTP_USER is set but APPD_MAILER_SMTP_PASSWORD is not"
+    return None
+
+
+def send_smtp(msg):
+    """Hands one message to the SMTP server; raises when it is not accepted (the event is then
+    tried again). The server's certificate is verified (against APPD_MAILER_SMTP_CA if set)."""
+    context = ssl.create_default_context(cafile=SMTP_CA)
+    if SMTP_TLS == "tls":
+        server = smtplib.SMTP_SSL(SMTP_HOST, SMTP_PORT, timeout=30, context=context)
+    else:
+        server = smtplib.SMTP(SMTP_HOST, SMTP_PORT, timeout=30)
+    with server:
+        server.ehlo()
+        if SMTP_TLS == "starttls":
+            server.starttls(context=context)
+            server.ehlo()
+        if SMTP_USER:
+            server.login(SMTP_USER, SMTP_PASSWORD)
+        server.send_message(msg)
+
+
+def write_message(key, to, subject, body):
+    """Delivers one message: into the maildir (written in tmp/, then renamed into new/), then
+    over SMTP when configured. `key` (the event's id and the message's kind) names the maildir
+    entry and the Message-ID, so delivering the same event again rewrites the same entry."""
     msg = email.message.EmailMessage()
     msg["From"] = SENDER
     msg["To"] = to
     msg["Subject"] = subject
     msg["Date"] = email.utils.formatdate(localtime=False)
-    msg["Message-ID"] = email.utils.make_msgid(domain="appd.local")
+    msg["Message-ID"] = f"<{key}@appd.local>"
     # 8bit, not quoted-printable: a long line (the token) must arrive whole and copyable.
     msg.set_content(body, cte="8bit")
-    with lock:
-        counter[0] += 1
-        name = f"{time.time():.6f}.P{os.getpid()}Q{counter[0]}.{socket.gethostname()}"
+    name = f"{key}.{socket.gethostname()}"
     tmp = os.path.join(MAILDIR, "tmp", name)
-    with open(tmp, "wb") as f:
-        f.write(msg.as_bytes())
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, os.path.join(MAILDIR, "new", name))
-    log(f"wrote '{subject}' to {to}")
+    with lock:
+        with open(tmp, "wb") as f:
+            f.write(msg.as_bytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, os.path.join(MAILDIR, "new", name))
+    if SMTP_HOST:
+        send_smtp(msg)
+        log(f"sent '{subject}' to {to} over SMTP ({SMTP_HOST}:{SMTP_PORT})")
+    else:
+        log(f"wrote '{subject}' to {to}")
 
 
 def issue_token(method, request_id, void_error):
@@ -85,12 +144,13 @@ def handle(event):
     topic, payload = event["topic"], event.get("payload", {})
     if event.get("redacted"):
         return  # the account was deleted: nothing to write, nobody to write to
+    key = event.get("id") or f"{time.time():.6f}"
     if topic == "auth.userSignedUp":
-        write_message(payload["email"], "Welcome", "Your account is ready. Sign in with: appctl login " + payload["email"] + "\n")
+        write_message(key, payload["email"], "Welcome", "Your account is ready. Sign in with: appctl login " + payload["email"] + "\n")
     elif topic == "auth.signUpRepeated":
         # Sign-up answered the caller as if the account were new; the owner learns of it here.
         write_message(
-            payload["email"], "You already have an account",
+            key, payload["email"], "You already have an account",
             "Someone tried to create an account with this address, which already has one. If it was you, sign in:\n\n"
             "  appctl login " + payload["email"] + "\n\n"
             "or reset the password if you forgot it. If it was not you, nothing changed and you can ignore this message.\n")
@@ -100,9 +160,11 @@ def handle(event):
             log(f"reset request {payload['requestId']} is no longer pending; nothing to send")
             return
         token = issued["resetToken"]
+        link = issued.get("resetLink")
+        opening = f"If it was you, open this link to choose a new password:\n\n  {link}\n\nOr use this reset token:\n\n" if link else "If it was you, this is your reset token:\n\n"
         write_message(
-            issued["email"], "Reset your password",
-            "Someone asked to reset the password of this account. If it was you, this is your reset token:\n\n"
+            key, issued["email"], "Reset your password",
+            "Someone asked to reset the password of this account. " + opening +
             f"  {token}\n\n"
             "Set a new password with it (appctl asks for it without echo):\n\n"
             f"  appctl auth reset-password --reset-token {token}\n\n"
@@ -114,7 +176,7 @@ def handle(event):
             return
         token = issued["verificationToken"]
         write_message(
-            issued["email"], "Verify your email",
+            key, issued["email"], "Verify your email",
             "Confirm that this address is yours with this verification token:\n\n"
             f"  {token}\n\n"
             "An app passes it to io.appd.Auth.VerifyEmail; from a terminal:\n\n"
@@ -173,6 +235,9 @@ class Handler(varlink.RequestHandler):
 
 
 def main():
+    problem = smtp_problem()
+    if problem:
+        sys.exit(f"mailer: {problem}")
     for sub in ("tmp", "new", "cur"):
         os.makedirs(os.path.join(MAILDIR, sub), mode=0o700, exist_ok=True)
     if varlink.server.get_listen_fd() is None:

@@ -50,6 +50,8 @@ struct AppdConfig: Sendable {
     var identity = IdentityOptions()
     /// Refuse sign-in until the account's email is verified.
     var requireVerifiedEmail = false
+    /// The link password-reset mails carry, with `{token}` for the reset token.
+    var authResetLinkTemplate: String?
     /// Guest accounts (SignInAnonymously), and how long an idle one lives.
     var guestAccounts = false
     var guestIdleDays = 30
@@ -186,6 +188,7 @@ struct AppdConfig: Sendable {
             "refreshTokenDays": .int(Int64(refreshTokenDays)),
             "sessionCacheEntries": .int(Int64(sessionCacheEntries)),
             "requireVerifiedEmail": .bool(requireVerifiedEmail),
+            "authResetLinkTemplate": authResetLinkTemplate.map(JSONValue.string) ?? .null,
             "guestAccounts": .bool(guestAccounts),
             "guestIdleDays": .int(Int64(guestIdleDays)),
             "appleAudiences": .array(identity.apple.audiences.map(JSONValue.string)),

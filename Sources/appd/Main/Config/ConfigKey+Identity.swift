@@ -1,3 +1,5 @@
+import Auth
+
 /// The keys of sign-in with Apple and Google, Apple's server side, email verification and
 /// guest accounts (part of `ConfigKey.all`).
 extension ConfigKey {
@@ -55,6 +57,17 @@ extension ConfigKey {
         integer("guestIdleDays", "--guest-idle-days", "Delete guest accounts not seen for this many days (default: 30).") { $0.guestIdleDays = $1 },
         flag("requireVerifiedEmail", "--require-verified-email", "Refuse sign-in until the account's email is verified (default: false).") {
             $0.requireVerifiedEmail = $1
+        },
+        ConfigKey(
+            name: "authResetLinkTemplate", flag: "--auth-reset-link-template",
+            help: "A link into the app for password-reset mails, with {token} where the reset token goes (e.g. https://app.example.com/reset?token={token}); default: none, the mail carries the token only."
+        ) { config, value throws(ConfigProblem) in
+            guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs a link with {token} in it") }
+            do throws(InvalidResetLinkTemplate) {
+                config.authResetLinkTemplate = try ResetLinkTemplate(text).text
+            } catch {
+                throw ConfigProblem(error.description)
+            }
         },
         seconds("reauthenticationSeconds", "--reauthentication-seconds", "How recent a sign-in must be to delete an account without its password (default: 300).") {
             $0.identity.reauthenticationWindow = $1

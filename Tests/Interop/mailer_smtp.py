@@ -26,6 +26,7 @@ from harness import call, check, finish, free_port
 
 USER, PASSWORD = "mailer", "smtp secret"
 received = []
+logins = {}  # id(session) -> the user it authenticated as
 lock = threading.Lock()
 
 
@@ -34,13 +35,16 @@ class Inbox:
         with lock:
             received.append({
                 "to": envelope.rcpt_tos, "data": envelope.content.decode("utf-8", "replace"),
-                "user": session.auth_data.login.decode() if isinstance(session.auth_data, LoginPassword) else None,
+                "user": logins.get(id(session)) if session.authenticated else None,
             })
         return "250 OK"
 
 
 def authenticate(server, session, envelope, mechanism, auth_data):
     ok = isinstance(auth_data, LoginPassword) and auth_data.login == USER.encode() and auth_data.password == PASSWORD.encode()
+    if ok:
+        with lock:
+            logins[id(session)] = auth_data.login.decode()
     return AuthResult(success=ok, handled=False)
 
 

@@ -10,6 +10,7 @@ public struct PaymentsError: WireError, Equatable {
         case unknownAccount = "UnknownAccount"
         case unknownEntitlement = "UnknownEntitlement"
         case validationFailed = "ValidationFailed"
+        case providerUnavailable = "ProviderUnavailable"
     }
 
     public let kind: Kind
@@ -28,6 +29,9 @@ public struct PaymentsError: WireError, Equatable {
     public static func malformed(_ reason: String) -> PaymentsError { PaymentsError(kind: .malformedEvent, reason: reason) }
     public static func unknownAccount(_ email: String) -> PaymentsError { PaymentsError(kind: .unknownAccount, detail: email) }
     public static func unknownEntitlement(_ name: String) -> PaymentsError { PaymentsError(kind: .unknownEntitlement, entitlement: name) }
+    public static func providerUnavailable(_ provider: String, _ reason: String) -> PaymentsError {
+        PaymentsError(kind: .providerUnavailable, detail: provider, reason: reason)
+    }
     public static func validation(_ field: String, _ reason: String) -> PaymentsError {
         PaymentsError(kind: .validationFailed, detail: field, reason: reason)
     }
@@ -43,6 +47,7 @@ public struct PaymentsError: WireError, Equatable {
         case .unknownAccount: ["email": .string(detail ?? "")]
         case .unknownEntitlement: ["entitlement": .string(entitlement ?? "")]
         case .validationFailed: ["field": .string(detail ?? ""), "reason": .string(reason ?? "")]
+        case .providerUnavailable: ["provider": .string(detail ?? ""), "reason": .string(reason ?? "")]
         }
     }
 
@@ -56,6 +61,7 @@ public struct PaymentsError: WireError, Equatable {
         case .unknownAccount: "no account has the email '\(detail ?? "")'"
         case .unknownEntitlement: "'\(entitlement ?? "")' is not a configured entitlement; see 'appctl payments products'"
         case .validationFailed: "\(detail ?? "input"): \(reason ?? "invalid")"
+        case .providerUnavailable: "\(detail ?? "the provider") could not be asked (\(reason ?? "")); nothing changed, try again"
         }
     }
 }

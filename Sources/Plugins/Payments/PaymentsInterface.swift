@@ -58,7 +58,10 @@ enum PaymentsInterface {
         # The signed-in user's entitlements and meters.
         method Status() -> (entitlements: []Entitlement, meters: []Meter)
 
-        # Recomputes the signed-in user's entitlements from the stored provider events and admin grants.
+        # "Restore purchases": with RevenueCat's API key configured, asks RevenueCat for the
+        # signed-in user's subscriber and applies it (stored like a webhook event: ordered with
+        # them, once per answer); then recomputes the user's entitlements from the stored
+        # provider events and admin grants. ProviderUnavailable when RevenueCat cannot be asked.
         method Restore() -> (entitlements: []Entitlement)
 
         # Admin: grants an entitlement until expiresAt (RFC 3339), or for good.
@@ -92,6 +95,8 @@ enum PaymentsInterface {
         error UnknownAccount (email: string)
         error UnknownEntitlement (entitlement: string)
         error ValidationFailed (field: string, reason: string)
+        # A payment provider could not be reached or refused the request; nothing changed.
+        error ProviderUnavailable (provider: string, reason: string)
 
         """
 

@@ -18,13 +18,22 @@ public struct PaymentsPlugin: Plugin {
         public var webhookListen: String?
         /// The largest webhook body accepted (HTTP and IngestWebhook).
         public var maxWebhookBytes = 256 * 1024
+        /// RevenueCat's secret API key (`sk_…`): Restore then asks RevenueCat (nil: it only
+        /// recomputes from stored events).
+        public var revenueCatAPIKey: String?
+        public var revenueCatAPIURL = "https://api.revenuecat.com/v1"
+        /// Trusted CA certificates (PEM) for the API instead of the system store.
+        public var revenueCatCAFile: String?
         public init() {}
     }
 
     public let manifest = PluginManifest(
         name: "payments", version: "0.1.0", dependencies: ["auth"], interface: PaymentsInterface.idl,
         events: PaymentsEvents.all, consumes: [AccountDeleted.self],
-        configKeys: ["paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes"])
+        configKeys: [
+            "paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes", "revenuecatApiKey",
+            "revenuecatApiUrl", "revenuecatCaFile",
+        ])
     public var migrations: [Migration] { PaymentsMigrations.all }
 
     let options: Options
@@ -45,6 +54,7 @@ public struct PaymentsPlugin: Plugin {
     func service(_ context: PluginContext) -> PaymentsService {
         PaymentsService(
             repository: PaymentsRepository(database: context.database), catalog: options.catalog, providers: providers, bus: context.bus,
+            revenueCat: options.revenueCatAPIKey.map { RevenueCatAPI(key: $0, baseURL: options.revenueCatAPIURL, caFile: options.revenueCatCAFile) },
             clock: clock)
     }
 
@@ -63,7 +73,9 @@ public struct PaymentsPlugin: Plugin {
                 meters: catalog.meters.map { .init(name: $0.name, limit: $0.limit, period: $0.period.rawValue, entitlement: $0.entitlement) })
         }
         handlers.handle(PaymentsInterface.Status.self) { _, envelope in try await service.status(user: try Self.user(envelope)) }
-        handlers.handle(PaymentsInterface.Restore.self) { _, envelope in .init(entitlements: try await service.restore(user: try Self.user(envelope))) }
+        handlers.handle(PaymentsInterface.Restore.self) { _, envelope in
+            .init(entitlements: try await service.restore(user: try Self.user(envelope), causedBy: envelope))
+        }
         handlers.handle(PaymentsInterface.Grant.self) { c, envelope in
             .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
         }

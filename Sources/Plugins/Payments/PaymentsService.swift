@@ -8,6 +8,8 @@ struct PaymentsService: Sendable {
     let catalog: PaymentsCatalog
     let providers: [String: any PaymentProvider]
     let bus: EventBus
+    /// RevenueCat's REST API, for "Restore purchases" (nil: restore only recomputes).
+    var revenueCat: RevenueCatAPI?
     let clock: @Sendable () -> WallTime
 
     var now: Int64 { clock().nanosecondsSinceEpoch }
@@ -125,7 +127,13 @@ struct PaymentsService: Sendable {
         return .init(entitlements: entitlements.sorted { $0.name < $1.name }, meters: meters)
     }
 
-    func restore(user: String) async throws -> [Entitlement] {
+    func restore(user: String, causedBy cause: (any Cause)? = nil) async throws -> [Entitlement] {
+        if let revenueCat {
+            // What RevenueCat knows now, stored and applied as a webhook event would be.
+            let body = try await revenueCat.subscriber(user)
+            let snapshot = try RevenueCatSubscriber.decode(try parseWebhookJSON(Array(body.utf8)))
+            _ = try await repository.ingest(snapshot, body: body, accounts: ResolvedAccounts(subject: user), now: now, causedBy: cause)
+        }
         // Stored events decode without the secrets (they were verified when they arrived), so
         // events from a provider that is no longer configured still count.
         let catalog = self.catalog

@@ -20,7 +20,8 @@ enum APIErrorStatus {
         case "IdempotencyKeyReused": 422
         case "TooManyAttempts", "TooManyStreams", "RateLimited": 429
         case "MethodNotImplemented": 501
-        case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow", "IdentityProviderUnavailable":
+        case "StorageFailed", "Busy", "RequirementUnavailable", "PluginUnavailable", "PluginDisabled", "SubscriptionOverflow", "IdentityProviderUnavailable",
+            "ProviderUnavailable":
             503
         case "DeadlineExceeded": 504
         case "InternalError": 500

@@ -56,12 +56,10 @@ public final class ListeningSocket: Sendable {
             guard errno == ECONNREFUSED else { throw SocketError(operation: "probe", path: path, code: errno) }
             unlink(path)  // stale: nobody is listening
         }
-        // Created owner-only from the first instant; widened to `mode` below.
-        let previous = umask(0o177)
+        // Created owner-only from the first instant (appd_unix_listen; the process umask is
+        // never changed: it is shared by every thread); widened to `mode` below.
         let fd = appd_unix_listen(path, backlog)
-        let code = errno
-        umask(previous)
-        guard fd >= 0 else { throw SocketError(operation: "bind", path: path, code: code) }
+        guard fd >= 0 else { throw SocketError(operation: "bind", path: path, code: errno) }
         if let group, chown(path, getuid(), group) != 0 {
             let code = errno
             Glibc.close(fd)

@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -46,7 +47,10 @@ int appd_unix_listen(const char *path, int backlog) {
     if (fill_address(&addr, path) != 0) return -1;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
-    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, backlog) != 0) {
+    /* Linux creates the socket file with the unbound socket's mode (less the umask): owner
+       only from the first instant, without touching the process-wide umask (which would race
+       with every other thread creating a file). Callers widen it with chmod. */
+    if (fchmod(fd, 0600) != 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, backlog) != 0) {
         int saved = errno;
         close(fd);
         errno = saved;

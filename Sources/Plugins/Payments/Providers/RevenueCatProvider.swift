@@ -23,6 +23,8 @@ struct RevenueCatProvider: PaymentProvider {
 
     func decode(_ body: [UInt8], catalog: PaymentsCatalog) throws(PaymentsError) -> ProviderEvent {
         let root = try parseWebhookJSON(body)
+        // A subscriber snapshot "Restore purchases" stored (RevenueCat's REST answer).
+        if root["subscriber"] != nil { return try RevenueCatSubscriber.decode(root) }
         guard let event = root["event"], event.objectValue != nil else { throw .malformed("no 'event' object") }
         guard let id = event.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformed("the event has no 'id'") }
         guard let type = event.string("type"), !type.isEmpty else { throw .malformed("the event has no 'type'") }

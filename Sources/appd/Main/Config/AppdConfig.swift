@@ -214,6 +214,9 @@ struct AppdConfig: Sendable {
             "paymentsMeters": .string(payments.catalog.meters.map { "\($0.name)=\($0.limit)/\($0.period.rawValue)/\($0.entitlement)" }.joined(separator: ",")),
             // Secrets: only whether they are set.
             "revenuecatWebhookSecret": payments.revenueCatSecret == nil ? .null : .string("<redacted>"),
+            "revenuecatApiKey": payments.revenueCatAPIKey == nil ? .null : .string("<redacted>"),
+            "revenuecatApiUrl": .string(payments.revenueCatAPIURL),
+            "revenuecatCaFile": payments.revenueCatCAFile.map(JSONValue.string) ?? .null,
             "stripeWebhookSecrets": .array(payments.stripeSecrets.map { _ in .string("<redacted>") }),
             "webhookListen": payments.webhookListen.map(JSONValue.string) ?? .null,
             "httpListen": httpListen.map(JSONValue.string) ?? .null,

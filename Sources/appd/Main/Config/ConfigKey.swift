@@ -119,6 +119,18 @@ struct ConfigKey: Sendable {
             guard let text = value.stringValue, text.utf8.count >= 8 else { throw ConfigProblem("needs a secret of at least 8 characters") }
             config.payments.revenueCatSecret = text
         },
+        ConfigKey(
+            name: "revenuecatApiKey", flag: "--revenuecat-api-key",
+            help: "RevenueCat's secret API key (sk_…): Restore asks RevenueCat for the subscriber (secret; prefer the environment).", secret: true
+        ) { config, value throws(ConfigProblem) in
+            if value == .null { config.payments.revenueCatAPIKey = nil; return }
+            guard let text = value.stringValue, text.utf8.count >= 8, !text.contains(where: \.isWhitespace) else { throw ConfigProblem("needs RevenueCat's secret API key") }
+            config.payments.revenueCatAPIKey = text
+        },
+        https("revenuecatApiUrl", "--revenuecat-api-url", "RevenueCat's REST API (default: https://api.revenuecat.com/v1).") { $0.payments.revenueCatAPIURL = $1 },
+        text("revenuecatCaFile", "--revenuecat-ca-file", "Trusted CA certificates (PEM) for RevenueCat's API instead of the system store.") {
+            $0.payments.revenueCatCAFile = $1
+        },
         list("stripeWebhookSecrets", "--stripe-webhook-secrets", "Stripe endpoint signing secrets, comma-separated (secret; prefer the environment).", secret: true) {
             secret throws(ConfigProblem) in
             guard secret.utf8.count >= 8 else { throw ConfigProblem("each secret needs at least 8 characters") }

@@ -8,7 +8,8 @@
 int appd_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
 
 /// Creates a non-blocking, close-on-exec Unix stream socket bound to `path` and listening.
-/// Returns the fd, or -1 with errno set. The caller handles stale sockets and modes.
+/// The socket file is created owner-only (0600, less the umask) without changing the umask;
+/// returns the fd, or -1 with errno set. The caller handles stale sockets and widens the mode.
 int appd_unix_listen(const char *path, int backlog);
 
 /// Connects a blocking, close-on-exec Unix stream socket to `path`. Returns the fd or -1.

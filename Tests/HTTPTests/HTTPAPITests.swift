@@ -139,6 +139,19 @@ extension String {
         #expect(add?["responses"]?["200"]?["content"]?["application/json"]?["schema"]?["properties"]?["note"] == ["$ref": "#/components/schemas/io.example.Notes.Note"])
         #expect(document["components"]?["schemas"]?["io.example.Notes.Note"]?["required"] == ["id", "text"])
         #expect(paths["/v1/io.example.Notes/Watch"]?["post"]?["responses"]?["200"]?["content"]?["text/event-stream"] != nil)
+        // Each declared error with its typed parameters, under the status it is answered with.
+        let schemas = document["components"]?["schemas"]
+        #expect(schemas?["error.io.example.Notes.Crowded"]?["properties"]?["error"] == ["const": "io.example.Notes.Crowded"])
+        #expect(schemas?["error.io.example.Notes.Crowded"]?["properties"]?["parameters"]?["properties"]?["retryAfterSeconds"] == ["type": "integer", "format": "int64"])
+        let refused = paths["/v1/io.example.Notes/Refuse"]?["post"]?["responses"]?["400"]?["content"]?["application/json"]?["schema"]?["anyOf"]
+        guard case .array(let alternatives)? = refused else { Issue.record("no anyOf: \(String(describing: refused))"); return }
+        #expect(alternatives.contains(["$ref": "#/components/schemas/error.io.example.Notes.Crowded"]), "\(alternatives)")
+        // A stream's events have a schema of their own: a reply, or an error.
+        let events = paths["/v1/io.example.Notes/Watch"]?["post"]?["responses"]?["200"]?["content"]?["text/event-stream"]?["x-appd-event-schema"]
+        #expect(events == ["$ref": "#/components/schemas/stream.io.example.Notes.Watch"])
+        guard case .array(let kinds)? = schemas?["stream.io.example.Notes.Watch"]?["oneOf"] else { Issue.record("no event schema"); return }
+        let reply = kinds.first
+        #expect(reply?["properties"]?["event"] == ["const": "reply"] && reply?["properties"]?["data"]?["properties"]?["note"] == ["$ref": "#/components/schemas/io.example.Notes.Note"])
         await f.server.stop()
     }
 

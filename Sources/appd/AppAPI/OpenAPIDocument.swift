@@ -27,6 +27,19 @@ struct OpenAPIDocument {
             }
             for method in methods {
                 paths["/v1/\(name)/\(method.name)"] = ["post": operation(method, in: interface)]
+                if api.dispatcher.bus.methodInfo("\(name).\(method.name)")?.streaming == true {
+                    schemas[Self.eventSchemaName("\(name).\(method.name)")] = eventSchema(structure(method.output, in: name))
+                }
+            }
+        }
+        for interfaceName in api.dispatcher.interfaceNames {
+            guard let interface = api.dispatcher.interface(interfaceName) else { continue }
+            for error in interface.errors {
+                let full = "\(interfaceName).\(error.name)"
+                schemas[OpenAPIErrors.schemaName(full)] = [
+                    "type": "object", "required": ["error", "parameters"], "description": .string(error.doc),
+                    "properties": ["error": ["const": .string(full)], "parameters": parameters(error.fields, in: interfaceName)],
+                ]
             }
         }
         paths["/healthz"] = ["get": plain("health", "Alive: the process answers.", json: ["type": "object", "properties": ["status": ["type": "string"]]])]
@@ -73,7 +86,13 @@ struct OpenAPIDocument {
         var responses: [String: JSONValue] = [:]
         var content: [String: JSONValue] = [:]
         if !streaming || info?.answersPlainCalls == true { content["application/json"] = ["schema": reply] }
-        if streaming { content["text/event-stream"] = ["schema": ["type": "string"], "x-appd-event": reply] }
+        if streaming {
+            // OpenAPI 3.1 has no schema for the events of a stream (3.2's itemSchema): the
+            // extension names a typed schema of them, one per method.
+            content["text/event-stream"] = [
+                "schema": ["type": "string"], "x-appd-event-schema": ["$ref": .string("#/components/schemas/\(Self.eventSchemaName(full))")],
+            ]
+        }
         responses["200"] = [
             "description": .string(
                 streaming
@@ -81,23 +100,26 @@ struct OpenAPIDocument {
                     : "The reply"),
             "content": .object(content),
         ]
-        let errorNames = interface.errors.map { "\(interface.name).\($0.name)" }
-        var statuses: Set<Int> = [400, 404, 500, 503, 504]
-        if needsSession || !(info?.requirements.isEmpty ?? true) { statuses.formUnion([401, 403]) }
-        if streaming && info?.answersPlainCalls != true { statuses.insert(406) }
-        if api.options.rateLimitedMethods.contains(full) { statuses.insert(429) }
         let idempotent = info?.requirements.contains(.idempotent) == true
         let conditional = method.input.contains { $0.name == "expectedVersion" }
-        // What a keyed call can add (io.appd.Bus errors), and a conditional one's 412.
-        let keyErrors = idempotent ? ["io.appd.Bus.IdempotencyKeyInUse", "io.appd.Bus.IdempotencyKeyReused", "io.appd.Bus.IdempotencyOutcomeUnknown"] : []
-        var reasons: [Int: [String]] = [:]
-        for name in errorNames + keyErrors { reasons[APIErrorStatus.status(for: name), default: []].append(name) }
-        if conditional { reasons[412] = errorNames.filter { $0.hasSuffix(".Conflict") }.map { $0 + " (with If-Match)" } }
-        statuses.formUnion(reasons.keys)
+        let errors = OpenAPIErrors(dispatcher: api.dispatcher)
+        var statuses: Set<Int> = [400, 404, 500, 503, 504]
+        if streaming && info?.answersPlainCalls != true { statuses.insert(406) }
+        if api.options.rateLimitedMethods.contains(full) { statuses.insert(429) }
+        var raised: [Int: [String]] = [:]
+        for name in errors.errors(of: full, in: interface, requirements: info?.requirements ?? [], idempotent: idempotent) {
+            raised[APIErrorStatus.status(for: name), default: []].append(name)
+        }
+        if conditional, let conflict = interface.errors.first(where: { $0.name == "Conflict" }) { raised[412] = ["\(interface.name).\(conflict.name)"] }
+        statuses.formUnion(raised.keys)
         for status in statuses.sorted() {
-            let raised = reasons[status] ?? []
-            let description = raised.isEmpty ? (HTTPResponse.reasons[status] ?? "Error") : raised.joined(separator: ", ")
-            responses[String(status)] = ["description": .string(description), "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
+            let names = raised[status] ?? []
+            let description = names.isEmpty ? (HTTPResponse.reasons[status] ?? "Error") : names.joined(separator: ", ")
+            // Each declared error with its typed parameters; the generic shape for what the API
+            // itself answers (a route not found, a body too large).
+            let schemas = names.map { JSONValue.object(["$ref": .string("#/components/schemas/" + OpenAPIErrors.schemaName($0))]) }
+                + [["$ref": "#/components/schemas/Error"]]
+            responses[String(status)] = ["description": .string(description), "content": ["application/json": ["schema": ["anyOf": .array(schemas)]]]]
         }
         var operation: [String: JSONValue] = [
             "operationId": .string(interface.name.replacing(".", with: "_") + "_" + method.name),
@@ -138,6 +160,26 @@ struct OpenAPIDocument {
     }
 
     static func schemaName(_ interface: String, _ type: String) -> String { "\(interface).\(type)" }
+
+    static func eventSchemaName(_ method: String) -> String { "stream." + method }
+
+    /// One server-sent event of a stream: a reply (`event: reply`, the reply as JSON in
+    /// `data`) or its error (`event: error`).
+    private func eventSchema(_ reply: JSONValue) -> JSONValue {
+        [
+            "oneOf": [
+                ["type": "object", "required": ["event", "data"], "properties": ["event": ["const": "reply"], "data": reply]],
+                ["type": "object", "required": ["event", "data"], "properties": ["event": ["const": "error"], "data": ["$ref": "#/components/schemas/Error"]]],
+            ]
+        ]
+    }
+
+    /// An error's parameters: its IDL fields (more may come: not closed).
+    private func parameters(_ fields: [VarlinkField], in interface: String) -> JSONValue {
+        guard case .object(var object) = structure(fields, in: interface) else { return ["type": "object"] }
+        object["additionalProperties"] = nil
+        return .object(object)
+    }
 
     private func structure(_ fields: [VarlinkField], in interface: String) -> JSONValue {
         var properties: [String: JSONValue] = [:]

@@ -80,12 +80,16 @@ let package = Package(
 
         // External plugins: supervised processes, each confined in its sandbox, on a socket of its own.
         .target(name: "ExternalPlugins", dependencies: ["Bus", "CSystem", "PluginKit"], path: "Sources/appd/ExternalPlugins", swiftSettings: strict),
+        // Online backups of a SQLite appd, their verification, scheduling and restore.
+        .target(name: "Backups", dependencies: ["BusCore", "Runtime", "Storage", "Crypto"], path: "Sources/appd/Backups", swiftSettings: strict),
         // The HTTP API apps use: routes from the served IDLs, OpenAPI, SSE, conditional requests.
         .target(name: "AppAPI", dependencies: ["Bus", "HTTP"], path: "Sources/appd/AppAPI", swiftSettings: strict),
         // The composition root: configuration, start-up in named steps, io.appd.Daemon.
         .executableTarget(
             name: "appd",
-            dependencies: ["Bus", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating"],
+            dependencies: [
+                "Bus", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating",
+            ],
             path: "Sources/appd/Main", swiftSettings: strict),
 
         // MARK: Sources/appctl — the CLI (a client: the core, the varlink client, the contracts)

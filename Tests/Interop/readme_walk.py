@@ -45,6 +45,8 @@ WALK = [
     ("ms=$(date +%s)000", "run"),
     ("# one appd per socket", "run"),
     ("# 1. A write that is safe to retry", "run"),
+    ("appctl backup create", "run"),
+    ("appd restore /var/lib/appd/backups/", "skip: a placeholder path; Tests/Interop/backups.py restores real backups"),
     ("python3 contrib/clients/offline_todos.py", "run"),
     ("swift build -c release --product appd", "skip: installs a system service"),
     ("APPD_DATABASE='postgres://", "skip: needs a PostgreSQL server of the reader's"),

@@ -1,4 +1,7 @@
 import BusCore
+#if canImport(Glibc)
+import Glibc
+#endif
 import COpenSSL
 
 /// SHA-256, HMAC-SHA256, constant-time comparison and the system CSPRNG, from OpenSSL libcrypto.
@@ -43,4 +46,31 @@ public enum Digest {
 public struct CryptoError: Error, Equatable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+extension Digest {
+    /// SHA-256 of a file's contents, read 1 MiB at a time (a database file does not have to fit
+    /// in memory), as lowercase hex; throws with the path and errno when it cannot be read.
+    public static func sha256Hex(ofFile path: String) throws(CryptoError) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CryptoError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError("cannot make a digest context") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { throw CryptoError("SHA-256 is not available") }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CryptoError("cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            _ = buffer.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, n) }
+        }
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &out, &length) == 1 else { throw CryptoError("SHA-256 failed") }
+        return out.prefix(Int(length)).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
 }

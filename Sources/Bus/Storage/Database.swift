@@ -138,4 +138,13 @@ public protocol Database: Sendable {
     func read<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T
     /// Finishes queued work and closes the database.
     func close() async
+    /// Writes a consistent copy of the whole database into the new file `path` while it keeps
+    /// serving (writes go on; the copy is the state of one moment).
+    func backup(into path: String) async throws
+}
+
+extension Database {
+    public func backup(into path: String) async throws {
+        throw StorageError(kind: .other, message: "this database cannot be backed up by appd")
+    }
 }

@@ -102,19 +102,5 @@ public enum PluginDirectoryScanner {
         return names.sorted()
     }
 
-    static func readFile(_ path: String, limit: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            out += chunk[0..<n]
-            if out.count > limit { return nil }
-        }
-        return out
-    }
+    static func readFile(_ path: String, limit: Int) -> [UInt8]? { FileSystem.readFile(path, limit: limit) }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Auth
+import Backups
 import Bus
 import Chat
 import Payments
@@ -67,7 +68,8 @@ extension Appd {
             log: eventLog, limits: .init(maxAge: config.eventRetentionDays.map { .seconds(Int64($0) * 86_400) }, maxCount: config.eventRetentionCount))
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
         let keys = IdempotencyGate.retention(database, keep: .seconds(Int64(config.idempotencyKeyHours) * 3600), logger: logger)
-        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload]
+        let backups = try backupService(config, database: database, dispatcher: dispatcher)
+        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload, backups]
         if let http { services.append(http) }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
@@ -84,6 +86,12 @@ extension Appd {
                         dataDirectory: config.dataDirectory, socket: config.socket, configFile: configFile,
                         pluginDirectories: config.resolvedPluginDirectories,
                         database: config.database.map(PostgresURL.redacted) ?? config.dataDirectory + "/appd.db"),
+                    backups: {
+                        let outcome = backups.outcome
+                        return .init(
+                            directory: config.resolvedBackupDirectory, scheduleSeconds: config.backupScheduleSeconds, last: outcome.last, lastAt: outcome.lastAt,
+                            lastError: outcome.lastError, failures: outcome.failures)
+                    },
                     isAdmin: { adminGate.isPrivileged($0) }))
         } catch {
             throw StartFailure("cannot set up io.appd.Daemon: \(error)")
@@ -231,6 +239,21 @@ extension Appd {
         await host.startAll()
         await teardown.push("plugins") { await host.stopAll() }
         return await host.servedInterfaces()
+    }
+
+    /// 9b. Backups (io.appd.Backup): made by hand or on a schedule, of the SQLite database and
+    ///     the external plugins' data.
+    static func backupService(_ config: AppdConfig, database: any Database, dispatcher: VarlinkDispatcher) throws -> BackupService {
+        let backups = Backups(directory: config.resolvedBackupDirectory, dataDirectory: config.dataDirectory, database: database)
+        let service = BackupService(
+            backups: backups, interval: config.backupScheduleSeconds > 0 ? .seconds(config.backupScheduleSeconds) : nil, keep: config.backupKeep,
+            logger: Logger(label: "appd.backup"))
+        do {
+            try BackupInterface.install(on: dispatcher, service: service, backups: backups)
+        } catch {
+            throw StartFailure("cannot set up io.appd.Backup: \(error)")
+        }
+        return service
     }
 
     /// 8. The server on the socket claimed in step 3, made before the external plugins (each

@@ -11,9 +11,19 @@ enum Appd {
         // Every file appd creates (database, WAL, plugin folders) is its own alone; the socket's
         // mode is set explicitly.
         umask(0o077)
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var restoring: String?
+        if arguments.first == "restore" {
+            guard arguments.count >= 2, !arguments[1].hasPrefix("-") else {
+                printError("Error: restore needs the backup's folder\n\(AppdOptions.usage)")
+                exit(64)
+            }
+            restoring = arguments[1]
+            arguments.removeFirst(2)
+        }
         let options: AppdOptions
         do {
-            options = try AppdOptions.parse(Array(CommandLine.arguments.dropFirst()))
+            options = try AppdOptions.parse(arguments)
         } catch {
             printError("Error: \(error)\n\(AppdOptions.usage)\n  See 'appd --help' for more information.")
             exit(64)
@@ -28,6 +38,7 @@ enum Appd {
             printError("Error: \(error)")
             exit(78)  // EX_CONFIG: never a half-started daemon
         }
+        if let restoring { exit(restore(restoring, config: config)) }
         if options.printConfig {
             // The resolved paths too: where the database, plugins, socket and file really are.
             var printed = config.json

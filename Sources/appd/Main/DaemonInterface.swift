@@ -61,8 +61,14 @@ enum DaemonInterface {
           bus: BusCounters,
           eventLog: EventLogStatus,
           # Where the daemon keeps things (shown to admins only).
-          paths: ?Paths
+          paths: ?Paths,
+          # Backups: the last one made and the last failure (shown to admins only).
+          backups: ?BackupStatus
         )
+
+        # Backups (io.appd.Backup): where they go, how often, the newest made, the last
+        # failure while it is the newest attempt, failures so far.
+        type BackupStatus (directory: string, scheduleSeconds: int, last: ?string, lastAt: ?string, lastError: ?string, failures: int)
 
         # The resolved locations: data directory, socket, configuration file, the directories
         # external plugins are looked for in, and the database (the SQLite file, or the
@@ -188,6 +194,16 @@ enum DaemonInterface {
         var bus: EventBus.Counters
         var eventLog: EventLogStatus
         var paths: Paths?
+        var backups: BackupStatus?
+    }
+
+    struct BackupStatus: Codable, Sendable {
+        var directory: String
+        var scheduleSeconds: Int
+        var last: String?
+        var lastAt: String?
+        var lastError: String?
+        var failures: Int
     }
 
     struct Paths: Codable, Sendable {
@@ -218,6 +234,7 @@ enum DaemonInterface {
         let shutdown: @Sendable () async -> Void
         let external: ExternalPluginHost
         let paths: Paths
+        let backups: @Sendable () -> BackupStatus
         let isAdmin: @Sendable (Caller) -> Bool
     }
 
@@ -234,7 +251,7 @@ enum DaemonInterface {
                 connections: context.connections(), plugins: await context.plugins(), bus: bus.counters,
                 eventLog: EventLogStatus(
                     lastSeq: lag.last, consumers: lag.consumers.map { Consumer(name: $0.name, position: $0.position, lag: $0.lag) }),
-                paths: context.isAdmin(envelope.caller) ? context.paths : nil)
+                paths: context.isAdmin(envelope.caller) ? context.paths : nil, backups: context.isAdmin(envelope.caller) ? context.backups() : nil)
         }
         try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
         let external = context.external

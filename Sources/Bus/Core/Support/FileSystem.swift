@@ -4,6 +4,23 @@ import Glibc
 
 /// Small file-system helpers shared by the daemon and appctl.
 public enum FileSystem {
+    /// A file's bytes, or nil when it cannot be read or is over `limit` bytes.
+    public static func readFile(_ path: String, limit: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            out += chunk[0..<n]
+            if out.count > limit { return nil }
+        }
+        return out
+    }
+
     /// Creates `path` and any missing parents with `mode` (existing ones are left as they are),
     /// like `mkdir -p`. Throws the failing directory and errno.
     public static func makeDirectories(_ path: String, mode: mode_t) throws(SocketError) {

@@ -87,6 +87,13 @@ public final class PostgresDatabase: Database {
 
     private static let opener = BlockingPool(name: "appd-pg-open", threads: 4, queueLimit: 1024)
 
+    /// Not appd's to do: the server's own tools copy a PostgreSQL database consistently.
+    public func backup(into path: String) async throws {
+        throw StorageError(
+            kind: .other,
+            message: "appd backs up SQLite only: back up a PostgreSQL database with the server's own tools (pg_dump, or pg_basebackup with WAL archiving for point-in-time recovery)")
+    }
+
     public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
         try await leases.holding(name, body)
     }

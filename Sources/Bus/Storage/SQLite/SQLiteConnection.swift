@@ -7,9 +7,9 @@ final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     private var columnNames: [String: [String]] = [:]
 
-    init(path: String, busyTimeoutMilliseconds: Int32) throws(StorageError) {
+    init(path: String, busyTimeoutMilliseconds: Int32, readOnly: Bool = false) throws(StorageError) {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"

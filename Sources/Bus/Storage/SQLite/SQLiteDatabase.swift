@@ -60,6 +60,18 @@ public final class SQLiteDatabase: Database {
     /// same data directory stops before opening it).
     public var sharedAcrossInstances: Bool { false }
 
+    /// `VACUUM INTO` on a connection of its own, on a thread of its own: a read transaction, so
+    /// the writer and the reader go on (WAL) and the copy is one commit's state, compacted.
+    public func backup(into target: String) async throws {
+        let (path, timeout) = (self.path, options.busyTimeoutMilliseconds)
+        try await Self.backups.run {
+            let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
+            _ = try connection.run("VACUUM INTO ?", [.text(target)])
+        }
+    }
+
+    private static let backups = BlockingPool(name: "appd-db-backup", threads: 1, queueLimit: 8)
+
     /// One instance: the lease is always this one's.
     public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
         try await body()

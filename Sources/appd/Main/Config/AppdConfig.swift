@@ -34,6 +34,10 @@ struct AppdConfig: Sendable {
     var todosPerUser = 10_000
     /// Hours a keyed write's outcome is kept for retries; days a deletion is kept for change feeds.
     var idempotencyKeyHours = 24
+    /// Backups: where (nil: <data dir>/backups), how often (0: not scheduled), how many kept.
+    var backupDirectory: String?
+    var backupScheduleSeconds = 0
+    var backupKeep = 7
     var tombstoneDays = 90
     /// Event log retention: events older than this many days are pruned (null keeps them; a
     /// log kept forever grows with every write and every user's replay reads more of it).
@@ -232,6 +236,9 @@ struct AppdConfig: Sendable {
             "accountCallBurst": .int(Int64(accountCallBurst)),
             "todosPerUser": .int(Int64(todosPerUser)),
             "idempotencyKeyHours": .int(Int64(idempotencyKeyHours)),
+            "backupDirectory": .string(resolvedBackupDirectory),
+            "backupScheduleSeconds": .int(Int64(backupScheduleSeconds)),
+            "backupKeep": .int(Int64(backupKeep)),
             "tombstoneDays": .int(Int64(tombstoneDays)),
             "chatConversationsPerUser": .int(Int64(chat.maxConversationsPerUser)),
             "subscribeMaxTopics": .int(Int64(subscribe.maxTopics)),
@@ -270,4 +277,9 @@ struct AppdConfig: Sendable {
             "ratingMaxPromptsPerYear": .int(Int64(rating.maxPromptsPerYear)),
         ]
     }
+}
+
+extension AppdConfig {
+    /// Where backups go: `backupDirectory`, or `<data dir>/backups`.
+    var resolvedBackupDirectory: String { backupDirectory ?? dataDirectory + "/backups" }
 }

@@ -13,7 +13,10 @@ struct AppdOptions {
         let description: String
     }
 
-    static let usage = "USAGE: appd [--config <file>] [--print-config] [--socket <path>] [--data-dir <path>] [<options>]"
+    static let usage = """
+        USAGE: appd [--config <file>] [--print-config] [--socket <path>] [--data-dir <path>] [<options>]
+               appd restore <backup> [--config <file>] [--data-dir <path>] [--socket <path>]
+        """
 
     static var help: String {
         var text = """
@@ -37,6 +40,12 @@ struct AppdOptions {
 
               --version                     Show the version.
               -h, --help                    Show help information.
+
+            restore <backup> puts a backup (appctl backup create) in place of the data directory's
+            database and external plugins' data while appd is stopped: the backup is verified
+            first, one made by a newer appd is refused, and the current data is moved aside into
+            pre-restore-<time> in the data directory. Exit 0 restored, 65 not a backup that may
+            be restored, 69 appd is running there.
 
             Precedence: built-in defaults < config file < APPD_* environment < flags. An invalid
             setting names the key and exits 78. appd runs in the foreground until SIGINT or

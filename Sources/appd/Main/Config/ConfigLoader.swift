@@ -102,16 +102,7 @@ enum ConfigLoader {
     }
 
     static func readFile(_ path: String) -> String? {
-        guard let file = fopen(path, "re") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, file)
-            if n > 0 { bytes += chunk[0..<n] }
-            if n < chunk.count { break }
-            if bytes.count > 1 << 20 { return nil }  // a config file is small; refuse a huge one
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        // A config file is small; a huge one is refused.
+        FileSystem.readFile(path, limit: 1 << 20).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -1,0 +1,37 @@
+import BusCore
+
+/// What a backup holds, written last as `manifest.json`: the appd that made it, the schema
+/// versions and the event log's last sequence in its database, when it was made, and each
+/// file with its size and SHA-256.
+public struct BackupManifest: Codable, Sendable, Equatable {
+    public struct File: Codable, Sendable, Equatable {
+        /// Relative to the backup's folder.
+        public var path: String
+        public var bytes: Int64
+        public var sha256: String
+    }
+
+    /// The layout's version (1).
+    public var format = 1
+    public var appdVersion: String
+    public var createdAt: String
+    public var lastSequence: Int64
+    /// Each plugin's schema version in the backed-up database.
+    public var schemaVersions: [String: Int64]
+    public var files: [File]
+
+    public static let fileName = "manifest.json"
+    /// The database inside a backup.
+    public static let databaseFile = "appd.db"
+    /// External plugins' data folders inside a backup.
+    public static let pluginDataFolder = "plugin-data"
+}
+
+/// A backup cannot be made, or is not one that may be restored; says what is wrong.
+public struct BackupProblem: Error, Equatable, CustomStringConvertible, WireError {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+
+    public var wireName: String { "io.appd.Backup.BackupFailed" }
+    public var wireParameters: [String: JSONValue] { ["reason": .string(description)] }
+}

@@ -1,0 +1,41 @@
+import BusCore
+import Storage
+
+/// Checks a backup before anyone relies on it: its manifest, every file's size and SHA-256,
+/// nothing missing or extra, the database's integrity, and that what the manifest says of the
+/// database (schema versions, last sequence) is what the database holds.
+public enum BackupVerifier {
+    public static func verify(_ path: String) throws(BackupProblem) -> BackupManifest {
+        let manifestPath = path + "/" + BackupManifest.fileName
+        guard BackupFiles.exists(manifestPath) else {
+            throw BackupProblem("\(path) is not a complete backup: it has no \(BackupManifest.fileName) (a backup interrupted before it finished has none)")
+        }
+        let manifest: BackupManifest
+        do {
+            guard let bytes = FileSystem.readFile(manifestPath, limit: 16 << 20) else { throw BackupProblem("cannot read it") }
+            manifest = try JSONParser.parse(bytes).decode(as: BackupManifest.self)
+        } catch {
+            throw BackupProblem("\(manifestPath) is not a backup manifest: \(error)")
+        }
+        guard manifest.format == 1 else { throw BackupProblem("\(path) has format \(manifest.format); this appd reads format 1") }
+        let present = Set(BackupFiles.files(under: path)).subtracting([BackupManifest.fileName])
+        let listed = Set(manifest.files.map(\.path))
+        if let extra = present.subtracting(listed).sorted().first { throw BackupProblem("\(path)/\(extra) is not in the manifest") }
+        if let missing = listed.subtracting(present).sorted().first { throw BackupProblem("\(path)/\(missing) is missing") }
+        guard listed.contains(BackupManifest.databaseFile) else { throw BackupProblem("\(path) has no \(BackupManifest.databaseFile)") }
+        for file in manifest.files {
+            let full = path + "/" + file.path
+            guard BackupFiles.size(full) == file.bytes else { throw BackupProblem("\(full) has \(BackupFiles.size(full)) bytes; the manifest says \(file.bytes)") }
+            guard try BackupFiles.sha256(full) == file.sha256 else { throw BackupProblem("\(full) does not match its SHA-256 in the manifest") }
+        }
+        let inspection: SQLiteFileInspection
+        do { inspection = try SQLiteFileInspection.inspect(path + "/" + BackupManifest.databaseFile) } catch {
+            throw BackupProblem("the backup's database cannot be read: \(error)")
+        }
+        guard inspection.integrity == "ok" else { throw BackupProblem("the backup's database fails its integrity check: \(inspection.integrity)") }
+        guard inspection.schemaVersions == manifest.schemaVersions, inspection.lastSequence == manifest.lastSequence else {
+            throw BackupProblem("the backup's database does not hold what its manifest says (schema versions or last sequence)")
+        }
+        return manifest
+    }
+}

@@ -46,6 +46,7 @@ WALK = [
     ("# one appd per socket", "run"),
     ("# 1. A write that is safe to retry", "run"),
     ("appctl backup create", "run"),
+    ("appctl export mine", "run"),
     ("appd restore /var/lib/appd/backups/", "skip: a placeholder path; Tests/Interop/backups.py restores real backups"),
     ("python3 contrib/clients/offline_todos.py", "run"),
     ("swift build -c release --product appd", "skip: installs a system service"),

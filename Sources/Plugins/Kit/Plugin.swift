@@ -70,6 +70,10 @@ public protocol Plugin: Sendable {
     func stop(_ context: PluginContext) async
     /// Paths it serves on the app-facing HTTP server while it runs (webhooks).
     func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute]
+    /// Everything it holds about `user`, for the user's data export (GDPR articles 15 and 20):
+    /// its rows of that user as JSON, never a secret (no token, digest or password hash) and
+    /// nothing of another user; nil when it holds nothing.
+    func exportUserData(_ user: String, _ context: PluginContext) async throws -> JSONValue?
 }
 
 extension Plugin {
@@ -78,6 +82,33 @@ extension Plugin {
     public func services(_ context: PluginContext) -> [any Service] { [] }
     public func stop(_ context: PluginContext) async {}
     public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] { [] }
+    public func exportUserData(_ user: String, _ context: PluginContext) async throws -> JSONValue? { nil }
+}
+
+/// A plugin's rows of one user, by table: the queries of an export, run in one read.
+public struct UserDataQuery: Sendable {
+    public let name: String
+    public let sql: String
+    public var omitting: Set<String> = []
+    public var times: Set<String> = []
+
+    public init(_ name: String, _ sql: String, omitting: Set<String> = [], times: Set<String> = []) {
+        self.name = name
+        self.sql = sql
+        self.omitting = omitting
+        self.times = times
+    }
+
+    /// Runs each query with the user id as its one parameter; `{name: [rows]}`.
+    public static func run(_ queries: [UserDataQuery], user: String, in database: any Database) async throws -> JSONValue {
+        try await database.read { tx in
+            var object: [String: JSONValue] = [:]
+            for query in queries {
+                object[query.name] = .array(try tx.query(query.sql, [.text(user)]).map { $0.exportJSON(omitting: query.omitting, times: query.times) })
+            }
+            return .object(object)
+        }
+    }
 }
 
 /// A plugin's lifecycle state, as `appctl plugins` shows it.

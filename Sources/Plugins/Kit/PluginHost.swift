@@ -89,6 +89,16 @@ public actor PluginHost: Service {
         }
     }
 
+    /// What the running plugins hold about `user`, by plugin name (those holding nothing are left out).
+    public func exportUserData(_ user: String) async throws -> [String: JSONValue] {
+        var export: [String: JSONValue] = [:]
+        for name in order {
+            guard let entry = entries[name], entry.supervision.state == .running || entry.supervision.state == .degraded else { continue }
+            if let data = try await entry.plugin.exportUserData(user, pluginContext(name)) { export[name] = data }
+        }
+        return export
+    }
+
     /// Every plugin's state, in start order.
     public func statuses() -> [PluginStatus] {
         let names = order + entries.keys.filter { !order.contains($0) }.sorted()

@@ -45,7 +45,7 @@ extension Appd {
                 // External plugins' methods only when their manifest marks them; built-in ones always.
                 if let marked = external.httpExposed(method) { return marked }
                 guard let (interface, _) = method.methodNameParts else { return false }
-                return interface == "io.appd.Bus" || builtIn.contains(String(interface))
+                return interface == "io.appd.Bus" || interface == "io.appd.Export" || builtIn.contains(String(interface))
             },
             readiness: {
                 var checks: [(check: String, ok: Bool, detail: String)] = []

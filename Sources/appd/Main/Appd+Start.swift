@@ -69,6 +69,11 @@ extension Appd {
         let reload = ReloadService(options: options, running: config, retention: retention, logger: logger)
         let keys = IdempotencyGate.retention(database, keep: .seconds(Int64(config.idempotencyKeyHours) * 3600), logger: logger)
         let backups = try backupService(config, database: database, dispatcher: dispatcher)
+        do {
+            try ExportInterface.install(on: dispatcher, host: host, eventLog: eventLog)
+        } catch {
+            throw StartFailure("cannot set up io.appd.Export: \(error)")
+        }
         var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload, backups]
         if let http { services.append(http) }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }

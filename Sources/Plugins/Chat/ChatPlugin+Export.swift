@@ -1,0 +1,15 @@
+import Bus
+import PluginKit
+
+extension ChatPlugin {
+    /// The user's conversations and every message in them (theirs and the assistant's replies).
+    public func exportUserData(_ user: String, _ context: PluginContext) async throws -> JSONValue? {
+        try await UserDataQuery.run(
+            [
+                UserDataQuery("conversations", "SELECT id, title, created_at, updated_at, version FROM chat_conversations WHERE owner = ? ORDER BY seq"),
+                UserDataQuery(
+                    "messages",
+                    "SELECT id, conversation_id, role, text, status, error, prompt_tokens, completion_tokens, feedback, created_at FROM chat_messages WHERE owner = ? ORDER BY seq"),
+            ], user: user, in: context.database)
+    }
+}

@@ -1,0 +1,24 @@
+import Bus
+import PluginKit
+
+extension PaymentsPlugin {
+    /// Entitlements, their history, admin grants, meters, and the provider events about the
+    /// user (id, type, time: not the body, which a TRANSFER shares with other accounts).
+    public func exportUserData(_ user: String, _ context: PluginContext) async throws -> JSONValue? {
+        try await UserDataQuery.run(
+            [
+                UserDataQuery(
+                    "entitlements", "SELECT entitlement, source, active, product, expires_at, will_renew, last_event_time, updated_at FROM payments_entitlements WHERE user_id = ?",
+                    times: ["last_event_time"]),
+                UserDataQuery("history", "SELECT entitlement, change, source, product, reference, at FROM payments_history WHERE user_id = ? ORDER BY seq"),
+                UserDataQuery("grants", "SELECT entitlement, action, expires_at, reason, actor, at FROM payments_grants WHERE user_id = ? ORDER BY seq"),
+                UserDataQuery("meters", "SELECT meter, period_start, used FROM payments_meters WHERE user_id = ?", times: ["period_start"]),
+                UserDataQuery(
+                    "providerEvents",
+                    """
+                    SELECT e.provider, e.event_id, e.type, e.event_time, e.received_at, u.role FROM payments_event_users u
+                    JOIN payments_events e ON e.provider = u.provider AND e.event_id = u.event_id WHERE u.user_id = ? ORDER BY e.event_time
+                    """, times: ["event_time"]),
+            ], user: user, in: context.database)
+    }
+}

@@ -7,13 +7,12 @@ import Crypto
 /// The file operations a backup needs, each with a clear error: copying a tree, listing files,
 /// fsync, hashing.
 enum BackupFiles {
-    /// Every regular file under `root`, as paths relative to it (sorted); symlinks and other
-    /// kinds are skipped (a plugin's data folder holds files).
-    static func files(under root: String) -> [String] {
-        var found: [String] = []
+    /// Every entry under `root`, depth first, as paths relative to it: regular files, and
+    /// directories after what they hold; symlinks and other kinds as `.other` (never followed).
+    static func entries(under root: String) -> [(path: String, kind: Kind)] {
+        var found: [(path: String, kind: Kind)] = []
         func walk(_ relative: String) {
-            let path = relative.isEmpty ? root : root + "/" + relative
-            guard let directory = opendir(path) else { return }
+            guard let directory = opendir(relative.isEmpty ? root : root + "/" + relative) else { return }
             defer { closedir(directory) }
             while let entry = readdir(directory) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
@@ -22,14 +21,24 @@ enum BackupFiles {
                 var info = stat()
                 guard lstat(root + "/" + child, &info) == 0 else { continue }
                 switch info.st_mode & S_IFMT {
-                case S_IFDIR: walk(child)
-                case S_IFREG: found.append(child)
-                default: continue
+                case S_IFDIR:
+                    walk(child)
+                    found.append((child, .directory))
+                case S_IFREG: found.append((child, .file))
+                default: found.append((child, .other))
                 }
             }
         }
         walk("")
-        return found.sorted()
+        return found
+    }
+
+    enum Kind { case file, directory, other }
+
+    /// Every regular file under `root`, as paths relative to it (sorted): what a backup copies
+    /// of a plugin's data folder (symlinks are not followed).
+    static func files(under root: String) -> [String] {
+        entries(under: root).filter { $0.kind == .file }.map(\.path).sorted()
     }
 
     static func size(_ path: String) -> Int64 {
@@ -83,26 +92,12 @@ enum BackupFiles {
         do { return try Digest.sha256Hex(ofFile: path) } catch { throw BackupProblem(error.description) }
     }
 
-    /// Removes a tree (a pruned backup, an abandoned partial one).
+    /// Removes a tree (a pruned backup, an abandoned partial one): what it holds, deepest first, then itself.
     static func remove(_ path: String) {
-        for file in files(under: path) { unlink(path + "/" + file) }
-        var directories: [String] = []
-        func collect(_ relative: String) {
-            let full = relative.isEmpty ? path : path + "/" + relative
-            guard let directory = opendir(full) else { return }
-            defer { closedir(directory) }
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                guard name != ".", name != ".." else { continue }
-                let child = relative.isEmpty ? name : relative + "/" + name
-                var info = stat()
-                if lstat(path + "/" + child, &info) == 0 {
-                    if info.st_mode & S_IFMT == S_IFDIR { collect(child); directories.append(child) } else { unlink(path + "/" + child) }
-                }
-            }
+        for entry in entries(under: path) {
+            let full = path + "/" + entry.path
+            if entry.kind == .directory { rmdir(full) } else { unlink(full) }
         }
-        collect("")
-        for directory in directories.sorted(by: { $0.count > $1.count }) { rmdir(path + "/" + directory) }
         rmdir(path)
     }
 

@@ -88,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "appd",
             dependencies: [
-                "Bus", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating",
+                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating",
             ],
             path: "Sources/appd/Main", swiftSettings: strict),
 
@@ -106,7 +106,7 @@ let package = Package(
 
         // The fuzzers (Tests/Fuzz/run builds them with -sanitize=fuzzer): targets, driver shim, executable.
         .target(
-            name: "FuzzTargets", dependencies: ["Bus", "AppctlKit", "Chat", "Crypto", "HTTP", "AppAPI", "Payments"], path: "Tests/Fuzz/Targets",
+            name: "FuzzTargets", dependencies: ["Bus", "Contracts", "AppctlKit", "Chat", "Crypto", "HTTP", "AppAPI", "Payments"], path: "Tests/Fuzz/Targets",
             swiftSettings: strict),
         .target(name: "CFuzz", path: "Tests/Fuzz/CFuzz"),
         .executableTarget(name: "appd-fuzz", dependencies: ["FuzzTargets", "CFuzz"], path: "Tests/Fuzz/Main", swiftSettings: strict),
@@ -115,13 +115,13 @@ let package = Package(
         // The varlink certification both ways against the reference implementation (CI runs it).
         .executableTarget(name: "varlink-certification", dependencies: ["Bus"], path: "Tests/Certification", swiftSettings: strict),
         // What the plugin test targets share: one harness, a test clock, waiting on conditions.
-        .target(name: "TestSupport", dependencies: ["Bus", "Storage", "EventDelivery", "PluginKit", "Crypto", "Auth"], path: "Tests/Support", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "Crypto", "Auth"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "BusTests", dependencies: ["TestSupport", "Bus", "BusCore", "Runtime", "Varlink", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
         .testTarget(
             name: "PluginKitTests", dependencies: ["TestSupport", "Contracts", "PluginKit", "PluginSDK", "Storage", "EventDelivery", "Bus"], path: "Tests/PluginKitTests",
             swiftSettings: strict),
         .testTarget(
-            name: "ExternalPluginsTests", dependencies: ["TestSupport", "ExternalPlugins", "PluginKit", "Bus"], path: "Tests/ExternalPluginsTests",
+            name: "ExternalPluginsTests", dependencies: ["TestSupport", "Contracts", "ExternalPlugins", "PluginKit", "Bus"], path: "Tests/ExternalPluginsTests",
             swiftSettings: strict),
         .testTarget(name: "AuthTests", dependencies: ["TestSupport", "Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
         .testTarget(name: "TodosTests", dependencies: ["TestSupport", "Contracts", "Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
@@ -134,8 +134,10 @@ let package = Package(
         .testTarget(
             name: "RatingTests", dependencies: ["TestSupport", "Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
             path: "Tests/RatingTests", swiftSettings: strict),
+        // Each contract's Swift types against its IDL text, and the rendering of its errors.
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "BusCore"], path: "Tests/ContractsTests", swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
-        .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP", "AppAPI", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
+        .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "Contracts", "HTTP", "AppAPI", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "EventDelivery", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).

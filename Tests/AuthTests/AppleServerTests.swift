@@ -186,7 +186,7 @@ extension PluginHarness {
         #expect(again.status == 200 && (try? JSONParser.parse(again.body))?["duplicate"] == .bool(true), "a redelivery acts once")
         #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_identities") == 0)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_token_revocations") == 1)
-        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: viaApple.session.accessToken)) }
+        await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: viaApple.session.accessToken)) }
         _ = try await h.bus.send(AuthInterface.WhoAmI(), as: passwordCaller)  // the password session lives on
         #expect(try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.identityUnlinked" }.count == 1)
     }

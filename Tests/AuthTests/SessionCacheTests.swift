@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Testing
 import TestSupport
@@ -18,7 +19,7 @@ import TestSupport
         #expect(h.plugin.sessions.count == 0)
         // Another instance signs the session out, straight in the database.
         try await h.database.write { tx in try tx.execute("UPDATE auth_sessions SET revoked_at = 1") }
-        await expectAuthError(.unauthenticated) { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+        await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
     }
 
     @Test(.enabled(if: TestDatabase.engine == .sqlite, "the cache is used only when one instance owns the database"))
@@ -32,7 +33,7 @@ import TestSupport
         // The session gate resolves the caller from the cache even with the database closed
         // (the onboarding gate then refuses on the cached account: not onboarded yet).
         await h.database.close()
-        await expectAuthError(.onboardingRequired) { _ = try await h.bus.send(OnboardedOnly(), as: caller) }
+        await expectAuthError("OnboardingRequired") { _ = try await h.bus.send(OnboardedOnly(), as: caller) }
     }
 
     @Test(.enabled(if: TestDatabase.engine == .sqlite, "the cache is used only when one instance owns the database"))
@@ -42,7 +43,7 @@ import TestSupport
         let caller = h.connection()
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
         #expect(h.plugin.sessions.count == 1)
-        await expectAuthError(.invalidCredentials) {
+        await expectAuthError("InvalidCredentials") {
             _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password"))
         }
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Glibc
 import Storage
@@ -35,7 +36,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         try await body()
         Issue.record("expected \(name)", sourceLocation: sourceLocation)
     } catch let error as ChatError {
-        #expect(error.name == name, sourceLocation: sourceLocation)
+        #expect(error.wireName == "io.appd.Chat.\(name)", "\(error)", sourceLocation: sourceLocation)
     } catch {
         Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
     }
@@ -75,7 +76,8 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
             _ = try await h.send("one too many", in: conversation.id, as: ada)
             Issue.record("a fourth message passed")
         } catch let error as PaymentsError {
-            #expect(error.kind == .paymentRequired && error.remaining == 0 && error.resetsAt != nil)
+            guard case .paymentRequired(_, let remaining, let resetsAt) = error else { Issue.record("\(error)"); return }
+            #expect(remaining == 0 && resetsAt != nil)
         }
         // Nothing of the refused message was stored.
         #expect(try await h.history(conversation.id, as: ada).count == 6)
@@ -104,7 +106,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
                 ended = error
             }
             #expect(deltas >= 1, "attempt \(attempt)")
-            #expect((ended as? ChatError)?.name == "NotFound", "attempt \(attempt): \(String(describing: ended))")
+            #expect((ended as? ChatError) == .notFound, "attempt \(attempt): \(String(describing: ended))")
         }
         // Both uses stand: a third message is refused.
         let conversation = try await h.conversation(ada)
@@ -112,7 +114,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
             _ = try await h.send("one too many", in: conversation.id, as: ada)
             Issue.record("the quota was refunded for delivered replies")
         } catch let error as PaymentsError {
-            #expect(error.kind == .paymentRequired)
+            #expect(error.wireName == "io.appd.Payments.PaymentRequired")
         }
         await h.database.close()
     }

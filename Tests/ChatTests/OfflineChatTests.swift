@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import PluginKit
 import Storage
@@ -34,7 +35,8 @@ import TestSupport
             _ = try await h.bus.send(ChatInterface.RenameConversation(id: conversation.id, title: "renamed", expectedVersion: 1), as: ada)
             Issue.record("expected a Conflict")
         } catch let error as ChatError {
-            #expect(error.name == "Conflict" && error.conversation?.version == 3)  // the message and its reply
+            guard case .conflict(let conversation) = error else { Issue.record("\(error)"); return }
+            #expect(conversation.version == 3)  // the message and its reply
         }
         let renamed = try await h.bus.send(ChatInterface.RenameConversation(id: conversation.id, title: "renamed", expectedVersion: 3), as: ada).conversation
         #expect(renamed.version == 4 && renamed.title == "renamed")

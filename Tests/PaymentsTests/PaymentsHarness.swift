@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Crypto
 import Glibc
@@ -86,12 +87,12 @@ extension PluginHarness {
 
 }
 
-func expectPaymentsError(_ kind: PaymentsError.Kind, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+func expectPaymentsError(_ kind: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
     do {
         try await body()
         Issue.record("expected \(kind)", sourceLocation: sourceLocation)
     } catch let error as PaymentsError {
-        #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.wireName == "io.appd.Payments.\(kind)", "\(error)", sourceLocation: sourceLocation)
     } catch {
         Issue.record("expected \(kind), got \(error)", sourceLocation: sourceLocation)
     }

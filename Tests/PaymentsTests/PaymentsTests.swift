@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Glibc
 import Storage
@@ -14,13 +15,13 @@ import TestSupport
         let (_, ada) = try await h.user("ada@example.com", onboarded: false).identity
         let body = #"{"event":{"id":"e1","type":"INITIAL_PURCHASE","app_user_id":"\#(ada)","entitlement_ids":["pro"],"event_timestamp_ms":1}}"#
         for headers in [[:], ["Authorization": "Bearer wrong"], ["Authorization": "rc-secret-12"]] {
-            await expectPaymentsError(.invalidSignature) {
+            await expectPaymentsError("InvalidSignature") {
                 _ = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: headers, body: body))
             }
         }
         // A forgery changes nothing: not even the event is stored.
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 0)
-        await expectPaymentsError(.unknownProvider) {
+        await expectPaymentsError("UnknownProvider") {
             _ = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "paypal", headers: [:], body: body))
         }
         // (The last: a member name twice, hardening finding 12.)
@@ -28,7 +29,7 @@ import TestSupport
             "not json", "[]", #"{"event":{"type":"RENEWAL"}}"#, #"{"event":{"id":"x","type":"RENEWAL"}}"#,
             #"{"event":{"id":"e2","type":"INITIAL_PURCHASE","app_user_id":"\#(ada)","app_user_id":"u_other","entitlement_ids":["pro"],"event_timestamp_ms":1}}"#,
         ] {
-            await expectPaymentsError(.malformedEvent) {
+            await expectPaymentsError("MalformedEvent") {
                 _ = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: ["authorization": Harness.rcSecret], body: bad))
             }
         }
@@ -135,7 +136,7 @@ import TestSupport
         _ = try await h.stripe(subscription("evt_4", "customer.subscription.deleted", "canceled", true, now + 3))
         #expect(try await h.pro(caller)?.active == false)
         // A forged delivery (signed with another secret) is refused and stores nothing.
-        await expectPaymentsError(.invalidSignature) {
+        await expectPaymentsError("InvalidSignature") {
             _ = try await h.stripe(subscription("evt_5", "customer.subscription.created", "active", false, now + 4), secret: "whsec_attacker")
         }
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events WHERE provider = 'stripe'") == 4)
@@ -162,13 +163,13 @@ import TestSupport
             _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "x"), as: Caller(peer: PeerCredentials(uid: 4242, gid: 4242, pid: 1)))
             Issue.record("a non-admin granted")
         } catch {}
-        await expectPaymentsError(.validationFailed) {
+        await expectPaymentsError("ValidationFailed") {
             _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: " "), as: h.admin)
         }
-        await expectPaymentsError(.unknownEntitlement) {
+        await expectPaymentsError("UnknownEntitlement") {
             _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "gold", expiresAt: nil, reason: "r"), as: h.admin)
         }
-        await expectPaymentsError(.unknownAccount) {
+        await expectPaymentsError("UnknownAccount") {
             _ = try await h.bus.send(PaymentsInterface.Grant(email: "nobody@example.com", entitlement: "pro", expiresAt: nil, reason: "r"), as: h.admin)
         }
         let granted = try await h.bus.send(PaymentsInterface.Grant(email: "ADA@example.com", entitlement: "pro", expiresAt: nil, reason: "beta tester"), as: h.admin)
@@ -176,7 +177,7 @@ import TestSupport
         _ = try await h.bus.send(ProOnly(), as: caller)
         let revoked = try await h.bus.send(PaymentsInterface.Revoke(email: "ada@example.com", entitlement: "pro", reason: "beta over", includePaid: nil), as: h.admin)
         #expect(!revoked.entitlement.active)
-        await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }
+        await expectPaymentsError("PaymentRequired") { _ = try await h.bus.send(ProOnly(), as: caller) }
         let audit = try await h.database.read { try $0.query("SELECT action, reason, actor FROM payments_grants ORDER BY seq") }
         #expect(audit.map { $0.text("action") } == ["grant", "revoke"])
         #expect(audit.map { $0.text("reason") } == ["beta tester", "beta over"])
@@ -204,7 +205,7 @@ import TestSupport
         #expect(try await h.pro(caller)?.active == true)
         let paid = try await h.bus.send(PaymentsInterface.Revoke(email: "ada@example.com", entitlement: "pro", reason: "refunded by hand", includePaid: true), as: h.admin)
         #expect(paid.revoked == ["revenuecat"] && !paid.entitlement.active)
-        await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }
+        await expectPaymentsError("PaymentRequired") { _ = try await h.bus.send(ProOnly(), as: caller) }
         _ = try await h.bus.send(PaymentsInterface.Restore(), as: caller)
         #expect(try await h.pro(caller)?.active != true, "the restore replays the revoke of every source")
         let scopes = try await h.database.read { try $0.query("SELECT scope FROM payments_grants WHERE action = 'revoke' ORDER BY seq") }.compactMap { $0.text("scope") }
@@ -230,11 +231,11 @@ import TestSupport
         _ = try await h.bus.send(ProOnly(), as: caller)
         h.clock.advance(seconds: 1)
         // Lapsed: denied even before the expiry service has run.
-        await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }
+        await expectPaymentsError("PaymentRequired") { _ = try await h.bus.send(ProOnly(), as: caller) }
         #expect(try await expiry.expireDue() == nil)
         #expect((try await iterator.next()?.json())?["change"]?.stringValue == "expired")
         #expect(try await h.pro(caller)?.history.map(\.change) == ["granted", "expired"])
-        await expectPaymentsError(.validationFailed) {
+        await expectPaymentsError("ValidationFailed") {
             _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: "2001-01-01T00:00:00Z", reason: "r"), as: h.admin)
         }
         await h.database.close()
@@ -294,9 +295,8 @@ import TestSupport
             _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
             Issue.record("a fourth use passed")
         } catch let error as PaymentsError {
-            #expect(error.kind == .paymentRequired && error.remaining == 0 && error.entitlement == "pro")
             let day = CalendarPeriod.day.bounds(containing: h.clock.now)
-            #expect(error.resetsAt == day.end.rfc3339)
+            #expect(error == .paymentRequired(entitlement: "pro", remaining: 0, resetsAt: day.end.rfc3339), "\(error)")
         }
         let meter = try #require(try await h.status(caller).meters.first)
         #expect(meter.used == 3 && meter.limit == 3 && !meter.unlimited)
@@ -312,7 +312,7 @@ import TestSupport
         for _ in 0..<5 { await #expect(throws: Failed.self) { _ = try await h.bus.send(MeteredCall(fail: true), as: caller) } }
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
-        await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
+        await expectPaymentsError("PaymentRequired") { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
         await h.database.close()
     }
 
@@ -333,8 +333,8 @@ import TestSupport
         let h = try await Harness.make(meterLimit: 1)
         let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
-        await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
-        await expectPaymentsError(.paymentRequired) { _ = try await h.bus.send(ProOnly(), as: caller) }
+        await expectPaymentsError("PaymentRequired") { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
+        await expectPaymentsError("PaymentRequired") { _ = try await h.bus.send(ProOnly(), as: caller) }
         _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "r"), as: h.admin)
         for _ in 0..<5 { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
         _ = try await h.bus.send(ProOnly(), as: caller)

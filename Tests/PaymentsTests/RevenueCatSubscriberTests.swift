@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Testing
 @testable import Payments

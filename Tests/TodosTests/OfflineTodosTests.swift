@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import PluginKit
 import Storage
@@ -137,8 +138,7 @@ import TestSupport
             _ = try await h.bus.send(TodosInterface.Update(id: todo.id, title: "from the tablet", expectedVersion: 1), as: ada)
             Issue.record("expected a Conflict")
         } catch let error as TodosError {
-            #expect(error.name == "Conflict")
-            #expect(error.todo == phone)
+            #expect(error == .conflict(todo: phone))
         }
         await expectTodosError("Conflict") { _ = try await h.bus.send(TodosInterface.Complete(id: todo.id, expectedVersion: 1), as: ada) }
         await expectTodosError("Conflict") { _ = try await h.bus.send(TodosInterface.Delete(id: todo.id, expectedVersion: 5), as: ada) }

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import PluginKit
 import Storage

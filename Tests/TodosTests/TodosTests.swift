@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Crypto
 import Glibc
@@ -27,8 +28,8 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         try await body()
         Issue.record("expected \(name)", sourceLocation: sourceLocation)
     } catch let error as TodosError {
-        #expect(error.name == name, sourceLocation: sourceLocation)
-        if let field { #expect(error.field == field, sourceLocation: sourceLocation) }
+        #expect(error.wireName == "io.appd.Todos.\(name)", sourceLocation: sourceLocation)
+        if let field { #expect(error.wireParameters["field"] == .string(field), sourceLocation: sourceLocation) }
     } catch {
         Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
     }
@@ -63,7 +64,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
             _ = try await h.add("x", as: anonymous)
             Issue.record("expected Unauthenticated")
         } catch let error as AuthError {
-            #expect(error.kind == .unauthenticated)
+            #expect(error == .unauthenticated)
         }
         await h.database.close()
     }
@@ -105,7 +106,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
             _ = try await h.bus.send(TodosInterface.Get(id: "t_sam"), as: ada)
             Issue.record("an ambiguous prefix was accepted")
         } catch let error as TodosError {
-            #expect(error.field == "id" && error.reason == "is ambiguous: it matches 2 todos; give more characters", "\(error)")
+            #expect(error == .validationFailed(field: "id", reason: "is ambiguous: it matches 2 todos; give more characters"), "\(error)")
         }
         #expect(try await h.bus.send(TodosInterface.Get(id: "t_sameb"), as: ada).todo.id == "t_sameB2")
         await h.database.close()
@@ -221,7 +222,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
             _ = try await h.add("one more", as: ada)
             Issue.record("a fourth todo was stored")
         } catch let error as TodosError {
-            #expect(error.name == "QuotaExceeded" && error.wireParameters["limit"] == 3)
+            #expect(error == .quotaExceeded(limit: 3))
         }
         _ = try await h.add("bob's first", as: bob)
         let first = try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: nil), as: ada).todos[0]

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import HTTP
 import Storage
 
@@ -33,7 +34,7 @@ public struct AppleNotifications: Sendable {
             let outcome = try await service.repository.applyAppleNotification(key: key, type: type, subject: subject, now: service.now, causedBy: nil)
             service.audit.notice("Apple notification", metadata: ["type": "\(type)", "outcome": "\(outcome)"])
             return HTTPResponse(status: 200, body: ["type": .string(type), "duplicate": .bool(outcome == .duplicate)])
-        } catch let error as AuthError where error.kind == .identityProviderUnavailable {
+        } catch let error as AuthError where error.isIdentityProviderUnavailable {
             return HTTPResponse(status: 503, body: HTTPResponse.errorBody("Unavailable", reason: error.description), headers: [("Retry-After", "60")])
         } catch let error as AuthError {
             service.logger.warning("an Apple notification was refused", metadata: ["reason": "\(error)"])

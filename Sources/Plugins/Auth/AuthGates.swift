@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// Resolves the connection's token against the session store on every call, so a sign-out or
 /// a disabled account takes effect on the very next call on every connection. Commands that

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Storage
 
 /// Password-check throttling, per account and per account-and-origin (security review

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 
 /// Guest accounts.

@@ -30,7 +30,7 @@ extension AuthService {
         if let record = try await repository.user(identity: identity) {
             return try await session(for: record, created: false, provider: identity.provider, causedBy: cause)
         }
-        guard let email = identity.email else { throw AuthError.invalidIdToken(.noEmail) }
+        guard let email = identity.email else { throw AuthError.invalidIdToken(reason: .noEmail) }
         // Apple gives the name once, at the first sign-in: kept when it is a usable display name.
         let name = (try? AuthValidation.displayName(fullName)) ?? nil
         for _ in 0..<3 {
@@ -87,7 +87,7 @@ extension AuthService {
         case .linked: audit.notice("identity linked", metadata: ["user.id": "\(userID)", "provider": "\(provider.rawValue)"])
         case .alreadyLinked: break
         case .inUse: throw AuthError.identityInUse
-        case .providerTaken: throw AuthError.providerAlreadyLinked(provider.rawValue)
+        case .providerTaken: throw AuthError.providerAlreadyLinked(provider: provider.rawValue)
         }
         await keepRefreshToken(of: identity, code: authorizationCode)
         // A guest with a linked identity has a way in: it is upgraded in place, taking the

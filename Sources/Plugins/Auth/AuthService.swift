@@ -123,7 +123,7 @@ public struct AuthService: Sendable {
     /// Reserves a password check (throws TooManyAttempts when it must wait).
     private func reserve(_ keys: (account: AuthRepository.AttemptKey, origin: AuthRepository.AttemptKey)) async throws {
         let decision = try await repository.reserveAttempt([keys.account, keys.origin], now: now, window: Self.nanoseconds(options.throttleWindow))
-        if case .wait(let seconds) = decision { throw AuthError.tooManyAttempts(retryAfter: seconds) }
+        if case .wait(let seconds) = decision { throw AuthError.tooManyAttempts(retryAfterSeconds: seconds) }
     }
 
     /// Checks the password; unknown accounts cost a full derivation too and give the same error.

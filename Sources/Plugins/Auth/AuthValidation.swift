@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// The templates' AuthValidation rules; each failure names the field and the reason.
 enum AuthValidation {

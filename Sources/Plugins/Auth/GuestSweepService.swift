@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// Deletes guest accounts not seen (signed in or refreshed) for `idle`, through the normal
 /// erasure path: each plugin erases the guest's data on auth.accountDeleted. Runs whether or not

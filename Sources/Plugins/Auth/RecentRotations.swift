@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Synchronization
 
 /// The token pairs recent refreshes handed out, by the digest of the refresh token they

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 
 /// Revokes the provider tokens queued when an account was deleted or an identity unlinked

@@ -16,12 +16,12 @@ extension ChatRepository {
                 guard existing.text("owner") == owner, let current = Self.conversation(existing) else {
                     throw ChatError.validation("id", "is taken; make a new UUID")
                 }
-                guard existing.text("title") == title else { throw ChatError.conflict(current) }
+                guard existing.text("title") == title else { throw ChatError.conflict(conversation: current) }
                 try tx.stageReply(ChatInterface.ConversationReply(conversation: current))
                 return current
             }
             let held = try tx.query("SELECT COUNT(*) AS n FROM chat_conversations WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
-            guard held < Int64(limit) else { throw ChatError.quotaExceeded(limit) }
+            guard held < Int64(limit) else { throw ChatError.quotaExceeded(limit: limit) }
             // The event first: its sequence is the conversation's place in the change feed.
             let seq = try tx.appendLogged(ChatConversationCreated(userId: owner, conversationId: id), causedBy: cause)
             try tx.execute(
@@ -66,7 +66,7 @@ extension ChatRepository {
                 let changes = page.changes.map { ConversationChange(seq: $0.seq, id: $0.id, deleted: $0.item == nil, conversation: $0.item) }
                 return .init(changes: changes, nextCursor: page.next, more: page.more)
             } catch let stale as ChangeFeed.ResyncNeeded {
-                throw ChatError.resyncRequired(stale.description)
+                throw ChatError.resyncRequired(reason: stale.description)
             }
         }
     }
@@ -75,6 +75,6 @@ extension ChatRepository {
     /// (else a Conflict carrying it).
     static func check(_ tx: any Transaction, owner: String, id: String, expected: Int64?) throws {
         let row = try ownedConversation(tx, owner: owner, id: id)
-        if let expected, let current = conversation(row), current.version != expected { throw ChatError.conflict(current) }
+        if let expected, let current = conversation(row), current.version != expected { throw ChatError.conflict(conversation: current) }
     }
 }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// Turns lapsed entitlements off on time and publishes each change: it sleeps until the
 /// next expiry (at most `maxSleep`, so a grant made meanwhile is picked up), then expires

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// What can be bought and what is metered: products grant entitlements; meters give users
 /// without an entitlement a free quota per period. With no configuration: entitlement `pro`,

@@ -89,7 +89,7 @@ public struct PaymentsPlugin: Plugin {
             return .init(userId: user, entitlements: status.entitlements, meters: status.meters)
         }
         handlers.handle(PaymentsInterface.IngestWebhook.self) { c, envelope in
-            guard c.body.utf8.count <= maxBytes else { throw PaymentsError.malformed("the body is larger than \(maxBytes) bytes") }
+            guard c.body.utf8.count <= maxBytes else { throw PaymentsError.malformedEvent(reason: "the body is larger than \(maxBytes) bytes") }
             let ingested = try await service.ingest(provider: c.provider, headers: c.headers, body: c.body, causedBy: envelope)
             if let warning = ingested.warning { envelope.logger.warning("webhook event for no account", metadata: ["event.id": ingested.eventId, "reason": warning]) }
             return ingested
@@ -130,7 +130,7 @@ public struct PaymentsPlugin: Plugin {
 
 
     static func user(_ envelope: Envelope) throws(PaymentsError) -> String {
-        try envelope.signedInUser(or: PaymentsError.paymentRequired("", remaining: 0, resetsAt: nil))
+        try envelope.signedInUser(or: PaymentsError.paymentRequired(entitlement: "", remaining: 0, resetsAt: nil))
     }
 
     /// Who made an admin change, for the audit trail.

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import PluginKit
 import Storage
 
@@ -16,7 +17,7 @@ struct PaymentsService: Sendable {
 
     /// Verifies, decodes, resolves and stores one delivery. A forgery throws before anything is stored.
     func ingest(provider name: String, headers: [String: String], body: String, causedBy cause: (any Cause)? = nil) async throws -> Ingested {
-        guard let provider = providers[name.lowercased()] else { throw PaymentsError.unknownProvider(name) }
+        guard let provider = providers[name.lowercased()] else { throw PaymentsError.unknownProvider(provider: name) }
         let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
         let bytes = Array(body.utf8)
         try provider.verify(headers: lowered, body: bytes, now: clock())
@@ -58,12 +59,12 @@ struct PaymentsService: Sendable {
     }
 
     func accountID(email: String) async throws -> String {
-        guard let id = try await bus.send(LookupAccount(email: email), as: .plugin("payments")).userID else { throw PaymentsError.unknownAccount(email) }
+        guard let id = try await bus.send(LookupAccount(email: email), as: .plugin("payments")).userID else { throw PaymentsError.unknownAccount(email: email) }
         return id
     }
 
     func checkEntitlement(_ name: String) throws(PaymentsError) {
-        guard catalog.entitlements.contains(name) else { throw .unknownEntitlement(name) }
+        guard catalog.entitlements.contains(name) else { throw .unknownEntitlement(entitlement: name) }
     }
 
     func grant(email: String, entitlement: String, expiresAt: String?, reason: String, actor: String, causedBy cause: (any Cause)?) async throws -> Entitlement {

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import PluginKit
 
 /// `.entitlement(name)` passes only with an active persisted entitlement. `.meter(name)` lets a
@@ -33,12 +34,12 @@ struct PaywallGate: Gate {
             case .entitlement(let entitlement):
                 let user = try user(envelope, entitlement)
                 guard try await repository.isEntitled(user: user, entitlement: entitlement, now: clock().nanosecondsSinceEpoch) else {
-                    throw PaymentsError.paymentRequired(entitlement, remaining: 0, resetsAt: nil)
+                    throw PaymentsError.paymentRequired(entitlement: entitlement, remaining: 0, resetsAt: nil)
                 }
             case .meter(let name):
                 guard let meter = catalog.meter(name) else {
                     logger.error("a command needs a meter that is not configured; denying it", metadata: ["meter": name, "method": envelope.name])
-                    throw PaymentsError.paymentRequired(name, remaining: 0, resetsAt: nil)
+                    throw PaymentsError.paymentRequired(entitlement: name, remaining: 0, resetsAt: nil)
                 }
                 meters.append(meter)
             default:
@@ -57,7 +58,7 @@ struct PaywallGate: Gate {
                 let window = PaymentsService.window(meter, now: now)
                 let (ok, _) = try await repository.consume(user: user, meter: meter.name, periodStart: window.start, limit: meter.limit)
                 guard ok else {
-                    throw PaymentsError.paymentRequired(
+                    throw PaymentsError.paymentRequired(entitlement: 
                         meter.entitlement, remaining: 0, resetsAt: WallTime(nanosecondsSinceEpoch: window.end).rfc3339)
                 }
                 taken.append((meter.name, user, window.start))
@@ -89,7 +90,7 @@ struct PaywallGate: Gate {
 
     private func user(_ envelope: Envelope, _ entitlement: String) throws(PaymentsError) -> String {
         // The session gate runs first; without a signed-in user there is nobody to charge.
-        try envelope.signedInUser(or: PaymentsError.paymentRequired(entitlement, remaining: 0, resetsAt: nil))
+        try envelope.signedInUser(or: PaymentsError.paymentRequired(entitlement: entitlement, remaining: 0, resetsAt: nil))
     }
 
     private func refund(_ taken: [(meter: String, user: String, periodStart: Int64)]) async {

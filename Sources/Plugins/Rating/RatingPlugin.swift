@@ -31,7 +31,7 @@ public struct RatingPlugin: Plugin {
         }
         context.handlers.handle(RatingInterface.RecordOutcome.self) { c, e in
             guard ["shown", "dismissed", "rated", "feedbackSent"].contains(c.outcome) else {
-                throw RatingError(field: "outcome", reason: "is shown, dismissed, rated or feedbackSent")
+                throw RatingError.validationFailed(field: "outcome", reason: "is shown, dismissed, rated or feedbackSent")
             }
             try await repository.record(user: try user(e), appVersion: try Self.version(c.appVersion), outcome: c.outcome, now: clock().nanosecondsSinceEpoch)
             return Empty()
@@ -48,7 +48,7 @@ public struct RatingPlugin: Plugin {
 
     static func version(_ raw: String) throws(RatingError) -> String {
         let version = raw.trimmingWhitespace()
-        guard !version.isEmpty, version.count <= 64 else { throw RatingError(field: "appVersion", reason: "needs 1 to 64 characters, e.g. 2.4.1") }
+        guard !version.isEmpty, version.count <= 64 else { throw RatingError.validationFailed(field: "appVersion", reason: "needs 1 to 64 characters, e.g. 2.4.1") }
         return version
     }
 
@@ -82,5 +82,5 @@ public struct RatingPlugin: Plugin {
 }
 
 private func user(_ envelope: Envelope) throws(RatingError) -> String {
-    try envelope.signedInUser(or: RatingError(field: "session", reason: "sign in first"))
+    try envelope.signedInUser(or: RatingError.validationFailed(field: "session", reason: "sign in first"))
 }

@@ -20,7 +20,7 @@ extension SQLTodosRepository {
                         throw TodosError.validation("id", "is taken; make a new UUID")
                     }
                     guard existing.text("title") == title, existing.text("notes") == notes, existing.integer("due_at") == dueAt else {
-                        throw TodosError.conflict(current)
+                        throw TodosError.conflict(todo: current)
                     }
                     try tx.stageReply(TodosInterface.TodoReply(todo: current))
                     return current
@@ -30,7 +30,7 @@ extension SQLTodosRepository {
                     "INSERT INTO todos_counts (owner, n) VALUES (?, 1) ON CONFLICT(owner) DO UPDATE SET n = todos_counts.n + 1 RETURNING n",
                     [.text(owner)]
                 ).first?.integer("n") ?? 0
-                guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit) }
+                guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit: limit) }
                 // The event first: its sequence is the new todo's place in the change feed.
                 let seq = try tx.appendLogged(TodoCreated(todoId: id, userId: owner, title: title), causedBy: cause)
                 try tx.execute(
@@ -85,7 +85,7 @@ extension SQLTodosRepository {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
                 let current = try Self.fetch(tx, seq: seq)
-                if let expected, current.version != expected { throw TodosError.conflict(current) }
+                if let expected, current.version != expected { throw TodosError.conflict(todo: current) }
                 // Completing a completed todo changes nothing and publishes nothing.
                 guard current.done != done else {
                     try tx.stageReply(TodosInterface.TodoReply(todo: current))
@@ -156,7 +156,7 @@ extension SQLTodosRepository {
         let found = try resolve(tx, owner: owner, id: id)
         if let expected {
             let current = try fetch(tx, seq: found.seq)
-            guard current.version == expected else { throw TodosError.conflict(current) }
+            guard current.version == expected else { throw TodosError.conflict(todo: current) }
         }
         return found
     }

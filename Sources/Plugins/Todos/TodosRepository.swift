@@ -116,7 +116,7 @@ struct SQLTodosRepository: TodosRepository {
                     let changes = page.changes.map { TodoChange(seq: $0.seq, id: $0.id, deleted: $0.item == nil, todo: $0.item) }
                     return TodosInterface.ChangePage(changes: changes, nextCursor: page.next, more: page.more)
                 } catch let stale as ChangeFeed.ResyncNeeded {
-                    throw TodosError.resyncRequired(stale.description)
+                    throw TodosError.resyncRequired(reason: stale.description)
                 }
             }
         }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Contracts
 import Glibc
 #endif
 import Auth

@@ -9,6 +9,7 @@ enum PayloadReflector {
     /// The varlink type of `T`, and a placeholder value of it to hand back to a parent decoder.
     static func reflect<T: Decodable>(_: T.Type) throws -> (VarlinkType, T) {
         if let primitive = primitive(T.self) { return primitive }
+        if let enumeration = enumeration(T.self) { return enumeration }
         if T.self == JSONValue.self, let value = JSONValue.object([:]) as? T { return (.object, value) }
         let recorder = Recorder()
         let value = try T(from: recorder)
@@ -21,6 +22,36 @@ enum PayloadReflector {
     }
 
     static func type<T: Decodable>(of _: T.Type) throws -> VarlinkType { try reflect(T.self).0 }
+
+    /// A command's or reply's parameters: a struct, and one with no fields decodes nothing.
+    static func parameters<T: Decodable>(of _: T.Type) throws -> VarlinkType {
+        let recorder = Recorder()
+        _ = try T(from: recorder)
+        if recorder.shape == nil { return .structure([]) }
+        return try reflect(T.self).0
+    }
+
+    /// The parameters of one case of an enum with associated values (its synthesized
+    /// `Codable` form, `{"case": {"label": value}}`); throws when `T` has no such case.
+    static func fields<T: Decodable>(of _: T.Type, case name: String) throws -> [VarlinkField] {
+        let recorder = Recorder()
+        recorder.pickedCase = name
+        _ = try T(from: recorder)
+        guard let fields = recorder.caseRecorder?.shape, case .fields(let recorded) = fields else {
+            throw Unsupported(description: "\(T.self) has no case '\(name)'")
+        }
+        return recorded
+    }
+
+    /// A string enumeration (`enum Filter: String, CaseIterable`) as a varlink enum.
+    private static func enumeration<T>(_: T.Type) -> (VarlinkType, T)? {
+        guard let type = T.self as? any CaseIterable.Type else { return nil }
+        func all<C: CaseIterable>(_ cases: C.Type) -> [Any] { Array(cases.allCases) }
+        let cases = all(type)
+        let names = cases.compactMap { ($0 as? any RawRepresentable)?.rawValue as? String }
+        guard names.count == cases.count, let first = cases.first as? T else { return nil }
+        return (.enumeration(names), first)
+    }
 
     private static func primitive<T>(_: T.Type) -> (VarlinkType, T)? {
         func make(_ type: VarlinkType, _ value: Any) -> (VarlinkType, T)? { (value as? T).map { (type, $0) } }
@@ -45,6 +76,9 @@ enum PayloadReflector {
             case single(VarlinkType)
         }
         var shape: Shape?
+        /// Set to read one case of an enum: its key, and the recorder of its parameters.
+        var pickedCase: String?
+        var caseRecorder: Recorder?
         /// Fields `decodeNil` was asked about: the optional ones.
         var askedForNil = Set<String>()
         var codingPath: [any CodingKey] = []
@@ -77,7 +111,7 @@ enum PayloadReflector {
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let recorder: Recorder
         var codingPath: [any CodingKey] { [] }
-        var allKeys: [Key] { [] }
+        var allKeys: [Key] { recorder.pickedCase.flatMap { Key(stringValue: $0) }.map { [$0] } ?? [] }
 
         init(recorder: Recorder) { self.recorder = recorder }
 
@@ -112,8 +146,13 @@ enum PayloadReflector {
             return value
         }
 
+        /// Only an enum's case (see `fields(of:case:)`) asks for one: its parameters.
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-            throw Unsupported(description: "hand-written nested containers in events")
+            guard recorder.pickedCase == key.stringValue else { throw Unsupported(description: "hand-written nested containers in events") }
+            let parameters = Recorder()
+            parameters.shape = .fields([])
+            recorder.caseRecorder = parameters
+            return KeyedDecodingContainer(Keyed<NestedKey>(recorder: parameters))
         }
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
             throw Unsupported(description: "hand-written nested containers in events")

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 
 /// Who an ID token says the user is, once every check has passed.
@@ -42,7 +43,7 @@ struct IdTokenVerifier: Sendable {
     /// The claims of a JWS the provider signed: parsed strictly, then verified with the
     /// provider's key of the token's key id, with only the algorithm that key names.
     private func signedClaims(_ text: String, provider: IdentityProvider, now: Int64) async throws(AuthError) -> [String: JSONValue] {
-        guard options[provider].enabled, let keys = keys[provider] else { throw AuthError.providerNotConfigured(provider.rawValue) }
+        guard options[provider].enabled, let keys = keys[provider] else { throw AuthError.providerNotConfigured(provider: provider.rawValue) }
         let jws: CompactJWS
         let claims: [String: JSONValue]
         do {
@@ -52,7 +53,7 @@ struct IdTokenVerifier: Sendable {
             throw Self.refusal(error)
         }
         // Before any key is fetched: only the algorithms a provider key can name get that far.
-        guard jws.algorithm == "RS256" || jws.algorithm == "ES256" else { throw AuthError.invalidIdToken(.algorithm) }
+        guard jws.algorithm == "RS256" || jws.algorithm == "ES256" else { throw AuthError.invalidIdToken(reason: .algorithm) }
         let key = try await keys.key(for: jws, now: now)
         do {
             try key.verify(jws)
@@ -67,8 +68,8 @@ struct IdTokenVerifier: Sendable {
     /// redelivers old ones, and each acts once (the caller records which it handled).
     func verifyAppleNotification(_ text: String, now: Int64) async throws(AuthError) -> [String: JSONValue] {
         let claims = try await signedClaims(text, provider: .apple, now: now)
-        guard let issuer = claims["iss"]?.stringValue, IdentityProvider.apple.issuers.contains(issuer) else { throw AuthError.invalidIdToken(.issuer) }
-        guard let audience = claims["aud"]?.stringValue, options.apple.audiences.contains(audience) else { throw AuthError.invalidIdToken(.audience) }
+        guard let issuer = claims["iss"]?.stringValue, IdentityProvider.apple.issuers.contains(issuer) else { throw AuthError.invalidIdToken(reason: .issuer) }
+        guard let audience = claims["aud"]?.stringValue, options.apple.audiences.contains(audience) else { throw AuthError.invalidIdToken(reason: .audience) }
         return claims
     }
 
@@ -76,37 +77,37 @@ struct IdTokenVerifier: Sendable {
     func check(
         _ claims: [String: JSONValue], provider: IdentityProvider, settings: IdentityProviderSettings, rawNonce: String?, now: Int64
     ) throws(AuthError) -> VerifiedIdentity {
-        guard let issuer = claims["iss"]?.stringValue, provider.issuers.contains(issuer) else { throw AuthError.invalidIdToken(.issuer) }
+        guard let issuer = claims["iss"]?.stringValue, provider.issuers.contains(issuer) else { throw AuthError.invalidIdToken(reason: .issuer) }
         // aud: one client id, or a list of them (then azp names the one it was issued to).
         let audiences: [String]
         switch claims["aud"] {
         case .string(let one)?: audiences = [one]
         case .array(let many)?: audiences = many.compactMap(\.stringValue)
-        default: throw AuthError.invalidIdToken(.audience)
+        default: throw AuthError.invalidIdToken(reason: .audience)
         }
         let accepted = Set(settings.audiences)
-        guard audiences.contains(where: accepted.contains) else { throw AuthError.invalidIdToken(.audience) }
+        guard audiences.contains(where: accepted.contains) else { throw AuthError.invalidIdToken(reason: .audience) }
         if let azp = claims["azp"] {
-            guard let party = azp.stringValue, accepted.contains(party) else { throw AuthError.invalidIdToken(.authorizedParty) }
+            guard let party = azp.stringValue, accepted.contains(party) else { throw AuthError.invalidIdToken(reason: .authorizedParty) }
         } else if audiences.count > 1 {
-            throw AuthError.invalidIdToken(.authorizedParty)
+            throw AuthError.invalidIdToken(reason: .authorizedParty)
         }
         let leeway = options.leeway.nanoseconds / 1_000_000_000
         let seconds = now / 1_000_000_000
-        guard let expires = Self.time(claims["exp"]) else { throw AuthError.invalidIdToken(.expired) }
-        guard seconds < expires + leeway else { throw AuthError.invalidIdToken(.expired) }
-        guard let issuedAt = Self.time(claims["iat"]), issuedAt <= seconds + leeway else { throw AuthError.invalidIdToken(.issuedInFuture) }
+        guard let expires = Self.time(claims["exp"]) else { throw AuthError.invalidIdToken(reason: .expired) }
+        guard seconds < expires + leeway else { throw AuthError.invalidIdToken(reason: .expired) }
+        guard let issuedAt = Self.time(claims["iat"]), issuedAt <= seconds + leeway else { throw AuthError.invalidIdToken(reason: .issuedInFuture) }
         if let notBefore = claims["nbf"] {
-            guard let nbf = Self.time(notBefore), nbf <= seconds + leeway else { throw AuthError.invalidIdToken(.notYetValid) }
+            guard let nbf = Self.time(notBefore), nbf <= seconds + leeway else { throw AuthError.invalidIdToken(reason: .notYetValid) }
         }
         try checkNonce(claims["nonce"], rawNonce: rawNonce, check: settings.checkNonce)
         if !settings.hostedDomains.isEmpty {
             guard let domain = claims["hd"]?.stringValue, settings.hostedDomains.contains(domain.lowercased()) else {
-                throw AuthError.invalidIdToken(.hostedDomain)
+                throw AuthError.invalidIdToken(reason: .hostedDomain)
             }
         }
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty, subject.utf8.count <= 255, !subject.containsControlCharacters else {
-            throw AuthError.invalidIdToken(.subject)
+            throw AuthError.invalidIdToken(reason: .subject)
         }
         let email = claims["email"]?.stringValue.flatMap { try? AuthValidation.email($0) }
         return VerifiedIdentity(
@@ -125,11 +126,11 @@ struct IdTokenVerifier: Sendable {
             return
         case (.string(let hashed)?, let raw?):
             let expected = Digest.sha256(Array(raw.utf8)).map { byte in String(byte, radix: 16).leftPadded(to: 2) }.joined()
-            guard Digest.constantTimeEqual(Array(hashed.utf8), Array(expected.utf8)) else { throw AuthError.invalidIdToken(.nonceMismatch) }
+            guard Digest.constantTimeEqual(Array(hashed.utf8), Array(expected.utf8)) else { throw AuthError.invalidIdToken(reason: .nonceMismatch) }
         case (_?, nil), (nil, _?):
-            throw AuthError.invalidIdToken(.nonceMissing)
+            throw AuthError.invalidIdToken(reason: .nonceMissing)
         case (_?, _?):
-            throw AuthError.invalidIdToken(.nonceMismatch)
+            throw AuthError.invalidIdToken(reason: .nonceMismatch)
         }
     }
 
@@ -154,10 +155,10 @@ struct IdTokenVerifier: Sendable {
 
     private static func refusal(_ error: JOSEError) -> AuthError {
         switch error {
-        case .malformed: AuthError.invalidIdToken(.malformed)
-        case .algorithm: AuthError.invalidIdToken(.algorithm)
-        case .unknownKey: AuthError.invalidIdToken(.unknownKey)
-        case .signature: AuthError.invalidIdToken(.signature)
+        case .malformed: AuthError.invalidIdToken(reason: .malformed)
+        case .algorithm: AuthError.invalidIdToken(reason: .algorithm)
+        case .unknownKey: AuthError.invalidIdToken(reason: .unknownKey)
+        case .signature: AuthError.invalidIdToken(reason: .signature)
         }
     }
 }

@@ -1,3 +1,5 @@
+import Contracts
+
 /// The identity providers whose ID tokens appd verifies (OpenID Connect, RS256-signed JWTs).
 public enum IdentityProvider: String, Sendable, CaseIterable, Hashable {
     case apple
@@ -99,5 +101,12 @@ public struct IdentityOptions: Sendable, Equatable {
         set {
             if provider == .apple { apple = newValue } else { google = newValue }
         }
+    }
+}
+
+extension AuthError {
+    static func identityProviderUnavailable(_ provider: IdentityProvider) -> AuthError { .identityProviderUnavailable(provider: provider.rawValue) }
+    var isIdentityProviderUnavailable: Bool {
+        if case .identityProviderUnavailable = self { true } else { false }
     }
 }

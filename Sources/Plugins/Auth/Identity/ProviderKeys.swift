@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 import HTTP
 
@@ -48,7 +49,7 @@ actor ProviderKeys {
             logger.error("the provider's keys are too old to trust and cannot be fetched", metadata: ["provider": "\(provider.rawValue)", "url": "\(url)"])
             throw AuthError.identityProviderUnavailable(provider)
         }
-        guard let key = set.key(id: jws.keyID) else { throw AuthError.invalidIdToken(.unknownKey) }
+        guard let key = set.key(id: jws.keyID) else { throw AuthError.invalidIdToken(reason: .unknownKey) }
         return key
     }
 

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import HTTP
 
 /// Any OpenAI-compatible Chat Completions endpoint with `"stream": true` (OpenAI, llama.cpp's

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import HTTP
 import Storage
 
@@ -46,7 +47,8 @@ public struct WebhookIngress: Sendable {
             }
             return HTTPResponse(status: 200, body: .object(reply))
         } catch let error as PaymentsError {
-            response = HTTPResponse.refusal(error.kind == .unknownProvider ? 404 : 400, error.wireName, reason: error.description)
+            let status = if case .unknownProvider = error { 404 } else { 400 }
+            response = HTTPResponse.refusal(status, error.wireName, reason: error.description)
         } catch let error as StorageError {
             response = HTTPResponse.refusal(503, "Unavailable", reason: "the event was not stored (\(error)); retry")
         } catch is DeliveryTooSlow {

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bus
+import Contracts
 import CSystem
 import HTTP
 import Storage

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import HTTP
 
 /// One webhook request, checked: `POST /webhooks/<provider>` with a Content-Length within the

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// One provider webhook event, verified and reduced to what it does to entitlements.
 struct ProviderEvent: Sendable, Equatable {
@@ -73,11 +74,11 @@ extension JSONValue {
 func parseWebhookJSON(_ body: [UInt8]) throws(PaymentsError) -> JSONValue {
     do {
         let value = try JSONParser.parse(body, maxDepth: 64)
-        guard value.objectValue != nil else { throw PaymentsError.malformed("the body is not a JSON object") }
+        guard value.objectValue != nil else { throw PaymentsError.malformedEvent(reason: "the body is not a JSON object") }
         return value
     } catch let error as PaymentsError {
         throw error
     } catch {
-        throw .malformed("the body is not JSON (\(error))")
+        throw .malformedEvent(reason: "the body is not JSON (\(error))")
     }
 }

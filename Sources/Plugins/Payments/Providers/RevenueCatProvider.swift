@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Crypto
 
 /// RevenueCat webhooks: `{"api_version": "1.0", "event": {...}}`, authenticated by the
@@ -9,7 +10,7 @@ struct RevenueCatProvider: PaymentProvider {
     var name: String { "revenuecat" }
 
     func verify(headers: [String: String], body: [UInt8], now: WallTime) throws(PaymentsError) {
-        guard let given = headers["authorization"] else { throw .invalidSignature("no Authorization header") }
+        guard let given = headers["authorization"] else { throw .invalidSignature(reason: "no Authorization header") }
         func bare(_ s: String) -> [UInt8] {
             let t = s.trimmingWhitespace()
             return Array((t.hasPrefix("Bearer ") ? String(t.dropFirst(7)) : t).utf8)
@@ -17,7 +18,7 @@ struct RevenueCatProvider: PaymentProvider {
         let expected = Digest.sha256(bare(secret))
         // Hash both sides first so the comparison takes the same time whatever the lengths.
         guard Digest.constantTimeEqual(expected, Digest.sha256(bare(given))) else {
-            throw .invalidSignature("the Authorization header does not match the configured secret")
+            throw .invalidSignature(reason: "the Authorization header does not match the configured secret")
         }
     }
 
@@ -25,10 +26,10 @@ struct RevenueCatProvider: PaymentProvider {
         let root = try parseWebhookJSON(body)
         // A subscriber snapshot "Restore purchases" stored (RevenueCat's REST answer).
         if root["subscriber"] != nil { return try RevenueCatSubscriber.decode(root) }
-        guard let event = root["event"], event.objectValue != nil else { throw .malformed("no 'event' object") }
-        guard let id = event.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformed("the event has no 'id'") }
-        guard let type = event.string("type"), !type.isEmpty else { throw .malformed("the event has no 'type'") }
-        guard let time = event.time("event_timestamp_ms", unit: 1_000_000) else { throw .malformed("the event has no valid 'event_timestamp_ms'") }
+        guard let event = root["event"], event.objectValue != nil else { throw .malformedEvent(reason: "no 'event' object") }
+        guard let id = event.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformedEvent(reason: "the event has no 'id'") }
+        guard let type = event.string("type"), !type.isEmpty else { throw .malformedEvent(reason: "the event has no 'type'") }
+        guard let time = event.time("event_timestamp_ms", unit: 1_000_000) else { throw .malformedEvent(reason: "the event has no valid 'event_timestamp_ms'") }
         let product = event.string("new_product_id") ?? event.string("product_id")
         var entitlements = event.strings("entitlement_ids")
         if entitlements.isEmpty, let id = event.string("entitlement_id") { entitlements = [id] }
@@ -57,7 +58,7 @@ struct RevenueCatProvider: PaymentProvider {
             actions = entitlements.map { .cancelRenewal(entitlement: $0, product: product) }
         case "TRANSFER":
             let from = event.strings("transferred_from"), to = event.strings("transferred_to")
-            guard !to.isEmpty else { throw .malformed("a TRANSFER without 'transferred_to'") }
+            guard !to.isEmpty else { throw .malformedEvent(reason: "a TRANSFER without 'transferred_to'") }
             subject = .appUser(to[0])
             actions = [.transfer(from: from, to: to, entitlements: entitlements, product: product, expiresAt: expiresAt)]
         default:

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import HTTP
 
 /// RevenueCat's REST view of one subscriber (`GET /v1/subscribers/{app_user_id}`), the answer
@@ -11,10 +12,10 @@ enum RevenueCatSubscriber {
     /// expired if that is already past at the request time; renewal from the subscription's
     /// `unsubscribe_detected_at`.
     static func decode(_ root: JSONValue) throws(PaymentsError) -> ProviderEvent {
-        guard let subscriber = root["subscriber"], subscriber.objectValue != nil else { throw .malformed("no 'subscriber' object") }
-        guard let requested = root.time("request_date_ms", unit: 1_000_000) else { throw .malformed("no valid 'request_date_ms'") }
+        guard let subscriber = root["subscriber"], subscriber.objectValue != nil else { throw .malformedEvent(reason: "no 'subscriber' object") }
+        guard let requested = root.time("request_date_ms", unit: 1_000_000) else { throw .malformedEvent(reason: "no valid 'request_date_ms'") }
         guard let user = root.string("app_user_id") ?? subscriber.string("original_app_user_id"), !user.isEmpty, user.utf8.count <= 200 else {
-            throw .malformed("no 'original_app_user_id'")
+            throw .malformedEvent(reason: "no 'original_app_user_id'")
         }
         var actions: [ProviderEvent.Action] = []
         for (entitlement, info) in (subscriber["entitlements"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
@@ -38,7 +39,7 @@ enum RevenueCatSubscriber {
 
     private static func time(_ info: JSONValue, _ key: String) throws(PaymentsError) -> Int64? {
         guard let value = info[key], value != .null else { return nil }
-        guard let text = value.stringValue, let time = RFC3339.parse(text) else { throw .malformed("'\(key)' is not an RFC 3339 time") }
+        guard let text = value.stringValue, let time = RFC3339.parse(text) else { throw .malformedEvent(reason: "'\(key)' is not an RFC 3339 time") }
         return time.nanosecondsSinceEpoch
     }
 }
@@ -56,7 +57,7 @@ struct RevenueCatAPI: Sendable {
     /// The subscriber's JSON, with the app user id it was asked for added (`app_user_id`).
     func subscriber(_ appUserID: String) async throws(PaymentsError) -> String {
         guard var request = HTTPRequest(url: baseURL, appending: "/subscribers/" + Self.pathSegment(appUserID)) else {
-            throw .providerUnavailable("revenuecat", "revenuecatApiUrl is not an http(s) URL")
+            throw .providerUnavailable(provider: "revenuecat", reason: "revenuecatApiUrl is not an http(s) URL")
         }
         request.method = "GET"
         request.headers = [("Authorization", "Bearer " + key), ("Accept", "application/json")]
@@ -64,14 +65,14 @@ struct RevenueCatAPI: Sendable {
         do {
             (head, body) = try await HTTPClient.oneShot(limit: timeout, caFile: caFile, maxResponseBytes: 4 << 20).fetch(request)
         } catch {
-            throw .providerUnavailable("revenuecat", "\(error)")
+            throw .providerUnavailable(provider: "revenuecat", reason: "\(error)")
         }
         guard head.status == 200 else {
             let hint = head.status == 401 || head.status == 403 ? ": check revenuecatApiKey (a secret key, sk_…)" : ""
-            throw .providerUnavailable("revenuecat", "RevenueCat answered HTTP \(head.status)\(hint)")
+            throw .providerUnavailable(provider: "revenuecat", reason: "RevenueCat answered HTTP \(head.status)\(hint)")
         }
         guard case .object(var root)? = try? JSONParser.parse(body, maxDepth: 64) else {
-            throw .providerUnavailable("revenuecat", "RevenueCat's answer is not a JSON object")
+            throw .providerUnavailable(provider: "revenuecat", reason: "RevenueCat's answer is not a JSON object")
         }
         root["app_user_id"] = .string(appUserID)
         return String(decoding: JSONWriter.bytes(.object(root)), as: UTF8.self)

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// Stripe webhooks (`Stripe-Signature`, see `StripeSignature`). The account is the Checkout
 /// Session's `client_reference_id` or a `userId` in the metadata (set one of them when you
@@ -15,10 +16,10 @@ struct StripeProvider: PaymentProvider {
 
     func decode(_ body: [UInt8], catalog: PaymentsCatalog) throws(PaymentsError) -> ProviderEvent {
         let root = try parseWebhookJSON(body)
-        guard let id = root.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformed("the event has no 'id'") }
-        guard let type = root.string("type"), !type.isEmpty else { throw .malformed("the event has no 'type'") }
-        guard let createdAt = root.time("created", unit: 1_000_000_000) else { throw .malformed("the event has no valid 'created' time") }
-        guard let object = root["data"]?["object"], object.objectValue != nil else { throw .malformed("the event has no 'data.object'") }
+        guard let id = root.string("id"), !id.isEmpty, id.utf8.count <= 200 else { throw .malformedEvent(reason: "the event has no 'id'") }
+        guard let type = root.string("type"), !type.isEmpty else { throw .malformedEvent(reason: "the event has no 'type'") }
+        guard let createdAt = root.time("created", unit: 1_000_000_000) else { throw .malformedEvent(reason: "the event has no valid 'created' time") }
+        guard let object = root["data"]?["object"], object.objectValue != nil else { throw .malformedEvent(reason: "the event has no 'data.object'") }
 
         let customer = object.string("customer")
         let metadataUser = object["metadata"]?.string("userId")

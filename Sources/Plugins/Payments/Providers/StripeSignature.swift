@@ -1,3 +1,4 @@
+import Contracts
 import Crypto
 
 /// Stripe's `Stripe-Signature` header: `t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=…][,v0=…]`.
@@ -17,7 +18,7 @@ public struct StripeSignature: Sendable, Equatable {
 
     /// Parses the header; nil reasons say what is wrong.
     public static func parse(_ header: String) throws(PaymentsError) -> StripeSignature {
-        guard header.utf8.count <= maxHeaderBytes else { throw .invalidSignature("the Stripe-Signature header is too long") }
+        guard header.utf8.count <= maxHeaderBytes else { throw .invalidSignature(reason: "the Stripe-Signature header is too long") }
         var timestamp: Int64?
         var signatures: [[UInt8]] = []
         for item in header.split(separator: ",") {
@@ -27,7 +28,7 @@ public struct StripeSignature: Sendable, Equatable {
             let value = trimmed[trimmed.index(after: eq)...]
             switch key {
             case "t":
-                guard timestamp == nil, let t = Int64(value), t > 0 else { throw .invalidSignature("the timestamp t= is not a number of seconds") }
+                guard timestamp == nil, let t = Int64(value), t > 0 else { throw .invalidSignature(reason: "the timestamp t= is not a number of seconds") }
                 timestamp = t
             case "v1":
                 guard let bytes = hexBytes(value), bytes.count == 32 else { continue }
@@ -36,17 +37,17 @@ public struct StripeSignature: Sendable, Equatable {
                 continue
             }
         }
-        guard let timestamp else { throw .invalidSignature("no timestamp t= in the Stripe-Signature header") }
-        guard !signatures.isEmpty else { throw .invalidSignature("no v1 signature in the Stripe-Signature header") }
+        guard let timestamp else { throw .invalidSignature(reason: "no timestamp t= in the Stripe-Signature header") }
+        guard !signatures.isEmpty else { throw .invalidSignature(reason: "no v1 signature in the Stripe-Signature header") }
         return StripeSignature(timestamp: timestamp, signatures: signatures)
     }
 
     /// Checks `body` against the header with any of `secrets` at `now` (Unix seconds).
     public static func verify(header: String?, body: [UInt8], secrets: [String], now: Int64) throws(PaymentsError) {
-        guard let header else { throw .invalidSignature("no Stripe-Signature header") }
+        guard let header else { throw .invalidSignature(reason: "no Stripe-Signature header") }
         let parsed = try parse(header)
-        guard now - parsed.timestamp <= tolerance else { throw .invalidSignature("the timestamp is more than \(tolerance) s old (a replay?)") }
-        guard parsed.timestamp - now <= futureTolerance else { throw .invalidSignature("the timestamp is in the future") }
+        guard now - parsed.timestamp <= tolerance else { throw .invalidSignature(reason: "the timestamp is more than \(tolerance) s old (a replay?)") }
+        guard parsed.timestamp - now <= futureTolerance else { throw .invalidSignature(reason: "the timestamp is in the future") }
         let signed = Array("\(parsed.timestamp).".utf8) + body
         var matched = false
         for secret in secrets {
@@ -54,7 +55,7 @@ public struct StripeSignature: Sendable, Equatable {
             // Compare against every candidate without stopping early.
             for candidate in parsed.signatures where Digest.constantTimeEqual(expected, candidate) { matched = true }
         }
-        guard matched else { throw .invalidSignature("no v1 signature matches the endpoint secret") }
+        guard matched else { throw .invalidSignature(reason: "no v1 signature matches the endpoint secret") }
     }
 
     /// The header Stripe would send for `body` at `timestamp` (tests and `appctl` samples).

@@ -1,3 +1,4 @@
+import Contracts
 /// Decodes a webhook body as a provider's event without verifying it (for fuzzing and tools;
 /// ingestion always verifies first). Throws `MalformedEvent` for anything that is not one.
 public enum WebhookDecoding {
@@ -7,7 +8,7 @@ public enum WebhookDecoding {
         switch provider {
         case "revenuecat": decoder = RevenueCatProvider(secret: "")
         case "stripe": decoder = StripeProvider(secrets: [])
-        default: throw .unknownProvider(provider)
+        default: throw .unknownProvider(provider: provider)
         }
         let event = try decoder.decode(body, catalog: catalog)
         return "\(event.provider) \(event.id) \(event.type) \(event.time) \(event.subject) \(event.actions)"

@@ -1,8 +1,8 @@
-import Bus
+import BusCore
 
 /// `io.appd.Auth`: the wire contract of accounts and sessions.
-enum AuthInterface {
-    static let idl = """
+public enum AuthInterface {
+    public static let idl = """
         # Accounts and sessions. A connection signs in once with Authenticate; every later
         # call on it carries the session to the gates.
         interface io.appd.Auth
@@ -254,144 +254,8 @@ enum AuthInterface {
 
         """
 
-    struct SignUp: Command {
-        static let method = "io.appd.Auth.SignUp"
-        typealias Reply = SignUpReply
-        var email: String
-        var password: String
-        var displayName: String?
-    }
-
-    struct SignIn: Command {
-        static let method = "io.appd.Auth.SignIn"
-        typealias Reply = SessionReply
-        var email: String
-        var password: String
-    }
-
-    struct Authenticate: Command {
-        static let method = "io.appd.Auth.Authenticate"
-        typealias Reply = UserReply
-        var accessToken: String
-    }
-
-    struct Refresh: Command {
-        static let method = "io.appd.Auth.Refresh"
-        typealias Reply = SessionReply
-        var refreshToken: String
-    }
-
-    struct SignOut: Command {
-        static let method = "io.appd.Auth.SignOut"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = Empty
-    }
-
-    struct SignOutEverywhere: Command {
-        static let method = "io.appd.Auth.SignOutEverywhere"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = Empty
-    }
-
-    struct WhoAmI: Command {
-        static let method = "io.appd.Auth.WhoAmI"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = UserReply
-    }
-
-    struct CompleteOnboarding: Command {
-        static let method = "io.appd.Auth.CompleteOnboarding"
-        static let requirements: [Requirement] = [.session, .idempotent]
-        typealias Reply = UserReply
-    }
-
-    struct UpdateProfile: Command {
-        static let method = "io.appd.Auth.UpdateProfile"
-        static let requirements: [Requirement] = [.session, .idempotent]
-        typealias Reply = UserReply
-        var displayName: String?
-    }
-
-    struct ChangePassword: Command {
-        static let method = "io.appd.Auth.ChangePassword"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = Empty
-        var currentPassword: String
-        var newPassword: String
-    }
-
-    struct CheckSignUp: Command {
-        static let method = "io.appd.Auth.CheckSignUp"
-        typealias Reply = Empty
-        var email: String
-        var password: String
-    }
-
-    struct RequestPasswordReset: Command {
-        static let method = "io.appd.Auth.RequestPasswordReset"
-        typealias Reply = Empty
-        var email: String
-    }
-
-    struct IssueResetToken: Command {
-        static let method = "io.appd.Auth.IssueResetToken"
-        static let requirements: [Requirement] = [.capability("auth.resetTokens")]
-        typealias Reply = IssuedResetToken
-        var requestId: String
-    }
-
-    struct IssuedResetToken: Codable, Sendable {
-        var resetToken: String
-        var email: String
-        var expiresAt: String
-        var resetLink: String?
-    }
-
-    struct ResetPassword: Command {
-        static let method = "io.appd.Auth.ResetPassword"
-        typealias Reply = Empty
-        var resetToken: String
-        var newPassword: String
-    }
-
-    struct DeleteAccount: Command {
-        static let method = "io.appd.Auth.DeleteAccount"
-        static let requirements: [Requirement] = [.session]
-        typealias Reply = Empty
-        var password: String?
-    }
-
-    struct ListUsers: Command {
-        static let method = "io.appd.Auth.ListUsers"
-        static let requirements: [Requirement] = [.admin]
-        typealias Reply = UserPage
-        var cursor: String?
-        var limit: Int?
-    }
-
-    struct DisableUser: Command {
-        static let method = "io.appd.Auth.DisableUser"
-        static let requirements: [Requirement] = [.admin, .idempotent]
-        typealias Reply = Empty
-        var email: String
-    }
-
-    struct EnableUser: Command {
-        static let method = "io.appd.Auth.EnableUser"
-        static let requirements: [Requirement] = [.admin, .idempotent]
-        typealias Reply = Empty
-        var email: String
-    }
-
-    struct UserPage: Codable, Sendable {
-        var users: [AccountSummary]
-        var nextCursor: String?
-    }
-
-    struct UserReply: Codable, Sendable { var user: User }
-    struct SignUpReply: Codable, Sendable {
-        var user: User
-        var session: Session?
-    }
-    struct SessionReply: Codable, Sendable { var session: Session }
+    /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
+    public static let commands: [any Command.Type] = [SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self, EnableUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self, UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self]
+    public static let streams: [any StreamingCommand.Type] = []
+    public typealias Errors = AuthError
 }

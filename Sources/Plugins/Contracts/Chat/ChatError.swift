@@ -1,0 +1,28 @@
+import BusCore
+
+/// The typed errors of `io.appd.Chat`.
+public enum ChatError: InterfaceError {
+    public static let interface = "io.appd.Chat"
+
+    case notFound
+    case validationFailed(field: String, reason: String)
+    /// The account holds as many conversations as it may.
+    case quotaExceeded(limit: Int)
+    /// The conversation is not at the version expected: the conversation as it stands.
+    case conflict(conversation: Conversation)
+    /// The cursor is older than the deletions kept.
+    case resyncRequired(reason: String)
+
+    public static func validation(_ field: String, _ reason: String) -> ChatError { .validationFailed(field: field, reason: reason) }
+
+    public var description: String {
+        switch self {
+        case .notFound: "no such conversation or message (or it is not yours)"
+        case .validationFailed(let field, let reason): "\(field): \(reason)"
+        case .quotaExceeded(limit: let limit): "this account holds \(limit) conversations, as many as it may; delete some first"
+        case .conflict(let conversation):
+            "the conversation changed since (it is at version \(conversation.version) now); look at it and decide again"
+        case .resyncRequired(reason: let reason): reason
+        }
+    }
+}

@@ -1,0 +1,312 @@
+import BusCore
+
+/// `io.appd.Payments`: products, entitlements from provider webhooks and admin grants, and
+/// the free quotas of metered features.
+public enum PaymentsInterface {
+    public static let idl = """
+        # Payments. Entitlements (such as pro) come from a payment provider's webhooks or from an
+        # admin grant; metered features give users without the entitlement a free quota per period.
+        interface io.appd.Payments
+
+        type Product (
+          id: string,
+          entitlement: string,
+          period: (day, week, month, year, lifetime)
+        )
+
+        type MeterPolicy (
+          name: string,
+          limit: int,
+          period: (day, week, month, year, lifetime),
+          entitlement: string
+        )
+
+        # One change to an entitlement: granted, renewed, cancelled, expired or revoked.
+        type EntitlementChange (
+          change: string,
+          source: string,
+          product: ?string,
+          # The provider's event id, or the admin's reason.
+          reference: ?string,
+          at: string
+        )
+
+        type Entitlement (
+          name: string,
+          active: bool,
+          # revenuecat, stripe or admin.
+          source: ?string,
+          product: ?string,
+          # RFC 3339; null for a lifetime entitlement.
+          expiresAt: ?string,
+          willRenew: bool,
+          history: []EntitlementChange
+        )
+
+        type Meter (
+          name: string,
+          entitlement: string,
+          # True when the user has the entitlement: the quota does not apply.
+          unlimited: bool,
+          used: int,
+          limit: int,
+          resetsAt: string
+        )
+
+        method Products() -> (products: []Product, entitlements: []string, meters: []MeterPolicy)
+
+        # The signed-in user's entitlements and meters.
+        method Status() -> (entitlements: []Entitlement, meters: []Meter)
+
+        # "Restore purchases": with RevenueCat's API key configured, asks RevenueCat for the
+        # signed-in user's subscriber and applies it (stored like a webhook event: ordered with
+        # them, once per answer); then recomputes the user's entitlements from the stored
+        # provider events and admin grants. ProviderUnavailable when RevenueCat cannot be asked.
+        method Restore() -> (entitlements: []Entitlement)
+
+        # Admin: grants an entitlement until expiresAt (RFC 3339), or for good.
+        method Grant(email: string, entitlement: string, expiresAt: ?string, reason: string) -> (entitlement: Entitlement)
+
+        # Admin: ends an administrator's grant of the entitlement. A provider-paid source (a
+        # subscription the user pays for) is ended only with includePaid. The reply names the
+        # sources it ended (none: nothing was granting it that way) and the entitlement as it
+        # stands after — still active when a paid source remains.
+        method Revoke(
+          email: string,
+          entitlement: string,
+          # Goes into the audit trail.
+          reason: string,
+          # Also end what providers granted (a refund handled outside the provider, say).
+          includePaid: ?bool
+        ) -> (entitlement: Entitlement, revoked: []string)
+
+        # Admin: another user's entitlements and meters.
+        method UserStatus(email: string) -> (userId: string, entitlements: []Entitlement, meters: []Meter)
+
+        # Verifies and stores one webhook delivery from a provider (revenuecat or stripe), exactly
+        # as received. duplicate is true when this event was already stored (it changes nothing).
+        # warning says when the event names no existing account (stored, but it changed nothing).
+        method IngestWebhook(provider: string, headers: [string]string, body: string) -> (eventId: string, duplicate: bool, warning: ?string)
+
+        error PaymentRequired (entitlement: string, remaining: int, resetsAt: ?string)
+        error InvalidSignature (reason: string)
+        error UnknownProvider (provider: string)
+        error MalformedEvent (reason: string)
+        error UnknownAccount (email: string)
+        error UnknownEntitlement (entitlement: string)
+        error ValidationFailed (field: string, reason: string)
+        # A payment provider could not be reached or refused the request; nothing changed.
+        error ProviderUnavailable (provider: string, reason: string)
+
+        """
+
+    /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
+    public static let commands: [any Command.Type] = [Products.self, Status.self, Restore.self, Grant.self, Revoke.self, UserStatus.self, IngestWebhook.self]
+    public static let streams: [any StreamingCommand.Type] = []
+    public typealias Errors = PaymentsError
+
+    public struct ProductInfo: Codable, Sendable, Equatable {
+        public var id: String
+        public var entitlement: String
+        public var period: String
+        public init(id: String, entitlement: String, period: String) {
+            self.id = id
+            self.entitlement = entitlement
+            self.period = period
+        }
+    }
+    public struct MeterPolicy: Codable, Sendable, Equatable {
+        public var name: String
+        public var limit: Int
+        public var period: String
+        public var entitlement: String
+        public init(name: String, limit: Int, period: String, entitlement: String) {
+            self.name = name
+            self.limit = limit
+            self.period = period
+            self.entitlement = entitlement
+        }
+    }
+
+    public struct Products: Command {
+        public static let method = "io.appd.Payments.Products"
+        public struct Reply: Codable, Sendable {
+            public var products: [ProductInfo]
+            public var entitlements: [String]
+            public var meters: [MeterPolicy]
+            public init(products: [ProductInfo], entitlements: [String], meters: [MeterPolicy]) {
+                self.products = products
+                self.entitlements = entitlements
+                self.meters = meters
+            }
+        }
+        public init() {}
+    }
+    public struct Status: Command {
+        public static let method = "io.appd.Payments.Status"
+        public static var requirements: [Requirement] { [.session] }
+        public typealias Reply = AccountStatus
+        public init() {}
+    }
+    public struct Restore: Command {
+        public static let method = "io.appd.Payments.Restore"
+        public static var requirements: [Requirement] { [.session, .idempotent] }
+        public struct Reply: Codable, Sendable {
+            public var entitlements: [Entitlement]
+            public init(entitlements: [Entitlement]) {
+                self.entitlements = entitlements
+            }
+        }
+        public init() {}
+    }
+    public struct Grant: Command {
+        public static let method = "io.appd.Payments.Grant"
+        public static var requirements: [Requirement] { [.admin, .idempotent] }
+        public typealias Reply = EntitlementReply
+        public var email: String
+        public var entitlement: String
+        public var expiresAt: String?
+        public var reason: String
+        public init(email: String, entitlement: String, expiresAt: String? = nil, reason: String) {
+            self.email = email
+            self.entitlement = entitlement
+            self.expiresAt = expiresAt
+            self.reason = reason
+        }
+    }
+    public struct Revoke: Command {
+        public static let method = "io.appd.Payments.Revoke"
+        public static var requirements: [Requirement] { [.admin, .idempotent] }
+        public typealias Reply = RevokeReply
+        public var email: String
+        public var entitlement: String
+        public var reason: String
+        public var includePaid: Bool?
+        public init(email: String, entitlement: String, reason: String, includePaid: Bool? = nil) {
+            self.email = email
+            self.entitlement = entitlement
+            self.reason = reason
+            self.includePaid = includePaid
+        }
+    }
+    public struct RevokeReply: Codable, Sendable {
+        public var entitlement: Entitlement
+        /// The sources whose grant ended (`admin`, `stripe`, `revenuecat`).
+        public var revoked: [String]
+        public init(entitlement: Entitlement, revoked: [String]) {
+            self.entitlement = entitlement
+            self.revoked = revoked
+        }
+    }
+    public struct UserStatus: Command {
+        public static let method = "io.appd.Payments.UserStatus"
+        public static var requirements: [Requirement] { [.admin] }
+        public struct Reply: Codable, Sendable {
+            public var userId: String
+            public var entitlements: [Entitlement]
+            public var meters: [Meter]
+            public init(userId: String, entitlements: [Entitlement], meters: [Meter]) {
+                self.userId = userId
+                self.entitlements = entitlements
+                self.meters = meters
+            }
+        }
+        public var email: String
+        public init(email: String) {
+            self.email = email
+        }
+    }
+    public struct IngestWebhook: Command {
+        public static let method = "io.appd.Payments.IngestWebhook"
+        public typealias Reply = Ingested
+        public var provider: String
+        public var headers: [String: String]
+        public var body: String
+        public init(provider: String, headers: [String: String], body: String) {
+            self.provider = provider
+            self.headers = headers
+            self.body = body
+        }
+    }
+
+    public struct AccountStatus: Codable, Sendable {
+        public var entitlements: [Entitlement]
+        public var meters: [Meter]
+        public init(entitlements: [Entitlement], meters: [Meter]) {
+            self.entitlements = entitlements
+            self.meters = meters
+        }
+    }
+    public struct EntitlementReply: Codable, Sendable {
+        public var entitlement: Entitlement
+        public init(entitlement: Entitlement) {
+            self.entitlement = entitlement
+        }
+    }
+}
+
+/// A webhook delivery's outcome.
+public struct Ingested: Codable, Sendable, Equatable {
+    public var eventId: String
+    public var duplicate: Bool
+    /// Set when the event names app user ids no account has: it is stored (a retry is a
+    /// duplicate) but changed no entitlement — usually a wrong id in the provider's setup.
+    public var warning: String?
+
+    public init(eventId: String, duplicate: Bool, warning: String? = nil) {
+        self.eventId = eventId
+        self.duplicate = duplicate
+        self.warning = warning
+    }
+}
+
+public struct EntitlementChange: Codable, Sendable, Equatable {
+    public var change: String
+    public var source: String
+    public var product: String?
+    public var reference: String?
+    public var at: String
+    public init(change: String, source: String, product: String? = nil, reference: String? = nil, at: String) {
+        self.change = change
+        self.source = source
+        self.product = product
+        self.reference = reference
+        self.at = at
+    }
+}
+
+public struct Entitlement: Codable, Sendable, Equatable {
+    public var name: String
+    public var active: Bool
+    public var source: String?
+    public var product: String?
+    public var expiresAt: String?
+    public var willRenew: Bool
+    public var history: [EntitlementChange]
+    public init(name: String, active: Bool, source: String? = nil, product: String? = nil, expiresAt: String? = nil, willRenew: Bool, history: [EntitlementChange]) {
+        self.name = name
+        self.active = active
+        self.source = source
+        self.product = product
+        self.expiresAt = expiresAt
+        self.willRenew = willRenew
+        self.history = history
+    }
+}
+
+public struct Meter: Codable, Sendable, Equatable {
+    public var name: String
+    public var entitlement: String
+    public var unlimited: Bool
+    public var used: Int
+    public var limit: Int
+    public var resetsAt: String
+    public init(name: String, entitlement: String, unlimited: Bool, used: Int, limit: Int, resetsAt: String) {
+        self.name = name
+        self.entitlement = entitlement
+        self.unlimited = unlimited
+        self.used = used
+        self.limit = limit
+        self.resetsAt = resetsAt
+    }
+}

@@ -8,6 +8,9 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "appd",
+    // Linux is where appd runs; the client library and what it imports (AppdClient, Contracts,
+    // BusCore) also build for the apps' platforms (Mutex needs these).
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "appd", targets: ["appd"]),
         .executable(name: "appctl", targets: ["appctl"]),
@@ -15,6 +18,8 @@ let package = Package(
         .library(name: "Bus", targets: ["Bus"]),
         .library(name: "BusCore", targets: ["BusCore"]),
         .library(name: "PluginSDK", targets: ["PluginSDK"]),
+        // The Swift client apps use (iOS, macOS, Linux): every built-in method as a typed call.
+        .library(name: "AppdClient", targets: ["AppdClient"]),
     ],
     targets: [
         // MARK: Sources/Bus — the platform
@@ -53,6 +58,10 @@ let package = Package(
         // The event types each plugin publishes, apart from the plugins, so consumers import
         // the events they react to without importing the publisher.
         .target(name: "Contracts", dependencies: ["BusCore"], path: "Sources/Plugins/Contracts", exclude: ["README.md"], swiftSettings: strict),
+        // The Swift client for apps, over URLSession and the HTTP API: typed calls from the
+        // contracts, streams over server-sent events, typed errors, a session manager. It and
+        // everything it imports build for iOS and macOS (.ci/check-client-portability).
+        .target(name: "AppdClient", dependencies: ["Contracts", "BusCore"], path: "Sources/Plugins/Client", swiftSettings: strict),
         // What every plugin implements, the host that registers, starts, supervises and stops
         // them, and what plugins share (the idempotency gate, the change feed).
         .target(name: "PluginKit", dependencies: ["Bus", "Storage", "EventDelivery", "HTTP", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
@@ -136,12 +145,14 @@ let package = Package(
             path: "Tests/RatingTests", swiftSettings: strict),
         // Each contract's Swift types against its IDL text, and the rendering of its errors.
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "BusCore"], path: "Tests/ContractsTests", swiftSettings: strict),
+        // The client's parts that need no server: the event-stream parser, retries, error decoding.
+        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "Contracts", "BusCore"], path: "Tests/AppdClientTests", swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "Contracts", "HTTP", "AppAPI", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "EventDelivery", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
-        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport"], path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "AppdClient", "Contracts"], path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

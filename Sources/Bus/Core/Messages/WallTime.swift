@@ -2,6 +2,8 @@
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A wall-clock instant in nanoseconds since the Unix epoch, for envelopes and logs.

@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A UTC calendar period (day, ISO week from Monday, month, year) and its bounds: the windows

@@ -33,7 +33,7 @@ public struct Identity: Codable, Sendable, Equatable {
 }
 
 /// The tokens of a session, returned once.
-public struct Session: Codable, Sendable {
+public struct Session: Codable, Sendable, Equatable {
     public var accessToken: String
     public var refreshToken: String
     public var expiresAt: String

@@ -1,0 +1,92 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One streaming HTTP request read as server-sent events as they arrive (URLSession's data
+/// delegate; `bytes(for:)` is not in every Foundation). The session is its own and is
+/// invalidated when the stream ends or is cancelled, so nothing outlives the stream.
+final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    /// What the stream reports, in order: the response's head, each event, the end.
+    enum Update: Sendable {
+        case head(status: Int, headers: [String: String])
+        case event(ServerSentEvent)
+        /// A response that is not an event stream: its body (an error).
+        case body([UInt8])
+        case end((any Error)?)
+    }
+
+    private let lock = NSLock()
+    private var parser = ServerSentEventParser()
+    private var isEventStream = false
+    private var body: [UInt8] = []
+    private var finished = false
+    private let onUpdate: @Sendable (Update) -> Void
+    private var session: URLSession?
+    private var task: URLSessionDataTask?
+    /// An error body is kept up to this size.
+    private let maxErrorBody = 64 << 10
+
+    init(request: URLRequest, configuration: URLSessionConfiguration, onUpdate: @escaping @Sendable (Update) -> Void) {
+        self.onUpdate = onUpdate
+        super.init()
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        self.session = session
+        task = session.dataTask(with: request)
+    }
+
+    func start() { lock.withLock { task }?.resume() }
+
+    /// Ends the stream from the client's side (the consumer stopped): the connection closes.
+    func cancel() {
+        let (task, session) = lock.withLock { (self.task, self.session) }
+        task?.cancel()
+        session?.invalidateAndCancel()
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        let http = response as? HTTPURLResponse
+        let status = http?.statusCode ?? 0
+        var headers: [String: String] = [:]
+        for (name, value) in http?.allHeaderFields ?? [:] {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        lock.withLock { isEventStream = status == 200 && (headers["content-type"] ?? "").hasPrefix("text/event-stream") }
+        onUpdate(.head(status: status, headers: headers))
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let outcome: Result<[ServerSentEvent], any Error> = lock.withLock {
+            guard isEventStream else {
+                if body.count < maxErrorBody { body += data.prefix(maxErrorBody - body.count) }
+                return .success([])
+            }
+            return Result { try parser.feed(data) }
+        }
+        switch outcome {
+        case .success(let events): for event in events { onUpdate(.event(event)) }
+        case .failure(let error):
+            finish(error)
+            cancel()
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (stream, body) = lock.withLock { (isEventStream, self.body) }
+        if !stream { onUpdate(.body(body)) }
+        finish(error)
+        session.finishTasksAndInvalidate()
+    }
+
+    private func finish(_ error: (any Error)?) {
+        let first = lock.withLock {
+            defer { finished = true }
+            return !finished
+        }
+        if first { onUpdate(.end(error)) }
+    }
+}

@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "AppdClient", dependencies: ["Contracts", "BusCore"], path: "Sources/Plugins/Client", swiftSettings: strict),
         // What every plugin implements, the host that registers, starts, supervises and stops
         // them, and what plugins share (the idempotency gate, the change feed).
-        .target(name: "PluginKit", dependencies: ["Bus", "Storage", "EventDelivery", "HTTP", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
+        .target(name: "PluginKit", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "HTTP", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
         // Accounts and sessions (io.appd.Auth), the session and onboarding gates.
         .target(name: "Auth", dependencies: ["Bus", "Contracts", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // Owner-scoped todos (io.appd.Todos).
@@ -88,7 +88,7 @@ let package = Package(
         // MARK: Sources/appd — the daemon
 
         // External plugins: supervised processes, each confined in its sandbox, on a socket of its own.
-        .target(name: "ExternalPlugins", dependencies: ["Bus", "CSystem", "PluginKit"], path: "Sources/appd/ExternalPlugins", swiftSettings: strict),
+        .target(name: "ExternalPlugins", dependencies: ["Bus", "Contracts", "CSystem", "PluginKit"], path: "Sources/appd/ExternalPlugins", swiftSettings: strict),
         // Online backups of a SQLite appd, their verification, scheduling and restore.
         .target(name: "Backups", dependencies: ["BusCore", "Runtime", "Storage", "Crypto"], path: "Sources/appd/Backups", swiftSettings: strict),
         // The HTTP API apps use: routes from the served IDLs, OpenAPI, SSE, conditional requests.
@@ -105,7 +105,7 @@ let package = Package(
 
         // appctl's commands and parsers (a library, so the fuzzers can reach the parsers), and the
         // thin executable.
-        .target(name: "AppctlKit", dependencies: ["BusCore", "Varlink"], path: "Sources/appctl/AppctlKit", swiftSettings: strict),
+        .target(name: "AppctlKit", dependencies: ["BusCore", "Varlink", "Contracts"], path: "Sources/appctl/AppctlKit", swiftSettings: strict),
         .executableTarget(
             name: "appctl", dependencies: ["AppctlKit"], path: "Sources/appctl/Main", swiftSettings: strict,
             // A CLI is started once per command: link the Swift runtime statically (≈1 ms faster start).

@@ -9,5 +9,18 @@ import Testing
         let interface = try VarlinkInterface(parsing: BusInterface.idl)
         let found = interface.differences(method: BusContract.Subscribe.method, input: BusContract.Subscribe.self, reply: SubscribedEvent.self)
         #expect(found == [], "\(found)")
+        let topics = interface.differences(method: BusContract.Topics.method, input: BusContract.Topics.self, reply: BusContract.Topics.Reply.self)
+        #expect(topics == [], "\(topics)")
+        let publish = interface.differences(method: BusContract.Publish.method, input: BusContract.Publish.self, reply: BusContract.Publish.Reply.self)
+        #expect(publish == [], "\(publish)")
+    }
+
+    @Test func theVarlinkServiceCommandsAgreeWithItsInterface() throws {
+        let interface = try VarlinkInterface(parsing: VarlinkServiceInterface.idl)
+        typealias Service = VarlinkServiceInterface
+        #expect(interface.differences(method: Service.GetInfo.method, input: Service.GetInfo.self, reply: Service.GetInfo.Reply.self) == [])
+        let description = interface.differences(
+            method: Service.GetInterfaceDescription.method, input: Service.GetInterfaceDescription.self, reply: Service.GetInterfaceDescription.Reply.self)
+        #expect(description == [])
     }
 }

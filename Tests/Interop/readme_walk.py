@@ -10,7 +10,7 @@ A block the table does not know fails the walk: a new example must be added to i
 A few commands cannot run as written without a terminal; their scripted form is given in
 INSTEAD, each one the way the README itself says to script it (appd in the background instead
 of "in one terminal", a password on standard input instead of the prompt, Ctrl-C as a timeout).
-The data directory and socket come from APPD_DATA_DIR and APPD_SOCKET (README, "Configuration"),
+The data directory and socket come from APPD_DATA_DIRECTORY and APPD_SOCKET (README, "Configuration"),
 so the walk touches nothing of the machine's own appd.
 
 Usage: readme_walk.py REPO_ROOT
@@ -125,7 +125,7 @@ def main():
     home = os.path.join(walk, "home")
     os.makedirs(home)
     env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"), WALK=walk,
-               APPD_DATA_DIR=os.path.join(walk, "data"), APPD_SOCKET=os.path.join(walk, "appd.sock"),
+               APPD_DATA_DIRECTORY=os.path.join(walk, "data"), APPD_SOCKET=os.path.join(walk, "appd.sock"),
                PATH=os.path.join(root, ".build", "debug") + ":" + os.environ.get("PATH", ""))
     env.pop("APPD_CONFIG", None)
     prelude = 'wait_for_socket() { for i in $(seq 1 200); do appctl ping >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }\n'
@@ -161,6 +161,9 @@ def main():
                 status, output = run(INSTEAD.get(command, command))
                 check(f"README line {start}: {command.splitlines()[0][:90]}", status == 0, f"exit {status}\n{output[-3000:]}")
         run("appctl shutdown >/dev/null 2>&1; wait")
+        # The walk ran on its own data directory, not the machine's (/var/lib/appd as root).
+        check("the walk's appd kept its data in the walk's data directory", os.path.exists(os.path.join(walk, "data", "appd.db")),
+              f"no {walk}/data/appd.db: is APPD_DATA_DIRECTORY still the variable of dataDirectory?")
     finally:
         bash.stdin.close()
         bash.wait(timeout=60)

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -74,27 +75,35 @@ public struct PluginHarness: Sendable {
     public var admin: Caller { Caller(peer: PeerCredentials(uid: getuid(), gid: getgid(), pid: getpid())) }
 
     /// Signs `email` up (password "password for <email>"), signs in and authenticates a fresh
-    /// connection; completes onboarding unless told not to. Through `io.appd.Auth` by name, as
-    /// a client would.
+    /// connection; completes onboarding unless told not to. Through the wire form (the
+    /// contract's command as JSON, checked against the IDL), as a client would.
     public func user(_ email: String, onboarded: Bool = true) async throws -> TestUser {
-        let password = "password for \(email)"
-        let signedUp = try await bus.call(
-            method: "io.appd.Auth.SignUp", parameters: ["email": .string(email), "password": .string(password)])
+        let signedUp = try await wire(AuthInterface.SignUp(email: email, password: "password for \(email)"))
         let user = try await signIn(email)
-        if onboarded { _ = try await bus.call(method: "io.appd.Auth.CompleteOnboarding", parameters: [:], as: user.caller) }
-        guard let id = signedUp["user"]?["id"]?.stringValue, id == user.userId else { throw HarnessError("SignUp returned no user id: \(signedUp)") }
+        if onboarded { _ = try await wire(AuthInterface.CompleteOnboarding(), as: user.caller) }
+        guard signedUp.user.id == user.userId else { throw HarnessError("SignUp returned another user id: \(signedUp.user.id)") }
         return user
     }
 
     /// Signs an existing user (password "password for <email>") in on a fresh connection.
     public func signIn(_ email: String) async throws -> TestUser {
-        let reply = try await bus.call(
-            method: "io.appd.Auth.SignIn", parameters: ["email": .string(email), "password": .string("password for \(email)")])
-        guard let token = reply["session"]?["accessToken"]?.stringValue, let id = reply["session"]?["user"]?["id"]?.stringValue
-        else { throw HarnessError("SignIn returned no session: \(reply)") }
+        let session = try await wire(AuthInterface.SignIn(email: email, password: "password for \(email)")).session
         let caller = connection()
-        _ = try await bus.call(method: "io.appd.Auth.Authenticate", parameters: ["accessToken": .string(token)], as: caller)
-        return TestUser(caller: caller, userId: id, accessToken: token)
+        _ = try await wire(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
+        return TestUser(caller: caller, userId: session.user.id, accessToken: session.accessToken)
+    }
+
+    /// Calls `command` through the bus's type-erased path (JSON in, IDL-checked, JSON out), and
+    /// decodes the reply as the contract's type.
+    public func wire<C: Command>(_ command: C, as caller: Caller? = nil) async throws -> C.Reply {
+        let parameters = try JSONValue(encoding: command)
+        let reply: JSONValue
+        if let caller {
+            reply = try await bus.call(method: C.method, parameters: parameters, as: caller)
+        } else {
+            reply = try await bus.call(method: C.method, parameters: parameters)
+        }
+        return try reply.decode(as: C.Reply.self)
     }
 
     /// Every byte the database keeps, as text (closes the database): the SQLite file and its

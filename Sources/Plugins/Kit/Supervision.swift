@@ -1,3 +1,4 @@
+import Contracts
 /// How a supervised plugin comes back after a failure: capped exponential backoff from
 /// `initialBackoff`; a run that lasted `healthyAfter` counts as healthy (the count of quick
 /// failures starts over); after `maxQuickFailures` quick failures in a row it is given up.

@@ -16,7 +16,7 @@ enum AppctlError: Error {
         switch self {
         case .usage: ExitCode.usage
         case .unreachable, .untrustedServer: ExitCode.unreachable
-        case .daemon(let reply): ExitCode.forError(reply.error ?? "")
+        case .daemon(let reply): ExitCode.forError(reply)
         }
     }
 }

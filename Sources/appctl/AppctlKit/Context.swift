@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BusCore
+import Contracts
 import Varlink
 
 /// One appctl run: the global options, the output style, and the connection to appd
@@ -49,16 +50,43 @@ final class Context {
         let socket = options.socketPath
         guard let saved = store.session(for: socket) else { return }
         do throws(VarlinkClientError) {
-            let reply = try client.call("io.appd.Auth.Authenticate", ["accessToken": .string(saved.accessToken)])
-            guard reply.error == "io.appd.Auth.SessionExpired" else { return }
-            let refreshed = try client.call("io.appd.Auth.Refresh", ["refreshToken": .string(saved.refreshToken)])
-            guard refreshed.error == nil, let session = refreshed.parameters["session"],
-                let access = session["accessToken"]?.stringValue, let refresh = session["refreshToken"]?.stringValue
+            let reply = try client.call(AuthInterface.Authenticate.method, ["accessToken": .string(saved.accessToken)])
+            guard let error = reply.error, ContractErrors.typed(name: error, parameters: reply.parameters.objectValue ?? [:]) as? AuthError == .sessionExpired
             else { return }
-            try? store.save(.init(accessToken: access, refreshToken: refresh, email: saved.email), for: socket)
-            _ = try client.call("io.appd.Auth.Authenticate", ["accessToken": .string(access)])
+            let refreshed = try client.call(AuthInterface.Refresh.method, ["refreshToken": .string(saved.refreshToken)])
+            guard refreshed.error == nil, let session = try? refreshed.parameters.decode(as: AuthInterface.SessionReply.self).session else { return }
+            try? store.save(.init(accessToken: session.accessToken, refreshToken: session.refreshToken, email: saved.email), for: socket)
+            _ = try client.call(AuthInterface.Authenticate.method, ["accessToken": .string(session.accessToken)])
         } catch {
             throw .unreachable(error, socket: socket)
+        }
+    }
+
+    /// One typed call: the parameters from the command, the reply decoded as its type.
+    func call<C: Command>(_ command: C) throws(AppctlError) -> C.Reply {
+        let reply = try json(command)
+        do {
+            return try reply.decode(as: C.Reply.self)
+        } catch {
+            throw .daemon(VarlinkReply(error: InternalError(messageID: "\(C.method) replied with something else than its declared reply: \(error)")))
+        }
+    }
+
+    /// One typed call whose reply is shown as it came (as JSON, or as a table of its fields).
+    func json<C: Command>(_ command: C) throws(AppctlError) -> JSONValue {
+        try call(C.method, try parameters(of: command))
+    }
+
+    /// A typed `more` call; `onReply` sees each reply as it came, until the stream ends.
+    func stream<C: StreamingCommand>(_ command: C, onReply: (JSONValue, Bool) -> Void) throws(AppctlError) {
+        try stream(C.method, try parameters(of: command), onReply: onReply)
+    }
+
+    private func parameters(of command: some Encodable) throws(AppctlError) -> JSONValue {
+        do {
+            return try JSONValue(encoding: command)
+        } catch {
+            throw .usage("cannot encode the call: \(error)", command: nil)
         }
     }
 
@@ -98,18 +126,13 @@ final class Context {
 
     /// The names of the interfaces the daemon serves.
     func interfaceNames() throws(AppctlError) -> [String] {
-        let info = try call("org.varlink.service.GetInfo")
-        guard case .array(let names) = info["interfaces"] ?? .null else { return [] }
-        return names.compactMap(\.stringValue)
+        try call(VarlinkServiceInterface.GetInfo()).interfaces
     }
 
     /// A served interface, parsed from its IDL.
     func interface(_ name: String) throws(AppctlError) -> VarlinkInterface {
         if let cached = interfaceCache[name] { return cached }
-        let reply = try call("org.varlink.service.GetInterfaceDescription", ["interface": .string(name)])
-        guard let text = reply["description"]?.stringValue else {
-            throw .daemon(VarlinkReply(error: InvalidParameters(method: "GetInterfaceDescription", parameter: "description", reason: "missing")))
-        }
+        let text = try call(VarlinkServiceInterface.GetInterfaceDescription(interface: name)).description
         do throws(VarlinkIDLError) {
             let interface = try VarlinkInterface(parsing: text)
             interfaceCache[name] = interface

@@ -1,4 +1,5 @@
 import BusCore
+import Contracts
 import Varlink
 
 /// A daemon error reply as a sentence with the next step, for people. The varlink name stays
@@ -9,28 +10,16 @@ enum ErrorMessage {
         let p = reply.parameters
         func text(_ key: String) -> String { (p[key]?.stringValue ?? "").escapingControlCharacters() }
         let short = name.split(separator: ".").last.map(String.init) ?? name
+        if let typed = ContractErrors.typed(name: name, parameters: p.objectValue ?? [:]), let sentence = sentence(typed) { return sentence }
         switch name {
-        case "io.appd.Auth.OnboardingRequired": return "Complete onboarding first: appctl onboard"
-        case "io.appd.Auth.Unauthenticated": return "You are not signed in, or your session ended. Run 'appctl login <email>'."
-        case "io.appd.Auth.SessionExpired": return "Your session expired. Run 'appctl login <email>' again."
-        case "io.appd.Auth.InvalidCredentials": return "Wrong email or password."
-        case "io.appd.Auth.TooManyAttempts":
-            return "Too many failed sign-ins for this account: try again in \(p["retryAfterSeconds"].map(Output.scalar) ?? "a few") s."
-        case "io.appd.Auth.AccountDisabled": return "This account is disabled; ask an administrator."
-        case "io.appd.Auth.Busy": return "Too many sign-ins in progress; retry in a moment."
-        case "io.appd.Auth.InvalidResetToken": return "The reset token is unknown, used or expired; request a new one."
-        case "io.appd.Payments.PaymentRequired":
-            let resets = p["resetsAt"]?.stringValue.map { " The free quota resets at \($0)." } ?? ""
-            return "This needs the '\(text("entitlement"))' entitlement, or its free quota is used up.\(resets) See 'appctl payments status'."
-        case "io.appd.Payments.UnknownAccount": return "No account has the email \(text("email"))."
         case "org.varlink.service.InvalidParameter": return "Invalid value for '\(text("parameter"))'."
         case "org.varlink.service.PermissionDenied":
             let reason = text("reason")
             return reason.isEmpty ? "Permission denied." : "Permission denied: \(reason)."
         case "org.varlink.service.MethodNotFound", "org.varlink.service.InterfaceNotFound":
             return "The daemon does not serve that (is the plugin running? see 'appctl plugins')."
-        case "io.appd.Bus.DeadlineExceeded": return "The call did not finish in time; retry, or raise --timeout."
-        case "io.appd.Bus.InternalError": return "appd failed unexpectedly; its log has the details under message id \(text("messageId"))."
+        case DeadlineExceeded.name: return "The call did not finish in time; retry, or raise --timeout."
+        case InternalError.name: return "appd failed unexpectedly; its log has the details under message id \(text("messageId"))."
         default:
             break
         }
@@ -39,5 +28,27 @@ enum ErrorMessage {
         if !text("reason").isEmpty { return "\(short): \(text("reason"))" }
         let rest = p.objectValue.map { $0.isEmpty ? "" : " " + JSONValue.object($0).jsonText } ?? ""
         return "\(short)\(rest.escapingControlCharacters())"
+    }
+
+    /// The sentences of the errors people meet most, by their typed case.
+    private static func sentence(_ error: any InterfaceError) -> String? {
+        switch error as? AuthError {
+        case .onboardingRequired?: return "Complete onboarding first: appctl onboard"
+        case .unauthenticated?: return "You are not signed in, or your session ended. Run 'appctl login <email>'."
+        case .sessionExpired?: return "Your session expired. Run 'appctl login <email>' again."
+        case .invalidCredentials?: return "Wrong email or password."
+        case .tooManyAttempts(let seconds)?: return "Too many failed sign-ins for this account: try again in \(seconds) s."
+        case .accountDisabled?: return "This account is disabled; ask an administrator."
+        case .busy?: return "Too many sign-ins in progress; retry in a moment."
+        case .invalidResetToken?: return "The reset token is unknown, used or expired; request a new one."
+        default: break
+        }
+        switch error as? PaymentsError {
+        case .paymentRequired(let entitlement, _, let resetsAt)?:
+            let resets = resetsAt.map { " The free quota resets at \($0)." } ?? ""
+            return "This needs the '\(entitlement.escapingControlCharacters())' entitlement, or its free quota is used up.\(resets) See 'appctl payments status'."
+        case .unknownAccount(let email)?: return "No account has the email \(email.escapingControlCharacters())."
+        default: return nil
+        }
     }
 }

@@ -1,3 +1,4 @@
+import Contracts
 import BusCore
 import Varlink
 
@@ -24,18 +25,30 @@ enum ExitCode {
     static let paymentRequired: Int32 = 68
 
     /// The exit code for a daemon error reply.
-    static func forError(_ name: String) -> Int32 {
+    static func forError(_ reply: VarlinkReply) -> Int32 {
+        let name = reply.error ?? ""
+        switch ContractErrors.typed(name: name, parameters: reply.parameters.objectValue ?? [:]) {
+        case let error as AuthError:
+            switch error {
+            case .tooManyAttempts, .busy: return tryAgain
+            case .unauthenticated, .sessionExpired: return notSignedIn
+            default: break
+            }
+        case let error as PaymentsError:
+            if case .paymentRequired = error { return paymentRequired }
+        case let error as DaemonError:
+            if case .pluginUnavailable = error { return tryAgain }
+        default: break
+        }
         switch name {
-        case "org.varlink.service.InvalidParameter": invalidParameter
+        case "org.varlink.service.InvalidParameter": return invalidParameter
         case "org.varlink.service.InterfaceNotFound", "org.varlink.service.MethodNotFound",
             "org.varlink.service.MethodNotImplemented":
-            notFound
-        case "org.varlink.service.PermissionDenied": permissionDenied
-        case "io.appd.Bus.DeadlineExceeded", "io.appd.Auth.TooManyAttempts", "io.appd.Auth.Busy", "io.appd.Daemon.PluginUnavailable": tryAgain
-        case "io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired": notSignedIn
-        case "io.appd.Payments.PaymentRequired": paymentRequired
-        case let name where name.hasSuffix(".ValidationFailed"): invalidParameter
-        default: daemonError
+            return notFound
+        case "org.varlink.service.PermissionDenied": return permissionDenied
+        case DeadlineExceeded.name: return tryAgain
+        case let name where name.hasSuffix(".ValidationFailed"): return invalidParameter
+        default: return daemonError
         }
     }
 

@@ -28,10 +28,8 @@ public struct BackupManifest: Codable, Sendable, Equatable {
 }
 
 /// A backup cannot be made, or is not one that may be restored; says what is wrong.
-public struct BackupProblem: Error, Equatable, CustomStringConvertible, WireError {
+/// (`io.appd.Backup` answers it as `BackupError.backupFailed`.)
+public struct BackupProblem: Error, Equatable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
-
-    public var wireName: String { "io.appd.Backup.BackupFailed" }
-    public var wireParameters: [String: JSONValue] { ["reason": .string(description)] }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bus
+import Contracts
 import Crypto
 import Synchronization
 import PluginKit
@@ -142,13 +143,13 @@ public actor ExternalPluginHost {
         }
     }
 
-    public func restart(_ name: String) async throws(ExternalPluginError) {
+    public func restart(_ name: String) async throws(DaemonError) {
         let plugin = try find(name)
-        guard !disabled.contains(name) else { throw .disabled(name) }
+        guard !disabled.contains(name) else { throw .pluginDisabled(name: name) }
         await plugin.restart()
     }
 
-    public func enable(_ name: String) async throws(ExternalPluginError) {
+    public func enable(_ name: String) async throws(DaemonError) {
         let plugin = try find(name)
         disabled.remove(name)
         saveDisabled()
@@ -156,15 +157,15 @@ public actor ExternalPluginHost {
         if state == .stopped || state == .failed { await plugin.restart() }
     }
 
-    public func disable(_ name: String) async throws(ExternalPluginError) {
+    public func disable(_ name: String) async throws(DaemonError) {
         let plugin = try find(name)
         disabled.insert(name)
         saveDisabled()
         await plugin.stop()
     }
 
-    private func find(_ name: String) throws(ExternalPluginError) -> ExternalPlugin {
-        guard let plugin = plugins[name] else { throw .unknown(name) }
+    private func find(_ name: String) throws(DaemonError) -> ExternalPlugin {
+        guard let plugin = plugins[name] else { throw .unknownPlugin(name: name) }
         return plugin
     }
 
@@ -202,30 +203,6 @@ public actor ExternalPluginHost {
         fsync(fd)
         close(fd)
         rename(temporary, stateFile)
-    }
-}
-
-/// A plugin operation that cannot be done; says what to do instead.
-public enum ExternalPluginError: WireError, Equatable {
-    case unknown(String)
-    case disabled(String)
-
-    public var wireName: String {
-        switch self {
-        case .unknown: "io.appd.Daemon.UnknownPlugin"
-        case .disabled: "io.appd.Daemon.PluginDisabled"
-        }
-    }
-    public var wireParameters: [String: JSONValue] {
-        switch self {
-        case .unknown(let name), .disabled(let name): ["name": .string(name)]
-        }
-    }
-    public var description: String {
-        switch self {
-        case .unknown(let name): "no external plugin is named '\(name)'; see 'appctl plugins' (built-in plugins are configured with disabledPlugins)"
-        case .disabled(let name): "plugin '\(name)' is disabled; 'appctl plugins enable \(name)' starts it"
-        }
     }
 }
 

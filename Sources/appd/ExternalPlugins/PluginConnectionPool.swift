@@ -1,3 +1,4 @@
+import Contracts
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,7 +29,7 @@ final class PluginConnectionPool: Sendable {
 
     /// One call; a plugin's error reply is thrown as `PluginErrorReply`.
     func call(_ method: String, _ parameters: JSONValue, timeout: Duration) async throws -> JSONValue {
-        guard !stopped.load(ordering: .acquiring) else { throw PluginUnavailable(plugin: plugin, reason: "it is stopping") }
+        guard !stopped.load(ordering: .acquiring) else { throw DaemonError.pluginUnavailable(plugin: plugin, reason: "it is stopping") }
         let deadline = ContinuousClock.now + timeout
         active.add(1, ordering: .acquiringAndReleasing)
         defer { active.subtract(1, ordering: .acquiringAndReleasing) }
@@ -49,7 +50,7 @@ final class PluginConnectionPool: Sendable {
     /// after it returns (a slow client slows the plugin down rather than filling memory);
     /// returns the last reply. `timeout` bounds each wait for the plugin's next reply.
     func stream(_ method: String, _ parameters: JSONValue, timeout: Duration, onReply: (JSONValue) async throws -> Void) async throws -> JSONValue {
-        guard !stopped.load(ordering: .acquiring) else { throw PluginUnavailable(plugin: plugin, reason: "it is stopping") }
+        guard !stopped.load(ordering: .acquiring) else { throw DaemonError.pluginUnavailable(plugin: plugin, reason: "it is stopping") }
         active.add(1, ordering: .acquiringAndReleasing)
         defer { active.subtract(1, ordering: .acquiringAndReleasing) }
         let connection = try await onPool(method) { [self] () throws -> PluginConnection in
@@ -88,7 +89,7 @@ final class PluginConnectionPool: Sendable {
         do {
             return try await pool.run(body)
         } catch PoolRefusal.closed {
-            throw PluginUnavailable(plugin: plugin, reason: "it stopped")
+            throw DaemonError.pluginUnavailable(plugin: plugin, reason: "it stopped")
         }
     }
 
@@ -97,7 +98,7 @@ final class PluginConnectionPool: Sendable {
         do throws(VarlinkClientError) {
             return PluginConnection(try VarlinkClient(path: socketPath, timeout: timeout), plugin: plugin)
         } catch {
-            throw PluginUnavailable(plugin: plugin, reason: "\(error)")
+            throw DaemonError.pluginUnavailable(plugin: plugin, reason: "\(error)")
         }
     }
 
@@ -127,7 +128,7 @@ final class PluginConnection: @unchecked Sendable {  // safe: a connection is ei
             drop()
             switch error {
             case .timedOut: throw DeadlineExceeded(method: method)
-            default: throw PluginUnavailable(plugin: plugin, reason: "\(error)")
+            default: throw DaemonError.pluginUnavailable(plugin: plugin, reason: "\(error)")
             }
         }
     }
@@ -135,19 +136,6 @@ final class PluginConnection: @unchecked Sendable {  // safe: a connection is ei
     /// Ends the connection: a job blocked reading on it returns at once; the fd closes with
     /// the last reference.
     func drop() { shutdown(client.fileDescriptor, Int32(SHUT_RDWR)) }
-}
-
-/// A call to an external plugin that is down or stopping fails fast with this.
-public struct PluginUnavailable: WireError, Equatable {
-    public let plugin: String
-    public let reason: String
-    public init(plugin: String, reason: String) {
-        self.plugin = plugin
-        self.reason = reason
-    }
-    public var wireName: String { "io.appd.Daemon.PluginUnavailable" }
-    public var wireParameters: [String: JSONValue] { ["plugin": .string(plugin), "reason": .string(reason)] }
-    public var description: String { "plugin '\(plugin)' is unavailable: \(reason); see 'appctl plugins'" }
 }
 
 /// A plugin's own error reply, passed on to the client as it was.

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Synchronization
 
@@ -46,7 +47,7 @@ final class PluginGateway: Sendable {
             parameters = .object(fields)
         }
         let (pool, reason) = current.withLock { $0 }
-        guard let pool else { throw PluginUnavailable(plugin: plugin, reason: reason) }
+        guard let pool else { throw DaemonError.pluginUnavailable(plugin: plugin, reason: reason) }
         var timeout = callTimeout
         if let deadline = envelope.deadline { timeout = min(timeout, deadline - ContinuousClock.now) }
         return (pool, parameters, timeout)

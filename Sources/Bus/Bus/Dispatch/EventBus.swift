@@ -24,12 +24,7 @@ public final class EventBus: Sendable {
     }
 
     /// Counters for `status` output.
-    public struct Counters: Sendable, Codable, Hashable {
-        public var commands: Int
-        public var events: Int
-        public var deliveries: Int
-        public var subscriptions: Int
-    }
+    public typealias Counters = BusCounters
 
     struct EventRegistry {
         var subscriptions: SubscriptionIndex

@@ -144,29 +144,10 @@ public enum BusInterface {
         typealias Reply = Empty
     }
 
-    struct Topics: Command {
-        static let method = "io.appd.Bus.Topics"
-        struct Reply: Codable, Sendable { var topics: [WireTopic] }
-    }
+    typealias Topics = BusContract.Topics
+    typealias WireTopic = BusTopic
 
-    struct WireTopic: Codable, Sendable {
-        var topic: String
-        var version: Int
-        var payload: String
-        var audience: String
-        var durable: Bool
-        var publisher: String
-        var external: Bool
-    }
-
-    struct Publish: Command {
-        static let method = "io.appd.Bus.Publish"
-        static let requirements: [Requirement] = [.admin]
-        typealias Reply = PublishReply
-        var topic: String
-        var payload: JSONValue
-        var durable: Bool?
-    }
+    typealias Publish = BusContract.Publish
 
     struct AuthenticatePlugin: Command {
         static let method = "io.appd.Bus.AuthenticatePlugin"
@@ -174,9 +155,7 @@ public enum BusInterface {
         var token: String
     }
 
-    struct PublishReply: Codable, Sendable {
-        var seq: Int64?
-    }
+    typealias PublishReply = BusContract.Publish.Reply
 
 
     /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the

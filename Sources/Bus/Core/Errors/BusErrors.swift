@@ -18,7 +18,8 @@ public struct DuplicateHandler: Error, Equatable, CustomStringConvertible {
 public struct DeadlineExceeded: WireError, Equatable {
     public let method: String
     public init(method: String) { self.method = method }
-    public var wireName: String { "io.appd.Bus.DeadlineExceeded" }
+    public static let name = "io.appd.Bus.DeadlineExceeded"
+    public var wireName: String { Self.name }
     public var wireParameters: [String: JSONValue] { ["method": .string(method)] }
     public var description: String { "\(method) did not reply before the deadline; retry later or raise the timeout" }
 }

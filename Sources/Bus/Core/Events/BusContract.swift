@@ -15,6 +15,55 @@ public enum BusContract {
             self.since = since
         }
     }
+
+    /// Publishes an event (admin): live only, or logged with `durable`.
+    public struct Publish: Command {
+        public static let method = "io.appd.Bus.Publish"
+        public static let requirements: [Requirement] = [.admin]
+        public struct Reply: Codable, Sendable {
+            /// Its place on the log when durable.
+            public var seq: Int64?
+            public init(seq: Int64? = nil) { self.seq = seq }
+        }
+        public var topic: String
+        public var payload: JSONValue
+        public var durable: Bool?
+        public init(topic: String, payload: JSONValue, durable: Bool? = nil) {
+            self.topic = topic
+            self.payload = payload
+            self.durable = durable
+        }
+    }
+
+    /// The event topics the daemon knows (plugins' event types, external ones included).
+    public struct Topics: Command {
+        public static let method = "io.appd.Bus.Topics"
+        public struct Reply: Codable, Sendable {
+            public var topics: [BusTopic]
+            public init(topics: [BusTopic]) { self.topics = topics }
+        }
+        public init() {}
+    }
+}
+
+/// One topic: its payload type (varlink IDL), who may receive it, whether it is logged, its publisher.
+public struct BusTopic: Codable, Sendable, Equatable {
+    public var topic: String
+    public var version: Int
+    public var payload: String
+    public var audience: String
+    public var durable: Bool
+    public var publisher: String
+    public var external: Bool
+    public init(topic: String, version: Int, payload: String, audience: String, durable: Bool, publisher: String, external: Bool) {
+        self.topic = topic
+        self.version = version
+        self.payload = payload
+        self.audience = audience
+        self.durable = durable
+        self.publisher = publisher
+        self.external = external
+    }
 }
 
 /// One event of a subscription.

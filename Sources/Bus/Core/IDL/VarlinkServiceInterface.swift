@@ -41,6 +41,29 @@ public enum VarlinkServiceInterface {
 
         """
 
+    /// The service's vendor, version and interfaces.
+    public struct GetInfo: Command {
+        public static let method = "org.varlink.service.GetInfo"
+        public struct Reply: Codable, Sendable {
+            public var vendor: String
+            public var product: String
+            public var version: String
+            public var url: String
+            public var interfaces: [String]
+        }
+        public init() {}
+    }
+
+    /// One served interface's definition (IDL text).
+    public struct GetInterfaceDescription: Command {
+        public static let method = "org.varlink.service.GetInterfaceDescription"
+        public struct Reply: Codable, Sendable {
+            public var description: String
+        }
+        public var interface: String
+        public init(interface: String) { self.interface = interface }
+    }
+
     /// What `GetInfo` reports about the service.
     public struct Info: Sendable, Codable, Hashable {
         public var vendor: String
@@ -87,7 +110,8 @@ public struct PermissionDenied: WireError, Equatable {
 public struct InternalError: WireError, Equatable {
     public let messageID: String
     public init(messageID: String) { self.messageID = messageID }
-    public var wireName: String { "io.appd.Bus.InternalError" }
+    public static let name = "io.appd.Bus.InternalError"
+    public var wireName: String { Self.name }
     public var wireParameters: [String: JSONValue] { ["messageId": .string(messageID)] }
     public var description: String { "internal error in appd; see its log for message \(messageID)" }
 }

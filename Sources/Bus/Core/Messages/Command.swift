@@ -35,3 +35,10 @@ extension StreamingCommand {
 public struct Empty: Codable, Sendable, Hashable {
     public init() {}
 }
+
+extension Command {
+    /// The method's name without its interface: `Add` for `io.appd.Todos.Add`.
+    public static var name: String { method.methodNameParts.map { String($0.member) } ?? method }
+    /// The interface the method belongs to: `io.appd.Todos`.
+    public static var interface: String { method.methodNameParts.map { String($0.interface) } ?? method }
+}

@@ -258,4 +258,6 @@ public enum AuthInterface {
     public static let commands: [any Command.Type] = [SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self, EnableUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self, UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = AuthError
+    /// The interface's name, e.g. `io.appd.Todos`.
+    public static var name: String { Errors.interface }
 }

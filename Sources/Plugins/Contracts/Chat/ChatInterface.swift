@@ -95,6 +95,8 @@ public enum ChatInterface {
     public static let commands: [any Command.Type] = [CreateConversation.self, ListConversations.self, RenameConversation.self, DeleteConversation.self, Changes.self, History.self, Cancel.self, Feedback.self]
     public static let streams: [any StreamingCommand.Type] = [Send.self]
     public typealias Errors = ChatError
+    /// The interface's name, e.g. `io.appd.Todos`.
+    public static var name: String { Errors.interface }
 
     public static let needs: [Requirement] = [.session, .onboarded]
     /// Changes keep their first outcome for a retry with the same idempotency key.

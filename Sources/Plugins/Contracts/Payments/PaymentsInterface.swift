@@ -104,6 +104,8 @@ public enum PaymentsInterface {
     public static let commands: [any Command.Type] = [Products.self, Status.self, Restore.self, Grant.self, Revoke.self, UserStatus.self, IngestWebhook.self]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = PaymentsError
+    /// The interface's name, e.g. `io.appd.Todos`.
+    public static var name: String { Errors.interface }
 
     public struct ProductInfo: Codable, Sendable, Equatable {
         public var id: String

@@ -26,6 +26,8 @@ public enum RatingInterface {
     public static let commands: [any Command.Type] = [Decide.self, RecordOutcome.self, Status.self]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = RatingError
+    /// The interface's name, e.g. `io.appd.Todos`.
+    public static var name: String { Errors.interface }
 
     public struct Decide: Command {
         public static let method = "io.appd.Rating.Decide"

@@ -83,6 +83,8 @@ public enum TodosInterface {
     public static let commands: [any Command.Type] = [Add.self, Get.self, List.self, Update.self, Complete.self, Reopen.self, Delete.self, ClearCompleted.self, Changes.self]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = TodosError
+    /// The interface's name, e.g. `io.appd.Todos`.
+    public static var name: String { Errors.interface }
 
     public static let needs: [Requirement] = [.session, .onboarded]
     /// Changes keep their first outcome for a retry with the same idempotency key.

@@ -1,4 +1,5 @@
 import BusCore
+import Contracts
 import Varlink
 
 /// `signup`, `login`, `logout`, `whoami`, `onboard`: the session appctl keeps for you.
@@ -14,13 +15,11 @@ enum AuthCommands {
         let fromStdin = flags.switches.contains("--password-stdin")
         let password = try PasswordInput.read(prompt: "Password: ", fromStandardInput: fromStdin, command: "signup")
         // The daemon's rules first: a password that cannot work is refused before it is typed twice.
-        _ = try context.call("io.appd.Auth.CheckSignUp", ["email": .string(email), "password": .string(password)])
+        _ = try context.call(AuthInterface.CheckSignUp(email: email, password: password))
         if !fromStdin, try PasswordInput.read(prompt: "Repeat password: ", fromStandardInput: false, command: "signup") != password {
             throw .usage("the passwords differ", command: "signup")
         }
-        var parameters: [String: JSONValue] = ["email": .string(email), "password": .string(password)]
-        if let name = flags.value("--display-name") { parameters["displayName"] = .string(name) }
-        _ = try context.call("io.appd.Auth.SignUp", .object(parameters))
+        _ = try context.call(AuthInterface.SignUp(email: email, password: password, displayName: flags.value("--display-name")))
         return try signIn(email: email, password: password, context: context)
     }
 
@@ -38,17 +37,13 @@ enum AuthCommands {
     }
 
     static func signIn(email: String, password: String, context: Context) throws(AppctlError) -> Int32 {
-        let reply = try context.call("io.appd.Auth.SignIn", ["email": .string(email), "password": .string(password)])
-        guard let session = reply["session"], let access = session["accessToken"]?.stringValue,
-            let refresh = session["refreshToken"]?.stringValue
-        else { throw .daemon(VarlinkReply(error: InternalError(messageID: "SignIn reply without tokens"))) }
-        let user = session["user"] ?? [:]
+        let session = try context.call(AuthInterface.SignIn(email: email, password: password)).session
         try SessionStore.standard().save(
-            .init(accessToken: access, refreshToken: refresh, email: user["email"]?.stringValue ?? email), for: context.options.socketPath)
+            .init(accessToken: session.accessToken, refreshToken: session.refreshToken, email: session.user.email), for: context.options.socketPath)
         if context.options.json {
-            context.output.reply(["user": user])  // never print the tokens
+            context.output.reply(["user": (try? JSONValue(encoding: session.user)) ?? [:]])  // never print the tokens
         } else {
-            print("signed in as \((user["email"]?.stringValue ?? email).escapingControlCharacters())")
+            print("signed in as \(session.user.email.escapingControlCharacters())")
         }
         return ExitCode.ok
     }
@@ -62,19 +57,19 @@ enum AuthCommands {
             return ExitCode.ok
         }
         do throws(AppctlError) {
-            _ = try context.call("io.appd.Auth.SignOut")
-        } catch .daemon(let reply) where reply.error == "io.appd.Auth.Unauthenticated" || reply.error == "io.appd.Auth.SessionExpired" {
-            // Already over on the daemon's side: forgetting it is all that is left.
+            _ = try context.call(AuthInterface.SignOut())
+        } catch .daemon(let reply) where ExitCode.forError(reply) == ExitCode.notSignedIn {
+            // Already over on the daemon's side (Unauthenticated, SessionExpired): forgetting it is all that is left.
         }
         print("signed out")
         return ExitCode.ok
     }
 
     static let whoami = DaemonCommands.simple(
-        "whoami", abstract: "Show the signed-in account.", method: "io.appd.Auth.WhoAmI")
+        "whoami", abstract: "Show the signed-in account.", method: AuthInterface.WhoAmI.method)
 
     static let onboard = DaemonCommands.simple(
-        "onboard", abstract: "Mark onboarding complete for the signed-in account.", method: "io.appd.Auth.CompleteOnboarding")
+        "onboard", abstract: "Mark onboarding complete for the signed-in account.", method: AuthInterface.CompleteOnboarding.method)
 }
 
 extension AuthCommands {

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BusCore
+import Contracts
 import Varlink
 
 /// `appctl bench`: a load generator in the spirit of redis-benchmark.
@@ -21,7 +22,7 @@ enum BenchCommand {
         let connections = try count("-c", 1)
         let calls = try count("-n", 100_000)
         let pipeline = try count("-P", 1)
-        let method = flags.value("--method") ?? "io.appd.Daemon.Ping"
+        let method = flags.value("--method") ?? DaemonInterface.Ping.method
         var parameters: JSONValue = [:]
         if let text = flags.value("--params") {
             guard let json = try? JSONParser.parse(Array(text.utf8)), json.objectValue != nil else {
@@ -83,7 +84,7 @@ enum BenchCommand {
             do throws(VarlinkClientError) {
                 client = try VarlinkClient(path: path, timeout: timeout)
                 if let session {
-                    let reply = try client.call("io.appd.Auth.Authenticate", ["accessToken": .string(session.accessToken)])
+                    let reply = try client.call(AuthInterface.Authenticate.method, ["accessToken": .string(session.accessToken)])
                     if reply.error != nil { refused = reply }
                 }
             } catch {

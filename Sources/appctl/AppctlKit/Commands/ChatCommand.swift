@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BusCore
+import Contracts
 import Varlink
 import Synchronization
 
@@ -35,46 +36,47 @@ enum ChatCommand {
             try send(rest.joined(separator: " "), in: conversation ?? "", context)
             return ExitCode.ok
         case "ls":
-            var parameters: [String: JSONValue] = ["limit": 200]
-            if !rest.isEmpty { parameters["query"] = .string(rest.joined(separator: " ")) }
-            let reply = try context.call("io.appd.Chat.ListConversations", .object(parameters))
-            guard case .array(let list)? = reply["conversations"] else { return ExitCode.ok }
+            let list = try context.call(ChatInterface.ListConversations(query: rest.isEmpty ? nil : rest.joined(separator: " "), limit: 200)).conversations
+            let rows = list.compactMap { (try? JSONValue(encoding: $0))?.objectValue }
             if context.options.json {
-                for conversation in list { print(conversation.jsonText) }
+                for conversation in rows { print(JSONValue.object(conversation).jsonText) }
             } else if list.isEmpty {
                 print("no conversations")
             } else {
-                print(Output.table(list.compactMap(\.objectValue), order: ["id", "title", "updatedAt"]), terminator: "")
+                print(Output.table(rows, order: ["id", "title", "updatedAt"]), terminator: "")
             }
             return ExitCode.ok
         case "history":
             guard rest.count == 1 else { throw .usage("chat history needs one conversation id", command: "chat") }
-            var messages: [JSONValue] = []
-            var cursor: JSONValue = .null
+            var messages: [ChatMessage] = []
+            var cursor: String?
             repeat {
-                let page = try context.call("io.appd.Chat.History", ["conversationId": .string(rest[0]), "cursor": cursor, "limit": 200])
-                if case .array(let list)? = page["messages"] { messages = list + messages }
-                cursor = page["nextCursor"] ?? .null
-            } while cursor != .null
+                let page = try context.call(ChatInterface.History(conversationId: rest[0], cursor: cursor, limit: 200))
+                messages = page.messages + messages
+                cursor = page.nextCursor
+            } while cursor != nil
             for message in messages {
                 if context.options.json {
-                    print(message.jsonText)
+                    print(((try? JSONValue(encoding: message)) ?? .null).jsonText)
                 } else {
-                    let status = message["status"]?.stringValue ?? "complete"
-                    let who = message["role"]?.stringValue == "user" ? "you" : "assistant"
-                    print("\(who)\(status == "complete" ? "" : " (\(status))"): \(message["text"]?.stringValue ?? "")")
+                    let who = message.role == "user" ? "you" : "assistant"
+                    print("\(who)\(message.status == "complete" ? "" : " (\(message.status))"): \(message.text)")
                 }
             }
             return ExitCode.ok
         case "rm":
             guard rest.count == 1 else { throw .usage("chat rm needs one conversation id", command: "chat") }
-            let reply = try context.call("io.appd.Chat.DeleteConversation", ["id": .string(rest[0])])
+            let reply = try context.json(ChatInterface.DeleteConversation(id: rest[0]))
             if context.options.json { context.output.reply(reply) } else { print("deleted") }
             return ExitCode.ok
         case "rename":
             guard rest.count >= 2 else { throw .usage("chat rename needs a conversation id and a title", command: "chat") }
-            let reply = try context.call("io.appd.Chat.RenameConversation", ["id": .string(rest[0]), "title": .string(rest.dropFirst().joined(separator: " "))])
-            if context.options.json { context.output.reply(reply) } else { print((reply["conversation"]?["title"]?.stringValue ?? "").escapingControlCharacters()) }
+            let rename = ChatInterface.RenameConversation(id: rest[0], title: rest.dropFirst().joined(separator: " "))
+            if context.options.json {
+                context.output.reply(try context.json(rename))
+            } else {
+                print((try context.call(rename).conversation.title ?? "").escapingControlCharacters())
+            }
             return ExitCode.ok
         default:
             return try DerivedCommand.run(interfaceWord: "chat", arguments, options: context.options)
@@ -82,9 +84,7 @@ enum ChatCommand {
     }
 
     static func newConversation(_ context: Context) throws(AppctlError) -> String {
-        let reply = try context.call("io.appd.Chat.CreateConversation")
-        guard let id = reply["conversation"]?["id"]?.stringValue else { throw .usage("the daemon answered without a conversation id", command: "chat") }
-        return id
+        try context.call(ChatInterface.CreateConversation()).conversation.id
     }
 
     /// Sends one message and prints the reply as it streams. Ctrl-C (SIGINT) cancels the reply
@@ -103,30 +103,30 @@ enum ChatCommand {
         var cancelSent = false
         var printed = false
         do {
-            try client.send(VarlinkCall(method: "io.appd.Chat.Send", parameters: ["conversationId": .string(conversation), "text": .string(text)], more: true))
+            let call = ChatInterface.Send(conversationId: conversation, text: text)
+            try client.send(VarlinkCall(method: ChatInterface.Send.method, parameters: try JSONValue(encoding: call), more: true))
             while true {
                 guard let reply = try client.nextBufferedReply() else {
                     if interrupted != 0, !cancelSent, let id = messageID {
                         cancelSent = true
                         // A second connection: this one is busy streaming.
-                        _ = try? Context(options: context.options).call("io.appd.Chat.Cancel", ["messageId": .string(id)])
+                        _ = try? Context(options: context.options).call(ChatInterface.Cancel(messageId: id))
                     }
                     if client.isReadable(milliseconds: 100) { try client.fill() }
                     continue
                 }
                 if reply.error != nil { throw AppctlError.daemon(reply) }
-                let parameters = reply.parameters
-                messageID = parameters["messageId"]?.stringValue ?? messageID
+                let part = try? reply.parameters.decode(as: ChatInterface.Send.Reply.self)
+                messageID = part?.messageId ?? messageID
                 if context.options.json {
-                    print(parameters.jsonText)
-                } else if let delta = parameters["delta"]?.stringValue {
+                    print(reply.parameters.jsonText)
+                } else if let delta = part?.delta {
                     print(delta.escapingControlCharacters(keepingLines: true), terminator: "")
                     printed = true
-                } else if let message = parameters["message"] {
+                } else if let message = part?.message {
                     if printed { print("") }
-                    let status = message["status"]?.stringValue ?? "complete"
-                    if status == "cancelled" { print("[cancelled]") }
-                    if status == "failed" { print("[failed: \((message["error"]?.stringValue ?? "unknown").escapingControlCharacters())]") }
+                    if message.status == "cancelled" { print("[cancelled]") }
+                    if message.status == "failed" { print("[failed: \((message.error ?? "unknown").escapingControlCharacters())]") }
                 }
                 if !reply.continues { return }
             }

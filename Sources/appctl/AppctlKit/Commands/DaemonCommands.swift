@@ -1,4 +1,5 @@
 import BusCore
+import Contracts
 import Varlink
 
 /// `ping`, `status`, `shutdown`, `info`, `introspect`.
@@ -34,20 +35,20 @@ enum DaemonCommands {
     static let ping = simple(
         "ping", abstract: "Check that appd is running and answering.",
         discussion: "Prints 'pong' and exits 0 when the daemon answers; exits 2 when it cannot be reached.",
-        method: "io.appd.Daemon.Ping", message: "pong")
+        method: DaemonInterface.Ping.method, message: "pong")
 
     static let status = simple(
         "status", abstract: "Show what the daemon is doing: version, uptime, connections, plugins, bus.",
-        method: "io.appd.Daemon.Status", order: ["version", "pid", "uptime", "connections", "plugins", "bus", "eventLog", "paths"])
+        method: DaemonInterface.Status.method, order: ["version", "pid", "uptime", "connections", "plugins", "bus", "eventLog", "paths"])
 
     static let shutdown = simple(
         "shutdown", abstract: "Stop the daemon gracefully (admin).",
         discussion: "In-flight calls finish first; appd then exits 0. Needs the daemon's uid, root or the admin group.",
-        method: "io.appd.Daemon.Shutdown", message: "appd is shutting down")
+        method: DaemonInterface.Shutdown.method, message: "appd is shutting down")
 
     static let info = simple(
         "info", abstract: "Show the daemon's vendor, version and interfaces (org.varlink.service.GetInfo).",
-        method: "org.varlink.service.GetInfo", order: ["vendor", "product", "version", "url", "interfaces"])
+        method: VarlinkServiceInterface.GetInfo.method, order: ["vendor", "product", "version", "url", "interfaces"])
 
     static let plugins = Builtin(
         name: "plugins", abstract: "List the plugins (state, pid, restarts, interfaces, last error); restart, enable, disable, rescan external ones.",
@@ -60,13 +61,14 @@ enum DaemonCommands {
         let verb = flags.positionals.first
         switch verb {
         case nil:
-            let reply = try context.call("io.appd.Daemon.Plugins")
+            let reply = try context.json(DaemonInterface.Plugins())
             if context.options.json {
                 context.output.reply(reply)
-            } else if case .array(let list)? = reply["plugins"], !list.isEmpty {
-                let rows = list.compactMap(\.objectValue).map { row -> [String: JSONValue] in
-                    var row = row
-                    if case .array(let names)? = row["interfaces"] { row["interfaces"] = .string(names.compactMap(\.stringValue).joined(separator: ",")) }
+            } else if let list = try? reply.decode(as: DaemonInterface.PluginsReply.self).plugins, !list.isEmpty {
+                // The table shows each plugin as it came, its interfaces on one line.
+                let rows = list.compactMap { plugin -> [String: JSONValue]? in
+                    var row = (try? JSONValue(encoding: plugin))?.objectValue
+                    row?["interfaces"] = .string(plugin.interfaces.joined(separator: ","))
                     return row
                 }
                 print(Output.table(rows, order: Output.columns["plugins"] ?? []), terminator: "")
@@ -75,32 +77,27 @@ enum DaemonCommands {
             }
         case "restart", "enable", "disable":
             guard flags.positionals.count == 2 else { throw .usage("plugins \(verb ?? "") needs one plugin name", command: "plugins") }
-            let method = verb == "restart" ? "io.appd.Daemon.RestartPlugin" : verb == "enable" ? "io.appd.Daemon.EnablePlugin" : "io.appd.Daemon.DisablePlugin"
-            let reply = try context.call(method, ["name": .string(flags.positionals[1])])
+            let name = flags.positionals[1]
+            let reply =
+                verb == "restart"
+                ? try context.json(DaemonInterface.RestartPlugin(name: name))
+                : verb == "enable" ? try context.json(DaemonInterface.EnablePlugin(name: name)) : try context.json(DaemonInterface.DisablePlugin(name: name))
             if context.options.json { context.output.reply(reply) } else { print("\(verb == "restart" ? "restarted" : verb == "enable" ? "enabled" : "disabled") \(flags.positionals[1])") }
         case "rescan":
             try flags.noMoreArguments(than: 1, in: "plugins rescan")
-            let reply = try context.call("io.appd.Daemon.RescanPlugins")
             if context.options.json {
-                context.output.reply(reply)
+                context.output.reply(try context.json(DaemonInterface.RescanPlugins()))
             } else {
-                func names(_ key: String) -> String {
-                    guard case .array(let list)? = reply[key], !list.isEmpty else { return "none" }
-                    return list.compactMap(\.stringValue).joined(separator: ", ")
+                let reply = try context.call(DaemonInterface.RescanPlugins())
+                func names(_ list: [String]) -> String { list.isEmpty ? "none" : list.joined(separator: ", ") }
+                let read = reply.directories.map { directory -> String in
+                    let path = directory.path.escapingControlCharacters()
+                    return directory.exists ? "\(path) (\(directory.folders) folder(s))" : "\(path) (missing)"
                 }
-                if case .array(let directories)? = reply["directories"] {
-                    let read = directories.map { d -> String in
-                        let path = (d["path"]?.stringValue ?? "").escapingControlCharacters()
-                        guard d["exists"] == true else { return "\(path) (missing)" }
-                        return "\(path) (\(d["folders"].map(Output.scalar) ?? "0") folder(s))"
-                    }
-                    print("scanned: \(read.isEmpty ? "none" : read.joined(separator: ", "))")
-                }
-                print("added: \(names("added"))\nremoved: \(names("removed"))\nchanged: \(names("changed"))")
-                if case .array(let skipped)? = reply["skipped"] {
-                    for entry in skipped {
-                        print("skipped: \(entry["folder"]?.stringValue ?? ""): \(entry["reason"]?.stringValue ?? "")".escapingControlCharacters())
-                    }
+                print("scanned: \(read.isEmpty ? "none" : read.joined(separator: ", "))")
+                print("added: \(names(reply.added))\nremoved: \(names(reply.removed))\nchanged: \(names(reply.changed))")
+                for entry in reply.skipped {
+                    print("skipped: \(entry.folder): \(entry.reason)".escapingControlCharacters())
                 }
             }
         default:
@@ -122,15 +119,14 @@ enum DaemonCommands {
         } else {
             names = try context.interfaceNames()
         }
-        var texts: [JSONValue] = []
+        var texts: [String] = []
         for name in names {
-            let description = try context.call("org.varlink.service.GetInterfaceDescription", ["interface": .string(name)])
-            texts.append(description["description"] ?? "")
+            texts.append(try context.call(VarlinkServiceInterface.GetInterfaceDescription(interface: name)).description)
         }
         if context.options.json {
-            for (name, text) in zip(names, texts) { print(JSONValue.object(["interface": .string(name), "description": text]).jsonText) }
+            for (name, text) in zip(names, texts) { print(JSONValue.object(["interface": .string(name), "description": .string(text)]).jsonText) }
         } else {
-            print(texts.compactMap(\.stringValue).joined(separator: "\n"), terminator: "")
+            print(texts.joined(separator: "\n"), terminator: "")
         }
         return ExitCode.ok
     }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BusCore
+import Contracts
 import Varlink
 
 /// `appctl <interface> <method> --field value …` for every interface the daemon serves:
@@ -69,24 +70,28 @@ enum DerivedCommand {
     /// Whether `field` sets a new password (asked twice at a terminal): `newPassword`, or the
     /// password of a method that makes or upgrades an account.
     static func setsPassword(_ field: VarlinkField, of method: String) -> Bool {
-        field.name == "newPassword" || (field.name == "password" && ["io.appd.Auth.SignUp", "io.appd.Auth.UpgradeGuest"].contains(method))
+        field.name == "newPassword" || (field.name == "password" && [AuthInterface.SignUp.method, AuthInterface.UpgradeGuest.method].contains(method))
     }
 
     /// Shorter words for some methods: `appctl auth identities` is `appctl auth list-identities`.
     static let aliases: [String: [String: String]] = [
-        "io.appd.Auth": ["identities": "ListIdentities", "link": "LinkIdentity", "unlink": "UnlinkIdentity", "guest": "SignInAnonymously"]
+        AuthInterface.name: [
+            "identities": AuthInterface.ListIdentities.name, "link": AuthInterface.LinkIdentity.name, "unlink": AuthInterface.UnlinkIdentity.name,
+            "guest": AuthInterface.SignInAnonymously.name,
+        ]
     ]
 
     static let said: [String: String] = [
-        "io.appd.Auth.VerifyEmail": "Email verified.",
-        "io.appd.Auth.RequestEmailVerification": "If an unverified account has that address, a verification mail is on its way (appd says the same either way).",
-        "io.appd.Auth.UnlinkIdentity": "Unlinked.",
-        "io.appd.Auth.RequestPasswordReset": "If an account has that address, a reset mail is on its way (appd says the same either way).",
-        "io.appd.Auth.ResetPassword": "Password changed; every session of the account was ended: sign in again with 'appctl login'.",
-        "io.appd.Auth.ChangePassword": "Password changed; every other session of the account was ended.",
-        "io.appd.Bus.Publish": "Published (live only: not in the event log; --durable logs it).",
-        "io.appd.Auth.SignOut": "Signed out.",
-        "io.appd.Auth.SignOutEverywhere": "Signed out everywhere: every session of the account was ended.",
+        AuthInterface.VerifyEmail.method: "Email verified.",
+        AuthInterface.RequestEmailVerification.method:
+            "If an unverified account has that address, a verification mail is on its way (appd says the same either way).",
+        AuthInterface.UnlinkIdentity.method: "Unlinked.",
+        AuthInterface.RequestPasswordReset.method: "If an account has that address, a reset mail is on its way (appd says the same either way).",
+        AuthInterface.ResetPassword.method: "Password changed; every session of the account was ended: sign in again with 'appctl login'.",
+        AuthInterface.ChangePassword.method: "Password changed; every other session of the account was ended.",
+        BusContract.Publish.method: "Published (live only: not in the event log; --durable logs it).",
+        AuthInterface.SignOut.method: "Signed out.",
+        AuthInterface.SignOutEverywhere.method: "Signed out everywhere: every session of the account was ended.",
     ]
 
     /// Flags of the method's input fields, typed by the IDL.

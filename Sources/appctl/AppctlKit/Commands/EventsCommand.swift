@@ -23,11 +23,10 @@ enum EventsCommand {
         case "tail": return try tail(flags, context)
         case "topics":
             try flags.noMoreArguments(than: 1, in: "events topics")
-            let reply = try context.call("io.appd.Bus.Topics")
             if context.options.json {
-                context.output.reply(reply)
-            } else if case .array(let topics)? = reply["topics"] {
-                let rows = topics.compactMap(\.objectValue)
+                context.output.reply(try context.json(BusContract.Topics()))
+            } else {
+                let rows = try context.call(BusContract.Topics()).topics.compactMap { (try? JSONValue(encoding: $0))?.objectValue }
                 print(Output.table(rows, order: ["topic", "version", "audience", "durable", "publisher", "payload"]), terminator: "")
             }
             return ExitCode.ok
@@ -39,23 +38,21 @@ enum EventsCommand {
 
     private static func tail(_ flags: Flags, _ context: Context) throws(AppctlError) -> Int32 {
         let topics = flags.positionals.dropFirst().isEmpty ? [">"] : Array(flags.positionals.dropFirst())
-        var parameters: [String: JSONValue] = ["topics": .array(topics.map(JSONValue.string))]
-        if let since = flags.value("--since") {
-            guard let position = Int64(since), position >= 0 else {
-                throw .usage("--since needs a sequence number, not '\(since)'", command: "events")
+        var since: Int64?
+        if let given = flags.value("--since") {
+            guard let position = Int64(given), position >= 0 else {
+                throw .usage("--since needs a sequence number, not '\(given)'", command: "events")
             }
-            parameters["since"] = .int(position)
+            since = position
         }
-        try context.stream("io.appd.Bus.Subscribe", .object(parameters)) { event, _ in
+        try context.stream(BusContract.Subscribe(topics: topics, since: since)) { reply, _ in
             if context.options.json {
-                print(event.jsonText)
-            } else {
-                let seq = event["seq"].map(Output.scalar) ?? "-"
-                let missed = event["dropped"].map(Output.scalar) ?? "0"
-                let dropped = missed == "0" ? "" : "  (missed \(missed))"
-                let payload = event["redacted"] == true ? "(redacted: the account was deleted)" : (event["payload"] ?? [:]).jsonText
-                let line = "\(event["time"]?.stringValue ?? "")  \(seq)  \(event["topic"]?.stringValue ?? "")  \(payload)\(dropped)"
-                print(line.escapingControlCharacters())
+                print(reply.jsonText)
+            } else if let event = try? reply.decode(as: SubscribedEvent.self) {
+                let seq = event.seq.map(String.init) ?? "-"
+                let dropped = event.dropped == 0 ? "" : "  (missed \(event.dropped))"
+                let payload = event.redacted == true ? "(redacted: the account was deleted)" : event.payload.jsonText
+                print("\(event.time)  \(seq)  \(event.topic)  \(payload)\(dropped)".escapingControlCharacters())
             }
         }
         return ExitCode.ok

@@ -1,4 +1,5 @@
 import BusCore
+import Contracts
 import Varlink
 
 /// `appctl payments status|products|grant|revoke|user|restore|webhook`. Any other word goes to
@@ -20,71 +21,75 @@ enum PaymentsCommand {
         switch verb {
         case "status", "restore":
             try Flags(rest, command: "payments").noMoreArguments(in: "payments \(verb)")
-            let reply = try context.call(verb == "status" ? "io.appd.Payments.Status" : "io.appd.Payments.Restore")
-            return show(reply, context)
+            return show(verb == "status" ? try context.json(PaymentsInterface.Status()) : try context.json(PaymentsInterface.Restore()), context)
         case "products":
             try Flags(rest, command: "payments").noMoreArguments(in: "payments products")
-            let reply = try context.call("io.appd.Payments.Products")
-            if context.options.json { context.output.reply(reply); return ExitCode.ok }
-            if case .array(let products)? = reply["products"] {
-                print(Output.table(products.compactMap(\.objectValue), order: ["id", "entitlement", "period"]), terminator: "")
-            }
-            if case .array(let meters)? = reply["meters"], !meters.isEmpty {
+            if context.options.json { context.output.reply(try context.json(PaymentsInterface.Products())); return ExitCode.ok }
+            let reply = try context.call(PaymentsInterface.Products())
+            func rows(_ values: [some Encodable]) -> [[String: JSONValue]] { values.compactMap { (try? JSONValue(encoding: $0))?.objectValue } }
+            print(Output.table(rows(reply.products), order: ["id", "entitlement", "period"]), terminator: "")
+            if !reply.meters.isEmpty {
                 print("\nfree quotas:")
-                print(Output.table(meters.compactMap(\.objectValue), order: ["name", "limit", "period", "entitlement"]), terminator: "")
+                print(Output.table(rows(reply.meters), order: ["name", "limit", "period", "entitlement"]), terminator: "")
             }
             return ExitCode.ok
         case "grant", "revoke":
             let flags = try Flags(rest, accepting: [PaymentsCommand.reason, PaymentsCommand.until, PaymentsCommand.includePaid], command: "payments")
             guard flags.positionals.count == 2 else { throw .usage("payments \(verb) needs EMAIL and ENTITLEMENT", command: "payments") }
             guard let reason = flags.value("--reason") else { throw .usage("payments \(verb) needs --reason (it goes into the audit trail)", command: "payments") }
-            var parameters: [String: JSONValue] = [
-                "email": .string(flags.positionals[0]), "entitlement": .string(flags.positionals[1]), "reason": .string(reason),
-            ]
-            if verb == "grant", let until = flags.value("--until") { parameters["expiresAt"] = .string(until) }
+            let (email, entitlement) = (flags.positionals[0], flags.positionals[1])
             if verb == "revoke", flags.value("--until") != nil { throw .usage("--until is for grant", command: "payments") }
             if verb == "grant", flags.switches.contains("--include-paid") { throw .usage("--include-paid is for revoke", command: "payments") }
-            if verb == "revoke", flags.switches.contains("--include-paid") { parameters["includePaid"] = true }
-            let reply = try context.call(verb == "grant" ? "io.appd.Payments.Grant" : "io.appd.Payments.Revoke", .object(parameters))
+            let includePaid = flags.switches.contains("--include-paid")
+            let grant = PaymentsInterface.Grant(email: email, entitlement: entitlement, expiresAt: flags.value("--until"), reason: reason)
+            let revoke = PaymentsInterface.Revoke(email: email, entitlement: entitlement, reason: reason, includePaid: includePaid ? true : nil)
             if context.options.json {
-                context.output.reply(reply)
+                context.output.reply(verb == "grant" ? try context.json(grant) : try context.json(revoke))
+            } else if verb == "grant" {
+                print(line(try context.call(grant).entitlement))
             } else {
-                if verb == "revoke", case .array(let ended)? = reply["revoked"] {
-                    let names = ended.compactMap(\.stringValue)
-                    let which = flags.switches.contains("--include-paid") ? "grant" : "administrator's grant (--include-paid ends a provider's too)"
-                    print(names.isEmpty ? "nothing revoked: no active \(which) of \(flags.positionals[1])" : "revoked \(flags.positionals[1]) from: \(names.joined(separator: ", "))")
-                }
-                if let entitlement = reply["entitlement"] { print(line(entitlement)) }
+                let reply = try context.call(revoke)
+                let which = includePaid ? "grant" : "administrator's grant (--include-paid ends a provider's too)"
+                print(reply.revoked.isEmpty ? "nothing revoked: no active \(which) of \(entitlement)" : "revoked \(entitlement) from: \(reply.revoked.joined(separator: ", "))")
+                print(line(reply.entitlement))
             }
             return ExitCode.ok
         case "user":
             let flags = try Flags(rest, command: "payments")
             guard flags.positionals.count == 1 else { throw .usage("payments user needs one EMAIL", command: "payments") }
-            return show(try context.call("io.appd.Payments.UserStatus", ["email": .string(flags.positionals[0])]), context)
+            return show(try context.json(PaymentsInterface.UserStatus(email: flags.positionals[0])), context)
         case "webhook":
             let flags = try Flags(rest, accepting: [PaymentsCommand.provider, PaymentsCommand.header], command: "payments")
             guard let provider = flags.value("--provider") else { throw .usage("payments webhook needs --provider (revenuecat or stripe)", command: "payments") }
-            var headers: [String: JSONValue] = [:]
+            var headers: [String: String] = [:]
             for header in flags.values["--header"] ?? [] {
                 guard let eq = header.firstIndex(of: "="), eq != header.startIndex else {
                     throw .usage("--header needs NAME=VALUE, got '\(header)'", command: "payments")
                 }
-                headers[String(header[..<eq])] = .string(String(header[header.index(after: eq)...]))
+                headers[String(header[..<eq])] = String(header[header.index(after: eq)...])
             }
             guard !stdinIsTerminal() else { throw .usage("payments webhook reads the body from standard input: appctl payments webhook … < event.json", command: "payments") }
             guard let body = String(validating: readStandardInput(), as: UTF8.self) else { throw .usage("the body on standard input is not UTF-8", command: "payments") }
-            let reply = try context.call(
-                "io.appd.Payments.IngestWebhook", ["provider": .string(provider), "headers": .object(headers), "body": .string(body)])
+            let ingest = PaymentsInterface.IngestWebhook(provider: provider, headers: headers, body: body)
             if context.options.json {
-                context.output.reply(reply)
+                context.output.reply(try context.json(ingest))
             } else {
-                print(reply["duplicate"] == .bool(true) ? "duplicate \(Output.scalar(reply["eventId"] ?? "")) (already stored; nothing changed)" : "stored \(Output.scalar(reply["eventId"] ?? ""))")
-                if let warning = reply["warning"]?.stringValue { StandardError.write("warning: \(warning.escapingControlCharacters())\n") }
+                let reply = try context.call(ingest)
+                let id = reply.eventId.escapingControlCharacters()
+                print(reply.duplicate ? "duplicate \(id) (already stored; nothing changed)" : "stored \(id)")
+                if let warning = reply.warning { StandardError.write("warning: \(warning.escapingControlCharacters())\n") }
             }
             return ExitCode.ok
         default:
             return try DerivedCommand.run(interfaceWord: "payments", arguments, options: context.options)
         }
+    }
+
+    /// What `status`, `restore` and `user` show: whichever of these their reply has.
+    struct Shown: Decodable {
+        var userId: String?
+        var entitlements: [Entitlement]?
+        var meters: [Meter]?
     }
 
     /// Entitlements and meters: a line each for people, the reply for scripts.
@@ -93,31 +98,28 @@ enum PaymentsCommand {
             context.output.reply(reply)
             return ExitCode.ok
         }
-        if let user = reply["userId"]?.stringValue { print("user \(user)") }
-        if case .array(let entitlements)? = reply["entitlements"] {
-            for entitlement in entitlements { print(line(entitlement)) }
-        }
-        if case .array(let meters)? = reply["meters"] {
-            for meter in meters {
-                let name = Output.scalar(meter["name"] ?? "")
-                if meter["unlimited"] == .bool(true) {
-                    print("\(name): unlimited (\(Output.scalar(meter["entitlement"] ?? "")))")
-                } else {
-                    print("\(name): \(Output.scalar(meter["used"] ?? 0)) of \(Output.scalar(meter["limit"] ?? 0)) used, resets \(Output.scalar(meter["resetsAt"] ?? ""))")
-                }
+        guard let shown = try? reply.decode(as: Shown.self) else { return ExitCode.ok }
+        if let user = shown.userId { print("user \(user)") }
+        for entitlement in shown.entitlements ?? [] { print(line(entitlement)) }
+        for meter in shown.meters ?? [] {
+            let name = meter.name.escapingControlCharacters()
+            if meter.unlimited {
+                print("\(name): unlimited (\(meter.entitlement.escapingControlCharacters()))")
+            } else {
+                print("\(name): \(meter.used) of \(meter.limit) used, resets \(meter.resetsAt)")
             }
         }
         return ExitCode.ok
     }
 
-    static func line(_ entitlement: JSONValue) -> String {
-        let name = Output.scalar(entitlement["name"] ?? "")
-        guard entitlement["active"] == .bool(true) else { return "\(name): inactive" }
+    static func line(_ entitlement: Entitlement) -> String {
+        let name = entitlement.name.escapingControlCharacters()
+        guard entitlement.active else { return "\(name): inactive" }
         var parts = ["\(name): active"]
-        if let source = entitlement["source"]?.stringValue { parts.append("from \(source)") }
-        if let product = entitlement["product"]?.stringValue { parts.append("(\(product))") }
-        if let expires = entitlement["expiresAt"]?.stringValue {
-            parts.append(entitlement["willRenew"] == .bool(true) ? "renews \(expires)" : "until \(expires)")
+        if let source = entitlement.source { parts.append("from \(source)") }
+        if let product = entitlement.product { parts.append("(\(product.escapingControlCharacters()))") }
+        if let expires = entitlement.expiresAt {
+            parts.append(entitlement.willRenew ? "renews \(expires)" : "until \(expires)")
         } else {
             parts.append("for good")
         }

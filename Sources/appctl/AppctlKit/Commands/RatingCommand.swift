@@ -1,4 +1,5 @@
 import BusCore
+import Contracts
 import Varlink
 
 /// `appctl rating status | decide --app-version X | outcome OUTCOME --app-version X`. Any other
@@ -16,7 +17,7 @@ enum RatingCommand {
             throw .usage("rating outcome needs one of shown, dismissed, rated, feedbackSent", command: "rating")
         }
         guard let version = flags.value("--app-version") else { throw .usage("rating outcome needs --app-version", command: "rating") }
-        let reply = try context.call("io.appd.Rating.RecordOutcome", ["appVersion": .string(version), "outcome": .string(outcome)])
+        let reply = try context.json(RatingInterface.RecordOutcome(appVersion: version, outcome: outcome))
         if context.options.json { context.output.reply(reply) } else { print("recorded \(outcome) for \(version)") }
         return ExitCode.ok
     }

@@ -1,4 +1,5 @@
 import BusCore
+import Contracts
 import Varlink
 
 /// `appctl todos add|ls|done|undo|edit|rm|clear`: the todo list by hand. Any other word goes
@@ -18,31 +19,26 @@ enum TodosCommand {
         case "add":
             let flags = try Flags(rest, accepting: [TodosCommand.notes, TodosCommand.due], command: "todos")
             guard !flags.positionals.isEmpty else { throw .usage("todos add needs a title", command: "todos") }
-            var parameters: [String: JSONValue] = ["title": .string(flags.positionals.joined(separator: " "))]
-            if let notes = flags.value("--notes") { parameters["notes"] = .string(notes) }
-            if let due = flags.value("--due") { parameters["dueAt"] = .string(due) }
-            return show(try context.call("io.appd.Todos.Add", .object(parameters)), context)
+            let add = TodosInterface.Add(title: flags.positionals.joined(separator: " "), notes: flags.value("--notes"), dueAt: flags.value("--due"))
+            return show(try context.json(add), context)
         case "ls":
             let flags = try Flags(rest, accepting: [TodosCommand.open, TodosCommand.done], command: "todos")
             try flags.noMoreArguments(in: "todos ls")
             let filter = flags.switches.contains("--open") ? "open" : flags.switches.contains("--done") ? "done" : "all"
-            var todos: [JSONValue] = []
-            var cursor: JSONValue = .null
+            var todos: [Todo] = []
+            var cursor: String?
             repeat {
-                let page = try context.call("io.appd.Todos.List", ["filter": .string(filter), "cursor": cursor, "limit": 500])
-                if case .array(let list)? = page["todos"] { todos += list }
-                cursor = page["nextCursor"] ?? .null
-            } while cursor != .null
+                let page = try context.call(TodosInterface.List(filter: filter, cursor: cursor, limit: 500))
+                todos += page.todos
+                cursor = page.nextCursor
+            } while cursor != nil
             if context.options.json {
-                for todo in todos { print(todo.jsonText) }
+                for todo in todos { print(((try? JSONValue(encoding: todo)) ?? .null).jsonText) }
             } else if todos.isEmpty {
                 print("no todos")
             } else {
-                let rows = todos.compactMap(\.objectValue).map { todo -> [String: JSONValue] in
-                    [
-                        "id": .string(String((todo["id"]?.stringValue ?? "").prefix(8))), "done": todo["done"] == .bool(true) ? "✓" : "",
-                        "title": todo["title"] ?? "", "due": todo["dueAt"] ?? .null,
-                    ]
+                let rows = todos.map { todo -> [String: JSONValue] in
+                    ["id": .string(String(todo.id.prefix(8))), "done": todo.done ? "✓" : "", "title": .string(todo.title), "due": todo.dueAt.map(JSONValue.string) ?? .null]
                 }
                 print(Output.table(rows, order: ["id", "done", "title", "due"]), terminator: "")
             }
@@ -50,8 +46,10 @@ enum TodosCommand {
         case "done", "undo", "rm":
             let flags = try Flags(rest, command: "todos")
             guard flags.positionals.count == 1, let id = flags.positionals.first else { throw .usage("todos \(verb) needs one id", command: "todos") }
-            let method = verb == "done" ? "io.appd.Todos.Complete" : verb == "undo" ? "io.appd.Todos.Reopen" : "io.appd.Todos.Delete"
-            let reply = try context.call(method, ["id": .string(id)])
+            let reply =
+                verb == "done"
+                ? try context.json(TodosInterface.Complete(id: id))
+                : verb == "undo" ? try context.json(TodosInterface.Reopen(id: id)) : try context.json(TodosInterface.Delete(id: id))
             if verb == "rm" {
                 if context.options.json { context.output.reply(reply) } else { print("deleted") }
                 return ExitCode.ok
@@ -60,15 +58,15 @@ enum TodosCommand {
         case "edit":
             let flags = try Flags(rest, accepting: [TodosCommand.title, TodosCommand.notes, TodosCommand.due], command: "todos")
             guard flags.positionals.count == 1, let id = flags.positionals.first else { throw .usage("todos edit needs one id", command: "todos") }
-            var parameters: [String: JSONValue] = ["id": .string(id)]
-            if let title = flags.value("--title") { parameters["title"] = .string(title) }
-            if let notes = flags.value("--notes") { parameters["notes"] = .string(notes) }
-            if let due = flags.value("--due") { parameters["dueAt"] = .string(due) }
-            return show(try context.call("io.appd.Todos.Update", .object(parameters)), context)
+            let update = TodosInterface.Update(id: id, title: flags.value("--title"), notes: flags.value("--notes"), dueAt: flags.value("--due"))
+            return show(try context.json(update), context)
         case "clear":
             try Flags(rest, command: "todos").noMoreArguments(in: "todos clear")
-            let reply = try context.call("io.appd.Todos.ClearCompleted")
-            if context.options.json { context.output.reply(reply) } else { print("deleted \(Output.scalar(reply["deleted"] ?? 0)) completed todo(s)") }
+            if context.options.json {
+                context.output.reply(try context.json(TodosInterface.ClearCompleted()))
+            } else {
+                print("deleted \(try context.call(TodosInterface.ClearCompleted()).deleted) completed todo(s)")
+            }
             return ExitCode.ok
         default:
             return try DerivedCommand.run(interfaceWord: "todos", arguments, options: context.options)
@@ -79,10 +77,8 @@ enum TodosCommand {
     static func show(_ reply: JSONValue, _ context: Context) -> Int32 {
         if context.options.json {
             context.output.reply(reply)
-        } else if let todo = reply["todo"] {
-            let id = String((todo["id"]?.stringValue ?? "").prefix(8))
-            let mark = todo["done"] == .bool(true) ? "✓" : " "
-            print("\(id)  [\(mark)] \((todo["title"]?.stringValue ?? "").escapingControlCharacters())")
+        } else if let todo = try? reply.decode(as: TodosInterface.TodoReply.self).todo {
+            print("\(todo.id.prefix(8))  [\(todo.done ? "✓" : " ")] \(todo.title.escapingControlCharacters())")
         }
         return ExitCode.ok
     }

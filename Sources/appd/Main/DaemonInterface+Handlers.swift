@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+import PluginKit
+import Storage
+import ExternalPlugins
+
+import Contracts
+
+extension DaemonInterface {
+    /// What the handlers need from the rest of the daemon.
+    struct Context: Sendable {
+        let startedAt: ContinuousClock.Instant
+        let connections: @Sendable () -> Int
+        let plugins: @Sendable () async -> [PluginStatus]
+        let eventLog: EventLog
+        let shutdown: @Sendable () async -> Void
+        let external: ExternalPluginHost
+        let paths: Paths
+        let backups: @Sendable () -> BackupStatus
+        let isAdmin: @Sendable (Caller) -> Bool
+    }
+
+    static func install(on dispatcher: VarlinkDispatcher, context: Context) throws {
+        try dispatcher.register(try VarlinkInterface(parsing: idl))
+        let bus = dispatcher.bus
+        try bus.register(Ping.self) { _, _ in Empty() }
+        try bus.register(Status.self) { _, envelope in
+            let uptime = ContinuousClock.now - context.startedAt
+            let lag = try await context.eventLog.consumerLag()
+            return StatusReply(
+                version: Version.current, pid: Int(getpid()),
+                uptimeSeconds: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
+                connections: context.connections(), plugins: await context.plugins(), bus: bus.counters,
+                eventLog: EventLogStatus(
+                    lastSeq: lag.last, consumers: lag.consumers.map { Consumer(name: $0.name, position: $0.position, lag: $0.lag) }),
+                paths: context.isAdmin(envelope.caller) ? context.paths : nil, backups: context.isAdmin(envelope.caller) ? context.backups() : nil)
+        }
+        try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
+        let external = context.external
+        try bus.register(RestartPlugin.self) { command, _ in
+            try await external.restart(command.name)
+            return Empty()
+        }
+        try bus.register(EnablePlugin.self) { command, _ in
+            try await external.enable(command.name)
+            return Empty()
+        }
+        try bus.register(DisablePlugin.self) { command, _ in
+            try await external.disable(command.name)
+            return Empty()
+        }
+        try bus.register(RescanPlugins.self) { _, _ in
+            let outcome = await external.rescan()
+            return .init(
+                added: outcome.added, removed: outcome.removed, changed: outcome.changed,
+                directories: outcome.directories.map { .init(path: $0.path, exists: $0.exists, folders: $0.folders) },
+                skipped: outcome.skipped.map { .init(folder: $0.folder, reason: $0.reason) })
+        }
+        try bus.register(Shutdown.self) { _, envelope in
+            envelope.logger.notice("shutdown requested over the socket")
+            await context.shutdown()
+            return Empty()
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Contracts
+import Bus
+import PluginKit
+import Storage
+
+extension ExportInterface {
+    static func install(on dispatcher: VarlinkDispatcher, host: PluginHost, eventLog: EventLog) throws {
+        try dispatcher.register(try VarlinkInterface(parsing: idl))
+        let bus = dispatcher.bus
+        try bus.register(Mine.self) { _, envelope in
+            guard let user = envelope.caller.principal?.userID else { throw ExportError.unknownAccount(email: "") }
+            return .init(export: try await document(user, host: host, eventLog: eventLog))
+        }
+        try bus.register(User.self) { command, envelope in
+            let found = try await bus.send(LookupAccount(email: command.email), causedBy: envelope)
+            guard let user = found.userID else { throw ExportError.unknownAccount(email: command.email) }
+            envelope.logger.notice("user data exported", metadata: ["user.id": user])
+            return .init(export: try await document(user, host: host, eventLog: eventLog))
+        }
+    }
+
+    /// `{format, exportedAt, userId, plugins: {name: …}, events: […]}`.
+    static func document(_ user: String, host: PluginHost, eventLog: EventLog) async throws -> JSONValue {
+        var events: [JSONValue] = []
+        var after: Int64 = 0
+        while true {
+            let page = try await eventLog.events(about: user, after: after, limit: 500)
+            for event in page {
+                after = event.sequence ?? after
+                var object: [String: JSONValue] = ["topic": .string(event.topic), "time": .string(event.timestamp.rfc3339)]
+                if let sequence = event.sequence { object["seq"] = .int(sequence) }
+                object["payload"] = event.redacted ? .null : ((try? event.json()) ?? .null)
+                events.append(.object(object))
+            }
+            if page.count < 500 { break }
+        }
+        return [
+            "format": 1, "exportedAt": .string(WallTime.now().rfc3339), "userId": .string(user),
+            "plugins": .object(try await host.exportUserData(user)), "events": .array(events),
+        ]
+    }
+}

@@ -54,6 +54,21 @@ import ExternalPlugins
         #expect(Self.problem(#", "sandbox": []"#)?.hasPrefix("'sandbox' must be an object") == true)
     }
 
+    /// A user's data leaves only through appd's export: the method must be admin-only and not
+    /// routed over HTTP.
+    @Test func theExportMethodMustBeDeclaredAndAdminOnly() throws {
+        let export = #", "export": "io.example.Notes.ExportUserData""#
+        let admin = #", "requirements": {"io.example.Notes.ExportUserData": ["admin"]}"#
+        #expect(try Self.parse(admin + export).export == "io.example.Notes.ExportUserData")
+        #expect(try Self.parse().export == nil)
+        #expect(Self.problem(export)?.hasPrefix("export: io.example.Notes.ExportUserData must require admin") == true, "\(Self.problem(export) ?? "")")
+        #expect(Self.problem(#", "requirements": {"io.example.Notes.ExportUserData": ["session"]}"# + export)?.contains("must require admin") == true)
+        #expect(Self.problem(admin + #", "export": "io.other.Thing.Export""#)?.hasPrefix("export: name a method of a declared interface") == true)
+        #expect(Self.problem(admin + #", "export": 3"#)?.hasPrefix("export: name a method") == true)
+        let routed = admin + #", "http": ["io.example.Notes.ExportUserData"]"# + export
+        #expect(Self.problem(routed) == "export: io.example.Notes.ExportUserData must not be listed under \"http\"")
+    }
+
     @Test func aKeyGivenTwiceIsRefused() {
         #expect(Self.problem(#", "defaultRequirements": ["admin"], "defaultRequirements": []"#)?.contains("the member name 'defaultRequirements' appears twice") == true)
     }

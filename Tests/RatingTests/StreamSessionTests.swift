@@ -35,8 +35,9 @@ extension EventContractTests {
             _ = try await h.bus.call(method: "io.appd.Auth.SignOutEverywhere", parameters: [:], as: other.caller)
         }
         #expect(end.map { Self.sessionErrors.contains($0) } == true, "\(String(describing: end))")
-        // Woken by the revocation, not by the hour-long periodic check.
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Woken by the revocation, not by the hour-long periodic check (the bound is far from the
+        // hour and far above a loaded machine's time for the call: CI's PostgreSQL run took 5.7 s).
+        #expect(ContinuousClock.now - started < .seconds(120))
         #expect(h.bus.sessionStreams.count(userID: ada.userId) == 0)
         await h.database.close()
     }

@@ -40,6 +40,9 @@ public struct ExternalManifest: Sendable, Equatable {
     public var sandbox = SandboxManifest()
     /// Methods (full names) the app-facing HTTP API may route to; none unless listed.
     public var http: Set<String> = []
+    /// The method (full name) that gives the plugin's data about one user for that user's data
+    /// export (`io.appd.Export`): called by appd with `{"userId": …}`, admin only.
+    public var export: String?
 
     /// Parses and checks a manifest; the error says what to fix.
     public static func parse(_ bytes: [UInt8]) throws(ManifestProblem) -> ExternalManifest {
@@ -49,7 +52,7 @@ public struct ExternalManifest: Sendable, Equatable {
         let known: Set<String> = [
             "name", "version", "executable", "arguments", "environment", "interfaces", "requirements", "defaultRequirements", "subscribes",
             "publishes", "calls", "restart", "callTimeoutSeconds", "streamIdleTimeoutSeconds", "maxConcurrentCalls", "enabled", "description",
-            "events", "capabilities", "sandbox", "http",
+            "events", "capabilities", "sandbox", "http", "export",
         ]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw ManifestProblem("unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: Array(known)).map { "; did you mean '\($0)'?" } ?? ""))
@@ -108,6 +111,17 @@ public struct ExternalManifest: Sendable, Equatable {
                 }
                 manifest.requirements[method] = try requirementList(list, "requirements.\(method)")
             }
+        }
+        if let value = object["export"] {
+            guard let method = value.stringValue, manifest.interfaces.contains(where: { method.hasPrefix($0 + ".") && method.count > $0.count + 1 }) else {
+                throw ManifestProblem("export: name a method of a declared interface (the full name, e.g. \(manifest.interfaces[0]).ExportUserData)")
+            }
+            // A user's data leaves through appd's export only: no user may call it directly.
+            guard (manifest.requirements[method] ?? manifest.defaultRequirements).contains(.admin) else {
+                throw ManifestProblem("export: \(method) must require admin (\"requirements\": {\"\(method)\": [\"admin\"]}); appd calls it as the daemon")
+            }
+            guard !manifest.http.contains(method) else { throw ManifestProblem("export: \(method) must not be listed under \"http\"") }
+            manifest.export = method
         }
         if let restart = object["restart"] {
             guard let table = restart.objectValue else { throw ManifestProblem("'restart' must be an object") }
@@ -191,6 +205,7 @@ public struct ExternalManifest: Sendable, Equatable {
         add("subscribes", subscribes)
         add("environment", environment)
         add("http", Array(http))
+        add("export", export.map { [$0] } ?? [])
         if sandbox.network { parts.append("network") }
         return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }

@@ -169,6 +169,27 @@ public actor ExternalPluginHost {
         return plugin
     }
 
+    /// One external plugin's part of a user's data export: the method to call while it runs,
+    /// or why it cannot contribute now (disabled, failed, stopped).
+    public struct Exporter: Sendable {
+        public let plugin: String
+        public let method: String
+        public let unavailable: String?
+    }
+
+    /// The plugins whose manifest declares an `export` method, in start order.
+    public func exporters() async -> [Exporter] {
+        var out: [Exporter] = []
+        for name in order {
+            guard let plugin = plugins[name], let method = plugin.discovered.manifest.export else { continue }
+            let status = await plugin.status
+            let running = status.state == .running || status.state == .degraded
+            let why = disabled.contains(name) ? "disabled" : "\(status.state.rawValue)\(status.lastError.map { ": \($0)" } ?? "")"
+            out.append(Exporter(plugin: name, method: method, unavailable: running ? nil : why))
+        }
+        return out
+    }
+
     /// Every external plugin's state, then each skipped folder as `failed` with the reason.
     public func statuses() async -> [PluginStatus] {
         var out: [PluginStatus] = []

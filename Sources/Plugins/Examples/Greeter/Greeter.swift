@@ -28,7 +28,7 @@ struct Greeter {
         let counter = Counter()
         await ExternalPluginServer.serve(product: "greeter", version: "1.0.0", url: "https://github.com/appd/appd", interfaces: [G.idl]) { handlers in
             handlers.handle(G.Hello.self) { command, _ in
-                let count = counter.increment()
+                let count = counter.increment(for: command.caller?.userId)
                 let who = command.name ?? command.caller?.email ?? "stranger"
                 try? await appd?.publish(topic: "greeter.greeted", payload: ["name": .string(who), "count": .int(Int64(count))])
                 return .init(greeting: "Hello, \(who)!", userId: command.caller?.userId, roles: command.caller?.roles ?? [])
@@ -38,6 +38,7 @@ struct Greeter {
                 return Empty()
             }
             handlers.handle(G.Count.self) { _, _ in .init(count: counter.value) }
+            handlers.handle(G.ExportUserData.self) { command, _ in .init(greetings: counter.greetings(of: command.userId)) }
             handlers.handle(G.Countdown.self) { command, _, writer in
                 guard (0...1000).contains(command.from) else { throw InvalidParameters(method: G.Countdown.method, parameter: "from", reason: "0 to 1000") }
                 let every = command.everyMs ?? 100

@@ -6,8 +6,13 @@ import Synchronization
 /// The greetings given by this process.
 final class Counter: Sendable {
     private let count = Mutex(0)
-    func increment() -> Int { count.withLock { $0 += 1; return $0 } }
+    private let perUser = Mutex<[String: Int]>([:])
+    func increment(for user: String?) -> Int {
+        if let user { perUser.withLock { $0[user, default: 0] += 1 } }
+        return count.withLock { $0 += 1; return $0 }
+    }
     var value: Int { count.withLock { $0 } }
+    func greetings(of user: String) -> Int { perUser.withLock { $0[user] ?? 0 } }
 }
 
 /// "N -> target" for each open file descriptor, read from /proc/self/fd.

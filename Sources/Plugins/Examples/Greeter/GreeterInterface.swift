@@ -34,6 +34,10 @@ enum GreeterInterface {
         # descriptors it had open when it started (what each points to).
         method Environment() -> (names: []string, descriptors: []string)
 
+        # What this plugin holds about one user, for appd's data export (io.appd.Export):
+        # the greetings it gave them since it started. appd calls it; admin only.
+        method ExportUserData(userId: string) -> (greetings: int)
+
         error Failed (reason: string)
 
         """
@@ -75,6 +79,11 @@ enum GreeterInterface {
             var names: [String]
             var descriptors: [String]
         }
+    }
+    struct ExportUserData: Command {
+        static let method = "io.appd.examples.Greeter.ExportUserData"
+        struct Reply: Codable, Sendable { var greetings: Int }
+        var userId: String
     }
     struct Publish: Command {
         static let method = "io.appd.examples.Greeter.Publish"

@@ -108,11 +108,16 @@ def run_installed():
     daemon = subprocess.Popen(["setpriv", "--reuid=appd", "--regid=appd", "--init-groups", "--", "/usr/bin/appd", "--config", "/etc/appd/appd.json",
                                "--socket", sock], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        ctl = lambda *args, stdin=None: run(["/usr/bin/appctl", "--socket", sock, *args], input=stdin)
+        # appctl talks only to a daemon it trusts: one running as appd is named (--expect-uid), as
+        # an operator would for a socket outside /run/appd.
+        expect = ["--socket", sock, "--expect-uid", str(user.pw_uid)]
+        ctl = lambda *args: run(["/usr/bin/appctl", *expect, *args])
         deadline = time.time() + 20
         while time.time() < deadline and ctl("ping").returncode != 0:
             time.sleep(0.1)
         pong = ctl("ping")
+        if pong.returncode != 0 and daemon.poll() is not None:
+            print(f"appd exited {daemon.returncode}: {daemon.stderr.read()[-2000:]}")
         check("the installed appctl reaches the installed appd (started as appd)", pong.returncode == 0 and "pong" in pong.stdout, pong.stderr)
         status = ctl("--json", "status")
         try:
@@ -126,10 +131,10 @@ def run_installed():
               and plugins.count('"running"') >= 5, plugins[-1500:])
         home = tempfile.mkdtemp(prefix="appd-deb-home-")
         env_home = dict(os.environ, HOME=home, XDG_CONFIG_HOME=home)
-        signup = run(["/usr/bin/appctl", "--socket", sock, "signup", "deb@example.com", "--password-stdin"], input=PASSWORD + "\n", env=env_home)
-        onboard = run(["/usr/bin/appctl", "--socket", sock, "onboard"], env=env_home)
-        added = run(["/usr/bin/appctl", "--socket", sock, "todos", "add", "from the package"], env=env_home)
-        listed = run(["/usr/bin/appctl", "--socket", sock, "todos", "ls"], env=env_home)
+        signup = run(["/usr/bin/appctl", *expect, "signup", "deb@example.com", "--password-stdin"], input=PASSWORD + "\n", env=env_home)
+        onboard = run(["/usr/bin/appctl", *expect, "onboard"], env=env_home)
+        added = run(["/usr/bin/appctl", *expect, "todos", "add", "from the package"], env=env_home)
+        listed = run(["/usr/bin/appctl", *expect, "todos", "ls"], env=env_home)
         check("a user signs up and keeps a todo with the installed binaries",
               signup.returncode == 0 and onboard.returncode == 0 and added.returncode == 0 and "from the package" in listed.stdout,
               signup.stderr + onboard.stderr + added.stderr + listed.stdout)

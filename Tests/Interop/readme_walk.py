@@ -52,6 +52,7 @@ WALK = [
     ("appd restore /var/lib/appd/backups/", "skip: a placeholder path; Tests/Interop/backups.py restores real backups"),
     ("python3 contrib/clients/offline_todos.py", "run"),
     ("swift build -c release --product appd", "skip: installs a system service"),
+    ("contrib/debian/build", "skip: installs a system package; Tests/Interop/debian_package.py builds, installs, runs and purges it in CI"),
     ("APPD_DATABASE='postgres://", "skip: needs a PostgreSQL server of the reader's"),
     ("appctl [--socket PATH]", "skip: a synopsis, not a command"),
     ("contrib/bench/report", "skip: CI runs the benchmark report as its own step"),

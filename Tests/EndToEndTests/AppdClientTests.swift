@@ -3,6 +3,7 @@ import BusCore
 import Contracts
 import Foundation
 import Testing
+import TestSupport
 
 /// The Swift client against the real appd binary over HTTP: the flow an app goes through.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct AppdClientTests {
@@ -79,6 +80,48 @@ import Testing
         await #expect(throws: AppdClientError.notSignedIn) { _ = try await eager.call(TodosInterface.List()) }
         let stale = AppdClient(baseURL: appd.baseURL, tokenStore: InMemoryTokenStore(after), refreshMargin: .zero)
         await #expect(throws: AuthError.self) { _ = try await stale.call(TodosInterface.List()) }
+        #expect(await daemon.stop() == 0)
+    }
+
+    /// Leaving a stream's loop closes the connection, which cancels the call on appd: the reply
+    /// is stored as cancelled, not run to its end.
+    @Test func stoppingAStreamCancelsTheReplyOnAppd() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)", "--chat-echo-delay-ms", "400"])
+        let appd = AppdClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        _ = try await appd.call(AuthInterface.SignUp(email: "bo@example.com", password: "correct horse battery"))
+        _ = try await appd.call(AuthInterface.CompleteOnboarding())
+        let conversation = try await appd.call(ChatInterface.CreateConversation()).conversation
+        var deltas = 0
+        for try await reply in appd.stream(ChatInterface.Send(conversationId: conversation.id, text: "one two three four five six seven eight nine ten")) {
+            if reply.delta != nil {
+                deltas += 1
+                break
+            }
+        }
+        #expect(deltas == 1)
+        let cancelled = await eventually(every: .milliseconds(50)) {
+            (try? await appd.call(ChatInterface.History(conversationId: conversation.id)).messages.last?.status) == "cancelled"
+        }
+        #expect(cancelled, "the reply was not stored as cancelled")
+        #expect(await daemon.stop() == 0)
+    }
+
+    /// A refused access token (401) with a good refresh token: the client refreshes once,
+    /// saves the rotated session and retries the call, which succeeds.
+    @Test func aRefusedAccessTokenIsRefreshedOnceAndTheCallRetried() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"])
+        let url = URL(string: "http://127.0.0.1:\(port)")!
+        let first = AppdClient(baseURL: url)
+        let session = try #require(try await first.call(AuthInterface.SignUp(email: "cy@example.com", password: "correct horse battery")).session)
+        var broken = session
+        broken.accessToken = "not-a-token-appd-made"
+        let store = InMemoryTokenStore(broken)
+        let appd = AppdClient(baseURL: url, tokenStore: store)
+        #expect(try await appd.call(AuthInterface.WhoAmI()).user.email == "cy@example.com")
+        let saved = try #require(await store.load())
+        #expect(saved.accessToken != broken.accessToken && saved.refreshToken != session.refreshToken)
         #expect(await daemon.stop() == 0)
     }
 }

@@ -147,6 +147,8 @@ let package = Package(
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "BusCore"], path: "Tests/ContractsTests", swiftSettings: strict),
         // The client's parts that need no server: the event-stream parser, retries, error decoding.
         .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "Contracts", "BusCore"], path: "Tests/AppdClientTests", swiftSettings: strict),
+        // appctl's command tree: the help of every command against a golden file, the declared parsing.
+        .testTarget(name: "AppctlKitTests", dependencies: ["AppctlKit"], path: "Tests/AppctlKitTests", exclude: ["help.golden"], swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "Contracts", "HTTP", "AppAPI", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], path: "Tests/CryptoTests", swiftSettings: strict),

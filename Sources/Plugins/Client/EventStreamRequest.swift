@@ -19,6 +19,8 @@ final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sen
     private let lock = NSLock()
     private var parser = ServerSentEventParser()
     private var isEventStream = false
+    /// Whether a response head arrived (without one, the request failed on the way).
+    private var answered = false
     private var body: [UInt8] = []
     private var finished = false
     private let onUpdate: @Sendable (Update) -> Void
@@ -54,7 +56,10 @@ final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sen
         for (name, value) in http?.allHeaderFields ?? [:] {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
-        lock.withLock { isEventStream = status == 200 && (headers["content-type"] ?? "").hasPrefix("text/event-stream") }
+        lock.withLock {
+            answered = true
+            isEventStream = status == 200 && (headers["content-type"] ?? "").hasPrefix("text/event-stream")
+        }
         onUpdate(.head(status: status, headers: headers))
         completionHandler(.allow)
     }
@@ -76,8 +81,10 @@ final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sen
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (stream, body) = lock.withLock { (isEventStream, self.body) }
-        if !stream { onUpdate(.body(body)) }
+        let (stream, answered, body) = lock.withLock { (isEventStream, self.answered, self.body) }
+        // An answer that is not a stream (an error) is handed over whole; no answer at all is
+        // the transport's failure, reported by the end alone.
+        if answered && !stream { onUpdate(.body(body)) }
         finish(error)
         session.finishTasksAndInvalidate()
     }

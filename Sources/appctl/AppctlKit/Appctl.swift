@@ -7,12 +7,15 @@ import Varlink
 /// appctl: find the subcommand, run it, turn the outcome into an exit code. The executable
 /// (Sources/appctl/Main) only calls `main()`; the fuzzers call the argument parsers here.
 public enum Appctl {
-    static let builtins: [Builtin] = [
-        DaemonCommands.ping, DaemonCommands.status, DaemonCommands.plugins, DaemonCommands.info, DaemonCommands.introspect,
-        DaemonCommands.shutdown, AuthCommands.signup, AuthCommands.login, AuthCommands.logout, AuthCommands.whoami,
-        AuthCommands.onboard, TodosCommand.command, PaymentsCommand.command, ChatCommand.command, RatingCommand.command, CallCommand.command, EventsCommand.command, BenchCommand.command,
-        CompletionCommand.command,
+    /// Every command, as `appctl --help` lists them; each a declared type (Commands/).
+    static let tree: [CommandNode] = [
+        .leaf(Ping.self), .leaf(Status.self), .group(PluginsGroup.group), .leaf(Info.self), .leaf(Introspect.self), .leaf(Shutdown.self),
+        .leaf(Signup.self), .leaf(Login.self), .leaf(Logout.self), .leaf(WhoAmI.self), .leaf(Onboard.self), .group(TodosGroup.group),
+        .group(PaymentsGroup.group), .group(ChatGroup.group), .group(RatingGroup.group), .leaf(Call.self), .group(EventsGroup.group),
+        .leaf(Bench.self), .leaf(Completion.self),
     ]
+
+    static func node(_ name: String) -> CommandNode? { tree.first { $0.name == name } }
 
     public static func main() {
         // A parent may hand us a blocked signal mask (spawned from a thread that blocks them):
@@ -58,16 +61,22 @@ public enum Appctl {
             options.help = true
             return try help(rest, options: options)
         }
-        if let command = builtins.first(where: { $0.name == name }) {
-            let (options, rest) = try GlobalOptions.extract(from: before + after, reserved: command.reserved)
+        switch node(name) {
+        case .leaf(let leaf)?:
+            let (options, rest) = try GlobalOptions.extract(from: before + after, reserved: leaf.reserved)
             if options.help {
-                print(command.help, terminator: "")
+                print(leaf.help, terminator: "")
                 return ExitCode.ok
             }
-            return try command.run(rest, Context(options: options))
+            return try runLeaf(leaf, rest, options: options)
+        case .group(let group)?:
+            let (options, rest) = try GlobalOptions.extract(from: before + after, reserved: group.reserved)
+            return try run(group, rest, options: options)
+        case nil:
+            break
         }
         // Not built in: an interface of the daemon.
-        if let near = Suggestions.closest(to: name, in: builtins.map(\.name) + ["help"]), Suggestions.distance(name, near) <= 1 {
+        if let near = Suggestions.closest(to: name, in: tree.map(\.name) + ["help"]), Suggestions.distance(name, near) <= 1 {
             throw .usage("unknown subcommand '\(name)'\nDid you mean '\(near)'?", command: nil)
         }
         // Global options win over a method field of the same name; `appctl call` reaches those.
@@ -75,16 +84,68 @@ public enum Appctl {
         return try DerivedCommand.run(interfaceWord: name, rest, options: options)
     }
 
+    /// A group's verb (or its fallback, or a derived command of its interface), with `--help`
+    /// answered by the verb's help or the group's.
+    static func run(_ group: CommandGroup, _ arguments: [String], options: GlobalOptions) throws(AppctlError) -> Int32 {
+        let found = group.verb(in: arguments)
+        if let (verb, rest) = found, let leaf = group.leaf(verb) {
+            if options.help {
+                print(leaf.help, terminator: "")
+                return ExitCode.ok
+            }
+            return try runLeaf(leaf, rest, options: options)
+        }
+        if found != nil, group.derived {
+            // Another word: a method of the group's interface (its --help describes the method).
+            return try DerivedCommand.run(interfaceWord: group.name, arguments, options: options)
+        }
+        if options.help {
+            print(group.help, terminator: "")
+            return ExitCode.ok
+        }
+        if let (verb, _) = found {
+            let verbs = group.leaves.compactMap { $0.path.last }
+            throw .usage("\(group.name) takes \(verbs.joined(separator: ", "))" + Suggestions.hint(for: verb, in: verbs), command: group.name)
+        }
+        guard let fallback = group.fallback else {
+            let verbs = group.leaves.compactMap { $0.path.last }
+            throw .usage("\(group.name) needs a subcommand: \(verbs.joined(separator: ", "))", command: group.name)
+        }
+        return try runLeaf(fallback, arguments, options: options)
+    }
+
+    /// Parses the leaf's command line into a new instance and runs it.
+    static func runLeaf<L: Leaf>(_ leaf: L.Type, _ arguments: [String], options: GlobalOptions) throws(AppctlError) -> Int32 {
+        try L.parse(arguments).run(Context(options: options))
+    }
+
     static func help(_ words: [String], options: GlobalOptions) throws(AppctlError) -> Int32 {
         guard let first = words.first else {
             print(overview, terminator: "")
             return ExitCode.ok
         }
-        if let command = builtins.first(where: { $0.name == first }) {
-            print(command.help, terminator: "")
+        switch node(first) {
+        case .leaf(let leaf)?:
+            print(leaf.help, terminator: "")
             return ExitCode.ok
+        case .group(let group)?:
+            return try run(group, Array(words.dropFirst()), options: options)
+        case nil:
+            return try DerivedCommand.run(interfaceWord: first, Array(words.dropFirst()), options: options)
         }
-        return try DerivedCommand.run(interfaceWord: first, Array(words.dropFirst()), options: options)
+    }
+
+    /// The usage line of a command path (`todos add`), a group, or nil.
+    static func usage(of command: String) -> String? {
+        let words = command.split(separator: " ").map(String.init)
+        guard let first = words.first else { return nil }
+        switch node(first) {
+        case .leaf(let leaf)?: return leaf.usage
+        case .group(let group)?:
+            if words.count > 1, let leaf = group.leaf(words[1]) { return leaf.usage }
+            return "\(group.name) \(group.fallback == nil ? "<subcommand>" : "[<subcommand>]") [<options>]"
+        case nil: return nil
+        }
     }
 
     static var overview: String {
@@ -98,7 +159,7 @@ public enum Appctl {
             """
         text += GlobalOptions.help + "\n  --version               Show the version.\n"
         text += "\nSUBCOMMANDS:\n"
-        for command in builtins { text += Help.row(command.name, command.abstract) }
+        for command in tree { text += Help.row(command.name, command.abstract) }
         text += Help.row("help", "Show help for a subcommand.")
         text += Help.row("<interface> <method>", "Call a method of any served interface: appctl daemon status")
         text += "\n  See 'appctl help <subcommand>' for detailed help.\n\n"
@@ -116,8 +177,7 @@ public enum Appctl {
         }
         switch error {
         case .usage(let message, let command):
-            let usage = command.map { name in builtins.first { $0.name == name }?.usage ?? "\(name) [--<field> <value> ...]" }
-                ?? "<subcommand> [<options>]"
+            let usage = command.map { name in Self.usage(of: name) ?? "\(name) [--<field> <value> ...]" } ?? "<subcommand> [<options>]"
             StandardError.write("Error: \(message)\nUsage: appctl \(usage)\n  See 'appctl \(command.map { "help \($0)" } ?? "--help")' for more information.\n")
         case .unreachable(let cause, let socket):
             switch cause {

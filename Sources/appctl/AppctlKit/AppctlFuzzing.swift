@@ -6,10 +6,13 @@ import Varlink
 /// would see.
 public enum AppctlFuzzing {
     /// Parses `arguments` as appctl would up to the point of calling the daemon.
+    static func parse<L: Leaf>(_ leaf: L.Type, _ words: [String]) throws(AppctlError) { _ = try L.parse(words) }
+
     public static func parse(_ arguments: [String], against interface: VarlinkInterface) throws -> [String: JSONValue] {
-        let (options, rest) = try GlobalOptions.extract(from: arguments, reserved: TodosCommand.command.reserved)
+        let (options, rest) = try GlobalOptions.extract(from: arguments, reserved: TodosGroup.group.reserved)
         _ = options.socketPath
-        _ = try Flags(rest, accepting: TodosCommand.command.options + [PaymentsCommand.header], command: "fuzz")
+        if let (verb, words) = TodosGroup.group.verb(in: rest), let leaf = TodosGroup.group.leaf(verb) { try parse(leaf, words) }
+        _ = try PaymentsWebhook.parse(rest.filter { $0.hasPrefix("--header") || $0.contains("=") })
         guard let name = rest.first, let method = interface.methods.first(where: { DerivedCommand.kebab($0.name) == name }) else { return [:] }
         return try DerivedCommand.parseFields(Array(rest.dropFirst()), for: method, in: interface, command: "fuzz")
     }

@@ -22,10 +22,10 @@ enum DerivedCommand {
 
     static func run(interfaceWord: String, _ arguments: [String], options: GlobalOptions) throws(AppctlError) -> Int32 {
         let context = Context(options: options)
-        let name = try DaemonCommands.resolveInterfaceName(
-            interfaceWord, context: context, alsoSuggest: Appctl.builtins.map(\.name))
+        let name = try Introspect.resolveInterfaceName(
+            interfaceWord, context: context, alsoSuggest: Appctl.tree.map(\.name))
         let interface = try context.interface(name)
-        let short = DaemonCommands.shortName(name)
+        let short = Introspect.shortName(name)
         guard let methodWord = arguments.first, !methodWord.hasPrefix("-") else {
             if options.help {
                 print(interfaceHelp(interface, short: short), terminator: "")

@@ -9,80 +9,9 @@ import Synchronization
 /// Set by SIGINT while a reply streams: the reply is cancelled, the session goes on.
 nonisolated(unsafe) private var interrupted: sig_atomic_t = 0  // safe: a sig_atomic_t set by the SIGINT handler, read by the one thread
 
-/// `appctl chat` (interactive), `chat send TEXT [--conversation ID]`, `chat ls [QUERY]`,
-/// `chat history ID`, `chat rm ID`, `chat rename ID TITLE`. Any other word goes to the commands
-/// derived from `io.appd.Chat`.
-enum ChatCommand {
-    static let command = Builtin(
-        name: "chat", abstract: "Chat with the assistant: interactive, send, ls, history, rm, rename.",
-        usage: "chat [send TEXT [--conversation ID] | ls [QUERY] | history ID | rm ID | rename ID TITLE] [--conversation ID]",
-        discussion: """
-            With no subcommand: an interactive chat. Type a line, the reply prints as it streams; Ctrl-C cancels the reply (or, at the prompt, the line) and keeps the chat; Ctrl-D (or /quit) ends it. --conversation continues one; otherwise a new conversation starts.
-            send prints one reply (a new conversation unless --conversation). With --json: one JSON object per streamed reply (delta, then the stored message).
-            Needs 'appctl login' and 'appctl onboard'. Without pro, messages count against the daily free quota (exit code 68 when it is used up).
-            """,
-        options: [ChatCommand.conversation]
-    ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, accepting: [ChatCommand.conversation], command: "chat")
-        let verb = flags.positionals.first
-        let rest = Array(flags.positionals.dropFirst())
-        switch verb {
-        case nil:
-            return try interactive(context, conversation: flags.value("--conversation"))
-        case "send":
-            guard !rest.isEmpty else { throw .usage("chat send needs the text of the message", command: "chat") }
-            var conversation = flags.value("--conversation")
-            if conversation == nil { conversation = try newConversation(context) }
-            try send(rest.joined(separator: " "), in: conversation ?? "", context)
-            return ExitCode.ok
-        case "ls":
-            let list = try context.call(ChatInterface.ListConversations(query: rest.isEmpty ? nil : rest.joined(separator: " "), limit: 200)).conversations
-            let rows = list.compactMap { (try? JSONValue(encoding: $0))?.objectValue }
-            if context.options.json {
-                for conversation in rows { print(JSONValue.object(conversation).jsonText) }
-            } else if list.isEmpty {
-                print("no conversations")
-            } else {
-                print(Output.table(rows, order: ["id", "title", "updatedAt"]), terminator: "")
-            }
-            return ExitCode.ok
-        case "history":
-            guard rest.count == 1 else { throw .usage("chat history needs one conversation id", command: "chat") }
-            var messages: [ChatMessage] = []
-            var cursor: String?
-            repeat {
-                let page = try context.call(ChatInterface.History(conversationId: rest[0], cursor: cursor, limit: 200))
-                messages = page.messages + messages
-                cursor = page.nextCursor
-            } while cursor != nil
-            for message in messages {
-                if context.options.json {
-                    print(((try? JSONValue(encoding: message)) ?? .null).jsonText)
-                } else {
-                    let who = message.role == "user" ? "you" : "assistant"
-                    print("\(who)\(message.status == "complete" ? "" : " (\(message.status))"): \(message.text)")
-                }
-            }
-            return ExitCode.ok
-        case "rm":
-            guard rest.count == 1 else { throw .usage("chat rm needs one conversation id", command: "chat") }
-            let reply = try context.json(ChatInterface.DeleteConversation(id: rest[0]))
-            if context.options.json { context.output.reply(reply) } else { print("deleted") }
-            return ExitCode.ok
-        case "rename":
-            guard rest.count >= 2 else { throw .usage("chat rename needs a conversation id and a title", command: "chat") }
-            let rename = ChatInterface.RenameConversation(id: rest[0], title: rest.dropFirst().joined(separator: " "))
-            if context.options.json {
-                context.output.reply(try context.json(rename))
-            } else {
-                print((try context.call(rename).conversation.title ?? "").escapingControlCharacters())
-            }
-            return ExitCode.ok
-        default:
-            return try DerivedCommand.run(interfaceWord: "chat", arguments, options: context.options)
-        }
-    }
-
+/// What the chat commands share: a new conversation, one message sent with its reply printed as
+/// it streams (Ctrl-C cancels the reply), and the interactive loop.
+enum ChatSession {
     static func newConversation(_ context: Context) throws(AppctlError) -> String {
         try context.call(ChatInterface.CreateConversation()).conversation.id
     }
@@ -205,8 +134,4 @@ enum ChatCommand {
             bytes.append(byte)
         }
     }
-}
-
-extension ChatCommand {
-    static let conversation = CommandOption("--conversation", value: "id", "Continue this conversation.")
 }

@@ -1,14 +1,13 @@
 /// `appctl completion bash`.
-enum CompletionCommand {
-    static let command = Builtin(
-        name: "completion", abstract: "Print a shell completion script.", usage: "completion bash",
-        discussion: "Load it with: source <(appctl completion bash)"
-    ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, command: "completion")
-        guard flags.positionals == ["bash"] else {
-            throw .usage("completion supports 'bash'", command: "completion")
-        }
-        print(bash(Appctl.builtins.map(\.name)))
+struct Completion: Leaf {
+    static let path = ["completion"]
+    static let abstract = "Print a shell completion script."
+    static let discussion = "Load it with: source <(appctl completion bash)"
+    @Argument("shell", "bash.") var shell: String?
+
+    func run(_ context: Context) throws(AppctlError) -> Int32 {
+        guard shell == "bash" else { throw .usage("completion supports 'bash'", command: Self.command) }
+        print(Self.bash(Appctl.tree.map(\.name)))
         return ExitCode.ok
     }
 

@@ -6,38 +6,42 @@ import Contracts
 import Varlink
 
 /// `appctl bench`: a load generator in the spirit of redis-benchmark.
-enum BenchCommand {
-    static let command = Builtin(
-        name: "bench", abstract: "Measure calls per second and latency against the running daemon.",
-        usage: "bench [-c <connections>] [-n <calls>] [-P <pipeline>] [--method <method>] [--params <json>]",
-        discussion: "One thread drives all connections; each keeps -P calls in flight and carries the saved session (appctl login). Prints calls/s, p50 and p99 latency.",
-        options: BenchCommand.options
-    ) { arguments, context throws(AppctlError) in
-        let flags = try Flags(arguments, accepting: BenchCommand.options, command: "bench")
-        func count(_ flag: String, _ fallback: Int) throws(AppctlError) -> Int {
-            guard let text = flags.value(flag) else { return fallback }
-            guard let n = Int(text), n > 0 else { throw .usage("\(flag) needs a positive whole number", command: "bench") }
+struct Bench: Leaf {
+    static let path = ["bench"]
+    static let abstract = "Measure calls per second and latency against the running daemon."
+    static let discussion =
+        "One thread drives all connections; each keeps -P calls in flight and carries the saved session (appctl login). Prints calls/s, p50 and p99 latency."
+    @Option("-c", "connections", "Concurrent connections (default: 1).") var connectionsGiven: String?
+    @Option("-n", "calls", "Calls in total (default: 100000).") var callsGiven: String?
+    @Option("-P", "pipeline", "Calls sent before reading replies, per connection (default: 1).") var pipelineGiven: String?
+    @Option("--method", "method", "Method to call (default: io.appd.Daemon.Ping).") var method: String?
+    @Option("--params", "json", "Parameters as a JSON object (default: {}).") var params: String?
+
+    func run(_ context: Context) throws(AppctlError) -> Int32 {
+        func count(_ flag: String, _ given: String?, _ fallback: Int) throws(AppctlError) -> Int {
+            guard let text = given else { return fallback }
+            guard let n = Int(text), n > 0 else { throw .usage("\(flag) needs a positive whole number", command: Self.command) }
             return n
         }
-        let connections = try count("-c", 1)
-        let calls = try count("-n", 100_000)
-        let pipeline = try count("-P", 1)
-        let method = flags.value("--method") ?? DaemonInterface.Ping.method
+        let connections = try count("-c", connectionsGiven, 1)
+        let calls = try count("-n", callsGiven, 100_000)
+        let pipeline = try count("-P", pipelineGiven, 1)
+        let method = self.method ?? DaemonInterface.Ping.method
         var parameters: JSONValue = [:]
-        if let text = flags.value("--params") {
+        if let text = params {
             guard let json = try? JSONParser.parse(Array(text.utf8)), json.objectValue != nil else {
-                throw .usage("--params needs a JSON object", command: "bench")
+                throw .usage("--params needs a JSON object", command: Self.command)
             }
             parameters = json
         }
-        let report = try run(
+        let report = try Self.run(
             path: context.options.socketPath, connections: connections, calls: calls, pipeline: pipeline,
             call: VarlinkCall(method: method, parameters: parameters), timeout: context.options.timeout)
         if context.options.json {
             print(report.json.jsonText)
         } else {
             print("\(method): \(report.calls) calls, \(connections) connection(s), pipeline \(pipeline)")
-            print("  \(Int(report.callsPerSecond)) calls/s   p50 \(format(report.p50)) ms   p99 \(format(report.p99)) ms   errors \(report.errors)")
+            print("  \(Int(report.callsPerSecond)) calls/s   p50 \(Self.format(report.p50)) ms   p99 \(Self.format(report.p99)) ms   errors \(report.errors)")
         }
         return report.errors == 0 ? ExitCode.ok : ExitCode.daemonError
     }
@@ -147,14 +151,4 @@ enum BenchCommand {
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             p50: percentile(0.5), p99: percentile(0.99))
     }
-}
-
-extension BenchCommand {
-    static let options = [
-        CommandOption("-c", value: "connections", "Concurrent connections (default: 1)."),
-        CommandOption("-n", value: "calls", "Calls in total (default: 100000)."),
-        CommandOption("-P", value: "pipeline", "Calls sent before reading replies, per connection (default: 1)."),
-        CommandOption("--method", value: "method", "Method to call (default: io.appd.Daemon.Ping)."),
-        CommandOption("--params", value: "json", "Parameters as a JSON object (default: {})."),
-    ]
 }

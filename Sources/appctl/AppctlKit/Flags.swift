@@ -1,8 +1,8 @@
 import BusCore
 import Varlink
 
-/// One option of a built-in command, declared once: the parser accepts it (with a value
-/// when it has a placeholder), the help lists it, and the global options leave it alone.
+/// One option the flag parser accepts (with a value when it has a placeholder); the declared
+/// commands' `@Option` and `@Flag` become these.
 struct CommandOption: Sendable, Hashable {
     /// `--notes`, `-c`.
     let name: String
@@ -24,30 +24,6 @@ struct CommandOption: Sendable, Hashable {
         let indent = String(repeating: " ", count: 26)
         let first = "  " + label + String(repeating: " ", count: max(1, 24 - label.count)) + (lines.first.map(String.init) ?? "")
         return ([first] + lines.dropFirst().map { indent + $0 }).joined(separator: "\n")
-    }
-}
-
-/// A hand-written subcommand: its help and its options come from its declaration.
-struct Builtin: Sendable {
-    let name: String
-    let abstract: String
-    let usage: String
-    var discussion: String = ""
-    /// Every option any of its verbs takes.
-    var options: [CommandOption] = []
-    let run: @Sendable (_ arguments: [String], _ context: Context) throws(AppctlError) -> Int32
-
-    /// Flags the command parses itself (kept away from the global options).
-    var reserved: Set<String> { Set(options.map(\.name)) }
-
-    var help: String {
-        var text = "OVERVIEW: \(abstract)\n"
-        if !discussion.isEmpty { text += "\n\(discussion)\n" }
-        text += "\nUSAGE: appctl \(usage)\n"
-        text += "\nOPTIONS:\n"
-        for option in options { text += option.helpText + "\n" }
-        text += GlobalOptions.help + "\n"
-        return text
     }
 }
 

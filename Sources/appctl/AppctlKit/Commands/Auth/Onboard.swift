@@ -1,0 +1,7 @@
+import Contracts
+
+struct Onboard: SimpleCall {
+    static let path = ["onboard"]
+    static let abstract = "Mark onboarding complete for the signed-in account."
+    static let method = AuthInterface.CompleteOnboarding.method
+}

@@ -134,6 +134,13 @@ import Testing
         E(wireName: error.wireName, parameters: error.wireParameters) == error
     }
 
+    @Test func theContractsDecodingKnowsEveryInterfacesErrors() {
+        let decoding = ErrorDecoding.contracts
+        #expect(decoding.error(named: "io.appd.Todos.NotFound", parameters: [:]) as? TodosError == .notFound)
+        #expect(decoding.error(named: "io.appd.Daemon.UnknownPlugin", parameters: ["name": "x"]) as? DaemonError == .unknownPlugin(name: "x"))
+        #expect(decoding.error(named: "io.appd.Bus.DeadlineExceeded", parameters: ["method": "m"]) == nil)
+    }
+
     @Test func anotherInterfacesNameOrWrongParametersAreNotTheError() {
         #expect(TodosError(wireName: "io.appd.Chat.NotFound", parameters: [:]) == nil)
         #expect(TodosError(wireName: "io.appd.Todos.Missing", parameters: [:]) == nil)

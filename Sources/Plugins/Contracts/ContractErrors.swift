@@ -19,3 +19,8 @@ public enum ContractErrors {
         E(wireName: name, parameters: parameters)
     }
 }
+
+extension ErrorDecoding {
+    /// Every built-in interface's errors, as their enums (`VarlinkClient.call(_:errors:)`).
+    public static let contracts = ErrorDecoding { name, parameters in ContractErrors.typed(name: name, parameters: parameters) }
+}

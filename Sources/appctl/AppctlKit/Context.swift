@@ -62,13 +62,20 @@ final class Context {
         }
     }
 
-    /// One typed call: the parameters from the command, the reply decoded as its type.
+    /// One typed call (`VarlinkClient.call(_:errors:)`): the reply as its type; an error reply
+    /// becomes `AppctlError.daemon` again, for the sentence and the exit code.
     func call<C: Command>(_ command: C) throws(AppctlError) -> C.Reply {
-        let reply = try json(command)
+        let client = try connect()
         do {
-            return try reply.decode(as: C.Reply.self)
+            return try client.call(command, errors: .contracts)
+        } catch let error as VarlinkClientError {
+            throw .unreachable(error, socket: options.socketPath)
+        } catch let error as VarlinkErrorReply {
+            throw .daemon(VarlinkReply(parameters: error.parameters, error: error.name))
+        } catch let error as any WireError {
+            throw .daemon(VarlinkReply(error: error))
         } catch {
-            throw .daemon(VarlinkReply(error: InternalError(messageID: "\(C.method) replied with something else than its declared reply: \(error)")))
+            throw .usage("cannot encode the call: \(error)", command: nil)
         }
     }
 

@@ -180,6 +180,15 @@ def main():
         check("after SIGKILLs during backups, what verifies is exactly the complete backups",
               {os.path.join(folder, e) for e, ok in results.items() if ok} == set(complete), str(results))
         print(f"     ({len(complete)} complete, {len(entries) - len(complete)} left partial by the kills)")
+        # A kill after the last file but before the rename leaves a .partial whose contents check
+        # out: still not a backup (the rename is what makes one).
+        if complete:
+            unfinished = os.path.join(folder, "." + os.path.basename(complete[0]) + "-copy.partial")
+            shutil.copytree(complete[0], unfinished)
+            refused = call(sock, "io.appd.Backup.Verify", {"path": unfinished})
+            check("a .partial backup is refused even when its contents are complete",
+                  refused.get("error") == "io.appd.Backup.BackupFailed" and "unfinished" in refused.get("parameters", {}).get("reason", ""), str(refused))
+            shutil.rmtree(unfinished)
         stop(proc, sock)
 
         # Scheduled backups keep exactly backupKeep.

@@ -6,6 +6,12 @@ import Storage
 /// database (schema versions, last sequence) is what the database holds.
 public enum BackupVerifier {
     public static func verify(_ path: String) throws(BackupProblem) -> BackupManifest {
+        // The rename is what makes a backup: one still named .partial was never finished, even
+        // when a kill came after its last file was written (its contents may check out).
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard !name.hasSuffix(".partial") else {
+            throw BackupProblem("\(path) is an unfinished backup (appd renames a backup only when it is complete and synced); make a new one")
+        }
         let manifestPath = path + "/" + BackupManifest.fileName
         guard BackupFiles.exists(manifestPath) else {
             throw BackupProblem("\(path) is not a complete backup: it has no \(BackupManifest.fileName) (a backup interrupted before it finished has none)")

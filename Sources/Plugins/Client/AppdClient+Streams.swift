@@ -137,7 +137,7 @@ extension AppdClientError {
 }
 
 /// A value set once, awaited by one task.
-final class OneShot<Value: Sendable>: @unchecked Sendable {
+final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: every field is read and written under `lock`
     private let lock = NSLock()
     private var result: Result<Value, any Error>?
     private var waiter: CheckedContinuation<Value, any Error>?
@@ -166,7 +166,7 @@ final class OneShot<Value: Sendable>: @unchecked Sendable {
 }
 
 /// A value behind a lock.
-final class Locked<Value: Sendable>: @unchecked Sendable {
+final class Locked<Value: Sendable>: @unchecked Sendable {  // safe: `value` is only touched under `lock`
     private let lock = NSLock()
     private var value: Value
     init(_ value: Value) { self.value = value }

@@ -79,6 +79,8 @@ let package = Package(
             swiftSettings: strict),
         // Rating prompts from bus signals (io.appd.Rating).
         .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
+        // Per-user settings the plugins declare, versioned (io.appd.Settings).
+        .target(name: "Settings", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Settings", swiftSettings: strict),
         // The SDK of an external plugin written in Swift: one call serves its interfaces with
         // typed handlers on the socket appd passes; a connection back to appd as the plugin.
         .target(name: "PluginSDK", dependencies: ["Bus"], path: "Sources/Plugins/SDK", swiftSettings: strict),
@@ -97,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "appd",
             dependencies: [
-                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating",
+                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating", "Settings",
             ],
             path: "Sources/appd/Main", swiftSettings: strict),
 
@@ -138,11 +140,14 @@ let package = Package(
             name: "PaymentsTests", dependencies: ["TestSupport", "Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
             swiftSettings: strict),
         .testTarget(
-            name: "ChatTests", dependencies: ["TestSupport", "Contracts", "Chat", "HTTP", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
+            name: "ChatTests", dependencies: ["TestSupport", "Contracts", "Chat", "Settings", "HTTP", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
             swiftSettings: strict),
         .testTarget(
             name: "RatingTests", dependencies: ["TestSupport", "Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],
             path: "Tests/RatingTests", swiftSettings: strict),
+        .testTarget(
+            name: "SettingsTests", dependencies: ["TestSupport", "Contracts", "Settings", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/SettingsTests",
+            swiftSettings: strict),
         // Each contract's Swift types against its IDL text, and the rendering of its errors.
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "BusCore"], path: "Tests/ContractsTests", swiftSettings: strict),
         // The client's parts that need no server: the event-stream parser, retries, error decoding.

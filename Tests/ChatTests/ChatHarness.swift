@@ -9,6 +9,7 @@ import TestSupport
 @testable import Auth
 @testable import Chat
 @testable import Payments
+@testable import Settings
 
 typealias Harness = PluginHarness
 
@@ -18,9 +19,8 @@ extension PluginHarness {
         try await make { _ in
             var payments = PaymentsPlugin.Options()
             payments.catalog = PaymentsCatalog(meters: [.init(name: "chat.messages", limit: freeMessages, period: .day, entitlement: "pro")])
-            return [
-                try AuthPlugin.testing(), PaymentsPlugin(options: payments), try ChatPlugin(options: options, provider: provider ?? EchoProvider(delay: .zero)),
-            ]
+            let chat = try ChatPlugin(options: options, provider: provider ?? EchoProvider(delay: .zero))
+            return [try AuthPlugin.testing(), PaymentsPlugin(options: payments), chat, SettingsPlugin(declared: chat.manifest.settings)]
         }
     }
 

@@ -12,7 +12,7 @@ import TestSupport
 /// A provider that streams some words, then fails (the seam the design names for fakes).
 struct FailingProvider: LLMProvider {
     var name: String { "failing" }
-    func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+    func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
         AsyncThrowingStream { continuation in
             continuation.yield(.delta("half"))
             continuation.yield(.delta(" a reply"))
@@ -21,13 +21,21 @@ struct FailingProvider: LLMProvider {
     }
 }
 
-/// Records what it was sent, answers "ok".
+/// Records what it was sent (replies and, apart, memory extractions), answers "ok"; its
+/// memory is the echo provider's rules.
 final class RecordingProvider: LLMProvider {
     let seen = Mutex<[[ChatTurn]]>([])
+    let options = Mutex<[ReplyOptions]>([])
+    let extracted = Mutex<[String]>([])
     var name: String { "recording" }
-    func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+    func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
         seen.withLock { $0.append(turns) }
+        self.options.withLock { $0.append(options) }
         return AsyncThrowingStream { $0.yield(.delta("ok")); $0.finish() }
+    }
+    func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {
+        extracted.withLock { $0.append(message) }
+        return MemoryExtraction.rules(message, existing: existing)
     }
 }
 

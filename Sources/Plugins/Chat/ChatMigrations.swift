@@ -38,5 +38,25 @@ enum ChatMigrations {
         Migration(plugin: "chat", version: 2, sql: "ALTER TABLE chat_conversations ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"),
         // The per-owner change feed of conversations (`Chat.Changes`).
         ChatRepository.feed.migration(plugin: "chat", version: 3, existingOrder: "seq"),
+        // Memories (kept apart from conversations: deleting one keeps what was learnt from it),
+        // temporary conversations, the model of each reply, and the replies whose user message
+        // waits for memory extraction (set only when memory was on for the conversation).
+        Migration(plugin: "chat", version: 4, sql: """
+            CREATE TABLE chat_memories (
+              seq INTEGER PRIMARY KEY AUTOINCREMENT,
+              id TEXT NOT NULL UNIQUE,
+              owner TEXT NOT NULL,
+              text TEXT NOT NULL,
+              conversation_id TEXT,
+              message_id TEXT,
+              model TEXT,
+              created_at INTEGER NOT NULL,
+              updated_at INTEGER NOT NULL
+            );
+            CREATE INDEX chat_memories_owner ON chat_memories(owner, seq);
+            ALTER TABLE chat_conversations ADD COLUMN temporary INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE chat_messages ADD COLUMN model TEXT;
+            ALTER TABLE chat_messages ADD COLUMN memory_pending INTEGER NOT NULL DEFAULT 0;
+            """),
     ]
 }

@@ -22,6 +22,14 @@ public struct ChatPlugin: Plugin {
         public var meter: String? = "chat.messages"
         /// How long deleted conversations' tombstones stay in the change feed.
         public var tombstoneRetention: Duration = .seconds(90 * 86_400)
+        /// The models Send takes (`chatModels`) and the default (`chatModel`).
+        public var models = ChatModels([], default: "gpt-4o-mini")
+        /// Characters of memories given with each request (the most recently changed first).
+        public var memoryCharacters = 2_000
+        public var maxMemoriesPerUser = 200
+        public var maxMemoryCharacters = 500
+        /// The longest a memory extraction may take before that message is skipped.
+        public var memoryExtractionTimeout: Duration = .seconds(60)
         public init() {}
     }
 
@@ -30,10 +38,7 @@ public struct ChatPlugin: Plugin {
         case openAI(OpenAIProvider.Options)
     }
 
-    public let manifest = PluginManifest(
-        name: "chat", version: "0.1.0", dependencies: ["auth"], interface: ChatInterface.idl,
-        events: ChatEvents.all, consumes: [AccountDeleted.self],
-        configKeys: ["chatProvider", "chatBaseURL", "chatModel", "chatApiKey", "chatSystemPrompt", "chatContextCharacters", "chatMeter"])
+    public let manifest: PluginManifest
     public var migrations: [Migration] { ChatMigrations.all }
 
     let options: Options
@@ -45,6 +50,11 @@ public struct ChatPlugin: Plugin {
     public init(options: Options = Options(), provider: (any LLMProvider)? = nil, clock: @escaping @Sendable () -> WallTime = { .now() }) throws(ProviderError) {
         self.options = options
         self.clock = clock
+        manifest = PluginManifest(
+            name: "chat", version: "0.1.0", dependencies: ["auth"], interface: ChatInterface.idl,
+            events: ChatEvents.all, consumes: [AccountDeleted.self, ChatReplyCompleted.self],
+            configKeys: ["chatProvider", "chatBaseURL", "chatModel", "chatModels", "chatApiKey", "chatSystemPrompt", "chatContextCharacters", "chatMeter"],
+            settings: Self.settings(options.models))
         if let provider {
             self.provider = provider
         } else {
@@ -55,16 +65,34 @@ public struct ChatPlugin: Plugin {
         }
     }
 
-    func service(_ database: any Database) -> ChatService {
-        ChatService(repository: ChatRepository(database: database), provider: provider, options: options, running: running, clock: clock)
+    /// The settings chat reads: memory on or off, the preferred model, and the style an app
+    /// shows a conversation in (per conversation, or for all).
+    static func settings(_ models: ChatModels) -> [SettingDeclaration] {
+        [
+            SettingDeclaration(
+                key: ChatService.memoryKey, type: .bool, default: true, plugin: "chat",
+                description: "Whether chat remembers facts you state and uses them in later conversations."),
+            SettingDeclaration(
+                key: ChatService.modelKey, type: .enum, values: models.names, default: .string(models.defaultModel.name), plugin: "chat",
+                description: "The model replies come from when a message names none (one you may use; else the default)."),
+            SettingDeclaration(
+                key: "chat.style", type: .enum, values: ["bubble", "prompt"], default: "bubble", scoped: true, plugin: "chat",
+                description: "How the app shows a conversation: chat bubbles or prompt and answer; per conversation (scope: its id) or for all."),
+        ]
+    }
+
+    func service(_ context: PluginContext) -> ChatService {
+        ChatService(
+            repository: ChatRepository(database: context.database), provider: provider, options: options, running: running, clock: clock,
+            lookups: .bus(context.bus), logger: context.logger)
     }
 
     public func start(_ context: PluginContext) async throws {
-        let service = service(context.database)
+        let service = service(context)
         let repository = service.repository
         let handlers = context.handlers
         handlers.handle(ChatInterface.CreateConversation.self) { c, e in
-            .init(conversation: try await service.createConversation(owner: try owner(e), title: c.title, id: c.id, causedBy: e))
+            .init(conversation: try await service.createConversation(owner: try owner(e), title: c.title, id: c.id, temporary: c.temporary ?? false, causedBy: e))
         }
         handlers.handle(ChatInterface.ListConversations.self) { c, e in
             try await service.listConversations(owner: try owner(e), query: c.query, cursor: c.cursor, limit: c.limit)
@@ -91,7 +119,7 @@ public struct ChatPlugin: Plugin {
         handlers.handle(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.conversationId, field: "conversationId")
-            return try await service.send(owner: user, conversation: id, text: c.text, writer: writer, causedBy: e)
+            return try await service.send(owner: user, conversation: id, text: c.text, model: c.model, temperature: c.temperature, writer: writer, causedBy: e)
         }
         let running = self.running
         handlers.handle(ChatInterface.Cancel.self) { c, e in
@@ -103,25 +131,39 @@ public struct ChatPlugin: Plugin {
             try await repository.feedback(owner: try owner(e), message: c.messageId, rating: c.rating, causedBy: e)
             return Empty()
         }
+        registerMemories(service, on: handlers)
         context.logger.info("chat provider ready", metadata: ["provider": provider.name])
     }
 
     public func services(_ context: PluginContext) -> [any Service] {
-        let repository = ChatRepository(database: context.database)
-        let tombstones = ChatRepository.feed.retention(context.database, keep: options.tombstoneRetention, logger: context.logger)
+        let service = service(context)
+        let repository = service.repository
+        var services: [any Service] = []
         do {
-            return [
+            services.append(
                 try DurableConsumer(name: "chat.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
                     deleted, _ in try await repository.eraseUser(deleted.userId)
-                },
-                tombstones,
-            ]
+                })
         } catch {
-            return [FailedService(name: "chat.accountDeleted", error: error), tombstones]
+            services.append(FailedService(name: "chat.accountDeleted", error: error))
         }
+        services.append(ChatRepository.feed.retention(context.database, keep: options.tombstoneRetention, logger: context.logger))
+        do {
+            // Memories are learnt after the reply, off the caller's path, from the log: a
+            // restart resumes where it stopped and nothing is learnt twice.
+            services.append(
+                try DurableConsumer(name: "chat.memories", consuming: ChatReplyCompleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
+                    completed, event in
+                    guard completed.status == "complete" else { return }
+                    try await service.extractMemories(after: completed.messageId, causedBy: event)
+                })
+        } catch {
+            services.append(FailedService(name: "chat.memories", error: error))
+        }
+        return services
     }
 
 }
 
 /// The signed-in user the gates established.
-private func owner(_ envelope: Envelope) throws(ChatError) -> String { try envelope.signedInUser(or: ChatError.notFound) }
+func owner(_ envelope: Envelope) throws(ChatError) -> String { try envelope.signedInUser(or: ChatError.notFound) }

@@ -9,7 +9,7 @@ extension ChatRepository {
     /// Creates a conversation unless the owner already holds `limit` (`QuotaExceeded`). With a
     /// client's id, one that exists with the same title is returned, with another is a Conflict.
     func createConversation(
-        owner: String, id: String, clientChosen: Bool, title: String?, now: Int64, limit: Int, causedBy cause: (any Cause)?
+        owner: String, id: String, clientChosen: Bool, title: String?, temporary: Bool, now: Int64, limit: Int, causedBy cause: (any Cause)?
     ) async throws -> Conversation {
         try await database.write { tx in
             if clientChosen, let existing = try tx.query("SELECT * FROM chat_conversations WHERE id = ?", [.text(id)]).first {
@@ -25,11 +25,11 @@ extension ChatRepository {
             // The event first: its sequence is the conversation's place in the change feed.
             let seq = try tx.appendLogged(ChatConversationCreated(userId: owner, conversationId: id), causedBy: cause)
             try tx.execute(
-                "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, 1, ?)",
-                [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now), .integer(seq)])
+                "INSERT INTO chat_conversations (id, owner, title, created_at, updated_at, version, change_seq, temporary) VALUES (?, ?, ?, ?, ?, 1, ?, ?)",
+                [.text(id), .text(owner), title.map { .text($0) } ?? .null, .integer(now), .integer(now), .integer(seq), .integer(temporary ? 1 : 0)])
             if clientChosen { try Self.feed.revived(tx, id: id) }
             let created = WallTime(nanosecondsSinceEpoch: now).rfc3339
-            let conversation = Conversation(id: id, title: title, createdAt: created, updatedAt: created, version: 1)
+            let conversation = Conversation(id: id, title: title, createdAt: created, updatedAt: created, version: 1, temporary: temporary)
             try tx.stageReply(ChatInterface.ConversationReply(conversation: conversation))
             return conversation
         }

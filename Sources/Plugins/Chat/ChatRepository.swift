@@ -14,7 +14,8 @@ struct ChatRepository: Sendable {
 
     static func conversation(_ row: Row) -> Conversation? {
         guard let id = row.text("id"), let created = time(row, "created_at"), let updated = time(row, "updated_at") else { return nil }
-        return Conversation(id: id, title: row.text("title"), createdAt: created, updatedAt: updated, version: row.integer("version") ?? 1)
+        return Conversation(
+            id: id, title: row.text("title"), createdAt: created, updatedAt: updated, version: row.integer("version") ?? 1, temporary: row.integer("temporary") == 1)
     }
 
     static func message(_ row: Row) -> ChatMessage? {
@@ -27,7 +28,7 @@ struct ChatRepository: Sendable {
         }
         return ChatMessage(
             id: id, conversationId: conversation, role: role, text: text, status: status, error: row.text("error"), usage: usage,
-            feedback: row.text("feedback"), createdAt: created)
+            feedback: row.text("feedback"), model: row.text("model"), createdAt: created)
     }
 
     /// The full id of the owner's conversation for an id or a unique prefix of it (4 or more
@@ -140,21 +141,28 @@ struct ChatRepository: Sendable {
         }
     }
 
-    /// Commits the assistant's message with its final status, and its event.
+    /// Whether the owner's conversation is temporary (reads and writes no memories).
+    func isTemporary(owner: String, conversation: String) async throws -> Bool {
+        try await database.read { tx in try Self.ownedConversation(tx, owner: owner, id: conversation).integer("temporary") == 1 }
+    }
+
+    /// Commits the assistant's message with its final status and model, and its event;
+    /// `memoryPending`: its user message waits for memory extraction.
     func finishReply(
-        owner: String, conversation: String, id: String, text: String, status: String, error: String?, usage: Usage?, now: Int64,
-        causedBy cause: (any Cause)?
+        owner: String, conversation: String, id: String, text: String, status: String, error: String?, usage: Usage?, model: String?,
+        memoryPending: Bool, now: Int64, causedBy cause: (any Cause)?
     ) async throws -> ChatMessage {
         try await database.write { tx in
             _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
             try tx.execute(
                 """
-                INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, error, prompt_tokens, completion_tokens, created_at)
-                VALUES (?, ?, ?, 'assistant', ?, ?, ?, ?, ?, ?)
+                INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, error, prompt_tokens, completion_tokens, model, memory_pending, created_at)
+                VALUES (?, ?, ?, 'assistant', ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(id), .text(conversation), .text(owner), .text(text), .text(status), error.map { .text($0) } ?? .null,
-                    usage.map { .integer(Int64($0.promptTokens)) } ?? .null, usage.map { .integer(Int64($0.completionTokens)) } ?? .null, .integer(now),
+                    usage.map { .integer(Int64($0.promptTokens)) } ?? .null, usage.map { .integer(Int64($0.completionTokens)) } ?? .null,
+                    model.map { .text($0) } ?? .null, .integer(memoryPending ? 1 : 0), .integer(now),
                 ])
             let tokens = usage.map { ChatTokenUsage(promptTokens: $0.promptTokens, completionTokens: $0.completionTokens) }
             let seq =
@@ -181,11 +189,12 @@ struct ChatRepository: Sendable {
         }
     }
 
-    /// Erases a deleted account's conversations, messages and tombstones.
+    /// Erases a deleted account's conversations, messages, memories and tombstones.
     func eraseUser(_ owner: String) async throws {
         try await database.write { tx in
             try Self.feed.erase(tx, owner: owner)
             try tx.execute("DELETE FROM chat_messages WHERE owner = ?", [.text(owner)])
+            try tx.execute("DELETE FROM chat_memories WHERE owner = ?", [.text(owner)])
             try tx.execute("DELETE FROM chat_conversations WHERE owner = ?", [.text(owner)])
         }
     }

@@ -15,6 +15,8 @@ struct ChatService: Sendable {
     let options: ChatPlugin.Options
     let running: RunningReplies
     let clock: @Sendable () -> WallTime
+    let lookups: ChatLookups
+    let logger: Logger
 
     var now: Int64 { clock().nanosecondsSinceEpoch }
 
@@ -42,13 +44,13 @@ struct ChatService: Sendable {
     }
 
     /// With a client's id (a UUID), creating again with the same title returns the conversation.
-    func createConversation(owner: String, title: String?, id: String?, causedBy cause: (any Cause)?) async throws -> Conversation {
+    func createConversation(owner: String, title: String?, id: String?, temporary: Bool, causedBy cause: (any Cause)?) async throws -> Conversation {
         let chosen = try id.map { text throws(ChatError) in
             guard let id = ClientID.canonical(text, prefix: "c_") else { throw .validation("id", ClientID.expected) }
             return id
         }
         return try await repository.createConversation(
-            owner: owner, id: try chosen ?? Self.newID("c_"), clientChosen: chosen != nil, title: try Self.title(title, required: false), now: now,
+            owner: owner, id: try chosen ?? Self.newID("c_"), clientChosen: chosen != nil, title: try Self.title(title, required: false), temporary: temporary, now: now,
             limit: options.maxConversationsPerUser, causedBy: cause)
     }
 
@@ -85,18 +87,24 @@ struct ChatService: Sendable {
         case failed(String)
     }
 
-    func send(owner: String, conversation: String, text raw: String, writer: ReplyWriter<SendReply>, causedBy cause: (any Cause)?) async throws -> SendReply {
+    func send(
+        owner: String, conversation: String, text raw: String, model requested: String?, temperature: Double?, writer: ReplyWriter<SendReply>,
+        causedBy cause: (any Cause)?
+    ) async throws -> SendReply {
         let text = try text(raw)
+        let replyOptions = ReplyOptions(model: try await model(requested, for: owner).name, temperature: try Self.temperature(temperature))
+        let remembers = try await memoryInUse(owner: owner, conversation: conversation)
         // 1. The user's message is committed before the provider is called.
         _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newID("m_"), text: text, now: now, causedBy: cause)
         let replyID = try Self.newID("m_")
         var turns = try await repository.context(owner: owner, conversation: conversation, budget: options.contextCharacters)
+        if remembers, let known = try await memoryTurn(owner: owner) { turns.insert(known, at: 0) }
         if let prompt = options.systemPrompt, !prompt.isEmpty { turns.insert(ChatTurn(role: .system, text: prompt), at: 0) }
         try await writer.send(SendReply(messageId: replyID, delta: nil, message: nil))
 
         // 2. Stream the reply in a task of its own, so Cancel (another connection) can stop the
         //    provider while this call still answers with the stored message.
-        let upstream = provider.reply(to: turns)
+        let upstream = provider.reply(to: turns, options: replyOptions)
         let consume = Task { () -> (String, Usage?, Ending) in
             var reply = "", usage: Usage?
             do {
@@ -140,7 +148,8 @@ struct ChatService: Sendable {
         let repository = self.repository, now = self.now
         let message = try await Task {
             try await repository.finishReply(
-                owner: owner, conversation: conversation, id: replyID, text: reply, status: status, error: error, usage: usage, now: now, causedBy: cause)
+                owner: owner, conversation: conversation, id: replyID, text: reply, status: status, error: error, usage: usage, model: replyOptions.model,
+                memoryPending: remembers && status == "complete", now: now, causedBy: cause)
         }.value
         // Even when the client has gone, the call ends normally: its message was stored and the
         // reply was produced (and paid for) until the cancel, so the quota use stands.

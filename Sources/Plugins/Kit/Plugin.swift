@@ -17,10 +17,12 @@ public struct PluginManifest: Sendable {
     public var consumes: [any Event.Type]
     /// Configuration keys it reads.
     public var configKeys: [String]
+    /// The per-user settings the plugin reads (`io.appd.Settings` keeps and checks them).
+    public var settings: [SettingDeclaration]
 
     public init(
         name: String, version: String, dependencies: [String] = [], interface: String? = nil, events: [any Event.Type] = [],
-        consumes: [any Event.Type] = [], configKeys: [String] = []
+        consumes: [any Event.Type] = [], configKeys: [String] = [], settings: [SettingDeclaration] = []
     ) {
         self.name = name
         self.version = version
@@ -29,6 +31,7 @@ public struct PluginManifest: Sendable {
         self.events = events
         self.consumes = consumes
         self.configKeys = configKeys
+        self.settings = settings
     }
 
     /// The topics it publishes, from its event types.

@@ -73,6 +73,9 @@ public struct PaymentsPlugin: Plugin {
                 meters: catalog.meters.map { .init(name: $0.name, limit: $0.limit, period: $0.period.rawValue, entitlement: $0.entitlement) })
         }
         handlers.handle(PaymentsInterface.Status.self) { _, envelope in try await service.status(user: try Self.user(envelope)) }
+        handlers.handleInProcess(CheckEntitlement.self) { c, _ in
+            .init(entitled: try await service.repository.isEntitled(user: c.userID, entitlement: c.entitlement, now: service.now))
+        }
         handlers.handle(PaymentsInterface.Restore.self) { _, envelope in
             .init(entitlements: try await service.restore(user: try Self.user(envelope), causedBy: envelope))
         }

@@ -229,7 +229,7 @@ public struct ManifestProblem: Error, CustomStringConvertible, Equatable {
 extension VarlinkInterface {
     /// appd's own interface names, which no external plugin may serve.
     static func isReserved(_ name: String) -> Bool {
-        ["io.appd.Auth", "io.appd.Todos", "io.appd.Payments", "io.appd.Chat", "io.appd.Rating", "io.appd.Daemon", "io.appd.Bus"].contains(name)
+        ["io.appd.Auth", "io.appd.Todos", "io.appd.Payments", "io.appd.Chat", "io.appd.Rating", "io.appd.Settings", "io.appd.Daemon", "io.appd.Bus"].contains(name)
             || name.hasPrefix("org.varlink.")
     }
 }

@@ -8,6 +8,7 @@ import Bus
 import Chat
 import Payments
 import Rating
+import Settings
 import Todos
 import PluginKit
 import Storage
@@ -277,7 +278,7 @@ extension Appd {
 /// Each is built on its own: one that cannot be (its configuration is refused) is listed as
 /// failed with the reason, and only the plugins that depend on it are skipped.
 func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
-    [
+    let features: [any Plugin] = [
         UnavailablePlugin.build("auth") {
             var auth = AuthService.Options()
             auth.accessTokenLifetime = .seconds(config.accessTokenSeconds)
@@ -295,4 +296,6 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
         UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
         UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },
     ]
+    // Settings last: it keeps the keys the others declare.
+    return features + [SettingsPlugin(declared: features.flatMap(\.manifest.settings))]
 }

@@ -1,12 +1,14 @@
 /// The embedded default provider: no network, deterministic. It answers with the user's last
-/// message ("Echo: …"), streamed word by word with `delay` between words.
+/// message ("Echo: …"), streamed word by word with `delay` between words. Its memory is
+/// deterministic: "remember that …" adds what follows, "forget …" deletes the memories that
+/// mention what follows.
 public struct EchoProvider: LLMProvider {
     public var delay: Duration
     public var name: String { "echo" }
 
     public init(delay: Duration = .milliseconds(20)) { self.delay = delay }
 
-    public func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+    public func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
         let last = turns.last { $0.role == .user }?.text ?? ""
         let words = ("Echo: " + last).split(separator: " ", omittingEmptySubsequences: true)
         let delay = self.delay
@@ -26,5 +28,9 @@ public struct EchoProvider: LLMProvider {
             }
             continuation.onTermination = { _ in task.cancel() }
         }
+    }
+
+    public func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {
+        MemoryExtraction.rules(message, existing: existing)
     }
 }

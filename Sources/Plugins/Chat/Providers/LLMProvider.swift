@@ -24,9 +24,37 @@ public struct ProviderError: Error, CustomStringConvertible, Equatable {
     public var description: String { reason }
 }
 
-/// The LLM client seam: turns a conversation into a stream of reply chunks. Cancelling the
-/// consumer of the stream must stop the work (and close any upstream connection) at once.
+/// What a request asks of the model beyond the conversation.
+public struct ReplyOptions: Sendable, Equatable {
+    /// nil: the provider's configured model.
+    public var model: String?
+    public var temperature: Double?
+    public init(model: String? = nil, temperature: Double? = nil) {
+        self.model = model
+        self.temperature = temperature
+    }
+}
+
+/// The LLM client seam: turns a conversation into a stream of reply chunks, and a user's
+/// message into decisions about their memories. Cancelling the consumer of the stream must
+/// stop the work (and close any upstream connection) at once.
 public protocol LLMProvider: Sendable {
     var name: String { get }
-    func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error>
+    func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error>
+    /// What to add, update or delete among `existing` given what the user said in `message`
+    /// (their own words only). By default the model is asked with `MemoryExtraction`'s prompt.
+    func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision]
+}
+
+extension LLMProvider {
+    public func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> { reply(to: turns, options: ReplyOptions()) }
+
+    public func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {
+        var text = ""
+        for try await chunk in reply(to: MemoryExtraction.turns(message: message, existing: existing), options: options) {
+            if case .delta(let delta) = chunk { text += delta }
+            guard text.utf8.count <= MemoryExtraction.maxAnswerBytes else { throw ProviderError("the memory extraction answer is longer than \(MemoryExtraction.maxAnswerBytes) bytes") }
+        }
+        return try MemoryExtraction.decisions(from: text, existing: existing)
+    }
 }

@@ -50,25 +50,27 @@ public struct OpenAIProvider: LLMProvider {
         return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts[0] == "127"
     }
 
-    public func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> {
+    public func reply(to turns: [ChatTurn], options replyOptions: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ProviderChunk, any Error>.makeStream()
-        let task = Task { await run(turns, continuation) }
+        let task = Task { await run(turns, replyOptions, continuation) }
         continuation.onTermination = { _ in task.cancel() }
         return stream
     }
 
-    func body(_ turns: [ChatTurn]) -> [UInt8] {
-        JSONWriter.bytes([
-            "model": .string(options.model), "stream": true, "stream_options": ["include_usage": true],
+    func body(_ turns: [ChatTurn], _ replyOptions: ReplyOptions = ReplyOptions()) -> [UInt8] {
+        var body: [String: JSONValue] = [
+            "model": .string(replyOptions.model ?? options.model), "stream": true, "stream_options": ["include_usage": true],
             "messages": .array(turns.map { ["role": .string($0.role.rawValue), "content": .string($0.text)] }),
-        ])
+        ]
+        if let temperature = replyOptions.temperature { body["temperature"] = .double(temperature) }
+        return JSONWriter.bytes(.object(body))
     }
 
-    private func run(_ turns: [ChatTurn], _ continuation: AsyncThrowingStream<ProviderChunk, any Error>.Continuation) async {
+    private func run(_ turns: [ChatTurn], _ replyOptions: ReplyOptions, _ continuation: AsyncThrowingStream<ProviderChunk, any Error>.Continuation) async {
         var request = self.request
         request.headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), ("User-Agent", "appd/\(Version.current)")]
         if let key = options.apiKey, !key.isEmpty { request.headers.append(("Authorization", "Bearer \(key)")) }
-        request.body = body(turns)
+        request.body = body(turns, replyOptions)
         let client = HTTPClient(timeouts: options.timeouts, caFile: options.caFile)
         var attempt = 0
         while true {

@@ -12,6 +12,10 @@ public enum ChatError: InterfaceError {
     case conflict(conversation: Conversation)
     /// The cursor is older than the deletions kept.
     case resyncRequired(reason: String)
+    /// Send's model is not on the operator's list.
+    case modelNotAllowed(model: String, allowed: [String])
+    /// The account holds as many memories as it may.
+    case memoryFull(limit: Int)
 
     public static func validation(_ field: String, _ reason: String) -> ChatError { .validationFailed(field: field, reason: reason) }
 
@@ -23,6 +27,8 @@ public enum ChatError: InterfaceError {
         case .conflict(let conversation):
             "the conversation changed since (it is at version \(conversation.version) now); look at it and decide again"
         case .resyncRequired(reason: let reason): reason
+        case .modelNotAllowed(let model, let allowed): "the model '\(model)' is not offered; use one of: \(allowed.joined(separator: ", "))"
+        case .memoryFull(let limit): "this account keeps \(limit) memories, as many as it may; delete some first"
         }
     }
 }

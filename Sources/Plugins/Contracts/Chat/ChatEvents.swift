@@ -4,7 +4,7 @@ import BusCore
 public enum ChatEvents {
     public static let all: [any Event.Type] = [
         ChatMessageSent.self, ChatReplyCompleted.self, ChatReplyFailed.self, ChatFeedbackGiven.self, ChatConversationCreated.self,
-        ChatConversationRenamed.self, ChatConversationDeleted.self,
+        ChatConversationRenamed.self, ChatConversationDeleted.self, ChatMemoriesChanged.self,
     ]
 }
 
@@ -116,5 +116,19 @@ public struct ChatFeedbackGiven: OwnedEvent, Equatable {
         self.conversationId = conversationId
         self.messageId = messageId
         self.rating = rating
+    }
+}
+
+/// The user's memories changed: `change` is added, updated, deleted or cleared; `memoryIds` the
+/// memories it touched (the text stays out of the log: read it with ListMemories).
+public struct ChatMemoriesChanged: OwnedEvent, Equatable {
+    public static let topic = "chat.memoriesChanged"
+    public var userId: String
+    public var change: String
+    public var memoryIds: [String]
+    public init(userId: String, change: String, memoryIds: [String]) {
+        self.userId = userId
+        self.change = change
+        self.memoryIds = memoryIds
     }
 }

@@ -9,6 +9,12 @@ public enum ChatInterface {
         # to any unique prefix of at least 4 characters, in any case. Offline clients: changes
         # may carry an idempotency key, CreateConversation takes an id the client made, Rename and
         # Delete the version the client last saw, and Changes brings a client up to date.
+        # Memory: after each completed reply, facts the user stated in their own message (never
+        # the assistant's words) are kept as memories and given to the model in later
+        # conversations; the user sees, edits and deletes them, and turns memory off with the
+        # setting chat.memory (io.appd.Settings). A temporary conversation neither reads nor
+        # writes memories. Deleting a conversation keeps its memories; deleting the account
+        # erases them.
         interface io.appd.Chat
 
         type Conversation (
@@ -17,7 +23,9 @@ public enum ChatInterface {
           createdAt: string,
           updatedAt: string,
           # Goes up by one with every change (a rename, a message, a reply).
-          version: int
+          version: int,
+          # Neither reads nor writes memories.
+          temporary: bool
         )
 
         # One change in a pull: the conversation as it stands, or for a deletion only its id.
@@ -44,13 +52,36 @@ public enum ChatInterface {
           usage: ?Usage,
           # up or down, once given.
           feedback: ?string,
+          # The model that wrote an assistant message.
+          model: ?string,
           createdAt: string
+        )
+
+        # A fact about the user, from their own words (or added by them).
+        type Memory (
+          id: string,
+          text: string,
+          # Where it was learnt; none for one the user added.
+          conversationId: ?string,
+          messageId: ?string,
+          # The model that extracted it.
+          model: ?string,
+          createdAt: string,
+          updatedAt: string
+        )
+
+        # A model a user may ask for; entitlement: the one it needs, if any.
+        type Model (
+          name: string,
+          entitlement: ?string,
+          default: bool
         )
 
         # id: a UUID the client made (the conversation's id is then c_ and the UUID in
         # lowercase); creating it again with the same title returns it, with another title is a
         # Conflict carrying it.
-        method CreateConversation(title: ?string, id: ?string) -> (conversation: Conversation)
+        # temporary: the conversation neither reads nor writes memories.
+        method CreateConversation(title: ?string, id: ?string, temporary: ?bool) -> (conversation: Conversation)
 
         # Newest first. query matches titles (case-insensitive). Pass nextCursor back as cursor.
         method ListConversations(query: ?string, cursor: ?string, limit: ?int) -> (conversations: []Conversation, nextCursor: ?string)
@@ -72,12 +103,30 @@ public enum ChatInterface {
         # Sends a message and streams the reply. Call with more: every reply carries the assistant
         # message's id (for Cancel from another connection) and the next piece of text in delta;
         # the last carries the stored message. Closing the connection cancels the reply.
-        method Send(conversationId: string, text: string) -> (messageId: string, delta: ?string, message: ?Message)
+        # model: one of Models (else the setting chat.model, else the default); a model not on
+        # the list is ModelNotAllowed, one needing an entitlement the user lacks PaymentRequired.
+        # temperature: 0 to 2.
+        method Send(conversationId: string, text: string, model: ?string, temperature: ?float) -> (messageId: string, delta: ?string, message: ?Message)
 
         # Cancels a reply that is still streaming; it is stored as cancelled with its text so far.
         method Cancel(messageId: string) -> ()
 
         method Feedback(messageId: string, rating: (up, down)) -> ()
+
+        # The models Send takes, and which of them this user may use now.
+        method Models() -> (models: []Model, usable: []string)
+
+        # Every memory, newest first; enabled: the setting chat.memory.
+        method ListMemories() -> (memories: []Memory, enabled: bool)
+
+        method AddMemory(text: string) -> (memory: Memory)
+
+        method UpdateMemory(id: string, text: string) -> (memory: Memory)
+
+        method DeleteMemory(id: string) -> ()
+
+        # Deletes every memory; deleted: how many there were.
+        method ClearMemories() -> (deleted: int)
 
         error NotFound ()
         error ValidationFailed (field: string, reason: string)
@@ -88,11 +137,18 @@ public enum ChatInterface {
         error Conflict (conversation: Conversation)
         # The cursor is older than the deletions kept: pull again without a cursor.
         error ResyncRequired (reason: string)
+        # Send's model is not one the operator allows: 'allowed' are.
+        error ModelNotAllowed (model: string, allowed: []string)
+        # The account holds as many memories as it may ('limit'); delete some first.
+        error MemoryFull (limit: int)
 
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [CreateConversation.self, ListConversations.self, RenameConversation.self, DeleteConversation.self, Changes.self, History.self, Cancel.self, Feedback.self]
+    public static let commands: [any Command.Type] = [
+        CreateConversation.self, ListConversations.self, RenameConversation.self, DeleteConversation.self, Changes.self, History.self, Cancel.self,
+        Feedback.self, Models.self, ListMemories.self, AddMemory.self, UpdateMemory.self, DeleteMemory.self, ClearMemories.self,
+    ]
     public static let streams: [any StreamingCommand.Type] = [Send.self]
     public typealias Errors = ChatError
     /// The interface's name, e.g. `io.appd.Todos`.
@@ -108,9 +164,11 @@ public enum ChatInterface {
         public typealias Reply = ConversationReply
         public var title: String?
         public var id: String?
-        public init(title: String? = nil, id: String? = nil) {
+        public var temporary: Bool?
+        public init(title: String? = nil, id: String? = nil, temporary: Bool? = nil) {
             self.title = title
             self.id = id
+            self.temporary = temporary
         }
     }
     public struct ListConversations: Command {
@@ -203,9 +261,13 @@ public enum ChatInterface {
         public typealias Reply = SendReply
         public var conversationId: String
         public var text: String
-        public init(conversationId: String, text: String) {
+        public var model: String?
+        public var temperature: Double?
+        public init(conversationId: String, text: String, model: String? = nil, temperature: Double? = nil) {
             self.conversationId = conversationId
             self.text = text
+            self.model = model
+            self.temperature = temperature
         }
     }
     public struct Cancel: Command {
@@ -254,12 +316,14 @@ public struct Conversation: Codable, Sendable, Equatable {
     public var createdAt: String
     public var updatedAt: String
     public var version: Int64
-    public init(id: String, title: String? = nil, createdAt: String, updatedAt: String, version: Int64) {
+    public var temporary: Bool
+    public init(id: String, title: String? = nil, createdAt: String, updatedAt: String, version: Int64, temporary: Bool = false) {
         self.id = id
         self.title = title
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version
+        self.temporary = temporary
     }
 }
 
@@ -295,8 +359,12 @@ public struct ChatMessage: Codable, Sendable, Equatable {
     public var error: String?
     public var usage: Usage?
     public var feedback: String?
+    public var model: String?
     public var createdAt: String
-    public init(id: String, conversationId: String, role: String, text: String, status: String, error: String? = nil, usage: Usage? = nil, feedback: String? = nil, createdAt: String) {
+    public init(
+        id: String, conversationId: String, role: String, text: String, status: String, error: String? = nil, usage: Usage? = nil, feedback: String? = nil,
+        model: String? = nil, createdAt: String
+    ) {
         self.id = id
         self.conversationId = conversationId
         self.role = role
@@ -305,6 +373,7 @@ public struct ChatMessage: Codable, Sendable, Equatable {
         self.error = error
         self.usage = usage
         self.feedback = feedback
+        self.model = model
         self.createdAt = createdAt
     }
 }

@@ -8,6 +8,7 @@ import Storage
 import PluginKit
 import HTTP
 import Chat
+import Contracts
 import Payments
 import Rating
 import AppAPI
@@ -82,6 +83,7 @@ struct AppdConfig: Sendable {
     var chatProvider = "echo"
     var chatBaseURL = "https://api.openai.com/v1"
     var chatModel = "gpt-4o-mini"
+    var chatModels: [ChatModel] = []
     var chatAPIKey: String?
     var chatEchoDelay: Duration = .milliseconds(20)
     var chatTimeouts = HTTPTimeouts()
@@ -155,6 +157,7 @@ struct AppdConfig: Sendable {
             options.provider = .echo(delay: chatEchoDelay)
         }
         options.tombstoneRetention = .seconds(Int64(tombstoneDays) * 86_400)
+        options.models = ChatModels(chatModels, default: chatModel)
         return options
     }
 
@@ -252,6 +255,8 @@ struct AppdConfig: Sendable {
             "chatProvider": .string(chatProvider),
             "chatBaseURL": .string(chatBaseURL),
             "chatModel": .string(chatModel),
+            "chatModels": .array(chatModels.map { model in .string(model.entitlement.map { "\(model.name)=\($0)" } ?? model.name) }),
+            "chatMemoryCharacters": .int(Int64(chat.memoryCharacters)),
             "chatApiKey": chatAPIKey == nil ? .null : .string("<redacted>"),
             "chatSystemPrompt": chat.systemPrompt.map(JSONValue.string) ?? .null,
             "chatContextCharacters": .int(Int64(chat.contextCharacters)),

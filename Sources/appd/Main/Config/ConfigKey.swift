@@ -215,6 +215,11 @@ struct ConfigKey: Sendable {
             config.chatBaseURL = url
         },
         text("chatModel", "--chat-model", "The model name sent to the endpoint (default: gpt-4o-mini).") { $0.chatModel = $1 },
+        list("chatModels", "--chat-models", "Models a Send may ask for besides chatModel, comma-separated; model=entitlement needs that entitlement, e.g. gpt-4o=pro.") {
+            item throws(ConfigProblem) in
+            guard ChatModels.parse(item) != nil else { throw ConfigProblem("'\(item)' is not a model name or model=entitlement") }
+        } set: { $0.chatModels = $1.compactMap(ChatModels.parse) },
+        integer("chatMemoryCharacters", "--chat-memory-characters", "Characters of the user's memories sent with each message (default: 2000).") { $0.chat.memoryCharacters = $1 },
         ConfigKey(name: "chatApiKey", flag: "--chat-api-key", help: "The endpoint's API key (secret; prefer APPD_CHAT_API_KEY).", secret: true) { config, value throws(ConfigProblem) in
             if value == .null { config.chatAPIKey = nil; return }
             guard let key = value.stringValue else { throw ConfigProblem("needs a string") }

@@ -48,6 +48,18 @@ enum ErrorMessage {
             let resets = resetsAt.map { " The free quota resets at \($0)." } ?? ""
             return "This needs the '\(entitlement.escapingControlCharacters())' entitlement, or its free quota is used up.\(resets) See 'appctl payments status'."
         case .unknownAccount(let email)?: return "No account has the email \(email.escapingControlCharacters())."
+        default: break
+        }
+        switch error as? ChatError {
+        case .modelNotAllowed(let model, let allowed)?:
+            return "The model '\(model.escapingControlCharacters())' is not offered; use one of: \(allowed.joined(separator: ", ").escapingControlCharacters()) (appctl chat models)."
+        case .memoryFull(let limit)?: return "Chat keeps at most \(limit) memories for an account; forget some first (appctl chat memories, appctl chat forget ID)."
+        default: break
+        }
+        switch error as? SettingsError {
+        case .conflict(let setting)?:
+            return "The setting changed since: it is \(setting.value.jsonText.escapingControlCharacters()) at version \(setting.version) now; look and set it again with --expected-version \(setting.version)."
+        case .unknownSetting(let key)?: return "There is no setting '\(key.escapingControlCharacters())' (appctl settings lists them)."
         default: return nil
         }
     }

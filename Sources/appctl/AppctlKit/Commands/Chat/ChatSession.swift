@@ -12,13 +12,18 @@ nonisolated(unsafe) private var interrupted: sig_atomic_t = 0  // safe: a sig_at
 /// What the chat commands share: a new conversation, one message sent with its reply printed as
 /// it streams (Ctrl-C cancels the reply), and the interactive loop.
 enum ChatSession {
-    static func newConversation(_ context: Context) throws(AppctlError) -> String {
-        try context.call(ChatInterface.CreateConversation()).conversation.id
+    static func newConversation(_ context: Context, temporary: Bool = false) throws(AppctlError) -> String {
+        try context.call(ChatInterface.CreateConversation(temporary: temporary ? true : nil)).conversation.id
     }
 
     /// Sends one message and prints the reply as it streams. Ctrl-C (SIGINT) cancels the reply
     /// through a second connection; the stream then ends with the stored, cancelled message.
     static func send(_ text: String, in conversation: String, _ context: Context) throws(AppctlError) {
+        try send(ChatInterface.Send(conversationId: conversation, text: text), context)
+    }
+
+    /// Sends one message (with its model and temperature) and prints the reply as it streams.
+    static func send(_ call: ChatInterface.Send, _ context: Context) throws(AppctlError) {
         interrupted = 0
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { _ in interrupted = 1 }
@@ -32,7 +37,6 @@ enum ChatSession {
         var cancelSent = false
         var printed = false
         do {
-            let call = ChatInterface.Send(conversationId: conversation, text: text)
             try client.send(VarlinkCall(method: ChatInterface.Send.method, parameters: try JSONValue(encoding: call), more: true))
             while true {
                 guard let reply = try client.nextBufferedReply() else {

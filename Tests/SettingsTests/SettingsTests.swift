@@ -25,7 +25,7 @@ extension PluginHarness {
         }
     }
 
-    func set(_ key: String, _ value: JSONValue, scope: String? = nil, expected: Int64? = nil, as caller: Caller) async throws -> Setting {
+    func set(_ key: String, _ value: SettingValue, scope: String? = nil, expected: Int64? = nil, as caller: Caller) async throws -> Setting {
         try await wire(SettingsInterface.Set(key: key, scope: scope, value: value, expectedVersion: expected), as: caller).setting
     }
 
@@ -69,7 +69,9 @@ func expectSettingsError(_ name: String, sourceLocation: SourceLocation = #_sour
         let ada = try await h.user("ada@example.com").caller
         await expectSettingsError("UnknownSetting") { _ = try await h.set("demo.nope", true, as: ada) }
         await expectSettingsError("ValidationFailed") { _ = try await h.set("demo.sound", "yes", as: ada) }
-        await expectSettingsError("ValidationFailed") { _ = try await h.set("demo.size", 1.5, as: ada) }
+        await expectSettingsError("ValidationFailed") { _ = try await h.set("demo.size", "12", as: ada) }
+        await expectSettingsError("ValidationFailed") { _ = try await h.set("demo.size", SettingValue(bool: true, int: 12), as: ada) }
+        await expectSettingsError("ValidationFailed") { _ = try await h.set("demo.size", SettingValue(), as: ada) }
         await expectSettingsError("ValidationFailed") { _ = try await h.set("demo.style", "cards", as: ada) }
         await expectSettingsError("ValidationFailed") { _ = try await h.set("demo.sound", false, scope: "c_1", as: ada) }
         await expectSettingsError("ValidationFailed") { _ = try await h.set("locale", "not a tag", as: ada) }

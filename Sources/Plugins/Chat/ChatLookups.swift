@@ -6,7 +6,7 @@ import PluginKit
 /// and a user's setting in effect (settings). Closures, so tests can answer without them.
 struct ChatLookups: Sendable {
     var entitled: @Sendable (_ user: String, _ entitlement: String) async throws -> Bool
-    var setting: @Sendable (_ user: String, _ key: String, _ scope: String?) async throws -> JSONValue
+    var setting: @Sendable (_ user: String, _ key: String, _ scope: String?) async throws -> SettingValue
 
     static func bus(_ bus: EventBus) -> ChatLookups {
         ChatLookups(

@@ -73,7 +73,7 @@ public struct ChatPlugin: Plugin {
                 key: ChatService.memoryKey, type: .bool, default: true, plugin: "chat",
                 description: "Whether chat remembers facts you state and uses them in later conversations."),
             SettingDeclaration(
-                key: ChatService.modelKey, type: .enum, values: models.names, default: .string(models.defaultModel.name), plugin: "chat",
+                key: ChatService.modelKey, type: .enum, values: models.names, default: SettingValue(string: models.defaultModel.name), plugin: "chat",
                 description: "The model replies come from when a message names none (one you may use; else the default)."),
             SettingDeclaration(
                 key: "chat.style", type: .enum, values: ["bubble", "prompt"], default: "bubble", scoped: true, plugin: "chat",

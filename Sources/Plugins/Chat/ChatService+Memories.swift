@@ -26,7 +26,7 @@ extension ChatService {
             return model
         }
         do {
-            if case .string(let name) = try await lookups.setting(owner, Self.modelKey, nil), let model = options.models.model(name), !model.default {
+            if let name = try await lookups.setting(owner, Self.modelKey, nil).string, let model = options.models.model(name), !model.default {
                 if try await mayUse(model, owner) { return model }
             }
         } catch {
@@ -49,7 +49,7 @@ extension ChatService {
 
     func memoryEnabled(_ owner: String) async -> Bool {
         do {
-            return try await lookups.setting(owner, Self.memoryKey, nil) != .bool(false)
+            return try await lookups.setting(owner, Self.memoryKey, nil).bool != false
         } catch {
             logger.warning("the user's chat.memory setting could not be read; memory is off for this call", metadata: ["error": "\(error)"])
             return false

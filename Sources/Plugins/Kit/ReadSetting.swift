@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 
 /// An in-process bus command the settings plugin serves (it is in no IDL, so no client can
 /// call it): the value of one of a user's settings in effect (for an item, with `scope`), the
@@ -19,7 +20,7 @@ public struct ReadSetting: Command {
     }
 
     public struct Value: Codable, Sendable, Equatable {
-        public var value: JSONValue
-        public init(value: JSONValue) { self.value = value }
+        public var value: SettingValue
+        public init(value: SettingValue) { self.value = value }
     }
 }

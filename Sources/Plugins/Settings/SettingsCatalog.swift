@@ -45,9 +45,9 @@ struct SettingsCatalog: Sendable {
     }
 
     /// Refuses a value that is not of the declared type, and a locale or time zone that is not one.
-    func check(_ value: JSONValue, for declaration: SettingDeclaration) throws(SettingsError) {
+    func check(_ value: SettingValue, for declaration: SettingDeclaration) throws(SettingsError) {
         if let problem = declaration.problem(with: value) { throw .validation("value", problem) }
-        guard case .string(let text) = value, !text.isEmpty else { return }
+        guard let text = value.string, !text.isEmpty else { return }
         switch declaration.key {
         case "locale" where !Self.isLanguageTag(text):
             throw .validation("value", "is a BCP 47 language tag such as en, pt-BR or zh-Hant-TW")

@@ -10,14 +10,14 @@ struct SettingsRepository: Sendable {
 
     /// A stored value (nil `value`: reset) with its version.
     struct Stored: Sendable {
-        var value: JSONValue?
+        var value: SettingValue?
         var version: Int64
         var updatedAt: Int64
     }
 
     static func stored(_ row: Row) -> Stored? {
         guard let version = row.integer("version"), let updated = row.integer("updated_at") else { return nil }
-        let value = row.text("value").flatMap { try? JSONParser.parse(Array($0.utf8)) }
+        let value = row.text("value").flatMap { try? JSONParser.parse(Array($0.utf8)) }.flatMap(SettingValue.init(json:))
         return Stored(value: value, version: version, updatedAt: updated)
     }
 
@@ -29,7 +29,7 @@ struct SettingsRepository: Sendable {
     /// The value in effect for `key` at `scope` ('' for the account's own): the value set
     /// there, else for an item the account's, else the default. The version is that of the
     /// value at `scope` (0 when nothing was ever set there).
-    static func setting(_ tx: any Transaction, owner: String, key: String, scope: String, default: JSONValue, stored: Stored?) throws -> Setting {
+    static func setting(_ tx: any Transaction, owner: String, key: String, scope: String, default: SettingValue, stored: Stored?) throws -> Setting {
         let shownScope = scope.isEmpty ? nil : scope
         let version = stored?.version ?? 0, updated = stored.map { WallTime(nanosecondsSinceEpoch: $0.updatedAt).rfc3339 }
         if let value = stored?.value { return Setting(key: key, scope: shownScope, value: value, isDefault: false, version: version, updatedAt: updated) }
@@ -53,7 +53,7 @@ struct SettingsRepository: Sendable {
     /// Writes `value` (nil: reset) at the next version unless `expected` differs from the
     /// version as it stands (0: never set). Refuses a new row past `limit` rows for the owner.
     func write(
-        owner: String, declaration: SettingDeclaration, scope: String, value: JSONValue?, expected: Int64?, now: Int64, limit: Int,
+        owner: String, declaration: SettingDeclaration, scope: String, value: SettingValue?, expected: Int64?, now: Int64, limit: Int,
         causedBy cause: (any Cause)?
     ) async throws -> Setting {
         let key = declaration.key
@@ -63,7 +63,7 @@ struct SettingsRepository: Sendable {
                 throw SettingsError.conflict(setting: try Self.setting(tx, owner: owner, key: key, scope: scope, default: declaration.default, stored: existing))
             }
             let version = (existing?.version ?? 0) + 1
-            let text: SQLValue = value.map { .text(String(decoding: JSONWriter.bytes($0), as: UTF8.self)) } ?? .null
+            let text: SQLValue = value.map { .text(String(decoding: JSONWriter.bytes($0.json), as: UTF8.self)) } ?? .null
             if existing == nil {
                 let held = try tx.query("SELECT COUNT(*) AS n FROM settings_values WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
                 guard held < Int64(limit) else {

@@ -58,7 +58,7 @@ enum ErrorMessage {
         }
         switch error as? SettingsError {
         case .conflict(let setting)?:
-            return "The setting changed since: it is \(setting.value.jsonText.escapingControlCharacters()) at version \(setting.version) now; look and set it again with --expected-version \(setting.version)."
+            return "The setting changed since: it is \(setting.value.json.jsonText.escapingControlCharacters()) at version \(setting.version) now; look and set it again with --expected-version \(setting.version)."
         case .unknownSetting(let key)?: return "There is no setting '\(key.escapingControlCharacters())' (appctl settings lists them)."
         default: return nil
         }

@@ -8,12 +8,12 @@ public struct SettingDeclaration: Codable, Sendable, Equatable {
     public var key: String
     public var type: Kind
     public var values: [String]?
-    public var `default`: JSONValue
+    public var `default`: SettingValue
     public var scoped: Bool
     public var plugin: String
     public var description: String
 
-    public init(key: String, type: Kind, values: [String]? = nil, default: JSONValue, scoped: Bool = false, plugin: String, description: String) {
+    public init(key: String, type: Kind, values: [String]? = nil, default: SettingValue, scoped: Bool = false, plugin: String, description: String) {
         self.key = key
         self.type = type
         self.values = values
@@ -27,8 +27,9 @@ public struct SettingDeclaration: Codable, Sendable, Equatable {
     public static let maxStringLength = 200
 
     /// Why `value` is not a value of this setting, or nil when it is.
-    public func problem(with value: JSONValue) -> String? {
-        switch (type, value) {
+    public func problem(with value: SettingValue) -> String? {
+        guard value.count == 1 else { return "sets exactly one of bool, int and string" }
+        switch (type, value.json) {
         case (.bool, .bool): return nil
         case (.bool, _): return "is true or false"
         case (.int, .int): return nil

@@ -12,12 +12,19 @@ public enum SettingsInterface {
         # (0: expected never set) with a Conflict carrying the value as it stands.
         interface io.appd.Settings
 
+        # Exactly one is set, as the declaration's type says (an enum's value is a string).
+        type Value (
+          bool: ?bool,
+          int: ?int,
+          string: ?string
+        )
+
         type Declaration (
           key: string,
           type: (bool, int, string, enum),
           # The allowed values of an enum, and of a string when the plugin lists them.
           values: ?[]string,
-          default: object,
+          default: Value,
           # Whether a value may be set for an item (scope) as well as for the account.
           scoped: bool,
           plugin: string,
@@ -28,7 +35,7 @@ public enum SettingsInterface {
           key: string,
           # The item the value was set for; none for the account's own value.
           scope: ?string,
-          value: object,
+          value: Value,
           # Nothing set: value is the default (version 0).
           isDefault: bool,
           version: int,
@@ -45,7 +52,7 @@ public enum SettingsInterface {
         method List(scope: ?string) -> (settings: []Setting)
 
         # Sets the value (checked against the declared type).
-        method Set(key: string, scope: ?string, value: object, expectedVersion: ?int) -> (setting: Setting)
+        method Set(key: string, scope: ?string, value: Value, expectedVersion: ?int) -> (setting: Setting)
 
         # Forgets the set value: the account's value (for a scope) or the default applies again.
         method Reset(key: string, scope: ?string, expectedVersion: ?int) -> (setting: Setting)
@@ -105,9 +112,9 @@ public enum SettingsInterface {
         public typealias Reply = SettingReply
         public var key: String
         public var scope: String?
-        public var value: JSONValue
+        public var value: SettingValue
         public var expectedVersion: Int64?
-        public init(key: String, scope: String? = nil, value: JSONValue, expectedVersion: Int64? = nil) {
+        public init(key: String, scope: String? = nil, value: SettingValue, expectedVersion: Int64? = nil) {
             self.key = key
             self.scope = scope
             self.value = value
@@ -138,11 +145,11 @@ public enum SettingsInterface {
 public struct Setting: Codable, Sendable, Equatable {
     public var key: String
     public var scope: String?
-    public var value: JSONValue
+    public var value: SettingValue
     public var isDefault: Bool
     public var version: Int64
     public var updatedAt: String?
-    public init(key: String, scope: String? = nil, value: JSONValue, isDefault: Bool, version: Int64, updatedAt: String? = nil) {
+    public init(key: String, scope: String? = nil, value: SettingValue, isDefault: Bool, version: Int64, updatedAt: String? = nil) {
         self.key = key
         self.scope = scope
         self.value = value

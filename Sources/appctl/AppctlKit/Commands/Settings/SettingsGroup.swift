@@ -19,7 +19,7 @@ enum SettingsGroup {
             print(((try? JSONValue(encoding: setting)) ?? .null).jsonText)
         } else {
             let scope = setting.scope.map { " [\($0)]" } ?? ""
-            print("\(setting.key)\(scope) = \(setting.value.jsonText)\(setting.isDefault ? " *" : "") (version \(setting.version))".escapingControlCharacters())
+            print("\(setting.key)\(scope) = \(setting.value.json.jsonText)\(setting.isDefault ? " *" : "") (version \(setting.version))".escapingControlCharacters())
         }
     }
 

@@ -11,8 +11,9 @@ struct SettingsSet: Leaf {
 
     func run(_ context: Context) throws(AppctlError) -> Int32 {
         guard let key, let value else { throw .usage("settings set needs a key and a value", command: Self.command) }
-        let json = (try? JSONParser.parse(Array(value.utf8))) ?? .string(value)
-        let set = SettingsInterface.Set(key: key, scope: scope, value: json, expectedVersion: try SettingsGroup.expected(expectedVersion, Self.command))
+        // JSON when it is a JSON bool, number or string; else the text as it is.
+        let parsed = (try? JSONParser.parse(Array(value.utf8))).flatMap(SettingValue.init(json:)) ?? SettingValue(string: value)
+        let set = SettingsInterface.Set(key: key, scope: scope, value: parsed, expectedVersion: try SettingsGroup.expected(expectedVersion, Self.command))
         SettingsGroup.show(try context.call(set).setting, context)
         return ExitCode.ok
     }

@@ -11,7 +11,7 @@ enum APIErrorStatus {
             400
         case "Unauthenticated", "SessionExpired", "InvalidCredentials", "InvalidIdToken": 401
         case "PaymentRequired": 402
-        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired", "EmailNotVerified", "GuestsDisabled": 403
+        case "PermissionDenied", "OnboardingRequired", "AccountDisabled", "TopicOwned", "QuotaExceeded", "ReauthenticationRequired", "EmailNotVerified", "GuestsDisabled", "MemoryFull": 403
         case "NotFound", "MethodNotFound", "InterfaceNotFound", "UnknownAccount", "UnknownEntitlement", "UnknownProvider", "IdentityNotLinked": 404
         case "AccountExistsForEmail", "IdentityInUse", "ProviderAlreadyLinked", "LastSignInMethod", "NotAGuest", "Conflict",
             "IdempotencyKeyInUse", "IdempotencyOutcomeUnknown":

@@ -40,6 +40,7 @@ WALK = [
     ("python3 -m varlink.cli info unix:/run/appd/appd.sock", "skip: the socket of appd running as root"),
     ("varlinkctl info", "skip: systemd's varlinkctl is not on this machine"),
     ("# llama.cpp's server", "skip: needs a running LLM server"),
+    ("appctl chat send Remember that", "run"),
     ("appctl rating status", "run"),
     ("# the plugin folder is <data dir>/plugins", "skip: the mailer needs PyPI's varlink in a venv; Tests/Interop/external_plugins.py runs it"),
     ("appctl payments products", "run"),
@@ -80,8 +81,8 @@ INSTEAD = {
 }
 # Between blocks, what the README's prose asks of the reader (start appd again, stop it).
 BEFORE = {
-    "appctl rating status": ['appd >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
-                             f'echo "{PW}" | appctl login ada@example.com --password-stdin'],
+    "appctl chat send Remember that": ['appd >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
+                                       f'echo "{PW}" | appctl login ada@example.com --password-stdin'],
     "# appd learns the secrets at start": ['appctl shutdown && wait $APPD_PID'],
     "# one appd per socket": ['appctl shutdown && wait $APPD_PID'],
 }

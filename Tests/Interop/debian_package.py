@@ -127,7 +127,7 @@ def run_installed():
         check("appd keeps its data in /var/lib/appd (from /etc/appd/appd.json)",
               report.get("paths", {}).get("dataDirectory") == "/var/lib/appd" and os.path.exists("/var/lib/appd/appd.db"), status.stdout[-1500:])
         plugins = ctl("--json", "plugins").stdout
-        check("its five plugins run", all(f'"{name}"' in plugins for name in ("auth", "todos", "payments", "chat", "rating"))
+        check("its six plugins run", all(f'"{name}"' in plugins for name in ("auth", "todos", "payments", "chat", "rating", "settings"))
               and plugins.count('"running"') >= 5, plugins[-1500:])
         home = tempfile.mkdtemp(prefix="appd-deb-home-")
         env_home = dict(os.environ, HOME=home, XDG_CONFIG_HOME=home)

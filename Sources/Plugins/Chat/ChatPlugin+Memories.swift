@@ -10,7 +10,8 @@ extension ChatPlugin {
         handlers.handle(ChatInterface.Models.self) { _, e in
             let user = try owner(e)
             var usable: [String] = []
-            for model in models.all where try await service.mayUse(model, user) { usable.append(model.name) }
+            // An entitlement that cannot be checked now (payments unavailable) counts as not held.
+            for model in models.all where (try? await service.mayUse(model, user)) == true { usable.append(model.name) }
             return .init(models: models.all, usable: usable)
         }
         handlers.handle(ChatInterface.ListMemories.self) { _, e in

@@ -6,12 +6,11 @@ public struct ChatModels: Sendable, Equatable {
     /// The default first.
     public let all: [ChatModel]
 
-    /// `models` empty: only `defaultModel`. The default is always offered, with no entitlement
-    /// unless the list gives it one.
+    /// `models` empty: only `defaultModel`. The default is offered to everyone: an entitlement
+    /// the list gives it is ignored (a request without a model must always have one to use).
     public init(_ models: [ChatModel], default defaultModel: String) {
         var all: [ChatModel] = []
-        let listed = models.first { $0.name == defaultModel }
-        all.append(ChatModel(name: defaultModel, entitlement: listed?.entitlement, default: true))
+        all.append(ChatModel(name: defaultModel, entitlement: nil, default: true))
         for model in models where model.name != defaultModel && !all.contains(where: { $0.name == model.name }) {
             all.append(ChatModel(name: model.name, entitlement: model.entitlement, default: false))
         }

@@ -29,7 +29,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import check, finish, free_port
+from harness import check, finish, free_port, post
 
 PASSWORD = "correct horse battery staple"
 
@@ -59,17 +59,7 @@ class Appd:
         self.proc.wait(timeout=30)
 
     def call(self, method, body, token=None):
-        """(status, reply) of one POST /v1/<interface>/<Method>."""
-        interface, name = method.rsplit(".", 1)
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        conn.request("POST", f"/v1/{interface}/{name}", json.dumps(body), headers)
-        response = conn.getresponse()
-        data = response.read()
-        conn.close()
-        return response.status, json.loads(data) if data else {}
+        return post(self.port, method, body, token)
 
     def send(self, token, conversation, text, **extra):
         """Chat.Send as server-sent events: (status, the stored message or the error)."""

@@ -70,3 +70,18 @@ def free_port():
     port = probe.getsockname()[1]
     probe.close()
     return port
+
+
+def post(port, method, body, token=None, headers=None, timeout=30):
+    """(status, reply) of one POST /v1/<interface>/<Method> on appd's HTTP API at `port`."""
+    import http.client
+    interface, name = method.rsplit(".", 1)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    if token:
+        sent["Authorization"] = f"Bearer {token}"
+    conn.request("POST", f"/v1/{interface}/{name}", json.dumps(body), sent)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, json.loads(data) if data else {}

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from harness import call, check, finish, free_port
+from harness import call, check, finish, free_port, post
 from identity_provider import AppleServer, IdentityProvider, b64
 
 APPLE_AUD = "com.example.app"
@@ -69,16 +69,7 @@ class Appd:
         return response.status, json.loads(data) if data else {}
 
     def post(self, method, body, token=None):
-        interface, name = method.rsplit(".", 1)
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        conn.request("POST", f"/v1/{interface}/{name}", json.dumps(body), headers)
-        response = conn.getresponse()
-        data = response.read()
-        conn.close()
-        return response.status, json.loads(data) if data else {}
+        return post(self.port, method, body, token)
 
     def sign_in(self, provider, token, nonce=None, **extra):
         body = {"provider": provider, "idToken": token, **extra}

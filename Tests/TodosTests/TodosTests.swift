@@ -136,6 +136,25 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         await h.database.close()
     }
 
+    @Test func createdAndUpdatedEventsCarryTheDueTimeAsItStands() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.user("ada@example.com").caller
+        let events = try h.bus.subscribe("todos.>")
+        let todo = try await h.bus.send(TodosInterface.Add(title: "call", notes: nil, dueAt: "2031-05-01T09:00:00Z"), as: ada).todo
+        _ = try await h.bus.send(TodosInterface.Update(id: todo.id, title: "call back", notes: nil, dueAt: nil), as: ada)
+        _ = try await h.bus.send(TodosInterface.Update(id: todo.id, title: nil, notes: "n", dueAt: ""), as: ada)
+        var iterator = events.makeAsyncIterator()
+        let created = try #require(try await iterator.next()?.decode(as: TodoCreated.self))
+        #expect(created.dueAt == todo.dueAt && created.dueAt != nil && created.title == "call")
+        // A change that leaves the due time keeps it in the event; clearing it leaves none.
+        let renamed = try #require(try await iterator.next()?.decode(as: TodoUpdated.self))
+        #expect(renamed.title == "call back" && renamed.dueAt == todo.dueAt)
+        let cleared = try #require(try await iterator.next()?.decode(as: TodoUpdated.self))
+        #expect(cleared.title == "call back" && cleared.dueAt == nil)
+        events.cancel()
+        await h.database.close()
+    }
+
     @Test func eventsExactlyOncePerChangeAndNoneOnFailure() async throws {
         let h = try await Harness.make()
         let ada = try await h.user("ada@example.com").caller

@@ -32,7 +32,8 @@ extension SQLTodosRepository {
                 ).first?.integer("n") ?? 0
                 guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit: limit) }
                 // The event first: its sequence is the new todo's place in the change feed.
-                let seq = try tx.appendLogged(TodoCreated(todoId: id, userId: owner, title: title), causedBy: cause)
+                let due = dueAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 }
+                let seq = try tx.appendLogged(TodoCreated(todoId: id, userId: owner, title: title, dueAt: due), causedBy: cause)
                 try tx.execute(
                     "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
                     [
@@ -56,8 +57,11 @@ extension SQLTodosRepository {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
-                // The event first (its sequence is the change's place in the feed), then one UPDATE.
-                let logged = try tx.appendLogged(TodoUpdated(todoId: full, userId: owner), causedBy: cause)
+                // The event first (its sequence is the change's place in the feed), then one
+                // UPDATE; the event carries the title and due time as they will stand.
+                let before = try Self.fetch(tx, seq: seq)
+                let due = changes.dueAt.map { $0.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } } ?? before.dueAt
+                let logged = try tx.appendLogged(TodoUpdated(todoId: full, userId: owner, title: changes.title ?? before.title, dueAt: due), causedBy: cause)
                 var sets = ["updated_at = ?", "version = version + 1", "change_seq = ?"]
                 var values: [SQLValue] = [.integer(now), .integer(logged)]
                 if let title = changes.title {

@@ -38,6 +38,7 @@ extension DaemonInterface {
                 paths: context.isAdmin(envelope.caller) ? context.paths : nil, backups: context.isAdmin(envelope.caller) ? context.backups() : nil)
         }
         try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
+        try bus.register(Presence.self) { command, _ in .init(streams: bus.sessionStreams.count(userID: command.userId)) }
         let external = context.external
         try bus.register(RestartPlugin.self) { command, _ in
             try await external.restart(command.name)

@@ -103,6 +103,10 @@ public enum DaemonInterface {
           skipped: []SkippedFolder
         )
 
+        # Admin: whether a user has the app open: how many io.appd.Bus.Subscribe streams of theirs
+        # are open now (over the socket or HTTP). A push plugin sends only to users with none.
+        method Presence(userId: string) -> (streams: int)
+
         # A call to an external plugin that is down, restarting or stopped.
         error PluginUnavailable (plugin: string, reason: string)
 
@@ -115,7 +119,7 @@ public enum DaemonInterface {
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [Ping.self, Status.self, Plugins.self, Shutdown.self, RestartPlugin.self, EnablePlugin.self, DisablePlugin.self, RescanPlugins.self]
+    public static let commands: [any Command.Type] = [Ping.self, Status.self, Plugins.self, Shutdown.self, RestartPlugin.self, EnablePlugin.self, DisablePlugin.self, RescanPlugins.self, Presence.self]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = DaemonError
     /// The interface's name, e.g. `io.appd.Todos`.
@@ -158,6 +162,16 @@ public enum DaemonInterface {
         public init(name: String) {
             self.name = name
         }
+    }
+    public struct Presence: Command {
+        public static let method = "io.appd.Daemon.Presence"
+        public static let requirements: [Requirement] = [.admin]
+        public struct Reply: Codable, Sendable, Equatable {
+            public var streams: Int
+            public init(streams: Int) { self.streams = streams }
+        }
+        public var userId: String
+        public init(userId: String) { self.userId = userId }
     }
     public struct RestartPlugin: Command {
         public static let method = "io.appd.Daemon.RestartPlugin"

@@ -394,6 +394,12 @@ def main():
             check("a todo's due time brings a push, not before it",
                   bool(reminder) and reminder[0]["at"] >= datetime.fromisoformat(due.replace("Z", "+00:00")).timestamp() - 0.05, str(reminder)[:300])
 
+            # An entitlement that expires.
+            ends = (datetime.now(timezone.utc) + timedelta(seconds=3)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            granted = call(appd.sock, "io.appd.Payments.Grant", {"email": "ada@example.com", "entitlement": "pro", "expiresAt": ends, "reason": "trial"})
+            ended = wait_for(lambda: [r for r in pushes("apns", ADA_IPHONE) if r["body"]["aps"]["alert"]["title"] == "Your pro subscription has ended"], 60)
+            check("an entitlement that expired is pushed", "error" not in granted and bool(ended), str(granted))
+
             # Down while a reply completes: sent once when it is back; a restart sends nothing twice.
             call(appd.sock, "io.appd.Daemon.DisablePlugin", {"name": "push"})
             wait_for(lambda: appd.plugin().get("state") in ("stopped", "disabled"))

@@ -22,19 +22,9 @@ import time
 
 import varlink
 
-from harness import call, check, finish
+from harness import call, check, finish, wait_for
 
 
-
-
-def wait_for(what, predicate, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    return None
 
 
 def mailer_status(sock_path):
@@ -124,8 +114,8 @@ def explained_failures(appd, root, directory):
     proc = subprocess.Popen([appd, "--socket", sock_path, "--data-dir", os.path.join(base, "data"), "--log-level", "notice"],
                             env=environment, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for("socket", lambda: os.path.exists(sock_path))
-        states = {name: wait_for(name, lambda name=name: plugin_status(sock_path, name).get("state") in ("failed", "stopped")
+        wait_for(lambda: os.path.exists(sock_path))
+        states = {name: wait_for(lambda name=name: plugin_status(sock_path, name).get("state") in ("failed", "stopped")
                                   and plugin_status(sock_path, name)) or plugin_status(sock_path, name) for name in cases}
         private_error = states["private-venv"].get("lastError", "")
         check("a virtualenv under a 0700 directory: lastError names it and the fix",
@@ -184,18 +174,18 @@ def main():
         proc = subprocess.Popen([appd, "--socket", sock_path, "--data-dir", os.path.join(directory, "data"), "--log-level", "notice"],
                                 stderr=subprocess.PIPE, text=True, env=environment)
         try:
-            wait_for("socket", lambda: os.path.exists(sock_path))
-            status = wait_for("mailer", lambda: mailer_status(sock_path).get("state") == "running" and mailer_status(sock_path))
+            wait_for(lambda: os.path.exists(sock_path))
+            status = wait_for(lambda: mailer_status(sock_path).get("state") == "running" and mailer_status(sock_path))
             check("appd starts the Python mailer from its plugin folder", bool(status), str(mailer_status(sock_path)))
             check("in its sandbox", (status or {}).get("sandbox", "").startswith("bubblewrap"), str(status))
             check("it serves io.appd.examples.Mailer", (status or {}).get("interfaces") == ["io.appd.examples.Mailer"], str(status))
             # Its first run starts from the current end of the event log (it writes its cursor then).
-            wait_for("cursor", lambda: os.path.exists(os.path.join(directory, "data", "plugin-data", "mailer", "cursor")))
+            wait_for(lambda: os.path.exists(os.path.join(directory, "data", "plugin-data", "mailer", "cursor")))
 
             call(sock_path, "io.appd.Auth.SignUp", {"email": "ada@example.com", "password": "first password"})
-            welcome = wait_for("welcome", lambda: [m for m in outbox(sock_path) if m["subject"] == "Welcome"])
+            welcome = wait_for(lambda: [m for m in outbox(sock_path) if m["subject"] == "Welcome"])
             check("a sign-up gets a welcome message in the maildir", bool(welcome), str(outbox(sock_path)))
-            verify = wait_for("verify", lambda: [m for m in outbox(sock_path) if m["subject"] == "Verify your email"])
+            verify = wait_for(lambda: [m for m in outbox(sock_path) if m["subject"] == "Verify your email"])
             check("and a verification message", bool(verify), str(outbox(sock_path)))
             verification = None
             if verify:
@@ -210,11 +200,11 @@ def main():
             # Signing up again with the address answers as a new account would; the owner is mailed.
             again = call(sock_path, "io.appd.Auth.SignUp", {"email": "ADA@example.com", "password": "someone else's"})
             check("a sign-up with a taken address is answered like a new one", "error" not in again and again.get("parameters", {}).get("user", {}).get("id"), str(again))
-            repeated = wait_for("repeated", lambda: [m for m in outbox(sock_path) if m["subject"] == "You already have an account"])
+            repeated = wait_for(lambda: [m for m in outbox(sock_path) if m["subject"] == "You already have an account"])
             check("and the owner gets a 'you already have an account' message", bool(repeated), str(outbox(sock_path)))
 
             call(sock_path, "io.appd.Auth.RequestPasswordReset", {"email": "ada@example.com"})
-            reset = wait_for("reset", lambda: [m for m in outbox(sock_path) if m["subject"] == "Reset your password"])
+            reset = wait_for(lambda: [m for m in outbox(sock_path) if m["subject"] == "Reset your password"])
             check("a password reset request gets a message", bool(reset))
             token = None
             if reset:
@@ -240,11 +230,11 @@ def main():
 
             # A reset requested while the mailer is down is mailed when it is back.
             call(sock_path, "io.appd.Daemon.DisablePlugin", {"name": "mailer"})
-            wait_for("stopped", lambda: mailer_status(sock_path).get("state") == "stopped")
+            wait_for(lambda: mailer_status(sock_path).get("state") == "stopped")
             call(sock_path, "io.appd.Auth.RequestPasswordReset", {"email": "ada@example.com"})
             time.sleep(0.5)
             call(sock_path, "io.appd.Daemon.EnablePlugin", {"name": "mailer"})
-            later = wait_for("later reset", lambda: len([m for m in outbox(sock_path) if m["subject"] == "Reset your password"]) == 2)
+            later = wait_for(lambda: len([m for m in outbox(sock_path) if m["subject"] == "Reset your password"]) == 2)
             check("a reset requested while the mailer was down is mailed when it is back", bool(later), str(outbox(sock_path)))
 
             # Python varlink's own client calls the plugin's interface through appd.
@@ -254,7 +244,7 @@ def main():
 
             pid = (mailer_status(sock_path) or {}).get("pid")
             os.kill(pid, signal.SIGKILL)
-            back = wait_for("restart", lambda: mailer_status(sock_path).get("pid") not in (None, pid) and mailer_status(sock_path).get("state") == "running")
+            back = wait_for(lambda: mailer_status(sock_path).get("pid") not in (None, pid) and mailer_status(sock_path).get("state") == "running")
             check("a SIGKILLed mailer is restarted", bool(back), str(mailer_status(sock_path)))
             check("and still lists what it wrote", len(outbox(sock_path)) == 5)
             check("appd answers throughout", "error" not in call(sock_path, "io.appd.Daemon.Ping"))

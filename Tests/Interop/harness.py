@@ -85,3 +85,16 @@ def post(port, method, body, token=None, headers=None, timeout=30):
     data = response.read()
     conn.close()
     return response.status, json.loads(data) if data else {}
+
+
+def wait_for(condition, timeout=20, every=0.05):
+    """Checks `condition` until it gives something truthy (returned) or `timeout` seconds pass
+    (then its last value): the one way the suites wait for what another process makes true."""
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    return condition()

@@ -22,7 +22,7 @@ import time
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from harness import call, check, finish, free_port
+from harness import call, check, finish, free_port, wait_for
 
 USER, PASSWORD = "mailer", "smtp secret"
 received = []
@@ -46,16 +46,6 @@ def authenticate(server, session, envelope, mechanism, auth_data):
         with lock:
             logins[id(session)] = auth_data.login.decode()
     return AuthResult(success=ok, handled=False)
-
-
-def wait_for(predicate, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    return None
 
 
 def messages(subject):

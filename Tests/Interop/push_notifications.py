@@ -33,7 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from harness import call, check, finish, free_port, post
+from harness import call, check, finish, free_port, post, wait_for
 
 PASSWORD = "correct horse battery staple"
 TEAM, KEY_ID, TOPIC, PROJECT = "TEAM123456", "KEY1234567", "com.example.app", "appd-test"
@@ -150,16 +150,6 @@ def start_providers(app, cert, key, port):
     return stop
 
 
-def wait_for(condition, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    return condition()
-
-
 def pushes(kind=None, token=None, message=None):
     with lock:
         found = [r for r in received if r["kind"] in ("apns", "fcm") and (kind is None or r["kind"] == kind)
@@ -176,13 +166,13 @@ def message_of(record):
 
 
 class Appd:
-    def __init__(self, binary, directory, environment):
+    def __init__(self, binary, directory, environment, wait=True):
         self.binary, self.directory, self.environment = binary, directory, environment
         self.sock = os.path.join(directory, "appd.sock")
         self.port = free_port()
-        self.start()
+        self.start(wait)
 
-    def start(self):
+    def start(self, wait=True):
         if os.path.exists(self.sock):
             os.remove(self.sock)
         self.proc = subprocess.Popen(
@@ -192,7 +182,8 @@ class Appd:
             stderr=open(os.path.join(self.directory, "appd.log"), "a"), env=self.environment)
         if not wait_for(lambda: os.path.exists(self.sock), 30):
             raise SystemExit("appd did not start: " + open(os.path.join(self.directory, "appd.log")).read()[-3000:])
-        wait_for(lambda: self.plugin().get("state") == "running", 60)
+        if wait:
+            wait_for(lambda: self.plugin().get("state") == "running", 60)
 
     def stop(self):
         call(self.sock, "io.appd.Daemon.Shutdown")
@@ -430,6 +421,17 @@ def main():
         finally:
             appd.stop()
             stop.set()
+
+        # The sandbox: a file of appd's own data directory does not exist for the plugin, so
+        # pointing its CA setting there stops it with the reason (appd runs it, as root, fine).
+        inside = os.path.join(directory, "data", "appd.db")
+        appd = Appd(binary, directory, dict(environment, APPD_PUSH_CA=inside), wait=False)
+        try:
+            refused = wait_for(lambda: "cannot read" in (appd.plugin().get("lastError") or ""), 30)
+            check("the plugin cannot read appd's data directory (its sandbox hides it)", bool(refused) and os.access(inside, os.R_OK),
+                  str(appd.plugin()))
+        finally:
+            appd.stop()
     finish()
 
 

@@ -89,7 +89,8 @@ public struct VarlinkReply: Sendable, Equatable {
 
     /// An error reply rendered from a typed error.
     public init(error: some WireError) {
-        self.init(parameters: .object(error.wireParameters), error: error.wireName)
+        let (name, parameters) = error.wire
+        self.init(parameters: .object(parameters), error: name)
     }
 
     /// Only `parameters`, `continues` (when true) and `error` (when set): the strictest clients

@@ -12,7 +12,9 @@ public enum AppctlFuzzing {
         let (options, rest) = try GlobalOptions.extract(from: arguments, reserved: TodosGroup.group.reserved)
         _ = options.socketPath
         if let (verb, words) = TodosGroup.group.verb(in: rest), let leaf = TodosGroup.group.leaf(verb) { try parse(leaf, words) }
-        _ = try PaymentsWebhook.parse(rest.filter { $0.hasPrefix("--header") || $0.contains("=") })
+        // The webhook's declared parser as a user reaches it, and its NAME=VALUE header parsing.
+        if let webhook = try? PaymentsWebhook.parse(rest) { _ = try PaymentsWebhook.headers(webhook.$header) }
+        _ = try PaymentsWebhook.headers(rest.filter { $0.contains("=") })
         guard let name = rest.first, let method = interface.methods.first(where: { DerivedCommand.kebab($0.name) == name }) else { return [:] }
         return try DerivedCommand.parseFields(Array(rest.dropFirst()), for: method, in: interface, command: "fuzz")
     }

@@ -57,7 +57,8 @@ extension HTTPAPI {
         }
         if request.headers["idempotency-key"] != nil {
             let refusal = IdempotencyNotSupported(method: method)
-            return APIErrorStatus.response(error: refusal.wireName, parameters: .object(refusal.wireParameters))
+            let (name, parameters) = refusal.wire
+            return APIErrorStatus.response(error: name, parameters: .object(parameters))
         }
         if method == "io.appd.Bus.Subscribe", let last = request.headers["last-event-id"] {
             guard let sequence = Int64(last), sequence >= 0 else {
@@ -69,7 +70,8 @@ extension HTTPAPI {
         }
         guard clientStreams.take(client) else {
             let refusal = TooManyStreams(limit: options.maxStreamsPerClient)
-            return APIErrorStatus.response(error: refusal.wireName, parameters: .object(refusal.wireParameters))
+            let (name, parameters) = refusal.wire
+            return APIErrorStatus.response(error: name, parameters: .object(parameters))
         }
         let response = await stream(method, parameters, caller)
         guard let body = response.stream else {

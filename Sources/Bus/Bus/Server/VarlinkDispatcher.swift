@@ -81,7 +81,8 @@ public final class VarlinkDispatcher: Sendable {
         } catch let error as any WireError {
             outcome = declares(error: error.wireName) ? error.wireName : "undeclared"
             guard !call.oneway else { return }
-            try await emit(VarlinkReply(parameters: .object(error.wireParameters), error: error.wireName))
+            let (name, parameters) = error.wire
+            try await emit(VarlinkReply(parameters: .object(parameters), error: name))
         } catch {
             outcome = "InternalError"
             let id = MessageID.next().description

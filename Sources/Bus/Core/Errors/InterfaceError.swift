@@ -18,8 +18,14 @@ public protocol InterfaceError: WireError, Codable, Equatable {
 }
 
 extension InterfaceError {
-    public var wireName: String { "\(Self.interface).\(wireCase.name)" }
-    public var wireParameters: [String: JSONValue] { wireCase.parameters }
+    public var wireName: String { wire.name }
+    public var wireParameters: [String: JSONValue] { wire.parameters }
+
+    /// The fully qualified name and the parameters, from one encoding of the case.
+    public var wire: (name: String, parameters: [String: JSONValue]) {
+        let (name, parameters) = wireCase
+        return ("\(Self.interface).\(name)", parameters)
+    }
 
     /// The error named `wireName` (fully qualified) with `parameters`; nil when the name is
     /// not one of this interface's errors, or the parameters are not the error's.

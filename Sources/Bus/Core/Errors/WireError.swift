@@ -6,8 +6,15 @@ public protocol WireError: Error, Sendable, CustomStringConvertible {
     var wireName: String { get }
     /// The error's parameters as a JSON object.
     var wireParameters: [String: JSONValue] { get }
+    /// Both at once (a requirement, so an error that computes them together is asked that way
+    /// through `any WireError` too).
+    var wire: (name: String, parameters: [String: JSONValue]) { get }
 }
 
 extension WireError {
     public var wireParameters: [String: JSONValue] { [:] }
+
+    /// The name and the parameters together (an error that renders both from one encoding,
+    /// as an `InterfaceError` does, computes them once).
+    public var wire: (name: String, parameters: [String: JSONValue]) { (wireName, wireParameters) }
 }

@@ -62,7 +62,8 @@ public struct IdempotencyGate: Gate {
             return try answer(stored, record)
         } catch let error as any WireError {
             guard let interface = method.methodNameParts?.interface, error.wireName.hasPrefix(interface + ".") else { throw error }
-            _ = try await log.store(record, outcome: .error(name: error.wireName, parameters: error.wireParameters))
+            let (name, parameters) = error.wire
+            _ = try await log.store(record, outcome: .error(name: name, parameters: parameters))
             throw error
         }
         if record.outcome.withReply { return reply }

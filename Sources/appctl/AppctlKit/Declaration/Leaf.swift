@@ -59,15 +59,15 @@ extension Leaf {
     static func parse(_ arguments: [String]) throws(AppctlError) -> Self {
         let command = Self()
         let declared = command.declared
-        var valued: [CommandOption] = []
+        var valued: Set<String> = [], switches: Set<String> = []
         for parameter in declared.map(\.parameter) {
             switch parameter.kind {
-            case .option(let placeholder): valued.append(CommandOption(parameter.name, value: placeholder, parameter.help))
-            case .flag: valued.append(CommandOption(parameter.name, parameter.help))
+            case .option: valued.insert(parameter.name)
+            case .flag: switches.insert(parameter.name)
             case .argument: break
             }
         }
-        let flags = try Flags(arguments, accepting: valued, command: self.command)
+        let flags = try Flags(arguments, valued: valued, switchFlags: switches, command: self.command)
         var words = flags.positionals[...]
         for item in declared {
             switch item.parameter.kind {

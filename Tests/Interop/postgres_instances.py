@@ -372,8 +372,9 @@ def main():
         for t in threads:
             t.join()
         try:
+            # One row per built-in plugin: auth, todos, payments, chat, rating, settings.
             check("two instances started at once on a new database both serve",
-                  all(i.proc.poll() is None for i in (a, b)) and psql(url, "SELECT count(*) FROM appd_schema") == "5")
+                  all(i.proc.poll() is None for i in (a, b)) and psql(url, "SELECT count(*) FROM appd_schema") == "6")
             status = call(a.sock, "io.appd.Daemon.Status")["parameters"]
             check("appctl status names the shared database", status.get("paths", {}).get("database") == url, status.get("paths"))
             holder = what_must_hold(a, b, url)

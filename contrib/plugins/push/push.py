@@ -184,9 +184,11 @@ def handle(event):
     event_id = event.get("id") or f"seq:{seq}"
     user = payload.get("userId")
     # Presence is asked before the transaction (a call to appd must not hold the database).
+    # Only for a user with a device: most users have none, and appd need not be asked.
     away = None
     if topic == "chat.replyCompleted" and payload.get("status") == "complete" and not event.get("redacted"):
-        away = live_streams(user) == 0
+        if store.read("SELECT 1 FROM devices WHERE user_id = ? LIMIT 1", (user,)):
+            away = live_streams(user) == 0
 
     def work(db):
         if event.get("redacted"):

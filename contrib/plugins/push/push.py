@@ -105,7 +105,7 @@ class Store:
                 CREATE TABLE IF NOT EXISTS due (todo_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT NOT NULL, due_at REAL NOT NULL);
                 CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, token TEXT NOT NULL,
                   user_id TEXT NOT NULL, payload TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
-                  not_before REAL NOT NULL DEFAULT 0, UNIQUE (event_id, token));
+                  not_before REAL NOT NULL DEFAULT 0, done_at REAL, UNIQUE (event_id, token));
                 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(state, not_before);
                 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 """)
@@ -241,13 +241,23 @@ def follow_events():
             time.sleep(1)
 
 
+OUTBOX_KEEP = 7 * 86400
+
+
 def watch_due():
-    """At a todo's due time, its push goes into the outbox (once: the row is then forgotten)."""
+    """At a todo's due time, its push goes into the outbox (once: the row is then forgotten).
+    Once a minute, outcomes older than a week are pruned: the outbox stays bounded, and an event
+    that old is behind the cursor, never delivered again."""
+    pruned = 0.0
     while True:
         def work(db):
+            nonlocal pruned
             for todo_id, user_id, title, due_at in db.execute("SELECT todo_id, user_id, title, due_at FROM due WHERE due_at <= ?", (time.time(),)).fetchall():
                 Store.enqueue(db, f"due:{todo_id}:{due_at}", user_id, f"Due now: {title}", "", {"todoId": todo_id}, collapse=todo_id)
                 db.execute("DELETE FROM due WHERE todo_id = ?", (todo_id,))
+            if time.time() - pruned > 60:
+                pruned = time.time()
+                db.execute("DELETE FROM outbox WHERE state != 'pending' AND done_at < ?", (time.time() - OUTBOX_KEEP,))
         try:
             store.transaction(work)
         except Exception as error:
@@ -377,7 +387,7 @@ def deliver():
         row_id, token, user_id, payload, attempts, _ = row
         device = store.read("SELECT token, platform, environment FROM devices WHERE token = ? AND user_id = ?", (token, user_id))
         if not device:
-            store.transaction(lambda db: db.execute("UPDATE outbox SET state = 'dropped' WHERE id = ?", (row_id,)))
+            store.transaction(lambda db: db.execute("UPDATE outbox SET state = 'dropped', done_at = ? WHERE id = ?", (time.time(), row_id)))
             continue
         device = {"token": device[0][0], "platform": device[0][1], "environment": device[0][2]}
         push = json.loads(payload)
@@ -393,10 +403,10 @@ def deliver():
 
         def record(db, state=outcome[0], reason=outcome[1], after=outcome[2]):
             if state == "sent":
-                db.execute("UPDATE outbox SET state = 'sent', attempts = attempts + 1 WHERE id = ?", (row_id,))
+                db.execute("UPDATE outbox SET state = 'sent', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
                 Store.count(db, "sent")
             elif state == "invalid":
-                db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1 WHERE id = ?", (row_id,))
+                db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
                 db.execute("DELETE FROM devices WHERE token = ?", (token,))
                 Store.count(db, "removedTokens")
                 Store.count(db, "failed")
@@ -405,7 +415,7 @@ def deliver():
                 db.execute("UPDATE outbox SET attempts = attempts + 1, not_before = ? WHERE id = ?", (time.time() + min(delay, 3600.0), row_id))
                 Store.count(db, "retried")
             else:
-                db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1 WHERE id = ?", (row_id,))
+                db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
                 Store.count(db, "failed")
             if reason:
                 Store.put(db, "lastError", reason)
@@ -488,7 +498,7 @@ class Push:
         def work(db):
             if muted:
                 db.execute("INSERT OR IGNORE INTO mutes (user_id) VALUES (?)", (user,))
-                dropped = db.execute("UPDATE outbox SET state = 'dropped' WHERE user_id = ? AND state = 'pending'", (user,)).rowcount
+                dropped = db.execute("UPDATE outbox SET state = 'dropped', done_at = ? WHERE user_id = ? AND state = 'pending'", (time.time(), user)).rowcount
                 if dropped:
                     Store.count(db, "dropped", dropped)
             else:

@@ -98,3 +98,21 @@ def wait_for(condition, timeout=20, every=0.05):
             return value
         time.sleep(every)
     return condition()
+
+
+def certificates(directory):
+    """A throwaway CA and a server certificate for 127.0.0.1 it signs (openssl), readable by a
+    sandboxed plugin: (ca, cert, key) paths."""
+    import os
+    import subprocess
+    ca_key, ca, key, csr, cert = (os.path.join(directory, n) for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
+    ext = os.path.join(directory, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=appd test CA")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
+    for path in (ca, cert, key):
+        os.chmod(path, 0o644)
+    return ca, cert, key

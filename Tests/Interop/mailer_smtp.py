@@ -22,7 +22,7 @@ import time
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from harness import call, check, finish, free_port, wait_for
+from harness import call, certificates, check, finish, free_port, wait_for
 
 USER, PASSWORD = "mailer", "smtp secret"
 received = []
@@ -51,19 +51,6 @@ def authenticate(server, session, envelope, mechanism, auth_data):
 def messages(subject):
     with lock:
         return [m for m in received if f"Subject: {subject}" in m["data"]]
-
-
-def certificates(directory):
-    """A throwaway CA and a server certificate for 127.0.0.1 it signs (openssl)."""
-    ca_key, ca, key, csr, cert = (os.path.join(directory, n) for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
-    ext = os.path.join(directory, "ext.cnf")
-    with open(ext, "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=appd test CA")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
-    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
-    return ca, cert, key
 
 
 def smtp_server(cert, key, port):

@@ -33,7 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from harness import call, check, finish, free_port, post, wait_for
+from harness import call, certificates, check, finish, free_port, post, wait_for
 
 PASSWORD = "correct horse battery staple"
 TEAM, KEY_ID, TOPIC, PROJECT = "TEAM123456", "KEY1234567", "com.example.app", "appd-test"
@@ -47,21 +47,6 @@ BUSY = "0429" + "d" * 60
 received = []  # every request the fake providers got: dict(kind, path, headers, body, http, at)
 lock = threading.Lock()
 busy_seen = []
-
-
-def certificates(directory):
-    """A throwaway CA and a server certificate for 127.0.0.1 it signs (openssl)."""
-    ca_key, ca, key, csr, cert = (os.path.join(directory, n) for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
-    ext = os.path.join(directory, "ext.cnf")
-    with open(ext, "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=appd push test CA")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
-    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
-    for path in (ca, cert, key):
-        os.chmod(path, 0o644)
-    return ca, cert, key
 
 
 class Providers:

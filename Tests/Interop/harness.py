@@ -116,3 +116,29 @@ def certificates(directory):
     for path in (ca, cert, key):
         os.chmod(path, 0o644)
     return ca, cert, key
+
+
+def install_plugin(root, name, directory, venv, read_only):
+    """Copies contrib/plugins/NAME into DIRECTORY/data/plugins with its sandbox opened to the
+    network and to `venv` and `read_only` (read-only), as an operator would install it."""
+    import os
+    import shutil
+    plugins = os.path.join(directory, "data", "plugins")
+    os.makedirs(plugins, exist_ok=True)
+    shutil.copytree(os.path.join(root, "contrib", "plugins", name), os.path.join(plugins, name))
+    manifest_path = os.path.join(plugins, name, "plugin.json")
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    manifest["sandbox"] = {"network": True, "readOnlyPaths": [venv, *read_only]}
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f)
+
+
+def plugin_venv(directory, *packages):
+    """A virtualenv of the system's Python with `packages` (pip arguments) installed; its path."""
+    import os
+    import subprocess
+    venv = os.path.join(directory, "venv")
+    subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
+    subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", *packages], check=True)
+    return venv

@@ -9,7 +9,6 @@ settings that would send a password in the clear are refused at start.
 
 Usage: mailer_smtp.py APPD_BINARY REPO_ROOT
 """
-import json
 import os
 import re
 import shutil
@@ -22,7 +21,7 @@ import time
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from harness import call, certificates, check, finish, free_port, wait_for
+from harness import call, certificates, check, finish, free_port, install_plugin, plugin_venv, wait_for
 
 USER, PASSWORD = "mailer", "smtp secret"
 received = []
@@ -89,18 +88,8 @@ def main():
         os.chmod(tls, 0o755)
         ca, cert, key = certificates(tls)
         os.chmod(ca, 0o644)
-        venv = os.path.join(directory, "venv")
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
-        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "varlink"], check=True)
-        plugins = os.path.join(directory, "data", "plugins")
-        os.makedirs(plugins)
-        shutil.copytree(os.path.join(root, "contrib", "plugins", "mailer"), os.path.join(plugins, "mailer"))
-        manifest_path = os.path.join(plugins, "mailer", "plugin.json")
-        with open(manifest_path) as f:
-            manifest = json.load(f)
-        manifest["sandbox"] = {"network": True, "readOnlyPaths": [venv, tls]}
-        with open(manifest_path, "w") as f:
-            json.dump(manifest, f)
+        venv = plugin_venv(directory, "varlink")
+        install_plugin(root, "mailer", directory, venv, [tls])
         port = free_port()
         environment = dict(
             os.environ, PATH=os.path.join(venv, "bin") + ":/usr/bin:/bin", VIRTUAL_ENV=venv, APPD_MAILER_SMTP_HOST="127.0.0.1",

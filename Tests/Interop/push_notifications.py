@@ -33,7 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from harness import call, certificates, check, finish, free_port, post, wait_for
+from harness import call, certificates, check, finish, free_port, install_plugin, plugin_venv, post, wait_for
 
 PASSWORD = "correct horse battery staple"
 TEAM, KEY_ID, TOPIC, PROJECT = "TEAM123456", "KEY1234567", "com.example.app", "appd-test"
@@ -210,18 +210,6 @@ class Appd:
         return message_id
 
 
-def install(directory, root, keys, venv):
-    plugins = os.path.join(directory, "data", "plugins")
-    os.makedirs(plugins)
-    shutil.copytree(os.path.join(root, "contrib", "plugins", "push"), os.path.join(plugins, "push"))
-    manifest_path = os.path.join(plugins, "push", "plugin.json")
-    with open(manifest_path) as f:
-        manifest = json.load(f)
-    manifest["sandbox"] = {"network": True, "readOnlyPaths": [venv, keys]}
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f)
-
-
 def keys_for(directory, port):
     keys = os.path.join(directory, "keys")
     os.makedirs(keys)
@@ -263,12 +251,9 @@ def main():
         providers = Providers(apns_public, fcm_public)
         providers.port = port
         stop = start_providers(providers, cert, key, port)
-        venv = os.path.join(directory, "venv")
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
-        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "-r", os.path.join(root, "contrib", "plugins", "push", "requirements.txt")],
-                       check=True)
+        venv = plugin_venv(directory, "-r", os.path.join(root, "contrib", "plugins", "push", "requirements.txt"))
         shutil.copy(ca, os.path.join(keys, "ca.pem"))
-        install(directory, root, keys, venv)
+        install_plugin(root, "push", directory, venv, [keys])
         environment = dict(
             os.environ, PATH=os.path.join(venv, "bin") + ":/usr/bin:/bin", VIRTUAL_ENV=venv,
             APPD_PUSH_APNS_URL=f"https://127.0.0.1:{port}", APPD_PUSH_APNS_SANDBOX_URL=f"https://127.0.0.1:{port}",

@@ -95,11 +95,13 @@ let package = Package(
         .target(name: "Backups", dependencies: ["BusCore", "Runtime", "Storage", "Crypto"], path: "Sources/appd/Backups", swiftSettings: strict),
         // The HTTP API apps use: routes from the served IDLs, OpenAPI, SSE, conditional requests.
         .target(name: "AppAPI", dependencies: ["Bus", "HTTP"], path: "Sources/appd/AppAPI", swiftSettings: strict),
+        // The operator console in the browser: one-time sign-in links, sessions, its embedded page.
+        .target(name: "Console", dependencies: ["Bus", "HTTP", "Crypto", "Contracts", "AppAPI", "CSystem"], path: "Sources/appd/Console", swiftSettings: strict),
         // The composition root: configuration, start-up in named steps, io.appd.Daemon.
         .executableTarget(
             name: "appd",
             dependencies: [
-                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating", "Settings",
+                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "Console", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating", "Settings",
             ],
             path: "Sources/appd/Main", swiftSettings: strict),
 

@@ -26,6 +26,7 @@ import Testing
         Contract(idl: SettingsInterface.idl, commands: SettingsInterface.commands, streams: SettingsInterface.streams, errors: differences(SettingsInterface.Errors.self, SettingsInterface.idl)),
         Contract(idl: DaemonInterface.idl, commands: DaemonInterface.commands, streams: DaemonInterface.streams, errors: differences(DaemonInterface.Errors.self, DaemonInterface.idl)),
         Contract(idl: BackupInterface.idl, commands: BackupInterface.commands, streams: BackupInterface.streams, errors: differences(BackupInterface.Errors.self, BackupInterface.idl)),
+        Contract(idl: ConsoleInterface.idl, commands: ConsoleInterface.commands, streams: ConsoleInterface.streams, errors: differences(ConsoleInterface.Errors.self, ConsoleInterface.idl)),
         Contract(idl: ExportInterface.idl, commands: ExportInterface.commands, streams: ExportInterface.streams, errors: differences(ExportInterface.Errors.self, ExportInterface.idl)),
     ]
 

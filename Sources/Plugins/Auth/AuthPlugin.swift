@@ -210,7 +210,14 @@ public struct AuthPlugin: Plugin {
             return Empty()
         }
         handlers.handle(AuthInterface.ListUsers.self) { command, _ in
-            try await service.listUsers(cursor: command.cursor, limit: command.limit)
+            try await service.listUsers(cursor: command.cursor, limit: command.limit, search: command.search)
+        }
+        handlers.handle(AuthInterface.GetUser.self) { command, _ in
+            try await service.user(email: command.email)
+        }
+        handlers.handle(AuthInterface.DeleteUser.self) { command, envelope in
+            try await service.deleteUser(email: command.email, causedBy: envelope)
+            return Empty()
         }
         handlers.handle(AuthInterface.DisableUser.self) { command, _ in
             try await service.setDisabled(email: command.email, true)

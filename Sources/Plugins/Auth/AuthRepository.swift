@@ -211,11 +211,25 @@ struct AuthRepository: Sendable {
         try tx.append(AccountDeleted(userId: userID), causedBy: cause)
     }
 
-    /// Accounts ordered by email after `cursor`, at most `limit`.
-    func listUsers(after cursor: String?, limit: Int) async throws -> [UserRecord] {
+    /// Accounts ordered by email after `cursor`, at most `limit`; with `text` (lower case), only
+    /// those whose email contains it (emails are stored in lower case).
+    func listUsers(after cursor: String?, containing text: String?, limit: Int) async throws -> [UserRecord] {
         try await database.read { tx in
-            try tx.query(
-                "SELECT * FROM auth_users WHERE email > ? ORDER BY email LIMIT ?", [.text(cursor ?? ""), .integer(Int64(limit))]
+            guard let text else {
+                return try tx.query(
+                    "SELECT * FROM auth_users WHERE email > ? ORDER BY email LIMIT ?", [.text(cursor ?? ""), .integer(Int64(limit))]
+                ).compactMap(UserRecord.init)
+            }
+            // LIKE's own characters are matched as themselves.
+            var pattern = "%"
+            for character in text {
+                if character == "%" || character == "_" || character == "!" { pattern.append("!") }
+                pattern.append(character)
+            }
+            pattern.append("%")
+            return try tx.query(
+                "SELECT * FROM auth_users WHERE email > ? AND email LIKE ? ESCAPE '!' ORDER BY email LIMIT ?",
+                [.text(cursor ?? ""), .text(pattern), .integer(Int64(limit))]
             ).compactMap(UserRecord.init)
         }
     }

@@ -329,26 +329,6 @@ public struct AuthService: Sendable {
         try await repository.settleSuccess(account: keys.account, origin: keys.origin)
     }
 
-    // MARK: Administration
-
-    func listUsers(cursor: String?, limit: Int?) async throws -> AuthInterface.UserPage {
-        let size = min(max(limit ?? 50, 1), options.maxPageSize)
-        let records = try await repository.listUsers(after: cursor, limit: size + 1)
-        let kept = records.prefix(size)
-        let page = kept.map { record in
-            AccountSummary(
-                id: record.id, email: record.address ?? "", displayName: record.displayName, onboarded: record.onboardedAt != nil,
-                disabled: record.disabled, guest: record.guest, createdAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
-        }
-        // The cursor is the stored column (a guest's holds its id), not the address shown.
-        return AuthInterface.UserPage(users: Array(page), nextCursor: records.count > size ? kept.last?.email : nil)
-    }
-
-    func setDisabled(email rawEmail: String, _ disabled: Bool) async throws {
-        let email = try AuthValidation.email(rawEmail)
-        guard try await repository.setDisabled(email: email, disabled, now: now) else { throw AuthError.notFound }
-    }
-
     /// Runs password work, turning a full queue into the typed busy error.
     func hashing<T: Sendable>(_ work: () async throws -> T) async throws -> T {
         do {

@@ -81,10 +81,3 @@ public actor SessionManager {
         session = await store.load()
     }
 }
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-}

@@ -3,8 +3,8 @@ import HTTP
 
 /// The HTTP status for a varlink error (by its short name): the client's mistake 4xx, appd's
 /// or its database's trouble 5xx. The body keeps the error's full name and parameters.
-enum APIErrorStatus {
-    static func status(for error: String) -> Int {
+public enum APIErrorStatus {
+    public static func status(for error: String) -> Int {
         let name = error.split(separator: ".").last.map(String.init) ?? error
         return switch name {
         case "InvalidParameter", "ValidationFailed", "InvalidTopic", "InvalidEventPayload", "MalformedEvent", "InvalidResetToken", "InvalidVerificationToken", "ExpectedMore":
@@ -31,7 +31,7 @@ enum APIErrorStatus {
 
     /// The response for an error reply: `{"error": name, "parameters": {...}}`, with
     /// `Retry-After` where the error says when to retry.
-    static func response(error: String, parameters: JSONValue) -> HTTPResponse {
+    public static func response(error: String, parameters: JSONValue) -> HTTPResponse {
         let status = status(for: error)
         var headers: [(name: String, value: String)] = []
         if status == 429 || status == 503 || error.hasSuffix(".IdempotencyKeyInUse") {

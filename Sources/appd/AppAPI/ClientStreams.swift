@@ -4,14 +4,14 @@ import Synchronization
 /// Event streams open per client network (`NetworkAddress.client`), so one address cannot
 /// hold the server's streams while others get 503 (security review finding 8; each account's
 /// Subscribe streams are capped by the bus as well, over both transports).
-final class ClientStreams: Sendable {
+public final class ClientStreams: Sendable {
     private let limit: Int
     private let open = Mutex<[String: Int]>([:])
 
-    init(limit: Int) { self.limit = max(1, limit) }
+    public init(limit: Int) { self.limit = max(1, limit) }
 
     /// Takes a slot for `client`; false when it already holds `limit` streams.
-    func take(_ client: String) -> Bool {
+    public func take(_ client: String) -> Bool {
         let key = NetworkAddress.client(client)
         return open.withLock { table in
             guard table[key, default: 0] < limit else { return false }
@@ -21,7 +21,7 @@ final class ClientStreams: Sendable {
     }
 
     /// Gives a slot back.
-    func release(_ client: String) {
+    public func release(_ client: String) {
         let key = NetworkAddress.client(client)
         open.withLock { table in
             let left = table[key, default: 0] - 1

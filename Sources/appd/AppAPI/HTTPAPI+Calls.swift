@@ -73,7 +73,8 @@ extension HTTPAPI {
             let (name, parameters) = refusal.wire
             return APIErrorStatus.response(error: name, parameters: .object(parameters))
         }
-        let response = await stream(method, parameters, caller)
+        let response = await Self.eventStream(
+            method, parameters, caller, dispatcher: dispatcher, firstReplyGrace: options.firstReplyGrace, keepAlive: options.keepAliveInterval)
         guard let body = response.stream else {
             clientStreams.release(client)
             return response
@@ -116,16 +117,17 @@ extension HTTPAPI {
     /// then (a gate's refusal, bad parameters) is a plain error response whose status says what
     /// went wrong; anything else, or nothing yet, starts an event stream that carries every
     /// reply (a later error as an `error` event). The client leaving cancels the call.
-    private func stream(_ method: String, _ parameters: JSONValue, _ caller: Caller) async -> HTTPResponse {
+    /// (The operator console streams events to the browser with it too.)
+    public static func eventStream(
+        _ method: String, _ parameters: JSONValue, _ caller: Caller, dispatcher: VarlinkDispatcher, firstReplyGrace wait: Duration, keepAlive interval: Duration
+    ) async -> HTTPResponse {
         let handoff = ReplyHandoff()
-        let dispatcher = self.dispatcher
         let call = Task {
             try? await dispatcher.handle(VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http") { reply in
                 try await handoff.put(reply)
             }
             handoff.finish()
         }
-        let wait = options.firstReplyGrace
         let grace = Task {
             try? await Task.sleep(for: wait)
             handoff.wake()
@@ -145,7 +147,6 @@ extension HTTPAPI {
             pending = reply
         case .pending: break
         }
-        let interval = options.keepAliveInterval
         let headers: [(name: String, value: String)] = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
         return HTTPResponse(status: 200, headers: headers) { [pending] (writer: HTTPStreamWriter) in
             let keepAlive = Task {

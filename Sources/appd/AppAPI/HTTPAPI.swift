@@ -105,7 +105,7 @@ public final class HTTPAPI: Sendable {
     }
 
     /// Milliseconds since `start`, to the microsecond.
-    static func milliseconds(since start: ContinuousClock.Instant) -> String {
+    public static func milliseconds(since start: ContinuousClock.Instant) -> String {
         let microseconds = Int64(((ContinuousClock.now - start).inSeconds * 1_000_000).rounded())
         let fraction = String(microseconds % 1000)
         return "\(microseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"

@@ -23,13 +23,15 @@ extension Appd {
     static func start(_ config: AppdConfig, options: AppdOptions, configFile: String?) async -> Int32 {
         // A client or log reader that goes away must never kill the daemon: writes get EPIPE.
         signal(SIGPIPE, SIG_IGN)
-        // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd).
-        LoggingSystem.bootstrap(level: config.logLevel) { _ in StreamLogHandler.standardError() }
+        // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd); the
+        //    newest audit lines are also kept in memory for the console's audit page.
+        let audit = LogTrail(capacity: config.console.auditLines, next: StreamLogHandler.standardError())
+        LoggingSystem.bootstrap(level: config.logLevel) { label -> any LogHandler in label == "appd.audit" ? audit : StreamLogHandler.standardError() }
         let logger = Logger(label: "appd")
         let teardown = Teardown(logger: logger)
         var status: Int32 = 0
         do {
-            status = try await serve(config, options: options, configFile: configFile, teardown: teardown, logger: logger)
+            status = try await serve(config, options: options, configFile: configFile, audit: audit, teardown: teardown, logger: logger)
         } catch let failure as StartFailure {
             logger.critical("\(failure.message)")
             status = failure.exitCode
@@ -43,7 +45,9 @@ extension Appd {
     }
 
     /// Steps 2–10: builds and runs everything; returns when the services have stopped.
-    private static func serve(_ config: AppdConfig, options: AppdOptions, configFile: String?, teardown: Teardown, logger: Logger) async throws -> Int32 {
+    private static func serve(
+        _ config: AppdConfig, options: AppdOptions, configFile: String?, audit: LogTrail, teardown: Teardown, logger: Logger
+    ) async throws -> Int32 {
         let startedAt = ContinuousClock.now
         let adminGate = AdminGate(adminGroup: try adminGroup(config))
         let listener = try await claimSocket(config, adminGroup: adminGate.adminGroup, teardown: teardown)
@@ -63,6 +67,7 @@ extension Appd {
         let http = try await httpAPI(
             config, dispatcher: dispatcher, host: host, external: external, builtIn: builtIn, plugins: plugins, context: context, eventLog: eventLog,
             logger: logger)
+        let console = try console(config, dispatcher: dispatcher, adminGate: adminGate, trail: audit, logger: logger)
         registerGauges(varlink: server, http: http, eventLog: eventLog)
 
         // 9. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.
@@ -78,6 +83,7 @@ extension Appd {
         }
         var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload, backups]
         if let http { services.append(http) }
+        if let console { services.append(console) }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
             Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
@@ -108,7 +114,7 @@ extension Appd {
             "appd started",
             metadata: [
                 "version": Version.current, "socket": config.socket, "data": config.dataDirectory, "config": configFile ?? "none",
-                "database": config.database.map(PostgresURL.redacted) ?? "sqlite", "http": http?.address ?? "off",
+                "database": config.database.map(PostgresURL.redacted) ?? "sqlite", "http": http?.address ?? "off", "console": console?.address ?? "off",
             ])
         // The database is open and the socket listens: tell systemd we are ready.
         Systemd.notify("READY=1\nSTATUS=serving on \(config.socket)")

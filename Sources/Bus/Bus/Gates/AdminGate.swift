@@ -30,6 +30,7 @@ public struct AdminGate: Gate {
         // A plugin's connection runs as appd's uid: the line must say which plugin it was.
         var metadata: LogMetadata = ["peer.uid": who, "method": envelope.name]
         if let plugin = envelope.caller.plugin ?? envelope.caller.connection?.pluginScope?.plugin { metadata["plugin"] = plugin }
+        if let console = envelope.caller.console { metadata["console.session"] = console }
         guard isPrivileged(envelope.caller) || declares(envelope) else {
             audit.notice("admin call denied", metadata: metadata.merging(["outcome": "denied"]) { $1 })
             throw PermissionDenied(reason: "\(envelope.name) needs the daemon's uid, root, or the admin group")
@@ -52,6 +53,17 @@ public struct AdminGate: Gate {
         envelope.caller.connection?.pluginScope?.mayCall(envelope.name) == true
     }
 
+    /// The credentials a console session acts with, fixed when an admin peer asks for its link:
+    /// that peer's, with the admin group as its group when membership made it an admin (its
+    /// process, where supplementary groups are read, is gone by the time the browser calls).
+    /// nil when the caller is not a privileged peer.
+    public func consoleCredentials(of caller: Caller) -> PeerCredentials? {
+        guard isPrivileged(caller), var peer = caller.peer else { return nil }
+        if peer.uid != 0, peer.uid != daemonUID, let group = adminGroup { peer.gid = group }
+        peer.pid = 0
+        return peer
+    }
+
     /// In-process calls from the daemon itself are privileged; plugins and users are not. A
     /// connection that is a plugin's (it presented the plugin's credential, or came in on the
     /// plugin's own socket) is never privileged by its uid: plugins may run as appd's user.
@@ -61,6 +73,6 @@ public struct AdminGate: Gate {
         guard let peer = caller.peer else { return caller.plugin == nil && caller.principal == nil && caller.remoteAddress == nil }
         if peer.uid == 0 || peer.uid == daemonUID { return true }
         guard let group = adminGroup else { return false }
-        return peer.gid == group || appd_pid_in_group(peer.pid, group) == 1
+        return peer.gid == group || (peer.pid > 0 && appd_pid_in_group(peer.pid, group) == 1)
     }
 }

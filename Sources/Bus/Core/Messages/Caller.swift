@@ -48,10 +48,13 @@ public struct Caller: Sendable, CustomStringConvertible {
     /// The client's address when the call came over the network (the HTTP API). Such a caller
     /// has no peer credentials and is never the daemon itself, nor an admin.
     public var remoteAddress: String?
+    /// The operator console's session the call came from (its id, for the audit line): the
+    /// console acts as the admin whose link opened it, with that admin's credentials as `peer`.
+    public var console: String?
 
     public init(
         peer: PeerCredentials? = nil, sessionToken: SessionToken? = nil, principal: Principal? = nil,
-        plugin: String? = nil, connection: ConnectionContext? = nil, remoteAddress: String? = nil
+        plugin: String? = nil, connection: ConnectionContext? = nil, remoteAddress: String? = nil, console: String? = nil
     ) {
         self.peer = peer
         self.sessionToken = sessionToken
@@ -59,6 +62,7 @@ public struct Caller: Sendable, CustomStringConvertible {
         self.plugin = plugin
         self.connection = connection
         self.remoteAddress = remoteAddress
+        self.console = console
     }
 
     /// The daemon itself (start-up tasks, tests): no peer, no user.
@@ -73,6 +77,7 @@ public struct Caller: Sendable, CustomStringConvertible {
         if let principal { parts.append("user=\(principal.userID)") }
         if let plugin { parts.append("plugin=\(plugin)") }
         if let remoteAddress { parts.append("address=\(remoteAddress)") }
+        if let console { parts.append("console=\(console)") }
         return parts.isEmpty ? "daemon" : parts.joined(separator: " ")
     }
 }

@@ -71,9 +71,9 @@ public struct HTTPResponse: Error, Sendable {
     }
 
     package static let reasons = [
-        100: "Continue", 200: "OK", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden",
+        100: "Continue", 200: "OK", 204: "No Content", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden",
         404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
-        413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content", 429: "Too Many Requests",
+        410: "Gone", 412: "Precondition Failed", 413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content", 429: "Too Many Requests",
         431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
         504: "Gateway Timeout",
     ]

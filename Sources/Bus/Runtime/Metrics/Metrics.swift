@@ -109,6 +109,29 @@ public final class Metrics: Sendable {
         state.withLock { $0.histograms[Key(name: name, labels: labels)]?.count ?? 0 }
     }
 
+    /// One histogram series: its label values, bucket bounds, the observations in each bucket
+    /// (not cumulative; the last is above every bound), how many in all and their sum.
+    public struct HistogramSample: Sendable {
+        public var labels: [String]
+        public var bounds: [Double]
+        public var counts: [UInt64]
+        public var count: UInt64
+        public var sum: Double
+    }
+
+    /// Every series of the histogram `name` (the console's charts read them).
+    public func histogram(_ name: String) -> [HistogramSample] {
+        state.withLock { s in
+            s.histograms.compactMap { key, histogram in
+                guard key.name == name else { return nil }
+                let inBuckets = histogram.counts.reduce(0, &+)
+                return HistogramSample(
+                    labels: key.labels, bounds: histogram.buckets, counts: histogram.counts + [histogram.count &- inBuckets], count: histogram.count,
+                    sum: histogram.sum)
+            }
+        }
+    }
+
     /// Every metric in the Prometheus text format, version 0.0.4.
     public func render() async -> String {
         let snapshot = state.withLock { $0 }

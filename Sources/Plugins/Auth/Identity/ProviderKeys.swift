@@ -126,8 +126,3 @@ actor ProviderKeys {
         return .seconds(max(0, maxAge - elapsed))
     }
 }
-
-extension Duration {
-    /// Whole nanoseconds (for `WallTime` arithmetic).
-    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
-}

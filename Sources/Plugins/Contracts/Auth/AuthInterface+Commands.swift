@@ -158,47 +158,6 @@ extension AuthInterface {
         }
     }
 
-    public struct ListUsers: Command {
-        public static let method = "io.appd.Auth.ListUsers"
-        public static let requirements: [Requirement] = [.admin]
-        public typealias Reply = UserPage
-        public var cursor: String?
-        public var limit: Int?
-        public init(cursor: String? = nil, limit: Int? = nil) {
-            self.cursor = cursor
-            self.limit = limit
-        }
-    }
-
-    public struct DisableUser: Command {
-        public static let method = "io.appd.Auth.DisableUser"
-        public static let requirements: [Requirement] = [.admin, .idempotent]
-        public typealias Reply = Empty
-        public var email: String
-        public init(email: String) {
-            self.email = email
-        }
-    }
-
-    public struct EnableUser: Command {
-        public static let method = "io.appd.Auth.EnableUser"
-        public static let requirements: [Requirement] = [.admin, .idempotent]
-        public typealias Reply = Empty
-        public var email: String
-        public init(email: String) {
-            self.email = email
-        }
-    }
-
-    public struct UserPage: Codable, Sendable {
-        public var users: [AccountSummary]
-        public var nextCursor: String?
-        public init(users: [AccountSummary], nextCursor: String? = nil) {
-            self.users = users
-            self.nextCursor = nextCursor
-        }
-    }
-
     public struct UserReply: Codable, Sendable {
         public var user: User
         public init(user: User) {

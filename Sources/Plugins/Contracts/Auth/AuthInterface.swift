@@ -218,7 +218,15 @@ public enum AuthInterface {
         )
 
         # Lists accounts by email (admin). Pass nextCursor back as cursor for the next page.
-        method ListUsers(cursor: ?string, limit: ?int) -> (users: []AccountSummary, nextCursor: ?string)
+        # search: only accounts whose email contains this text (any case).
+        method ListUsers(cursor: ?string, limit: ?int, search: ?string) -> (users: []AccountSummary, nextCursor: ?string)
+
+        # One account and the Apple or Google identities linked to it (admin).
+        method GetUser(email: string) -> (user: AccountSummary, identities: []Identity)
+
+        # Deletes the account with this email, as DeleteAccount does for its owner:
+        # auth.accountDeleted tells every plugin to erase its data (admin, audited).
+        method DeleteUser(email: string) -> ()
 
         # Disables an account: sign-in and every call with its sessions fail with AccountDisabled (admin).
         method DisableUser(email: string) -> ()
@@ -255,7 +263,7 @@ public enum AuthInterface {
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self, EnableUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self, UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self]
+    public static let commands: [any Command.Type] = [SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self, EnableUser.self, GetUser.self, DeleteUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self, UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = AuthError
     /// The interface's name, e.g. `io.appd.Todos`.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Auth
+import Console
 import Bus
 import Crypto
 import Storage
@@ -39,6 +40,8 @@ struct AppdConfig: Sendable {
     var backupDirectory: String?
     var backupScheduleSeconds = 0
     var backupKeep = 7
+    /// The operator console (off unless `listen` is set).
+    var console = ConsoleOptions()
     var tombstoneDays = 90
     /// Event log retention: events older than this many days are pruned (null keeps them; a
     /// log kept forever grows with every write and every user's replay reads more of it).
@@ -242,6 +245,10 @@ struct AppdConfig: Sendable {
             "backupDirectory": .string(resolvedBackupDirectory),
             "backupScheduleSeconds": .int(Int64(backupScheduleSeconds)),
             "backupKeep": .int(Int64(backupKeep)),
+            "consoleListen": console.listen.map(JSONValue.string) ?? .null,
+            "consoleUrl": console.publicURL.map(JSONValue.string) ?? .null,
+            "consoleLinkSeconds": .int(Int64(console.linkLifetime.inSeconds)),
+            "consoleSessionMinutes": .int(Int64(console.sessionIdle.inSeconds / 60)),
             "tombstoneDays": .int(Int64(tombstoneDays)),
             "chatConversationsPerUser": .int(Int64(chat.maxConversationsPerUser)),
             "subscribeMaxTopics": .int(Int64(subscribe.maxTopics)),

@@ -1,0 +1,94 @@
+import AppAPI
+import Bus
+import HTTP
+
+/// The operator console: a page for admins in the browser, served on a listener of its own
+/// (`--console-listen`), apart from the app API. Static HTML, CSS and JavaScript embedded in
+/// the binary (ConsoleAssets); everything it shows or changes goes through the dispatcher, as
+/// the admin whose one-time link opened the session — the same commands, gates and audit lines
+/// as appctl.
+///
+/// - `GET /console/login?token=…` spends a link from `io.appd.Console.CreateLink` and sets the
+///   session cookie (HttpOnly, SameSite=Strict, Path=/console, Secure behind TLS).
+/// - Every other route needs that cookie; an `Authorization` header (an app user's bearer
+///   token) is refused before anything else, and the app API never reads cookies.
+/// - State-changing requests (POST) carry the session's CSRF token in `X-Appd-Csrf`.
+/// - Every response forbids framing and inline script (Content-Security-Policy).
+public final class Console: Sendable {
+    public let sessions: ConsoleSessions
+    let dispatcher: VarlinkDispatcher
+    let trail: LogTrail?
+    let options: ConsoleOptions
+    let streams: ClientStreams
+    let logger: Logger
+
+    /// The name of the session cookie.
+    static let cookieName = "appd_console"
+
+    public init(options: ConsoleOptions, dispatcher: VarlinkDispatcher, trail: LogTrail?, logger: Logger) {
+        self.options = options
+        self.sessions = ConsoleSessions(options: options)
+        self.dispatcher = dispatcher
+        self.trail = trail
+        self.streams = ClientStreams(limit: options.maxStreams)
+        self.logger = logger
+    }
+
+    /// Handles one request (the console's `HTTPServer` handler).
+    public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        var response = await route(request, body)
+        ConsoleHeaders.decorate(&response)
+        // Never the query: the login link's token is in it.
+        logger.info(
+            "console", metadata: ["method": request.method, "path": request.path, "status": String(response.status), "client": request.peerAddress, "ms": HTTPAPI.milliseconds(since: started)])
+        return response
+    }
+
+    private func route(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
+        if request.headers["authorization"] != nil {
+            return ConsoleHeaders.refusal(401, "the console does not take bearer tokens; sign in with a link from 'appctl console'")
+        }
+        if request.path == "/" || request.path == "/console" { return ConsoleHeaders.redirect(to: "/console/") }
+        if request.path == "/console/login" {
+            guard request.method == "GET" || request.method == "HEAD" else { return ConsoleHeaders.methodNotAllowed("GET") }
+            return login(request)
+        }
+        guard request.path.hasPrefix("/console/") else { return ConsoleHeaders.refusal(404, "not found") }
+        guard let cookie = ConsoleHeaders.cookie(Self.cookieName, in: request), let session = sessions.session(cookie: cookie) else {
+            return request.path.hasPrefix("/console/api/")
+                ? ConsoleHeaders.refusal(401, "not signed in: open a new link from 'appctl console'")
+                : ConsoleHeaders.signedOut()
+        }
+        if request.method == "POST" {
+            // A cross-site request never carries the cookie (SameSite=Strict); the token is a
+            // second lock, and a browser that says the request is cross-site is refused outright.
+            if let site = request.headers["sec-fetch-site"], site != "same-origin", site != "none" {
+                return ConsoleHeaders.refusal(403, "cross-site requests are refused")
+            }
+            guard let token = request.headers["x-appd-csrf"], ConsoleHeaders.same(token, session.csrf) else {
+                return ConsoleHeaders.refusal(403, "the request lacks the page's CSRF token (X-Appd-Csrf): reload the console")
+            }
+        }
+        return await api(request, body, session: session, cookie: cookie)
+    }
+
+    private func login(_ request: HTTPServerRequest) -> HTTPResponse {
+        guard let token = request.query["token"], !token.isEmpty, token.utf8.count <= 128 else {
+            return ConsoleHeaders.refusal(400, "the link has no token: copy the whole link 'appctl console' printed")
+        }
+        let redeemed: (cookie: String, session: ConsoleSessions.Session)?
+        do {
+            redeemed = try sessions.redeem(token, address: request.peerAddress)
+        } catch {
+            return ConsoleHeaders.refusal(503, "cannot make a session: \(error)")
+        }
+        guard let (cookie, session) = redeemed else {
+            return ConsoleHeaders.refusal(401, "this link was used already or has expired: run 'appctl console' for a new one")
+        }
+        logger.notice("console session opened", metadata: ["console.session": session.id, "peer.uid": "\(session.credentials.uid)", "client": request.peerAddress])
+        var response = ConsoleHeaders.redirect(to: "/console/")
+        response.headers.append(("Set-Cookie", ConsoleHeaders.sessionCookie(cookie, options: options)))
+        return response
+    }
+}

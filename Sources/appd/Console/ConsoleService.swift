@@ -1,0 +1,26 @@
+import Bus
+import CSystem
+import HTTP
+
+/// Serves the console on its listening socket as one of appd's services.
+public final class ConsoleService: Service {
+    public let console: Console
+    private let server: HTTPServer
+    /// Where it listens, with the port it got ("127.0.0.1:8090").
+    public let address: String
+
+    /// Takes `listenFD` (bound and listening on `host`); the server closes it.
+    public init(console: Console, host: String, listenFD: Int32, limits: HTTPServerLimits, logger: Logger) throws(SocketError) {
+        self.console = console
+        self.address = HTTPListenAddress(host: host, port: UInt16(clamping: appd_tcp_port(listenFD))).description
+        self.server = try HTTPServer(name: "appd-console", listenFD: listenFD, limits: limits, logger: logger) { [console] request, body in
+            await console.handle(request, body)
+        }
+    }
+
+    public var name: String { "console" }
+
+    public func run() async throws {
+        await server.run()
+    }
+}

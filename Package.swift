@@ -151,6 +151,8 @@ let package = Package(
             name: "SettingsTests", dependencies: ["TestSupport", "Contracts", "Settings", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/SettingsTests",
             swiftSettings: strict),
         // Each contract's Swift types against its IDL text, and the rendering of its errors.
+        .testTarget(
+            name: "ConsoleTests", dependencies: ["TestSupport", "Console", "Contracts", "HTTP", "Bus"], path: "Tests/ConsoleTests", swiftSettings: strict),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "BusCore"], path: "Tests/ContractsTests", swiftSettings: strict),
         // The client's parts that need no server: the event-stream parser, retries, error decoding.
         .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "Contracts", "BusCore"], path: "Tests/AppdClientTests", swiftSettings: strict),

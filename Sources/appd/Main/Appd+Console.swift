@@ -32,37 +32,11 @@ extension Appd {
             }
         }
         do {
-            try ConsoleInterface.install(on: dispatcher, service: service, adminGate: adminGate, options: config.console)
+            try ConsoleInterface.install(
+                on: dispatcher, console: service?.console, base: service.map { config.console.base(listeningOn: $0.address) }, adminGate: adminGate)
         } catch {
             throw StartFailure("cannot set up io.appd.Console: \(error)")
         }
         return service
-    }
-}
-
-extension ConsoleInterface {
-    static func install(on dispatcher: VarlinkDispatcher, service: ConsoleService?, adminGate: AdminGate, options: ConsoleOptions) throws {
-        try dispatcher.register(try VarlinkInterface(parsing: idl))
-        let bus = dispatcher.bus
-        let sessions = service?.console.sessions
-        let base = service.map { options.base(listeningOn: $0.address) }
-        try bus.register(CreateLink.self) { _, envelope in
-            guard let sessions, let base else { throw ConsoleError.consoleOff }
-            // The admin gate let the caller through; the session acts with its credentials.
-            guard let credentials = adminGate.consoleCredentials(of: envelope.caller) else {
-                throw PermissionDenied(reason: "a console link is for an admin peer on the socket (the daemon's uid, root, or the admin group)")
-            }
-            let link = try sessions.createLink(for: credentials)
-            envelope.logger.notice("console link created", metadata: ["peer.uid": "\(credentials.uid)"])
-            return Link(url: base + "/console/login?token=" + link.token, expiresAt: link.expiresAt.rfc3339)
-        }
-        try bus.register(Sessions.self) { _, _ in
-            guard let sessions else { throw ConsoleError.consoleOff }
-            return SessionList(sessions: sessions.list())
-        }
-        try bus.register(EndSessions.self) { command, _ in
-            guard let sessions else { throw ConsoleError.consoleOff }
-            return Ended(ended: try sessions.end(id: command.id))
-        }
     }
 }

@@ -50,6 +50,7 @@ WALK = [
     ("# 1. A write that is safe to retry", "run"),
     ("appctl backup create", "run"),
     ("appctl export mine", "run"),
+    ("appctl shutdown                                   # appd again, now with the console on loopback", "run"),
     ("appd restore /var/lib/appd/backups/", "skip: a placeholder path; Tests/Interop/backups.py restores real backups"),
     ("python3 contrib/clients/offline_todos.py", "run"),
     ("swift build -c release --product appd", "skip: installs a system service"),
@@ -78,6 +79,11 @@ INSTEAD = {
     'APPD_STRIPE_WEBHOOK_SECRETS="$STRIPE_SECRET" APPD_REVENUECAT_WEBHOOK_SECRET=rc_test_secret appd':
         'APPD_STRIPE_WEBHOOK_SECRETS="$STRIPE_SECRET" APPD_REVENUECAT_WEBHOOK_SECRET=rc_test_secret appd >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
     "appd --http-listen 127.0.0.1:8080 &": 'appd --http-listen 127.0.0.1:8080 >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
+    "appctl shutdown                                   # appd again, now with the console on loopback": 'appctl shutdown && wait $APPD_PID',
+    "appd --http-listen 127.0.0.1:8080 --console-listen 127.0.0.1:8090 &":
+        'appd --http-listen 127.0.0.1:8080 --console-listen 127.0.0.1:8090 >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
+    "appctl console                                    # (admin) a one-time link: open it in a browser":
+        'appctl console | grep -q "^http://127.0.0.1:8090/console/login?token="',
 }
 # Between blocks, what the README's prose asks of the reader (start appd again, stop it).
 BEFORE = {

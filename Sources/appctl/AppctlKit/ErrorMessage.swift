@@ -56,6 +56,12 @@ enum ErrorMessage {
         case .memoryFull(let limit)?: return "Chat keeps at most \(limit) memories for an account; forget some first (appctl chat memories, appctl chat forget ID)."
         default: break
         }
+        switch error as? ConsoleError {
+        case .consoleOff?: return "The console is off: start appd with --console-listen 127.0.0.1:<port> (consoleListen), then run 'appctl console' again."
+        case .unknownSession(let id)?: return "No console session has the id '\(id.escapingControlCharacters())' (appctl console sessions lists them)."
+        case .tooManyLinks(let limit)?: return "\(limit) console links are waiting to be opened; wait two minutes for them to expire, or end them: appctl console end --all."
+        default: break
+        }
         switch error as? SettingsError {
         case .conflict(let setting)?:
             return "The setting changed since: it is \(setting.value.json.jsonText.escapingControlCharacters()) at version \(setting.version) now; look and set it again with --expected-version \(setting.version)."

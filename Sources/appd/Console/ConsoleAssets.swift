@@ -151,7 +151,7 @@ enum ConsoleAssets {
         #charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 1rem; }
         figure { margin: 0; border: 1px solid var(--line); padding: .5rem; }
         figcaption { font-size: .85rem; overflow-wrap: anywhere; }
-        canvas { width: 100%; height: 90px; }
+        canvas { width: 100%; height: auto; }
         @media (max-width: 600px) {
           header { padding: .5rem; }
           main { padding: 0 .5rem 1rem; }

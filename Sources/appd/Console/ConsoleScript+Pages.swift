@@ -193,15 +193,18 @@ extension ConsoleScript {
               const p99 = last.p99 === null ? "—" : (last.p99 * 1000).toFixed(1) + " ms";
               const canvas = el("canvas", { width: 300, height: 90, role: "img", "aria-label": key + ": " + last.rate.toFixed(1) + " calls per second, p99 " + p99 });
               this.draw(canvas, history);
-              return el("figure", { "data-method": key }, canvas,
+              return el("figure", { "data-method": key, "data-points": history.length }, canvas,
                 el("figcaption", {}, key + " — " + last.rate.toFixed(1) + " calls/s (blue), p99 ≤ " + p99 + " (red)"));
             }));
           },
           draw(canvas, history) {
             const context = canvas.getContext("2d");
             const { width, height } = canvas;
-            const line = (values, color) => {
+            const line = (values, color, label, row) => {
               const top = Math.max(...values.filter((v) => v !== null), 1e-9);
+              context.fillStyle = color;
+              context.font = "11px system-ui, sans-serif";
+              context.fillText(label(top), 4, 12 * row);
               context.strokeStyle = color;
               context.lineWidth = 2;
               context.beginPath();
@@ -216,8 +219,8 @@ extension ConsoleScript {
               context.stroke();
             };
             context.clearRect(0, 0, width, height);
-            line(history.map((p) => p.rate), "#2f6fd6");
-            line(history.map((p) => p.p99), "#c0392b");
+            line(history.map((p) => p.rate), "#2f6fd6", (top) => "top " + top.toFixed(1) + " calls/s", 1);
+            line(history.map((p) => p.p99), "#c0392b", (top) => "top " + (top * 1000).toFixed(1) + " ms p99", 2);
           },
         };
 

@@ -11,19 +11,9 @@ extension Appd {
     static func console(_ config: AppdConfig, dispatcher: VarlinkDispatcher, adminGate: AdminGate, trail: LogTrail, logger: Logger) throws -> ConsoleService? {
         var service: ConsoleService?
         if let listen = config.console.listen {
-            let fd: Int32
-            let address: HTTPListenAddress
-            do {
-                address = try HTTPListenAddress(listen)
-                fd = try address.listen()
-            } catch {
-                throw StartFailure("consoleListen: \(error)", exitCode: 78)
-            }
-            if !address.isLoopback {
-                logger.warning(
-                    "the console listens on a non-loopback address; keep it on loopback, or put the TLS proxy in front and set consoleUrl to its https address",
-                    metadata: ["address": "\(address)"])
-            }
+            let (address, fd) = try bind(
+                listen, key: "consoleListen", logger: logger,
+                warning: "the console listens on a non-loopback address; keep it on loopback, or put the TLS proxy in front and set consoleUrl to its https address")
             let console = Console(options: config.console, dispatcher: dispatcher, trail: trail, logger: Logger(label: "appd.console"))
             do {
                 service = try ConsoleService(console: console, host: address.host, listenFD: fd, limits: config.http.limits, logger: Logger(label: "appd.console"))

@@ -17,17 +17,8 @@ extension Appd {
         plugins: [any Plugin], context: PluginContext, eventLog: EventLog, logger: Logger
     ) async throws -> HTTPAPIService? {
         guard let listen = config.httpListen else { return nil }
-        let fd: Int32
-        let address: HTTPListenAddress
-        do {
-            address = try HTTPListenAddress(listen)
-            fd = try address.listen()
-        } catch {
-            throw StartFailure("httpListen: \(error)", exitCode: 78)
-        }
-        if !address.isLoopback {
-            logger.warning("the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front", metadata: ["address": "\(address)"])
-        }
+        let (address, fd) = try bind(
+            listen, key: "httpListen", logger: logger, warning: "the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front")
         // What the running plugins serve (auth: /webhooks/apple; payments: /webhooks/<provider>).
         let routes = await host.httpRoutes()
         var webhooks: HTTPServer.Handler?
@@ -65,6 +56,21 @@ extension Appd {
         } catch {
             throw StartFailure("cannot start the HTTP API: \(error)")
         }
+    }
+
+    /// Binds a TCP listener of `key` (a bind failure stops appd: exit 78, a configuration
+    /// error), logging `warning` when it is not on loopback.
+    static func bind(_ listen: String, key: String, logger: Logger, warning: String) throws -> (HTTPListenAddress, Int32) {
+        let address: HTTPListenAddress
+        let fd: Int32
+        do {
+            address = try HTTPListenAddress(listen)
+            fd = try address.listen()
+        } catch {
+            throw StartFailure("\(key): \(error)", exitCode: 78)
+        }
+        if !address.isLoopback { logger.warning(warning, metadata: ["address": "\(address)"]) }
+        return (address, fd)
     }
 
     /// Gauges read at scrape time: connections by transport, the event log's head and each

@@ -284,13 +284,30 @@ def main():
         status, reply = console_post(console_port, "/console/api/call/io.appd.Daemon.Shutdown", {}, {**cookie_header, "X-Appd-Csrf": driver.find_element(By.CSS_SELECTOR, 'meta[name="appd-csrf"]').get_attribute("content")})
         check("a method outside the console's list is not callable (Shutdown: 404)", status == 404, f"{status} {reply}")
 
-        # Sessions: appctl lists them and ends them; the browser is then signed out.
+        # Sessions: appctl lists them and ends them; the browser is then signed out, and its open
+        # event streams end with it.
+        driver.get(f"http://127.0.0.1:{console_port}/console/#events")
+        wait_for(lambda: text("#events-state").startswith("Connected"), 10)
+        stream = http.client.HTTPConnection("127.0.0.1", console_port, timeout=10)
+        stream.request("GET", "/console/api/events?topics=todos.>", headers=cookie_header)
+        streamed = stream.getresponse()
+        check("the console's event stream is server-sent events", streamed.status == 200 and streamed.getheader("content-type") == "text/event-stream", str(streamed.status))
         listed = json.loads(ctl("--json", "console", "sessions").stdout or "{}").get("sessions", [])
         check("appctl console sessions lists the browser's session as uid 0", len(listed) >= 1 and listed[-1]["uid"] == os.getuid(), str(listed))
         ended = ctl("console", "end", "--all")
         check("appctl console end --all ends them", ended.returncode == 0 and "ended" in ended.stdout, ended.stdout + ended.stderr)
         status, _, _ = get(console_port, "/console/api/metrics", cookie_header)
         check("an ended session's cookie gets 401", status == 401, str(status))
+        started = time.time()
+        try:
+            while streamed.read(1):
+                pass
+            closed = True
+        except OSError:
+            closed = False
+        check("an ended session's open event stream ends (within 2 s)", closed and time.time() - started < 2.5, f"{time.time() - started:.2f} s")
+        stream.close()
+        check("the page that was watching events says it is signed out", wait_for(lambda: "Signed out" in text("#notice"), 10), text("#notice") + " / " + text("#events-state"))
         driver.get(f"http://127.0.0.1:{console_port}/console/")
         check("the browser sees the signed-out page", "not signed in" in driver.page_source, driver.page_source[:200])
     finally:

@@ -25,7 +25,7 @@ extension Console {
             return HTTPResponse(status: 200, body: ["id": .string(session.id), "uid": .int(Int64(session.credentials.uid))])
         case ("GET", "/console/api/metrics"): return HTTPResponse(status: 200, body: ConsoleMetrics.snapshot())
         case ("GET", "/console/api/audit"): return HTTPResponse(status: 200, body: auditLines())
-        case ("GET", "/console/api/events"): return await events(request, caller: caller)
+        case ("GET", "/console/api/events"): return await events(request, caller: caller, session: session.id)
         case ("POST", "/console/api/logout"):
             sessions.end(cookie: cookie)
             logger.notice("console session ended", metadata: ["console.session": session.id])
@@ -69,7 +69,8 @@ extension Console {
 
     /// `io.appd.Bus.Subscribe` as the session's admin (every event but capability-only ones),
     /// as server-sent events; `topics` is a comma-separated list of topics or patterns.
-    private func events(_ request: HTTPServerRequest, caller: Caller) async -> HTTPResponse {
+    /// The stream ends when its session does (signed out, ended from appctl, expired).
+    private func events(_ request: HTTPServerRequest, caller: Caller, session id: String) async -> HTTPResponse {
         let topics = (request.query["topics"] ?? ">").split(separator: ",").map { JSONValue.string(String($0).trimmingWhitespace()) }
         var parameters: [String: JSONValue] = ["topics": .array(topics.isEmpty ? [">"] : topics)]
         if let since = request.query["since"] {
@@ -85,8 +86,16 @@ extension Console {
             return response
         }
         let slots = streams
+        let sessions = self.sessions
         response.stream = { writer in
-            await body(writer)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await body(writer) }
+                group.addTask {
+                    while !Task.isCancelled, sessions.stillOpen(id: id) { try? await Task.sleep(for: .seconds(1)) }
+                }
+                await group.next()
+                group.cancelAll()
+            }
             slots.release(client)
         }
         return response

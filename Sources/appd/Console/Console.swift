@@ -39,9 +39,10 @@ public final class Console: Sendable {
         let started = ContinuousClock.now
         var response = await route(request, body)
         ConsoleHeaders.decorate(&response)
-        // Never the query: the login link's token is in it.
-        logger.info(
-            "console", metadata: ["method": request.method, "path": request.path, "status": String(response.status), "client": request.peerAddress, "ms": HTTPAPI.milliseconds(since: started)])
+        // Never the query: the login link's token is in it. The pages poll (GET) every few
+        // seconds: those lines are debug; what changes something is info (and audited).
+        logger.log(
+            request.method == "GET" ? .debug : .info, "console", metadata: ["method": request.method, "path": request.path, "status": String(response.status), "client": request.peerAddress, "ms": HTTPAPI.milliseconds(since: started)])
         return response
     }
 

@@ -31,6 +31,12 @@ extension ConsoleScript {
             this.source.addEventListener("reply", (message) => this.add(JSON.parse(message.data)));
             this.source.addEventListener("error", (message) => {
               if (message.data) { this.state("Refused: " + message.data); this.leave(); return; }
+              if (this.source && this.source.readyState === EventSource.CLOSED) {
+                // The browser gave up (the session ended, or appd stopped): say which.
+                this.state("Disconnected");
+                request("GET", "/console/api/session").catch(() => {});
+                return;
+              }
               this.state("Disconnected, retrying");
             });
             this.state();

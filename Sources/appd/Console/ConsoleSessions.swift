@@ -90,6 +90,24 @@ public final class ConsoleSessions: Sendable {
         }
     }
 
+    /// Whether the session with this id is still open; an event stream of it asks once a
+    /// second, and counts as use while it is open (watching events is using the console), but
+    /// the absolute lifetime still ends it.
+    public func stillOpen(id: String) -> Bool {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            guard let key = state.sessions.first(where: { $0.value.id == id })?.key, var session = state.sessions[key] else { return false }
+            guard !expired(session, now: now) else {
+                state.sessions[key] = nil
+                return false
+            }
+            session.lastSeen = now
+            session.lastSeenAt = .now()
+            state.sessions[key] = session
+            return true
+        }
+    }
+
     /// Ends the session a cookie belongs to (signing out).
     public func end(cookie: String) {
         _ = state.withLock { $0.sessions.removeValue(forKey: SecretToken.digest(cookie)) }

@@ -23,10 +23,12 @@ extension Appd {
     static func start(_ config: AppdConfig, options: AppdOptions, configFile: String?) async -> Int32 {
         // A client or log reader that goes away must never kill the daemon: writes get EPIPE.
         signal(SIGPIPE, SIG_IGN)
-        // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd); the
-        //    newest audit lines are also kept in memory for the console's audit page.
-        let audit = LogTrail(capacity: config.console.auditLines, next: StreamLogHandler.standardError())
-        LoggingSystem.bootstrap(level: config.logLevel) { label -> any LogHandler in label == "appd.audit" ? audit : StreamLogHandler.standardError() }
+        // 1. Logging: one bootstrap, stderr (journald priority prefixes under systemd), written
+        //    by a thread of its own off the callers' path (flushed last); the newest audit lines
+        //    are also kept in memory for the console's audit page.
+        let writer = LogWriter.standardError()
+        let audit = LogTrail(capacity: config.console.auditLines, next: writer)
+        LoggingSystem.bootstrap(level: config.logLevel) { label -> any LogHandler in label == "appd.audit" ? audit : writer }
         let logger = Logger(label: "appd")
         let teardown = Teardown(logger: logger)
         var status: Int32 = 0
@@ -41,6 +43,7 @@ extension Appd {
         }
         await teardown.run()
         logger.notice("appd stopped")
+        writer.flush()
         return status
     }
 

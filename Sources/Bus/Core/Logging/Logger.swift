@@ -32,6 +32,13 @@ public struct LogRecord: Sendable {
     public var level: LogLevel
     public var message: String
     public var metadata: LogMetadata
+
+    public init(label: String, level: LogLevel, message: String, metadata: LogMetadata) {
+        self.label = label
+        self.level = level
+        self.message = message
+        self.metadata = metadata
+    }
 }
 
 /// Where records go: a stream, memory (tests), the journal.

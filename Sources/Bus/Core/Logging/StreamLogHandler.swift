@@ -29,16 +29,23 @@ public final class StreamLogHandler: LogHandler {
     }
 
     public func log(_ record: LogRecord) {
-        var line = journald ? "<\(Self.priority(record.level))>" : ""
+        let line = Self.line(record, journald: journald)
+        _ = lock.withLock { _ in FileDescriptorWriter.writeAll(fd, Array(line.utf8)) }
+    }
+
+    /// One record as its line, newline included: `level label: message key=value …`, with the
+    /// journald priority prefix when `journald`.
+    public static func line(_ record: LogRecord, journald: Bool) -> String {
+        var line = journald ? "<\(priority(record.level))>" : ""
         // Control characters are shown, never written: a message or value carrying text from
         // outside (a plugin's output, a client's input) cannot end the line, rewrite it (CR,
         // ANSI escapes) or pass for a line of appd's own.
         line += "\(record.level) \(record.label): \(record.message.escapingControlCharacters())"
         for key in record.metadata.keys.sorted() {
-            line += " \(key)=\(Self.quoted(record.metadata[key] ?? ""))"
+            line += " \(key)=\(quoted(record.metadata[key] ?? ""))"
         }
         line += "\n"
-        _ = lock.withLock { _ in FileDescriptorWriter.writeAll(fd, Array(line.utf8)) }
+        return line
     }
 
     /// syslog priorities as journald reads them.

@@ -13,7 +13,7 @@ import Synchronization
 /// queue. Idle threads retire after `idleTimeout` (nil keeps them for the pool's life: the
 /// plugin spawner needs that, because a child's parent-death signal follows the thread that
 /// forked it). Everything else in appd runs on the event loop or Swift's cooperative pool;
-/// nothing else starts an OS thread (`EventLoop` is the other).
+/// nothing else starts an OS thread (`EventLoop` and `LogWriter` are the others).
 public final class BlockingPool: @unchecked Sendable {  // safe: every mutable field is guarded by `lock`
     public let name: String
     public let threads: Int
@@ -175,7 +175,7 @@ public final class BlockingPool: @unchecked Sendable {  // safe: every mutable f
         return try body()
     }
 
-    private static func realtime(after duration: Duration) -> timespec {
+    static func realtime(after duration: Duration) -> timespec {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let (seconds, attoseconds) = duration.components

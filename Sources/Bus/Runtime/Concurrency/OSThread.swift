@@ -4,8 +4,8 @@ import CSystem
 import Glibc
 #endif
 
-/// Starts an OS thread. Only `EventLoop` and `BlockingPool` call it: everything else in appd
-/// runs on one of those or on Swift's cooperative pool.
+/// Starts an OS thread. Only `EventLoop`, `BlockingPool` and `LogWriter` call it: everything
+/// else in appd runs on one of those or on Swift's cooperative pool.
 enum OSThread {
     private final class Box {
         let body: () -> Void

@@ -129,6 +129,21 @@ import Testing
         #expect(await get("/console/", ["cookie": cookie]).status == 401)
     }
 
+    @Test func behindTLSTheLinkIsHttpsAndTheCookieSecure() async throws {
+        var options = ConsoleOptions()
+        options.publicURL = "https://console.example.com/"
+        let bus = EventBus(gates: [AdminGate(adminGroup: nil)])
+        let tls = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "1", url: "u"))
+        let behind = Console(options: options, dispatcher: tls, trail: nil, logger: Logger(label: "t", handler: InMemoryLogHandler()))
+        try ConsoleInterface.install(on: tls, console: behind, base: options.base(listeningOn: "127.0.0.1:1"), adminGate: AdminGate(adminGroup: nil))
+        let link = try await bus.send(ConsoleInterface.CreateLink(), as: Caller(peer: PeerCredentials(uid: 0, gid: 0, pid: 1)))
+        #expect(link.url.hasPrefix("https://console.example.com/console/login?token="))
+        var request = HTTPServerRequest(method: "GET", target: String(link.url.dropFirst("https://console.example.com".count)))
+        request.peerAddress = "127.0.0.1"
+        let response = await behind.handle(request, [])
+        #expect(response.status == 303 && response.header("Set-Cookie")?.hasSuffix("; Secure") == true)
+    }
+
     @Test func withoutAConsoleTheInterfaceSaysItIsOff() async throws {
         let bus = EventBus(gates: [AdminGate(adminGroup: nil)])
         let off = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "1", url: "u"))

@@ -87,7 +87,8 @@ public struct Logger: Sendable {
     ) {
         guard level >= self.level else { return }
         let more = extra()
-        let merged = more.isEmpty ? metadata : metadata.merging(more) { _, new in new }
+        // Most loggers carry no metadata of their own: the call's is the record's, unmerged.
+        let merged = more.isEmpty ? metadata : metadata.isEmpty ? more : metadata.merging(more) { _, new in new }
         handler.log(LogRecord(label: label, level: level, message: message(), metadata: merged))
     }
 

@@ -61,6 +61,11 @@ public final class StreamLogHandler: LogHandler {
     }
 
     static func quoted(_ value: String) -> String {
+        // Nearly every value (a method, a status, an id, a number) is printable ASCII without a
+        // space, quote or '=': as it is, decided byte by byte (no Unicode property lookups).
+        if !value.isEmpty, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") }) {
+            return value
+        }
         let needsQuotes = value.isEmpty || value.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isControl || $0.properties.isWhitespace }
         guard needsQuotes else { return value }
         var out = "\""

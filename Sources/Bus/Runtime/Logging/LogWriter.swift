@@ -78,13 +78,28 @@ public final class LogWriter: LogHandler, @unchecked Sendable {  // safe: every 
         return true
     }
 
+    /// How long the writer lets lines gather after a batch before it looks again: under load it
+    /// never blocks (so no caller pays a wake-up syscall), and a line waits at most this long.
+    static let gathering: Duration = .milliseconds(5)
+
     private func run() {
+        var idleRounds = 0
         while true {
             pthread_mutex_lock(lock)
+            if queue.isEmpty && dropped == 0 && idleRounds == 0 {
+                // Just wrote a batch: let the next one gather instead of sleeping on the
+                // condition (which every caller would then have to signal).
+                pthread_mutex_unlock(lock)
+                idleRounds = 1
+                var pause = timespec(tv_sec: 0, tv_nsec: Int(Self.gathering.nanoseconds))
+                nanosleep(&pause, nil)
+                continue
+            }
             while queue.isEmpty && dropped == 0 {
                 writerWaiting = true
                 pthread_cond_wait(wake, lock)
             }
+            idleRounds = 0
             writerWaiting = false
             let batch = queue
             let lost = dropped

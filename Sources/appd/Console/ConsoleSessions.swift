@@ -75,37 +75,32 @@ public final class ConsoleSessions: Sendable {
 
     /// The session a cookie belongs to, marked as used now; nil when there is none (any more).
     public func session(cookie: String) -> Session? {
-        let now = ContinuousClock.now
         let key = SecretToken.digest(cookie)
-        return state.withLock { state in
-            guard var session = state.sessions[key] else { return nil }
-            guard !expired(session, now: now) else {
-                state.sessions[key] = nil
-                return nil
-            }
-            session.lastSeen = now
-            session.lastSeenAt = .now()
-            state.sessions[key] = session
-            return session
-        }
+        return state.withLock { state in use(key, in: &state) }
     }
 
     /// Whether the session with this id is still open; an event stream of it asks once a
     /// second, and counts as use while it is open (watching events is using the console), but
     /// the absolute lifetime still ends it.
     public func stillOpen(id: String) -> Bool {
-        let now = ContinuousClock.now
-        return state.withLock { state in
-            guard let key = state.sessions.first(where: { $0.value.id == id })?.key, var session = state.sessions[key] else { return false }
-            guard !expired(session, now: now) else {
-                state.sessions[key] = nil
-                return false
-            }
-            session.lastSeen = now
-            session.lastSeenAt = .now()
-            state.sessions[key] = session
-            return true
+        state.withLock { state in
+            guard let key = state.sessions.first(where: { $0.value.id == id })?.key else { return false }
+            return use(key, in: &state) != nil
         }
+    }
+
+    /// The session under `key` marked as used now, or nil (an expired one is removed).
+    private func use(_ key: String, in state: inout State) -> Session? {
+        let now = ContinuousClock.now
+        guard var session = state.sessions[key] else { return nil }
+        guard !expired(session, now: now) else {
+            state.sessions[key] = nil
+            return nil
+        }
+        session.lastSeen = now
+        session.lastSeenAt = .now()
+        state.sessions[key] = session
+        return session
     }
 
     /// Ends the session a cookie belongs to (signing out).

@@ -129,6 +129,8 @@ def main():
         check("the overview's plugins table shows the built-in plugins and the greeter running", overview, text("#plugins"))
         check("the overview shows the version, uptime and the event log's head", "Version" in text("#daemon-facts") and "Uptime" in text("#daemon-facts")
               and "Head" in text("#event-log"), text("#daemon-facts"))
+        check("the overview lists this browser's console session", wait_for(lambda: "uid 0" in text("#daemon-facts") and "Console sessions" in text("#daemon-facts"), 10),
+              text("#daemon-facts"))
         shot("overview")
 
         # The link is spent: a second browser visit, without the cookie, is refused.

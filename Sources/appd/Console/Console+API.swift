@@ -5,13 +5,12 @@ import HTTP
 /// The console's routes once signed in: the page, its script and style, and the JSON the page
 /// reads (calls through the dispatcher, events, metrics, the audit trail).
 extension Console {
-    /// The bus methods the page may call: what appctl's admin does to plugins, accounts and
-    /// entitlements, and the reads behind the pages. Nothing else gets through.
+    /// The bus methods the page may call — exactly those its pages use: what appctl's admin does
+    /// to plugins, accounts and entitlements, and the reads behind the pages. Nothing else.
     static let callable: Set<String> = [
-        "io.appd.Daemon.Status", "io.appd.Daemon.Plugins", "io.appd.Daemon.RestartPlugin", "io.appd.Daemon.EnablePlugin",
-        "io.appd.Daemon.DisablePlugin", "io.appd.Auth.ListUsers", "io.appd.Auth.GetUser", "io.appd.Auth.DisableUser", "io.appd.Auth.EnableUser",
-        "io.appd.Auth.DeleteUser", "io.appd.Payments.Products", "io.appd.Payments.UserStatus", "io.appd.Payments.Grant", "io.appd.Payments.Revoke",
-        "io.appd.Bus.Topics", "io.appd.Console.Sessions",
+        "io.appd.Daemon.Status", "io.appd.Daemon.RestartPlugin", "io.appd.Daemon.EnablePlugin", "io.appd.Daemon.DisablePlugin",
+        "io.appd.Auth.ListUsers", "io.appd.Auth.GetUser", "io.appd.Auth.DisableUser", "io.appd.Auth.EnableUser", "io.appd.Auth.DeleteUser",
+        "io.appd.Payments.UserStatus", "io.appd.Payments.Grant", "io.appd.Payments.Revoke", "io.appd.Console.Sessions",
     ]
 
     func api(_ request: HTTPServerRequest, _ body: [UInt8], session: ConsoleSessions.Session, cookie: String) async -> HTTPResponse {

@@ -132,6 +132,9 @@ enum ConsoleScript {
               ["Database", status.paths ? status.paths.database : null],
               ["Last backup", status.backups ? (status.backups.lastAt || "none") + (status.backups.lastError ? " (failing: " + status.backups.lastError + ")" : "") : null],
             ]);
+            const browsers = await call("io.appd.Console.Sessions").then((r) => r.sessions, () => []);
+            document.getElementById("daemon-facts").append(el("dt", {}, "Console sessions"),
+              el("dd", {}, browsers.map((s) => s.id + " (uid " + s.uid + ", from " + s.address + ")").join(", ") || "—"));
             fill(document.querySelector("#plugins tbody"), status.plugins.map((plugin) => this.row(plugin)));
             facts(document.getElementById("event-log"), [["Head (last sequence)", status.eventLog.lastSeq]]);
             fill(document.querySelector("#consumers tbody"), status.eventLog.consumers.map((consumer) =>

@@ -53,6 +53,10 @@ import Testing
 
     @Test func aLinkSignsInOnceWithAStrictCookie() async throws {
         let target = try await link()
+        var look = HTTPServerRequest(method: "HEAD", target: target)
+        look.peerAddress = "127.0.0.1"
+        let head = await console.handle(look, [])
+        #expect(head.status == 200 && head.header("Set-Cookie") == nil, "a HEAD spends nothing")
         let first = await get(target)
         #expect(first.status == 303 && first.header("Location") == "/console/")
         let cookie = try #require(first.header("Set-Cookie"))

@@ -52,7 +52,9 @@ public final class Console: Sendable {
         }
         if request.path == "/" || request.path == "/console" { return ConsoleHeaders.redirect(to: "/console/") }
         if request.path == "/console/login" {
-            guard request.method == "GET" || request.method == "HEAD" else { return ConsoleHeaders.methodNotAllowed("GET") }
+            // HEAD is safe (RFC 9110): a client that only looks (a link checker) spends nothing.
+            if request.method == "HEAD" { return HTTPResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: []) }
+            guard request.method == "GET" else { return ConsoleHeaders.methodNotAllowed("GET") }
             return login(request)
         }
         guard request.path.hasPrefix("/console/") else { return ConsoleHeaders.refusal(404, "not found") }

@@ -50,13 +50,18 @@ import TestSupport
         return list.first { $0["name"] as? String == name } ?? [:]
     }
 
-    /// Polls until `done` holds for the plugin's status (or 10 s pass).
-    static func wait(_ daemon: Daemon, _ name: String, until done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+    /// Polls until `done` holds for the plugin's status (or 30 s pass: a plugin process starts
+    /// slowly when the whole suite starts dozens of daemons on two cores at once). Not reaching
+    /// it is an issue of its own, so a later failure is not misread as the method's.
+    static func wait(
+        _ daemon: Daemon, _ name: String, sourceLocation: SourceLocation = #_sourceLocation, until done: ([String: Any]) -> Bool
+    ) async throws -> [String: Any] {
         var status: [String: Any] = [:]
-        _ = try await eventually {
+        let reached = try await eventually(timeout: .seconds(30)) {
             status = try await plugin(daemon, name)
             return done(status)
         }
+        #expect(reached, "the plugin's status never got there: \(status)", sourceLocation: sourceLocation)
         return status
     }
 

@@ -12,7 +12,9 @@ import Glibc
 /// - Bounded: beyond `limit` queued records new ones are dropped and counted; the writer says
 ///   how many ("N log lines dropped") when it catches up.
 /// - Nothing lost on a clean stop: `flush` waits until everything queued is written; appd calls
-///   it last. A crash can lose what was queued and not yet written (microseconds' worth).
+///   it last. A crash can lose what was queued and not yet written (at most the last few
+///   milliseconds: the writer lets lines gather for `gathering` between batches).
+/// - One per process: its writer thread (started by the first line) lives as long as the process.
 /// - Order kept: one queue, one writer.
 public final class LogWriter: LogHandler, @unchecked Sendable {  // safe: every mutable field is guarded by `lock`
     public let fd: Int32

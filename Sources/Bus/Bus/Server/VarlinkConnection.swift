@@ -1,25 +1,14 @@
-import CSystem
-#if canImport(Glibc)
-import Glibc
-#endif
+import Runtime
 import Synchronization
 
-/// One client connection: the bytes read, the calls waiting, the replies not yet written.
+/// One varlink client connection: the frame reader and the call queue on a `SocketChannel`
+/// (which owns the fd, the replies not yet written and the stream's back-pressure).
 ///
-/// Its state is a few enums under one lock, and the lock guards state only: every syscall on
-/// the fd (read, send, epoll changes, shutdown, close) happens on the loop thread, outside the
-/// lock, and every log line and continuation resume after it is released. The worker task
-/// (one per connection) answers calls strictly in order; it queues replies and, when it is not
-/// on the loop thread itself, asks the loop to write them.
+/// Its state is a few enums under one lock, and the lock guards state only: every syscall goes
+/// through the channel, and every log line and continuation resume happens after the lock is
+/// released. The worker task (one per connection) answers calls strictly in order and queues
+/// its replies on the channel.
 final class VarlinkConnection: Sendable {
-    /// Whether the fd is still ours.
-    enum Lifecycle: Equatable {
-        case open
-        /// A close was asked for (`shutdown` woke the loop); the loop closes the fd next.
-        case closing
-        case closed
-    }
-
     /// What the read side is doing.
     enum Input: Equatable {
         /// Open, before any whole message (the first-message timeout runs).
@@ -46,42 +35,14 @@ final class VarlinkConnection: Sendable {
         case finished
     }
 
-    /// A stream whose client has fallen behind: the worker waits for it to read.
-    struct StreamPause {
-        var since: ContinuousClock.Instant
-        var lastDrain: ContinuousClock.Instant
-        var writer: CheckedContinuation<Bool, Never>?
-    }
-
     struct State {
-        var lifecycle = Lifecycle.open
         var input = Input.awaitingFirstMessage
         var worker = Worker.idle
         var reader: VarlinkFrameReader
         var calls: [VarlinkCall] = []
         var callsHead = 0
-        /// Replies not yet written; bytes before `outputStart` are written already.
-        var output: [UInt8] = []
-        var outputStart = 0
-        /// Bytes at `outputStart` the loop is sending right now (copied to its send buffer).
-        var sending = 0
-        var stream: StreamPause?
-        var registeredEvents: UInt32 = 0
 
         var queued: Int { calls.count - callsHead }
-        var pending: Int { output.count - outputStart }
-
-        /// Whether epoll must be told of a change (`applyInterest` does it on the loop).
-        var interestChanged: Bool { lifecycle != .closed && wantedEvents != registeredEvents }
-
-        /// The epoll events the state wants.
-        var wantedEvents: UInt32 {
-            guard lifecycle == .open else { return 0 }
-            var events: UInt32 = 0
-            if input.isOpen { events |= EventLoop.readable }
-            if output.count > outputStart + sending { events |= EventLoop.writable }
-            return events
-        }
     }
 
     /// What to do once the lock is released.
@@ -94,115 +55,64 @@ final class VarlinkConnection: Sendable {
         }
         var logs: [Log] = []
         var resumeWorker: CheckedContinuation<Void, Never>?
-        /// A paused stream writer to resume (always with true: the client caught up).
-        var resumeWriter: CheckedContinuation<Bool, Never>?
-        /// Ask the loop to shut the fd down (a close was requested).
-        var shutdown = false
-        /// The epoll events the state wants have changed.
-        var interestChanged = false
-        /// Output is waiting to be written.
-        var flush = false
+        /// Whether the channel should read on (set when the input state may have changed).
+        var reading: Bool?
     }
 
-    let fd: Int32
-    let loop: EventLoop
+    let channel: SocketChannel
     let context: ConnectionContext
     let acceptedAt = ContinuousClock.now
     let limits: ServerLimits
     let logger: Logger
     let state: Mutex<State>
-    /// What the loop is sending now; only the loop thread touches it.
-    let sendBuffer = SendBuffer()
 
-    init(fd: Int32, loop: EventLoop, context: ConnectionContext, limits: ServerLimits, logger: Logger) {
-        self.fd = fd
-        self.loop = loop
+    init(channel: SocketChannel, context: ConnectionContext, limits: ServerLimits, logger: Logger) {
+        self.channel = channel
         self.context = context
         self.limits = limits
         self.logger = logger
         self.state = Mutex(State(reader: VarlinkFrameReader(maxBytes: limits.maxMessageBytes)))
     }
 
+    var fd: Int32 { channel.fd }
+
     var peerDescription: String {
         context.peer.map { "uid=\($0.uid) pid=\($0.pid)" } ?? "unknown"
     }
 
-    /// The loop now watches the fd for `events`.
-    func registered(events: UInt32) {
-        state.withLock { $0.registeredEvents = events }
-    }
-
-    // MARK: Effects (outside the lock)
-
-    /// Applies `effects`: fd work on the loop thread (now when already there), then logs and resumes.
+    /// Applies `effects` (outside the lock).
     func perform(_ effects: Effects) {
-        if effects.shutdown || effects.interestChanged || effects.flush {
-            if loop.inLoopThread {
-                loopWork(effects)
-            } else {
-                loop.execute { [self] in loopWork(effects) }
-            }
-        }
-        if !effects.logs.isEmpty {
-            for log in effects.logs { logger.log(log.level, log.message, metadata: log.metadata) }
-        }
+        if let reading = effects.reading { channel.watchReads(reading) }
+        for log in effects.logs { logger.log(log.level, log.message, metadata: log.metadata) }
         effects.resumeWorker?.resume()
-        effects.resumeWriter?.resume(returning: true)
     }
-
-    /// The fd work of `effects` (loop thread).
-    private func loopWork(_ effects: Effects) {
-        if effects.flush { flush() }
-        if effects.shutdown { shutdownIfOpen() }
-        if effects.interestChanged { applyInterest() }
-    }
-
-    /// Brings epoll in line with the state (loop thread).
-    private func applyInterest() {
-        let change = state.withLock { s -> UInt32? in
-            guard s.lifecycle != .closed, s.wantedEvents != s.registeredEvents else { return nil }
-            s.registeredEvents = s.wantedEvents
-            return s.registeredEvents
-        }
-        if let change { loop.modify(fd, events: change) }
-    }
-
 
     // MARK: Reading (loop thread)
 
-    /// Reads what the socket has, queues whole calls, and wakes the worker (loop thread; the
-    /// loop alone reads and closes the fd, so the read needs no lock). The loop only asks while
-    /// reading is on, or on a hang-up: bytes that arrive while the call queue is full stay in
-    /// the reader until the worker makes room.
-    func readAvailable(into chunk: inout [UInt8]) {
+    /// Reads what the socket has, queues whole calls, and wakes the worker (loop thread). The
+    /// loop only asks while reading is on, or on a hang-up: bytes that arrive while the call
+    /// queue is full stay in the kernel until the worker makes room.
+    func readAvailable(into chunk: inout [UInt8], hangup: Bool) {
         var effects = Effects()
-        var more = true
-        while more {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            let wouldBlock = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-            more = state.withLock { s -> Bool in
-                var again = false
-                if s.lifecycle == .open && (s.input.isOpen || s.input == .paused) {
-                    if n > 0 {
-                        chunk.withUnsafeBytes { s.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-                        pump(&s, &effects)
-                        again = n == chunk.count && s.input.isOpen
-                    } else if !wouldBlock {
-                        if n == 0 && s.reader.pendingCount > 0 {
-                            effects.logs.append(Effects.Log(level: .notice, message: "client closed mid-message", metadata: ["peer": peerDescription]))
-                        }
-                        s.input = .ended
-                    }
+        let end = channel.read(into: &chunk, toEnd: hangup) { bytes in
+            state.withLock { s -> Bool in
+                guard s.input.isOpen || s.input == .paused else { return false }
+                bytes.withUnsafeBytes { s.reader.append($0) }
+                pump(&s, &effects)
+                return s.input.isOpen
+            }
+        }
+        state.withLock { s in
+            if end != .open, s.input.isOpen || s.input == .paused {
+                if s.reader.pendingCount > 0 {
+                    effects.logs.append(Effects.Log(level: .notice, message: "client closed mid-message", metadata: ["peer": peerDescription]))
                 }
-                if !again {
-                    effects.interestChanged = s.interestChanged
-                    if case .waiting(let worker) = s.worker {
-                        s.worker = .idle
-                        effects.resumeWorker = worker
-                    }
-                }
-                return again
+                s.input = .ended
+            }
+            effects.reading = s.input.isOpen
+            if case .waiting(let worker) = s.worker {
+                s.worker = .idle
+                effects.resumeWorker = worker
             }
         }
         perform(effects)
@@ -234,10 +144,10 @@ final class VarlinkConnection: Sendable {
     /// The next call to answer, or nil when the connection is done.
     func nextCall() async -> VarlinkCall? {
         while true {
+            if channel.lifecycle != .open { return nil }
             var effects = Effects()
             let (call, done) = state.withLock { s -> (VarlinkCall?, Bool) in
                 s.worker = .idle
-                if s.lifecycle != .open { return (nil, true) }
                 if s.queued == 0 && s.input != .paused && s.reader.pendingCount > 0 { pump(&s, &effects) }
                 if s.queued > 0 {
                     let call = s.calls[s.callsHead]
@@ -248,7 +158,7 @@ final class VarlinkConnection: Sendable {
                     }
                     if s.input == .paused {
                         pump(&s, &effects)
-                        effects.interestChanged = s.interestChanged
+                        effects.reading = s.input.isOpen
                     }
                     s.worker = .answering(streaming: call.more)
                     return (call, false)
@@ -263,7 +173,7 @@ final class VarlinkConnection: Sendable {
             if done { return nil }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let wait = state.withLock { s -> Bool in
-                    guard s.queued == 0, s.input.isOpen, s.lifecycle == .open else { return false }
+                    guard s.queued == 0, s.input.isOpen, channel.lifecycle == .open else { return false }
                     s.worker = .waiting(c)
                     return true
                 }
@@ -291,80 +201,66 @@ final class VarlinkConnection: Sendable {
         }
     }
 
-    /// The worker has finished: close once the replies are written.
+    /// The worker has finished: close once the replies are written (here, or when the channel
+    /// has sent the last of them: `sent`).
     func workerFinished() {
-        var effects = Effects()
-        state.withLock { s in
-            s.worker = .finished
-            if s.pending == 0 { requestClose(&s, &effects) }
-        }
-        perform(effects)
+        state.withLock { $0.worker = .finished }
+        if channel.pending == 0 { channel.requestClose() }
+    }
+
+    /// The channel has sent everything queued (loop thread).
+    func sent() {
+        guard state.withLock({ s in if case .finished = s.worker { true } else { false } }) else { return }
+        channel.requestClose()
     }
 
     // MARK: Closing
 
-    /// Marks the connection closing; the loop then shuts the fd down, which wakes epoll with
-    /// a hang-up while the fd number stays ours until the loop closes it (under the lock).
-    func requestClose(_ s: inout State, _ effects: inout Effects) {
-        guard s.lifecycle == .open else { return }
-        s.lifecycle = .closing
-        effects.shutdown = true
-    }
-
-    func requestClose() {
-        var effects = Effects()
-        state.withLock { s in requestClose(&s, &effects) }
-        perform(effects)
-    }
-
-    /// `shutdown(2)` on the fd, unless the loop has closed it already (loop thread).
-    private func shutdownIfOpen() {
-        guard state.withLock({ $0.lifecycle == .closing }) else { return }
-        shutdown(fd, Int32(SHUT_RDWR))
-    }
-
-    /// Closes the fd (loop thread only). Returns false when it was closed already.
+    /// Closes the fd (loop thread) and wakes the worker; false when it was closed already.
     func close() -> Bool {
-        let resumes = state.withLock { s -> (CheckedContinuation<Void, Never>?, CheckedContinuation<Bool, Never>?)? in
-            guard s.lifecycle != .closed else { return nil }
-            s.lifecycle = .closed
-            var worker: CheckedContinuation<Void, Never>?
-            if case .waiting(let waiting) = s.worker {
-                worker = waiting
-                s.worker = .idle
-            }
-            defer { s.stream?.writer = nil }
-            return (worker, s.stream?.writer)
-        }
-        guard let (worker, writer) = resumes else { return false }
-        loop.remove(fd)
-        Glibc.close(fd)
-        worker?.resume()
-        writer?.resume(returning: false)
+        guard channel.close() else { return false }
+        wakeWorker()
         return true
     }
 
-    /// Whether a close was requested (by the worker, a limit, or a hang-up).
-    var isClosing: Bool { state.withLock { $0.lifecycle == .closing } }
-
     /// Whether the connection should be closed now (the loop's housekeeping).
     func shouldClose(now: ContinuousClock.Instant) -> Bool {
-        var effects = Effects()
-        let close = state.withLock { s -> Bool in
-            if s.lifecycle != .open { return true }
-            if let stream = s.stream, now - max(stream.since, stream.lastDrain) > limits.stalledStreamTimeout {
-                effects.logs.append(Effects.Log(level: .notice, message: "closing connection: the client has not read its stream", metadata: ["peer": peerDescription, "pending.bytes": "\(s.pending)"]))
-                requestClose(&s, &effects)
-                return true
-            }
-            if s.input == .awaitingFirstMessage && now - acceptedAt > limits.firstMessageTimeout {
-                effects.logs.append(Effects.Log(level: .notice, message: "closing connection: no message within the first-message timeout", metadata: ["peer": peerDescription]))
-                requestClose(&s, &effects)
-                return true
-            }
-            return false
+        if channel.lifecycle != .open { return true }
+        if channel.writerStalled(now: now, limit: limits.stalledStreamTimeout) {
+            logger.notice("closing connection: the client has not read its stream", metadata: ["peer": peerDescription, "pending.bytes": "\(channel.pending ?? 0)"])
+            channel.requestClose()
+            return true
         }
-        perform(effects)
-        return close
+        let waitingForFirst = state.withLock { $0.input == .awaitingFirstMessage }
+        if waitingForFirst && now - acceptedAt > limits.firstMessageTimeout {
+            logger.notice("closing connection: no message within the first-message timeout", metadata: ["peer": peerDescription])
+            channel.requestClose()
+            return true
+        }
+        return false
+    }
+
+    // MARK: Writing
+
+    struct Gone: Error {}
+
+    /// Queues a reply (the channel writes it with whatever else this round of the loop queued).
+    /// Throws `Gone` when the connection is closed or the client has left more than the
+    /// pending-output limit unread.
+    func send(_ reply: VarlinkReply) throws(Gone) {
+        guard let pending = channel.write({ reply.write(into: &$0) }) else { throw Gone() }
+        if pending > limits.maxPendingOutputBytes {
+            logger.warning("closing connection: client is not reading its replies", metadata: ["peer": peerDescription, "pending.bytes": "\(pending)"])
+            channel.requestClose()
+            throw Gone()
+        }
+    }
+
+    /// Queues one reply of a stream; when the client has `streamHighWater` bytes unread, waits
+    /// until it has read down to `streamLowWater`, so the stream's producer slows down with it.
+    /// Throws `Gone` when the connection closes meanwhile (or the stall timeout closes it).
+    func sendStreaming(_ reply: VarlinkReply) async throws(Gone) {
+        try send(reply)
+        guard await channel.waitForReader() else { throw Gone() }
     }
 }

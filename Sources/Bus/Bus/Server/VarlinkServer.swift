@@ -91,7 +91,7 @@ public final class VarlinkServer: Service {
         }
         // 3. Close every connection; workers still running are cancelled.
         let (connections, workers) = registry.withLock { r in (Array(r.connections.values), Array(r.workers.values)) }
-        for connection in connections { connection.requestClose() }
+        for connection in connections { connection.channel.requestClose() }
         for worker in workers { worker.cancel() }
         loop.wakeUp()
     }
@@ -100,13 +100,10 @@ public final class VarlinkServer: Service {
 
     /// What the loop runs when a connection's fd is ready.
     private func ready(_ connection: VarlinkConnection, _ readiness: EventLoop.Readiness, _ scratch: inout [UInt8]) {
-        if readiness.writable { connection.writable() }
-        if readiness.readable { connection.readAvailable(into: &scratch) }
-        if readiness.hangup {
-            connection.readAvailable(into: &scratch)
-            connection.requestClose()
-        }
-        if connection.isClosing { finishClosing(connection) }
+        if readiness.writable { connection.channel.flush() }
+        if readiness.readable || readiness.hangup { connection.readAvailable(into: &scratch, hangup: readiness.hangup) }
+        if readiness.hangup { connection.channel.requestClose() }
+        if connection.channel.lifecycle == .closing { finishClosing(connection) }
     }
 
     /// Closes connections that asked to be closed or overstayed the first-message timeout.
@@ -177,22 +174,14 @@ public final class VarlinkServer: Service {
     }
 
     private func acceptAll(from listener: ListeningSocket, scope: PluginScope?) {
-        while !stopping.load(ordering: .acquiring) {
-            let fd = appd_accept(listener.fd)
-            guard fd >= 0 else {
-                if errno == EINTR { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK {
-                    logger.warning("accept failed", metadata: ["errno": "\(errno)"])
-                }
-                return
-            }
+        ConnectionTable<VarlinkConnection>.acceptAll(listener.fd, logger: logger, while: { !stopping.load(ordering: .acquiring) }) { fd in
             var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
             let peer: PeerCredentials? =
                 appd_peer_credentials(fd, &uid, &gid, &pid) == 0 ? PeerCredentials(uid: uid, gid: gid, pid: pid) : nil
             guard let peer else {
                 logger.warning("refusing connection: no peer credentials")
                 Glibc.close(fd)
-                continue
+                return
             }
             let budget: Budget = scope.map { .plugin($0.plugin) } ?? .uid(peer.uid)
             let admitted = registry.withLock { r -> Int? in
@@ -213,17 +202,16 @@ public final class VarlinkServer: Service {
                     "refusing connection: connection limit reached",
                     metadata: ["peer.uid": "\(peer.uid)", "peer.pid": "\(peer.pid)"])
                 Glibc.close(fd)
-                continue
+                return
             }
             acceptedTotal.add(1, ordering: .relaxed)
+            let channel = SocketChannel(fd: fd, loop: loop, highWater: limits.streamHighWater, lowWater: limits.streamLowWater)
             let connection = VarlinkConnection(
-                fd: fd, loop: loop, context: ConnectionContext(id: id, peer: peer, plugin: scope), limits: limits, logger: logger)
+                channel: channel, context: ConnectionContext(id: id, peer: peer, plugin: scope), limits: limits, logger: logger)
             // The worker runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
             let worker = Task(executorPreference: loop.executor) { [self] in
-                await Deadline.$executor.withValue(loop.executor) {
-                    await Deadline.$timers.withValue(loop.timers) {
-                        await Self.serve(connection, dispatcher: dispatcher, limits: limits)
-                    }
+                await Deadline.on(loop) {
+                    await Self.serve(connection, dispatcher: dispatcher, limits: limits)
                 }
                 _ = registry.withLock { $0.workers.removeValue(forKey: id) }
             }
@@ -231,8 +219,9 @@ public final class VarlinkServer: Service {
                 r.connections[fd] = connection
                 r.workers[id] = worker
             }
-            loop.add(fd, events: EventLoop.readable) { [self] readiness, scratch in ready(connection, readiness, &scratch) }
-            connection.registered(events: EventLoop.readable)
+            channel.register(drained: { [weak connection] in connection?.sent() }) { [self] readiness, scratch in
+                ready(connection, readiness, &scratch)
+            }
         }
     }
 

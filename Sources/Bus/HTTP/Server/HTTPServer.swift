@@ -20,7 +20,7 @@ public final class HTTPServer: Sendable {
     let limits: HTTPServerLimits
     private let logger: Logger
     private let handler: Handler
-    private let connections = Mutex<[Int32: HTTPServerConnection]>([:])
+    private let connections = ConnectionTable<HTTPServerConnection>()
     private let handling = Atomic<Int>(0)
     private let streaming = Atomic<Int>(0)
     private let closing = Atomic<Bool>(false)
@@ -36,7 +36,7 @@ public final class HTTPServer: Sendable {
 
     /// Open connections and streams, for metrics.
     public var stats: (connections: Int, streams: Int) {
-        (connections.withLock { $0.count }, streaming.load(ordering: .relaxed))
+        (connections.count, streaming.load(ordering: .relaxed))
     }
 
     /// Serves until shut down (gracefully, or cancelled); then stops accepting, closes idle
@@ -52,36 +52,29 @@ public final class HTTPServer: Sendable {
         loop.execute { [self] in
             loop.remove(listenFD)
             close(listenFD)
-            for connection in connections.withLock({ Array($0.values) }) {
+            for connection in connections.all {
                 switch connection.phase {
                 case .reading where connection.unreadInput == 0, .responding(streaming: true): finish(connection)
                 default: break
                 }
             }
         }
-        let until = ContinuousClock.now.advanced(by: limits.drainTimeout)
-        while connections.withLock({ !$0.isEmpty }) && ContinuousClock.now < until {
-            await sleepIgnoringCancellation(for: .milliseconds(10))
-        }
+        await ConnectionTable<HTTPServerConnection>.drain(until: .now.advanced(by: limits.drainTimeout)) { [connections] in connections.isEmpty }
         loop.execute { [self] in
-            for connection in connections.withLock({ Array($0.values) }) { finish(connection) }
+            for connection in connections.all { finish(connection) }
         }
-        await loop.stop { [self] in connections.withLock { $0.isEmpty } }
+        await loop.stop { [connections] in connections.isEmpty }
     }
 
     // MARK: On the loop
 
     private func acceptAll() {
-        while true {
-            let fd = appd_accept(listenFD)
-            guard fd >= 0 else {
-                if errno == EINTR { continue }
-                return
-            }
+        ConnectionTable<HTTPServerConnection>.acceptAll(listenFD, logger: logger) { fd in
             var address = [CChar](repeating: 0, count: 64)
             let peer = appd_tcp_peer(fd, &address, Int32(address.count)) == 0 ? String(cString: address) : ""
-            let connection = HTTPServerConnection(fd: fd, peerAddress: peer)
-            let (admitted, displaced) = connections.withLock { table -> (Bool, HTTPServerConnection?) in
+            let channel = SocketChannel(fd: fd, loop: loop, highWater: limits.streamBufferBytes, lowWater: limits.streamBufferBytes / 2)
+            let connection = HTTPServerConnection(channel: channel, peerAddress: peer)
+            let (admitted, displaced) = connections.withTable { table -> (Bool, HTTPServerConnection?) in
                 guard table.count < limits.maxConnections else { return (false, nil) }
                 table[fd] = connection
                 let reading = table.values.compactMap { c in c.readingSince.map { (c, $0) } }
@@ -89,41 +82,30 @@ public final class HTTPServer: Sendable {
                 return (true, reading.min { $0.1 < $1.1 }?.0)
             }
             guard admitted else {
-                let busy = HTTPResponse.refusal(503, "Busy", reason: "too many connections; retry").bytes(keepAlive: false)
-                _ = busy.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                SocketChannel.sendOnce(fd, HTTPResponse.refusal(503, "Busy", reason: "too many connections; retry").bytes(keepAlive: false))
                 close(fd)
-                continue
+                return
             }
             if let displaced { finish(displaced) }
-            loop.add(fd, events: EventLoop.readable) { [self] readiness, scratch in ready(connection, readiness, &scratch) }
+            channel.register(drained: { [weak self, weak connection] in
+                if let self, let connection { sent(connection) }
+            }) { [self] readiness, scratch in ready(connection, readiness, &scratch) }
         }
     }
 
     private func ready(_ connection: HTTPServerConnection, _ readiness: EventLoop.Readiness, _ scratch: inout [UInt8]) {
-        if readiness.writable { flush(connection) }
+        if readiness.writable { connection.channel.flush() }
         if readiness.readable || readiness.hangup { read(connection, hangup: readiness.hangup, &scratch) }
+        if connection.channel.lifecycle == .closing { finish(connection) }
     }
 
     private func read(_ connection: HTTPServerConnection, hangup: Bool, _ scratch: inout [UInt8]) {
-        var total = 0
-        var ended = false
-        var failed = hangup
-        while total <= limits.maxHeadBytes + limits.maxBodyBytes {
-            let n = scratch.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
-            if n > 0 {
-                total += n
-                connection.received(scratch[0..<n])
-                // Short of the buffer: the socket is drained for now. The loop is
-                // level-triggered, so anything that arrives later (or the client closing) is
-                // reported again; a second read here would only return EAGAIN.
-                if n < scratch.count && !hangup { break }
-                continue
-            }
-            if n < 0 && errno == EINTR { continue }
-            ended = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
-            failed = failed || (n < 0 && ended)
-            break
+        let end = connection.channel.read(into: &scratch, limit: limits.maxHeadBytes + limits.maxBodyBytes + 1, toEnd: hangup) { bytes in
+            connection.received(bytes)
+            return true
         }
+        let ended = end != .open
+        let failed = hangup || end == .failed
         if ended { connection.peerClosedItsSide() }
         switch connection.phase {
         case .reading:
@@ -139,8 +121,8 @@ public final class HTTPServer: Sendable {
                 finish(connection)
             } else if ended || connection.unreadInput > limits.maxHeadBytes + limits.maxBodyBytes {
                 // The client closed its side (it is answered, then the connection closes), or
-                // sends too far ahead: stop watching until the response is out.
-                watch(connection, connection.watchedEvents.load(ordering: .relaxed) & EventLoop.writable)
+                // sends too far ahead: stop reading until the response is out.
+                connection.channel.watchReads(false)
             }
         case .lingering:
             if ended { finish(connection) }
@@ -155,7 +137,7 @@ public final class HTTPServer: Sendable {
         case .more:
             if connection.peerClosed { finish(connection) }
         case .sendContinue:
-            _ = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8).withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            connection.channel.write(Self.continueHead)
         case .refuse(let refusal):
             respond(connection, refusal)
         case .complete(let request, let body):
@@ -193,15 +175,14 @@ public final class HTTPServer: Sendable {
         guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else {
             return await stream(HTTPStreamWriter(connection: nil, server: self))
         }
-        onLoop { [self] in
-            // Read while streaming: the client closing its side is how a stream learns it left.
-            watch(connection, EventLoop.readable)
-            flush(connection)
-        }
+        // Read while streaming: the client closing its side is how a stream learns it left.
+        connection.channel.watchReads(true)
         await stream(HTTPStreamWriter(connection: connection, server: self))
-        guard connection.append([UInt8]("0\r\n\r\n".utf8), completing: true) != nil else { return }
-        onLoop { [self] in flush(connection) }
+        // On the loop, after every chunk before it was queued (see `finishStream`).
+        loop.execute { connection.finishStream() }
     }
+
+    static let continueHead: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     /// 503 for a server at a limit; the connection closes after it (shedding load).
     static func busy(_ reason: String) -> HTTPResponse {
@@ -210,64 +191,45 @@ public final class HTTPServer: Sendable {
         return response
     }
 
-    /// Queues a chunk of a stream; waits while too much is unsent.
+    /// Queues a chunk of a stream; above the stream buffer, waits until the client has read
+    /// half of it (woken by the send that gets there).
     func enqueue(_ chunk: [UInt8], on connection: HTTPServerConnection) async throws(HTTPStreamClosed) {
-        guard !Task.isCancelled, connection.append(chunk) != nil else { throw HTTPStreamClosed() }
-        onLoop { [self] in flush(connection) }
-        while let pending = connection.pendingOutput, pending > limits.streamBufferBytes {
-            guard !Task.isCancelled else { throw HTTPStreamClosed() }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        if connection.pendingOutput == nil { throw HTTPStreamClosed() }
+        guard !Task.isCancelled, let pending = connection.channel.write(chunk) else { throw HTTPStreamClosed() }
+        if pending > limits.streamBufferBytes, await !connection.channel.waitForReader() { throw HTTPStreamClosed() }
     }
 
-    /// Starts writing `response` (from any thread); the loop finishes it.
+    /// Queues `response` (from any thread); the loop sends it.
     private func respond(_ connection: HTTPServerConnection, _ response: HTTPResponse) {
-        guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else { return }
-        onLoop { [self] in flush(connection) }
+        _ = connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring))
     }
 
-    /// Changes what the loop watches the connection for, when it differs (an epoll change is a
-    /// system call).
-    private func watch(_ connection: HTTPServerConnection, _ events: UInt32) {
-        guard connection.watchedEvents.exchange(events, ordering: .relaxed) != events else { return }
-        loop.modify(connection.fd, events: events)
-    }
-
-    private func onLoop(_ job: @escaping @Sendable () -> Void) {
-        if loop.inLoopThread { job() } else { loop.execute(job) }
-    }
-
-    private func flush(_ connection: HTTPServerConnection) {
-        switch connection.flush() {
+    /// The channel has sent everything queued (loop thread).
+    private func sent(_ connection: HTTPServerConnection) {
+        switch connection.sent() {
         case .nothing: break
-        case .blocked(let streaming):
-            let reading = streaming || (!connection.peerClosed && connection.unreadInput <= limits.maxHeadBytes + limits.maxBodyBytes)
-            watch(connection, EventLoop.writable | (reading ? EventLoop.readable : 0))
         case .readingAgain:
-            watch(connection, EventLoop.readable)
+            connection.channel.watchReads(true)
             // A pipelined request may already be here.
             if connection.unreadInput > 0 { process(connection) }
         case .linger:
-            shutdown(connection.fd, Int32(SHUT_WR))
-            watch(connection, EventLoop.readable)
-        case .close, .failed:
+            connection.channel.shutdownWrite()
+            connection.channel.watchReads(true)
+        case .close:
             finish(connection)
         }
     }
 
     /// Closes the connection once (it leaves the loop before its fd number can be reused).
     private func finish(_ connection: HTTPServerConnection) {
-        guard connection.markClosed() else { return }
-        loop.remove(connection.fd)
-        close(connection.fd)
-        _ = connections.withLock { $0.removeValue(forKey: connection.fd) }
+        guard connection.channel.close() else { return }
+        connection.markClosed()
+        connections.remove(connection.fd)
     }
 
     /// Answers 408 to a request that did not arrive in time; closes idle keep-alive
     /// connections and clients that do not read their response.
     private func expire(_ now: ContinuousClock.Instant) {
-        for connection in connections.withLock({ Array($0.values) }) {
+        for connection in connections.all {
             switch connection.overdue(now: now, limits: limits) {
             case .request: respond(connection, HTTPResponse.refusal(408, "RequestTimeout", reason: "the request did not arrive whole in time"))
             case .idle, .write: finish(connection)

@@ -2,8 +2,9 @@ import BusCore
 import Synchronization
 import Runtime
 
-/// One connection's state; every change happens under its lock, every syscall outside it
-/// (on the server's loop thread).
+/// One HTTP/1.1 connection: the request parser and the response state machine on a
+/// `SocketChannel` (which owns the fd and the bytes waiting to be written). Every change to
+/// the protocol state happens under its lock; every syscall through the channel, on the loop.
 final class HTTPServerConnection: Sendable {
     enum Phase: Equatable {
         /// Reading a request, or idle between two (keep-alive).
@@ -28,10 +29,7 @@ final class HTTPServerConnection: Sendable {
         /// request's first byte arrived.
         var since: ContinuousClock.Instant
         var requestStarted = false
-        /// Response bytes not yet sent.
-        var output: [UInt8] = []
-        var lastProgress: ContinuousClock.Instant
-        /// The response is whole in `output` (a stream has ended).
+        /// The response is whole in the channel (a stream has ended).
         var responseComplete = false
         var keepAlive = true
         /// The response refuses a request that was not read whole (the client may still be sending).
@@ -50,18 +48,17 @@ final class HTTPServerConnection: Sendable {
         case complete(HTTPServerRequest, [UInt8])
     }
 
-    let fd: Int32
+    let channel: SocketChannel
     let peerAddress: String
     private let state: Mutex<State>
-    /// What the loop watches the fd for (changed on the loop thread only).
-    let watchedEvents = Atomic<UInt32>(EventLoop.readable)
 
-    init(fd: Int32, peerAddress: String) {
-        self.fd = fd
+    init(channel: SocketChannel, peerAddress: String) {
+        self.channel = channel
         self.peerAddress = peerAddress
-        let now = ContinuousClock.now
-        state = Mutex(State(since: now, lastProgress: now))
+        state = Mutex(State(since: .now))
     }
+
+    var fd: Int32 { channel.fd }
 
     var phase: Phase { state.withLock { $0.phase } }
 
@@ -156,80 +153,49 @@ final class HTTPServerConnection: Sendable {
 
     /// Queues a response's head (and body, when whole). False when the connection is closed.
     func startResponse(_ response: HTTPResponse, serverClosing: Bool) -> Bool {
-        state.withLock { s in
-            guard s.phase == .reading || s.phase == .handling else { return false }
+        let shape = state.withLock { s -> (headOnly: Bool, keepAlive: Bool)? in
+            guard s.phase == .reading || s.phase == .handling else { return nil }
             s.refusal = s.phase == .reading
             // A HEAD is answered with the head a GET would get (its Content-Length too), no body.
             let headOnly = s.answeringHead && s.phase == .handling
             s.keepAlive = s.keepAlive && !response.closes && !s.peerClosed && !serverClosing && s.phase == .handling
             s.phase = .responding(streaming: response.stream != nil && !headOnly)
-            let bytes = response.stream == nil && !headOnly ? response.bytes(keepAlive: s.keepAlive) : response.head(keepAlive: s.keepAlive)
-            if s.output.isEmpty { s.output = bytes } else { s.output += bytes }
+            // Complete before the bytes are queued: the send that drains them ends the response.
             s.responseComplete = response.stream == nil || headOnly
-            s.lastProgress = .now
+            return (headOnly, s.keepAlive)
+        }
+        guard let shape else { return false }
+        let bytes = response.stream == nil && !shape.headOnly ? response.bytes(keepAlive: shape.keepAlive) : response.head(keepAlive: shape.keepAlive)
+        return channel.write(bytes) != nil
+    }
+
+    /// Ends a streamed response with the last chunk (loop thread, so no send of an earlier
+    /// chunk can end the response before this one is queued).
+    func finishStream() {
+        let streaming = state.withLock { s -> Bool in
+            guard case .responding(streaming: true) = s.phase else { return false }
+            s.responseComplete = true
             return true
         }
+        if streaming { channel.write(Self.lastChunk) }
     }
+    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
-    /// Appends streamed bytes; returns how many are unsent, or nil when the connection is closed.
-    func append(_ bytes: [UInt8], completing: Bool = false) -> Int? {
-        state.withLock { s in
-            guard case .responding = s.phase else { return nil }
-            s.output += bytes
-            if completing { s.responseComplete = true }
-            return s.output.count
-        }
-    }
-
-    /// Unsent bytes, or nil once closed.
-    var pendingOutput: Int? {
-        state.withLock { s in s.phase == .closed ? nil : s.output.count }
-    }
-
-    enum Flushed {
+    enum Sent {
         case nothing
-        /// Bytes are left; wait for the socket to be writable.
-        case blocked(streaming: Bool)
         /// The response is sent and the connection is reading again.
         case readingAgain
         /// The response is sent and the connection must close.
         case close
         /// The refusal is sent: shut the write side and linger.
         case linger
-        case failed
     }
 
-    /// Writes what the socket takes now. Only the loop thread calls it.
-    func flush() -> Flushed {
-        let output = state.withLock { s -> [UInt8]? in
-            guard case .responding = s.phase else { return nil }
-            return s.output
-        }
-        guard let output else { return .nothing }
-        var sent = 0
-        var failed = false
-        while sent < output.count {
-            let n = output[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n > 0 {
-                sent += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                break
-            } else {
-                failed = true
-                break
-            }
-        }
-        if failed { return .failed }
-        return state.withLock { s -> Flushed in
-            guard case .responding(let streaming) = s.phase else { return .nothing }
-            if sent > 0 {
-                // All sent (the usual case): drop the buffer rather than shift a copy of it.
-                if sent == s.output.count { s.output = [] } else { s.output.removeFirst(sent) }
-                s.lastProgress = .now
-            }
-            guard s.output.isEmpty, s.responseComplete else { return s.output.isEmpty ? .nothing : .blocked(streaming: streaming) }
+    /// The channel has sent everything queued (loop thread): what follows when that was a
+    /// whole response.
+    func sent() -> Sent {
+        state.withLock { s -> Sent in
+            guard case .responding = s.phase, s.responseComplete else { return .nothing }
             guard s.keepAlive else {
                 guard s.refusal && !s.peerClosed else { return .close }
                 s.phase = .lingering
@@ -245,33 +211,29 @@ final class HTTPServerConnection: Sendable {
         }
     }
 
-    /// True the first time: the caller closes the fd. Cancels a handler still running.
-    func markClosed() -> Bool {
-        let (first, task) = state.withLock { s -> (Bool, Task<Void, Never>?) in
-            if s.phase == .closed { return (false, nil) }
+    /// The channel is closed: cancels a handler still running.
+    func markClosed() {
+        let task = state.withLock { s -> Task<Void, Never>? in
             s.phase = .closed
             defer { s.task = nil }
-            return (true, s.task)
+            return s.task
         }
         task?.cancel()
-        return first
     }
 
     enum Overdue { case idle, request, write }
 
     func overdue(now: ContinuousClock.Instant, limits: HTTPServerLimits) -> Overdue? {
-        state.withLock { s in
+        let phase = state.withLock { s -> Overdue? in
             switch s.phase {
             case .reading where s.requestStarted: now - s.since > limits.requestTimeout ? .request : nil
             case .reading: now - s.since > limits.keepAliveTimeout ? .idle : nil
-            case .responding where !s.output.isEmpty: now - s.lastProgress > limits.writeTimeout ? .write : nil
+            case .responding: .write
             case .lingering: now - s.since > limits.lingerTimeout ? .idle : nil
-            case .responding, .handling, .closed: nil
+            case .handling, .closed: nil
             }
         }
+        guard phase == .write else { return phase }
+        return channel.writeStalled(now: now, limit: limits.writeTimeout) ? .write : nil
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

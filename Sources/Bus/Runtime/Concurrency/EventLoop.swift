@@ -108,7 +108,8 @@ public final class EventLoop: Sendable {
             return queue.count == 1
         }
         hasClosures.store(true, ordering: .releasing)
-        if first { wakeUp() }
+        // On the loop thread the loop sees the job before it next waits: no wake-up needed.
+        if first && !inLoopThread { wakeUp() }
     }
 
     /// Runs `operation` in a task that prefers this loop's thread, with deadline races on the

@@ -71,7 +71,19 @@ public enum Deadline {
         timeoutError: @escaping @Sendable () -> any Error,
         _ operation: @escaping @Sendable () async throws -> R
     ) async throws -> R {
-        let race = Race<R>(parent: current)
+        let value = try await race(until: deadline, timeoutError: timeoutError) { try await operation() as any Sendable }
+        // The race returns what `operation` returned: an R.
+        return value as! R  // safe: the only value race can return is the operation's own
+    }
+
+    /// The race itself, not generic: a generic race instantiated its types' metadata on every
+    /// call (Runtime's generic code is not specialised for its callers in other modules).
+    private static func race(
+        until deadline: ContinuousClock.Instant,
+        timeoutError: @escaping @Sendable () -> any Error,
+        _ operation: @escaping @Sendable () async throws -> any Sendable
+    ) async throws -> any Sendable {
+        let race = Race(parent: current)
         let timers = self.timers
         return try await withTaskCancellationHandler {
             // Unsafe is safe here: `Race` resumes the continuation exactly once (the first
@@ -146,7 +158,8 @@ public final class DeadlineTimers: Sendable {
 /// The shared state of one deadline race: whoever finishes first resumes the caller and
 /// cancels the other side. Once the work has claimed the race (it is committing), only the
 /// work's own result can finish it.
-private final class Race<R: Sendable>: DeadlineClaim {
+private final class Race: DeadlineClaim {
+    typealias R = any Sendable
     /// The race the caller itself works for, if any: claimed too.
     private let parent: (any DeadlineClaim)?
     init(parent: (any DeadlineClaim)?) { self.parent = parent }

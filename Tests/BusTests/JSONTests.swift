@@ -17,6 +17,25 @@ import Testing
         #expect(try JSONParser.parse(Array(text.utf8)) == value)
     }
 
+    @Test func integersAreWrittenAsTheirDecimalDigits() throws {
+        for value: Int64 in [0, 1, -1, 9, 10, -10, 1234567890, .max, .min, .max - 1, .min + 1] {
+            #expect(JSONValue.int(value).jsonText == String(value))
+            #expect(try JSONParser.parse(Array(JSONValue.int(value).jsonText.utf8)) == .int(value))
+        }
+    }
+
+    @Test func aVarlinkReplyIsWrittenAsItsSortedObject() throws {
+        let reply = VarlinkReply(parameters: ["seq": 42, "topic": "t"], continues: true, error: "io.appd.X.Failed")
+        var out: [UInt8] = []
+        reply.write(into: &out)
+        #expect(out.last == 0)
+        let object: JSONValue = ["continues": true, "error": "io.appd.X.Failed", "parameters": ["seq": 42, "topic": "t"]]
+        #expect(Array(out.dropLast()) == JSONWriter.bytes(object))
+        out.removeAll()
+        VarlinkReply(parameters: .null).write(into: &out)
+        #expect(String(decoding: out.dropLast(), as: UTF8.self) == #"{"parameters":{}}"#)
+    }
+
     @Test func bigIntegersBecomeDoubles() throws {
         #expect(try JSONParser.parse(Array("9223372036854775807".utf8)) == .int(Int64.max))
         #expect(try JSONParser.parse(Array("92233720368547758070".utf8)) == .double(92233720368547758070))

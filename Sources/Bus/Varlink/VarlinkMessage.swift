@@ -95,12 +95,19 @@ public struct VarlinkReply: Sendable, Equatable {
 
     /// Only `parameters`, `continues` (when true) and `error` (when set): the strictest clients
     /// drop the connection on any other key.
+    /// Written straight to bytes, keys in sorted order as `JSONWriter` would write them (no
+    /// dictionary built per reply).
     public func write(into out: inout [UInt8]) {
-        var members: [String: JSONValue] = ["parameters": parameters == .null ? .object([:]) : parameters]
-        if continues { members["continues"] = true }
-        if let error { members["error"] = .string(error) }
-        JSONWriter.write(.object(members), into: &out)
-        out.append(0)
+        out.append(UInt8(ascii: "{"))
+        if continues { out.append(contentsOf: #""continues":true,"#.utf8) }
+        if let error {
+            out.append(contentsOf: #""error":"#.utf8)
+            JSONWriter.write(.string(error), into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""parameters":"#.utf8)
+        if parameters == .null { out.append(contentsOf: "{}".utf8) } else { JSONWriter.write(parameters, into: &out) }
+        out.append(contentsOf: [UInt8(ascii: "}"), 0])
     }
 
     public init(frame: some Collection<UInt8>) throws(VarlinkProtocolError) {

@@ -27,7 +27,7 @@ public enum JSONWriter {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .int(let i): writeInt(i, into: &out)
         case .double(let d):
             if d.isFinite {
                 // Swift's description is the shortest text that round-trips, and valid JSON.
@@ -45,13 +45,38 @@ public enum JSONWriter {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (i, (key, member)) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
+            if members.count == 1, let (key, member) = members.first {
+                // Nothing to sort (most nested objects of a reply are small; this skips an array).
                 writeString(key, into: &out)
                 out.append(UInt8(ascii: ":"))
                 write(member, into: &out)
+            } else {
+                for (i, (key, member)) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    writeString(key, into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    write(member, into: &out)
+                }
             }
             out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// An integer's decimal digits, without building a String.
+    static func writeInt(_ value: Int64, into out: inout [UInt8]) {
+        if value == 0 { return out.append(UInt8(ascii: "0")) }
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        // The magnitude as unsigned: Int64.min has no positive counterpart.
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while magnitude > 0 {
+                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            out.append(contentsOf: buffer[(24 - count)...])
         }
     }
 

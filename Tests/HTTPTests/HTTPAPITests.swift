@@ -26,6 +26,9 @@ struct APIFixture {
         # Refuses.
         method Refuse() -> ()
 
+        # Streams nothing until its client leaves.
+        method Quiet() -> (note: Note)
+
         error Crowded (retryAfterSeconds: int)
         """
 
@@ -48,6 +51,10 @@ struct APIFixture {
             guard case .int(let count)? = parameters["count"], count > 0 else { throw Crowded() }
             for n in 1..<count { try await writer.send(["note": ["id": .int(n), "text": "n"]]) }
             return ["note": ["id": .int(count), "text": "last"]]
+        }
+        try bus.registerRawStream(method: "io.example.Notes.Quiet", requirements: []) { _, _, _ in
+            try await Task.sleep(for: .seconds(3600))
+            return [:]
         }
         let api = HTTPAPI(
             dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [("database", true, "")] }, webhooks: nil,
@@ -125,13 +132,42 @@ extension String {
         await f.server.stop()
     }
 
+    @Test func aQuietStreamStartsAfterTheGraceAndGetsKeepAliveComments() async throws {
+        // Both waits are alarms on the server's loop (no task of their own): the stream starts
+        // when the grace is over, and a comment comes each interval while nothing else does.
+        var options = HTTPAPIOptions()
+        options.firstReplyGrace = .milliseconds(50)
+        options.keepAliveInterval = .milliseconds(200)
+        let f = try APIFixture(options: options)
+        let fd = try f.server.connect()
+        f.server.send("POST /v1/io.example.Notes/Quiet HTTP/1.1\r\nAccept: text/event-stream\r\nContent-Length: 2\r\n\r\n{}", on: fd)
+        let started = ContinuousClock.now
+        let text = try await RunningServer.client.run { () -> String in
+            var data: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while String(decoding: data, as: UTF8.self).ranges(of: ": keep-alive\n\n").count < 3 {
+                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                data += chunk[0..<n]
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("text/event-stream"), "\(text)")
+        #expect(text.ranges(of: ": keep-alive\n\n").count == 3, "three keep-alive comments: \(text)")
+        // Three intervals of 200 ms; the loop's sweep fires each within ~100 ms.
+        #expect(elapsed >= .milliseconds(550) && elapsed < .seconds(5), "\(elapsed)")
+        close(fd)
+        await f.server.stop()
+    }
+
     @Test func theOpenAPIDocumentHasTheRoutedMethodsAndTheirSchemas() async throws {
         let f = try APIFixture()
         let response = try await f.request("GET", "/openapi.json")
         let document = try JSONParser.parse(Array(APIFixture.body(response).utf8))
         #expect(document["openapi"] == "3.1.0")
         let paths = document["paths"]?.objectValue ?? [:]
-        #expect(Set(paths.keys) == ["/v1/io.example.Notes/Add", "/v1/io.example.Notes/Watch", "/v1/io.example.Notes/Refuse", "/healthz", "/readyz", "/metrics"])
+        #expect(Set(paths.keys) == ["/v1/io.example.Notes/Add", "/v1/io.example.Notes/Watch", "/v1/io.example.Notes/Refuse", "/v1/io.example.Notes/Quiet", "/healthz", "/readyz", "/metrics"])
         let add = paths["/v1/io.example.Notes/Add"]?["post"]
         let request = add?["requestBody"]?["content"]?["application/json"]?["schema"]
         #expect(request?["required"] == ["text"], "the optional tag is not required")

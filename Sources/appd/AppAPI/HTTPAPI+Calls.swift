@@ -118,6 +118,9 @@ extension HTTPAPI {
     /// went wrong; anything else, or nothing yet, starts an event stream that carries every
     /// reply (a later error as an `error` event). The client leaving cancels the call.
     /// (The operator console streams events to the browser with it too.)
+    ///
+    /// Two tasks per stream: the server's for the request (which writes the events) and the
+    /// call's. The grace and the keep-alive are alarms on the server's loop that wake the writer.
     public static func eventStream(
         _ method: String, _ parameters: JSONValue, _ caller: Caller, dispatcher: VarlinkDispatcher, firstReplyGrace wait: Duration, keepAlive interval: Duration
     ) async -> HTTPResponse {
@@ -128,10 +131,7 @@ extension HTTPAPI {
             }
             handoff.finish()
         }
-        let grace = Task {
-            try? await Task.sleep(for: wait)
-            handoff.wake()
-        }
+        let grace = Alarm(after: wait) { handoff.wake() }
         let first = await withTaskCancellationHandler {
             await handoff.take()
         } onCancel: {
@@ -149,19 +149,20 @@ extension HTTPAPI {
         }
         let headers: [(name: String, value: String)] = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
         return HTTPResponse(status: 200, headers: headers) { [pending] (writer: HTTPStreamWriter) in
-            let keepAlive = Task {
-                while !Task.isCancelled {
-                    try await Task.sleep(for: interval)
-                    try await writer.write(": keep-alive\n\n")
-                }
-            }
+            // Woken each interval: the writer then sends a comment line, so proxies and the
+            // client see the stream is alive.
+            var keepAlive = Alarm(after: interval) { handoff.wake() }
             await withTaskCancellationHandler {
                 var next = pending
                 while true {
                     if next == nil {
                         switch await handoff.take() {
                         case .reply(let reply): next = reply
-                        case .pending: continue
+                        case .pending:
+                            keepAlive.cancel()
+                            keepAlive = Alarm(after: interval) { handoff.wake() }
+                            do { try await writer.write(": keep-alive\n\n") } catch { return }
+                            continue
                         case .ended: return
                         }
                     }

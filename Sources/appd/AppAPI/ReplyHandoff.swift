@@ -17,6 +17,8 @@ final class ReplyHandoff: Sendable {
         var offered: (VarlinkReply, CheckedContinuation<Void, any Error>)?
         var taker: CheckedContinuation<Taken, Never>?
         var finished = false
+        /// `wake` came while no `take` waited: the next one returns `pending`.
+        var woken = false
     }
     private let state = Mutex(State())
 
@@ -55,6 +57,10 @@ final class ReplyHandoff: Sendable {
                     return .some(offered)
                 }
                 if s.finished { return .some(nil) }
+                if s.woken {
+                    s.woken = false
+                    return .some(nil)
+                }
                 s.taker = continuation
                 return nil
             }
@@ -63,7 +69,7 @@ final class ReplyHandoff: Sendable {
                 putter.resume()
                 continuation.resume(returning: .reply(reply))
             case .some(.none):
-                continuation.resume(returning: .ended)
+                continuation.resume(returning: state.withLock { $0.finished } ? .ended : .pending)
             case .none:
                 break
             }
@@ -84,10 +90,12 @@ final class ReplyHandoff: Sendable {
         offered?.resume(throwing: Closed())
     }
 
-    /// Makes a waiting `take` return `pending` (nothing happens when none waits).
+    /// Makes a waiting `take` return `pending`, or the next one when none waits (an alarm that
+    /// fires while the taker is busy writing is not lost).
     func wake() {
         let taker = state.withLock { s -> CheckedContinuation<Taken, Never>? in
             defer { s.taker = nil }
+            if s.taker == nil { s.woken = true }
             return s.taker
         }
         taker?.resume(returning: .pending)

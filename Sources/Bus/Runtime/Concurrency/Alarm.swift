@@ -1,0 +1,31 @@
+/// Runs a closure once, after a delay, unless cancelled first: on a server's loop an entry in
+/// its timer list (fired by the loop's sweep, within ~100 ms of the time; no task), elsewhere a
+/// task that sleeps. For the waits of a stream (a first-reply grace, a keep-alive), which need
+/// no precision finer than that.
+public struct Alarm: Sendable {
+    private enum Kind {
+        case timer(DeadlineTimers, Int)
+        case task(Task<Void, Never>)
+    }
+    private let kind: Kind
+
+    /// Sets an alarm for `delay` from now.
+    public init(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+        if let timers = Deadline.timers {
+            kind = .timer(timers, timers.schedule(.now.advanced(by: delay), fire: fire))
+        } else {
+            kind = .task(Task {
+                try? await Task.sleep(for: delay)
+                if !Task.isCancelled { fire() }
+            })
+        }
+    }
+
+    /// The alarm will not fire (if it has not yet).
+    public func cancel() {
+        switch kind {
+        case .timer(let timers, let token): timers.cancel(token)
+        case .task(let task): task.cancel()
+        }
+    }
+}

@@ -101,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "appd",
             dependencies: [
-                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "Console", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating", "Settings",
+                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "Console", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating", "Settings", "CSystem",
             ],
             path: "Sources/appd/Main", swiftSettings: strict),
 

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bus
+import CSystem
 
 /// The daemon's entry point: parse the command line, load the configuration, then hand over
 /// to the wiring in `Appd+Start`.
@@ -11,6 +12,11 @@ enum Appd {
         // Every file appd creates (database, WAL, plugin folders) is its own alone; the socket's
         // mode is set explicitly.
         umask(0o077)
+        // Before any thread starts: large frees stay in the heap (see appd_malloc_keep). An
+        // operator's own GLIBC_TUNABLES for malloc win.
+        if !(getenv("GLIBC_TUNABLES").map { String(cString: $0).contains("malloc") } ?? false) {
+            _ = appd_malloc_keep(4 << 20, 8 << 20)
+        }
         var arguments = Array(CommandLine.arguments.dropFirst())
         var restoring: String?
         if arguments.first == "restore" {

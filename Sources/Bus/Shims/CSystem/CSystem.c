@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <malloc.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -406,4 +407,10 @@ unsigned long appd_signal_drain(int fd) {
     unsigned long total = 0;
     while (read(fd, &value, sizeof value) > 0) total += (unsigned long)value;
     return total;
+}
+
+int appd_malloc_keep(size_t mmap_threshold, size_t trim_threshold) {
+    int ok = mallopt(M_MMAP_THRESHOLD, (int)mmap_threshold);
+    ok &= mallopt(M_TRIM_THRESHOLD, (int)trim_threshold);
+    return ok ? 0 : -1;
 }

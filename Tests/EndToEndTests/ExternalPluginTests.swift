@@ -29,7 +29,14 @@ import TestSupport
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         try? FileManager.default.removeItem(atPath: dir + "/appd-plugin-greeter")
         // A copy, not a link: the sandbox shows the plugin its own folder, not the build's.
-        try FileManager.default.copyItem(atPath: Binaries.directory + "/appd-plugin-greeter", toPath: dir + "/appd-plugin-greeter")
+        // Written through an O_CLOEXEC descriptor: a process another test spawns meanwhile must
+        // not inherit it open for writing (its appd would then exec the plugin: Text file busy).
+        let binary = try Data(contentsOf: URL(fileURLWithPath: Binaries.directory + "/appd-plugin-greeter"))
+        let fd = open(dir + "/appd-plugin-greeter", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw HarnessError("cannot write the plugin's binary: errno \(errno)") }
+        defer { close(fd) }
+        let written = binary.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == binary.count else { throw HarnessError("short write of the plugin's binary") }
     }
 
     static func newDirectory() throws -> String {

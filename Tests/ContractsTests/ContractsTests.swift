@@ -57,6 +57,21 @@ import Testing
         #expect(contract.errors == [], "\(contract.errors.joined(separator: "\n"))")
     }
 
+    /// The HTTP API answers an error with its category's status: each built-in error says which.
+    @Test(arguments: contracts) func everyErrorDeclaresItsCategory(contract: Contract) throws {
+        let interface = try VarlinkInterface(parsing: contract.idl)
+        let undeclared = interface.errors.filter { $0.category == nil }.map(\.name)
+        #expect(undeclared == [], "\(interface.name): add a '# category: …' line to \(undeclared)")
+    }
+
+    @Test func anErrorsCategoryIsReadFromItsDocAndAnUnknownOneRefused() throws {
+        let parsed = try VarlinkInterface(parsing: "interface a.b\nmethod M() -> ()\n# Gone for good.\n# category: gone\nerror Old ()\nerror Plain ()\n")
+        #expect(parsed.error("Old")?.category == .gone && parsed.error("Old")?.category?.httpStatus == 410)
+        #expect(parsed.error("Plain")?.category == nil)
+        #expect(throws: VarlinkIDLError.self) { try VarlinkInterface(parsing: "interface a.b\nmethod M() -> ()\n# category: teapot\nerror Odd ()\n") }
+        #expect(Set(ErrorCategory.allCases.map(\.httpStatus)).count == ErrorCategory.allCases.count, "one status per category")
+    }
+
     func check<C: Command>(_ command: C.Type, in interface: VarlinkInterface) -> [String] {
         interface.differences(method: C.method, input: C.self, reply: C.Reply.self)
     }

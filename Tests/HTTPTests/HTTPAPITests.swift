@@ -30,6 +30,9 @@ struct APIFixture {
         method Quiet() -> (note: Note)
 
         error Crowded (retryAfterSeconds: int)
+
+        # category: unavailable
+        error Closed (retryAfterSeconds: int)
         """
 
     let server: RunningServer
@@ -301,14 +304,23 @@ extension String {
         #expect(!gate.isPrivileged(Caller(sessionToken: SessionToken("t"), remoteAddress: "127.0.0.1")))
     }
 
-    @Test func errorNamesMapToStatuses() {
-        #expect(APIErrorStatus.status(for: "io.appd.Auth.InvalidCredentials") == 401)
-        #expect(APIErrorStatus.status(for: "io.appd.Payments.PaymentRequired") == 402)
-        #expect(APIErrorStatus.status(for: "io.appd.Auth.OnboardingRequired") == 403)
-        #expect(APIErrorStatus.status(for: "io.appd.Bus.DeadlineExceeded") == 504)
-        #expect(APIErrorStatus.status(for: "io.appd.Bus.StorageFailed") == 503)
-        let limited = APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": 30])
+    @Test func anErrorIsAnsweredWithTheStatusOfTheCategoryItsInterfaceDeclares() async throws {
+        let f = try APIFixture()
+        #expect(f.dispatcher.category(ofError: "io.example.Notes.Closed") == .unavailable)
+        let closed = APIErrorStatus.response(error: "io.example.Notes.Closed", parameters: ["retryAfterSeconds": 30], in: f.dispatcher)
+        #expect(closed.status == 503 && closed.header("Retry-After") == "30")
+        // No category declared (an external plugin's IDL may say none): a refused call.
+        let crowded = APIErrorStatus.response(error: "io.example.Notes.Crowded", parameters: ["retryAfterSeconds": 7], in: f.dispatcher)
+        #expect(crowded.status == 400 && crowded.header("Retry-After") == nil)
+        // org.varlink.service declares its errors' categories too; a name nobody declares is 400.
+        #expect(APIErrorStatus.response(error: "org.varlink.service.MethodNotFound", parameters: [:], in: f.dispatcher).status == 404)
+        #expect(APIErrorStatus.response(error: "org.varlink.service.PermissionDenied", parameters: [:], in: f.dispatcher).status == 403)
+        #expect(APIErrorStatus.response(error: "io.nowhere.X.Y", parameters: [:], in: f.dispatcher).status == 400)
+        let unauthenticated = APIErrorStatus.response(error: "io.appd.Auth.Unauthenticated", parameters: [:], category: .unauthenticated)
+        #expect(unauthenticated.status == 401 && unauthenticated.header("WWW-Authenticate") == "Bearer")
+        let limited = APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": 30], category: .tooManyRequests)
         #expect(limited.status == 429 && limited.header("Retry-After") == "30")
+        await f.server.stop()
     }
 
     @Test func requestTargetsAreSplitAndDecoded() {

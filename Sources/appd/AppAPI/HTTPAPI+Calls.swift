@@ -35,12 +35,12 @@ extension HTTPAPI {
             let value = authorization.dropFirst(7).trimmingWhitespace()
             guard scheme.lowercased() == "bearer ", !value.isEmpty else {
                 return APIErrorStatus.response(
-                    error: "io.appd.Auth.Unauthenticated", parameters: ["reason": "use Authorization: Bearer <accessToken from SignIn>"])
+                    error: "io.appd.Auth.Unauthenticated", parameters: ["reason": "use Authorization: Bearer <accessToken from SignIn>"], category: .unauthenticated)
             }
             token = SessionToken(value)
         }
         if options.rateLimitedMethods.contains(method), let wait = limiter.take(NetworkAddress.client(client)) {
-            return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))])
+            return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))], category: .tooManyRequests)
         }
         let caller = Caller(sessionToken: token, remoteAddress: client)
         let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
@@ -58,7 +58,7 @@ extension HTTPAPI {
         if request.headers["idempotency-key"] != nil {
             let refusal = IdempotencyNotSupported(method: method)
             let (name, parameters) = refusal.wire
-            return APIErrorStatus.response(error: name, parameters: .object(parameters))
+            return APIErrorStatus.response(error: name, parameters: .object(parameters), in: dispatcher)
         }
         if method == "io.appd.Bus.Subscribe", let last = request.headers["last-event-id"] {
             guard let sequence = Int64(last), sequence >= 0 else {
@@ -71,7 +71,7 @@ extension HTTPAPI {
         guard clientStreams.take(client) else {
             let refusal = TooManyStreams(limit: options.maxStreamsPerClient)
             let (name, parameters) = refusal.wire
-            return APIErrorStatus.response(error: name, parameters: .object(parameters))
+            return APIErrorStatus.response(error: name, parameters: .object(parameters), in: dispatcher)
         }
         let response = await Self.eventStream(
             method, parameters, caller, dispatcher: dispatcher, firstReplyGrace: options.firstReplyGrace, keepAlive: options.keepAliveInterval)
@@ -100,11 +100,11 @@ extension HTTPAPI {
             ) { reply in result = reply }
         } catch {
             // Only a cancelled call gets here (the server is stopping).
-            return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
+            return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
         }
-        guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""]) }
+        guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""], category: .internal) }
         if let error = reply.error {
-            var response = APIErrorStatus.response(error: error, parameters: reply.parameters)
+            var response = APIErrorStatus.response(error: error, parameters: reply.parameters, in: dispatcher)
             if conditional, error.hasSuffix(".Conflict") { response.status = 412 }
             return response
         }
@@ -141,9 +141,9 @@ extension HTTPAPI {
         grace.cancel()
         var pending: VarlinkReply?
         switch first {
-        case .ended: return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
+        case .ended: return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
         case .reply(let reply):
-            if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters) }
+            if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters, in: dispatcher) }
             pending = reply
         case .pending: break
         }

@@ -108,7 +108,7 @@ struct OpenAPIDocument {
         if api.options.rateLimitedMethods.contains(full) { statuses.insert(429) }
         var raised: [Int: [String]] = [:]
         for name in errors.errors(of: full, in: interface, requirements: info?.requirements ?? [], idempotent: idempotent) {
-            raised[APIErrorStatus.status(for: name), default: []].append(name)
+            raised[APIErrorStatus.status(for: api.dispatcher.category(ofError: name)), default: []].append(name)
         }
         if conditional, let conflict = interface.errors.first(where: { $0.name == "Conflict" }) { raised[412] = ["\(interface.name).\(conflict.name)"] }
         statuses.formUnion(raised.keys)

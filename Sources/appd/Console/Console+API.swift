@@ -59,10 +59,10 @@ extension Console {
         do {
             try await dispatcher.handle(VarlinkCall(method: method, parameters: parameters), as: caller, timeout: .seconds(30), transport: "console") { result = $0 }
         } catch {
-            return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)])
+            return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
         }
-        guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""]) }
-        if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters) }
+        guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""], category: .internal) }
+        if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters, in: dispatcher) }
         return HTTPResponse(status: 200, body: reply.parameters)
     }
 

@@ -72,56 +72,73 @@ public enum BusInterface {
         method AuthenticatePlugin(token: string) -> (plugin: string)
 
         # The call did not finish before its deadline; retry or raise the timeout.
+        # category: timedOut
         error DeadlineExceeded (method: string)
 
         # No enabled plugin can check a requirement of this method (fail closed).
+        # category: unavailable
         error RequirementUnavailable (method: string, requirement: string)
 
         # Idempotency keys (HTTP Idempotency-Key, or 'idempotencyKey' next to 'method' in a
         # varlink call): a write sent again with the same key has its effect once and gets
         # the first outcome again. The key is unusable (empty, over 255 characters, not
         # visible ASCII).
+        # category: invalid
         error InvalidIdempotencyKey (reason: string)
         # The method does not take a key (it changes nothing, or does not declare it).
+        # category: invalid
         error IdempotencyNotSupported (method: string)
         # The key was used for this method with other parameters: a new write needs a new key.
+        # category: unprocessable
         error IdempotencyKeyReused (method: string)
         # The first call with this key is still running; retry after the seconds given.
+        # category: conflict
         error IdempotencyKeyInUse (method: string, retryAfterSeconds: int)
         # The first call with this key took effect but its reply was lost in a crash; read
         # the current state instead of retrying.
+        # category: conflict
         error IdempotencyOutcomeUnknown (method: string)
 
         # The subscriber fell more than 'capacity' events behind and was disconnected.
+        # category: unavailable
         error SubscriptionOverflow (capacity: int)
 
         # A topic or pattern is malformed.
+        # category: invalid
         error InvalidTopic (topic: string, reason: string)
 
         # The payload does not fit the type the topic's publisher declared.
+        # category: invalid
         error InvalidEventPayload (topic: string, reason: string)
 
         # The topic belongs to a plugin's event type; only that plugin publishes it.
+        # category: forbidden
         error TopicOwned (topic: string, publisher: string)
 
         # The account already holds 'limit' event streams; close one, or ask for several
         # topics in one stream.
+        # category: tooManyRequests
         error TooManyStreams (limit: int, retryAfterSeconds: int)
 
         # The stream was open for its longest lifetime; subscribe again with 'since'.
+        # category: invalid
         error StreamLifetimeEnded (seconds: int)
 
         # The account makes calls faster than it may (accountCallsPerMinute); retry after
         # 'retryAfterSeconds'.
+        # category: tooManyRequests
         error RateLimited (retryAfterSeconds: int)
 
         # The database could not do what was asked ('kind': busy, full, constraint, ...).
+        # category: unavailable
         error StorageFailed (kind: string)
 
         # A worker pool ('pool': e.g. password hashing) has no room for the call; retry shortly.
+        # category: unavailable
         error Busy (pool: string)
 
         # An unexpected failure inside appd; its log has the details under 'messageId'.
+        # category: internal
         error InternalError (messageId: string)
 
         """

@@ -51,6 +51,13 @@ public final class VarlinkDispatcher: Sendable {
         return self.interface(String(interface))?.error(String(member)) != nil
     }
 
+    /// The category the serving interface declares for an error (its doc's `category:` line);
+    /// nil when no served interface declares the error, or it declares no category.
+    public func category(ofError name: String) -> ErrorCategory? {
+        guard let (interface, member) = name.methodNameParts else { return nil }
+        return self.interface(String(interface))?.error(String(member))?.category
+    }
+
     /// The interface serving a method (`io.appd.Todos.Add` → io.appd.Todos), if any.
     public func interface(ofMethod method: String) -> VarlinkInterface? {
         method.methodNameParts.flatMap { interface(String($0.interface)) }

@@ -49,7 +49,13 @@ struct VarlinkIDLParser {
             case .word("error"):
                 let name = try memberName()
                 guard try next() == .punct("(") else { throw fail("expected '(' after error \(name)") }
-                parsed.errors.append(VarlinkErrorDefinition(name: name, fields: try fields(), doc: doc))
+                let category: ErrorCategory?
+                do {
+                    category = try ErrorCategory.declared(in: doc)
+                } catch {
+                    throw fail("error \(name) declares the category '\(error.text)'; one of: \(ErrorCategory.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                parsed.errors.append(VarlinkErrorDefinition(name: name, fields: try fields(), doc: doc, category: category))
             default:
                 throw fail("expected 'type', 'method' or 'error'")
             }

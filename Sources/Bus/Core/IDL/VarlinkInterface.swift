@@ -60,6 +60,8 @@ public struct VarlinkErrorDefinition: Hashable, Sendable {
     public let name: String
     public let fields: [VarlinkField]
     public let doc: String
+    /// What kind of failure it is (its doc's `category:` line); nil when the IDL says nothing.
+    public let category: ErrorCategory?
 }
 
 public struct VarlinkTypeDefinition: Hashable, Sendable {

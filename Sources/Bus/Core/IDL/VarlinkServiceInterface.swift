@@ -21,22 +21,28 @@ public enum VarlinkServiceInterface {
         method GetInterfaceDescription(interface: string) -> (description: string)
 
         # The requested interface was not found.
+        # category: notFound
         error InterfaceNotFound (interface: string)
 
         # The requested method was not found
+        # category: notFound
         error MethodNotFound (method: string)
 
         # The interface defines the requested method, but the service does not
         # implement it.
+        # category: notImplemented
         error MethodNotImplemented (method: string)
 
         # One of the passed parameters is invalid.
+        # category: invalid
         error InvalidParameter (parameter: string)
 
         # Client is denied access
+        # category: forbidden
         error PermissionDenied ()
 
         # Method is expected to be called with 'more' set to true, but wasn't
+        # category: invalid
         error ExpectedMore ()
 
         """

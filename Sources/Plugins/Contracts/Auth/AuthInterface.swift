@@ -234,30 +234,53 @@ public enum AuthInterface {
         # Enables a disabled account (admin).
         method EnableUser(email: string) -> ()
 
+        # category: unauthenticated
         error InvalidCredentials ()
+        # category: invalid
         error ValidationFailed (field: string, reason: string)
+        # category: unauthenticated
         error Unauthenticated ()
+        # category: unauthenticated
         error SessionExpired ()
+        # category: forbidden
         error OnboardingRequired ()
+        # category: tooManyRequests
         error TooManyAttempts (retryAfterSeconds: int)
+        # category: forbidden
         error AccountDisabled ()
+        # category: unavailable
         error Busy ()
+        # category: invalid
         error InvalidResetToken ()
+        # category: notFound
         error NotFound ()
         # reason: malformed, algorithm, unknownKey, signature, issuer, audience, authorizedParty,
         # expired, issuedInFuture, notYetValid, nonceMismatch, nonceMissing, hostedDomain, subject, noEmail.
+        # category: unauthenticated
         error InvalidIdToken (reason: string)
+        # category: invalid
         error ProviderNotConfigured (provider: string)
+        # category: unavailable
         error IdentityProviderUnavailable (provider: string)
+        # category: conflict
         error AccountExistsForEmail ()
+        # category: conflict
         error IdentityInUse ()
+        # category: conflict
         error ProviderAlreadyLinked (provider: string)
+        # category: notFound
         error IdentityNotLinked ()
+        # category: conflict
         error LastSignInMethod ()
+        # category: forbidden
         error ReauthenticationRequired ()
+        # category: forbidden
         error EmailNotVerified ()
+        # category: invalid
         error InvalidVerificationToken ()
+        # category: forbidden
         error GuestsDisabled ()
+        # category: conflict
         error NotAGuest ()
 
         """

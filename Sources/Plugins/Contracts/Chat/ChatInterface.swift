@@ -128,18 +128,25 @@ public enum ChatInterface {
         # Deletes every memory; deleted: how many there were.
         method ClearMemories() -> (deleted: int)
 
+        # category: notFound
         error NotFound ()
+        # category: invalid
         error ValidationFailed (field: string, reason: string)
         # The account holds as many conversations as it may ('limit'); delete some first.
+        # category: forbidden
         error QuotaExceeded (limit: int)
         # Not at the version expected, or a CreateConversation's id holds another conversation:
         # 'conversation' is as it stands.
+        # category: conflict
         error Conflict (conversation: Conversation)
         # The cursor is older than the deletions kept: pull again without a cursor.
+        # category: gone
         error ResyncRequired (reason: string)
         # Send's model is not one the operator allows: 'allowed' are.
+        # category: invalid
         error ModelNotAllowed (model: string, allowed: []string)
         # The account holds as many memories as it may ('limit'); delete some first.
+        # category: forbidden
         error MemoryFull (limit: int)
 
         """

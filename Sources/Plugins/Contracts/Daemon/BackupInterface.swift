@@ -33,6 +33,7 @@ public enum BackupInterface {
         method Verify(path: string) -> (backup: Backup)
 
         # The backup could not be made, or is not one that may be restored; the reason says why.
+        # category: invalid
         error BackupFailed (reason: string)
         """
 

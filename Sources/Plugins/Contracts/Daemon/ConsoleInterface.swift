@@ -35,12 +35,15 @@ public enum ConsoleInterface {
         method EndSessions(id: ?string) -> (ended: int)
 
         # The console is off: start appd with --console-listen (a loopback address).
+        # category: invalid
         error ConsoleOff ()
 
         # No open session has this id.
+        # category: invalid
         error UnknownSession (id: string)
 
         # Too many links are waiting to be opened; wait for one to expire or end the sessions.
+        # category: invalid
         error TooManyLinks (limit: int)
         """
 

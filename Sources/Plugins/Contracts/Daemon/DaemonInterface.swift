@@ -108,12 +108,15 @@ public enum DaemonInterface {
         method Presence(userId: string) -> (streams: int)
 
         # A call to an external plugin that is down, restarting or stopped.
+        # category: unavailable
         error PluginUnavailable (plugin: string, reason: string)
 
         # No external plugin has this name.
+        # category: invalid
         error UnknownPlugin (name: string)
 
         # The plugin is disabled; enable it first.
+        # category: unavailable
         error PluginDisabled (name: string)
 
         """

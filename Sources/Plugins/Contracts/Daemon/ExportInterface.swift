@@ -17,6 +17,7 @@ public enum ExportInterface {
         method User(email: string) -> (export: object)
 
         # No account has this email.
+        # category: notFound
         error UnknownAccount (email: string)
         """
 

@@ -88,14 +88,22 @@ public enum PaymentsInterface {
         # warning says when the event names no existing account (stored, but it changed nothing).
         method IngestWebhook(provider: string, headers: [string]string, body: string) -> (eventId: string, duplicate: bool, warning: ?string)
 
+        # category: paymentRequired
         error PaymentRequired (entitlement: string, remaining: int, resetsAt: ?string)
+        # category: invalid
         error InvalidSignature (reason: string)
+        # category: notFound
         error UnknownProvider (provider: string)
+        # category: invalid
         error MalformedEvent (reason: string)
+        # category: notFound
         error UnknownAccount (email: string)
+        # category: notFound
         error UnknownEntitlement (entitlement: string)
+        # category: invalid
         error ValidationFailed (field: string, reason: string)
         # A payment provider could not be reached or refused the request; nothing changed.
+        # category: unavailable
         error ProviderUnavailable (provider: string, reason: string)
 
         """

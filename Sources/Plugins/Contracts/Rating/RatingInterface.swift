@@ -18,6 +18,7 @@ public enum RatingInterface {
         # score: recent sentiment, -1 to 1.
         method Status() -> (score: float, positiveSignals: int, negativeSignals: int, positiveSinceLastPrompt: int, sessions: int, firstSeen: ?string, lastNegative: ?string, lastPrompt: ?string, promptsLastYear: int)
 
+        # category: invalid
         error ValidationFailed (field: string, reason: string)
 
         """

@@ -58,9 +58,12 @@ public enum SettingsInterface {
         method Reset(key: string, scope: ?string, expectedVersion: ?int) -> (setting: Setting)
 
         # No plugin declared this key.
+        # category: invalid
         error UnknownSetting (key: string)
+        # category: invalid
         error ValidationFailed (field: string, reason: string)
         # The value changed since the version expected: 'setting' is as it stands.
+        # category: conflict
         error Conflict (setting: Setting)
 
         """

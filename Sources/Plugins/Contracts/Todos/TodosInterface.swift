@@ -67,14 +67,19 @@ public enum TodosInterface {
         # the deletions kept (tombstoneDays) is ResyncRequired. limit: 1 to 500 (default 100).
         method Changes(cursor: ?int, limit: ?int) -> (changes: []TodoChange, nextCursor: int, more: bool)
 
+        # category: invalid
         error ValidationFailed (field: string, reason: string)
+        # category: notFound
         error NotFound ()
         # The account holds as many todos as it may ('limit'); delete some first.
+        # category: forbidden
         error QuotaExceeded (limit: int)
         # The todo is not at the version expected, or an Add's id holds another todo: 'todo'
         # is the todo as it stands; the server's version wins, the client decides what to do.
+        # category: conflict
         error Conflict (todo: Todo)
         # The cursor is older than the deletions kept: pull again without a cursor.
+        # category: gone
         error ResyncRequired (reason: string)
 
         """

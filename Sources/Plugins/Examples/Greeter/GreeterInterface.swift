@@ -38,6 +38,7 @@ enum GreeterInterface {
         # the greetings it gave them since it started. appd calls it; admin only.
         method ExportUserData(userId: string) -> (greetings: int)
 
+        # category: invalid
         error Failed (reason: string)
 
         """

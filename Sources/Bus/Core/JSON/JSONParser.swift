@@ -15,15 +15,25 @@ public struct JSONParser {
 
     /// Parses one complete JSON document (surrounding whitespace allowed).
     public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
-        let array = Array(bytes)
-        return try array.withUnsafeBufferPointer { buffer throws(Error) in
-            var parser = Cursor(bytes: buffer, maxDepth: maxDepth)
-            parser.skipWhitespace()
-            let value = try parser.value(depth: 0)
-            parser.skipWhitespace()
-            guard parser.index == buffer.count else { throw parser.fail("trailing characters after the document") }
-            return value
-        }
+        try parse(Array(bytes)[...], maxDepth: maxDepth)
+    }
+
+    /// The same, without copying the bytes (a frame the wire read, a request body).
+    public static func parse(_ bytes: ArraySlice<UInt8>, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { buffer throws(Error) in try parse(buffer, maxDepth: maxDepth) }
+    }
+
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { buffer throws(Error) in try parse(buffer, maxDepth: maxDepth) }
+    }
+
+    private static func parse(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) throws(Error) -> JSONValue {
+        var parser = Cursor(bytes: buffer, maxDepth: maxDepth)
+        parser.skipWhitespace()
+        let value = try parser.value(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == buffer.count else { throw parser.fail("trailing characters after the document") }
+        return value
     }
 
     private struct Cursor {
@@ -154,15 +164,19 @@ public struct JSONParser {
         mutating func string() throws(Error) -> String {
             index += 1
             let start = index
-            // Fast path: no escapes, validate UTF-8 once at the end.
+            // Fast path: no escapes, validate UTF-8 once at the end (nothing to validate when
+            // every byte was ASCII, as names and most values are).
+            var ascii = true
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
                     let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                     index += 1
+                    if ascii { return String(decoding: slice, as: UTF8.self) }
                     guard let s = String(validating: slice, as: UTF8.self) else { throw fail("invalid UTF-8 in string") }
                     return s
                 }
+                ascii = ascii && byte < 0x80
                 if byte == UInt8(ascii: "\\") { break }
                 if byte < 0x20 { throw fail("control character in string") }
                 index += 1

@@ -1,0 +1,97 @@
+import CSystem
+import Glibc
+import Runtime
+import Synchronization
+import Testing
+import TestSupport
+
+/// The connection core both servers stand on: a producer above the high-water mark waits until
+/// its client has read down to the low-water mark (woken by the send that gets there, not by
+/// polling), a close tells it, and a read sees the client's end.
+@Suite struct SocketChannelTests {
+    /// A connected pair: `ours` (non-blocking, for the channel) and `theirs` (blocking, the client).
+    static func pair() throws -> (ours: Int32, theirs: Int32) {
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw HarnessError("socketpair: \(errno)") }
+        _ = appd_set_nonblocking(fds[0])
+        // Small kernel buffers, so the channel's own buffer is what fills up.
+        var size: Int32 = 4096
+        setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        return (fds[0], fds[1])
+    }
+
+    static func drain(_ fd: Int32, atLeast count: Int) -> Int {
+        var total = 0
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while total < count {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            total += n
+        }
+        return total
+    }
+
+    @Test func aProducerAboveTheHighWaterMarkWaitsUntilTheClientReadsThenIsWoken() async throws {
+        let loop = try EventLoop(name: "test-channel")
+        loop.start()
+        let (ours, theirs) = try Self.pair()
+        defer { close(theirs) }
+        let channel = SocketChannel(fd: ours, loop: loop, highWater: 64 * 1024, lowWater: 32 * 1024)
+        channel.register { _, _ in channel.flush() }
+        let chunk = [UInt8](repeating: 0x61, count: 16 * 1024)
+        let resumed = Atomic<Bool>(false)
+        let producer = Task {
+            // 256 KiB with nobody reading: the writes pile up past the high-water mark.
+            for _ in 0..<16 { channel.write(chunk) }
+            let open = await channel.waitForReader()
+            resumed.store(true, ordering: .releasing)
+            return open
+        }
+        #expect(await eventually { (channel.pending ?? 0) > 64 * 1024 })
+        // Nobody reads: the producer stays suspended.
+        try await Task.sleep(for: .milliseconds(200))
+        let resumedEarly = resumed.load(ordering: .acquiring)
+        #expect(!resumedEarly, "the producer must wait for its client")
+        // The client reads; the sends that follow bring the buffer under the low-water mark.
+        let read = try await RunningReader.run { Self.drain(theirs, atLeast: 16 * 16 * 1024 - 32 * 1024) }
+        #expect(read >= 16 * 16 * 1024 - 32 * 1024)
+        #expect(await producer.value == true)
+        #expect((channel.pending ?? .max) <= 32 * 1024)
+        await withCheckedContinuation { c in loop.execute { _ = channel.close(); c.resume() } }
+        await loop.stop { true }
+    }
+
+    @Test func aCloseTellsAWaitingProducerAndAReadSeesTheClientsEnd() async throws {
+        let loop = try EventLoop(name: "test-channel-close")
+        loop.start()
+        let (ours, theirs) = try Self.pair()
+        let channel = SocketChannel(fd: ours, loop: loop, highWater: 8 * 1024, lowWater: 4 * 1024)
+        let ended = Atomic<Bool>(false)
+        channel.register { readiness, scratch in
+            if readiness.writable { channel.flush() }
+            if readiness.readable || readiness.hangup {
+                let end = channel.read(into: &scratch) { _ in true }
+                if end == .ended { ended.store(true, ordering: .releasing) }
+            }
+        }
+        let producer = Task {
+            channel.write([UInt8](repeating: 0x62, count: 64 * 1024))
+            return await channel.waitForReader()
+        }
+        #expect(await eventually { (channel.pending ?? 0) > 8 * 1024 })
+        close(theirs)
+        let sawEnd = await eventually { ended.load(ordering: .acquiring) }
+        #expect(sawEnd, "the client's end is seen")
+        await withCheckedContinuation { c in loop.execute { _ = channel.close(); c.resume() } }
+        #expect(await producer.value == false, "a producer waiting when the channel closes is told it is gone")
+        #expect(channel.write([1]) == nil, "nothing is written to a closed channel")
+        await loop.stop { true }
+    }
+}
+
+/// Blocking reads off the cooperative pool.
+enum RunningReader {
+    static let pool = BlockingPool(name: "test-reader", threads: 2, queueLimit: 8)
+    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async throws -> T { try await pool.run(body) }
+}

@@ -29,6 +29,9 @@ struct APIFixture {
         # Streams nothing until its client leaves.
         method Quiet() -> (note: Note)
 
+        # Acts on the caller's connection: only over the socket.
+        method Attach() -> ()
+
         error Crowded (retryAfterSeconds: int)
 
         # category: unavailable
@@ -55,6 +58,7 @@ struct APIFixture {
             for n in 1..<count { try await writer.send(["note": ["id": .int(n), "text": "n"]]) }
             return ["note": ["id": .int(count), "text": "last"]]
         }
+        try bus.registerRaw(method: "io.example.Notes.Attach", requirements: [.socket]) { _, _ in [:] }
         try bus.registerRawStream(method: "io.example.Notes.Quiet", requirements: []) { _, _, _ in
             try await Task.sleep(for: .seconds(3600))
             return [:]
@@ -132,6 +136,20 @@ extension String {
         #expect(APIFixture.status(early) == 400 && early.contains("Retry-After: 7") == false && early.contains("Crowded"), "\(early)")
         let notAccepted = try await f.request("POST", "/v1/io.example.Notes/Watch", body: #"{"count":3}"#)
         #expect(APIFixture.status(notAccepted) == 406, "\(notAccepted)")
+        await f.server.stop()
+    }
+
+    @Test func aSocketOnlyMethodIsNotRoutedAndTheBusRefusesItToANetworkCaller() async throws {
+        let f = try APIFixture()
+        let response = try await f.request("POST", "/v1/io.example.Notes/Attach", body: "{}")
+        #expect(APIFixture.status(response) == 404 && response.contains("MethodNotFound"), "\(response)")
+        // Not routed is not the only guard: the bus itself refuses a caller from the network.
+        var replies: [VarlinkReply] = []
+        try await f.dispatcher.handle(VarlinkCall(method: "io.example.Notes.Attach", parameters: [:]), as: Caller(remoteAddress: "203.0.113.9")) { replies.append($0) }
+        #expect(replies.first?.error == "org.varlink.service.MethodNotFound", "\(replies)")
+        replies = []
+        try await f.dispatcher.handle(VarlinkCall(method: "io.example.Notes.Attach", parameters: [:]), as: Caller()) { replies.append($0) }
+        #expect(replies.first?.error == nil, "a local caller reaches it: \(replies)")
         await f.server.stop()
     }
 

@@ -40,31 +40,22 @@ public final class HTTPAPI: Sendable {
         self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient)
     }
 
-    /// Interfaces never routed: the daemon's control and the varlink service's own.
-    static let unroutedInterfaces: Set<String> = ["io.appd.Daemon", "org.varlink.service"]
-    /// Methods never routed: connection-level ones that HTTP replaces (the bearer header),
-    /// and the admin-only ones whose refusal happens inside the handler.
-    static let unroutedMethods: Set<String> = [
-        "io.appd.Auth.Authenticate", "io.appd.Bus.AuthenticatePlugin", "io.appd.Bus.Publish",
-        // Providers deliver to /webhooks/<provider>, as they send it (the signature covers the raw body).
-        "io.appd.Payments.IngestWebhook",
-    ]
-
     /// Whether `method` (full name) is reachable over HTTP.
     public func routes(_ method: String) -> Bool { routed(method) != nil }
 
-    /// What the bus knows of `method` when it is reachable over HTTP; nil when not.
+    /// What the bus knows of `method` when it is reachable over HTTP; nil when not. Decided by
+    /// what the method declares, never by its name: one that requires `admin`, a capability,
+    /// or the `socket` (it acts on the connection, or is the operator's) is not routed, and
+    /// `exposed` (an external plugin's manifest) has the last word.
     func routed(_ method: String) -> MethodInfo? {
-        guard dispatcher.serves(method), let info = dispatcher.bus.methodInfo(method), !Self.unroutedMethods.contains(method),
-            let (interface, _) = method.methodNameParts, !Self.unroutedInterfaces.contains(String(interface))
-        else { return nil }
-        let privileged = info.requirements.contains { requirement in
+        guard dispatcher.serves(method), let info = dispatcher.bus.methodInfo(method) else { return nil }
+        let kept = info.requirements.contains { requirement in
             switch requirement {
-            case .admin, .capability: true
+            case .admin, .capability, .socket: true
             default: false
             }
         }
-        return !privileged && exposed(method) ? info : nil
+        return !kept && exposed(method) ? info : nil
     }
 
     /// Handles one request (the `HTTPServer`'s handler).

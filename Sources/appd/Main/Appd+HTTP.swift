@@ -13,8 +13,7 @@ extension Appd {
     /// Binds the HTTP API's address (a bind failure stops appd, as the socket's does) and builds
     /// the service; nil when `httpListen` is not set.
     static func httpAPI(
-        _ config: AppdConfig, dispatcher: VarlinkDispatcher, host: PluginHost, external: ExternalPluginHost, builtIn: Set<String>,
-        plugins: [any Plugin], context: PluginContext, eventLog: EventLog, logger: Logger
+        _ config: AppdConfig, dispatcher: VarlinkDispatcher, host: PluginHost, external: ExternalPluginHost, plugins: [any Plugin], context: PluginContext, eventLog: EventLog, logger: Logger
     ) async throws -> HTTPAPIService? {
         guard let listen = config.httpListen else { return nil }
         let (address, fd) = try bind(
@@ -32,12 +31,9 @@ extension Appd {
         }
         let api = HTTPAPI(
             dispatcher: dispatcher, options: config.http,
-            exposed: { method in
-                // External plugins' methods only when their manifest marks them; built-in ones always.
-                if let marked = external.httpExposed(method) { return marked }
-                guard let (interface, _) = method.methodNameParts else { return false }
-                return interface == "io.appd.Bus" || interface == "io.appd.Export" || builtIn.contains(String(interface))
-            },
+            // External plugins' methods only when their manifest marks them; built-in ones unless
+            // what they require keeps them off the network (admin, a capability, the socket).
+            exposed: { method in external.httpExposed(method) ?? true },
             readiness: {
                 var checks: [(check: String, ok: Bool, detail: String)] = []
                 do {

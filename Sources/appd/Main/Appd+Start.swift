@@ -66,10 +66,9 @@ extension Appd {
         let external = try externalPlugins(
             config, configFile: configFile, builtIn: plugins.map(\.manifest.name), dispatcher: dispatcher, server: server, eventLog: eventLog,
             adminGate: adminGate)
-        let builtIn = await startPlugins(host, teardown: teardown)
+        await startPlugins(host, teardown: teardown)
         let http = try await httpAPI(
-            config, dispatcher: dispatcher, host: host, external: external, builtIn: builtIn, plugins: plugins, context: context, eventLog: eventLog,
-            logger: logger)
+            config, dispatcher: dispatcher, host: host, external: external, plugins: plugins, context: context, eventLog: eventLog, logger: logger)
         let console = try console(config, dispatcher: dispatcher, adminGate: adminGate, trail: audit, logger: logger)
         registerGauges(varlink: server, http: http, eventLog: eventLog)
 
@@ -251,10 +250,9 @@ extension Appd {
 
     /// 7. Starts the built-in plugins (dependency order); the host installs each one's handlers
     ///    and serves its interface. Returns the interfaces served.
-    static func startPlugins(_ host: PluginHost, teardown: Teardown) async -> Set<String> {
+    static func startPlugins(_ host: PluginHost, teardown: Teardown) async {
         await host.startAll()
         await teardown.push("plugins") { await host.stopAll() }
-        return await host.servedInterfaces()
     }
 
     /// 9b. Backups (io.appd.Backup): made by hand or on a schedule, of the SQLite database and

@@ -171,6 +171,8 @@ extension EventBus {
     ) throws -> (any HandlerEntry, Envelope) {
         commandCount.add(1, ordering: .relaxed)
         guard let entry = handlers.withLock({ $0[method] }) else { throw NoHandler(method: method) }
+        // A socket-only method does not exist for a caller from the network.
+        if caller.remoteAddress != nil, entry.requirements.contains(.socket) { throw MethodNotFound(method: method) }
         var idempotency: IdempotentRequest?
         if let key {
             guard entry.requirements.contains(.idempotent), entry.answersPlainCalls else { throw IdempotencyNotSupported(method: method) }

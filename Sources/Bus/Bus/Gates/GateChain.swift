@@ -12,7 +12,8 @@ public struct GateChain: Sendable {
     /// The first requirement that no gate covers, if any (`ignoring` one that need not be
     /// checked for this call).
     public func uncovered(_ requirements: [Requirement], ignoring: Requirement? = nil) -> Requirement? {
-        requirements.first { requirement in requirement != ignoring && !gates.contains { $0.covers(requirement) } }
+        // `socket` is the bus's own check (where the call came from), not a gate's.
+        requirements.first { requirement in requirement != ignoring && requirement != .socket && !gates.contains { $0.covers(requirement) } }
     }
 
     /// Runs `envelope` through every gate, then `terminal`.

@@ -168,6 +168,7 @@ public enum BusInterface {
 
     struct AuthenticatePlugin: Command {
         static let method = "io.appd.Bus.AuthenticatePlugin"
+        static let requirements: [Requirement] = [.socket]
         struct Reply: Codable, Sendable { var plugin: String }
         var token: String
     }

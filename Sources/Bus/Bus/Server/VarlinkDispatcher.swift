@@ -148,14 +148,14 @@ public final class VarlinkDispatcher: Sendable {
 
     private func registerServiceMethods() throws {
         let info = self.info
-        try bus.registerRaw(method: "org.varlink.service.GetInfo", requirements: []) { [weak self] _, _ in
+        try bus.registerRaw(method: "org.varlink.service.GetInfo", requirements: [.socket]) { [weak self] _, _ in
             let names = self?.interfaceNames ?? []
             return [
                 "vendor": .string(info.vendor), "product": .string(info.product), "version": .string(info.version),
                 "url": .string(info.url), "interfaces": .array(names.map(JSONValue.string)),
             ]
         }
-        try bus.registerRaw(method: "org.varlink.service.GetInterfaceDescription", requirements: []) { [weak self] _, parameters in
+        try bus.registerRaw(method: "org.varlink.service.GetInterfaceDescription", requirements: [.socket]) { [weak self] _, parameters in
             let name = parameters["interface"]?.stringValue ?? ""
             guard let interface = self?.interface(name) else { throw InterfaceNotFound(interface: name) }
             return ["description": .string(interface.text)]

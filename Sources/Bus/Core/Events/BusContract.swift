@@ -19,7 +19,7 @@ public enum BusContract {
     /// Publishes an event (admin): live only, or logged with `durable`.
     public struct Publish: Command {
         public static let method = "io.appd.Bus.Publish"
-        public static let requirements: [Requirement] = [.admin]
+        public static let requirements: [Requirement] = [.admin, .socket]
         public struct Reply: Codable, Sendable {
             /// Its place on the log when durable.
             public var seq: Int64?

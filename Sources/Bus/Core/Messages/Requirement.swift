@@ -19,6 +19,11 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
     /// first outcome is then kept and given again to a retry (the idempotency gate). Only
     /// calls that carry a key need the gate.
     case idempotent
+    /// Only over a varlink connection (the control socket, a plugin's own socket): the call acts
+    /// on the connection itself (`Authenticate`) or is the operator's (`io.appd.Daemon`). The
+    /// HTTP API does not route it, and the bus refuses it to a network caller as if it were not
+    /// there. The bus checks it itself; no gate is needed.
+    case socket
 
     public var description: String {
         switch self {
@@ -30,6 +35,7 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
         case .admin: "admin"
         case .capability(let name): "capability(\(name))"
         case .idempotent: "idempotent"
+        case .socket: "socket"
         }
     }
 }

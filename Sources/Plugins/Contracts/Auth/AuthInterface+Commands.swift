@@ -28,6 +28,7 @@ extension AuthInterface {
 
     public struct Authenticate: Command {
         public static let method = "io.appd.Auth.Authenticate"
+        public static let requirements: [Requirement] = [.socket]
         public typealias Reply = UserReply
         public var accessToken: String
         public init(accessToken: String) {

@@ -130,18 +130,21 @@ public enum DaemonInterface {
 
     public struct Ping: Command {
         public static let method = "io.appd.Daemon.Ping"
+        public static let requirements: [Requirement] = [.socket]
         public typealias Reply = Empty
         public init() {}
     }
 
     public struct Status: Command {
         public static let method = "io.appd.Daemon.Status"
+        public static let requirements: [Requirement] = [.socket]
         public typealias Reply = StatusReply
         public init() {}
     }
 
     public struct Plugins: Command {
         public static let method = "io.appd.Daemon.Plugins"
+        public static let requirements: [Requirement] = [.socket]
         public typealias Reply = PluginsReply
         public init() {}
     }
@@ -155,7 +158,7 @@ public enum DaemonInterface {
 
     public struct Shutdown: Command {
         public static let method = "io.appd.Daemon.Shutdown"
-        public static let requirements: [Requirement] = [.admin]
+        public static let requirements: [Requirement] = [.admin, .socket]
         public typealias Reply = Empty
         public init() {}
     }
@@ -168,7 +171,7 @@ public enum DaemonInterface {
     }
     public struct Presence: Command {
         public static let method = "io.appd.Daemon.Presence"
-        public static let requirements: [Requirement] = [.admin]
+        public static let requirements: [Requirement] = [.admin, .socket]
         public struct Reply: Codable, Sendable, Equatable {
             public var streams: Int
             public init(streams: Int) { self.streams = streams }
@@ -178,7 +181,7 @@ public enum DaemonInterface {
     }
     public struct RestartPlugin: Command {
         public static let method = "io.appd.Daemon.RestartPlugin"
-        public static let requirements: [Requirement] = [.admin]
+        public static let requirements: [Requirement] = [.admin, .socket]
         public typealias Reply = Empty
         public var name: String
         public init(name: String) {
@@ -187,7 +190,7 @@ public enum DaemonInterface {
     }
     public struct EnablePlugin: Command {
         public static let method = "io.appd.Daemon.EnablePlugin"
-        public static let requirements: [Requirement] = [.admin]
+        public static let requirements: [Requirement] = [.admin, .socket]
         public typealias Reply = Empty
         public var name: String
         public init(name: String) {
@@ -196,7 +199,7 @@ public enum DaemonInterface {
     }
     public struct DisablePlugin: Command {
         public static let method = "io.appd.Daemon.DisablePlugin"
-        public static let requirements: [Requirement] = [.admin]
+        public static let requirements: [Requirement] = [.admin, .socket]
         public typealias Reply = Empty
         public var name: String
         public init(name: String) {
@@ -205,7 +208,7 @@ public enum DaemonInterface {
     }
     public struct RescanPlugins: Command {
         public static let method = "io.appd.Daemon.RescanPlugins"
-        public static let requirements: [Requirement] = [.admin]
+        public static let requirements: [Requirement] = [.admin, .socket]
         public struct Reply: Codable, Sendable {
             public var added: [String]
             public var removed: [String]

@@ -228,6 +228,8 @@ public enum PaymentsInterface {
     }
     public struct IngestWebhook: Command {
         public static let method = "io.appd.Payments.IngestWebhook"
+        /// Providers deliver to /webhooks/<provider> as they send it (the signature covers the raw body).
+        public static let requirements: [Requirement] = [.socket]
         public typealias Reply = Ingested
         public var provider: String
         public var headers: [String: String]

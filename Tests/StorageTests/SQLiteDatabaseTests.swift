@@ -1,4 +1,5 @@
 import Bus
+import Synchronization
 import Testing
 @testable import Storage
 
@@ -178,6 +179,25 @@ import Testing
         await database.close()
     }
 
+    /// The event log's encoding of an event is the one its subscribers get: a typed event is
+    /// encoded once per write, not again for the bus.
+    @Test func aLoggedEventIsEncodedOnceForTheLogAndTheBus() async throws {
+        let bus = EventBus()
+        let subscription = try bus.subscribe("notes.counted")
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
+        let before = CountedNote.encodings.load(ordering: .acquiring)
+        try await database.write { transaction in _ = try transaction.appendLogged(CountedNote(text: "once"), causedBy: nil) }
+        var iterator = subscription.makeAsyncIterator()
+        let event = try await iterator.next()
+        #expect(try event?.json() == ["text": "once"])
+        #expect(event?.decode(as: CountedNote.self)?.text == "once", "subscribers in the process still get the typed value")
+        let log = try await EventLog(database: database).events(after: 0, limit: 10)
+        #expect(try log.first?.json() == ["text": "once"])
+        #expect(CountedNote.encodings.load(ordering: .acquiring) - before == 1, "encoded once")
+        await database.close()
+    }
+
     @Test func groupCommitKeepsEveryAcknowledgedWriteAndItsEvent() async throws {
         let (dir, database) = try await notesDatabase(bus: nil)
         defer { removeDirectory(dir) }
@@ -193,4 +213,23 @@ import Testing
         #expect(log.map(\.sequence) == (1...500).map { Optional(Int64($0)) })
         await database.close()
     }
+}
+
+/// An event that counts how often it is encoded.
+struct CountedNote: Event, Equatable {
+    static let topic = "notes.counted"
+    static let audience = EventAudience.admin
+    static let encodings = Atomic<Int>(0)
+    var text: String
+
+    init(text: String) { self.text = text }
+    init(from decoder: any Decoder) throws {
+        text = try decoder.container(keyedBy: Keys.self).decode(String.self, forKey: .text)
+    }
+    func encode(to encoder: any Encoder) throws {
+        Self.encodings.add(1, ordering: .acquiringAndReleasing)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(text, forKey: .text)
+    }
+    enum Keys: String, CodingKey { case text }
 }

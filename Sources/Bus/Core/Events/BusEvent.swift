@@ -24,6 +24,9 @@ public struct BusEvent: Sendable, Cause {
     public package(set) var droppedBefore: Int = 0
     /// Of those, the live-only ones (no sequence), which no log can give back.
     public package(set) var droppedUnlogged: Int = 0
+    /// The payload's JSON when it was made already (the event log's encoding, kept so the bus
+    /// and its subscribers do not encode the same event again).
+    private var encodedPayload: JSONValue?
 
     /// A new event, caused by `cause` (a command's envelope or another event).
     public init(
@@ -66,9 +69,10 @@ public struct BusEvent: Sendable, Cause {
     }
 
     /// The same event at its place in the log.
-    public func logged(at sequence: Int64) -> BusEvent {
+    public func logged(at sequence: Int64, payload json: JSONValue? = nil) -> BusEvent {
         var copy = self
         copy.sequence = sequence
+        if let json { copy.encodedPayload = json }
         return copy
     }
 
@@ -86,9 +90,10 @@ public struct BusEvent: Sendable, Cause {
 
     /// The payload as JSON, for the wire and the event log.
     public func json() throws -> JSONValue {
+        if let encodedPayload { return encodedPayload }
         switch payload {
-        case .typed(let event): try JSONValue(encoding: event)
-        case .json(let json): json
+        case .typed(let event): return try JSONValue(encoding: event)
+        case .json(let json): return json
         }
     }
 }

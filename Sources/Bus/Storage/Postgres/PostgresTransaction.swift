@@ -45,11 +45,13 @@ final class PostgresTransaction: OutboxTransaction {
         guard logEvents else {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
-        let rows = try connection.run(EventLog.insert + " RETURNING seq", try EventLog.parameters(event)).rows
+        // Encoded once: the log's row and the bus's delivery share the JSON.
+        let payload = try event.json()
+        let rows = try connection.run(EventLog.insert + " RETURNING seq", try EventLog.parameters(event, payload: payload)).rows
         guard let sequence = rows.first?.integer("seq") else {
             throw StorageError(kind: .other, message: "the event log returned no sequence number")
         }
-        events.append(event.logged(at: sequence))
+        events.append(event.logged(at: sequence, payload: payload))
         return sequence
     }
 }

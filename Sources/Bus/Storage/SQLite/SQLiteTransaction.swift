@@ -27,9 +27,11 @@ final class SQLiteTransaction: OutboxTransaction {
         guard logEvents else {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
-        _ = try connection.run(EventLog.insert, try EventLog.parameters(event))
+        // Encoded once: the log's row and the bus's delivery share the JSON.
+        let payload = try event.json()
+        _ = try connection.run(EventLog.insert, try EventLog.parameters(event, payload: payload))
         let sequence = connection.lastInsertRowID
-        events.append(event.logged(at: sequence))
+        events.append(event.logged(at: sequence, payload: payload))
         return sequence
     }
 }

@@ -6,6 +6,8 @@ public struct MethodInfo: Sendable, Hashable {
     /// A streaming method that also answers a plain call with one reply (external plugins'
     /// methods: varlink's IDL does not say which stream).
     public var answersPlainCalls: Bool = false
+    /// Its replies are encoded from Swift types (see `VarlinkDispatcher.checksTypedReplies`).
+    public var typed: Bool = false
 }
 
 extension EventBus {
@@ -71,7 +73,7 @@ extension EventBus {
     /// Requirements and shape of a registered method.
     public func methodInfo(_ method: String) -> MethodInfo? {
         handlers.withLock { $0[method] }.map {
-            MethodInfo(method: $0.method, requirements: $0.requirements, streaming: $0.streaming, answersPlainCalls: $0.answersPlainCalls)
+            MethodInfo(method: $0.method, requirements: $0.requirements, streaming: $0.streaming, answersPlainCalls: $0.answersPlainCalls, typed: $0.typed)
         }
     }
 

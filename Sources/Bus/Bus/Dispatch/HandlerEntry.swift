@@ -5,6 +5,9 @@ protocol HandlerEntry: Sendable {
     var streaming: Bool { get }
     /// Whether a plain call (one reply) is answered too.
     var answersPlainCalls: Bool { get }
+    /// Whether its replies are encoded from Swift types (whose agreement with the IDL the
+    /// contract tests check), not JSON from elsewhere (an external plugin, a raw handler).
+    var typed: Bool { get }
     /// Runs the handler for a single reply, decoding and encoding JSON.
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
     /// Starts the handler's stream, decoding and encoding JSON.
@@ -13,6 +16,7 @@ protocol HandlerEntry: Sendable {
 
 extension HandlerEntry {
     var answersPlainCalls: Bool { !streaming }
+    var typed: Bool { true }
 
     func decodeParameters<C: Decodable>(_ type: C.Type, _ parameters: JSONValue) throws -> C {
         let object: JSONValue = parameters == .null ? .object([:]) : parameters
@@ -74,6 +78,7 @@ struct RawHandler: HandlerEntry {
     let stream: (@Sendable (Envelope, JSONValue, ReplyWriter<JSONValue>) async throws -> JSONValue)?
     var streaming: Bool { stream != nil }
     var answersPlainCalls: Bool { single != nil }
+    var typed: Bool { false }
 
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
         guard let single else { throw WrongCallShape(method: method, streaming: true) }

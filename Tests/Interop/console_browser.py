@@ -27,6 +27,7 @@ import time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException
 
 from harness import check, finish, free_port, post, wait_for
 
@@ -118,6 +119,25 @@ def main():
         def rows(css):
             return driver.find_elements(By.CSS_SELECTOR, css)
 
+        def steady(condition):
+            """A condition over elements the page may re-render while it is read (the lists
+            refresh as answers arrive): an element gone stale means "not yet", not a failure."""
+            def checked():
+                try:
+                    return condition()
+                except StaleElementReferenceException:
+                    return False
+            return checked
+
+        def settled(read, tries=50):
+            """Reads elements the page may re-render meanwhile, again until a read is not stale."""
+            for _ in range(tries):
+                try:
+                    return read()
+                except StaleElementReferenceException:
+                    time.sleep(0.05)
+            return read()
+
         # Sign-in: the link sets the cookie and lands on the overview.
         driver.get(url)
         check("the link signs the browser in and lands on /console/", driver.current_url.endswith("/console/"), driver.current_url)
@@ -166,7 +186,7 @@ def main():
         driver.find_element(By.ID, "events-pause").click()
         ctl("todos", "add", "Unseen while paused")
         check("paused, a new event is counted and not shown", wait_for(lambda: "1 events not shown" in text("#events-state"), 5)
-              and not any("Unseen while paused" in r.text for r in rows("#events tbody tr")), text("#events-state"))
+              and not settled(lambda: any("Unseen while paused" in r.text for r in rows("#events tbody tr"))), text("#events-state"))
         driver.find_element(By.ID, "events-pause").click()
         # A topic filter: only what matches.
         field = driver.find_element(By.ID, "events-topics")
@@ -176,15 +196,16 @@ def main():
         wait_for(lambda: text("#events-state").startswith("Connected"), 10)
         ctl("todos", "add", "Filtered out")
         time.sleep(0.5)  # a negative: give the event time to (not) arrive
-        check("a topic filter keeps other topics out", not any("Filtered out" in r.text for r in rows("#events tbody tr")), "")
+        check("a topic filter keeps other topics out", not settled(lambda: any("Filtered out" in r.text for r in rows("#events tbody tr"))), "")
 
         # Users: search, open, grant, disable.
         driver.get(f"http://127.0.0.1:{console_port}/console/#users")
         wait_for(lambda: rows('#users tbody tr[data-email="alice@example.com"]'), 10)
         driver.find_element(By.ID, "users-query").send_keys("BOB")
         driver.find_element(By.CSS_SELECTOR, "#users-search button").click()
-        found = wait_for(lambda: [r.get_attribute("data-email") for r in rows("#users tbody tr")] == ["bob@example.com"], 10)
-        check("searching 'BOB' finds bob only (any case)", found, str([r.get_attribute("data-email") for r in rows("#users tbody tr")]))
+        emails = lambda: settled(lambda: [r.get_attribute("data-email") for r in rows("#users tbody tr")])
+        found = wait_for(lambda: emails() == ["bob@example.com"], 10)
+        check("searching 'BOB' finds bob only (any case)", found, str(emails()))
         driver.find_element(By.CSS_SELECTOR, 'button[aria-label="Open bob@example.com"]').click()
         check("opening bob shows his account", wait_for(lambda: text("#user-title") == "bob@example.com", 10), text("#user-title"))
         check("bob has no identities (email and password only)", "none" in text("#user-identities"), text("#user-identities"))
@@ -233,12 +254,12 @@ def main():
                 post(http_port, "io.appd.Todos.List", {}, token=bob)
             return [f for f in rows("#charts figure") if f.get_attribute("data-method") == "io.appd.Todos.List http"
                     and int(f.get_attribute("data-points") or 0) >= 4 and "calls/s" in f.text and "p99" in f.text]
-        check("the metrics page charts calls per second and p99 per method", wait_for(charted, 20, every=0.2), text("#charts"))
+        check("the metrics page charts calls per second and p99 per method", wait_for(steady(charted), 20, every=0.2), text("#charts"))
         shot("metrics")
 
         # Audit: the console's admin calls, as the admin whose link it was.
         driver.get(f"http://127.0.0.1:{console_port}/console/#audit")
-        audited = wait_for(lambda: [r.text for r in rows("#audit tbody tr") if "io.appd.Auth.DisableUser" in r.text and "console" in r.text], 10)
+        audited = wait_for(steady(lambda: [r.text for r in rows("#audit tbody tr") if "io.appd.Auth.DisableUser" in r.text and "console" in r.text]), 10)
         check("the audit page shows the console's DisableUser as an admin call from the console session", audited, text("#audit")[:500])
         shot("audit")
 

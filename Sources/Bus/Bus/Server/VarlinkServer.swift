@@ -83,11 +83,8 @@ public final class VarlinkServer: Service {
             door.close()
         }
         // 2. Drain: wait for calls being answered now, within the bound.
-        let deadline = ContinuousClock.now.advanced(by: limits.drainTimeout)
-        while ContinuousClock.now < deadline {
-            let busy = registry.withLock { r in r.connections.values.filter { !$0.isIdle }.count }
-            if busy == 0 { break }
-            await sleepIgnoringCancellation(for: .milliseconds(10))
+        await ConnectionTable<VarlinkConnection>.drain(until: .now.advanced(by: limits.drainTimeout)) { [self] in
+            registry.withLock { r in r.connections.values.allSatisfy(\.isIdle) }
         }
         // 3. Close every connection; workers still running are cancelled.
         let (connections, workers) = registry.withLock { r in (Array(r.connections.values), Array(r.workers.values)) }

@@ -11,11 +11,16 @@ public struct Alarm: Sendable {
 
     /// Sets an alarm for `delay` from now.
     public init(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+        self.init(at: .now.advanced(by: delay), fire)
+    }
+
+    /// Sets an alarm for `deadline` (a call's deadline race keeps its timer this way too).
+    public init(at deadline: ContinuousClock.Instant, _ fire: @escaping @Sendable () -> Void) {
         if let timers = Deadline.timers {
-            kind = .timer(timers, timers.schedule(.now.advanced(by: delay), fire: fire))
+            kind = .timer(timers, timers.schedule(deadline, fire: fire))
         } else {
-            kind = .task(Task {
-                try? await Task.sleep(for: delay)
+            kind = .task(Task(executorPreference: Deadline.executor) {
+                try? await Task.sleep(until: deadline, clock: .continuous)
                 if !Task.isCancelled { fire() }
             })
         }

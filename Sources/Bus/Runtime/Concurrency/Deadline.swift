@@ -84,7 +84,6 @@ public enum Deadline {
         _ operation: @escaping @Sendable () async throws -> any Sendable
     ) async throws -> any Sendable {
         let race = Race(parent: current)
-        let timers = self.timers
         return try await withTaskCancellationHandler {
             // Unsafe is safe here: `Race` resumes the continuation exactly once (the first
             // `finish` takes it out under the lock; `begin` resumes only a decided race).
@@ -104,16 +103,8 @@ public enum Deadline {
                 // Decided already: by the work itself, or by a caller cancelled before it began
                 // (then the work, which has just suspended, is cancelled too).
                 guard !race.isDecided else { return work.cancel() }
-                if let timers {
-                    let token = timers.schedule(deadline) { race.finish(.failure(timeoutError())) }
-                    race.attach { work.cancel(); timers.cancel(token) }
-                } else {
-                    let timer = Task(executorPreference: executor) {
-                        try? await Task.sleep(until: deadline, clock: .continuous)
-                        if !Task.isCancelled { race.finish(.failure(timeoutError())) }
-                    }
-                    race.attach { work.cancel(); timer.cancel() }
-                }
+                let alarm = Alarm(at: deadline) { race.finish(.failure(timeoutError())) }
+                race.attach { work.cancel(); alarm.cancel() }
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))

@@ -11,10 +11,6 @@ public final class ConnectionTable<Connection: AnyObject & Sendable>: Sendable {
 
     public init() {}
 
-    public func insert(_ connection: Connection, fd: Int32) {
-        table.withLock { $0[fd] = connection }
-    }
-
     /// Takes the connection out (once): nil when it was out already.
     @discardableResult
     public func remove(_ fd: Int32) -> Connection? {

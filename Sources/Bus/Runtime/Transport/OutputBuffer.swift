@@ -10,10 +10,6 @@ public struct OutputBuffer: Sendable {
     public var pending: Int { bytes.count - start }
     public var isEmpty: Bool { bytes.count == start }
 
-    public mutating func append(_ more: [UInt8]) {
-        if bytes.isEmpty { bytes = more } else { bytes += more }
-    }
-
     /// Encodes straight into the buffer (one pass, no intermediate array).
     public mutating func append(encoding: (inout [UInt8]) -> Void) { encoding(&bytes) }
 

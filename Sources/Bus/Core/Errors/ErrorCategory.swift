@@ -53,8 +53,8 @@ public enum ErrorCategory: String, Sendable, CaseIterable, Codable {
     /// Throws the line's text when it names no category.
     static func declared(in doc: String) throws(UnknownCategory) -> ErrorCategory? {
         for line in doc.split(separator: "\n") where line.hasPrefix("category:") {
-            let name = line.dropFirst("category:".count).trimmingSpaces
-            guard let category = ErrorCategory(rawValue: String(name)) else { throw UnknownCategory(text: String(name)) }
+            let name = line.dropFirst("category:".count).trimmingWhitespace()
+            guard let category = ErrorCategory(rawValue: name) else { throw UnknownCategory(text: name) }
             return category
         }
         return nil
@@ -62,14 +62,5 @@ public enum ErrorCategory: String, Sendable, CaseIterable, Codable {
 
     struct UnknownCategory: Error {
         let text: String
-    }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: Substring {
-        var text = self
-        while text.first == " " { text.removeFirst() }
-        while text.last == " " { text.removeLast() }
-        return text
     }
 }

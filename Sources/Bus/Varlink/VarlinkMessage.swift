@@ -97,6 +97,14 @@ public struct VarlinkReply: Sendable, Equatable {
     /// drop the connection on any other key.
     /// Written straight to bytes, keys in sorted order as `JSONWriter` would write them (no
     /// dictionary built per reply).
+    /// Writes an intermediate reply (`continues`) whose parameters are `parameters`, a JSON
+    /// object already encoded: the same bytes `write` makes for it.
+    public static func writeContinuing(parameters: [UInt8], into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"continues":true,"parameters":"#.utf8)
+        out.append(contentsOf: parameters)
+        out.append(contentsOf: [UInt8(ascii: "}"), 0])
+    }
+
     public func write(into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
         if continues { out.append(contentsOf: #""continues":true,"#.utf8) }

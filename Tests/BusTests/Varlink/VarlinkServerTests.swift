@@ -145,4 +145,75 @@ import TestSupport
         #expect(replies.first?.error == "io.appd.Bus.InvalidTopic")
         await server.stop()
     }
+
+    /// A publisher writes an event straight to a caught-up subscriber's connection; one that
+    /// has fallen behind (its buffer over the high-water mark) gets the rest through its queue,
+    /// in order and without a loss, and the direct path takes over again once it has caught up.
+    @Test func fanOutWritesStraightToTheSocketAndFallsBackInOrderWhenTheClientLags() async throws {
+        var limits = ServerLimits()
+        limits.maxMessageBytes = 64 << 10
+        limits.maxPendingOutputBytes = 64 << 10  // high-water mark 8 KiB
+        let server = try TestServer(limits: limits)
+        let client = try server.client()
+        try client.send(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": ["bench.*"]], more: true))
+        #expect(await eventually { server.bus.counters.subscriptions == 1 })
+        let direct = { server.bus.registry.withLock { $0.subscriptions.queues.values.map(\.directCount).reduce(0, +) } }
+        // 1,000 events of ~2 KB while the client reads nothing: the kernel's buffer and the
+        // high-water mark take the first ones, the queue (capacity 1,024) the rest.
+        let pad = JSONValue.string(String(repeating: "x", count: 2000))
+        for n in 0..<1000 { try server.bus.publish(topic: "bench.tick", payload: ["n": .int(Int64(n)), "pad": pad], causedBy: nil) }
+        let firstDirect = direct()
+        #expect(firstDirect > 0)
+        #expect(firstDirect < 1000)
+        for n in 0..<1000 {
+            let reply = try await client.receive()
+            #expect(reply.continues && reply.error == nil)
+            #expect(reply.parameters["payload"]?["n"] == .int(Int64(n)), "event \(n) out of order")
+            #expect(reply.parameters["dropped"] == 0)
+        }
+        // Caught up: the next events go straight to the socket again.
+        #expect(await eventually {
+            try? server.bus.publish(topic: "bench.tock", payload: ["n": 1000], causedBy: nil)
+            return direct() > firstDirect
+        })
+        let next = try await client.receive()
+        #expect(next.parameters["topic"] == "bench.tock")
+        await server.stop()
+    }
+
+    /// Publishing while the subscriber reads, so the direct path and the queue take turns
+    /// many times: every event arrives in order, and a gap is exactly the drops reported.
+    @Test func fanOutKeepsOrderWhileTheDirectPathAndTheQueueTakeTurns() async throws {
+        var limits = ServerLimits()
+        limits.maxMessageBytes = 64 << 10
+        limits.maxPendingOutputBytes = 64 << 10
+        let server = try TestServer(limits: limits)
+        let client = try server.client()
+        try client.send(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": ["bench.*"]], more: true))
+        #expect(await eventually { server.bus.counters.subscriptions == 1 })
+        let bus = server.bus
+        let count = 5000
+        let publisher = Task.detached {
+            let pad = JSONValue.string(String(repeating: "y", count: 1500))
+            for n in 0..<count {
+                try bus.publish(topic: "bench.tick", payload: ["n": .int(Int64(n)), "pad": pad], causedBy: nil)
+                if n % 64 == 0 { await Task.yield() }
+            }
+        }
+        var last: Int64 = -1
+        var received = 0
+        while last < Int64(count - 1) {
+            let reply = try await client.receive()
+            guard case .int(let n)? = reply.parameters["payload"]?["n"], case .int(let dropped)? = reply.parameters["dropped"] else {
+                Issue.record("not an event: \(reply)")
+                break
+            }
+            #expect(n == last + 1 + dropped, "event \(n) after \(last) with \(dropped) dropped")
+            last = n
+            received += 1
+        }
+        try await publisher.value
+        #expect(received > 0)
+        await server.stop()
+    }
 }

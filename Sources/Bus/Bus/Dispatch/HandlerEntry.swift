@@ -64,7 +64,11 @@ struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
         let command = try decodeParameters(C.self, parameters)
         // One producer task that encodes as it sends (a mapped stream would need a second).
         return ReplyChannel<JSONValue>.start(capacity: capacity) { [body] json in
-            try JSONValue(encoding: try await body(command, envelope, ReplyWriter(into: json) { try JSONValue(encoding: $0) }))
+            // A handler whose replies are JSON already (Bus.Subscribe) writes to the stream as
+            // is: no second encoding, and its direct path (fan-out) goes through no wrapper.
+            let writer = json as? ReplyWriter<C.Reply> ?? ReplyWriter(into: json) { try JSONValue(encoding: $0) }
+            let reply = try await body(command, envelope, writer)
+            return try (reply as? JSONValue) ?? JSONValue(encoding: reply)
         }
     }
 }

@@ -42,6 +42,15 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
 
+    /// Lets the producer hand intermediate replies straight to `output`, on its own thread and
+    /// already encoded, whenever this stream's consumer has taken every earlier reply and is
+    /// waiting for the next (so order is kept); `output` returns false when it cannot take one
+    /// now (its buffer is full, or its connection closing), and the reply then comes through
+    /// `next` as usual. For a transport's fan-out path: no task hop per reply.
+    public func deliverDirectly(to output: @escaping @Sendable (Element, [UInt8]) -> Bool) {
+        channel.attach(direct: output)
+    }
+
     /// A stream whose elements are this stream's, transformed (used to bridge typed and JSON replies).
     func map<T: Sendable>(capacity: Int, _ transform: @escaping @Sendable (Element) throws -> T) -> ReplyStream<T> {
         let source = self
@@ -59,10 +68,12 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
 public struct ReplyWriter<Element: Sendable>: Sendable {
     private let deliver: @Sendable (Element) async throws -> Void
     private let use: @Sendable () -> Void
+    private let direct: @Sendable (() -> (Element, [UInt8])?) -> Bool
 
     init(channel: ReplyChannel<Element>) {
         deliver = { try await channel.send($0, isFinal: false) }
         use = { channel.markUsed() }
+        direct = { channel.writeDirect($0) }
     }
 
     /// A writer whose replies go, transformed, to `writer` (typed replies onto a JSON stream,
@@ -70,11 +81,25 @@ public struct ReplyWriter<Element: Sendable>: Sendable {
     init<Target: Sendable>(into writer: ReplyWriter<Target>, _ transform: @escaping @Sendable (Element) throws -> Target) {
         deliver = { try await writer.send(transform($0)) }
         use = { writer.markUsed() }
+        direct = { make in
+            writer.sendDirectly {
+                guard let (element, encoded) = make(), let target = try? transform(element) else { return nil }
+                return (target, encoded)
+            }
+        }
     }
 
     /// Sends one intermediate reply; throws `CancellationError` once the consumer has gone away.
     public func send(_ element: Element) async throws {
         try await deliver(element)
+    }
+
+    /// Sends one intermediate reply without waiting, straight to the consumer's transport, when
+    /// the consumer has asked for that (`ReplyStream.deliverDirectly`) and is caught up: `make`
+    /// gives the reply and its JSON bytes, and is called only then. False when the reply was
+    /// not taken: send it with `send`. Never suspends, so a publisher may call it (fan-out).
+    public func sendDirectly(_ make: () -> (Element, [UInt8])?) -> Bool {
+        direct(make)
     }
 
     /// Says the caller has been given what the stream costs (a chat reply's first words): a
@@ -97,6 +122,11 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         var observers: [@Sendable (StreamEnd) async -> Void] = []
         /// The producer said the caller got what the stream costs (`ReplyWriter.markUsed`).
         var used = false
+        /// Where the producer may write replies itself (`ReplyStream.deliverDirectly`).
+        var direct: (@Sendable (Element, [UInt8]) -> Bool)?
+        /// The consumer has handled every reply it took and waits in `next`: a reply written
+        /// directly now cannot overtake one.
+        var consumerCaughtUp = false
     }
     private enum Step { case element(Element, Bool), end((any Error)?), wait }
     private let capacity: Int
@@ -165,6 +195,22 @@ final class ReplyChannel<Element: Sendable>: Sendable {
 
     func markUsed() { state.withLock { $0.used = true } }
 
+    func attach(direct: @escaping @Sendable (Element, [UInt8]) -> Bool) {
+        state.withLock { $0.direct = direct }
+    }
+
+    /// Writes an intermediate reply through the consumer's direct output when nothing can be
+    /// overtaken: no reply buffered, the consumer waiting, the stream still open. Under the
+    /// lock, so the consumer cannot take a reply meanwhile.
+    func writeDirect(_ make: () -> (Element, [UInt8])?) -> Bool {
+        state.withLock { s in
+            guard let direct = s.direct, s.consumerCaughtUp, s.head == s.buffer.count, !s.cancelled, s.finished == nil,
+                let (element, encoded) = make()
+            else { return false }
+            return direct(element, encoded)
+        }
+    }
+
     /// Replies held, consumed ones not yet released included (for tests: it stays bounded).
     var storedCount: Int { state.withLock { $0.buffer.count } }
 
@@ -217,6 +263,8 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         while true {
             let (step, producer) = state.withLock { s -> (Step, CheckedContinuation<Void, any Error>?) in
                 if s.cancelled { return (.end(CancellationError()), nil) }
+                // Coming back for more means every reply taken before has been handled.
+                s.consumerCaughtUp = s.head == s.buffer.count
                 if s.head < s.buffer.count {
                     let (element, isFinal) = s.buffer[s.head]
                     s.head += 1

@@ -26,6 +26,10 @@ final class SubscriptionQueue: Sendable {
         var closed: Closed?
         var drainWaiters: [Int: (target: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
         var nextWaiter = 0
+        /// The consumer's way to take an event on the publisher's thread (`deliverDirectly`).
+        var direct: (@Sendable (BusEvent) -> Bool)?
+        /// Events the direct path took.
+        var directCount = 0
 
         mutating func takeSatisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
             guard !drainWaiters.isEmpty else { return [] }
@@ -60,6 +64,13 @@ final class SubscriptionQueue: Sendable {
         let (accepted, consumer) = state.withLock { s -> (Bool, CheckedContinuation<Void, any Error>?) in
             guard s.closed == nil else { return (false, nil) }
             s.enqueued += 1
+            // The consumer waits with nothing buffered or dropped: it may take the event right
+            // here (under the lock, so concurrent publishers keep one order).
+            if let direct = s.direct, s.consumer != nil, s.head == s.buffer.count, s.pendingDrops == 0, direct(event) {
+                s.settled += 1
+                s.directCount += 1
+                return (true, nil)
+            }
             if s.buffer.count - s.head >= options.capacity {
                 switch options.overflow {
                 case .dropOldest:
@@ -93,12 +104,23 @@ final class SubscriptionQueue: Sendable {
     func close() {
         let (consumer, waiters) = state.withLock { s in
             if s.closed == nil { s.closed = .unsubscribed }
+            s.direct = nil
             defer { s.consumer = nil }
             return (s.consumer, s.takeSatisfiedWaiters())
         }
         consumer?.resume()
         for waiter in waiters { waiter.resume() }
     }
+
+    /// Lets the consumer take events on the publisher's thread while it waits with nothing
+    /// buffered: `take` returns false when it cannot take one now (the event is then buffered
+    /// and wakes the consumer as usual). `take` runs under this queue's lock and must not wait.
+    func deliverDirectly(_ take: @escaping @Sendable (BusEvent) -> Bool) {
+        state.withLock { $0.direct = take }
+    }
+
+    /// Events the direct path took (for tests and metrics).
+    var directCount: Int { state.withLock { $0.directCount } }
 
     /// Total events dropped by `dropOldest` so far.
     var droppedCount: Int { state.withLock { $0.totalDrops } }

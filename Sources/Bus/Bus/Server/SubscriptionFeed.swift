@@ -12,6 +12,10 @@ final class SubscriptionFeed: Sendable {
     /// The durable log, when the subscriber asked for it (`since`).
     let replay: (any EventReplay)?
     let encoded: EncodedEvents
+    /// The sequence of the last logged event delivered (or replayed): one at or before it is
+    /// not delivered again. Shared by this feed's task and the publishers' direct path, which
+    /// take turns (the direct path runs only while the task waits for the queue).
+    private let position = Atomic<Int64>(0)
 
     init(
         filter: TopicFilter, visibility: EventVisibility, topics: EventTopics, writer: ReplyWriter<JSONValue>,
@@ -27,18 +31,32 @@ final class SubscriptionFeed: Sendable {
 
     /// Serves until the subscriber goes away (then throws `CancellationError`).
     func run(_ subscription: Subscription, since: Int64?) async throws {
-        var replayed: Int64 = 0
-        if let since { replayed = try await replayLog(after: since) }
+        if let since { position.store(try await replayLog(after: since), ordering: .relaxed) }
+        // Live: while this task waits with nothing buffered, a publisher hands the event's
+        // bytes straight to the subscriber's connection (no task hop per delivery); what the
+        // connection cannot take now comes through the queue and this loop.
+        subscription.queue.deliverDirectly { [self] event in deliverDirectly(event) }
         for try await event in subscription {
+            let replayed = position.load(ordering: .relaxed)
             if let sequence = event.sequence, sequence <= replayed { continue }
             if event.droppedBefore > 0, replay != nil, let sequence = event.sequence {
-                replayed = try await recover(before: event, sequence: sequence, replayed: replayed)
+                position.store(try await recover(before: event, sequence: sequence, replayed: replayed), ordering: .relaxed)
                 continue
             }
             try await deliver(event)
-            if let sequence = event.sequence { replayed = sequence }
+            if let sequence = event.sequence { position.store(sequence, ordering: .relaxed) }
         }
         throw CancellationError()
+    }
+
+    /// The publisher's side of `run`'s loop for one event (under the queue's lock, while the
+    /// task waits): true when the event is delivered or is one to skip.
+    private func deliverDirectly(_ event: BusEvent) -> Bool {
+        guard event.droppedBefore == 0 else { return false }
+        if let sequence = event.sequence, sequence <= position.load(ordering: .relaxed) { return true }
+        guard writer.sendDirectly({ encoded.wire(event) }) else { return false }
+        if let sequence = event.sequence { position.store(sequence, ordering: .relaxed) }
+        return true
     }
 
     /// A page of the log after `sequence`: a signed-in user's through the owner index (the
@@ -106,20 +124,34 @@ final class EncodedEvents: Sendable {
         var sequence: Int64?
         var redacted: Bool
         var json: JSONValue
+        var bytes: [UInt8]
     }
     private let recent = Mutex<[Entry]>([])
     private let capacity = 64
 
-    func json(_ event: BusEvent) -> JSONValue {
+    func json(_ event: BusEvent) -> JSONValue { wire(event).json }
+
+    /// The event as the IDL's `Event` and as its JSON bytes (what the direct path writes).
+    func wire(_ event: BusEvent) -> (json: JSONValue, bytes: [UInt8]) {
         // A subscriber told of dropped events gets its own count: not shared.
-        guard event.droppedBefore == 0 else { return Self.encode(event) }
-        if let hit = recent.withLock({ $0.last { $0.id == event.id && $0.sequence == event.sequence && $0.redacted == event.redacted }?.json }) { return hit }
-        let json = Self.encode(event)
+        guard event.droppedBefore == 0 else { return Self.encoded(event) }
+        let hit = recent.withLock { entries in
+            entries.last { $0.id == event.id && $0.sequence == event.sequence && $0.redacted == event.redacted }.map { ($0.json, $0.bytes) }
+        }
+        if let hit { return hit }
+        let (json, bytes) = Self.encoded(event)
         recent.withLock { entries in
             if entries.count >= capacity { entries.removeFirst(capacity / 2) }
-            entries.append(Entry(id: event.id, sequence: event.sequence, redacted: event.redacted, json: json))
+            entries.append(Entry(id: event.id, sequence: event.sequence, redacted: event.redacted, json: json, bytes: bytes))
         }
-        return json
+        return (json, bytes)
+    }
+
+    private static func encoded(_ event: BusEvent) -> (json: JSONValue, bytes: [UInt8]) {
+        let json = encode(event)
+        var bytes: [UInt8] = []
+        JSONWriter.write(json, into: &bytes)
+        return (json, bytes)
     }
 
     static func encode(_ event: BusEvent) -> JSONValue {

@@ -256,6 +256,13 @@ final class VarlinkConnection: Sendable {
         }
     }
 
+    /// Queues an intermediate reply whose parameters are encoded already, from any thread (a
+    /// publisher's: the fan-out path), unless the client has `streamHighWater` bytes unread or
+    /// the connection is closing: false then, and the reply takes `sendStreaming`'s way.
+    func sendContinuing(parameters: [UInt8]) -> Bool {
+        channel.writeIfBelowHighWater { VarlinkReply.writeContinuing(parameters: parameters, into: &$0) }
+    }
+
     /// Queues one reply of a stream; when the client has `streamHighWater` bytes unread, waits
     /// until it has read down to `streamLowWater`, so the stream's producer slows down with it.
     /// Throws `Gone` when the connection closes meanwhile (or the stall timeout closes it).

@@ -64,9 +64,13 @@ public final class VarlinkDispatcher: Sendable {
     }
 
     /// Handles one call; `emit` writes a reply. Oneway calls emit nothing, not even errors.
-    /// `transport` labels the call in the metrics (`varlink`, `http`).
+    /// `transport` labels the call in the metrics (`varlink`, `http`). A transport that can
+    /// take a stream's intermediate replies as encoded parameters, on the producer's thread,
+    /// passes `streamBytes` (see `ReplyStream.deliverDirectly`): false means "not now", and the
+    /// reply then comes through `emit`.
     public func handle(
-        _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink", emit: (VarlinkReply) async throws -> Void
+        _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink",
+        streamBytes: (@Sendable ([UInt8]) -> Bool)? = nil, emit: (VarlinkReply) async throws -> Void
     ) async throws {
         // A failure to write a reply is the connection's (its client left, or stopped reading):
         // pass it up as is, never as an error of the call.
@@ -78,7 +82,7 @@ public final class VarlinkDispatcher: Sendable {
         var known = false
         defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: known) }
         do {
-            try await route(call, caller: caller, timeout: timeout, known: &known, emit: emitting)
+            try await route(call, caller: caller, timeout: timeout, known: &known, streamBytes: streamBytes, emit: emitting)
         } catch let failure as EmitFailed {
             outcome = "disconnected"
             throw failure.underlying
@@ -103,7 +107,8 @@ public final class VarlinkDispatcher: Sendable {
 
     /// Sets `known` once the method is found in a served interface.
     private func route(
-        _ call: VarlinkCall, caller: Caller, timeout: Duration?, known: inout Bool, emit: (VarlinkReply) async throws -> Void
+        _ call: VarlinkCall, caller: Caller, timeout: Duration?, known: inout Bool, streamBytes: (@Sendable ([UInt8]) -> Bool)?,
+        emit: (VarlinkReply) async throws -> Void
     ) async throws {
         guard let (interfacePart, memberPart) = call.method.methodNameParts, !interfacePart.isEmpty else {
             throw InterfaceNotFound(interface: call.method)
@@ -123,6 +128,13 @@ public final class VarlinkDispatcher: Sendable {
         if call.more, info?.streaming == true {
             if key != nil { throw IdempotencyNotSupported(method: call.method) }
             let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
+            if let streamBytes {
+                stream.deliverDirectly { [self] value, bytes in
+                    // A reply that breaks the contract takes the slow path, which answers it.
+                    if checks, interface.check(value, against: .structure(method.output), path: "") != nil { return false }
+                    return streamBytes(bytes)
+                }
+            }
             while let (value, isFinal) = try await stream.nextReply() {
                 if checks { try check(value, of: method, in: interface) }
                 try await emit(VarlinkReply(parameters: value, continues: !isFinal))

@@ -92,8 +92,19 @@ public final class SocketChannel: Sendable {
     /// nil when the channel is closing (nothing was written).
     @discardableResult
     public func write(_ encode: (inout [UInt8]) -> Void) -> Int? {
+        append(encode, belowHighWaterOnly: false)
+    }
+
+    /// Appends what `encode` writes only while no more than the high-water mark is unwritten
+    /// (a producer that cannot wait: it takes its slow path instead); false when it did not.
+    public func writeIfBelowHighWater(_ encode: (inout [UInt8]) -> Void) -> Bool {
+        append(encode, belowHighWaterOnly: true) != nil
+    }
+
+    private func append(_ encode: (inout [UInt8]) -> Void, belowHighWaterOnly: Bool) -> Int? {
         let (pending, queueFlush) = state.withLock { s -> (Int?, Bool) in
             guard s.lifecycle == .open else { return (nil, false) }
+            if belowHighWaterOnly, s.output.pending > highWater || s.writer != nil { return (nil, false) }
             if s.output.isEmpty { s.lastProgress = .now }
             s.output.append(encoding: encode)
             // Blocked: the loop sends on EPOLLOUT; queued: the flush takes these bytes too.

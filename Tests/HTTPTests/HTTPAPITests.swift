@@ -42,9 +42,16 @@ struct APIFixture {
     let dispatcher: VarlinkDispatcher
     /// The API's log (the access log among it).
     let log = InMemoryLogHandler()
+    /// Replies `Watch` wrote straight to the client (`ReplyWriter.sendDirectly`).
+    let direct = DirectCount()
+
+    final class DirectCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
 
     init(options: HTTPAPIOptions = HTTPAPIOptions()) throws {
         let bus = EventBus(gates: [AdminGate(adminGroup: nil)])
+        let direct = self.direct
         dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "1", url: "u"))
         try dispatcher.register(try VarlinkInterface(parsing: Self.idl))
         try bus.registerRaw(method: "io.example.Notes.Add", requirements: []) { envelope, parameters in
@@ -55,7 +62,20 @@ struct APIFixture {
         try bus.registerRaw(method: "io.example.Notes.Refuse", requirements: []) { _, _ in throw Crowded() }
         try bus.registerRawStream(method: "io.example.Notes.Watch", requirements: []) { _, parameters, writer in
             guard case .int(let count)? = parameters["count"], count > 0 else { throw Crowded() }
-            for n in 1..<count { try await writer.send(["note": ["id": .int(n), "text": "n"]]) }
+            // As a subscription feed does: straight to the client when it is caught up, else
+            // through the stream. The first 20 go through the stream; then every 20th note
+            // waits (as between events) until the client has caught up, up to half a second.
+            for n in 1..<count {
+                let note: JSONValue = ["note": ["id": .int(n), "text": "n"]]
+                let attempts = n <= 20 ? 0 : n % 20 == 0 ? 500 : 1
+                var sent = false
+                for attempt in 0..<attempts {
+                    sent = writer.sendDirectly { (note, JSONWriter.bytes(note)) }
+                    if sent || attempt == attempts - 1 { break }
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                if sent { direct.value.add(1, ordering: .relaxed) } else { try await writer.send(note) }
+            }
             return ["note": ["id": .int(count), "text": "last"]]
         }
         try bus.registerRaw(method: "io.example.Notes.Attach", requirements: [.socket]) { _, _ in [:] }
@@ -136,6 +156,26 @@ extension String {
         #expect(APIFixture.status(early) == 400 && early.contains("Retry-After: 7") == false && early.contains("Crowded"), "\(early)")
         let notAccepted = try await f.request("POST", "/v1/io.example.Notes/Watch", body: #"{"count":3}"#)
         #expect(APIFixture.status(notAccepted) == 406, "\(notAccepted)")
+        await f.server.stop()
+    }
+
+    /// A stream's replies go straight from the producer to the socket while the writer waits,
+    /// and through the hand-off while it is busy: the events arrive whole and in order.
+    @Test func aStreamWrittenPartlyStraightToTheSocketKeepsItsOrder() async throws {
+        var options = HTTPAPIOptions()
+        options.firstReplyGrace = .milliseconds(1)
+        let f = try APIFixture(options: options)
+        let count = 1000
+        let streamed = try await f.request("POST", "/v1/io.example.Notes/Watch", body: "{\"count\":\(count)}", headers: ["Accept": "text/event-stream"])
+        #expect(streamed.hasSuffix("0\r\n\r\n"), "the stream ends")
+        // Chunk framing aside, every event is one `data:` line with its note.
+        let ids = streamed.split(separator: "\n").filter { $0.hasPrefix("data: ") }.compactMap { line -> Int? in
+            guard let value = try? JSONParser.parse(Array(line.dropFirst(6).utf8)), case .int(let id)? = value["note"]?["id"] else { return nil }
+            return Int(id)
+        }
+        #expect(ids == Array(1...count), "\(ids.count) events, first out of order at \(String(describing: zip(ids, 1...count).first { $0 != $1 }))")
+        let direct = f.direct.value.load(ordering: .relaxed)
+        #expect(direct > 0, "some went straight to the socket (the first 20 through the hand-off)")
         await f.server.stop()
     }
 

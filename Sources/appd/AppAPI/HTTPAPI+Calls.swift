@@ -126,7 +126,12 @@ extension HTTPAPI {
     ) async -> HTTPResponse {
         let handoff = ReplyHandoff()
         let call = Task {
-            try? await dispatcher.handle(VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http") { reply in
+            // Once the stream has started, a subscription's events go straight from the
+            // publisher to the socket while the writer below waits (see `writeDirectly`).
+            try? await dispatcher.handle(
+                VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http",
+                streamBytes: { handoff.writeDirectly($0, $1) }
+            ) { reply in
                 try await handoff.put(reply)
             }
             handoff.finish()
@@ -152,6 +157,7 @@ extension HTTPAPI {
             // Woken each interval: the writer then sends a comment line, so proxies and the
             // client see the stream is alive.
             var keepAlive = Alarm(after: interval) { handoff.wake() }
+            handoff.attach { parameters, bytes in writer.writeIfBelowHighWater(Self.event(parameters: parameters, encoded: bytes)) }
             await withTaskCancellationHandler {
                 var next = pending
                 while true {
@@ -184,14 +190,22 @@ extension HTTPAPI {
     /// One reply as a server-sent event: `event: reply` (or `error`), the reply as JSON on one
     /// `data:` line, and an `id:` with the event's sequence number when it has one (a
     /// reconnecting client sends it back as Last-Event-ID).
-    static func event(_ reply: VarlinkReply) -> String {
-        var text = ""
-        if reply.error == nil, case .int(let sequence)? = reply.parameters["seq"] { text += "id: \(sequence)\n" }
+    static func event(_ reply: VarlinkReply) -> [UInt8] {
         if let error = reply.error {
-            text += "event: error\ndata: " + String(decoding: JSONWriter.bytes(["error": .string(error), "parameters": reply.parameters]), as: UTF8.self)
-        } else {
-            text += "event: reply\ndata: " + String(decoding: JSONWriter.bytes(reply.parameters), as: UTF8.self)
+            return Array("event: error\ndata: ".utf8) + JSONWriter.bytes(["error": .string(error), "parameters": reply.parameters]) + Array("\n\n".utf8)
         }
-        return text + "\n\n"
+        return event(parameters: reply.parameters, encoded: JSONWriter.bytes(reply.parameters))
+    }
+
+    /// A reply's event from its parameters and their JSON bytes (encoded once for every
+    /// subscriber of a fan-out).
+    static func event(parameters: JSONValue, encoded: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(encoded.count + 40)
+        if case .int(let sequence)? = parameters["seq"] { bytes += Array("id: \(sequence)\n".utf8) }
+        bytes += Array("event: reply\ndata: ".utf8)
+        bytes += encoded
+        bytes += Array("\n\n".utf8)
+        return bytes
     }
 }

@@ -19,6 +19,8 @@ final class ReplyHandoff: Sendable {
         var finished = false
         /// `wake` came while no `take` waited: the next one returns `pending`.
         var woken = false
+        /// Where a reply may be written without the taker (`attach(direct:)`).
+        var direct: (@Sendable (JSONValue, [UInt8]) -> Bool)?
     }
     private let state = Mutex(State())
 
@@ -76,10 +78,26 @@ final class ReplyHandoff: Sendable {
         }
     }
 
+    /// Lets `writeDirectly` write replies itself from now on (the taker has started the stream).
+    func attach(direct: @escaping @Sendable (JSONValue, [UInt8]) -> Bool) {
+        state.withLock { $0.direct = direct }
+    }
+
+    /// Writes an intermediate reply (its parameters and their JSON bytes) through the direct
+    /// output, from the producer's thread, when nothing can be overtaken: the taker waits with
+    /// no reply offered. Under the lock, so the taker cannot take one meanwhile. False: `put` it.
+    func writeDirectly(_ parameters: JSONValue, _ bytes: [UInt8]) -> Bool {
+        state.withLock { s in
+            guard let direct = s.direct, s.taker != nil, s.offered == nil, !s.finished else { return false }
+            return direct(parameters, bytes)
+        }
+    }
+
     /// No more replies (the call ended, or the taker left): wakes both sides.
     func finish() {
         let (taker, offered) = state.withLock { s -> (CheckedContinuation<Taken, Never>?, CheckedContinuation<Void, any Error>?) in
             s.finished = true
+            s.direct = nil
             defer {
                 s.taker = nil
                 s.offered = nil

@@ -65,12 +65,12 @@ public final class VarlinkDispatcher: Sendable {
 
     /// Handles one call; `emit` writes a reply. Oneway calls emit nothing, not even errors.
     /// `transport` labels the call in the metrics (`varlink`, `http`). A transport that can
-    /// take a stream's intermediate replies as encoded parameters, on the producer's thread,
-    /// passes `streamBytes` (see `ReplyStream.deliverDirectly`): false means "not now", and the
-    /// reply then comes through `emit`.
+    /// take a stream's intermediate replies on the producer's thread passes `streamBytes` (see
+    /// `ReplyStream.deliverDirectly`): it gets the reply's parameters and their JSON bytes, and
+    /// false means "not now": the reply then comes through `emit`.
     public func handle(
         _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink",
-        streamBytes: (@Sendable ([UInt8]) -> Bool)? = nil, emit: (VarlinkReply) async throws -> Void
+        streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = nil, emit: (VarlinkReply) async throws -> Void
     ) async throws {
         // A failure to write a reply is the connection's (its client left, or stopped reading):
         // pass it up as is, never as an error of the call.
@@ -107,7 +107,7 @@ public final class VarlinkDispatcher: Sendable {
 
     /// Sets `known` once the method is found in a served interface.
     private func route(
-        _ call: VarlinkCall, caller: Caller, timeout: Duration?, known: inout Bool, streamBytes: (@Sendable ([UInt8]) -> Bool)?,
+        _ call: VarlinkCall, caller: Caller, timeout: Duration?, known: inout Bool, streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)?,
         emit: (VarlinkReply) async throws -> Void
     ) async throws {
         guard let (interfacePart, memberPart) = call.method.methodNameParts, !interfacePart.isEmpty else {
@@ -132,7 +132,7 @@ public final class VarlinkDispatcher: Sendable {
                 stream.deliverDirectly { [self] value, bytes in
                     // A reply that breaks the contract takes the slow path, which answers it.
                     if checks, interface.check(value, against: .structure(method.output), path: "") != nil { return false }
-                    return streamBytes(bytes)
+                    return streamBytes(value, bytes)
                 }
             }
             while let (value, isFinal) = try await stream.nextReply() {

@@ -229,7 +229,7 @@ public final class VarlinkServer: Service {
                 peer: connection.context.peer, sessionToken: connection.context.sessionToken,
                 connection: connection.context)
             do {
-                let streamBytes: (@Sendable ([UInt8]) -> Bool)? = call.more ? { @Sendable in connection.sendContinuing(parameters: $0) } : nil
+                let streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = call.more ? { @Sendable in connection.sendContinuing(parameters: $1) } : nil
                 try await dispatcher.handle(call, as: caller, timeout: limits.callTimeout, streamBytes: streamBytes) { reply in
                     if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
                 }

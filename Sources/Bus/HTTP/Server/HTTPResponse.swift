@@ -92,8 +92,20 @@ public struct HTTPStreamWriter: Sendable {
     public func write(_ bytes: [UInt8]) async throws(HTTPStreamClosed) {
         guard let connection else { throw HTTPStreamClosed() }
         guard !bytes.isEmpty else { return }
-        let chunk = Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10]
-        try await server.enqueue(chunk, on: connection)
+        try await server.enqueue(Self.chunk(bytes), on: connection)
+    }
+
+    /// Queues `bytes` without waiting, from any thread (a publisher's: the fan-out path),
+    /// unless the client has the stream buffer's worth unread or has gone: false then, and
+    /// nothing was written (use `write`).
+    public func writeIfBelowHighWater(_ bytes: [UInt8]) -> Bool {
+        guard let connection, !bytes.isEmpty else { return false }
+        return connection.channel.writeIfBelowHighWater { $0 += Self.chunk(bytes) }
+    }
+
+    /// One chunk of the chunked transfer coding.
+    static func chunk(_ bytes: [UInt8]) -> [UInt8] {
+        Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10]
     }
 
     public func write(_ text: String) async throws(HTTPStreamClosed) { try await write(Array(text.utf8)) }

@@ -128,6 +128,33 @@ import Testing
         #expect(try JSONValue(encoding: UInt64.max) == .double(Double(UInt64.max)))
     }
 
+    /// Plain members go straight into their object and containers get nodes of their own:
+    /// order, overwrites and mixed arrays come out as written.
+    @Test func plainAndNestedMembersMixAndTheLastWriteOfAKeyWins() throws {
+        struct Mixed: Encodable {
+            enum Key: String, CodingKey { case a, b, list }
+            func encode(to encoder: any Encoder) throws {
+                var object = encoder.container(keyedBy: Key.self)
+                try object.encode(1, forKey: .a)
+                var nested = object.nestedContainer(keyedBy: Key.self, forKey: .a)  // replaces a: 1
+                try nested.encode("inner", forKey: .b)
+                var gone = object.nestedUnkeyedContainer(forKey: .b)
+                try gone.encode(1)
+                try object.encode(true, forKey: .b)  // replaces the array
+                var list = object.nestedUnkeyedContainer(forKey: .list)
+                try list.encode(1)
+                var element = list.nestedContainer(keyedBy: Key.self)
+                try element.encode(2, forKey: .a)
+                try list.encode("three")
+                var inner = list.nestedUnkeyedContainer()
+                try inner.encode(4)
+                try list.encode(["five": 5])
+                try nested.encode(6, forKey: .a)  // a container is filled after its parent moved on
+            }
+        }
+        #expect(try JSONValue(encoding: Mixed()) == ["a": ["b": "inner", "a": 6], "b": true, "list": [1, ["a": 2], "three", [4], ["five": 5]]])
+    }
+
     @Test func encodingErrorsCarryThePath() throws {
         struct Point: Encodable { var x: Double }
         struct Shape: Encodable { var name: String; var points: [Point] }

@@ -9,6 +9,18 @@ import Testing
         #expect(EditDistance.closest(to: "xyzzy", in: ["ping", "status"]) == nil)
     }
 
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00.000Z"),
+        (1_764_462_018_123_456_789, "2025-11-30T00:20:18.123Z"),
+        (951_782_400_000_000_000, "2000-02-29T00:00:00.000Z"),
+        (Int64.max, "2262-04-11T23:47:16.854Z"),
+        (-1_000_000, "1969-12-31T23:59:59.999Z"),
+        (Int64.min, "1677-09-21T00:12:43.145Z"),
+    ])
+    func wallTimeIsWrittenAsRFC3339InUTCWithMilliseconds(nanoseconds: Int64, text: String) {
+        #expect(WallTime(nanosecondsSinceEpoch: nanoseconds).rfc3339 == text)
+    }
+
     @Test func trimmingRemovesOuterWhitespaceOnly() {
         #expect("  a b \n".trimmingWhitespace() == "a b")
         #expect("".trimmingWhitespace() == "")

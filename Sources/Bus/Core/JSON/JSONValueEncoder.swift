@@ -5,10 +5,16 @@ struct JSONValueEncoder: Encoder {
     /// One value under construction; containers fill it in place. A node knows its parent and
     /// its key there, so a coding path is worked out only when something asks for it (an
     /// error), not copied into every container on the way down.
+    ///
+    /// A member or element that is a plain value goes straight into `object`/`array`; only one
+    /// that is itself a container (filled after its parent's call returns) gets a node of its
+    /// own, in `children`. So a flat struct costs one node and one dictionary, not one per field.
     final class Node {
         var scalar: JSONValue = .null
-        var object: [String: Node]?
-        var array: [Node]?
+        var object: [String: JSONValue]?
+        var array: [JSONValue]?
+        /// Nested containers by key (objects) or index (arrays), merged in by `json`.
+        var children: [(key: String, index: Int, node: Node)] = []
         /// Unowned: the parent holds its children, and outlives them while encoding.
         unowned let parent: Node?
         let key: (any CodingKey)?
@@ -19,9 +25,40 @@ struct JSONValueEncoder: Encoder {
         }
 
         var json: JSONValue {
-            if let object { return .object(object.mapValues(\.json)) }
-            if let array { return .array(array.map(\.json)) }
+            if var object {
+                for child in children { object[child.key] = child.node.json }
+                return .object(object)
+            }
+            if var array {
+                for child in children { array[child.index] = child.node.json }
+                return .array(array)
+            }
             return scalar
+        }
+
+        /// Sets a member to a plain value (the last write of a key wins, as with a dictionary).
+        func set(_ key: String, _ value: JSONValue) {
+            if !children.isEmpty { children.removeAll { $0.key == key } }
+            object?[key] = value
+        }
+
+        /// A member that is a container of its own.
+        func child(_ key: some CodingKey) -> Node {
+            let name = key.stringValue
+            if !children.isEmpty { children.removeAll { $0.key == name } }
+            object?[name] = .null
+            let child = Node(parent: self, key: key)
+            children.append((name, 0, child))
+            return child
+        }
+
+        /// An element that is a container of its own.
+        func nextChild() -> Node {
+            let index = array?.count ?? 0
+            let child = Node(parent: self, key: JSONValueDecoder.IndexKey(index))
+            array?.append(.null)
+            children.append(("", index, child))
+            return child
         }
 
         var codingPath: [any CodingKey] {
@@ -60,20 +97,28 @@ struct JSONValueEncoder: Encoder {
 
     /// Encodes `value` into `node`, taking the fast path for primitives and JSONValue.
     static func put(_ value: some Encodable, into node: Node) throws {
+        if let plain = try plain(value, path: node.codingPath) { node.scalar = plain } else { try value.encode(to: JSONValueEncoder(node: node)) }
+    }
+
+    /// `value` as a JSONValue when it is a primitive or JSONValue itself (no node needed);
+    /// nil for anything that encodes itself into containers.
+    static func plain(_ value: some Encodable, path: @autoclosure () -> [any CodingKey]) throws -> JSONValue? {
         switch value {
-        case let json as JSONValue: node.scalar = json
-        case let s as String: node.scalar = .string(s)
-        case let b as Bool: node.scalar = .bool(b)
-        case let i as Int: node.scalar = .int(Int64(i))
-        case let i as Int64: node.scalar = .int(i)
-        case let d as Double: node.scalar = try finite(d, at: node)
-        default: try value.encode(to: JSONValueEncoder(node: node))
+        case let json as JSONValue: return json
+        case let s as String: return .string(s)
+        case let b as Bool: return .bool(b)
+        case let i as Int: return .int(Int64(i))
+        case let i as Int64: return .int(i)
+        case let d as Double: return try finite(d, path: path())
+        default: return nil
         }
     }
 
-    static func finite(_ d: Double, at node: Node) throws -> JSONValue {
+    static func finite(_ d: Double, at node: Node) throws -> JSONValue { try finite(d, path: node.codingPath) }
+
+    static func finite(_ d: Double, path: [any CodingKey]) throws -> JSONValue {
         guard d.isFinite else {
-            throw EncodingError.invalidValue(d, .init(codingPath: node.codingPath, debugDescription: "JSON cannot hold \(d)"))
+            throw EncodingError.invalidValue(d, .init(codingPath: path, debugDescription: "JSON cannot hold \(d)"))
         }
         return .double(d)
     }
@@ -87,24 +132,20 @@ struct JSONValueEncoder: Encoder {
         let node: Node
         var codingPath: [any CodingKey] { node.codingPath }
 
-        func child(_ key: Key) -> Node {
-            let child = Node(parent: node, key: key)
-            node.object?[key.stringValue] = child
-            return child
-        }
+        func child(_ key: Key) -> Node { node.child(key) }
 
-        mutating func encodeNil(forKey key: Key) throws { child(key).scalar = .null }
-        mutating func encode(_ value: Bool, forKey key: Key) throws { child(key).scalar = .bool(value) }
-        mutating func encode(_ value: String, forKey key: Key) throws { child(key).scalar = .string(value) }
+        mutating func encodeNil(forKey key: Key) throws { node.set(key.stringValue, .null) }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { node.set(key.stringValue, .bool(value)) }
+        mutating func encode(_ value: String, forKey key: Key) throws { node.set(key.stringValue, .string(value)) }
         mutating func encode(_ value: Double, forKey key: Key) throws {
-            let child = child(key)
-            child.scalar = try JSONValueEncoder.finite(value, at: child)
+            node.set(key.stringValue, try JSONValueEncoder.finite(value, path: node.codingPath + [key]))
         }
         mutating func encode(_ value: Float, forKey key: Key) throws { try encode(Double(value), forKey: key) }
-        mutating func encode(_ value: Int, forKey key: Key) throws { child(key).scalar = .int(Int64(value)) }
-        mutating func encode(_ value: Int64, forKey key: Key) throws { child(key).scalar = .int(value) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { node.set(key.stringValue, .int(Int64(value))) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { node.set(key.stringValue, .int(value)) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-            try JSONValueEncoder.put(value, into: child(key))
+            if let plain = try JSONValueEncoder.plain(value, path: node.codingPath + [key]) { return node.set(key.stringValue, plain) }
+            try value.encode(to: JSONValueEncoder(node: child(key)))
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
@@ -124,21 +165,19 @@ struct JSONValueEncoder: Encoder {
         var codingPath: [any CodingKey] { node.codingPath }
         var count: Int { node.array?.count ?? 0 }
 
-        func next() -> Node {
-            let child = Node(parent: node, key: JSONValueDecoder.IndexKey(count))
-            node.array?.append(child)
-            return child
-        }
+        func next() -> Node { node.nextChild() }
+        func append(_ value: JSONValue) { node.array?.append(value) }
+        var nextPath: [any CodingKey] { node.codingPath + [JSONValueDecoder.IndexKey(count)] }
 
-        mutating func encodeNil() throws { next().scalar = .null }
-        mutating func encode(_ value: Bool) throws { next().scalar = .bool(value) }
-        mutating func encode(_ value: String) throws { next().scalar = .string(value) }
-        mutating func encode(_ value: Double) throws {
-            let child = next()
-            child.scalar = try JSONValueEncoder.finite(value, at: child)
+        mutating func encodeNil() throws { append(.null) }
+        mutating func encode(_ value: Bool) throws { append(.bool(value)) }
+        mutating func encode(_ value: String) throws { append(.string(value)) }
+        mutating func encode(_ value: Double) throws { append(try JSONValueEncoder.finite(value, path: nextPath)) }
+        mutating func encode(_ value: Int) throws { append(.int(Int64(value))) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            if let plain = try JSONValueEncoder.plain(value, path: nextPath) { return append(plain) }
+            try value.encode(to: JSONValueEncoder(node: next()))
         }
-        mutating func encode(_ value: Int) throws { next().scalar = .int(Int64(value)) }
-        mutating func encode<T: Encodable>(_ value: T) throws { try JSONValueEncoder.put(value, into: next()) }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
             JSONValueEncoder(node: next()).container(keyedBy: keyType)

@@ -84,7 +84,8 @@ struct JSONValueEncoder: Encoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if node.object == nil { node.object = [:] }
+        // Room for a typical reply struct at once: growing a dictionary rehashes it each time.
+        if node.object == nil { node.object = Dictionary(minimumCapacity: 8) }
         return KeyedEncodingContainer(Keyed<Key>(node: node))
     }
 

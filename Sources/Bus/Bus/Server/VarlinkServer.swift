@@ -225,19 +225,28 @@ public final class VarlinkServer: Service {
     /// The worker: answers the connection's calls one at a time, in order.
     static func serve(_ connection: VarlinkConnection, dispatcher: VarlinkDispatcher, limits: ServerLimits) async {
         while let call = await connection.nextCall() {
-            let caller = Caller(
-                peer: connection.context.peer, sessionToken: connection.context.sessionToken,
-                connection: connection.context)
-            do {
-                let streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = call.more ? { @Sendable in connection.sendContinuing(parameters: $1) } : nil
-                try await dispatcher.handle(call, as: caller, timeout: limits.callTimeout, streamBytes: streamBytes) { reply in
-                    if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
-                }
-            } catch {
-                // The connection is gone (closed, or its client stopped reading): stop serving it.
-                break
-            }
+            // The connection is gone (closed, or its client stopped reading): stop serving it.
+            guard await answer(call, on: connection, dispatcher: dispatcher, limits: limits) else { break }
         }
         connection.workerFinished()
+    }
+
+    /// One call, answered; false when the connection is gone. A function of its own, kept out
+    /// of `serve`: an idle connection's worker holds only `serve`'s async frame while it waits,
+    /// and a call's locals in it cost every idle connection ~1 KB (measured: 3.4 -> 4.4 KB).
+    @inline(never)
+    static func answer(_ call: VarlinkCall, on connection: VarlinkConnection, dispatcher: VarlinkDispatcher, limits: ServerLimits) async -> Bool {
+        let caller = Caller(
+            peer: connection.context.peer, sessionToken: connection.context.sessionToken,
+            connection: connection.context)
+        let streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = call.more ? { @Sendable in connection.sendContinuing(parameters: $1) } : nil
+        do {
+            try await dispatcher.handle(call, as: caller, timeout: limits.callTimeout, streamBytes: streamBytes) { reply in
+                if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
+            }
+            return true
+        } catch {
+            return false
+        }
     }
 }

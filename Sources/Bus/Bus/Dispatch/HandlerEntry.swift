@@ -66,10 +66,17 @@ struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
         return ReplyChannel<JSONValue>.start(capacity: capacity) { [body] json in
             // A handler whose replies are JSON already (Bus.Subscribe) writes to the stream as
             // is: no second encoding, and its direct path (fan-out) goes through no wrapper.
-            let writer = json as? ReplyWriter<C.Reply> ?? ReplyWriter(into: json) { try JSONValue(encoding: $0) }
-            let reply = try await body(command, envelope, writer)
+            let reply = try await body(command, envelope, Self.writer(into: json))
             return try (reply as? JSONValue) ?? JSONValue(encoding: reply)
         }
+    }
+}
+
+extension StreamingHandler {
+    /// The handler's writer onto a JSON stream (synchronous, so its temporaries stay out of the
+    /// producer's async frame, which every open stream holds).
+    static func writer(into json: ReplyWriter<JSONValue>) -> ReplyWriter<C.Reply> {
+        json as? ReplyWriter<C.Reply> ?? ReplyWriter(into: json) { try JSONValue(encoding: $0) }
     }
 }
 

@@ -46,15 +46,17 @@ public protocol DeadlineClaim: AnyObject, Sendable {
 public enum Deadline {
     /// Where the race's tasks run: the server's event loop for socket calls, so a call with a
     /// deadline does not hop threads; nil means the global executor.
-    @TaskLocal package static var executor: (any TaskExecutor)?
+    package static var executor: (any TaskExecutor)? { loop?.executor }
     /// A shared timer list (the server's loop sweeps it) used instead of one timer task per call.
-    @TaskLocal package static var timers: DeadlineTimers?
+    package static var timers: DeadlineTimers? { loop?.timers }
+    /// The loop the current task's calls are read on. One task-local, not one each for the
+    /// executor and the timers: every `withValue` is a frame that every connection's and every
+    /// stream's task holds while it waits.
+    @TaskLocal static var loop: EventLoop?
     /// Runs `body` with deadline races on `loop`: their tasks on its executor, their timers in
     /// its sweep (what a server does for the calls it reads on that loop).
     public static func on(_ loop: EventLoop, _ body: () async -> Void) async {
-        await $executor.withValue(loop.executor) {
-            await $timers.withValue(loop.timers) { await body() }
-        }
+        await $loop.withValue(loop) { await body() }
     }
 
     /// The innermost deadline race the current task works for, if any.

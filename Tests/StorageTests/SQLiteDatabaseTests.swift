@@ -1,4 +1,5 @@
 import Bus
+import Dispatch
 import Synchronization
 import Testing
 @testable import Storage
@@ -179,6 +180,98 @@ import Testing
         await database.close()
     }
 
+    /// A batch runs without savepoints first: when a write in it throws after changing rows and
+    /// logging its event, the batch is run again with one savepoint each, so exactly the others
+    /// are committed, logged (with sequences that leave no gap) and published, in log order.
+    @Test func writesThatThrowInABatchLeaveNoTraceAndTheOthersAreLoggedAndPublishedInOrder() async throws {
+        let bus = EventBus()
+        let subscription = try bus.subscribe(NoteAdded.self)
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
+        // The writer is held until every caller has been started, so the writes queue up and
+        // are committed in batches that mix failing and succeeding writes.
+        let total = 200
+        let started = StartGate(callers: total)
+        async let held: Bool = database.write { _ in started.waitForAll() }
+        let kept = await withTaskGroup(of: String?.self) { group in
+            for i in 0..<total {
+                group.addTask {
+                    started.arrive()
+                    do {
+                        _ = try await database.write { transaction in
+                            let text = "note \(i)"
+                            let id = try transaction.query("INSERT INTO notes (text) VALUES (?) RETURNING id", [.text(text)]).first?.integer("id") ?? 0
+                            try transaction.append(NoteAdded(id: id, text: text), causedBy: nil)
+                            if i % 7 == 3 { throw Boom() }  // after its row and its event
+                        }
+                        return "note \(i)"
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            var kept: Set<String> = []
+            for await text in group { if let text { kept.insert(text) } }
+            return kept
+        }
+        #expect(try await held, "every caller started within 30 s")
+        #expect(kept.count == total - (0..<total).filter { $0 % 7 == 3 }.count)
+        let rows = try await database.read { try $0.query("SELECT text FROM notes ORDER BY id").compactMap { $0.text("text") } }
+        #expect(Set(rows) == kept)
+        #expect(rows.count == kept.count)
+        let log = try await EventLog(database: database).events(after: 0, limit: 1000)
+        #expect(Set(log.compactMap { $0.decode(as: NoteAdded.self)?.text }) == kept)
+        #expect(log.map(\.sequence) == (1...kept.count).map { Optional(Int64($0)) }, "a rolled-back write leaves no gap in the log")
+        var published: [Int64] = []
+        var iterator = subscription.makeAsyncIterator()
+        while published.count < kept.count, let event = try await iterator.next() {
+            #expect(kept.contains(event.event.text))
+            published.append(event.metadata.sequence ?? 0)
+        }
+        #expect(published == (1...kept.count).map { Int64($0) }, "published once each, in log order")
+        await database.close()
+    }
+
+    /// SQLite rolls a transaction back by itself after some errors (a full disk, an I/O error).
+    /// The writes after that in the batch must not run outside it (each would commit on its own
+    /// while its caller is told it failed): whatever batches form, a caller told "done" has its
+    /// row and a caller told it failed has none.
+    @Test func writesAfterSQLiteRolledTheTransactionBackAreNotCommittedOnTheirOwn() async throws {
+        let (dir, database) = try await notesDatabase(bus: nil)
+        defer { removeDirectory(dir) }
+        let total = 60
+        let started = StartGate(callers: total)
+        // The holding write may land in the batch that is rolled back: it fails with the others.
+        async let held = try? database.write { _ in started.waitForAll() }
+        let told = await withTaskGroup(of: (String, Bool).self) { group in
+            for i in 0..<total {
+                group.addTask {
+                    started.arrive()
+                    let text = "note \(i)"
+                    do {
+                        try await database.write { transaction in
+                            _ = try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text(text)])
+                            // What SQLite does after SQLITE_FULL or SQLITE_IOERR, at worst.
+                            if i % 20 == 10 { _ = try transaction.execute("ROLLBACK", []) }
+                        }
+                        return (text, true)
+                    } catch {
+                        return (text, false)
+                    }
+                }
+            }
+            var told: [String: Bool] = [:]
+            for await (text, done) in group { told[text] = done }
+            return told
+        }
+        _ = await held
+        #expect(started.allArrived, "every caller started within 30 s")
+        let rows = try await database.read { try $0.query("SELECT text FROM notes").compactMap { $0.text("text") } }
+        #expect(Set(rows) == Set(told.filter(\.value).keys), "a row exactly for each caller told it is done")
+        #expect(told["note 10"] == false)
+        await database.close()
+    }
+
     /// The event log's encoding of an event is the one its subscribers get: a typed event is
     /// encoded once per write, not again for the bus.
     @Test func aLoggedEventIsEncodedOnceForTheLogAndTheBus() async throws {
@@ -212,6 +305,28 @@ import Testing
         #expect(log.count == 500)
         #expect(log.map(\.sequence) == (1...500).map { Optional(Int64($0)) })
         await database.close()
+    }
+}
+
+/// Lets a write hold the writer until every caller of a test has started. The write may be run
+/// again (its batch re-run with savepoints): it waits only the first time.
+final class StartGate: Sendable {
+    private let callers: Int
+    private let arrivals = DispatchSemaphore(value: 0)
+    private let opened = Atomic<Bool>(false)
+
+    init(callers: Int) { self.callers = callers }
+
+    func arrive() { arrivals.signal() }
+
+    var allArrived: Bool { opened.load(ordering: .acquiring) }
+
+    /// True once every caller arrived (false if one did not within 30 s).
+    func waitForAll() -> Bool {
+        if opened.load(ordering: .acquiring) { return true }
+        let all = (0..<callers).allSatisfy { _ in arrivals.wait(timeout: .now() + 30) == .success }
+        opened.store(all, ordering: .releasing)
+        return all
     }
 }
 

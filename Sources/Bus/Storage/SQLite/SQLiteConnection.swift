@@ -7,7 +7,13 @@ final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     private var columnNames: [String: [String]] = [:]
 
+    /// Process-wide settings made once, before SQLite initialises (the first open): no memory
+    /// statistics (nothing reads them, and they lock a global mutex on every allocation: 3.7 %
+    /// of the writer thread's samples under durable writes, 0.4 % without).
+    private static let configured: Void = { _ = appd_sqlite_disable_memstatus() }()
+
     init(path: String, busyTimeoutMilliseconds: Int32, readOnly: Bool = false) throws(StorageError) {
+        Self.configured
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -112,6 +118,9 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+    /// Whether a transaction is open: SQLite rolls one back by itself after some errors (a full
+    /// disk, an I/O error), and statements after that would each commit on their own.
+    var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     private func prepare(_ sql: String) throws(StorageError) -> OpaquePointer {

@@ -11,7 +11,7 @@ import Runtime
 /// by side, each read seeing the last commit).
 ///
 /// **Group commit**: the thread takes every write waiting when it is free and runs them in
-/// one transaction, each in its own savepoint (one failing write rolls back only itself). One
+/// one transaction (one failing write rolls back only itself: see `commit`). One
 /// fsync then makes all of them durable, and only then is each caller resumed: a reply that
 /// says "done" means committed. Events appended in a write are published to the bus after the
 /// commit, in log order.
@@ -139,9 +139,15 @@ public final class SQLiteDatabase: Database {
         complete()
     }
 
-    /// Runs a batch of writes in one transaction, one savepoint each; resumes the callers after
-    /// the commit (or fails them all with the commit's error), then publishes the committed
-    /// events in log order.
+    /// Runs a batch of writes in one transaction; resumes the callers after the commit (or
+    /// fails them all with the commit's error), then publishes the committed events in log order.
+    ///
+    /// First without savepoints: a savepoint costs two statements per write and makes SQLite
+    /// copy every page the write changes into its statement journal. If every write succeeds,
+    /// that is the batch. If one threw (or its caller's
+    /// deadline passed), its changes cannot be undone alone: the batch is rolled back and run
+    /// again, each write in its own savepoint. (Closures are run again, which they allow: they
+    /// only touch the transaction; a caller whose deadline claim succeeded stays claimed.)
     private func commit(_ writes: [DatabaseWork], on connection: SQLiteConnection) {
         guard !writes.isEmpty else { return }
         do {
@@ -151,15 +157,26 @@ public final class SQLiteDatabase: Database {
             for work in writes { work.fail(error) }
             return
         }
-        let outcome: BatchOutcome
+        var outcome: BatchOutcome
         do {
-            outcome = try DatabaseWork.run(
-                writes, savepoints: true, transaction: { SQLiteTransaction(connection: connection, logEvents: true) }, control: connection.control)
+            let transaction = { SQLiteTransaction(connection: connection, logEvents: true) }
+            outcome = try DatabaseWork.run(writes, savepoints: false, transaction: transaction, control: connection.control)
+            if outcome.anyUndone && writes.count > 1 {
+                try connection.control("ROLLBACK")
+                try connection.control("BEGIN IMMEDIATE")
+                outcome = try DatabaseWork.run(writes, savepoints: true, transaction: transaction, control: connection.control)
+            }
         } catch {
-            // The savepoint machinery itself failed: nothing in the batch is applied.
+            // The transaction machinery itself failed: nothing in the batch is applied.
             try? connection.executeScript("ROLLBACK")
             logger.error("transaction failed; no write in the batch was applied", metadata: ["error": "\(error)"])
             for pending in writes { pending.fail(error) }
+            return
+        }
+        // One write alone and it failed: nothing to commit (what it changed before it threw goes).
+        guard outcome.kept else {
+            try? connection.executeScript("ROLLBACK")
+            for complete in outcome.completions { complete() }
             return
         }
         do {

@@ -13,13 +13,24 @@ final class SQLiteTransaction: OutboxTransaction {
     }
 
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int {
-        _ = try connection.run(sql, parameters)
+        _ = try run(sql, parameters)
         return connection.changes
     }
 
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
-        try connection.run(sql, parameters)
+        try run(sql, parameters)
     }
+
+    /// Runs a statement of the closure's, inside the transaction it was given: if SQLite has
+    /// rolled that back by itself (after a full disk or an I/O error), the statement would
+    /// commit on its own, so it fails instead (and with it the batch: nothing of it is applied).
+    private func run(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
+        guard connection.inTransaction else { throw Self.rolledBack }
+        return try connection.run(sql, parameters)
+    }
+
+    static let rolledBack = StorageError(
+        kind: .io, message: "SQLite rolled the transaction back after an error (a full disk, an I/O error); nothing of it was applied, try again")
 
     var dialect: SQLDialect { .sqlite }
 
@@ -29,7 +40,7 @@ final class SQLiteTransaction: OutboxTransaction {
         }
         // Encoded once: the log's row and the bus's delivery share the JSON.
         let payload = try event.json()
-        _ = try connection.run(EventLog.insert, try EventLog.parameters(event, payload: payload))
+        _ = try run(EventLog.insert, try EventLog.parameters(event, payload: payload))
         let sequence = connection.lastInsertRowID
         events.append(event.logged(at: sequence, payload: payload))
         return sequence

@@ -130,11 +130,11 @@ import TestSupport
         let added = try await ctl(["todos", "add", "Buy", "milk", "--due", "2026-12-24T18:00:00Z"])
         #expect(added.status == 0)
         #expect(added.stdout.hasSuffix("[ ] Buy milk\n"))
-        let id = String(added.stdout.prefix(8))
+        let id = String(added.stdout.prefix(6))
         _ = try await ctl(["todos", "add", "Call", "Bob"])
 
         let list = try await ctl(["todos", "ls"])
-        #expect(list.stdout.hasPrefix("ID        DONE  TITLE     DUE"))
+        #expect(list.stdout.hasPrefix("ID      DONE  TITLE     DUE"), "\(list.stdout)")
         #expect(list.stdout.contains("Buy milk  2026-12-24T18:00:00.000Z"))
         #expect(try await ctl(["todos", "done", id]).stdout.contains("[✓] Buy milk"))
         #expect(try await ctl(["--json", "todos", "ls", "--done"]).stdout.split(separator: "\n").count == 1)

@@ -69,7 +69,7 @@ INSTEAD = {
     "appctl events tail               # follow every event (Ctrl-C to stop)": "timeout 2 appctl events tail; test $? = 124",
     "appctl signup ada@example.com    # prompts for a password (no echo), then signs you in":
         f'echo "{PW}" | appctl signup ada@example.com --password-stdin',
-    "appctl todos done t_AbCd12       # (use an id from ls)":
+    "appctl todos done xwMXHL         # (use an id from ls)":
         'appctl todos done "$(appctl --json todos ls | head -1 | python3 -c \'import json,sys; print(json.load(sys.stdin)["id"])\')"',
     "appctl chat                      # interactive: Ctrl-C cancels a reply or the line; Ctrl-D ends": "printf 'hi again\\n' | appctl chat",
     "appctl events tail --since 0     # every event so far, then live (Ctrl-C)": "timeout 2 appctl events tail --since 0; test $? = 124",

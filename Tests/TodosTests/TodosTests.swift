@@ -94,6 +94,10 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         // With or without the t_ (a newcomer typed what follows it).
         #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.dropFirst(2).prefix(6))), as: ada).todo.id == todo.id)
         #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.dropFirst(2))), as: ada).todo.id == todo.id)
+        // Or its ending (what a list shows: ids the server makes begin with their time), any case.
+        #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.suffix(6))), as: ada).todo.id == todo.id)
+        #expect(try await h.bus.send(TodosInterface.Get(id: String(todo.id.suffix(4)).uppercased()), as: ada).todo.id == todo.id)
+        await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: String(todo.id.suffix(3))), as: ada) }
         // Too short says so (it used to say NotFound); an ambiguous prefix says how many match.
         await expectTodosError("ValidationFailed", field: "id") { _ = try await h.bus.send(TodosInterface.Get(id: "t_"), as: ada) }
         await expectTodosError("NotFound") { _ = try await h.bus.send(TodosInterface.Get(id: "t_zzzzzzzzzzzz"), as: ada) }
@@ -109,6 +113,13 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
             #expect(error == .validationFailed(field: "id", reason: "is ambiguous: it matches 2 todos; give more characters"), "\(error)")
         }
         #expect(try await h.bus.send(TodosInterface.Get(id: "t_sameb"), as: ada).todo.id == "t_sameB2")
+        // An ending two ids share is ambiguous too; a prefix that matches wins over endings.
+        for id in ["t_xEnd42", "t_yEnd42", "t_End42z"] {
+            _ = try await repository.add(owner: owner, id: id, clientChosen: false, title: id, notes: nil, dueAt: nil, now: 1, limit: 100, causedBy: nil)
+        }
+        await expectTodosError("ValidationFailed", field: "id") { _ = try await h.bus.send(TodosInterface.Get(id: "nd42"), as: ada) }
+        #expect(try await h.bus.send(TodosInterface.Get(id: "end42"), as: ada).todo.id == "t_End42z")
+        #expect(try await h.bus.send(TodosInterface.Get(id: "yend42"), as: ada).todo.id == "t_yEnd42")
         await h.database.close()
     }
 

@@ -94,7 +94,7 @@ extension ChatService {
             return try await repository.skipMemoryJob(reply: replyID)
         }
         let dropped = try await repository.applyMemories(
-            decisions, job: job, limit: options.maxMemoriesPerUser, maxCharacters: options.maxMemoryCharacters, newID: { try Self.newID("mem_") }, now: now,
+            decisions, job: job, limit: options.maxMemoriesPerUser, maxCharacters: options.maxMemoryCharacters, newID: { try Self.newRecordID("mem_") }, now: now,
             causedBy: cause)
         if dropped > 0 { logger.notice("memories not kept: the account holds as many as it may", metadata: ["dropped": "\(dropped)"]) }
     }

@@ -20,7 +20,12 @@ struct ChatService: Sendable {
 
     var now: Int64 { clock().nanosecondsSinceEpoch }
 
+    /// A conversation's id: random, so any 4 characters after the `c_` tell it apart by hand.
     static func newID(_ prefix: String) throws -> String { prefix + (try SecretToken.generate().prefix(20)) }
+
+    /// A message's or a memory's id (never typed by hand; many made): time first, so new rows go
+    /// to the end of the id's index (`RecordID`).
+    static func newRecordID(_ prefix: String) throws -> String { try RecordID.generate(prefix: prefix) }
 
     static func title(_ raw: String?, required: Bool) throws(ChatError) -> String? {
         guard let raw else {
@@ -95,8 +100,8 @@ struct ChatService: Sendable {
         let replyOptions = ReplyOptions(model: try await model(requested, for: owner).name, temperature: try Self.temperature(temperature))
         let remembers = try await memoryInUse(owner: owner, conversation: conversation)
         // 1. The user's message is committed before the provider is called.
-        _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newID("m_"), text: text, now: now, causedBy: cause)
-        let replyID = try Self.newID("m_")
+        _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newRecordID("m_"), text: text, now: now, causedBy: cause)
+        let replyID = try Self.newRecordID("m_")
         var turns = try await repository.context(owner: owner, conversation: conversation, budget: options.contextCharacters)
         if remembers, let known = try await memoryTurn(owner: owner) { turns.insert(known, at: 0) }
         if let prompt = options.systemPrompt, !prompt.isEmpty { turns.insert(ChatTurn(role: .system, text: prompt), at: 0) }

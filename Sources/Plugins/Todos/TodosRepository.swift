@@ -46,17 +46,25 @@ struct SQLTodosRepository: TodosRepository {
             createdAt: created, updatedAt: updated, completedAt: time("completed_at"), version: row.integer("version") ?? 1)
     }
 
-    /// The full id for an id or a unique prefix of it, among the owner's todos.
+    /// The full id for an id, a unique prefix of it, or (when no id begins so) a unique ending
+    /// of it, among the owner's todos: ids the server makes begin with their time (`RecordID`),
+    /// so what tells two apart by hand is at their end.
     /// Ids may be given with or without their `t_` (what a list shows after it, typed by hand);
     /// text that begins with `t_` is tried as given first, then as the part after the `t_` (a
     /// random part may itself begin with `t_`).
     static func resolve(_ tx: any Transaction, owner: String, id given: String) throws -> (seq: Int64, id: String) {
-        guard given.lowercased().hasPrefix("t_") else { return try lookup(tx, owner: owner, id: "t_" + given) }
-        do {
-            return try lookup(tx, owner: owner, id: given)
-        } catch let error as TodosError where error == .notFound {
-            return try lookup(tx, owner: owner, id: "t_" + given)
+        var attempts: [(any Transaction) throws -> (seq: Int64, id: String)] = []
+        if given.lowercased().hasPrefix("t_") { attempts.append { try lookup($0, owner: owner, id: given) } }
+        attempts.append { try lookup($0, owner: owner, id: "t_" + given) }
+        attempts.append { try lookup($0, owner: owner, ending: given) }
+        for (i, attempt) in attempts.enumerated() {
+            do {
+                return try attempt(tx)
+            } catch let error as TodosError where error == .notFound && i < attempts.count - 1 {
+                continue
+            }
         }
+        throw TodosError.notFound
     }
 
     private static func lookup(_ tx: any Transaction, owner: String, id: String) throws -> (seq: Int64, id: String) {
@@ -73,6 +81,20 @@ struct SQLTodosRepository: TodosRepository {
         let rows = try tx.query(
             "SELECT seq, id FROM todos WHERE owner = ? AND lower(substr(id, 1, ?)) = lower(?) LIMIT 10",
             [.text(owner), .integer(Int64(id.utf8.count)), .text(id)])
+        return try unique(rows)
+    }
+
+    /// The one todo whose id ends with `ending` (at least 4 characters, any case).
+    private static func lookup(_ tx: any Transaction, owner: String, ending: String) throws -> (seq: Int64, id: String) {
+        guard ending.utf8.count >= 4, ending.utf8.count <= 66, ending.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+        else { throw TodosError.notFound }
+        let rows = try tx.query(
+            "SELECT seq, id FROM todos WHERE owner = ? AND lower(substr(id, -?)) = lower(?) LIMIT 10",
+            [.text(owner), .integer(Int64(ending.utf8.count)), .text(ending)])
+        return try unique(rows)
+    }
+
+    private static func unique(_ rows: [Row]) throws -> (seq: Int64, id: String) {
         guard let first = rows.first, let seq = first.integer("seq"), let full = first.text("id") else { throw TodosError.notFound }
         guard rows.count == 1 else {
             throw TodosError.validation("id", "is ambiguous: it matches \(rows.count == 10 ? "10 or more" : String(rows.count)) todos; give more characters")

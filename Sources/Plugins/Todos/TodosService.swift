@@ -39,7 +39,7 @@ struct TodosService: Sendable {
             return id
         }
         return try await repository.add(
-            owner: owner, id: try chosen ?? "t_" + SecretToken.generate().prefix(20), clientChosen: chosen != nil, title: try Self.title(title),
+            owner: owner, id: try chosen ?? RecordID.generate(prefix: "t_", now: clock()), clientChosen: chosen != nil, title: try Self.title(title),
             notes: try Self.notes(notes), dueAt: try Self.due(dueAt), now: now, limit: maxTodosPerUser, causedBy: cause)
     }
 

@@ -24,7 +24,7 @@ enum ErrorMessage {
             break
         }
         if short == "ValidationFailed" { return "\(text("field")): \(text("reason"))" }
-        if short == "NotFound" { return "Not found (check the id: any unique prefix of at least 4 characters works, with or without its t_ or c_)." }
+        if short == "NotFound" { return "Not found (check the id: any unique prefix of at least 4 characters works, with or without its t_ or c_; a todo's unique ending works too)." }
         if !text("reason").isEmpty { return "\(short): \(text("reason"))" }
         let rest = p.objectValue.map { $0.isEmpty ? "" : " " + JSONValue.object($0).jsonText } ?? ""
         return "\(short)\(rest.escapingControlCharacters())"

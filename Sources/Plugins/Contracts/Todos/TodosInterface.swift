@@ -5,7 +5,9 @@ public enum TodosInterface {
     public static let idl = """
         # Todos. Each user sees and changes only their own; another user's todo is NotFound.
         # Every method needs a signed-in, onboarded account. Ids may be shortened to any unique
-        # prefix of at least 4 characters, in any case (too short or ambiguous: ValidationFailed).
+        # prefix of at least 4 characters, or when no todo's id begins so, any unique ending
+        # (ids the server makes begin with their time), in any case (too short or ambiguous:
+        # ValidationFailed).
         # Offline clients: every change may carry an idempotency key (a retry has its effect
         # once); Add takes an id the client made; Update, Complete, Reopen and Delete take the
         # version the client last saw (a change made meanwhile elsewhere is a Conflict); Changes

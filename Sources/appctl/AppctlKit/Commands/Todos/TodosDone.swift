@@ -3,7 +3,7 @@ import Contracts
 struct TodosDone: Leaf {
     static let path = ["todos", "done"]
     static let abstract = "Mark a todo done."
-    @Argument("id", "The todo's id, or any unique prefix of it.") var id: String?
+    @Argument("id", "The todo's id, or any unique prefix or ending of it.") var id: String?
 
     func run(_ context: Context) throws(AppctlError) -> Int32 {
         guard let id else { throw .usage("todos done needs one id", command: Self.command) }

@@ -6,7 +6,7 @@ import Contracts
 enum TodosGroup {
     static let group = CommandGroup(
         name: "todos", abstract: "Your todos: add, ls, done, undo, edit, rm, clear.",
-        discussion: "IDs may be shortened to any unique prefix (ls shows 8 characters). --due takes RFC 3339 (2026-12-24T18:00:00Z). Needs 'appctl login' and 'appctl onboard'.",
+        discussion: "IDs may be shortened to any unique prefix or ending (ls shows the last 6 characters). --due takes RFC 3339 (2026-12-24T18:00:00Z). Needs 'appctl login' and 'appctl onboard'.",
         leaves: [TodosAdd.self, TodosList.self, TodosDone.self, TodosUndo.self, TodosEdit.self, TodosRemove.self, TodosClear.self], derived: true)
 
     /// One todo: a line for people, the reply for scripts.
@@ -14,8 +14,12 @@ enum TodosGroup {
         if context.options.json {
             context.output.reply(reply)
         } else if let todo = try? reply.decode(as: TodosInterface.TodoReply.self).todo {
-            print("\(todo.id.prefix(8))  [\(todo.done ? "✓" : " ")] \(todo.title.escapingControlCharacters())")
+            print("\(shortID(todo.id))  [\(todo.done ? "✓" : " ")] \(todo.title.escapingControlCharacters())")
         }
         return ExitCode.ok
     }
+
+    /// What a list shows of an id: its last 6 characters (ids the server makes begin with their
+    /// time, so their beginnings are alike; any unique ending is taken back).
+    static func shortID(_ id: String) -> String { String(id.suffix(6)) }
 }

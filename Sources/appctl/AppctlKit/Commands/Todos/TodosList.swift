@@ -22,7 +22,7 @@ struct TodosList: Leaf {
             print("no todos")
         } else {
             let rows = todos.map { todo -> [String: JSONValue] in
-                ["id": .string(String(todo.id.prefix(8))), "done": todo.done ? "✓" : "", "title": .string(todo.title), "due": todo.dueAt.map(JSONValue.string) ?? .null]
+                ["id": .string(TodosGroup.shortID(todo.id)), "done": todo.done ? "✓" : "", "title": .string(todo.title), "due": todo.dueAt.map(JSONValue.string) ?? .null]
             }
             print(Output.table(rows, order: ["id", "done", "title", "due"]), terminator: "")
         }

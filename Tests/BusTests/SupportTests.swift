@@ -3,6 +3,21 @@ import Glibc
 import Testing
 
 @Suite struct SupportTests {
+    /// The text form a message id is logged and stored in: 8 hex digits of the instance, the
+    /// sequence in hex without leading zeros; read back to the same id.
+    @Test func messageIDsAreWrittenAsHexAndReadBack() {
+        let cases: [(MessageID, String)] = [
+            (MessageID(sequence: 0, instance: 0), "00000000-0"),
+            (MessageID(sequence: 255, instance: 0xdead_beef), "deadbeef-ff"),
+            (MessageID(sequence: 0x10, instance: 0xf), "0000000f-10"),
+            (MessageID(sequence: .max, instance: .max), "ffffffff-ffffffffffffffff"),
+        ]
+        for (id, text) in cases {
+            #expect(id.description == text)
+            #expect(MessageID(text) == id)
+        }
+    }
+
     @Test func editDistanceSuggestsOnlyCloseWords() {
         #expect(EditDistance.between("stauts", "status") == 2)
         #expect(EditDistance.closest(to: "stauts", in: ["ping", "status", "shutdown"]) == "status")

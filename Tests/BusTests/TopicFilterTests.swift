@@ -30,6 +30,16 @@ import Testing
         try TopicFilter.validate(topic: "todos.completed")
         #expect(TopicFilter.all.pattern == ">")
     }
+
+    @Test(arguments: ["", ".", "todos.", ".todos", "todos..x", "to dos", "todos.é", "todos.>", String(repeating: "a", count: 65) + ".x"])
+    func malformedTopicsAreRejected(topic: String) {
+        #expect(throws: InvalidTopic.self) { try TopicFilter.validate(topic: topic) }
+    }
+
+    @Test(arguments: ["todos", "todos.completed", "a-b_C9.x", String(repeating: "a", count: 64) + "." + String(repeating: "b", count: 64)])
+    func wellFormedTopicsAreAccepted(topic: String) throws {
+        try TopicFilter.validate(topic: topic)
+    }
 }
 
 /// Topic ownership is keyed by identity (name and kind): security review finding 1.

@@ -54,18 +54,30 @@ public struct TopicFilter: Hashable, Sendable, CustomStringConvertible {
 
     /// Checks that a concrete topic (no wildcards) is well formed.
     public static func validate(topic: String) throws(InvalidTopic) {
-        for part in topic.split(separator: ".", omittingEmptySubsequences: false) {
-            try checkToken(part, in: topic)
+        // One pass over the bytes (every logged event is checked): the same rules as `checkToken`.
+        var length = 0
+        for byte in topic.utf8 {
+            if byte == 0x2E {
+                guard length > 0 else { throw InvalidTopic(topic: topic, reason: "empty token (check the dots)") }
+                length = 0
+                continue
+            }
+            length += 1
+            guard length <= 64 else { throw InvalidTopic(topic: topic, reason: "token longer than 64 bytes") }
+            guard Self.isTokenByte(byte) else { throw InvalidTopic(topic: topic, reason: "tokens use letters, digits, '_' and '-'") }
         }
+        guard length > 0 else { throw InvalidTopic(topic: topic, reason: "empty token (check the dots)") }
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x5F || byte == 0x2D
     }
 
     private static func checkToken(_ part: Substring, in topic: String) throws(InvalidTopic) {
         guard !part.isEmpty else { throw InvalidTopic(topic: topic, reason: "empty token (check the dots)") }
         guard part.utf8.count <= 64 else { throw InvalidTopic(topic: topic, reason: "token longer than 64 bytes") }
         for byte in part.utf8 {
-            let ok = (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
-                || byte == 0x5F || byte == 0x2D
-            guard ok else { throw InvalidTopic(topic: topic, reason: "tokens use letters, digits, '_' and '-'") }
+            guard isTokenByte(byte) else { throw InvalidTopic(topic: topic, reason: "tokens use letters, digits, '_' and '-'") }
         }
     }
 

@@ -34,9 +34,17 @@ public struct MessageID: Hashable, Sendable, Comparable, CustomStringConvertible
 
     public static func < (a: MessageID, b: MessageID) -> Bool { (a.instance, a.sequence) < (b.instance, b.sequence) }
 
+    /// `instance` as 8 hex digits, `-`, `sequence` in hex without leading zeros; written into
+    /// one buffer (every logged event writes two or three of these).
     public var description: String {
-        let prefix = String(instance, radix: 16)
-        let seq = String(sequence, radix: 16)
-        return String(repeating: "0", count: 8 - prefix.count) + prefix + "-" + seq
+        String(unsafeUninitializedCapacity: 25) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            let hex = digits.utf8Start
+            for i in 0..<8 { buffer[i] = hex[Int((instance >> UInt32(28 - 4 * i)) & 0xF)] }
+            buffer[8] = UInt8(ascii: "-")
+            let length = max(1, (64 - sequence.leadingZeroBitCount + 3) / 4)
+            for i in 0..<length { buffer[9 + i] = hex[Int((sequence >> UInt64(4 * (length - 1 - i))) & 0xF)] }
+            return 9 + length
+        }
     }
 }

@@ -75,7 +75,7 @@ public struct AuthPlugin: Plugin {
         handlers.handle(AuthInterface.SignUp.self) { command, envelope in
             try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope)
         }
-        handlers.handle(AuthInterface.CheckSignUp.self) { command, _ in
+        handlers.answer(AuthInterface.CheckSignUp.self) { command, _ in
             let email = try AuthValidation.email(command.email)
             try AuthValidation.password(command.password, email: email)
             return Empty()

@@ -66,7 +66,7 @@ public struct PaymentsPlugin: Plugin {
         let service = service(context)
         let catalog = options.catalog, maxBytes = options.maxWebhookBytes
         let handlers = context.handlers
-        handlers.handle(PaymentsInterface.Products.self) { _, _ in
+        handlers.answer(PaymentsInterface.Products.self) { _, _ in
             .init(
                 products: catalog.products.map { .init(id: $0.id, entitlement: $0.entitlement, period: $0.period.rawValue) },
                 entitlements: catalog.entitlements,

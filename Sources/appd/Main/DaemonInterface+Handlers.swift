@@ -25,7 +25,7 @@ extension DaemonInterface {
     static func install(on dispatcher: VarlinkDispatcher, context: Context) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
         let bus = dispatcher.bus
-        try bus.register(Ping.self) { _, _ in Empty() }
+        try bus.answer(Ping.self) { _, _ in Empty() }
         try bus.register(Status.self) { _, envelope in
             let uptime = ContinuousClock.now - context.startedAt
             let lag = try await context.eventLog.consumerLag()

@@ -20,6 +20,19 @@ extension EventBus {
         try install(CommandHandler<C>(body: handler))
     }
 
+    /// Registers the one handler of a command that never waits: computed from its parameters
+    /// (and what it can read without waiting). A call no gate has anything to do for is answered
+    /// on the caller's thread, with no task and no deadline race (a handler that cannot suspend
+    /// runs to its end either way: a deadline could not stop it); otherwise it runs behind the
+    /// gates like any other.
+    /// (A name of its own, not a `register` overload: a trailing closure without `await` would
+    /// pick it silently.)
+    public func answer<C: Command>(
+        _ type: C.Type = C.self, handler: @escaping @Sendable (C, Envelope) throws -> C.Reply
+    ) throws(DuplicateHandler) {
+        try install(InlineCommandHandler<C>(body: handler))
+    }
+
     /// Registers the one handler of a streaming command: it sends intermediate replies through
     /// the writer and returns the final one.
     /// `requirements` replaces the type's own when the configuration decides them (a meter
@@ -104,6 +117,9 @@ extension EventBus {
             }
         }
         let (entry, envelope) = try prepare(C.method, caller, timeout, cause, key: idempotencyKey) { try JSONValue(encoding: command) }
+        if let typed = entry as? InlineCommandHandler<C>, !chain.applies(to: envelope) {
+            return try typed.body(command, envelope)
+        }
         if let typed = entry as? CommandHandler<C> {
             // The hot path: a direct nest of async calls, no task, no closure on the heap.
             guard envelope.deadline != nil else {
@@ -147,6 +163,7 @@ extension EventBus {
             }
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey) { parameters }
+        if let inline = entry.inline, !chain.applies(to: envelope) { return try inline(envelope, parameters) }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
         }

@@ -10,6 +10,9 @@ protocol HandlerEntry: Sendable {
     var typed: Bool { get }
     /// Runs the handler for a single reply, decoding and encoding JSON.
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
+    /// The same, for a handler that never waits (`EventBus.answer(_:handler:)`): run on the
+    /// caller's thread; nil for every other handler.
+    var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { get }
     /// Starts the handler's stream, decoding and encoding JSON.
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue>
 }
@@ -17,6 +20,7 @@ protocol HandlerEntry: Sendable {
 extension HandlerEntry {
     var answersPlainCalls: Bool { !streaming }
     var typed: Bool { true }
+    var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { nil }
 
     func decodeParameters<C: Decodable>(_ type: C.Type, _ parameters: JSONValue) throws -> C {
         let object: JSONValue = parameters == .null ? .object([:]) : parameters
@@ -38,6 +42,28 @@ struct CommandHandler<C: Command>: HandlerEntry {
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
         let command = try decodeParameters(C.self, parameters)
         return try JSONValue(encoding: try await body(command, envelope))
+    }
+
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+        throw WrongCallShape(method: method, streaming: false)
+    }
+}
+
+/// The handler of a typed `Command` that never waits (it cannot: its body is synchronous).
+struct InlineCommandHandler<C: Command>: HandlerEntry {
+    let body: @Sendable (C, Envelope) throws -> C.Reply
+    var method: String { C.method }
+    var requirements: [Requirement] { C.requirements }
+    var streaming: Bool { false }
+
+    func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
+        try callInline(envelope, parameters)
+    }
+
+    var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { callInline }
+
+    @Sendable func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue {
+        try JSONValue(encoding: try body(try decodeParameters(C.self, parameters), envelope))
     }
 
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {

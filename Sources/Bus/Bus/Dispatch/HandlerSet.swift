@@ -21,6 +21,11 @@ public final class HandlerSet: Sendable {
         add(Declared(method: C.method, inProcess: false) { bus throws(DuplicateHandler) in try bus.register(C.self, handler: handler) })
     }
 
+    /// Declares the handler of a command that never waits (see `EventBus.answer(_:handler:)`).
+    public func answer<C: Command>(_ type: C.Type, handler: @escaping @Sendable (C, Envelope) throws -> C.Reply) {
+        add(Declared(method: C.method, inProcess: false) { bus throws(DuplicateHandler) in try bus.answer(C.self, handler: handler) })
+    }
+
     /// Declares the handler of a streaming command; `requirements` replaces the type's own when
     /// the configuration decides them.
     public func handle<C: StreamingCommand>(

@@ -16,6 +16,10 @@ public struct GateChain: Sendable {
         requirements.first { requirement in requirement != ignoring && requirement != .socket && !gates.contains { $0.covers(requirement) } }
     }
 
+    /// Whether any gate has anything to do for `envelope` (else the call goes straight to its
+    /// handler).
+    public func applies(to envelope: Envelope) -> Bool { gates.contains { $0.applies(to: envelope) } }
+
     /// Runs `envelope` through every gate, then `terminal`.
     @inline(__always)
     public func run<Reply: Sendable>(

@@ -119,7 +119,7 @@ final class SubscriptionQueue: Sendable {
         state.withLock { $0.direct = take }
     }
 
-    /// Events the direct path took (for tests and metrics).
+    /// Events the direct path took (tests read it; no metric yet).
     var directCount: Int { state.withLock { $0.directCount } }
 
     /// Total events dropped by `dropOldest` so far.

@@ -89,7 +89,8 @@ struct SQLTodosRepository: TodosRepository {
         guard ending.utf8.count >= 4, ending.utf8.count <= 66, ending.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
         else { throw TodosError.notFound }
         let rows = try tx.query(
-            "SELECT seq, id FROM todos WHERE owner = ? AND lower(substr(id, -?)) = lower(?) LIMIT 10",
+            // From the end counted from the start: PostgreSQL's substr takes no negative start.
+            "SELECT seq, id FROM todos WHERE owner = ? AND lower(substr(id, length(id) - ? + 1)) = lower(?) LIMIT 10",
             [.text(owner), .integer(Int64(ending.utf8.count)), .text(ending)])
         return try unique(rows)
     }

@@ -84,6 +84,9 @@ extension DatabaseWork {
         for work in writes {
             let transaction = transaction()
             transaction.idempotency = work.idempotency
+            // A reply staged by an earlier run of this write (its batch is being run again) is
+            // not this run's.
+            work.idempotency?.unstage()
             if savepoints { try control("SAVEPOINT w") }
             var (succeeded, complete) = work.run(transaction)
             if succeeded, let record = work.idempotency {

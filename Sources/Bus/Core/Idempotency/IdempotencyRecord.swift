@@ -41,6 +41,10 @@ public final class IdempotencyRecord: Sendable {
     /// commits. Called by a repository inside its write.
     public func stage(reply: JSONValue) { state.withLock { $0.staged = reply } }
 
+    /// Forgets a staged reply: storage calls it before each run of a write, so what a write
+    /// keeps is what that very run staged (a batch's writes may be run twice).
+    package func unstage() { state.withLock { $0.staged = nil } }
+
     /// The reply staged so far, if any.
     public var staged: JSONValue? { state.withLock { $0.staged } }
 

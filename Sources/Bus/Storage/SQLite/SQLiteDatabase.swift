@@ -144,10 +144,10 @@ public final class SQLiteDatabase: Database {
     ///
     /// First without savepoints: a savepoint costs two statements per write and makes SQLite
     /// copy every page the write changes into its statement journal. If every write succeeds,
-    /// that is the batch. If one threw (or its caller's
-    /// deadline passed), its changes cannot be undone alone: the batch is rolled back and run
-    /// again, each write in its own savepoint. (Closures are run again, which they allow: they
-    /// only touch the transaction; a caller whose deadline claim succeeded stays claimed.)
+    /// that is the batch. If one threw (or its caller's deadline passed), its changes cannot be
+    /// undone alone: the batch is rolled back and run again, each write in its own savepoint.
+    /// (Closures are run again, which they allow: they only touch the transaction; a caller
+    /// whose deadline claim succeeded stays claimed; a reply staged by the first run is dropped.)
     private func commit(_ writes: [DatabaseWork], on connection: SQLiteConnection) {
         guard !writes.isEmpty else { return }
         do {

@@ -1,7 +1,7 @@
 import Bus
 import Crypto
 
-/// Ids the server makes for what it stores (a todo added without a client id, a conversation):
+/// Ids the server makes for rows it adds often (a todo added without a client id, a chat message):
 /// the plugin's prefix, 8 characters of the time in milliseconds that sort as the time does,
 /// then 12 random characters (72 bits). Time first keeps new rows at the end of the id's index,
 /// as its other indexes are: a wholly random id puts every insert on a random index page, one

@@ -123,6 +123,22 @@ extension DatabaseWork {
         return outcome
     }
 
+    /// Runs a batch the way both engines do: first without savepoints (a savepoint costs two
+    /// statements, or round trips, per write, and SQLite copies every page a write changes into
+    /// its statement journal). If every write succeeds, that is the batch. If one threw (or its
+    /// caller's deadline passed), its changes cannot be undone alone: `restart` rolls the
+    /// transaction back and begins it again, and the batch runs again with a savepoint per write.
+    /// (Closures are run again, which they allow: they only touch the transaction; a caller whose
+    /// deadline claim succeeded stays claimed; a reply staged by the first run is dropped.)
+    static func runBatch<T: OutboxTransaction>(
+        _ writes: [DatabaseWork], transaction: () -> T, control: (String) throws -> Void, restart: () throws -> Void
+    ) throws -> BatchOutcome {
+        let first = try run(writes, savepoints: false, transaction: transaction, control: control)
+        guard first.anyUndone && writes.count > 1 else { return first }
+        try restart()
+        return try run(writes, savepoints: true, transaction: transaction, control: control)
+    }
+
     /// A writer's drain job: the jobs in batches of at most `maxBatch`, each to `commit`; a
     /// close commits what came before it, then runs `close` and answers its caller.
     static func drain(_ jobs: [DatabaseJob], maxBatch: Int, commit commitBatch: ([DatabaseWork]) -> Void, close: () -> Void) {

@@ -117,9 +117,6 @@ extension EventBus {
             }
         }
         let (entry, envelope) = try prepare(C.method, caller, timeout, cause, key: idempotencyKey) { try JSONValue(encoding: command) }
-        if let typed = entry as? InlineCommandHandler<C>, !chain.applies(to: envelope) {
-            return try typed.body(command, envelope)
-        }
         if let typed = entry as? CommandHandler<C> {
             // The hot path: a direct nest of async calls, no task, no closure on the heap.
             guard envelope.deadline != nil else {
@@ -128,6 +125,9 @@ extension EventBus {
             return try await dispatch(envelope) { [chain] env in
                 try await chain.run(env) { inner in try await handling(inner) { try await typed.body(command, inner) } }
             }
+        }
+        if let typed = entry as? InlineCommandHandler<C>, !chain.applies(to: envelope) {
+            return try typed.body(command, envelope)
         }
         let parameters = try JSONValue(encoding: command)
         return try await dispatch(envelope) { [chain] env in

@@ -186,21 +186,11 @@ public final class PostgresDatabase: Database {
             abandon(writes, error, on: writeConnection)
             return
         }
-        // First without savepoints (two round trips less per write): if every write succeeds,
-        // that is the batch. If one threw, its changes cannot be undone alone: roll back and run
-        // the batch again, each write in its own savepoint. (Closures are run again, which they
-        // allow: they only touch the transaction; a caller whose deadline claim succeeded stays
-        // claimed.)
-        var outcome: BatchOutcome
+        let outcome: BatchOutcome
         do {
-            outcome = try DatabaseWork.run(
-                writes, savepoints: false, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control)
-            if outcome.anyUndone && writes.count > 1 {
-                try connection.control("ROLLBACK")
-                try connection.executeScript(begin)
-                outcome = try DatabaseWork.run(
-                    writes, savepoints: true, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control)
-            }
+            outcome = try DatabaseWork.runBatch(
+                writes, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control,
+                restart: { try connection.control("ROLLBACK"); try connection.executeScript(begin) })
         } catch {
             abandon(writes, error, on: writeConnection)
             return

@@ -141,13 +141,7 @@ public final class SQLiteDatabase: Database {
 
     /// Runs a batch of writes in one transaction; resumes the callers after the commit (or
     /// fails them all with the commit's error), then publishes the committed events in log order.
-    ///
-    /// First without savepoints: a savepoint costs two statements per write and makes SQLite
-    /// copy every page the write changes into its statement journal. If every write succeeds,
-    /// that is the batch. If one threw (or its caller's deadline passed), its changes cannot be
-    /// undone alone: the batch is rolled back and run again, each write in its own savepoint.
-    /// (Closures are run again, which they allow: they only touch the transaction; a caller
-    /// whose deadline claim succeeded stays claimed; a reply staged by the first run is dropped.)
+    /// Savepoints only when a write fails (`DatabaseWork.runBatch`).
     private func commit(_ writes: [DatabaseWork], on connection: SQLiteConnection) {
         guard !writes.isEmpty else { return }
         do {
@@ -157,15 +151,11 @@ public final class SQLiteDatabase: Database {
             for work in writes { work.fail(error) }
             return
         }
-        var outcome: BatchOutcome
+        let outcome: BatchOutcome
         do {
-            let transaction = { SQLiteTransaction(connection: connection, logEvents: true) }
-            outcome = try DatabaseWork.run(writes, savepoints: false, transaction: transaction, control: connection.control)
-            if outcome.anyUndone && writes.count > 1 {
-                try connection.control("ROLLBACK")
-                try connection.control("BEGIN IMMEDIATE")
-                outcome = try DatabaseWork.run(writes, savepoints: true, transaction: transaction, control: connection.control)
-            }
+            outcome = try DatabaseWork.runBatch(
+                writes, transaction: { SQLiteTransaction(connection: connection, logEvents: true) }, control: connection.control,
+                restart: { try connection.control("ROLLBACK"); try connection.control("BEGIN IMMEDIATE") })
         } catch {
             // The transaction machinery itself failed: nothing in the batch is applied.
             try? connection.executeScript("ROLLBACK")

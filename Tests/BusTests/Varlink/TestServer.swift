@@ -24,6 +24,8 @@ final class TestServer: Sendable {
         method Big(bytes: int) -> (text: string)
         # Counts how often it was called (oneway tests).
         method Touch() -> (touches: int)
+        # Never waits: returns the text, and whether it ran in a task (a worker's) or not (the loop's).
+        method Quick(text: string) -> (text: string, inTask: bool)
 
         error Failed (reason: string)
 
@@ -59,6 +61,15 @@ final class TestServer: Sendable {
         typealias Reply = TouchReply
     }
     struct TouchReply: Codable, Sendable { var touches: Int }
+    struct Quick: Command {
+        static let method = "io.appd.Test.Quick"
+        typealias Reply = QuickReply
+        var text: String
+    }
+    struct QuickReply: Codable, Sendable, Equatable {
+        var text: String
+        var inTask: Bool
+    }
     struct Failed: WireError {
         var wireName: String { "io.appd.Test.Failed" }
         var wireParameters: [String: JSONValue] { ["reason": "on purpose"] }
@@ -97,6 +108,10 @@ final class TestServer: Sendable {
         }
         try bus.register(Big.self) { command, _ in EchoReply(text: String(repeating: "x", count: command.bytes)) }
         try bus.register(Touch.self) { _, _ in TouchReply(touches: touches.increment()) }
+        try bus.answer(Quick.self) { command, _ in
+            guard command.text != "fail" else { throw Failed() }
+            return QuickReply(text: command.text, inTask: withUnsafeCurrentTask { $0 != nil })
+        }
         let listener = try ListeningSocket.bind(path: path, mode: 0o600)
         server = try VarlinkServer(listener: listener, dispatcher: dispatcher, limits: limits, logger: logger)
         let server = self.server

@@ -169,6 +169,28 @@ extension EventBus {
         }
     }
 
+    /// Answers a plain call at once, on the caller's thread, when its handler never waits
+    /// (`answer(_:handler:)`) and no gate has anything to do for it: the reply, or nil when the
+    /// call is not one of those — nothing was done then, and `call` answers it as usual. A
+    /// transport's loop answers such calls where it reads them (no task, no hop). `validate`
+    /// (the transport's check of the parameters) runs first once the handler is one of those.
+    public func answerNow(
+        method: String, parameters: JSONValue, as caller: Caller, validate: () throws -> Void = {}
+    ) throws -> JSONValue? {
+        guard IdempotencyRecord.current == nil, let entry = handlers.withLock({ $0[method] }), let inline = entry.inline else { return nil }
+        try validate()
+        let envelope: Envelope
+        do {
+            envelope = try self.envelope(entry, caller, nil, nil, key: nil)
+        } catch {
+            commandCount.add(1, ordering: .relaxed)
+            throw error
+        }
+        guard !chain.applies(to: envelope) else { return nil }
+        commandCount.add(1, ordering: .relaxed)
+        return try inline(envelope, parameters)
+    }
+
     /// Type-erased streaming call by method name: the same gates and handler as `stream`.
     public func callStream(
         method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil,
@@ -190,6 +212,15 @@ extension EventBus {
     ) throws -> (any HandlerEntry, Envelope) {
         commandCount.add(1, ordering: .relaxed)
         guard let entry = handlers.withLock({ $0[method] }) else { throw NoHandler(method: method) }
+        return (entry, try envelope(entry, caller, timeout, cause, key: key, parameters: parameters))
+    }
+
+    /// The envelope of a call to `entry`, after the checks every call gets.
+    private func envelope(
+        _ entry: any HandlerEntry, _ caller: Caller, _ timeout: Duration?, _ cause: Envelope?, key: IdempotencyKey?,
+        parameters: () throws -> JSONValue = { .null }
+    ) throws -> Envelope {
+        let method = entry.method
         // A socket-only method does not exist for a caller from the network.
         if caller.remoteAddress != nil, entry.requirements.contains(.socket) { throw MethodNotFound(method: method) }
         var idempotency: IdempotentRequest?
@@ -202,10 +233,9 @@ extension EventBus {
             throw RequirementUnavailable(method: method, requirement: missing)
         }
         let deadline = (timeout ?? options.defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }
-        let envelope = Envelope(
+        return Envelope(
             name: method, requirements: entry.requirements, caller: caller, deadline: deadline, causedBy: cause,
             logger: logger, idempotency: idempotency)
-        return (entry, envelope)
     }
 
     /// Runs the call directly, or against its deadline when it has one.

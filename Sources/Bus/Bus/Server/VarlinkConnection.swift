@@ -41,8 +41,21 @@ final class VarlinkConnection: Sendable {
         var reader: VarlinkFrameReader
         var calls: [VarlinkCall] = []
         var callsHead = 0
+        /// The loop is answering a call where it read it (`readAvailable`): the worker takes
+        /// nothing meanwhile, so replies keep the calls' order.
+        var answeringNow = false
 
         var queued: Int { calls.count - callsHead }
+
+        /// Whether the loop may answer `call` itself: nothing is queued or being answered
+        /// before it, and it wants one reply.
+        func mayAnswerNow(_ call: VarlinkCall) -> Bool {
+            guard queued == 0, !call.more, call.idempotencyKey == nil else { return false }
+            switch worker {
+            case .idle, .waiting: return true
+            case .answering, .finished: return false
+            }
+        }
     }
 
     /// What to do once the lock is released.
@@ -92,15 +105,26 @@ final class VarlinkConnection: Sendable {
     /// Reads what the socket has, queues whole calls, and wakes the worker (loop thread). The
     /// loop only asks while reading is on, or on a hang-up: bytes that arrive while the call
     /// queue is full stay in the kernel until the worker makes room.
-    func readAvailable(into chunk: inout [UInt8], hangup: Bool) {
+    /// A call with nothing before it is first offered to `answerNow`, which answers it here
+    /// when it can (a handler that never waits: no task, no hop) and returns false otherwise
+    /// (the call is then queued for the worker).
+    func readAvailable(into chunk: inout [UInt8], hangup: Bool, answerNow: (VarlinkCall) -> Bool) {
         var effects = Effects()
         let end = channel.read(into: &chunk, toEnd: hangup) { bytes in
-            state.withLock { s -> Bool in
-                guard s.input.isOpen || s.input == .paused else { return false }
+            var offered = state.withLock { s -> VarlinkCall? in
+                guard s.input.isOpen || s.input == .paused else { return nil }
                 bytes.withUnsafeBytes { s.reader.append($0) }
-                pump(&s, &effects)
-                return s.input.isOpen
+                return pump(&s, &effects, offering: true)
             }
+            while let call = offered {
+                let answered = answerNow(call)
+                offered = state.withLock { s -> VarlinkCall? in
+                    s.answeringNow = false
+                    if !answered { s.calls.append(call) }
+                    return pump(&s, &effects, offering: true)
+                }
+            }
+            return state.withLock { $0.input.isOpen }
         }
         state.withLock { s in
             if end != .open, s.input.isOpen || s.input == .paused {
@@ -110,7 +134,8 @@ final class VarlinkConnection: Sendable {
                 s.input = .ended
             }
             effects.reading = s.input.isOpen
-            if case .waiting(let worker) = s.worker {
+            // Woken only when there is a call for it, or the connection is ending.
+            if s.queued > 0 || !s.input.isOpen, case .waiting(let worker) = s.worker {
                 s.worker = .idle
                 effects.resumeWorker = worker
             }
@@ -120,13 +145,23 @@ final class VarlinkConnection: Sendable {
 
     /// Moves whole frames from the reader to the call queue, up to the queue limit (under the
     /// lock). Frames already read are still taken after the client closed its side.
-    private func pump(_ s: inout State, _ effects: inout Effects) {
+    /// `offering`: stops at a call the loop may answer itself (`State.mayAnswerNow`) and returns
+    /// it, marked as being answered now, instead of queueing it.
+    @discardableResult
+    private func pump(_ s: inout State, _ effects: inout Effects, offering: Bool = false) -> VarlinkCall? {
+        var offered: VarlinkCall?
         while s.queued < limits.maxQueuedCalls {
             if case .broken = s.input { break }
             do {
                 guard let frame = try s.reader.nextFrame() else { break }
-                s.calls.append(try VarlinkCall(frame: frame))
+                let call = try VarlinkCall(frame: frame)
                 if s.input == .awaitingFirstMessage { s.input = .reading }
+                if offering, s.mayAnswerNow(call) {
+                    s.answeringNow = true
+                    offered = call
+                    break
+                }
+                s.calls.append(call)
             } catch {
                 s.input = .broken(error.reason)
                 effects.logs.append(Effects.Log(level: .warning, message: "closing connection: \(error.reason)", metadata: ["peer": peerDescription]))
@@ -137,6 +172,7 @@ final class VarlinkConnection: Sendable {
         case .awaitingFirstMessage, .ended, .broken: break
         }
         s.reader.compact()
+        return offered
     }
 
     // MARK: The worker
@@ -148,6 +184,8 @@ final class VarlinkConnection: Sendable {
             var effects = Effects()
             let (call, done) = state.withLock { s -> (VarlinkCall?, Bool) in
                 s.worker = .idle
+                // The loop answering a call now: what follows it waits until it is answered.
+                if s.answeringNow { return (nil, false) }
                 if s.queued == 0 && s.input != .paused && s.reader.pendingCount > 0 { pump(&s, &effects) }
                 if s.queued > 0 {
                     let call = s.calls[s.callsHead]
@@ -173,7 +211,7 @@ final class VarlinkConnection: Sendable {
             if done { return nil }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let wait = state.withLock { s -> Bool in
-                    guard s.queued == 0, s.input.isOpen, channel.lifecycle == .open else { return false }
+                    guard s.answeringNow || (s.queued == 0 && s.input.isOpen), channel.lifecycle == .open else { return false }
                     s.worker = .waiting(c)
                     return true
                 }

@@ -89,20 +89,53 @@ public final class VarlinkDispatcher: Sendable {
         } catch is CancellationError {
             outcome = "cancelled"
             throw CancellationError()
-        } catch let error as any WireError {
-            outcome = declares(error: error.wireName) ? error.wireName : "undeclared"
-            guard !call.oneway else { return }
-            let (name, parameters) = error.wire
-            try await emit(VarlinkReply(parameters: .object(parameters), error: name))
         } catch {
-            outcome = "InternalError"
-            let id = MessageID.next().description
-            logger.error(
-                "call failed with an unexpected error",
-                metadata: ["method": call.method, "error": "\(error)", "message.id": id, "caller": "\(caller)"])
+            let reply: VarlinkReply
+            (outcome, reply) = failure(error, of: call, caller: caller)
             guard !call.oneway else { return }
-            try await emit(VarlinkReply(error: InternalError(messageID: id)))
+            try await emit(reply)
         }
+    }
+
+    /// Answers a plain call at once, on the caller's thread (a transport's loop, where it read
+    /// the call), when the bus can (`EventBus.answerNow`: a handler that never waits, no gate to
+    /// run): `emit` gets its reply (none for a oneway call), and the call is checked and counted
+    /// as `handle` does. False when the call is not one of those: nothing was done, and `handle`
+    /// answers it.
+    public func answerNow(_ call: VarlinkCall, as caller: Caller, transport: String = "varlink", emit: (VarlinkReply) -> Void) -> Bool {
+        guard !call.more, call.idempotencyKey == nil, let (interfacePart, memberPart) = call.method.methodNameParts,
+            let interface = interface(String(interfacePart)), let method = interface.method(String(memberPart))
+        else { return false }
+        let started = ContinuousClock.now
+        var reply: VarlinkReply
+        var outcome = "ok"
+        do {
+            let answer = try bus.answerNow(method: call.method, parameters: call.parameters, as: caller) {
+                try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
+            }
+            guard let answer else { return false }
+            if Self.checksTypedReplies { try check(answer, of: method, in: interface) }
+            reply = VarlinkReply(parameters: answer)
+        } catch {
+            (outcome, reply) = failure(error, of: call, caller: caller)
+        }
+        CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: true)
+        if !call.oneway { emit(reply) }
+        return true
+    }
+
+    /// The outcome a failed call is counted under, and its error reply: a typed error as
+    /// itself, anything else logged and answered as InternalError.
+    private func failure(_ error: any Error, of call: VarlinkCall, caller: Caller) -> (outcome: String, reply: VarlinkReply) {
+        if let error = error as? any WireError {
+            let (name, parameters) = error.wire
+            return (declares(error: error.wireName) ? error.wireName : "undeclared", VarlinkReply(parameters: .object(parameters), error: name))
+        }
+        let id = MessageID.next().description
+        logger.error(
+            "call failed with an unexpected error",
+            metadata: ["method": call.method, "error": "\(error)", "message.id": id, "caller": "\(caller)"])
+        return ("InternalError", VarlinkReply(error: InternalError(messageID: id)))
     }
 
     /// Sets `known` once the method is found in a served interface.

@@ -15,7 +15,10 @@ public struct JSONParser {
 
     /// Parses one complete JSON document (surrounding whitespace allowed).
     public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
-        try parse(Array(bytes)[...], maxDepth: maxDepth)
+        // The bytes of a frame or a body are one of these already: parsed where they are.
+        if let slice = bytes as? ArraySlice<UInt8> { return try parse(slice, maxDepth: maxDepth) }
+        if let array = bytes as? [UInt8] { return try parse(array, maxDepth: maxDepth) }
+        return try parse(Array(bytes)[...], maxDepth: maxDepth)
     }
 
     /// The same, without copying the bytes (a frame the wire read, a request body).

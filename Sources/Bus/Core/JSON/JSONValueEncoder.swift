@@ -78,6 +78,8 @@ struct JSONValueEncoder: Encoder {
 
     static func encode(_ value: some Encodable) throws -> JSONValue {
         if let json = value as? JSONValue { return json }
+        // The reply of every method that returns nothing (Ping's): no encoder for `{}`.
+        if value is Empty { return .object([:]) }
         let node = Node()
         try value.encode(to: JSONValueEncoder(node: node))
         return node.json

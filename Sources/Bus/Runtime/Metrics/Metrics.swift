@@ -26,6 +26,26 @@ public final class Metrics: Sendable {
         var counts: [UInt64]
         var sum = 0.0
         var count: UInt64 = 0
+
+        mutating func record(_ value: Double) {
+            if let index = buckets.firstIndex(where: { value <= $0 }) { counts[index] &+= 1 }
+            sum += value
+            count &+= 1
+        }
+    }
+
+    /// One counter series: kept by a caller that counts often (`CallMetrics`), it counts with
+    /// one atomic add (no lookup, no lock).
+    public final class CounterSeries: Sendable {
+        let value = Atomic<UInt64>(0)
+        public func add(_ by: UInt64 = 1) { value.add(by, ordering: .relaxed) }
+    }
+
+    /// One histogram series, kept the same way: one observation takes its own lock only.
+    public final class HistogramSeries: Sendable {
+        let histogram: Mutex<Histogram>
+        init(buckets: [Double]) { histogram = Mutex(Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))) }
+        public func observe(_ value: Double) { histogram.withLock { $0.record(value) } }
     }
     struct Family {
         var help: String
@@ -34,8 +54,8 @@ public final class Metrics: Sendable {
     }
     struct State {
         var families: [String: Family] = [:]
-        var counters: [Key: UInt64] = [:]
-        var histograms: [Key: Histogram] = [:]
+        var counters: [Key: CounterSeries] = [:]
+        var histograms: [Key: HistogramSeries] = [:]
     }
 
     /// A gauge read at scrape time: its samples as (label values, value).
@@ -59,35 +79,36 @@ public final class Metrics: Sendable {
 
     /// Adds `by` to a counter.
     public func increment(_ name: String, help: String, labels: [(String, String)] = [], by: UInt64 = 1) {
-        let key = Key(name: name, labels: labels.map(\.1))
-        state.withLock { s in
-            // A series seen before (nearly every call): one lookup, changed in place.
-            if let index = s.counters.index(forKey: key) {
-                s.counters.values[index] &+= by
-                return
-            }
-            if s.families[name] == nil { s.families[name] = Family(help: help, type: "counter", labelNames: labels.map(\.0)) }
-            s.counters[key] = by
-        }
+        counter(name, help: help, labels: labels).add(by)
     }
 
     /// Records one observation in a histogram.
     public func observe(_ name: String, help: String, labels: [(String, String)] = [], value: Double, buckets: [Double] = Metrics.latencyBuckets) {
+        histogram(name, help: help, labels: labels, buckets: buckets).observe(value)
+    }
+
+    /// The series of a counter (made on first use), for a caller that keeps it.
+    public func counter(_ name: String, help: String, labels: [(String, String)] = []) -> CounterSeries {
         let key = Key(name: name, labels: labels.map(\.1))
-        state.withLock { s in
-            // Changed in place: a copy taken out and put back would copy `counts` on every call.
-            if let index = s.histograms.index(forKey: key) { return Self.record(value, in: &s.histograms.values[index]) }
-            if s.families[name] == nil { s.families[name] = Family(help: help, type: "histogram", labelNames: labels.map(\.0)) }
-            var histogram = Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
-            Self.record(value, in: &histogram)
-            s.histograms[key] = histogram
+        return state.withLock { s in
+            if let series = s.counters[key] { return series }
+            if s.families[name] == nil { s.families[name] = Family(help: help, type: "counter", labelNames: labels.map(\.0)) }
+            let series = CounterSeries()
+            s.counters[key] = series
+            return series
         }
     }
 
-    private static func record(_ value: Double, in histogram: inout Histogram) {
-        if let index = histogram.buckets.firstIndex(where: { value <= $0 }) { histogram.counts[index] &+= 1 }
-        histogram.sum += value
-        histogram.count &+= 1
+    /// The series of a histogram (made on first use), for a caller that keeps it.
+    public func histogram(_ name: String, help: String, labels: [(String, String)] = [], buckets: [Double] = Metrics.latencyBuckets) -> HistogramSeries {
+        let key = Key(name: name, labels: labels.map(\.1))
+        return state.withLock { s in
+            if let series = s.histograms[key] { return series }
+            if s.families[name] == nil { s.families[name] = Family(help: help, type: "histogram", labelNames: labels.map(\.0)) }
+            let series = HistogramSeries(buckets: buckets)
+            s.histograms[key] = series
+            return series
+        }
     }
 
     /// Registers (or replaces) a gauge read at scrape time.
@@ -101,12 +122,12 @@ public final class Metrics: Sendable {
 
     /// A counter's current value (tests, and appctl).
     public func counter(_ name: String, labels: [String] = []) -> UInt64 {
-        state.withLock { $0.counters[Key(name: name, labels: labels)] ?? 0 }
+        state.withLock { $0.counters[Key(name: name, labels: labels)] }?.value.load(ordering: .relaxed) ?? 0
     }
 
     /// A histogram's observation count.
     public func observations(_ name: String, labels: [String] = []) -> UInt64 {
-        state.withLock { $0.histograms[Key(name: name, labels: labels)]?.count ?? 0 }
+        state.withLock { $0.histograms[Key(name: name, labels: labels)] }?.histogram.withLock { $0.count } ?? 0
     }
 
     /// One histogram series: its label values, bucket bounds, the observations in each bucket
@@ -121,14 +142,13 @@ public final class Metrics: Sendable {
 
     /// Every series of the histogram `name` (the console's charts read them).
     public func histogram(_ name: String) -> [HistogramSample] {
-        state.withLock { s in
-            s.histograms.compactMap { key, histogram in
-                guard key.name == name else { return nil }
-                let inBuckets = histogram.counts.reduce(0, &+)
-                return HistogramSample(
-                    labels: key.labels, bounds: histogram.buckets, counts: histogram.counts + [histogram.count &- inBuckets], count: histogram.count,
-                    sum: histogram.sum)
-            }
+        let series = state.withLock { s in s.histograms.filter { $0.key.name == name } }
+        return series.map { key, series in
+            let histogram = series.histogram.withLock { $0 }
+            let inBuckets = histogram.counts.reduce(0, &+)
+            return HistogramSample(
+                labels: key.labels, bounds: histogram.buckets, counts: histogram.counts + [histogram.count &- inBuckets], count: histogram.count,
+                sum: histogram.sum)
         }
     }
 
@@ -140,11 +160,12 @@ public final class Metrics: Sendable {
             guard let family = snapshot.families[name] else { continue }
             out += "# HELP \(name) \(Self.escapeHelp(family.help))\n# TYPE \(name) \(family.type)\n"
             if family.type == "counter" {
-                for (key, value) in snapshot.counters where key.name == name {
-                    out += "\(name)\(Self.labels(family.labelNames, key.labels)) \(value)\n"
+                for (key, series) in snapshot.counters where key.name == name {
+                    out += "\(name)\(Self.labels(family.labelNames, key.labels)) \(series.value.load(ordering: .relaxed))\n"
                 }
             } else {
-                for (key, histogram) in snapshot.histograms where key.name == name {
+                for (key, series) in snapshot.histograms where key.name == name {
+                    let histogram = series.histogram.withLock { $0 }
                     var cumulative: UInt64 = 0
                     for (bound, count) in zip(histogram.buckets, histogram.counts) {
                         cumulative += count

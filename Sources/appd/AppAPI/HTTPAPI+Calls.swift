@@ -4,29 +4,29 @@ import HTTP
 /// `POST /v1/<interface>/<Method>`: a call, answered with its reply, or streamed as events.
 extension HTTPAPI {
     /// `client` is the caller's address (`ClientAddress`), for the rate limit and the caller.
-    func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> HTTPResponse {
+    func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) -> HTTPHandling {
         let parts = request.path.utf8.dropFirst("/v1/".utf8.count).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         let method = parts.count == 2 ? String(Substring(parts[0])) + "." + String(Substring(parts[1])) : ""
         guard parts.count == 2, let info = routed(method) else {
-            return APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(method)])
+            return .now(APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(method)]))
         }
         guard request.method == "POST" else {
-            return HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "POST"]], headers: [("Allow", "POST")])
+            return .now(HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "POST"]], headers: [("Allow", "POST")]))
         }
         if let type = request.headers["content-type"], !body.isEmpty,
             !type.hasPrefixIgnoringASCIICase("application/json")
         {
-            return APIErrorStatus.refusal(415, "UnsupportedMediaType", ["reason": "send the parameters as application/json"])
+            return .now(APIErrorStatus.refusal(415, "UnsupportedMediaType", ["reason": "send the parameters as application/json"]))
         }
         var parameters: JSONValue = [:]
         if !body.isEmpty {
             do {
                 parameters = try JSONParser.parse(body)
             } catch {
-                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": .string("the body is not JSON: \(error)")])
+                return .now(APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": .string("the body is not JSON: \(error)")]))
             }
             guard case .object = parameters else {
-                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": "the body must be a JSON object"])
+                return .now(APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "", "reason": "the body must be a JSON object"]))
             }
         }
         var token: SessionToken?
@@ -34,24 +34,32 @@ extension HTTPAPI {
             let scheme = authorization.prefix(7)
             let value = authorization.dropFirst(7).trimmingWhitespace()
             guard scheme.lowercased() == "bearer ", !value.isEmpty else {
-                return APIErrorStatus.response(
-                    error: "io.appd.Auth.Unauthenticated", parameters: ["reason": "use Authorization: Bearer <accessToken from SignIn>"], category: .unauthenticated)
+                return .now(
+                    APIErrorStatus.response(
+                        error: "io.appd.Auth.Unauthenticated", parameters: ["reason": "use Authorization: Bearer <accessToken from SignIn>"],
+                        category: .unauthenticated))
             }
             token = SessionToken(value)
         }
         if options.rateLimitedMethods.contains(method), let wait = limiter.take(NetworkAddress.client(client)) {
-            return APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))], category: .tooManyRequests)
+            return .now(APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))], category: .tooManyRequests))
         }
         let caller = Caller(sessionToken: token, remoteAddress: client)
         let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
         guard info.streaming, wantsEvents || !info.answersPlainCalls else {
             let conditional: Bool
             switch ConditionalRequest.apply(request.headers["if-match"], to: &parameters, method: method.methodNameParts.flatMap { dispatcher.interface(ofMethod: method)?.method(String($0.member)) }) {
-            case .refused(let response): return response
+            case .refused(let response): return .now(response)
             case .applied(let given): conditional = given
             }
-            return await single(method, parameters, caller, idempotencyKey: request.headers["idempotency-key"], conditional: conditional)
+            return single(method, parameters, caller, idempotencyKey: request.headers["idempotency-key"], conditional: conditional)
         }
+        return .later { [self, parameters] in await stream(request, method, parameters, caller, wantsEvents: wantsEvents, client: client) }
+    }
+
+    /// A streaming method's call, as server-sent events.
+    private func stream(_ request: HTTPServerRequest, _ method: String, _ parameters: JSONValue, _ caller: Caller, wantsEvents: Bool, client: String) async -> HTTPResponse {
+        var parameters = parameters
         guard wantsEvents else {
             return APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"])
         }
@@ -90,18 +98,28 @@ extension HTTPAPI {
     }
 
     /// `idempotencyKey`: the `Idempotency-Key` header; `conditional`: the call carried `If-Match`
-    /// (a Conflict is then 412 Precondition Failed).
-    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, conditional: Bool) async -> HTTPResponse {
-        var result: VarlinkReply?
-        do {
-            try await dispatcher.handle(
-                VarlinkCall(method: method, parameters: parameters, idempotencyKey: idempotencyKey), as: caller, timeout: options.callTimeout,
-                transport: "http"
-            ) { reply in result = reply }
-        } catch {
-            // Only a cancelled call gets here (the server is stopping).
-            return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
+    /// (a Conflict is then 412 Precondition Failed). Answered at once when the dispatcher can
+    /// (`VarlinkDispatcher.answerNow`), else in the server's task.
+    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, conditional: Bool) -> HTTPHandling {
+        let call = VarlinkCall(method: method, parameters: parameters, idempotencyKey: idempotencyKey)
+        var now: VarlinkReply?
+        if dispatcher.answerNow(call, as: caller, transport: "http", emit: { now = $0 }) {
+            return .now(Self.response(to: now, conditional: conditional, in: dispatcher))
         }
+        return .later { [self] in
+            var result: VarlinkReply?
+            do {
+                try await dispatcher.handle(call, as: caller, timeout: options.callTimeout, transport: "http") { reply in result = reply }
+            } catch {
+                // Only a cancelled call gets here (the server is stopping).
+                return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
+            }
+            return Self.response(to: result, conditional: conditional, in: dispatcher)
+        }
+    }
+
+    /// The response to a plain call's reply.
+    private static func response(to result: VarlinkReply?, conditional: Bool, in dispatcher: VarlinkDispatcher) -> HTTPResponse {
         guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""], category: .internal) }
         if let error = reply.error {
             var response = APIErrorStatus.response(error: error, parameters: reply.parameters, in: dispatcher)

@@ -60,9 +60,27 @@ public final class HTTPAPI: Sendable {
 
     /// Handles one request (the `HTTPServer`'s handler).
     public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
+        switch handling(request, body) {
+        case .now(let response): return response
+        case .later(let work): return await work()
+        }
+    }
+
+    /// Handles one request on the server's loop thread (`HTTPServer.Dispatch`): answered there
+    /// when nothing in it waits (a refusal, `/healthz`, a call `VarlinkDispatcher.answerNow`
+    /// answers), or handed back as work for a task.
+    public func handling(_ request: HTTPServerRequest, _ body: [UInt8]) -> HTTPHandling {
         let started = ContinuousClock.now
         let client = ClientAddress.of(request, trustedProxies: options.trustedProxies)
-        let (route, routed) = await self.route(request, body, client: client)
+        let (route, routed) = self.route(request, body, client: client)
+        switch routed {
+        case .now(let response): return .now(finish(response, route: route, request, client: client, since: started))
+        case .later(let work): return .later { [self] in finish(await work(), route: route, request, client: client, since: started) }
+        }
+    }
+
+    /// Decorates, counts and logs a response.
+    private func finish(_ routed: HTTPResponse, route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant) -> HTTPResponse {
         var response = routed
         CORSPolicy(allowed: options.allowedOrigins).decorate(&response, for: request)
         Metrics.shared.increment(
@@ -102,25 +120,25 @@ public final class HTTPAPI: Sendable {
         return "\(microseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
     }
 
-    private func route(_ request: HTTPServerRequest, _ body: [UInt8], client: String) async -> (String, HTTPResponse) {
-        if request.method == "OPTIONS" { return ("preflight", CORSPolicy(allowed: options.allowedOrigins).preflight(request)) }
+    private func route(_ request: HTTPServerRequest, _ body: [UInt8], client: String) -> (String, HTTPHandling) {
+        if request.method == "OPTIONS" { return ("preflight", .now(CORSPolicy(allowed: options.allowedOrigins).preflight(request))) }
         switch request.path {
-        case "/healthz": return ("healthz", get(request) ?? HTTPResponse(status: 200, body: ["status": "ok"]))
+        case "/healthz": return ("healthz", .now(get(request) ?? HTTPResponse(status: 200, body: ["status": "ok"])))
         case "/readyz":
-            if let refusal = get(request) { return ("readyz", refusal) }
-            return ("readyz", await ready())
+            if let refusal = get(request) { return ("readyz", .now(refusal)) }
+            return ("readyz", .later { [self] in await ready() })
         case "/metrics":
-            if let refusal = get(request) { return ("metrics", refusal) }
-            return ("metrics", await metrics())
-        case "/openapi.json": return ("openapi", get(request) ?? openAPI())
+            if let refusal = get(request) { return ("metrics", .now(refusal)) }
+            return ("metrics", .later { [self] in await metrics() })
+        case "/openapi.json": return ("openapi", .now(get(request) ?? openAPI()))
         default: break
         }
         if request.path.hasPrefix("/webhooks/") {
-            guard let webhooks else { return ("webhooks", APIErrorStatus.refusal(404, "NotFound", ["reason": "no webhooks are served here"])) }
-            return ("webhooks", await webhooks(request, body))
+            guard let webhooks else { return ("webhooks", .now(APIErrorStatus.refusal(404, "NotFound", ["reason": "no webhooks are served here"]))) }
+            return ("webhooks", .later { await webhooks(request, body) })
         }
-        if request.path.hasPrefix("/v1/") { return ("call", await call(request, body, client: client)) }
-        return ("other", APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"]))
+        if request.path.hasPrefix("/v1/") { return ("call", call(request, body, client: client)) }
+        return ("other", .now(APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"])))
     }
 
     /// nil for GET and HEAD (the server sends a HEAD the GET's head, without the body); a 405

@@ -20,7 +20,7 @@ public final class HTTPAPIService: Service {
         self.port = UInt16(clamping: appd_tcp_port(listenFD))
         self.address = HTTPListenAddress(host: host, port: port).description
         self.server = try HTTPServer(name: "appd-http", listenFD: listenFD, limits: api.options.limits, logger: logger) { [api] request, body in
-            await api.handle(request, body)
+            api.handling(request, body)
         }
     }
 

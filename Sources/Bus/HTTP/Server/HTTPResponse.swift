@@ -128,3 +128,10 @@ extension HTTPResponse {
         HTTPResponse(status: status, body: errorBody(error, reason: reason))
     }
 }
+
+/// How a request is answered: at once, on the server's loop thread (a handler that never
+/// waits), or by work the server runs in a task.
+public enum HTTPHandling: Sendable {
+    case now(HTTPResponse)
+    case later(@Sendable () async -> HTTPResponse)
+}

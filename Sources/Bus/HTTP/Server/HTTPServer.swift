@@ -14,24 +14,34 @@ import Runtime
 /// A client that goes away cancels the stream written to it.
 public final class HTTPServer: Sendable {
     public typealias Handler = @Sendable (HTTPServerRequest, [UInt8]) async -> HTTPResponse
+    /// A handler that answers on the loop thread when it can (`HTTPHandling.now`: no task),
+    /// and says what to run in a task otherwise.
+    public typealias Dispatch = @Sendable (HTTPServerRequest, [UInt8]) -> HTTPHandling
 
     private let listenFD: Int32
     private let loop: EventLoop
     let limits: HTTPServerLimits
     private let logger: Logger
-    private let handler: Handler
+    private let dispatch: Dispatch
     private let connections = ConnectionTable<HTTPServerConnection>()
     private let handling = Atomic<Int>(0)
     private let streaming = Atomic<Int>(0)
     private let closing = Atomic<Bool>(false)
 
-    /// Serves on `listenFD` (a listening TCP socket; the server closes it).
-    public init(name: String, listenFD: Int32, limits: HTTPServerLimits, logger: Logger, handler: @escaping Handler) throws(SocketError) {
+    /// Serves on `listenFD` (a listening TCP socket; the server closes it); every request's
+    /// handler runs in a task.
+    public convenience init(name: String, listenFD: Int32, limits: HTTPServerLimits, logger: Logger, handler: @escaping Handler) throws(SocketError) {
+        try self.init(name: name, listenFD: listenFD, limits: limits, logger: logger) { request, body in .later { await handler(request, body) } }
+    }
+
+    /// Serves on `listenFD`; `dispatch` runs on the loop thread for each request and answers
+    /// it there, or hands the server the work to run in a task.
+    public init(name: String, listenFD: Int32, limits: HTTPServerLimits, logger: Logger, dispatch: @escaping Dispatch) throws(SocketError) {
         self.listenFD = listenFD
         self.loop = try EventLoop(name: name)
         self.limits = limits
         self.logger = logger
-        self.handler = handler
+        self.dispatch = dispatch
     }
 
     /// Open connections and streams, for metrics.
@@ -141,14 +151,21 @@ public final class HTTPServer: Sendable {
         case .refuse(let refusal):
             respond(connection, refusal)
         case .complete(let request, let body):
+            let work: @Sendable () async -> HTTPResponse
+            switch dispatch(request, body) {
+            case .now(let response) where response.stream == nil:
+                // Answered here: no task.
+                return respond(connection, response)
+            case .now(let response): work = { response }
+            case .later(let later): work = later
+            }
             guard handling.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxHandling else {
                 handling.subtract(1, ordering: .acquiringAndReleasing)
                 return respond(connection, Self.busy("too many requests in flight; retry"))
             }
-            let handler = self.handler
             // The handler runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
             let task = loop.task { [self] in
-                let response = await handler(request, body)
+                let response = await work()
                 handling.subtract(1, ordering: .acquiringAndReleasing)
                 await deliver(response, on: connection)
             }

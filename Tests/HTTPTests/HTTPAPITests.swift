@@ -32,6 +32,9 @@ struct APIFixture {
         # Acts on the caller's connection: only over the socket.
         method Attach() -> ()
 
+        # Never waits: says whether it ran in a task.
+        method Quick(text: string) -> (text: string, inTask: bool)
+
         error Crowded (retryAfterSeconds: int)
 
         # category: unavailable
@@ -40,6 +43,7 @@ struct APIFixture {
 
     let server: RunningServer
     let dispatcher: VarlinkDispatcher
+    let api: HTTPAPI
     /// The API's log (the access log among it).
     let log = InMemoryLogHandler()
     /// Replies `Watch` wrote straight to the client (`ReplyWriter.sendDirectly`).
@@ -86,7 +90,18 @@ struct APIFixture {
         let api = HTTPAPI(
             dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [("database", true, "")] }, webhooks: nil,
             logger: Logger(label: "t", handler: log))
-        server = try RunningServer(limits: options.limits) { request, body in await api.handle(request, body) }
+        try bus.answer(Quick.self) { command, _ in Quick.Reply(text: command.text, inTask: withUnsafeCurrentTask { $0 != nil }) }
+        self.api = api
+        server = try RunningServer(limits: options.limits) { request, body in api.handling(request, body) }
+    }
+
+    struct Quick: Command {
+        static let method = "io.example.Notes.Quick"
+        struct Reply: Codable, Sendable {
+            var text: String
+            var inTask: Bool
+        }
+        var text: String
     }
 
     struct Crowded: WireError {
@@ -119,6 +134,23 @@ extension String {
         let response = try await f.request("POST", "/v1/io.example.Notes/Add", body: #"{"text":"hi"}"#, headers: ["Content-Type": "application/json"])
         #expect(APIFixture.status(response) == 200, "\(response)")
         #expect(APIFixture.body(response) == #"{"note":{"id":1,"text":"hi@127.0.0.1"}}"#, "\(response)")
+        await f.server.stop()
+    }
+
+    @Test func aCallThatNeverWaitsIsAnsweredOnTheServersLoopAndLoggedLikeAnyOther() async throws {
+        let f = try APIFixture()
+        let quick = try await f.request("POST", "/v1/io.example.Notes/Quick", body: #"{"text":"hi"}"#)
+        #expect(APIFixture.status(quick) == 200 && APIFixture.body(quick) == #"{"inTask":false,"text":"hi"}"#, "\(quick)")
+        let bad = try await f.request("POST", "/v1/io.example.Notes/Quick", body: #"{"text":1}"#)
+        #expect(APIFixture.status(bad) == 400 && bad.contains(#""parameter":"text""#), "\(bad)")
+        #expect(f.log.records.contains { $0.message == "http" && $0.metadata["path"] == "/v1/io.example.Notes/Quick" && $0.metadata["status"] == "200" })
+        // The dispatch says so: answered now, or work for a task (a handler that may wait).
+        func handling(_ path: String) -> HTTPHandling {
+            let request = HTTPServerRequest(method: "POST", target: path, headers: ["content-length": "2"], contentLength: 2)
+            return f.api.handling(request, Array("{}".utf8))
+        }
+        guard case .now = handling("/v1/io.example.Notes/Quick") else { Issue.record("Quick was not answered now"); return }
+        guard case .later = handling("/v1/io.example.Notes/Add") else { Issue.record("Add was answered now"); return }
         await f.server.stop()
     }
 
@@ -228,7 +260,7 @@ extension String {
         let document = try JSONParser.parse(Array(APIFixture.body(response).utf8))
         #expect(document["openapi"] == "3.1.0")
         let paths = document["paths"]?.objectValue ?? [:]
-        #expect(Set(paths.keys) == ["/v1/io.example.Notes/Add", "/v1/io.example.Notes/Watch", "/v1/io.example.Notes/Refuse", "/v1/io.example.Notes/Quiet", "/healthz", "/readyz", "/metrics"])
+        #expect(Set(paths.keys) == ["/v1/io.example.Notes/Add", "/v1/io.example.Notes/Watch", "/v1/io.example.Notes/Refuse", "/v1/io.example.Notes/Quiet", "/v1/io.example.Notes/Quick", "/healthz", "/readyz", "/metrics"])
         let add = paths["/v1/io.example.Notes/Add"]?["post"]
         let request = add?["requestBody"]?["content"]?["application/json"]?["schema"]
         #expect(request?["required"] == ["text"], "the optional tag is not required")

@@ -12,10 +12,14 @@ struct RunningServer {
     let task: Task<Void, Never>
 
     init(limits: HTTPServerLimits = HTTPServerLimits(), handler: @escaping HTTPServer.Handler) throws {
+        try self.init(limits: limits, dispatch: { request, body in .later { await handler(request, body) } })
+    }
+
+    init(limits: HTTPServerLimits = HTTPServerLimits(), dispatch: @escaping HTTPServer.Dispatch) throws {
         let fd = appd_tcp_listen("127.0.0.1", 0, 16, 1)
         guard fd >= 0 else { throw HarnessError("cannot listen") }
         port = UInt16(appd_tcp_port(fd))
-        let server = try HTTPServer(name: "test-http", listenFD: fd, limits: limits, logger: Logger(label: "t", handler: InMemoryLogHandler()), handler: handler)
+        let server = try HTTPServer(name: "test-http", listenFD: fd, limits: limits, logger: Logger(label: "t", handler: InMemoryLogHandler()), dispatch: dispatch)
         task = Task { await server.run() }
     }
 
@@ -69,6 +73,26 @@ struct RunningServer {
 }
 
 @Suite struct HTTPServerTests {
+    @Test func aRequestAnsweredNowIsAnsweredOnTheLoopWithNoTaskAndInOrderWithTheOthers() async throws {
+        let server = try RunningServer { request, _ in
+            // The body says whether it was answered with or without a task.
+            @Sendable func answer() -> HTTPResponse { HTTPResponse(status: 200, body: ["path": .string(request.path), "inTask": .bool(withUnsafeCurrentTask { $0 != nil })]) }
+            guard request.path == "/later" else { return .now(answer()) }
+            return .later {
+                try? await Task.sleep(for: .milliseconds(100))
+                return answer()
+            }
+        }
+        let now = try await server.exchange("GET /now HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(now.hasSuffix(#"{"inTask":false,"path":"/now"}"#), "\(now)")
+        // Pipelined on one connection: the one answered now waits for the one before it.
+        let both = try await server.exchange("GET /later HTTP/1.1\r\n\r\nGET /now HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let later = try #require(both.firstRange(of: #"{"inTask":true,"path":"/later"}"#), "\(both)")
+        let after = try #require(both.firstRange(of: #"{"inTask":false,"path":"/now"}"#), "\(both)")
+        #expect(later.upperBound <= after.lowerBound)
+        await server.stop()
+    }
+
     @Test func aRequestIsReadWholeThenAnsweredAndTheConnectionClosedWhenAsked() async throws {
         let server = try RunningServer { head, body in HTTPResponse(status: 200, body: ["bytes": .int(Int64(body.count)), "declared": .int(Int64(head.contentLength))]) }
         let response = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")

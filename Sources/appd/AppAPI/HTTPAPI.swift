@@ -115,9 +115,14 @@ public final class HTTPAPI: Sendable {
 
     /// Milliseconds since `start`, to the microsecond.
     public static func milliseconds(since start: ContinuousClock.Instant) -> String {
-        let microseconds = Int64(((ContinuousClock.now - start).inSeconds * 1_000_000).rounded())
-        let fraction = String(microseconds % 1000)
-        return "\(microseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+        let microseconds = max(0, Int64(((ContinuousClock.now - start).inSeconds * 1_000_000).rounded()))
+        let fraction = microseconds % 1000
+        var text = String(microseconds / 1000)
+        text.append(".")
+        text.append(Character(Unicode.Scalar(UInt8(ascii: "0") + UInt8(fraction / 100))))
+        text.append(Character(Unicode.Scalar(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))))
+        text.append(Character(Unicode.Scalar(UInt8(ascii: "0") + UInt8(fraction % 10))))
+        return text
     }
 
     private func route(_ request: HTTPServerRequest, _ body: [UInt8], client: String) -> (String, HTTPHandling) {

@@ -36,16 +36,39 @@ public final class StreamLogHandler: LogHandler {
     /// One record as its line, newline included: `level label: message key=value …`, with the
     /// journald priority prefix when `journald`.
     public static func line(_ record: LogRecord, journald: Bool) -> String {
-        var line = journald ? "<\(priority(record.level))>" : ""
+        var bytes: [UInt8] = []
+        write(record, journald: journald, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends a record's line (`line`) to `out`: bytes appended as they are, no intermediate
+    /// strings (the log writer formats every line of a busy server).
+    public static func write(_ record: LogRecord, journald: Bool, into out: inout [UInt8]) {
+        if journald {
+            out.append(UInt8(ascii: "<"))
+            out.append(UInt8(ascii: "0") + UInt8(priority(record.level)))
+            out.append(UInt8(ascii: ">"))
+        }
+        out += record.level.description.utf8
+        out.append(UInt8(ascii: " "))
+        out += record.label.utf8
+        out += ": ".utf8
         // Control characters are shown, never written: a message or value carrying text from
         // outside (a plugin's output, a client's input) cannot end the line, rewrite it (CR,
         // ANSI escapes) or pass for a line of appd's own.
-        line += "\(record.level) \(record.label): \(record.message.escapingControlCharacters())"
-        for key in record.metadata.keys.sorted() {
-            line += " \(key)=\(quoted(record.metadata[key] ?? ""))"
+        if isPlainASCII(record.message) { out += record.message.utf8 } else { out += record.message.escapingControlCharacters().utf8 }
+        for (key, value) in record.metadata.sorted(by: { $0.key < $1.key }) {
+            out.append(UInt8(ascii: " "))
+            out += key.utf8
+            out.append(UInt8(ascii: "="))
+            out += quoted(value).utf8
         }
-        line += "\n"
-        return line
+        out.append(UInt8(ascii: "\n"))
+    }
+
+    /// Printable ASCII (space included) only: nothing to escape, decided byte by byte.
+    static func isPlainASCII(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     }
 
     /// syslog priorities as journald reads them.

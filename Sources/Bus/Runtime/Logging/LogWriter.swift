@@ -111,10 +111,10 @@ public final class LogWriter: LogHandler, @unchecked Sendable {  // safe: every 
 
             var bytes: [UInt8] = []
             bytes.reserveCapacity(batch.count * 160)
-            for record in batch { bytes += StreamLogHandler.line(record, journald: journald).utf8 }
+            for record in batch { StreamLogHandler.write(record, journald: journald, into: &bytes) }
             if lost > 0 {
                 let note = LogRecord(label: "appd", level: .warning, message: "\(lost) log lines dropped: logging could not keep up", metadata: [:])
-                bytes += StreamLogHandler.line(note, journald: journald).utf8
+                StreamLogHandler.write(note, journald: journald, into: &bytes)
             }
             // A closed or full stderr loses the lines; nothing else can be done with them.
             FileDescriptorWriter.writeAll(fd, bytes)

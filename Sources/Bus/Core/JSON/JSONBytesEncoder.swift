@@ -1,0 +1,233 @@
+/// Encodes `Encodable` values straight to compact JSON bytes: exactly the bytes of
+/// `JSONWriter.bytes(JSONValue(encoding:))` (keys sorted, the last write of a key wins, the same
+/// numbers and escapes, non-finite floats refused), without the `JSONValue` tree in between —
+/// a typed reply is encoded once, to the bytes the wire sends.
+///
+/// Scalars are written as they come into one buffer; a container keeps only where its members'
+/// bytes lie (or the container a member is), so an object's keys can be sorted when it is
+/// written out. The scalar rules are `JSONValueEncoder`'s own (`plain`, `finite`, `integer`)
+/// and the bytes `JSONWriter`'s, so the two paths cannot drift apart.
+public enum JSONBytesEncoder {
+    public static func encode(_ value: some Encodable) throws -> [UInt8] {
+        if let json = value as? JSONValue { return JSONWriter.bytes(json) }
+        if value is Empty { return Array("{}".utf8) }
+        let scratch = Scratch()
+        let node = Node(scratch: scratch)
+        try value.encode(to: Encoder(node: node))
+        var out: [UInt8] = []
+        out.reserveCapacity(scratch.bytes.count + 16)
+        node.write(into: &out)
+        return out
+    }
+
+    /// The scalars' bytes, in the order they were encoded.
+    final class Scratch {
+        var bytes: [UInt8] = []
+        init() { bytes.reserveCapacity(256) }
+
+        func add(_ value: JSONValue) -> Piece {
+            let start = bytes.count
+            JSONWriter.write(value, into: &bytes)
+            return .bytes(start..<bytes.count)
+        }
+    }
+
+    /// A member's or an element's value: bytes in the scratch buffer, or a container.
+    enum Piece {
+        case bytes(Range<Int>)
+        case node(Node)
+    }
+
+    /// One value under construction, as `JSONValueEncoder.Node`: an object wins over an array,
+    /// an array over a scalar, and a value never given any is `null`.
+    final class Node {
+        let scratch: Scratch
+        var object: [(key: String, piece: Piece)]?
+        var array: [Piece]?
+        var scalar: Range<Int>?
+        /// Unowned: the parent holds its children, and outlives them while encoding.
+        unowned let parent: Node?
+        let key: (any CodingKey)?
+
+        init(scratch: Scratch, parent: Node? = nil, key: (any CodingKey)? = nil) {
+            self.scratch = scratch
+            self.parent = parent
+            self.key = key
+        }
+
+        /// Sets a member (the last write of a key wins, where it first stood: order is decided
+        /// by sorting anyway).
+        func set(_ key: String, _ piece: Piece) {
+            guard object != nil else { return }
+            if let index = object!.firstIndex(where: { $0.key == key }) {
+                object![index].piece = piece
+            } else {
+                object!.append((key, piece))
+            }
+        }
+
+        func child(_ key: some CodingKey) -> Node {
+            let child = Node(scratch: scratch, parent: self, key: key)
+            set(key.stringValue, .node(child))
+            return child
+        }
+
+        func nextChild() -> Node {
+            let child = Node(scratch: scratch, parent: self, key: JSONValueDecoder.IndexKey(array?.count ?? 0))
+            array?.append(.node(child))
+            return child
+        }
+
+        var codingPath: [any CodingKey] {
+            var path: [any CodingKey] = []
+            var node = self
+            while let key = node.key, let parent = node.parent {
+                path.append(key)
+                node = parent
+            }
+            return path.reversed()
+        }
+
+        func write(into out: inout [UInt8]) {
+            if let object {
+                out.append(UInt8(ascii: "{"))
+                let members = object.count > 1 ? object.sorted { $0.key < $1.key } : object
+                for (index, member) in members.enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    JSONWriter.writeString(member.key, into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    write(member.piece, into: &out)
+                }
+                out.append(UInt8(ascii: "}"))
+            } else if let array {
+                out.append(UInt8(ascii: "["))
+                for (index, piece) in array.enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    write(piece, into: &out)
+                }
+                out.append(UInt8(ascii: "]"))
+            } else if let scalar {
+                out.append(contentsOf: scratch.bytes[scalar])
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
+        }
+
+        private func write(_ piece: Piece, into out: inout [UInt8]) {
+            switch piece {
+            case .bytes(let range): out.append(contentsOf: scratch.bytes[range])
+            case .node(let node): node.write(into: &out)
+            }
+        }
+    }
+
+    struct Encoder: Swift.Encoder {
+        let node: Node
+        var codingPath: [any CodingKey] { node.codingPath }
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+            if node.object == nil {
+                node.object = []
+                node.object!.reserveCapacity(8)
+            }
+            return KeyedEncodingContainer(Keyed<Key>(node: node))
+        }
+
+        func unkeyedContainer() -> any UnkeyedEncodingContainer {
+            if node.array == nil { node.array = [] }
+            return Unkeyed(node: node)
+        }
+
+        func singleValueContainer() -> any SingleValueEncodingContainer { Single(node: node) }
+    }
+
+    struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let node: Node
+        var codingPath: [any CodingKey] { node.codingPath }
+
+        private func set(_ key: Key, _ value: JSONValue) { node.set(key.stringValue, node.scratch.add(value)) }
+
+        mutating func encodeNil(forKey key: Key) throws { set(key, .null) }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { set(key, .bool(value)) }
+        mutating func encode(_ value: String, forKey key: Key) throws { set(key, .string(value)) }
+        mutating func encode(_ value: Double, forKey key: Key) throws {
+            set(key, try JSONValueEncoder.finite(value, path: node.codingPath + [key]))
+        }
+        mutating func encode(_ value: Float, forKey key: Key) throws { try encode(Double(value), forKey: key) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { set(key, .int(Int64(value))) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { set(key, .int(value)) }
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            if let plain = try JSONValueEncoder.plain(value, path: node.codingPath + [key]) { return set(key, plain) }
+            try value.encode(to: Encoder(node: node.child(key)))
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+            Encoder(node: node.child(key)).container(keyedBy: keyType)
+        }
+
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            Encoder(node: node.child(key)).unkeyedContainer()
+        }
+
+        mutating func superEncoder() -> any Swift.Encoder { Encoder(node: node) }
+        mutating func superEncoder(forKey key: Key) -> any Swift.Encoder { Encoder(node: node.child(key)) }
+    }
+
+    struct Unkeyed: UnkeyedEncodingContainer {
+        let node: Node
+        var codingPath: [any CodingKey] { node.codingPath }
+        var count: Int { node.array?.count ?? 0 }
+
+        private func append(_ value: JSONValue) { node.array?.append(node.scratch.add(value)) }
+        private var nextPath: [any CodingKey] { node.codingPath + [JSONValueDecoder.IndexKey(count)] }
+
+        mutating func encodeNil() throws { append(.null) }
+        mutating func encode(_ value: Bool) throws { append(.bool(value)) }
+        mutating func encode(_ value: String) throws { append(.string(value)) }
+        mutating func encode(_ value: Double) throws { append(try JSONValueEncoder.finite(value, path: nextPath)) }
+        mutating func encode(_ value: Int) throws { append(.int(Int64(value))) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            if let plain = try JSONValueEncoder.plain(value, path: nextPath) { return append(plain) }
+            try value.encode(to: Encoder(node: node.nextChild()))
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+            Encoder(node: node.nextChild()).container(keyedBy: keyType)
+        }
+
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { Encoder(node: node.nextChild()).unkeyedContainer() }
+
+        mutating func superEncoder() -> any Swift.Encoder { Encoder(node: node.nextChild()) }
+    }
+
+    struct Single: SingleValueEncodingContainer {
+        let node: Node
+        var codingPath: [any CodingKey] { node.codingPath }
+
+        private func put(_ value: JSONValue) {
+            guard case .bytes(let range) = node.scratch.add(value) else { return }
+            node.scalar = range
+        }
+
+        mutating func encodeNil() throws { put(.null) }
+        mutating func encode(_ value: Bool) throws { put(.bool(value)) }
+        mutating func encode(_ value: String) throws { put(.string(value)) }
+        mutating func encode(_ value: Double) throws { put(try JSONValueEncoder.finite(value, path: node.codingPath)) }
+        mutating func encode(_ value: Float) throws { try encode(Double(value)) }
+        mutating func encode(_ value: Int) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int8) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode(_ value: Int16) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode(_ value: Int32) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode(_ value: Int64) throws { put(.int(value)) }
+        mutating func encode(_ value: UInt) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode(_ value: UInt8) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode(_ value: UInt16) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode(_ value: UInt32) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode(_ value: UInt64) throws { put(JSONValueEncoder.integer(value)) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            if let plain = try JSONValueEncoder.plain(value, path: node.codingPath) { return put(plain) }
+            try value.encode(to: Encoder(node: node))
+        }
+    }
+}

@@ -80,11 +80,27 @@ public struct VarlinkReply: Sendable, Equatable {
     public var parameters: JSONValue
     public var continues: Bool
     public var error: String?
+    /// The parameters already encoded as a JSON object (a typed reply, encoded once); when
+    /// set, `parameters` is not filled in. Only a transport that asked for encoded replies
+    /// (`VarlinkDispatcher.handle(encodedReplies:)`) gets one.
+    public var encodedParameters: [UInt8]?
 
     public init(parameters: JSONValue = [:], continues: Bool = false, error: String? = nil) {
         self.parameters = parameters
         self.continues = continues
         self.error = error
+    }
+
+    /// A reply whose parameters are encoded already.
+    public init(encodedParameters: [UInt8]) {
+        self.init(parameters: .null)
+        self.encodedParameters = encodedParameters
+    }
+
+    /// The parameters as a value (parsed from the encoded bytes when that is what it has).
+    public func parametersValue() throws -> JSONValue {
+        guard let encodedParameters else { return parameters }
+        return try JSONParser.parse(encodedParameters)
     }
 
     /// An error reply rendered from a typed error.
@@ -114,7 +130,9 @@ public struct VarlinkReply: Sendable, Equatable {
             out.append(UInt8(ascii: ","))
         }
         out.append(contentsOf: #""parameters":"#.utf8)
-        if parameters == .null { out.append(contentsOf: "{}".utf8) } else { JSONWriter.write(parameters, into: &out) }
+        if let encodedParameters {
+            out.append(contentsOf: encodedParameters)
+        } else if parameters == .null { out.append(contentsOf: "{}".utf8) } else { JSONWriter.write(parameters, into: &out) }
         out.append(contentsOf: [UInt8(ascii: "}"), 0])
     }
 

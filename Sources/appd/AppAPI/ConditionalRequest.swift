@@ -41,6 +41,15 @@ enum ConditionalRequest {
 
     /// `"<version>"` when the reply holds exactly one object with an integer `version` (the item
     /// a call returned).
+    /// Whether a reply's JSON bytes may have an entity tag: a member named `version` is written
+    /// as `"version":`, which no string's bytes can hold (a quote inside one is escaped).
+    static func mayHaveEntityTag(_ encoded: [UInt8]) -> Bool {
+        let marker = Array(#""version":"#.utf8)
+        return encoded.count >= marker.count && encoded.indices.dropLast(marker.count - 1).contains { start in
+            encoded[start] == marker[0] && encoded[start..<start + marker.count].elementsEqual(marker)
+        }
+    }
+
     static func entityTag(of reply: JSONValue) -> String? {
         guard let members = reply.objectValue else { return nil }
         let versions = members.values.compactMap { member -> Int64? in

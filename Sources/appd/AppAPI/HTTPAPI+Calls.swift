@@ -109,7 +109,7 @@ extension HTTPAPI {
         return .later { [self] in
             var result: VarlinkReply?
             do {
-                try await dispatcher.handle(call, as: caller, timeout: options.callTimeout, transport: "http") { reply in result = reply }
+                try await dispatcher.handle(call, as: caller, timeout: options.callTimeout, transport: "http", encodedReplies: true) { reply in result = reply }
             } catch {
                 // Only a cancelled call gets here (the server is stopping).
                 return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
@@ -126,8 +126,16 @@ extension HTTPAPI {
             if conditional, error.hasSuffix(".Conflict") { response.status = 412 }
             return response
         }
-        var response = HTTPResponse(status: 200, body: reply.parameters)
-        if let tag = ConditionalRequest.entityTag(of: reply.parameters) { response.headers.append(("ETag", tag)) }
+        guard let encoded = reply.encodedParameters else {
+            var response = HTTPResponse(status: 200, body: reply.parameters)
+            if let tag = ConditionalRequest.entityTag(of: reply.parameters) { response.headers.append(("ETag", tag)) }
+            return response
+        }
+        var response = HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: encoded)
+        // Only a reply with a `version` member can have an entity tag: read back only then.
+        if ConditionalRequest.mayHaveEntityTag(encoded), let value = try? reply.parametersValue(), let tag = ConditionalRequest.entityTag(of: value) {
+            response.headers.append(("ETag", tag))
+        }
         return response
     }
 

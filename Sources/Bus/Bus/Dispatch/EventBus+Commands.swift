@@ -174,10 +174,11 @@ extension EventBus {
     /// call is not one of those — nothing was done then, and `call` answers it as usual. A
     /// transport's loop answers such calls where it reads them (no task, no hop). `validate`
     /// (the transport's check of the parameters) runs first once the handler is one of those.
+    /// The reply comes as its JSON bytes.
     public func answerNow(
         method: String, parameters: JSONValue, as caller: Caller, validate: () throws -> Void = {}
-    ) throws -> JSONValue? {
-        guard IdempotencyRecord.current == nil, let entry = handlers.withLock({ $0[method] }), let inline = entry.inline else { return nil }
+    ) throws -> [UInt8]? {
+        guard IdempotencyRecord.current == nil, let entry = handlers.withLock({ $0[method] }), let inline = entry.inlineEncoded else { return nil }
         try validate()
         let envelope: Envelope
         do {
@@ -189,6 +190,23 @@ extension EventBus {
         guard !chain.applies(to: envelope) else { return nil }
         commandCount.add(1, ordering: .relaxed)
         return try inline(envelope, parameters)
+    }
+
+    /// `call` without an idempotency key, its reply as JSON bytes: a typed handler's reply is
+    /// encoded once, straight to what the wire sends (`JSONBytesEncoder`).
+    public func callEncoded(
+        method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil
+    ) async throws -> [UInt8] {
+        if IdempotencyRecord.current != nil {
+            return try await IdempotencyRecord.$current.withValue(nil) {
+                try await callEncoded(method: method, parameters: parameters, as: caller, timeout: timeout, causedBy: cause)
+            }
+        }
+        let (entry, envelope) = try prepare(method, caller, timeout, cause)
+        if let inline = entry.inlineEncoded, !chain.applies(to: envelope) { return try inline(envelope, parameters) }
+        return try await dispatch(envelope) { [chain] env in
+            try await chain.run(env) { inner in try await entry.callEncoded(inner, parameters) }
+        }
     }
 
     /// Type-erased streaming call by method name: the same gates and handler as `stream`.

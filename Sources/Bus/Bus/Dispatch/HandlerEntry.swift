@@ -10,9 +10,13 @@ protocol HandlerEntry: Sendable {
     var typed: Bool { get }
     /// Runs the handler for a single reply, decoding and encoding JSON.
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
+    /// The same, with the reply encoded to its JSON bytes (a typed reply straight to bytes).
+    func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8]
     /// The same, for a handler that never waits (`EventBus.answer(_:handler:)`): run on the
     /// caller's thread; nil for every other handler.
     var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { get }
+    /// `inline`, with the reply encoded to its JSON bytes.
+    var inlineEncoded: (@Sendable (Envelope, JSONValue) throws -> [UInt8])? { get }
     /// Starts the handler's stream, decoding and encoding JSON.
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue>
 }
@@ -21,6 +25,11 @@ extension HandlerEntry {
     var answersPlainCalls: Bool { !streaming }
     var typed: Bool { true }
     var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { nil }
+    var inlineEncoded: (@Sendable (Envelope, JSONValue) throws -> [UInt8])? { nil }
+
+    func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
+        JSONWriter.bytes(try await callJSON(envelope, parameters))
+    }
 
     func decodeParameters<C: Decodable>(_ type: C.Type, _ parameters: JSONValue) throws -> C {
         let object: JSONValue = parameters == .null ? .object([:]) : parameters
@@ -44,6 +53,11 @@ struct CommandHandler<C: Command>: HandlerEntry {
         return try JSONValue(encoding: try await body(command, envelope))
     }
 
+    func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
+        let command = try decodeParameters(C.self, parameters)
+        return try JSONBytesEncoder.encode(try await body(command, envelope))
+    }
+
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
         throw WrongCallShape(method: method, streaming: false)
     }
@@ -60,10 +74,19 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
         try callInline(envelope, parameters)
     }
 
+    func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
+        try callInlineEncoded(envelope, parameters)
+    }
+
     var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { callInline }
+    var inlineEncoded: (@Sendable (Envelope, JSONValue) throws -> [UInt8])? { callInlineEncoded }
 
     @Sendable func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue {
         try JSONValue(encoding: try body(try decodeParameters(C.self, parameters), envelope))
+    }
+
+    @Sendable func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8] {
+        try JSONBytesEncoder.encode(try body(try decodeParameters(C.self, parameters), envelope))
     }
 
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {

@@ -67,10 +67,12 @@ public final class VarlinkDispatcher: Sendable {
     /// `transport` labels the call in the metrics (`varlink`, `http`). A transport that can
     /// take a stream's intermediate replies on the producer's thread passes `streamBytes` (see
     /// `ReplyStream.deliverDirectly`): it gets the reply's parameters and their JSON bytes, and
-    /// false means "not now": the reply then comes through `emit`.
+    /// false means "not now": the reply then comes through `emit`. A transport that writes
+    /// replies as they are passes `encodedReplies`: a typed handler's reply then comes with its
+    /// parameters encoded already (`VarlinkReply.encodedParameters`, one JSON pass).
     public func handle(
         _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink",
-        streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = nil, emit: (VarlinkReply) async throws -> Void
+        streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = nil, encodedReplies: Bool = false, emit: (VarlinkReply) async throws -> Void
     ) async throws {
         // A failure to write a reply is the connection's (its client left, or stopped reading):
         // pass it up as is, never as an error of the call.
@@ -82,7 +84,7 @@ public final class VarlinkDispatcher: Sendable {
         var known = false
         defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: known) }
         do {
-            try await route(call, caller: caller, timeout: timeout, known: &known, streamBytes: streamBytes, emit: emitting)
+            try await route(call, caller: caller, timeout: timeout, known: &known, streamBytes: streamBytes, encodedReplies: encodedReplies, emit: emitting)
         } catch let failure as EmitFailed {
             outcome = "disconnected"
             throw failure.underlying
@@ -99,7 +101,8 @@ public final class VarlinkDispatcher: Sendable {
 
     /// Answers a plain call at once, on the caller's thread (a transport's loop, where it read
     /// the call), when the bus can (`EventBus.answerNow`: a handler that never waits, no gate to
-    /// run): `emit` gets its reply (none for a oneway call), and the call is checked and counted
+    /// run): `emit` gets its reply (none for a oneway call; a success's parameters encoded
+    /// already, `VarlinkReply.encodedParameters`), and the call is checked and counted
     /// as `handle` does. False when the call is not one of those: nothing was done, and `handle`
     /// answers it.
     public func answerNow(_ call: VarlinkCall, as caller: Caller, transport: String = "varlink", emit: (VarlinkReply) -> Void) -> Bool {
@@ -114,8 +117,8 @@ public final class VarlinkDispatcher: Sendable {
                 try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
             }
             guard let answer else { return false }
-            if Self.checksTypedReplies { try check(answer, of: method, in: interface) }
-            reply = VarlinkReply(parameters: answer)
+            if Self.checksTypedReplies { try check(try JSONParser.parse(answer), of: method, in: interface) }
+            reply = VarlinkReply(encodedParameters: answer)
         } catch {
             (outcome, reply) = failure(error, of: call, caller: caller)
         }
@@ -141,7 +144,7 @@ public final class VarlinkDispatcher: Sendable {
     /// Sets `known` once the method is found in a served interface.
     private func route(
         _ call: VarlinkCall, caller: Caller, timeout: Duration?, known: inout Bool, streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)?,
-        emit: (VarlinkReply) async throws -> Void
+        encodedReplies: Bool, emit: (VarlinkReply) async throws -> Void
     ) async throws {
         guard let (interfacePart, memberPart) = call.method.methodNameParts, !interfacePart.isEmpty else {
             throw InterfaceNotFound(interface: call.method)
@@ -172,6 +175,15 @@ public final class VarlinkDispatcher: Sendable {
                 if checks { try check(value, of: method, in: interface) }
                 try await emit(VarlinkReply(parameters: value, continues: !isFinal))
             }
+            return
+        }
+        if encodedReplies, key == nil, info?.typed == true {
+            // A typed reply, encoded once to the bytes the transport writes (a keyed call keeps
+            // the value path: its gate stores the reply).
+            let bytes = try await bus.callEncoded(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
+            guard !call.oneway else { return }
+            if checks { try check(try JSONParser.parse(bytes), of: method, in: interface) }
+            try await emit(VarlinkReply(encodedParameters: bytes))
             return
         }
         let reply = try await bus.call(method: call.method, parameters: call.parameters, as: caller, timeout: timeout, idempotencyKey: key)

@@ -41,13 +41,21 @@ enum ConditionalRequest {
 
     /// `"<version>"` when the reply holds exactly one object with an integer `version` (the item
     /// a call returned).
-    /// Whether a reply's JSON bytes may have an entity tag: a member named `version` is written
-    /// as `"version":`, which no string's bytes can hold (a quote inside one is escaped).
-    static func mayHaveEntityTag(_ encoded: [UInt8]) -> Bool {
-        let marker = Array(#""version":"#.utf8)
-        return encoded.count >= marker.count && encoded.indices.dropLast(marker.count - 1).contains { start in
-            encoded[start] == marker[0] && encoded[start..<start + marker.count].elementsEqual(marker)
+    /// Whether a method's replies may have an entity tag, from its IDL: a member of its reply
+    /// is (or may be) a structure with a `version` field. Only those replies are read back
+    /// from their encoded bytes. Unknown (no IDL): may.
+    static func mayTag(_ method: VarlinkMethod?, in interface: VarlinkInterface?) -> Bool {
+        guard let method, let interface else { return true }
+        func versioned(_ type: VarlinkType, depth: Int) -> Bool {
+            switch type {
+            case .optional(let inner): return versioned(inner, depth: depth)
+            case .named(let name): return depth < 8 && interface.type(name).map { versioned($0.type, depth: depth + 1) } ?? true
+            case .structure(let fields): return fields.contains { $0.name == "version" }
+            case .object: return true
+            default: return false
+            }
         }
+        return method.output.contains { versioned($0.type, depth: 0) }
     }
 
     static func entityTag(of reply: JSONValue) -> String? {

@@ -48,11 +48,14 @@ extension HTTPAPI {
         let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
         guard info.streaming, wantsEvents || !info.answersPlainCalls else {
             let conditional: Bool
-            switch ConditionalRequest.apply(request.headers["if-match"], to: &parameters, method: method.methodNameParts.flatMap { dispatcher.interface(ofMethod: method)?.method(String($0.member)) }) {
+            let interface = dispatcher.interface(ofMethod: method)
+            let declared = method.methodNameParts.flatMap { interface?.method(String($0.member)) }
+            switch ConditionalRequest.apply(request.headers["if-match"], to: &parameters, method: declared) {
             case .refused(let response): return .now(response)
             case .applied(let given): conditional = given
             }
-            return single(method, parameters, caller, idempotencyKey: request.headers["idempotency-key"], conditional: conditional)
+            let reply = ReplyShape(conditional: conditional, taggable: ConditionalRequest.mayTag(declared, in: interface))
+            return single(method, parameters, caller, idempotencyKey: request.headers["idempotency-key"], shape: reply)
         }
         return .later { [self, parameters] in await stream(request, method, parameters, caller, wantsEvents: wantsEvents, client: client) }
     }
@@ -97,14 +100,14 @@ extension HTTPAPI {
         return held
     }
 
-    /// `idempotencyKey`: the `Idempotency-Key` header; `conditional`: the call carried `If-Match`
+    /// `idempotencyKey`: the `Idempotency-Key` header; `shape`: whether the call carried `If-Match`
     /// (a Conflict is then 412 Precondition Failed). Answered at once when the dispatcher can
     /// (`VarlinkDispatcher.answerNow`), else in the server's task.
-    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, conditional: Bool) -> HTTPHandling {
+    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, shape: ReplyShape) -> HTTPHandling {
         let call = VarlinkCall(method: method, parameters: parameters, idempotencyKey: idempotencyKey)
         var now: VarlinkReply?
         if dispatcher.answerNow(call, as: caller, transport: "http", emit: { now = $0 }) {
-            return .now(Self.response(to: now, conditional: conditional, in: dispatcher))
+            return .now(Self.response(to: now, shape, in: dispatcher))
         }
         return .later { [self] in
             var result: VarlinkReply?
@@ -114,12 +117,20 @@ extension HTTPAPI {
                 // Only a cancelled call gets here (the server is stopping).
                 return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
             }
-            return Self.response(to: result, conditional: conditional, in: dispatcher)
+            return Self.response(to: result, shape, in: dispatcher)
         }
     }
 
+    /// What the response to a plain call depends on besides its reply: whether the call was
+    /// conditional (a Conflict is then 412), and whether its reply may carry an entity tag.
+    struct ReplyShape {
+        let conditional: Bool
+        let taggable: Bool
+    }
+
     /// The response to a plain call's reply.
-    private static func response(to result: VarlinkReply?, conditional: Bool, in dispatcher: VarlinkDispatcher) -> HTTPResponse {
+    private static func response(to result: VarlinkReply?, _ shape: ReplyShape, in dispatcher: VarlinkDispatcher) -> HTTPResponse {
+        let conditional = shape.conditional
         guard let reply = result else { return APIErrorStatus.response(error: "io.appd.Bus.InternalError", parameters: ["messageId": ""], category: .internal) }
         if let error = reply.error {
             var response = APIErrorStatus.response(error: error, parameters: reply.parameters, in: dispatcher)
@@ -132,8 +143,8 @@ extension HTTPAPI {
             return response
         }
         var response = HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: encoded)
-        // Only a reply with a `version` member can have an entity tag: read back only then.
-        if ConditionalRequest.mayHaveEntityTag(encoded), let value = try? reply.parametersValue(), let tag = ConditionalRequest.entityTag(of: value) {
+        // Only a reply that may hold a versioned item is read back, for its entity tag.
+        if shape.taggable, let value = try? reply.parametersValue(), let tag = ConditionalRequest.entityTag(of: value) {
             response.headers.append(("ETag", tag))
         }
         return response

@@ -137,6 +137,12 @@ enum Bench {
             report("bus.event.dps.8.vs_baseline", eight.rate / baseline, "ratio")
             report("bus.event.dropped", Double(one.dropped + eight.dropped), "events")
         }
+        if wanted("json.encode") {
+            _ = try replyEncoding(replies: 20_000)  // warm-up
+            let (tree, bytes) = try replyEncoding(replies: 200_000)
+            report("json.encode.tree_us", tree, "us")
+            report("json.encode.bytes_us", bytes, "us")
+        }
         if wanted("storage.write") {
             let single = try await durableWrites(writers: 1, writes: 2_000)
             report("storage.write.wps.1", single, "writes/s")

@@ -8,6 +8,16 @@ import Testing
 /// help shows up here, and is accepted by regenerating it (APPCTL_UPDATE_GOLDEN=1 swift test
 /// --filter CommandTreeTests) and reading the diff.
 @Suite struct CommandTreeTests {
+
+    /// A shown id is typed back as an argument: it never begins with `-` (an option), which a
+    /// time-first id's last 6 characters did about once in 64 (an end-to-end test caught it).
+    @Test func aShortIDNeverBeginsWithADash() {
+        #expect(TodosGroup.shortID("t_0Qm3xY9aAbcdefghijk") == "fghijk")
+        #expect(TodosGroup.shortID("t_0Qm3xY9aAbcde-ghijk") == "e-ghijk")
+        #expect(TodosGroup.shortID("t_0Qm3xY9aAbcd--ghijk") == "d--ghijk")
+        #expect(TodosGroup.shortID("------") == "------", "nothing longer to take")
+        #expect(TodosGroup.shortID("abc") == "abc")
+    }
     static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("help.golden")
 
     /// `appctl --help`, then every command's and group's help, in the order of the tree.

@@ -130,7 +130,7 @@ import TestSupport
         let added = try await ctl(["todos", "add", "Buy", "milk", "--due", "2026-12-24T18:00:00Z"])
         #expect(added.status == 0)
         #expect(added.stdout.hasSuffix("[ ] Buy milk\n"))
-        let id = String(added.stdout.prefix(6))
+        let id = String(added.stdout.prefix { $0 != " " })
         _ = try await ctl(["todos", "add", "Call", "Bob"])
 
         let list = try await ctl(["todos", "ls"])

@@ -20,6 +20,11 @@ enum TodosGroup {
     }
 
     /// What a list shows of an id: its last 6 characters (ids the server makes begin with their
-    /// time, so their beginnings are alike; any unique ending is taken back).
-    static func shortID(_ id: String) -> String { String(id.suffix(6)) }
+    /// time, so their beginnings are alike; any unique ending is taken back), one more while it
+    /// would begin with `-`: typed back as an argument, that would read as an option.
+    static func shortID(_ id: String) -> String {
+        var length = 6
+        while length < id.count, id.suffix(length).first == "-" { length += 1 }
+        return String(id.suffix(length))
+    }
 }

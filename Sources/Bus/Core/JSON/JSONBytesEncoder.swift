@@ -43,7 +43,7 @@ public enum JSONBytesEncoder {
 
     /// One value under construction, as `JSONValueEncoder.Node`: an object wins over an array,
     /// an array over a scalar, and a value never given any is `null`.
-    final class Node {
+    final class Node: EncodingNode {
         let scratch: Scratch
         // safe: as `Scratch.bytes`.
         @exclusivity(unchecked) var object: [(key: String, piece: Piece)]?
@@ -82,15 +82,6 @@ public enum JSONBytesEncoder {
             return child
         }
 
-        var codingPath: [any CodingKey] {
-            var path: [any CodingKey] = []
-            var node = self
-            while let key = node.key, let parent = node.parent {
-                path.append(key)
-                node = parent
-            }
-            return path.reversed()
-        }
 
         func write(into out: inout [UInt8]) {
             if let object {

@@ -9,7 +9,7 @@ struct JSONValueEncoder: Encoder {
     /// A member or element that is a plain value goes straight into `object`/`array`; only one
     /// that is itself a container (filled after its parent's call returns) gets a node of its
     /// own, in `children`. So a flat struct costs one node and one dictionary, not one per field.
-    final class Node {
+    final class Node: EncodingNode {
         var scalar: JSONValue = .null
         var object: [String: JSONValue]?
         var array: [JSONValue]?
@@ -59,16 +59,6 @@ struct JSONValueEncoder: Encoder {
             array?.append(.null)
             children.append(("", index, child))
             return child
-        }
-
-        var codingPath: [any CodingKey] {
-            var path: [any CodingKey] = []
-            var node = self
-            while let key = node.key, let parent = node.parent {
-                path.append(key)
-                node = parent
-            }
-            return path.reversed()
         }
     }
 

@@ -82,7 +82,6 @@ public enum JSONBytesEncoder {
             return child
         }
 
-
         func write(into out: inout [UInt8]) {
             if let object {
                 out.append(UInt8(ascii: "{"))

@@ -165,7 +165,7 @@ public final class VarlinkDispatcher: Sendable {
             if key != nil { throw IdempotencyNotSupported(method: call.method) }
             let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
             if let streamBytes {
-                stream.deliverDirectly { [self] value, bytes in
+                stream.deliverDirectly { value, bytes in
                     // A reply that breaks the contract takes the slow path, which answers it.
                     if checks, interface.check(value, against: .structure(method.output), path: "") != nil { return false }
                     return streamBytes(value, bytes)

@@ -58,7 +58,8 @@ public final class HTTPAPI: Sendable {
         return !kept && exposed(method) ? info : nil
     }
 
-    /// Handles one request (the `HTTPServer`'s handler).
+    /// Handles one request, waiting for whatever work it needs (tests and callers outside the
+    /// server; the server itself uses `handling`).
     public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
         switch handling(request, body) {
         case .now(let response): return response

@@ -7,7 +7,7 @@ extension HTTPAPI {
     func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) -> HTTPHandling {
         let parts = request.path.utf8.dropFirst("/v1/".utf8.count).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         let method = parts.count == 2 ? String(Substring(parts[0])) + "." + String(Substring(parts[1])) : ""
-        guard parts.count == 2, let info = routed(method) else {
+        guard parts.count == 2, let routed = routed(method) else {
             return .now(APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(method)]))
         }
         guard request.method == "POST" else {
@@ -41,21 +41,19 @@ extension HTTPAPI {
             }
             token = SessionToken(value)
         }
-        if options.rateLimitedMethods.contains(method), let wait = limiter.take(NetworkAddress.client(client)) {
+        if routed.rateLimited, let wait = limiter.take(NetworkAddress.client(client)) {
             return .now(APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))], category: .tooManyRequests))
         }
         let caller = Caller(sessionToken: token, remoteAddress: client)
         let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
-        guard info.streaming, wantsEvents || !info.answersPlainCalls else {
+        guard routed.info.streaming, wantsEvents || !routed.info.answersPlainCalls else {
             let conditional: Bool
-            let interface = dispatcher.interface(ofMethod: method)
-            let declared = method.methodNameParts.flatMap { interface?.method(String($0.member)) }
-            switch ConditionalRequest.apply(request.headers["if-match"], to: &parameters, method: declared) {
+            switch ConditionalRequest.apply(request.headers["if-match"], to: &parameters, method: routed.route.method) {
             case .refused(let response): return .now(response)
             case .applied(let given): conditional = given
             }
-            let reply = ReplyShape(conditional: conditional, taggable: ConditionalRequest.mayTag(declared, in: interface))
-            return single(method, parameters, caller, idempotencyKey: request.headers["idempotency-key"], shape: reply)
+            let reply = ReplyShape(conditional: conditional, taggable: routed.taggable)
+            return single(routed.route, parameters, caller, idempotencyKey: request.headers["idempotency-key"], shape: reply)
         }
         return .later { [self, parameters] in await stream(request, method, parameters, caller, wantsEvents: wantsEvents, client: client) }
     }
@@ -103,16 +101,19 @@ extension HTTPAPI {
     /// `idempotencyKey`: the `Idempotency-Key` header; `shape`: whether the call carried `If-Match`
     /// (a Conflict is then 412 Precondition Failed). Answered at once when the dispatcher can
     /// (`VarlinkDispatcher.answerNow`), else in the server's task.
-    private func single(_ method: String, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, shape: ReplyShape) -> HTTPHandling {
+    private func single(_ route: VarlinkRoute, _ parameters: JSONValue, _ caller: Caller, idempotencyKey: String?, shape: ReplyShape) -> HTTPHandling {
+        let method = route.name
         let call = VarlinkCall(method: method, parameters: parameters, idempotencyKey: idempotencyKey)
         var now: VarlinkReply?
-        if dispatcher.answerNow(call, as: caller, transport: "http", emit: { now = $0 }) {
+        if dispatcher.answerNow(call, route: route, as: caller, transport: "http", emit: { now = $0 }) {
             return .now(Self.response(to: now, shape, in: dispatcher))
         }
         return .later { [self] in
             var result: VarlinkReply?
             do {
-                try await dispatcher.handle(call, as: caller, timeout: options.callTimeout, transport: "http", encodedReplies: true) { reply in result = reply }
+                try await dispatcher.handle(call, route: route, as: caller, timeout: options.callTimeout, transport: "http", encodedReplies: true) { reply in
+                    result = reply
+                }
             } catch {
                 // Only a cancelled call gets here (the server is stopping).
                 return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)

@@ -25,6 +25,8 @@ public final class HTTPAPI: Sendable {
     let limiter: RateLimiter
     let clientStreams: ClientStreams
     private let openAPICache = Mutex<(key: [String], bytes: [UInt8])?>(nil)
+    private let routeTable = HTTPRoutes()
+    private let responses = ResponseCounters()
 
     public init(
         dispatcher: VarlinkDispatcher, options: HTTPAPIOptions, exposed: @escaping @Sendable (String) -> Bool, readiness: @escaping Readiness,
@@ -47,15 +49,20 @@ public final class HTTPAPI: Sendable {
     /// what the method declares, never by its name: one that requires `admin`, a capability,
     /// or the `socket` (it acts on the connection, or is the operator's) is not routed, and
     /// `exposed` (an external plugin's manifest) has the last word.
-    func routed(_ method: String) -> MethodInfo? {
-        guard dispatcher.serves(method), let info = dispatcher.bus.methodInfo(method) else { return nil }
-        let kept = info.requirements.contains { requirement in
-            switch requirement {
-            case .admin, .capability, .socket: true
-            default: false
+    func routed(_ method: String) -> HTTPRoutes.Route? {
+        routeTable.route(method, dispatcher: dispatcher) { route in
+            guard let info = route.info else { return nil }
+            let kept = info.requirements.contains { requirement in
+                switch requirement {
+                case .admin, .capability, .socket: true
+                default: false
+                }
             }
+            guard !kept, exposed(method) else { return nil }
+            return HTTPRoutes.Route(
+                route: route, info: info, taggable: ConditionalRequest.mayTag(route.method, in: route.interface),
+                rateLimited: options.rateLimitedMethods.contains(method))
         }
-        return !kept && exposed(method) ? info : nil
     }
 
     /// Handles one request, waiting for whatever work it needs (tests and callers outside the
@@ -84,8 +91,7 @@ public final class HTTPAPI: Sendable {
     private func finish(_ routed: HTTPResponse, route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant) -> HTTPResponse {
         var response = routed
         CORSPolicy(allowed: options.allowedOrigins).decorate(&response, for: request)
-        Metrics.shared.increment(
-            "appd_http_responses_total", help: "HTTP responses by route and status.", labels: [("route", route), ("status", String(response.status))])
+        responses.counter(route: route, status: response.status).add()
         // The access log: never a header's value, never the query (a client may put a secret there).
         let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: response.status, client: client)
         guard let stream = response.stream else {
@@ -180,3 +186,4 @@ public final class HTTPAPI: Sendable {
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")], body: bytes)
     }
 }
+

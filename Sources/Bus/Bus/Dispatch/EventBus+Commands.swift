@@ -10,6 +10,13 @@ public struct MethodInfo: Sendable, Hashable {
     public var typed: Bool = false
 }
 
+extension MethodInfo {
+    init(of entry: any HandlerEntry) {
+        self.init(
+            method: entry.method, requirements: entry.requirements, streaming: entry.streaming, answersPlainCalls: entry.answersPlainCalls, typed: entry.typed)
+    }
+}
+
 extension EventBus {
     // MARK: Registration
 
@@ -73,6 +80,7 @@ extension EventBus {
     /// Removes a method's handler; removing a missing one is not an error.
     public func unregister(method: String) {
         _ = handlers.withLock { $0.removeValue(forKey: method) }
+        handlersGeneration.add(1, ordering: .releasing)
     }
 
     /// Removes every handler of an interface (`io.appd.Todos`): what a plugin does when it stops.
@@ -81,14 +89,16 @@ extension EventBus {
         handlers.withLock { table in
             for method in table.keys where method.hasPrefix(prefix) { table[method] = nil }
         }
+        handlersGeneration.add(1, ordering: .releasing)
     }
 
     /// Requirements and shape of a registered method.
     public func methodInfo(_ method: String) -> MethodInfo? {
-        handlers.withLock { $0[method] }.map {
-            MethodInfo(method: $0.method, requirements: $0.requirements, streaming: $0.streaming, answersPlainCalls: $0.answersPlainCalls, typed: $0.typed)
-        }
+        handler(method).map(MethodInfo.init(of:))
     }
+
+    /// The handler registered for `method`, if any.
+    func handler(_ method: String) -> (any HandlerEntry)? { handlers.withLock { $0[method] } }
 
     /// Every registered method name, sorted.
     public var methods: [String] { handlers.withLock { $0.keys.sorted() } }
@@ -100,6 +110,7 @@ extension EventBus {
             return true
         }
         guard added else { throw DuplicateHandler(method: entry.method) }
+        handlersGeneration.add(1, ordering: .releasing)
     }
 
     // MARK: Calls
@@ -178,7 +189,13 @@ extension EventBus {
     public func answerNow(
         method: String, parameters: JSONValue, as caller: Caller, validate: () throws -> Void = {}
     ) throws -> [UInt8]? {
-        guard IdempotencyRecord.current == nil, let entry = handlers.withLock({ $0[method] }), let inline = entry.inlineEncoded else { return nil }
+        guard let entry = handler(method) else { return nil }
+        return try answerNow(entry, parameters: parameters, as: caller, validate: validate)
+    }
+
+    /// `answerNow` with the handler resolved already (a dispatcher's route).
+    func answerNow(_ entry: any HandlerEntry, parameters: JSONValue, as caller: Caller, validate: () throws -> Void) throws -> [UInt8]? {
+        guard IdempotencyRecord.current == nil, let inline = entry.inlineEncoded else { return nil }
         try validate()
         let envelope: Envelope
         do {

@@ -39,6 +39,9 @@ public final class EventBus: Sendable {
     public let options: Options
     let logger: Logger
     let handlers = Mutex<[String: any HandlerEntry]>([:])
+    /// Bumped whenever a handler is added or removed: what a resolved route (`VarlinkRoute`)
+    /// checks to know its handler is still the one registered.
+    let handlersGeneration = Atomic<UInt64>(0)
     let registry: Mutex<EventRegistry>
     let commandCount = Atomic<Int>(0)
     let eventCount = Atomic<Int>(0)

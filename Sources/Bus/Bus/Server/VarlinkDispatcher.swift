@@ -8,6 +8,11 @@ public final class VarlinkDispatcher: Sendable {
     public let bus: EventBus
     public let info: VarlinkServiceInterface.Info
     private let interfaces = Mutex<[String: VarlinkInterface]>([:])
+    /// Bumped whenever an interface is added or removed (see `route(_:)`).
+    private let interfacesGeneration = Atomic<UInt64>(0)
+    /// Served methods resolved so far, by full name: at most one per declared method (a name
+    /// nothing serves is never kept, so clients cannot grow it).
+    private let routes = Mutex<[String: VarlinkRoute]>([:])
     private let logger: Logger
 
     public init(bus: EventBus, info: VarlinkServiceInterface.Info, logger: Logger = Logger(label: "appd.varlink")) throws {
@@ -26,11 +31,13 @@ public final class VarlinkDispatcher: Sendable {
             return true
         }
         guard added else { throw DuplicateInterface(name: interface.name) }
+        interfacesGeneration.add(1, ordering: .releasing)
     }
 
     /// Stops serving an interface (an external plugin went away).
     public func unregister(interface name: String) {
         _ = interfaces.withLock { $0.removeValue(forKey: name) }
+        interfacesGeneration.add(1, ordering: .releasing)
     }
 
     public var interfaceNames: [String] { interfaces.withLock { $0.keys.sorted() } }
@@ -38,9 +45,31 @@ public final class VarlinkDispatcher: Sendable {
     public func interface(_ name: String) -> VarlinkInterface? { interfaces.withLock { $0[name] } }
 
     /// Whether a served interface declares this method (only such names become metric labels).
-    public func serves(_ method: String) -> Bool {
-        guard let (interface, member) = method.methodNameParts else { return false }
-        return self.interface(String(interface))?.method(String(member)) != nil
+    public func serves(_ method: String) -> Bool { route(method) != nil }
+
+    /// The served method of this name, resolved (one lookup); nil when no served interface
+    /// declares it. Kept until an interface or a handler is added or removed.
+    public func route(_ method: String) -> VarlinkRoute? {
+        // The generations are read before the tables: a change made meanwhile leaves the route
+        // with an older generation, so the next call resolves it again.
+        let generation = currentGeneration
+        if let known = routes.withLock({ $0[method] }), known.generation == generation { return known }
+        guard let (interfacePart, memberPart) = method.methodNameParts, let interface = interface(String(interfacePart)),
+            let declared = interface.method(String(memberPart))
+        else { return nil }
+        let route = VarlinkRoute(name: method, interface: interface, method: declared, handler: bus.handler(method), generation: generation)
+        routes.withLock { $0[method] = route }
+        return route
+    }
+
+    /// Whether `route` still describes what is served (no interface or handler was added or
+    /// removed since it was resolved).
+    public func isCurrent(_ route: VarlinkRoute) -> Bool {
+        route.generation == currentGeneration
+    }
+
+    private var currentGeneration: VarlinkRoute.Generation {
+        VarlinkRoute.Generation(interfaces: interfacesGeneration.load(ordering: .acquiring), handlers: bus.handlersGeneration.load(ordering: .acquiring))
     }
 
     /// Whether a served interface declares this error. Only such names become metric labels:
@@ -64,6 +93,7 @@ public final class VarlinkDispatcher: Sendable {
     }
 
     /// Handles one call; `emit` writes a reply. Oneway calls emit nothing, not even errors.
+    /// `route`: the call's method resolved already (`route(_:)`), when the transport has it.
     /// `transport` labels the call in the metrics (`varlink`, `http`). A transport that can
     /// take a stream's intermediate replies on the producer's thread passes `streamBytes` (see
     /// `ReplyStream.deliverDirectly`): it gets the reply's parameters and their JSON bytes, and
@@ -71,7 +101,7 @@ public final class VarlinkDispatcher: Sendable {
     /// replies as they are passes `encodedReplies`: a typed handler's reply then comes with its
     /// parameters encoded already (`VarlinkReply.encodedParameters`, one JSON pass).
     public func handle(
-        _ call: VarlinkCall, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink",
+        _ call: VarlinkCall, route resolved: VarlinkRoute? = nil, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink",
         streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = nil, encodedReplies: Bool = false, emit: (VarlinkReply) async throws -> Void
     ) async throws {
         // A failure to write a reply is the connection's (its client left, or stopped reading):
@@ -81,10 +111,17 @@ public final class VarlinkDispatcher: Sendable {
         }
         let started = ContinuousClock.now
         var outcome = "ok"
-        var known = false
-        defer { CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: known) }
+        let route = resolved ?? self.route(call.method)
+        defer {
+            if let route {
+                route.record(outcome: outcome, transport: transport, since: started)
+            } else {
+                CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: false)
+            }
+        }
         do {
-            try await route(call, caller: caller, timeout: timeout, known: &known, streamBytes: streamBytes, encodedReplies: encodedReplies, emit: emitting)
+            guard let route else { throw notServed(call.method) }
+            try await answer(call, route, caller: caller, timeout: timeout, streamBytes: streamBytes, encodedReplies: encodedReplies, emit: emitting)
         } catch let failure as EmitFailed {
             outcome = "disconnected"
             throw failure.underlying
@@ -105,24 +142,26 @@ public final class VarlinkDispatcher: Sendable {
     /// already, `VarlinkReply.encodedParameters`), and the call is checked and counted
     /// as `handle` does. False when the call is not one of those: nothing was done, and `handle`
     /// answers it.
-    public func answerNow(_ call: VarlinkCall, as caller: Caller, transport: String = "varlink", emit: (VarlinkReply) -> Void) -> Bool {
-        guard !call.more, call.idempotencyKey == nil, let (interfacePart, memberPart) = call.method.methodNameParts,
-            let interface = interface(String(interfacePart)), let method = interface.method(String(memberPart))
-        else { return false }
+    public func answerNow(
+        _ call: VarlinkCall, route resolved: VarlinkRoute? = nil, as caller: Caller, transport: String = "varlink", emit: (VarlinkReply) -> Void
+    ) -> Bool {
+        guard !call.more, call.idempotencyKey == nil, let route = resolved ?? route(call.method), let handler = route.handler, handler.inlineEncoded != nil else {
+            return false
+        }
         let started = ContinuousClock.now
         var reply: VarlinkReply
         var outcome = "ok"
         do {
-            let answer = try bus.answerNow(method: call.method, parameters: call.parameters, as: caller) {
-                try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
+            let answer = try bus.answerNow(handler, parameters: call.parameters, as: caller) {
+                try route.interface.validateInput(of: route.method, call.parameters, qualifiedName: call.method)
             }
             guard let answer else { return false }
-            if Self.checksTypedReplies { try check(try JSONParser.parse(answer), of: method, in: interface) }
+            if Self.checksTypedReplies { try check(try JSONParser.parse(answer), of: route.method, in: route.interface) }
             reply = VarlinkReply(encodedParameters: answer)
         } catch {
             (outcome, reply) = failure(error, of: call, caller: caller)
         }
-        CallMetrics.record(method: call.method, outcome: outcome, transport: transport, since: started, known: true)
+        route.record(outcome: outcome, transport: transport, since: started)
         if !call.oneway { emit(reply) }
         return true
     }
@@ -141,23 +180,22 @@ public final class VarlinkDispatcher: Sendable {
         return ("InternalError", VarlinkReply(error: InternalError(messageID: id)))
     }
 
-    /// Sets `known` once the method is found in a served interface.
-    private func route(
-        _ call: VarlinkCall, caller: Caller, timeout: Duration?, known: inout Bool, streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)?,
+    /// Why no route serves `method`: its interface is not served, or does not declare it.
+    private func notServed(_ method: String) -> any Error {
+        guard let (interfacePart, _) = method.methodNameParts, !interfacePart.isEmpty else { return InterfaceNotFound(interface: method) }
+        guard interface(String(interfacePart)) != nil else { return InterfaceNotFound(interface: String(interfacePart)) }
+        return MethodNotFound(method: method)
+    }
+
+    /// Answers a call of a served method.
+    private func answer(
+        _ call: VarlinkCall, _ route: VarlinkRoute, caller: Caller, timeout: Duration?, streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)?,
         encodedReplies: Bool, emit: (VarlinkReply) async throws -> Void
     ) async throws {
-        guard let (interfacePart, memberPart) = call.method.methodNameParts, !interfacePart.isEmpty else {
-            throw InterfaceNotFound(interface: call.method)
-        }
-        let interfaceName = String(interfacePart)
-        let memberName = String(memberPart)
-        guard let interface = interface(interfaceName) else { throw InterfaceNotFound(interface: interfaceName) }
-        guard let method = interface.method(memberName) else { throw MethodNotFound(method: call.method) }
-        known = true
+        let (interface, method, info) = (route.interface, route.method, route.info)
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
         let key = try call.idempotencyKey.map { text throws(InvalidIdempotencyKey) in try IdempotencyKey(text) }
 
-        let info = bus.methodInfo(call.method)
         // Replies of Swift types are not checked again in release builds: the contract tests
         // hold those types to the IDL. JSON from elsewhere (external plugins) always is.
         let checks = Self.checksTypedReplies || info?.typed != true

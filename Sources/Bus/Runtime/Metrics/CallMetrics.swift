@@ -12,9 +12,15 @@ public enum CallMetrics {
         duration.observe(seconds)
     }
 
+    /// One finished call, counted in `series` (looked up already: a dispatcher's route keeps them).
+    package static func record(_ series: (Metrics.CounterSeries, Metrics.HistogramSeries), since started: ContinuousClock.Instant) {
+        series.0.add()
+        series.1.observe((ContinuousClock.now - started).inSeconds)
+    }
+
     /// The series a call is counted in: one lookup here per call, instead of one per metric
     /// in the registry (whose keys are built from label arrays).
-    private static func series(method: String, outcome: String, transport: String) -> (Metrics.CounterSeries, Metrics.HistogramSeries) {
+    package static func series(method: String, outcome: String, transport: String) -> (Metrics.CounterSeries, Metrics.HistogramSeries) {
         let key = SeriesKey(method: method, outcome: outcome, transport: transport)
         if let known = cache.withLock({ $0[key] }) { return known }
         let made = (

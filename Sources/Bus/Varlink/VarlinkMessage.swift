@@ -36,26 +36,38 @@ public struct VarlinkCall: Sendable, Equatable {
             throw VarlinkProtocolError("\(error)")
         }
         guard case .object(let members) = value else { throw VarlinkProtocolError("a message must be a JSON object") }
-        guard case .string(let method) = members["method"] ?? .null else {
+        // One pass over the members (a call has two or three) instead of a lookup per field.
+        var (method, more, oneway, key, parameters) = (JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null)
+        for (name, member) in members {
+            switch name {
+            case "method": method = member
+            case "parameters": parameters = member
+            case "more": more = member
+            case "oneway": oneway = member
+            case "idempotencyKey": key = member
+            default: continue
+            }
+        }
+        guard case .string(let method) = method else {
             throw VarlinkProtocolError("a call needs a string 'method'")
         }
-        func flag(_ key: String) throws(VarlinkProtocolError) -> Bool {
-            switch members[key] ?? .null {
+        func flag(_ value: JSONValue, _ key: String) throws(VarlinkProtocolError) -> Bool {
+            switch value {
             case .null: return false
             case .bool(let b): return b
             default: throw VarlinkProtocolError("'\(key)' must be a boolean")
             }
         }
         self.method = method
-        self.more = try flag("more")
-        self.oneway = try flag("oneway")
-        if more && oneway { throw VarlinkProtocolError("a call cannot be both 'oneway' and 'more'") }
-        switch members["idempotencyKey"] ?? .null {
+        self.more = try flag(more, "more")
+        self.oneway = try flag(oneway, "oneway")
+        if self.more && self.oneway { throw VarlinkProtocolError("a call cannot be both 'oneway' and 'more'") }
+        switch key {
         case .null: self.idempotencyKey = nil
         case .string(let key): self.idempotencyKey = key
         default: throw VarlinkProtocolError("'idempotencyKey' must be a string")
         }
-        switch members["parameters"] ?? .null {
+        switch parameters {
         case .null: self.parameters = .object([:])
         case .object(let p): self.parameters = .object(p)
         default: throw VarlinkProtocolError("'parameters' must be an object")

@@ -95,12 +95,14 @@ public struct JSONParser {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
                 let keyOffset = index
                 let key = try string()
-                guard members[key] == nil else { throw Error(offset: keyOffset, reason: "the member name '\(key)' appears twice in one object") }
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                 index += 1
                 skipWhitespace()
-                members[key] = try value(depth: depth)
+                // One hash per member: a name seen before is refused once its value is read.
+                guard members.updateValue(try value(depth: depth), forKey: key) == nil else {
+                    throw Error(offset: keyOffset, reason: "the member name '\(key)' appears twice in one object")
+                }
                 skipWhitespace()
                 guard index < bytes.count else { throw fail("unexpected end of input") }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }

@@ -136,4 +136,31 @@ import Testing
         #expect(throws: EncodingError.self) { try JSONBytesEncoder.encode(NonFinite(value: .nan)) }
         #expect(throws: EncodingError.self) { try JSONBytesEncoder.encode([Double.infinity]) }
     }
+
+    /// Keys present or not, in any order, written twice, not ASCII.
+    struct Varied: Encodable {
+        var present: [Int]
+        enum Keys: String, CodingKey { case b, a, é, e, ab, z }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            for index in present { try c.encode(index, forKey: [Keys.b, .a, .é, .e, .ab, .z][index % 6]) }
+        }
+    }
+
+    /// An object's layout is remembered per coding-key type (`JSONKeyLayouts`): every variant
+    /// of one type — more than it keeps — and dictionaries (one key type, any keys) still
+    /// encode to the tree's bytes, again and again.
+    @Test func remembersLayoutsWithoutMixingThemUp() throws {
+        var variants: [[Int]] = [[0, 1], [1, 0], [0, 0, 1], [2, 3], [3, 2], [4, 0], [0, 4], [5, 1, 2, 3, 4, 0], [1, 1, 1], [2, 2, 3, 3]]
+        for n in 0..<40 { variants.append((0..<(n % 7)).map { ($0 * 5 + n) % 6 }) }
+        for _ in 0..<3 {
+            for present in variants {
+                #expect(try JSONBytesEncoder.encode(Varied(present: present)) == (try Self.reference(Varied(present: present))), "\(present)")
+            }
+        }
+        let maps: [[String: Int]] = [["b": 1, "a": 2], ["a": 2, "b": 1], ["é": 1, "e": 2, "f": 3], ["z": 0], ["ab": 1, "a": 2, "b": 3]]
+        for _ in 0..<3 {
+            for map in maps { #expect(try JSONBytesEncoder.encode(map) == (try Self.reference(map))) }
+        }
+    }
 }

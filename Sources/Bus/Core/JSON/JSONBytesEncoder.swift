@@ -49,6 +49,8 @@ public enum JSONBytesEncoder {
         @exclusivity(unchecked) var object: [(key: String, piece: Piece)]?
         @exclusivity(unchecked) var array: [Piece]?
         @exclusivity(unchecked) var scalar: Range<Int>?
+        /// The coding-key type of its keyed container (see `JSONKeyLayouts`).
+        var keyType: ObjectIdentifier?
         /// Unowned: the parent holds its children, and outlives them while encoding.
         unowned let parent: Node?
         let key: (any CodingKey)?
@@ -59,15 +61,10 @@ public enum JSONBytesEncoder {
             self.key = key
         }
 
-        /// Sets a member (the last write of a key wins, where it first stood: order is decided
-        /// by sorting anyway).
+        /// Sets a member. Members are only appended: a key written twice is settled when the
+        /// object is written (`JSONKeyLayouts.Layout`: the last write wins).
         func set(_ key: String, _ piece: Piece) {
-            guard object != nil else { return }
-            if let index = object!.firstIndex(where: { $0.key == key }) {
-                object![index].piece = piece
-            } else {
-                object!.append((key, piece))
-            }
+            object?.append((key, piece))
         }
 
         func child(_ key: some CodingKey) -> Node {
@@ -85,12 +82,20 @@ public enum JSONBytesEncoder {
         func write(into out: inout [UInt8]) {
             if let object {
                 out.append(UInt8(ascii: "{"))
-                let members = object.count > 1 ? object.sorted { $0.key < $1.key } : object
-                for (index, member) in members.enumerated() {
-                    if index > 0 { out.append(UInt8(ascii: ",")) }
-                    JSONWriter.writeString(member.key, into: &out)
-                    out.append(UInt8(ascii: ":"))
-                    write(member.piece, into: &out)
+                if object.count > 1 {
+                    let layout = keyType.map { JSONKeyLayouts.shared.layout(of: $0, object) } ?? JSONKeyLayouts.Layout(object)
+                    for (position, index) in layout.order.enumerated() {
+                        if position > 0 { out.append(UInt8(ascii: ",")) }
+                        out.append(contentsOf: layout.names[position])
+                        write(object[index].piece, into: &out)
+                    }
+                } else {
+                    for (index, member) in object.enumerated() {
+                        if index > 0 { out.append(UInt8(ascii: ",")) }
+                        JSONWriter.writeString(member.key, into: &out)
+                        out.append(UInt8(ascii: ":"))
+                        write(member.piece, into: &out)
+                    }
                 }
                 out.append(UInt8(ascii: "}"))
             } else if let array {
@@ -125,6 +130,7 @@ public enum JSONBytesEncoder {
                 node.object = []
                 node.object!.reserveCapacity(8)
             }
+            node.keyType = ObjectIdentifier(Key.self)
             return KeyedEncodingContainer(Keyed<Key>(node: node))
         }
 

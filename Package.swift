@@ -49,7 +49,8 @@ let package = Package(
         // _GNU_SOURCE (SO_PEERCRED, accept4), SQLite, libpq, libcrypto, outbound TCP/TLS.
         .target(name: "CSystem", path: "Sources/Bus/Shims/CSystem"),
         .systemLibrary(name: "CSQLite", path: "Sources/Bus/Shims/CSQLite", pkgConfig: "sqlite3"),
-        .systemLibrary(name: "CPostgres", path: "Sources/Bus/Shims/CPostgres", pkgConfig: "libpq"),
+        // libpq is loaded when PostgreSQL is first used (dlopen), not linked: see CPostgres.h.
+        .target(name: "CPostgres", path: "Sources/Bus/Shims/CPostgres", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "COpenSSL", path: "Sources/Bus/Shims/COpenSSL", pkgConfig: "libcrypto"),
         .target(name: "CNet", path: "Sources/Bus/Shims/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 

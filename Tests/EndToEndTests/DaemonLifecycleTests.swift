@@ -29,6 +29,20 @@ import TestSupport
         #expect(await daemon.stop() == 0)
     }
 
+    /// appd loads libpq only when PostgreSQL is used: a daemon on SQLite (the default) maps
+    /// neither libpq nor what it pulls in (Kerberos, LDAP, GnuTLS: ~3 MB resident at start).
+    @Test func aDaemonOnSQLiteDoesNotLoadLibpq() async throws {
+        let daemon = try await Daemon.start()
+        // Read to the end (a /proc file reports no size).
+        let file = try #require(FileHandle(forReadingAtPath: "/proc/\(daemon.process.processIdentifier)/maps"))
+        let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+        #expect(maps.contains("libsqlite3"), "the maps are appd's")
+        for library in ["libpq.so", "libgnutls", "libkrb5", "libldap"] {
+            #expect(!maps.contains(library), "\(library) is mapped")
+        }
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test func appctlShutdownStopsTheDaemon() async throws {
         let daemon = try await Daemon.start()
         let outcome = try await daemon.ctl(["shutdown"])

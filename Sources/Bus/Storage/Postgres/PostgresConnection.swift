@@ -25,10 +25,10 @@ final class PostgresConnection {
 
     private let setup: String
 
-    deinit { if let handle { PQfinish(handle) } }
+    deinit { if let handle { appd_PQfinish(handle) } }
 
     /// Whether the server connection is up (a failed statement may have dropped it).
-    var isOpen: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
+    var isOpen: Bool { handle.map { appd_PQstatus($0) == CONNECTION_OK } ?? false }
 
     /// Connects again if the connection dropped; throws when the server cannot be reached.
     func reconnectIfNeeded() throws(StorageError) {
@@ -36,15 +36,16 @@ final class PostgresConnection {
     }
 
     private func connect() throws(StorageError) {
-        if let handle { PQfinish(handle) }
+        if let handle { appd_PQfinish(handle) }
         handle = nil
-        guard let connection = PQconnectdb(conninfo) else {
+        try Self.loadLibrary()
+        guard let connection = appd_PQconnectdb(conninfo) else {
             throw StorageError(kind: .io, message: "libpq could not allocate a connection")
         }
-        guard PQstatus(connection) == CONNECTION_OK else {
+        guard appd_PQstatus(connection) == CONNECTION_OK else {
             // libpq's message names host and port, never the password.
-            let message = String(cString: PQerrorMessage(connection)).trimmingWhitespace()
-            PQfinish(connection)
+            let message = String(cString: appd_PQerrorMessage(connection)).trimmingWhitespace()
+            appd_PQfinish(connection)
             throw StorageError(kind: .io, message: "cannot connect to PostgreSQL: \(message)")
         }
         appd_pq_quiet(connection)
@@ -52,15 +53,22 @@ final class PostgresConnection {
         try executeScript(setup)
     }
 
+    /// Loads libpq (once): appd does not link it, so a daemon on SQLite never maps it.
+    static func loadLibrary() throws(StorageError) {
+        var reason = [CChar](repeating: 0, count: 512)
+        guard appd_pq_load(&reason, reason.count) != 0 else { return }
+        throw StorageError(kind: .io, message: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
     /// The server's process id for this connection (tests kill it to simulate a lost link).
-    var backendPID: Int32 { handle.map { PQbackendPID($0) } ?? 0 }
+    var backendPID: Int32 { handle.map { appd_PQbackendPID($0) } ?? 0 }
 
     /// Runs SQL text that may hold several statements and no parameters (DDL, session settings).
     func executeScript(_ sql: String) throws(StorageError) {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
-        let result = PQexec(handle, sql)
-        defer { PQclear(result) }
-        let status = PQresultStatus(result)
+        let result = appd_PQexec(handle, sql)
+        defer { appd_PQclear(result) }
+        let status = appd_PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw error(result) }
     }
 
@@ -88,9 +96,9 @@ final class PostgresConnection {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
         let text = Self.numberPlaceholders(sql)
         let result = try Self.withParameters(parameters) { types, values, lengths, formats in
-            PQexecParams(handle, text, Int32(parameters.count), types, values, lengths, formats, 0)
+            appd_PQexecParams(handle, text, Int32(parameters.count), types, values, lengths, formats, 0)
         }
-        defer { PQclear(result) }
+        defer { appd_PQclear(result) }
         return try outcome(result).rows
     }
 
@@ -99,20 +107,20 @@ final class PostgresConnection {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
         let name = try prepare(sql, parameters: Int32(parameters.count), on: handle)
         let result: OpaquePointer? = parameters.isEmpty
-            ? PQexecPrepared(handle, name, 0, nil, nil, nil, 0)
+            ? appd_PQexecPrepared(handle, name, 0, nil, nil, nil, 0)
             : try Self.withParameters(parameters) { _, values, lengths, formats in
-                PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
+                appd_PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
             }
-        defer { PQclear(result) }
-        if PQresultStatus(result) == PGRES_FATAL_ERROR, appd_pq_sqlstate(result).map({ String(cString: $0) }) == "0A000" { return nil }
+        defer { appd_PQclear(result) }
+        if appd_PQresultStatus(result) == PGRES_FATAL_ERROR, appd_pq_sqlstate(result).map({ String(cString: $0) }) == "0A000" { return nil }
         return try outcome(result)
     }
 
     /// A result's rows and changed-row count, or its error.
     private func outcome(_ result: OpaquePointer?) throws(StorageError) -> (rows: [Row], changed: Int) {
-        switch PQresultStatus(result) {
-        case PGRES_TUPLES_OK: return (Self.rows(result), Int(String(cString: PQcmdTuples(result))) ?? 0)
-        case PGRES_COMMAND_OK: return ([], Int(String(cString: PQcmdTuples(result))) ?? 0)
+        switch appd_PQresultStatus(result) {
+        case PGRES_TUPLES_OK: return (Self.rows(result), Int(String(cString: appd_PQcmdTuples(result))) ?? 0)
+        case PGRES_COMMAND_OK: return ([], Int(String(cString: appd_PQcmdTuples(result))) ?? 0)
         default: throw error(result)
         }
     }
@@ -125,9 +133,9 @@ final class PostgresConnection {
             prepared.removeAll()
         }
         let name = "appd_\(prepared.count + 1)_\(sql.utf8.count)"
-        let result = PQprepare(handle, name, Self.numberPlaceholders(sql), 0, nil)
-        defer { PQclear(result) }
-        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw error(result) }
+        let result = appd_PQprepare(handle, name, Self.numberPlaceholders(sql), 0, nil)
+        defer { appd_PQclear(result) }
+        guard appd_PQresultStatus(result) == PGRES_COMMAND_OK else { throw error(result) }
         prepared[sql] = name
         return name
     }
@@ -140,13 +148,13 @@ final class PostgresConnection {
     /// Notifications received so far (LISTEN): reads what arrived on the socket without blocking.
     func notifications() throws(StorageError) -> [(channel: String, payload: String)] {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
-        guard PQconsumeInput(handle) == 1 else {
-            throw StorageError(kind: .io, message: "lost the PostgreSQL connection: \(String(cString: PQerrorMessage(handle)).trimmingWhitespace())")
+        guard appd_PQconsumeInput(handle) == 1 else {
+            throw StorageError(kind: .io, message: "lost the PostgreSQL connection: \(String(cString: appd_PQerrorMessage(handle)).trimmingWhitespace())")
         }
         var received: [(String, String)] = []
-        while let notification = PQnotifies(handle) {
+        while let notification = appd_PQnotifies(handle) {
             received.append((String(cString: notification.pointee.relname), String(cString: notification.pointee.extra)))
-            PQfreemem(notification)
+            appd_PQfreemem(notification)
         }
         return received
     }
@@ -202,23 +210,23 @@ final class PostgresConnection {
     }
 
     private static func rows(_ result: OpaquePointer?) -> [Row] {
-        let count = PQntuples(result)
-        let fields = PQnfields(result)
+        let count = appd_PQntuples(result)
+        let fields = appd_PQnfields(result)
         guard count > 0 else { return [] }
-        let names = (0..<fields).map { String(cString: PQfname(result, $0)) }
-        let types = (0..<fields).map { PQftype(result, $0) }
+        let names = (0..<fields).map { String(cString: appd_PQfname(result, $0)) }
+        let types = (0..<fields).map { appd_PQftype(result, $0) }
         var rows: [Row] = []
         rows.reserveCapacity(Int(count))
         for row in 0..<count {
             var values: [SQLValue] = []
             values.reserveCapacity(Int(fields))
             for field in 0..<fields {
-                if PQgetisnull(result, row, field) == 1 {
+                if appd_PQgetisnull(result, row, field) == 1 {
                     values.append(.null)
                     continue
                 }
-                let length = Int(PQgetlength(result, row, field))
-                let raw = UnsafeRawPointer(PQgetvalue(result, row, field)!).assumingMemoryBound(to: UInt8.self)
+                let length = Int(appd_PQgetlength(result, row, field))
+                let raw = UnsafeRawPointer(appd_PQgetvalue(result, row, field)!).assumingMemoryBound(to: UInt8.self)
                 let text = String(decoding: UnsafeBufferPointer(start: raw, count: length), as: UTF8.self)
                 values.append(value(text, type: types[Int(field)]))
             }
@@ -282,7 +290,7 @@ final class PostgresConnection {
     private func error(_ result: OpaquePointer?) -> StorageError {
         let state = appd_pq_sqlstate(result).map { String(cString: $0) } ?? ""
         let message = appd_pq_message(result).map { String(cString: $0) }
-            ?? handle.map { String(cString: PQerrorMessage($0)).trimmingWhitespace() } ?? "unknown error"
+            ?? handle.map { String(cString: appd_PQerrorMessage($0)).trimmingWhitespace() } ?? "unknown error"
         return Self.error(state: state, message: message)
     }
 

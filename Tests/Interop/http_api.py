@@ -447,6 +447,9 @@ def operations_checks(api, directory):
                  'appd_connections{transport="http"}', 'appd_connections{transport="varlink"}', "appd_event_log_head", 'appd_consumer_lag{consumer=',
                  'appd_http_responses_total{route="call",status="429"}']:
         check(f"/metrics has {name}", name in text, "")
+    heap = [float(line.split()[1]) for line in text.splitlines() if line.startswith("appd_heap_in_use_bytes ")]
+    rss = next(int(line.split()[1]) * 1024 for line in open(f"/proc/{api.proc.pid}/status") if line.startswith("VmRSS:"))
+    check("/metrics has the heap in use: over 1 MiB, under the process's resident memory", len(heap) == 1 and 1 << 20 < heap[0] < rss, f"{heap} rss {rss}")
     promtool = shutil.which("promtool")
     if promtool:
         path = os.path.join(directory, "metrics.txt")

@@ -1,5 +1,6 @@
 import Auth
 import Bus
+import CSystem
 import HTTP
 import Payments
 import PluginKit
@@ -69,9 +70,14 @@ extension Appd {
         return (address, fd)
     }
 
-    /// Gauges read at scrape time: connections by transport, the event log's head and each
-    /// durable consumer's lag.
+    /// Gauges read at scrape time: connections by transport, the event log's head, each
+    /// durable consumer's lag and the heap in use.
     static func registerGauges(varlink: VarlinkServer, http: HTTPAPIService?, eventLog: EventLog) {
+        Metrics.shared.register(
+            Metrics.Collector(
+                name: "appd_heap_in_use_bytes",
+                help: "Bytes the heap holds for live allocations (resident memory also keeps up to 8 MiB freed since, for reuse)."
+            ) { [([], Double(appd_heap_in_use()))] })
         Metrics.shared.register(
             Metrics.Collector(name: "appd_connections", help: "Open client connections by transport.", labelNames: ["transport"]) {
                 var samples: [([String], Double)] = [(["varlink"], Double(varlink.stats.connections))]

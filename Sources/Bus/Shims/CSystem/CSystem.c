@@ -414,3 +414,8 @@ int appd_malloc_keep(size_t mmap_threshold, size_t trim_threshold) {
     ok &= mallopt(M_TRIM_THRESHOLD, (int)trim_threshold);
     return ok ? 0 : -1;
 }
+
+size_t appd_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+}

@@ -118,4 +118,9 @@ unsigned long appd_signal_drain(int fd);
 /// get their own mapping. 0, or -1 when glibc refused a setting.
 int appd_malloc_keep(size_t mmap_threshold, size_t trim_threshold);
 
+/// Bytes the process's malloc heap holds for live allocations (mallinfo2: in-use chunks plus
+/// mmapped blocks): what appd uses, unlike its RSS, which keeps memory freed since (see
+/// appd_malloc_keep). Walks every arena: for a scrape, not a hot path.
+size_t appd_heap_in_use(void);
+
 #endif

@@ -185,15 +185,8 @@ extension EventBus {
     /// call is not one of those — nothing was done then, and `call` answers it as usual. A
     /// transport's loop answers such calls where it reads them (no task, no hop). `validate`
     /// (the transport's check of the parameters) runs first once the handler is one of those.
-    /// The reply comes as its JSON bytes.
-    public func answerNow(
-        method: String, parameters: JSONValue, as caller: Caller, validate: () throws -> Void = {}
-    ) throws -> [UInt8]? {
-        guard let entry = handler(method) else { return nil }
-        return try answerNow(entry, parameters: parameters, as: caller, validate: validate)
-    }
-
-    /// `answerNow` with the handler resolved already (a dispatcher's route).
+    /// The reply comes as its JSON bytes. `entry` is the method's handler, resolved by the
+    /// dispatcher's route.
     func answerNow(_ entry: any HandlerEntry, parameters: JSONValue, as caller: Caller, validate: () throws -> Void) throws -> [UInt8]? {
         guard IdempotencyRecord.current == nil, let inline = entry.inlineEncoded else { return nil }
         try validate()

@@ -87,11 +87,6 @@ public final class VarlinkDispatcher: Sendable {
         return self.interface(String(interface))?.error(String(member))?.category
     }
 
-    /// The interface serving a method (`io.appd.Todos.Add` → io.appd.Todos), if any.
-    public func interface(ofMethod method: String) -> VarlinkInterface? {
-        method.methodNameParts.flatMap { interface(String($0.interface)) }
-    }
-
     /// Handles one call; `emit` writes a reply. Oneway calls emit nothing, not even errors.
     /// `route`: the call's method resolved already (`route(_:)`), when the transport has it.
     /// `transport` labels the call in the metrics (`varlink`, `http`). A transport that can

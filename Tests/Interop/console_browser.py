@@ -213,10 +213,11 @@ def main():
         driver.find_element(By.ID, "grant-days").send_keys("30")
         driver.find_element(By.ID, "grant-reason").send_keys("support ticket 42")
         driver.find_element(By.CSS_SELECTOR, "#grant-form button").click()
-        granted = wait_for(lambda: "active" in text('#user-entitlements tr[data-entitlement="pro"]'), 10)
+        # The state cell says "active" or "inactive" (which contains "active"): compare the whole cell.
+        granted = wait_for(lambda: text('#user-entitlements tr[data-entitlement="pro"] td:nth-child(2)') == "active", 10)
         check("a grant appears in the user's entitlements", granted, text("#user-entitlements"))
         reply = json.loads(ctl("--json", "call", "io.appd.Payments.UserStatus", '{"email": "bob@example.com"}').stdout or "{}")
-        check("appctl sees bob's grant, from the admin with the reason", any(e["name"] == "pro" and e["active"] and e["source"] == "admin" for e in reply.get("entitlements", [])), str(reply))
+        check("appctl sees bob's grant, from the admin with the reason", any(e["name"] == "pro" and e["active"] and e["source"] == "admin" and any(h.get("reference") == "support ticket 42" for h in e.get("history", [])) for e in reply.get("entitlements", [])), str(reply))
         status, _ = post(http_port, "io.appd.Todos.List", {}, token=bob)
         check("bob's calls work before he is disabled", status == 200, str(status))
         driver.find_element(By.ID, "user-toggle").click()

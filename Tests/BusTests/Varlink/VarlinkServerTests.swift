@@ -55,6 +55,59 @@ import TestSupport
         await server.stop()
     }
 
+    /// A stream after a call that waited is answered by a fresh worker (the old one holds the
+    /// memory of that call's depth): the calls queued behind the stream stay in order, and a
+    /// stream as a connection's first call keeps its worker.
+    @Test func aStreamAfterACallGetsAFreshWorkerAndTheQueueKeepsItsOrder() async throws {
+        let server = try TestServer()
+        let first = try server.client()
+        try await first.stream("io.appd.Test.Count", ["upTo": 2]) { _ in }
+        #expect(server.server.handOvers.load(ordering: .relaxed) == 0)
+
+        let client = try server.client()
+        var bytes: [UInt8] = []
+        for call in [
+            VarlinkCall(method: "io.appd.Test.Sleep", parameters: ["seconds": 0.01]),
+            VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 3], more: true),
+            VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "a"]),
+            VarlinkCall(method: "io.appd.Test.Sleep", parameters: ["seconds": 0.01]),
+            VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 2], more: true),
+            VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "b"]),
+        ] { bytes += call.frame() }
+        try client.write(bytes)
+        var replies: [VarlinkReply] = []
+        for _ in 0..<9 { replies.append(try await client.receive()) }
+        #expect(replies == [
+            VarlinkReply(parameters: [:]),
+            VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2], continues: true), VarlinkReply(parameters: ["n": 3]),
+            VarlinkReply(parameters: ["text": "a"]),
+            VarlinkReply(parameters: [:]),
+            VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2]),
+            VarlinkReply(parameters: ["text": "b"]),
+        ])
+        #expect(server.server.handOvers.load(ordering: .relaxed) == 2)
+
+        // A stream open on a handed-over worker: the client going away frees the connection
+        // and its worker.
+        do {
+            let closing = try server.client()
+            _ = try await closing.call("io.appd.Test.Sleep", ["seconds": 0.01])
+            try closing.send(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": ["test.*"]], more: true))
+            #expect(await eventually { server.bus.counters.subscriptions == 1 })
+            #expect(server.server.handOvers.load(ordering: .relaxed) == 3)
+            #expect(server.server.registry.withLock { $0.workers.count } == 3)
+        }  // closed here
+        #expect(await eventually { server.bus.counters.subscriptions == 0 })
+        #expect(await eventually { server.server.registry.withLock { $0.workers.count } == 2 })  // `first`'s and `client`'s
+        // And one open at shutdown does not hold the server up.
+        let open = try server.client()
+        _ = try await open.call("io.appd.Test.Sleep", ["seconds": 0.01])
+        try open.send(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": ["test.*"]], more: true))
+        #expect(await eventually { server.bus.counters.subscriptions == 1 })
+        await server.stop()
+        #expect(server.server.registry.withLock { $0.workers.isEmpty && $0.connections.isEmpty })
+    }
+
     @Test func onewayGetsNoReplyNotEvenAnError() async throws {
         let server = try TestServer()
         let client = try server.client()

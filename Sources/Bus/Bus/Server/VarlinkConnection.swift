@@ -220,6 +220,19 @@ final class VarlinkConnection: Sendable {
         }
     }
 
+    /// Returns a call `nextCall` gave, to be given again first (to the worker that takes over).
+    func putBack(_ call: VarlinkCall) {
+        state.withLock { s in
+            if s.callsHead > 0 {
+                s.callsHead -= 1
+                s.calls[s.callsHead] = call
+            } else {
+                s.calls.insert(call, at: 0)
+            }
+            s.worker = .idle
+        }
+    }
+
     /// Wakes a waiting worker so it notices the connection is closing.
     func wakeWorker() {
         let worker = state.withLock { s -> CheckedContinuation<Void, Never>? in

@@ -95,9 +95,25 @@ public final class VarlinkDispatcher: Sendable {
     /// false means "not now": the reply then comes through `emit`. A transport that writes
     /// replies as they are passes `encodedReplies`: a typed handler's reply then comes with its
     /// parameters encoded already (`VarlinkReply.encodedParameters`, one JSON pass).
+    ///
+    /// A stream is answered by `handleStream`, whose async frames are what an open stream holds
+    /// while it waits: kept apart from this function's, which a plain call needs.
     public func handle(
         _ call: VarlinkCall, route resolved: VarlinkRoute? = nil, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink",
         streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = nil, encodedReplies: Bool = false, emit: (VarlinkReply) async throws -> Void
+    ) async throws {
+        let route = resolved ?? self.route(call.method)
+        if call.more, let route, route.info?.streaming == true {
+            return try await handleStream(call, route, as: caller, timeout: timeout, transport: transport, streamBytes: streamBytes, emit: emit)
+        }
+        try await handlePlain(call, route, as: caller, timeout: timeout, transport: transport, encodedReplies: encodedReplies, emit: emit)
+    }
+
+    /// Every call but a stream: see `handle`.
+    @inline(never)
+    private func handlePlain(
+        _ call: VarlinkCall, _ route: VarlinkRoute?, as caller: Caller, timeout: Duration?, transport: String, encodedReplies: Bool,
+        emit: (VarlinkReply) async throws -> Void
     ) async throws {
         // A failure to write a reply is the connection's (its client left, or stopped reading):
         // pass it up as is, never as an error of the call.
@@ -106,7 +122,6 @@ public final class VarlinkDispatcher: Sendable {
         }
         let started = ContinuousClock.now
         var outcome = "ok"
-        let route = resolved ?? self.route(call.method)
         defer {
             if let route {
                 route.record(outcome: outcome, transport: transport, since: started)
@@ -116,7 +131,7 @@ public final class VarlinkDispatcher: Sendable {
         }
         do {
             guard let route else { throw notServed(call.method) }
-            try await answer(call, route, caller: caller, timeout: timeout, streamBytes: streamBytes, encodedReplies: encodedReplies, emit: emitting)
+            try await answer(call, route, caller: caller, timeout: timeout, encodedReplies: encodedReplies, emit: emitting)
         } catch let failure as EmitFailed {
             outcome = "disconnected"
             throw failure.underlying
@@ -163,7 +178,7 @@ public final class VarlinkDispatcher: Sendable {
 
     /// The outcome a failed call is counted under, and its error reply: a typed error as
     /// itself, anything else logged and answered as InternalError.
-    private func failure(_ error: any Error, of call: VarlinkCall, caller: Caller) -> (outcome: String, reply: VarlinkReply) {
+    func failure(_ error: any Error, of call: VarlinkCall, caller: Caller) -> (outcome: String, reply: VarlinkReply) {
         if let error = error as? any WireError {
             let (name, parameters) = error.wire
             return (declares(error: error.wireName) ? error.wireName : "undeclared", VarlinkReply(parameters: .object(parameters), error: name))
@@ -184,8 +199,8 @@ public final class VarlinkDispatcher: Sendable {
 
     /// Answers a call of a served method.
     private func answer(
-        _ call: VarlinkCall, _ route: VarlinkRoute, caller: Caller, timeout: Duration?, streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)?,
-        encodedReplies: Bool, emit: (VarlinkReply) async throws -> Void
+        _ call: VarlinkCall, _ route: VarlinkRoute, caller: Caller, timeout: Duration?, encodedReplies: Bool,
+        emit: (VarlinkReply) async throws -> Void
     ) async throws {
         let (interface, method, info) = (route.interface, route.method, route.info)
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
@@ -194,22 +209,8 @@ public final class VarlinkDispatcher: Sendable {
         // Replies of Swift types are not checked again in release builds: the contract tests
         // hold those types to the IDL. JSON from elsewhere (external plugins) always is.
         let checks = Self.checksTypedReplies || info?.typed != true
-        if call.more, info?.streaming == true {
-            if key != nil { throw IdempotencyNotSupported(method: call.method) }
-            let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
-            if let streamBytes {
-                stream.deliverDirectly { value, bytes in
-                    // A reply that breaks the contract takes the slow path, which answers it.
-                    if checks, interface.check(value, against: .structure(method.output), path: "") != nil { return false }
-                    return streamBytes(value, bytes)
-                }
-            }
-            while let (value, isFinal) = try await stream.nextReply() {
-                if checks { try check(value, of: method, in: interface) }
-                try await emit(VarlinkReply(parameters: value, continues: !isFinal))
-            }
-            return
-        }
+        // A `more` call of a streaming method went to `handleStream`; any other `more` call is
+        // answered with one reply.
         if encodedReplies, key == nil, info?.typed == true {
             // A typed reply, encoded once to the bytes the transport writes (a keyed call keeps
             // the value path: its gate stores the reply).
@@ -241,7 +242,7 @@ public final class VarlinkDispatcher: Sendable {
     }()
 
     /// A reply that breaks the interface's contract is a bug in appd: log it, answer InternalError.
-    private func check(_ reply: JSONValue, of method: VarlinkMethod, in interface: VarlinkInterface) throws {
+    func check(_ reply: JSONValue, of method: VarlinkMethod, in interface: VarlinkInterface) throws {
         guard let problem = interface.check(reply, against: .structure(method.output), path: "") else { return }
         let id = MessageID.next().description
         logger.error(

@@ -19,6 +19,8 @@ public final class VarlinkServer: Service {
     let stopping = Atomic<Bool>(false)
     private let acceptedTotal = Atomic<Int>(0)
     private let refusedTotal = Atomic<Int>(0)
+    /// Streams that got a fresh worker (`serve`): what tests check the hand-over by.
+    let handOvers = Atomic<Int>(0)
 
     /// Whose connection budget a connection counts against: its peer uid's on the control
     /// socket, its plugin's on a plugin's own socket.
@@ -209,16 +211,9 @@ public final class VarlinkServer: Service {
             let channel = SocketChannel(fd: fd, loop: loop, highWater: limits.streamHighWater, lowWater: limits.streamLowWater)
             let connection = VarlinkConnection(
                 channel: channel, context: ConnectionContext(id: id, peer: peer, plugin: scope), limits: limits, logger: logger)
-            // The worker runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
-            let worker = Task(executorPreference: loop.executor) { [self] in
-                await Deadline.on(loop) {
-                    await Self.serve(connection, dispatcher: dispatcher, limits: limits)
-                }
-                _ = registry.withLock { $0.workers.removeValue(forKey: id) }
-            }
             registry.withLock { r in
                 r.connections[fd] = connection
-                r.workers[id] = worker
+                r.workers[id] = worker(for: connection)
             }
             channel.register(drained: { [weak connection] in connection?.sent() }) { [self] readiness, scratch in
                 ready(connection, readiness, &scratch)
@@ -231,13 +226,53 @@ public final class VarlinkServer: Service {
         Caller(peer: connection.context.peer, sessionToken: connection.context.sessionToken, connection: connection.context)
     }
 
-    /// The worker: answers the connection's calls one at a time, in order.
-    static func serve(_ connection: VarlinkConnection, dispatcher: VarlinkDispatcher, limits: ServerLimits) async {
+    /// A new worker for `connection` (the registry keeps it: call under its lock). It runs on
+    /// this I/O thread (see EventLoopExecutor); deadline tasks too.
+    private func worker(for connection: VarlinkConnection) -> Task<Void, Never> {
+        Task(executorPreference: loop.executor) { [self] in
+            var handedOver = false
+            await Deadline.on(loop) {
+                handedOver = await serve(connection)
+            }
+            if !handedOver { _ = registry.withLock { $0.workers.removeValue(forKey: connection.context.id) } }
+        }
+    }
+
+    /// The worker: answers the connection's calls one at a time, in order. True when it handed
+    /// the connection over to a new worker instead.
+    ///
+    /// A task keeps the memory of its deepest moment until it ends (its allocator reuses, never
+    /// frees, its slabs: a few KB for a call through the gates and a handler). A worker that
+    /// has answered a call holds that much, which is fine while the connection makes calls,
+    /// but a stream can stay open for hours: it gets a fresh worker, which answers it (and
+    /// what follows) from shallow frames. A task per stream, not per call.
+    private func serve(_ connection: VarlinkConnection) async -> Bool {
+        var answered = false
         while let call = await connection.nextCall() {
+            if call.more, answered {
+                connection.putBack(call)
+                handOver(connection)
+                return true
+            }
             // The connection is gone (closed, or its client stopped reading): stop serving it.
-            guard await answer(call, on: connection, dispatcher: dispatcher, limits: limits) else { break }
+            guard await Self.answer(call, on: connection, dispatcher: dispatcher, limits: limits) else { break }
+            answered = true
         }
         connection.workerFinished()
+        return false
+    }
+
+    /// Replaces the current worker of `connection` with a new one. A close or a shutdown that
+    /// cancelled the current worker meanwhile cancels the new one.
+    @inline(never)
+    private func handOver(_ connection: VarlinkConnection) {
+        let next = registry.withLock { r in
+            let next = worker(for: connection)
+            r.workers[connection.context.id] = next
+            return next
+        }
+        if Task.isCancelled { next.cancel() }
+        handOvers.add(1, ordering: .relaxed)
     }
 
     /// One call, answered; false when the connection is gone. A function of its own, kept out

@@ -117,9 +117,7 @@ public struct ChatPlugin: Plugin {
         }
         let sendNeeds = ChatInterface.needs + (options.meter.map { [Requirement.meter($0)] } ?? [])
         handlers.handle(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
-            let user = try owner(e)
-            let id = try await repository.resolveConversation(owner: user, id: c.conversationId, field: "conversationId")
-            return try await service.send(owner: user, conversation: id, text: c.text, model: c.model, temperature: c.temperature, writer: writer, causedBy: e)
+            try await service.send(owner: try owner(e), conversation: c.conversationId, text: c.text, model: c.model, temperature: c.temperature, writer: writer, causedBy: e)
         }
         let running = self.running
         handlers.handle(ChatInterface.Cancel.self) { c, e in

@@ -92,19 +92,49 @@ struct ChatService: Sendable {
         case failed(String)
     }
 
+    /// What a reply is asked with, settled before the provider is called.
+    struct PreparedReply: Sendable {
+        var conversation: String
+        var replyID: String
+        var options: ReplyOptions
+        var turns: [ChatTurn]
+        var remembers: Bool
+    }
+
+    /// `conversation`: the id (or client id) the caller gave.
     func send(
-        owner: String, conversation: String, text raw: String, model requested: String?, temperature: Double?, writer: ReplyWriter<SendReply>,
+        owner: String, conversation requested: String, text raw: String, model: String?, temperature: Double?, writer: ReplyWriter<SendReply>,
         causedBy cause: (any Cause)?
     ) async throws -> SendReply {
+        // 1. The lookups and the user's message, in a task that ends before the reply streams: a
+        //    reply can take minutes, and the lookups' depth (calls to settings and payments over
+        //    the bus) would be held by this task for as long (see `inTaskOfItsOwn`).
+        let prepared = try await inTaskOfItsOwn { [self] in
+            try await prepare(owner: owner, conversation: requested, text: raw, model: model, temperature: temperature, causedBy: cause)
+        }
+        return try await reply(prepared, owner: owner, writer: writer, causedBy: cause)
+    }
+
+    /// Checks the message, settles the model and the context, and commits the user's message
+    /// (before the provider is called).
+    private func prepare(
+        owner: String, conversation requested: String, text raw: String, model requestedModel: String?, temperature: Double?, causedBy cause: (any Cause)?
+    ) async throws -> PreparedReply {
+        let conversation = try await repository.resolveConversation(owner: owner, id: requested, field: "conversationId")
         let text = try text(raw)
-        let replyOptions = ReplyOptions(model: try await model(requested, for: owner).name, temperature: try Self.temperature(temperature))
+        let replyOptions = ReplyOptions(model: try await model(requestedModel, for: owner).name, temperature: try Self.temperature(temperature))
         let remembers = try await memoryInUse(owner: owner, conversation: conversation)
-        // 1. The user's message is committed before the provider is called.
         _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newRecordID("m_"), text: text, now: now, causedBy: cause)
         let replyID = try Self.newRecordID("m_")
         var turns = try await repository.context(owner: owner, conversation: conversation, budget: options.contextCharacters)
         if remembers, let known = try await memoryTurn(owner: owner) { turns.insert(known, at: 0) }
         if let prompt = options.systemPrompt, !prompt.isEmpty { turns.insert(ChatTurn(role: .system, text: prompt), at: 0) }
+        return PreparedReply(conversation: conversation, replyID: replyID, options: replyOptions, turns: turns, remembers: remembers)
+    }
+
+    /// 2. and 3.: streams the reply and commits it.
+    private func reply(_ prepared: PreparedReply, owner: String, writer: ReplyWriter<SendReply>, causedBy cause: (any Cause)?) async throws -> SendReply {
+        let (conversation, replyID, replyOptions, turns, remembers) = (prepared.conversation, prepared.replyID, prepared.options, prepared.turns, prepared.remembers)
         try await writer.send(SendReply(messageId: replyID, delta: nil, message: nil))
 
         // 2. Stream the reply in a task of its own, so Cancel (another connection) can stop the

@@ -49,14 +49,7 @@ extension VarlinkDispatcher {
         _ call: VarlinkCall, _ route: VarlinkRoute, as caller: Caller, timeout: Duration?,
         streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)?
     ) async throws -> ReplyStream<JSONValue> {
-        let opening = Task.immediate(executorPreference: Deadline.executor) { [self] in
-            try await start(call, route, as: caller, timeout: timeout, streamBytes: streamBytes)
-        }
-        return try await withTaskCancellationHandler {
-            try await opening.value
-        } onCancel: {
-            opening.cancel()
-        }
+        try await inTaskOfItsOwn { [self] in try await start(call, route, as: caller, timeout: timeout, streamBytes: streamBytes) }
     }
 
     private func start(

@@ -228,24 +228,9 @@ public enum BusInterface {
         }
         try bus.register(CheckSession.self) { _, _ in Empty() }
         try bus.register(Subscribe.self) { command, envelope, writer in
-            guard command.topics.count <= limits.maxTopics else {
-                throw InvalidParameters(
-                    method: Subscribe.method, parameter: "topics", reason: "at most \(limits.maxTopics) topics or patterns ('todos.>' covers a whole plugin)")
-            }
-            let visibility = try Self.visibility(of: envelope, isAdmin: isAdmin)
-            if case .plugin(let scope) = visibility, let denied = command.topics.first(where: { !scope.maySubscribe($0) }) {
-                throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not subscribe to \(denied); declare it under \"subscribes\"")
-            }
-            let filter = try TopicFilter(anyOf: command.topics)
-            if let since = command.since {
-                guard replay != nil else {
-                    throw InvalidParameters(
-                        method: Subscribe.method, parameter: "since", reason: "this daemon keeps no durable event log")
-                }
-                guard since >= 0 else {
-                    throw InvalidParameters(method: Subscribe.method, parameter: "since", reason: "must be 0 or more")
-                }
-            }
+            // Every open subscription holds this closure's async frame: the checks and the
+            // session-bound case are functions of their own, so it stays small.
+            let (filter, visibility) = try checked(command, envelope, limits: limits, hasLog: replay != nil, isAdmin: isAdmin)
             // Live first, then the log: anything committed meanwhile arrives live, and what
             // both deliver is skipped by its sequence number, so there is no gap and no repeat.
             let subscription = bus.subscribe(filter, options: options, visibility: visibility)
@@ -253,21 +238,53 @@ public enum BusInterface {
             let feed = SubscriptionFeed(
                 filter: filter, visibility: visibility, topics: bus.topics, writer: writer, replay: command.since == nil ? nil : replay,
                 encoded: encoded)
-            guard case .user(let userID) = visibility, let token = envelope.caller.sessionToken else {
-                try await feed.run(subscription, since: command.since)
-                throw CancellationError()
-            }
-            // A signed-in user's stream is held to the session that opened it.
-            let watch = try bus.sessionStreams.open(userID: userID, limit: limits.maxStreamsPerAccount)
-            defer { bus.sessionStreams.close(watch) }
-            var checker = envelope.caller
-            checker.connection = nil  // this session, whatever the connection authenticates later
-            checker.principal = nil
-            checker.sessionToken = token
-            try await SessionBoundStream(bus: bus, caller: checker, watch: watch, limits: limits).run {
+            if case .user(let userID) = visibility, let token = envelope.caller.sessionToken {
+                try await serveBound(feed, subscription, since: command.since, userID: userID, token: token, caller: envelope.caller, bus: bus, limits: limits)
+            } else {
                 try await feed.run(subscription, since: command.since)
             }
             throw CancellationError()
+        }
+    }
+
+    /// A subscription's filter and who it is for, or why it is refused.
+    private static func checked(
+        _ command: Subscribe, _ envelope: Envelope, limits: SubscribeLimits, hasLog: Bool, isAdmin: (Caller) -> Bool
+    ) throws -> (TopicFilter, EventVisibility) {
+        guard command.topics.count <= limits.maxTopics else {
+            throw InvalidParameters(
+                method: Subscribe.method, parameter: "topics", reason: "at most \(limits.maxTopics) topics or patterns ('todos.>' covers a whole plugin)")
+        }
+        let visibility = try Self.visibility(of: envelope, isAdmin: isAdmin)
+        if case .plugin(let scope) = visibility, let denied = command.topics.first(where: { !scope.maySubscribe($0) }) {
+            throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not subscribe to \(denied); declare it under \"subscribes\"")
+        }
+        let filter = try TopicFilter(anyOf: command.topics)
+        if let since = command.since {
+            guard hasLog else {
+                throw InvalidParameters(method: Subscribe.method, parameter: "since", reason: "this daemon keeps no durable event log")
+            }
+            guard since >= 0 else {
+                throw InvalidParameters(method: Subscribe.method, parameter: "since", reason: "must be 0 or more")
+            }
+        }
+        return (filter, visibility)
+    }
+
+    /// A signed-in user's stream, held to the session that opened it.
+    @inline(never)
+    private static func serveBound(
+        _ feed: SubscriptionFeed, _ subscription: Subscription, since: Int64?, userID: String, token: SessionToken, caller: Caller, bus: EventBus,
+        limits: SubscribeLimits
+    ) async throws {
+        let watch = try bus.sessionStreams.open(userID: userID, limit: limits.maxStreamsPerAccount)
+        defer { bus.sessionStreams.close(watch) }
+        var checker = caller
+        checker.connection = nil  // this session, whatever the connection authenticates later
+        checker.principal = nil
+        checker.sessionToken = token
+        try await SessionBoundStream(bus: bus, caller: checker, watch: watch, limits: limits).run {
+            try await feed.run(subscription, since: since)
         }
     }
 

@@ -51,7 +51,7 @@ extension PluginHarness {
 func collect(_ provider: any LLMProvider, _ text: String = "hi") async throws -> (text: String, usage: (Int, Int)?) {
     var out = ""
     var usage: (Int, Int)?
-    for try await chunk in provider.reply(to: [ChatTurn(role: .user, text: text)]) {
+    try await provider.reply(to: [ChatTurn(role: .user, text: text)]) { chunk in
         switch chunk {
         case .delta(let d): out += d
         case .usage(let p, let c): usage = (p, c)

@@ -12,12 +12,10 @@ import TestSupport
 /// A provider that streams some words, then fails (the seam the design names for fakes).
 struct FailingProvider: LLMProvider {
     var name: String { "failing" }
-    func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
-        AsyncThrowingStream { continuation in
-            continuation.yield(.delta("half"))
-            continuation.yield(.delta(" a reply"))
-            continuation.finish(throwing: ProviderError("the provider answered HTTP 500"))
-        }
+    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
+        try await chunk(.delta("half"))
+        try await chunk(.delta(" a reply"))
+        throw ProviderError("the provider answered HTTP 500")
     }
 }
 
@@ -28,10 +26,10 @@ final class RecordingProvider: LLMProvider {
     let options = Mutex<[ReplyOptions]>([])
     let extracted = Mutex<[String]>([])
     var name: String { "recording" }
-    func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
+    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
         seen.withLock { $0.append(turns) }
         self.options.withLock { $0.append(options) }
-        return AsyncThrowingStream { $0.yield(.delta("ok")); $0.finish() }
+        try await chunk(.delta("ok"))
     }
     func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {
         extracted.withLock { $0.append(message) }

@@ -19,11 +19,10 @@ final class ScriptedProvider: LLMProvider {
     let extracted = Mutex<[String]>([])
     init(answer: String = "ok") { self.answer = answer }
     var name: String { "scripted" }
-    func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
+    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
         seen.withLock { $0.append(turns) }
         self.options.withLock { $0.append(options) }
-        let answer = self.answer
-        return AsyncThrowingStream { $0.yield(.delta(answer)); $0.finish() }
+        try await chunk(.delta(answer))
     }
     func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {
         extracted.withLock { $0.append(message) }

@@ -55,7 +55,7 @@ import TestSupport
         defer { server.stop() }
         var text = ""
         do {
-            for try await chunk in try provider(server).reply(to: [ChatTurn(role: .user, text: "x")]) {
+            try await provider(server).reply(to: [ChatTurn(role: .user, text: "x")]) { chunk in
                 if case .delta(let d) = chunk { text += d }
             }
             Issue.record("expected a failure")
@@ -128,10 +128,10 @@ import TestSupport
             [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("first"))), .holdOpen(milliseconds: 10_000)]
         }
         defer { server.stop() }
-        let stream = try provider(server).reply(to: [ChatTurn(role: .user, text: "x")])
+        let provider = try provider(server)
         let tokens = Atomic<Int>(0)
         let reader = Task {
-            for try await chunk in stream { if case .delta = chunk { tokens.add(1, ordering: .relaxed) } }
+            try await provider.reply(to: [ChatTurn(role: .user, text: "x")]) { chunk in if case .delta = chunk { tokens.add(1, ordering: .relaxed) } }
         }
         #expect(await eventually { tokens.load(ordering: .relaxed) > 0 })
         #expect(tokens.load(ordering: .relaxed) == 1)

@@ -139,11 +139,11 @@ struct ChatService: Sendable {
 
         // 2. Stream the reply in a task of its own, so Cancel (another connection) can stop the
         //    provider while this call still answers with the stored message.
-        let upstream = provider.reply(to: turns, options: replyOptions)
+        let provider = self.provider
         let consume = Task { () -> (String, Usage?, Ending) in
             var reply = "", usage: Usage?
             do {
-                for try await chunk in upstream {
+                try await provider.reply(to: turns, options: replyOptions) { chunk in
                     switch chunk {
                     case .delta(let delta):
                         // Kept once handed to the caller's stream: a send interrupted by a

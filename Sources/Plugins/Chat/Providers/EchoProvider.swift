@@ -8,26 +8,15 @@ public struct EchoProvider: LLMProvider {
 
     public init(delay: Duration = .milliseconds(20)) { self.delay = delay }
 
-    public func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
+    public func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
         let last = turns.last { $0.role == .user }?.text ?? ""
         let words = ("Echo: " + last).split(separator: " ", omittingEmptySubsequences: true)
-        let delay = self.delay
         let prompt = turns.reduce(0) { $0 + $1.text.split(separator: " ").count }
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    for (i, word) in words.enumerated() {
-                        if i > 0, delay > .zero { try await Task.sleep(for: delay) }
-                        continuation.yield(.delta(i == 0 ? String(word) : " " + word))
-                    }
-                    continuation.yield(.usage(promptTokens: prompt, completionTokens: words.count))
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
+        for (i, word) in words.enumerated() {
+            if i > 0, delay > .zero { try await Task.sleep(for: delay) }
+            try await chunk(.delta(i == 0 ? String(word) : " " + word))
         }
+        try await chunk(.usage(promptTokens: prompt, completionTokens: words.count))
     }
 
     public func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {

@@ -35,23 +35,29 @@ public struct ReplyOptions: Sendable, Equatable {
     }
 }
 
-/// The LLM client seam: turns a conversation into a stream of reply chunks, and a user's
-/// message into decisions about their memories. Cancelling the consumer of the stream must
-/// stop the work (and close any upstream connection) at once.
+/// The LLM client seam: turns a conversation into reply chunks, and a user's message into
+/// decisions about their memories.
 public protocol LLMProvider: Sendable {
     var name: String { get }
-    func reply(to turns: [ChatTurn], options: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error>
+    /// Produces the reply to `turns`, handing each chunk to `chunk` as it arrives, in the
+    /// caller's task: no task or buffer in between (while `chunk` waits, the provider waits),
+    /// so an open reply costs no more than the caller's own task. Returns once the reply is
+    /// complete; throws `ProviderError` when it cannot be produced, and what `chunk` throws as
+    /// is. Cancelling the caller must stop the work (and close any upstream connection) at once.
+    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws
     /// What to add, update or delete among `existing` given what the user said in `message`
     /// (their own words only). By default the model is asked with `MemoryExtraction`'s prompt.
     func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision]
 }
 
 extension LLMProvider {
-    public func reply(to turns: [ChatTurn]) -> AsyncThrowingStream<ProviderChunk, any Error> { reply(to: turns, options: ReplyOptions()) }
+    public func reply(to turns: [ChatTurn], chunk: (ProviderChunk) async throws -> Void) async throws {
+        try await reply(to: turns, options: ReplyOptions(), chunk: chunk)
+    }
 
     public func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {
         var text = ""
-        for try await chunk in reply(to: MemoryExtraction.turns(message: message, existing: existing), options: options) {
+        try await reply(to: MemoryExtraction.turns(message: message, existing: existing), options: options) { chunk in
             if case .delta(let delta) = chunk { text += delta }
             guard text.utf8.count <= MemoryExtraction.maxAnswerBytes else { throw ProviderError("the memory extraction answer is longer than \(MemoryExtraction.maxAnswerBytes) bytes") }
         }

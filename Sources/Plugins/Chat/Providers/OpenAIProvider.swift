@@ -50,12 +50,6 @@ public struct OpenAIProvider: LLMProvider {
         return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts[0] == "127"
     }
 
-    public func reply(to turns: [ChatTurn], options replyOptions: ReplyOptions) -> AsyncThrowingStream<ProviderChunk, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<ProviderChunk, any Error>.makeStream()
-        let task = Task { await run(turns, replyOptions, continuation) }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
-    }
 
     func body(_ turns: [ChatTurn], _ replyOptions: ReplyOptions = ReplyOptions()) -> [UInt8] {
         var body: [String: JSONValue] = [
@@ -66,7 +60,7 @@ public struct OpenAIProvider: LLMProvider {
         return JSONWriter.bytes(.object(body))
     }
 
-    private func run(_ turns: [ChatTurn], _ replyOptions: ReplyOptions, _ continuation: AsyncThrowingStream<ProviderChunk, any Error>.Continuation) async {
+    public func reply(to turns: [ChatTurn], options replyOptions: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
         var request = self.request
         request.headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), ("User-Agent", "appd/\(Version.current)")]
         if let key = options.apiKey, !key.isEmpty { request.headers.append(("Authorization", "Bearer \(key)")) }
@@ -76,26 +70,18 @@ public struct OpenAIProvider: LLMProvider {
         while true {
             var sentToken = false
             do {
-                try await attemptOnce(request, client) { chunk in
-                    if case .delta = chunk { sentToken = true }
-                    continuation.yield(chunk)
+                try await attemptOnce(request, client) { piece in
+                    if case .delta = piece { sentToken = true }
+                    try await chunk(piece)
                 }
-                continuation.finish()
+                return
             } catch let error as Retryable {
-                if !sentToken && attempt < options.maxRetries && !Task.isCancelled {
-                    attempt += 1
-                    let backoff = error.retryAfter.map { min($0, options.maxRetryDelay) } ?? .milliseconds(250 * (1 << attempt))
-                    if (try? await Task.sleep(for: backoff)) != nil { continue }
-                    continuation.finish(throwing: CancellationError())
-                } else {
-                    continuation.finish(throwing: ProviderError(error.reason))
-                }
+                guard !sentToken && attempt < options.maxRetries && !Task.isCancelled else { throw ProviderError(error.reason) }
+                attempt += 1
+                try await Task.sleep(for: error.retryAfter.map { min($0, options.maxRetryDelay) } ?? .milliseconds(250 * (1 << attempt)))
             } catch let error as HTTPFailure {
-                continuation.finish(throwing: Task.isCancelled ? CancellationError() : ProviderError(error.description))
-            } catch {
-                continuation.finish(throwing: error)
+                throw Task.isCancelled ? CancellationError() : ProviderError(error.description)
             }
-            return
         }
     }
 
@@ -105,7 +91,7 @@ public struct OpenAIProvider: LLMProvider {
         var retryAfter: Duration?
     }
 
-    private func attemptOnce(_ request: HTTPRequest, _ client: HTTPClient, yield: (ProviderChunk) -> Void) async throws {
+    private func attemptOnce(_ request: HTTPRequest, _ client: HTTPClient, yield: (ProviderChunk) async throws -> Void) async throws {
         var parser = SSEParser()
         var status = 0
         var errorBody: [UInt8] = []
@@ -121,7 +107,7 @@ public struct OpenAIProvider: LLMProvider {
                     continue
                 }
                 for event in try parser.feed(bytes) {
-                    if try handle(event, yield) { return }
+                    if try await handle(event, yield) { return }
                 }
             }
         }
@@ -133,11 +119,13 @@ public struct OpenAIProvider: LLMProvider {
             throw ProviderError(reason)
         }
         // The stream ended without [DONE]: what arrived is the reply.
-        for event in parser.finish() where try handle(event, yield) { return }
+        for event in parser.finish() {
+            if try await handle(event, yield) { return }
+        }
     }
 
     /// Handles one event; true at `[DONE]`.
-    private func handle(_ event: SSEParser.Event, _ yield: (ProviderChunk) -> Void) throws -> Bool {
+    private func handle(_ event: SSEParser.Event, _ yield: (ProviderChunk) async throws -> Void) async throws -> Bool {
         let data = event.data.trimmingWhitespace()
         if data == "[DONE]" { return true }
         guard let json = try? JSONParser.parse(Array(data.utf8)) else { return false }  // tolerate keep-alive junk
@@ -147,10 +135,10 @@ public struct OpenAIProvider: LLMProvider {
         if case .array(let choices)? = json["choices"], let choice = choices.first,
             let text = choice["delta"]?["content"]?.stringValue, !text.isEmpty
         {
-            yield(.delta(text))
+            try await yield(.delta(text))
         }
         if let usage = json["usage"], case .int(let prompt)? = usage["prompt_tokens"], case .int(let completion)? = usage["completion_tokens"] {
-            yield(.usage(promptTokens: Int(prompt), completionTokens: Int(completion)))
+            try await yield(.usage(promptTokens: Int(prompt), completionTokens: Int(completion)))
         }
         return false
     }

@@ -159,7 +159,7 @@ extension EventBus {
         }
         let parameters = try JSONValue(encoding: command)
         return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity) }
+            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity, deferred: false) }
         }.map(capacity: capacity) { try $0.decode(as: C.Reply.self) }
     }
 
@@ -220,14 +220,16 @@ extension EventBus {
     }
 
     /// Type-erased streaming call by method name: the same gates and handler as `stream`.
+    /// `deferred`: the handler does not start; the caller runs it in its own task
+    /// (`ReplyStream.run(into:)`), as a transport that writes replies as they come does.
     public func callStream(
         method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil,
-        causedBy cause: Envelope? = nil
+        causedBy cause: Envelope? = nil, deferred: Bool = false
     ) async throws -> ReplyStream<JSONValue> {
         let (entry, envelope) = try prepare(method, caller, timeout, cause)
         let capacity = options.streamCapacity
         return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity) }
+            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity, deferred: deferred) }
         }
     }
 

@@ -18,7 +18,7 @@ protocol HandlerEntry: Sendable {
     /// `inline`, with the reply encoded to its JSON bytes.
     var inlineEncoded: (@Sendable (Envelope, JSONValue) throws -> [UInt8])? { get }
     /// Starts the handler's stream, decoding and encoding JSON.
-    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue>
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue>
 }
 
 extension HandlerEntry {
@@ -58,7 +58,7 @@ struct CommandHandler<C: Command>: HandlerEntry {
         return try JSONBytesEncoder.encode(try await body(command, envelope))
     }
 
-    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
         throw WrongCallShape(method: method, streaming: false)
     }
 }
@@ -89,7 +89,7 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
         try JSONBytesEncoder.encode(try body(try decodeParameters(C.self, parameters), envelope))
     }
 
-    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
         throw WrongCallShape(method: method, streaming: false)
     }
 }
@@ -109,10 +109,10 @@ struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
         throw WrongCallShape(method: method, streaming: true)
     }
 
-    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
         let command = try decodeParameters(C.self, parameters)
         // One producer task that encodes as it sends (a mapped stream would need a second).
-        return ReplyChannel<JSONValue>.start(capacity: capacity) { [body] json in
+        return ReplyChannel<JSONValue>.start(capacity: capacity, deferred: deferred) { [body] json in
             // A handler whose replies are JSON already (Bus.Subscribe) writes to the stream as
             // is: no second encoding, and its direct path (fan-out) goes through no wrapper.
             let reply = try await body(command, envelope, Self.writer(into: json))
@@ -145,9 +145,9 @@ struct RawHandler: HandlerEntry {
         return try await single(envelope, parameters)
     }
 
-    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int) throws -> ReplyStream<JSONValue> {
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
         guard let stream else { throw WrongCallShape(method: method, streaming: false) }
-        return ReplyChannel<JSONValue>.start(capacity: capacity) { writer in try await stream(envelope, parameters, writer) }
+        return ReplyChannel<JSONValue>.start(capacity: capacity, deferred: deferred) { writer in try await stream(envelope, parameters, writer) }
     }
 }
 

@@ -42,6 +42,17 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
 
+    /// Whether the consumer is to run the producer in its own task (`run(into:)`): a stream
+    /// opened for a transport that writes replies as they come (`EventBus.callStream(deferred:)`).
+    public var isDeferred: Bool { channel.isDeferred }
+
+    /// Runs a deferred stream's producer in the calling task: each intermediate reply goes to
+    /// `sink` as it is sent (the producer waits while `sink` waits), and the final reply is
+    /// returned. No task and no buffer between the handler and the transport.
+    public func run(into sink: @escaping @Sendable (Element) async throws -> Void) async throws -> Element {
+        try await channel.run(into: sink)
+    }
+
     /// Lets the producer hand intermediate replies straight to `output`, on its own thread and
     /// already encoded, whenever this stream's consumer has taken every earlier reply and is
     /// waiting for the next (so order is kept); `output` returns false when it cannot take one
@@ -127,6 +138,12 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         /// The consumer has handled every reply it took and waits in `next`: a reply written
         /// directly now cannot overtake one.
         var consumerCaughtUp = false
+        /// The producer, until it runs: a stream whose consumer runs it (`ReplyStream.run(into:)`).
+        var deferred: (@Sendable (ReplyWriter<Element>) async throws -> Element)?
+        /// Where replies go when the consumer runs the producer itself.
+        var sink: (@Sendable (Element) async throws -> Void)?
+        /// The sink could not take a reply (its client left): what the consumer reports.
+        var sinkFailure: (any Error)?
     }
     private enum Step { case element(Element, Bool), end((any Error)?), wait }
     private let capacity: Int
@@ -135,10 +152,15 @@ final class ReplyChannel<Element: Sendable>: Sendable {
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
     /// Starts `body` as the producer task of a new stream; what it returns is the final reply.
+    /// `deferred`: no task; the consumer runs `body` itself (`ReplyStream.run(into:)`).
     static func start(
-        capacity: Int, _ body: @escaping @Sendable (ReplyWriter<Element>) async throws -> Element
+        capacity: Int, deferred: Bool = false, _ body: @escaping @Sendable (ReplyWriter<Element>) async throws -> Element
     ) -> ReplyStream<Element> {
         let channel = ReplyChannel(capacity: capacity)
+        if deferred {
+            channel.state.withLock { $0.deferred = body }
+            return ReplyStream(channel: channel)
+        }
         let task = Task {
             let outcome: (any Error)?
             do {
@@ -164,6 +186,7 @@ final class ReplyChannel<Element: Sendable>: Sendable {
     }
 
     func send(_ element: Element, isFinal: Bool) async throws {
+        if let sink = state.withLock({ $0.sink }) { return try await send(element, to: sink) }
         while true {
             try Task.checkCancellation()
             let (sent, consumer) = state.withLock { s -> (Bool?, CheckedContinuation<Void, any Error>?) in
@@ -322,4 +345,60 @@ public struct StreamEnd: Sendable {
     /// Whether it had said the caller got what the stream costs (`ReplyWriter.markUsed`): a
     /// stream that fails after that still cost its use.
     public let used: Bool
+}
+
+extension ReplyChannel {
+    /// Whether the consumer is to run the producer (`run(into:)`): it was started deferred.
+    var isDeferred: Bool { state.withLock { $0.deferred != nil } }
+
+    /// Runs the deferred producer in the calling task, each intermediate reply to `sink` as it
+    /// is sent (the producer waits while `sink` does: its transport's back-pressure), and
+    /// returns the final reply; the stream's observers have run by then, as for a started
+    /// stream. A reply `sink` cannot take ends the producer's `send` with `CancellationError`
+    /// (its client left) and this with the sink's error.
+    func run(into sink: @escaping @Sendable (Element) async throws -> Void) async throws -> Element {
+        let body = state.withLock { s in
+            defer { s.deferred = nil }
+            s.sink = sink
+            s.consumerCaughtUp = true
+            return s.deferred
+        }
+        guard let body else { preconditionFailure("run(into:) on a stream that was not deferred, or twice") }
+        let outcome: (any Error)?
+        var last: Element?
+        do {
+            last = try await body(ReplyWriter(channel: self))
+            outcome = nil
+        } catch {
+            outcome = error
+        }
+        await settle(outcome)
+        finish(outcome)
+        if let failure = state.withLock({ $0.sinkFailure }) { throw failure }
+        if let outcome { throw outcome }
+        guard let last else { throw CancellationError() }
+        return last
+    }
+
+    /// An intermediate reply of a producer run by its consumer: to the sink, while the direct
+    /// path (which would overtake it) stays shut.
+    fileprivate func send(_ element: Element, to sink: @Sendable (Element) async throws -> Void) async throws {
+        let open = state.withLock { s -> Bool in
+            guard !s.cancelled, s.finished == nil, s.sinkFailure == nil else { return false }
+            s.consumerCaughtUp = false
+            return true
+        }
+        guard open else { throw CancellationError() }
+        try Task.checkCancellation()
+        do {
+            try await sink(element)
+        } catch {
+            state.withLock { s in
+                if s.sinkFailure == nil { s.sinkFailure = error }
+                s.cancelled = true
+            }
+            throw CancellationError()
+        }
+        state.withLock { $0.consumerCaughtUp = true }
+    }
 }

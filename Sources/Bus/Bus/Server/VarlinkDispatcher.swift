@@ -94,17 +94,22 @@ public final class VarlinkDispatcher: Sendable {
     /// `ReplyStream.deliverDirectly`): it gets the reply's parameters and their JSON bytes, and
     /// false means "not now": the reply then comes through `emit`. A transport that writes
     /// replies as they are passes `encodedReplies`: a typed handler's reply then comes with its
-    /// parameters encoded already (`VarlinkReply.encodedParameters`, one JSON pass).
+    /// parameters encoded already (`VarlinkReply.encodedParameters`, one JSON pass). A
+    /// transport that can take a stream's intermediate replies from any task passes
+    /// `streamReplies`: the stream's handler then runs in the caller's task and writes them
+    /// through it (`emit` still gets the final reply or the error).
     ///
     /// A stream is answered by `handleStream`, whose async frames are what an open stream holds
     /// while it waits: kept apart from this function's, which a plain call needs.
     public func handle(
         _ call: VarlinkCall, route resolved: VarlinkRoute? = nil, as caller: Caller, timeout: Duration? = nil, transport: String = "varlink",
-        streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = nil, encodedReplies: Bool = false, emit: (VarlinkReply) async throws -> Void
+        streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = nil, streamReplies: (@Sendable (VarlinkReply) async throws -> Void)? = nil,
+        encodedReplies: Bool = false, emit: (VarlinkReply) async throws -> Void
     ) async throws {
         let route = resolved ?? self.route(call.method)
         if call.more, let route, route.info?.streaming == true {
-            return try await handleStream(call, route, as: caller, timeout: timeout, transport: transport, streamBytes: streamBytes, emit: emit)
+            return try await handleStream(
+                call, route, as: caller, timeout: timeout, transport: transport, streamBytes: streamBytes, streamReplies: streamReplies, emit: emit)
         }
         try await handlePlain(call, route, as: caller, timeout: timeout, transport: transport, encodedReplies: encodedReplies, emit: emit)
     }

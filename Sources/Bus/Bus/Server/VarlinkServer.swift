@@ -283,7 +283,10 @@ public final class VarlinkServer: Service {
         let caller = caller(of: connection)
         let streamBytes: (@Sendable (JSONValue, [UInt8]) -> Bool)? = call.more ? { @Sendable in connection.sendContinuing(parameters: $1) } : nil
         do {
-            try await dispatcher.handle(call, as: caller, timeout: limits.callTimeout, streamBytes: streamBytes, encodedReplies: true) { reply in
+            let streamReplies: (@Sendable (VarlinkReply) async throws -> Void)? = call.more ? { @Sendable in try await connection.sendStreaming($0) } : nil
+            try await dispatcher.handle(
+                call, as: caller, timeout: limits.callTimeout, streamBytes: streamBytes, streamReplies: streamReplies, encodedReplies: true
+            ) { reply in
                 if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
             }
             return true

@@ -42,17 +42,6 @@ public final class ReplyStream<Element: Sendable>: AsyncSequence, Sendable, Fini
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
 
-    /// Whether the consumer is to run the producer in its own task (`run(into:)`): a stream
-    /// opened for a transport that writes replies as they come (`EventBus.callStream(deferred:)`).
-    public var isDeferred: Bool { channel.isDeferred }
-
-    /// Runs a deferred stream's producer in the calling task: each intermediate reply goes to
-    /// `sink` as it is sent (the producer waits while `sink` waits), and the final reply is
-    /// returned. No task and no buffer between the handler and the transport.
-    public func run(into sink: @escaping @Sendable (Element) async throws -> Void) async throws -> Element {
-        try await channel.run(into: sink)
-    }
-
     /// Lets the producer hand intermediate replies straight to `output`, on its own thread and
     /// already encoded, whenever this stream's consumer has taken every earlier reply and is
     /// waiting for the next (so order is kept); `output` returns false when it cannot take one

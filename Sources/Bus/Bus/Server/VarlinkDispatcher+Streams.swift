@@ -40,17 +40,8 @@ extension VarlinkDispatcher {
             }
             if checks { try check(last, of: route.method, in: route.interface) }
             do { try await emit(VarlinkReply(parameters: last)) } catch { throw EmitFailed(underlying: error) }
-        } catch let failure as EmitFailed {
-            // The connection's failure (its client left, or stopped reading), not the call's.
-            outcome = "disconnected"
-            throw failure.underlying
-        } catch is CancellationError {
-            outcome = "cancelled"
-            throw CancellationError()
         } catch {
-            let reply: VarlinkReply
-            (outcome, reply) = failure(error, of: call, caller: caller)
-            if !call.oneway { try await emit(reply) }
+            try await settle(error, of: call, caller: caller, outcome: &outcome, emit: emit)
         }
     }
 

@@ -137,18 +137,26 @@ public final class VarlinkDispatcher: Sendable {
         do {
             guard let route else { throw notServed(call.method) }
             try await answer(call, route, caller: caller, timeout: timeout, encodedReplies: encodedReplies, emit: emitting)
-        } catch let failure as EmitFailed {
+        } catch {
+            try await settle(error, of: call, caller: caller, outcome: &outcome, emit: emit)
+        }
+    }
+
+    /// A call that threw: its outcome counted under, its error answered through `emit` (not for
+    /// a oneway call); a reply that could not be written (`EmitFailed`, the connection's
+    /// failure, never the call's) and a cancellation are passed on as they are.
+    func settle(_ error: any Error, of call: VarlinkCall, caller: Caller, outcome: inout String, emit: (VarlinkReply) async throws -> Void) async throws {
+        if let failure = error as? EmitFailed {
             outcome = "disconnected"
             throw failure.underlying
-        } catch is CancellationError {
+        }
+        if error is CancellationError {
             outcome = "cancelled"
             throw CancellationError()
-        } catch {
-            let reply: VarlinkReply
-            (outcome, reply) = failure(error, of: call, caller: caller)
-            guard !call.oneway else { return }
-            try await emit(reply)
         }
+        let reply: VarlinkReply
+        (outcome, reply) = failure(error, of: call, caller: caller)
+        if !call.oneway { try await emit(reply) }
     }
 
     /// Answers a plain call at once, on the caller's thread (a transport's loop, where it read

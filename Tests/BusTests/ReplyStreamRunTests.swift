@@ -83,6 +83,18 @@ import TestSupport
         #expect(direct.withLock { $0 } == [2])
     }
 
+    @Test func aStreamStartedAfterAllIsRelayedInOrder() async throws {
+        let stream = ReplyChannel<Int>.start(capacity: 2) { writer in
+            for n in 1...20 { try await writer.send(n) }
+            return 21
+        }
+        #expect(!stream.isDeferred)
+        let seen = Mutex<[Int]>([])
+        let last = try await stream.run { n in seen.withLock { $0.append(n) } }
+        #expect(last == 21)
+        #expect(seen.withLock { $0 } == Array(1...20))
+    }
+
     @Test func aFailingProducerFailsTheRun() async throws {
         struct Broke: Error {}
         let stream = ReplyChannel<Int>.start(capacity: 4, deferred: true) { writer in

@@ -344,15 +344,23 @@ extension ReplyChannel {
     /// is sent (the producer waits while `sink` does: its transport's back-pressure), and
     /// returns the final reply; the stream's observers have run by then, as for a started
     /// stream. A reply `sink` cannot take ends the producer's `send` with `CancellationError`
-    /// (its client left) and this with the sink's error.
+    /// (its client left) and this with the sink's error. A stream that was started after all
+    /// (a gate answered with a stream of its own) is relayed to `sink` as it comes.
     func run(into sink: @escaping @Sendable (Element) async throws -> Void) async throws -> Element {
-        let body = state.withLock { s in
-            defer { s.deferred = nil }
+        let body = state.withLock { s -> (@Sendable (ReplyWriter<Element>) async throws -> Element)? in
+            guard let body = s.deferred else { return nil }
+            s.deferred = nil
             s.sink = sink
             s.consumerCaughtUp = true
-            return s.deferred
+            return body
         }
-        guard let body else { preconditionFailure("run(into:) on a stream that was not deferred, or twice") }
+        guard let body else {
+            while let (value, isFinal) = try await next() {
+                if isFinal { return value }
+                try await sink(value)
+            }
+            throw CancellationError()
+        }
         let outcome: (any Error)?
         var last: Element?
         do {

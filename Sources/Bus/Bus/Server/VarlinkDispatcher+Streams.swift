@@ -72,8 +72,8 @@ extension VarlinkDispatcher {
     ) async throws -> ReplyStream<JSONValue> {
         let (interface, method) = (route.interface, route.method)
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
-        if call.idempotencyKey != nil {
-            _ = try IdempotencyKey(call.idempotencyKey ?? "")
+        if let key = call.idempotencyKey {
+            _ = try IdempotencyKey(key)  // a malformed key is named as such first
             throw IdempotencyNotSupported(method: call.method)
         }
         let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout, deferred: deferred)

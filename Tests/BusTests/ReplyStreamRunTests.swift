@@ -24,7 +24,7 @@ import TestSupport
             for n in 1...100 { try await writer.send(n) }
             return 101
         }
-        #expect(stream.isDeferred)
+        #expect(stream.channel.isDeferred)
         let seen = Mutex<[Int]>([])
         let last = try await Consumer.$mark.withValue(7) {
             try await stream.run { n in seen.withLock { $0.append(n) } }
@@ -32,7 +32,7 @@ import TestSupport
         #expect(last == 101)
         #expect(seen.withLock { $0 } == Array(1...100))
         #expect(producerSaw.withLock { $0 } == 7)
-        #expect(!stream.isDeferred)
+        #expect(!stream.channel.isDeferred)
     }
 
     @Test func observersRunBeforeTheOutcomeAndAFailedSinkEndsTheProducer() async throws {
@@ -88,7 +88,7 @@ import TestSupport
             for n in 1...20 { try await writer.send(n) }
             return 21
         }
-        #expect(!stream.isDeferred)
+        #expect(!stream.channel.isDeferred)
         let seen = Mutex<[Int]>([])
         let last = try await stream.run { n in seen.withLock { $0.append(n) } }
         #expect(last == 21)

@@ -50,7 +50,6 @@ public struct OpenAIProvider: LLMProvider {
         return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts[0] == "127"
     }
 
-
     func body(_ turns: [ChatTurn], _ replyOptions: ReplyOptions = ReplyOptions()) -> [UInt8] {
         var body: [String: JSONValue] = [
             "model": .string(replyOptions.model ?? options.model), "stream": true, "stream_options": ["include_usage": true],

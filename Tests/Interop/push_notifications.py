@@ -43,6 +43,8 @@ ADA_ANDROID = "fcm-token-ada-1"
 BOB_IPHONE = "b" * 64
 DEAD = "0410" + "c" * 60
 BUSY = "0429" + "d" * 60
+SLOW = "0515" + "f" * 60  # APNs answers it after SLOW_ANSWER seconds
+SLOW_ANSWER = 1.5
 
 received = []  # every request the fake providers got: dict(kind, path, headers, body, http, at)
 lock = threading.Lock()
@@ -83,6 +85,11 @@ class Providers:
                 status, reply, extra = 429, {"reason": "TooManyRequests"}, [(b"retry-after", b"2")]
             else:
                 status, extra = 200, [(b"apns-id", b"00000000-0000-0000-0000-000000000001")]
+            if token == SLOW:
+                with lock:
+                    received.append(record)
+                record = None  # kept at arrival: the answer comes later
+                await asyncio.sleep(SLOW_ANSWER)
         elif path == "/token":
             form = dict(pair.split("=", 1) for pair in body.decode().split("&"))
             record = dict(kind="oauth", path=path, headers=headers, body=form, http=scope["http_version"], at=time.time())
@@ -101,8 +108,9 @@ class Providers:
                 status, reply = 200, {"name": f"projects/{PROJECT}/messages/1"}
         else:
             record = dict(kind="other", path=path, headers=headers, body=body.decode(errors="replace"), http=scope["http_version"], at=time.time())
-        with lock:
-            received.append(record)
+        if record is not None:
+            with lock:
+                received.append(record)
         data = json.dumps(reply).encode() if reply else b""
         await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")] + extra})
         await send({"type": "http.response.body", "body": data})
@@ -368,13 +376,22 @@ def main():
             call(appd.sock, "io.appd.Daemon.EnablePlugin", {"name": "push"})
             check("a reply that completed while the plugin was down is pushed when it is back",
                   bool(wait_for(lambda: pushes("apns", ADA_IPHONE, while_down), 30)))
+            # Stopped while APNs has a push and has not answered yet: the plugin finishes it and
+            # records it before it exits, so the restart does not send it again.
+            appd.call("io.appd.Push.RegisterDevice", {"token": SLOW, "platform": "ios"}, ada)
+            in_flight = appd.chat(ada, conversation)
+            arrived = wait_for(lambda: pushes("apns", SLOW, in_flight), 30)
             appd.stop()
             appd.start()
             after_restart = appd.chat(ada, conversation)
-            wait_for(lambda: pushes("apns", ADA_IPHONE, after_restart), 30)
+            wait_for(lambda: pushes("apns", ADA_IPHONE, after_restart) and pushes("apns", SLOW, after_restart), 30)
             ids = [message_of(r) for r in pushes("apns", ADA_IPHONE) if message_of(r)]
             check("after restarts, every reply was pushed to the iPhone exactly once",
-                  after_restart in ids and len(ids) == len(set(ids)) and {first, second, background, retried, unmuted, while_down} <= set(ids), str(ids))
+                  after_restart in ids and len(ids) == len(set(ids)) and {first, second, background, retried, unmuted, while_down, in_flight} <= set(ids), str(ids))
+            slow = [message_of(r) for r in pushes("apns", SLOW)]
+            check("a push APNs had not answered when appd stopped is not sent again after the restart",
+                  bool(arrived) and slow.count(in_flight) == 1 and after_restart in slow, str(slow))
+            appd.call("io.appd.Push.UnregisterDevice", {"token": SLOW}, ada)
 
             check("another user's device never received anything", not pushes(token=BOB_IPHONE), str(pushes(token=BOB_IPHONE))[:300])
             sent = call(appd.sock, "io.appd.Push.Send", {"userId": reply_user(appd, bob), "title": "Hello Bob", "body": "from the operator"})

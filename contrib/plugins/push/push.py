@@ -13,7 +13,9 @@ other:
 Nothing is sent twice and nothing is missed: handling an event writes its pushes into an outbox
 (one row per event and device, so a redelivered event adds nothing) and moves the cursor, in one
 SQLite transaction; a sender thread works the outbox, retrying 429 and 5xx with backoff (honouring
-Retry-After) up to APPD_PUSH_MAX_ATTEMPTS, and records each outcome. A token the provider calls
+Retry-After) up to APPD_PUSH_MAX_ATTEMPTS, and records each outcome. When appd stops the plugin
+(SIGTERM), a push in flight is finished and its outcome recorded before the process exits (up to
+STOP_GRACE seconds, within appd's stop timeout), so a restart does not send it again. A token the provider calls
 invalid (APNs 410 Unregistered or 400 BadDeviceToken, FCM UNREGISTERED) is dropped. The outbox is
 bounded (APPD_PUSH_MAX_PENDING): past it, new pushes are dropped and counted.
 
@@ -38,6 +40,7 @@ Without APNs (or FCM) settings, pushes to iOS (or Android) devices fail and are 
 import json
 import os
 import re
+import signal
 import sqlite3
 import sys
 import threading
@@ -65,6 +68,7 @@ CA = os.environ.get("APPD_PUSH_CA") or None
 MAX_PENDING = int(os.environ.get("APPD_PUSH_MAX_PENDING", "10000"))
 MAX_ATTEMPTS = int(os.environ.get("APPD_PUSH_MAX_ATTEMPTS", "6"))
 MAX_DEVICES = 20
+STOP_GRACE = 4.0  # appd sends SIGKILL 5 s after SIGTERM (ExternalPlugin.Settings.stopTimeout)
 TOPICS = ["chat.replyCompleted", "payments.entitlementChanged", "todos.created", "todos.updated", "todos.completed", "todos.reopened",
           "todos.deleted", "auth.accountDeleted"]
 APNS_TOKEN_LIFETIME = 50 * 60
@@ -373,6 +377,18 @@ class FCM:
         raise Rejected(f"FCM {response.status_code} {' '.join(c for c in codes if c)}")
 
 
+sending = threading.Lock()  # held from sending a push until its outcome is recorded
+
+
+def stop_gracefully(signum, frame):
+    """SIGTERM: waits (up to STOP_GRACE) for the push in flight to be sent and recorded, then exits
+    holding the lock, so no other push starts. Without this a push the provider accepted could stay
+    pending in the outbox and be sent again after the restart."""
+    finished = sending.acquire(timeout=STOP_GRACE)
+    log("stopping" if finished else f"stopping with a push still in flight after {STOP_GRACE:.0f} s")
+    os._exit(0)
+
+
 def deliver():
     """Works the outbox, oldest first: each row sent once, retried with backoff, its outcome kept."""
     client = httpx.Client(http2=True, verify=CA if CA else True, timeout=httpx.Timeout(10.0, connect=5.0))
@@ -384,44 +400,50 @@ def deliver():
             if row is None or row[5] > time.time():
                 store.changed.wait(timeout=0.5 if row is None else min(0.5, row[5] - time.time()))
                 continue
-        row_id, token, user_id, payload, attempts, _ = row
-        device = store.read("SELECT token, platform, environment FROM devices WHERE token = ? AND user_id = ?", (token, user_id))
-        if not device:
-            store.transaction(lambda db: db.execute("UPDATE outbox SET state = 'dropped', done_at = ? WHERE id = ?", (time.time(), row_id)))
-            continue
-        device = {"token": device[0][0], "platform": device[0][1], "environment": device[0][2]}
-        push = json.loads(payload)
-        try:
-            (apns if device["platform"] == "ios" else fcm).send(device, push)
-            outcome = ("sent", None, None)
-        except Rejected as error:
-            outcome = ("invalid" if error.invalid else "failed", str(error), None)
-        except TryLater as error:
-            outcome = ("retry", str(error), error.after)
-        except (httpx.HTTPError, OSError, KeyError, ValueError) as error:
-            outcome = ("retry", repr(error), None)
+        with sending:
+            deliver_one(row, apns, fcm)
 
-        def record(db, state=outcome[0], reason=outcome[1], after=outcome[2]):
-            if state == "sent":
-                db.execute("UPDATE outbox SET state = 'sent', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
-                Store.count(db, "sent")
-            elif state == "invalid":
-                db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
-                db.execute("DELETE FROM devices WHERE token = ?", (token,))
-                Store.count(db, "removedTokens")
-                Store.count(db, "failed")
-            elif state == "retry" and attempts + 1 < MAX_ATTEMPTS:
-                delay = after if after is not None else min(60.0, 0.5 * 2 ** attempts)
-                db.execute("UPDATE outbox SET attempts = attempts + 1, not_before = ? WHERE id = ?", (time.time() + min(delay, 3600.0), row_id))
-                Store.count(db, "retried")
-            else:
-                db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
-                Store.count(db, "failed")
-            if reason:
-                Store.put(db, "lastError", reason)
-        store.transaction(record)
-        if outcome[1]:
-            log(f"push to a {device['platform']} device of {user_id}: {outcome[0]} ({outcome[1]})")
+
+def deliver_one(row, apns, fcm):
+    """Sends one outbox row and records its outcome (under `sending`: a stop waits for both)."""
+    row_id, token, user_id, payload, attempts, _ = row
+    device = store.read("SELECT token, platform, environment FROM devices WHERE token = ? AND user_id = ?", (token, user_id))
+    if not device:
+        store.transaction(lambda db: db.execute("UPDATE outbox SET state = 'dropped', done_at = ? WHERE id = ?", (time.time(), row_id)))
+        return
+    device = {"token": device[0][0], "platform": device[0][1], "environment": device[0][2]}
+    push = json.loads(payload)
+    try:
+        (apns if device["platform"] == "ios" else fcm).send(device, push)
+        outcome = ("sent", None, None)
+    except Rejected as error:
+        outcome = ("invalid" if error.invalid else "failed", str(error), None)
+    except TryLater as error:
+        outcome = ("retry", str(error), error.after)
+    except (httpx.HTTPError, OSError, KeyError, ValueError) as error:
+        outcome = ("retry", repr(error), None)
+
+    def record(db, state=outcome[0], reason=outcome[1], after=outcome[2]):
+        if state == "sent":
+            db.execute("UPDATE outbox SET state = 'sent', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
+            Store.count(db, "sent")
+        elif state == "invalid":
+            db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
+            db.execute("DELETE FROM devices WHERE token = ?", (token,))
+            Store.count(db, "removedTokens")
+            Store.count(db, "failed")
+        elif state == "retry" and attempts + 1 < MAX_ATTEMPTS:
+            delay = after if after is not None else min(60.0, 0.5 * 2 ** attempts)
+            db.execute("UPDATE outbox SET attempts = attempts + 1, not_before = ? WHERE id = ?", (time.time() + min(delay, 3600.0), row_id))
+            Store.count(db, "retried")
+        else:
+            db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
+            Store.count(db, "failed")
+        if reason:
+            Store.put(db, "lastError", reason)
+    store.transaction(record)
+    if outcome[1]:
+        log(f"push to a {device['platform']} device of {user_id}: {outcome[0]} ({outcome[1]})")
 
 
 # MARK: The interface
@@ -550,6 +572,7 @@ def main():
         if path and not os.access(path, os.R_OK):
             sys.exit(f"push: {name}: cannot read {path} (inside the sandbox: list its folder under \"readOnlyPaths\")")
     store = Store(os.path.join(DATA, "push.db"))
+    signal.signal(signal.SIGTERM, stop_gracefully)
     for work in (follow_events, watch_due, deliver):
         threading.Thread(target=supervised, args=(work,), daemon=True, name=work.__name__).start()
     server = varlink.ThreadingServer("unix:@unused", Handler)

@@ -12,7 +12,7 @@ import TestSupport
 /// A provider that streams some words, then fails (the seam the design names for fakes).
 struct FailingProvider: LLMProvider {
     var name: String { "failing" }
-    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
+    func reply(to turns: [ChatTurn], options: ReplyOptions, stop: StopSignal?, chunk: (ProviderChunk) async throws -> Void) async throws {
         try await chunk(.delta("half"))
         try await chunk(.delta(" a reply"))
         throw ProviderError("the provider answered HTTP 500")
@@ -26,7 +26,7 @@ final class RecordingProvider: LLMProvider {
     let options = Mutex<[ReplyOptions]>([])
     let extracted = Mutex<[String]>([])
     var name: String { "recording" }
-    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
+    func reply(to turns: [ChatTurn], options: ReplyOptions, stop: StopSignal?, chunk: (ProviderChunk) async throws -> Void) async throws {
         seen.withLock { $0.append(turns) }
         self.options.withLock { $0.append(options) }
         try await chunk(.delta("ok"))
@@ -166,6 +166,39 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(deltas.count < 9 && message.text == deltas.joined())
         #expect(try await h.history(conversation.id, as: ada).last == message)
         await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Cancel(messageId: message.id), as: ada) }
+        await h.database.close()
+    }
+
+    @Test func cancelStopsAStalledProviderAtOnceAndStoresWhatWasSent() async throws {
+        // The upstream sends one token, then holds the stream open with nothing more.
+        let server = FakeOpenAIServer { _ in
+            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("first"))), .holdOpen(milliseconds: 30_000)]
+        }
+        defer { server.stop() }
+        var options = OpenAIProvider.Options(baseURL: server.baseURL, model: "test-model", apiKey: "sk-test")
+        options.timeouts.idle = .seconds(60)
+        let h = try await Harness.make(provider: try OpenAIProvider(options: options))
+        let ada = try await h.user("ada@example.com").caller
+        let conversation = try await h.conversation(ada)
+        let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "hello"), as: ada)
+        var deltas: [String] = []
+        var final: ChatMessage?
+        var cancelledAt: ContinuousClock.Instant?
+        for try await reply in stream {
+            if let delta = reply.delta { deltas.append(delta) }
+            if let message = reply.message { final = message }
+            if reply.delta != nil && cancelledAt == nil {
+                cancelledAt = .now
+                _ = try await h.bus.send(ChatInterface.Cancel(messageId: reply.messageId), as: ada)
+            }
+        }
+        let message = try #require(final)
+        let cancelled = try #require(cancelledAt)
+        // Ended by the cancel, not by the 60 s idle timeout or the server's 30 s.
+        #expect(ContinuousClock.now - cancelled < .seconds(5))
+        #expect(message.status == "cancelled" && message.text == "first" && deltas == ["first"])
+        #expect(try await h.history(conversation.id, as: ada).last == message)
+        #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
         await h.database.close()
     }
 

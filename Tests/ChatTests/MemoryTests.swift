@@ -19,7 +19,7 @@ final class ScriptedProvider: LLMProvider {
     let extracted = Mutex<[String]>([])
     init(answer: String = "ok") { self.answer = answer }
     var name: String { "scripted" }
-    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
+    func reply(to turns: [ChatTurn], options: ReplyOptions, stop: StopSignal?, chunk: (ProviderChunk) async throws -> Void) async throws {
         seen.withLock { $0.append(turns) }
         self.options.withLock { $0.append(options) }
         try await chunk(.delta(answer))

@@ -1,3 +1,4 @@
+import Bus
 import Synchronization
 import Testing
 import TestSupport
@@ -140,6 +141,49 @@ import TestSupport
         #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
         let closed = try #require(server.requests.first?.clientClosedAt)
         #expect(closed - cancelled < .seconds(1))
+    }
+
+    @Test func stoppingClosesTheUpstreamAtOnceAndHandsNothingOnAfterIt() async throws {
+        let server = FakeOpenAIServer { _ in
+            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("first"))), .holdOpen(milliseconds: 10_000)]
+        }
+        defer { server.stop() }
+        let provider = try provider(server)
+        let stop = StopSignal()
+        let tokens = Atomic<Int>(0)
+        let reader = Task { () -> (any Error)? in
+            do {
+                try await provider.reply(to: [ChatTurn(role: .user, text: "x")], options: ReplyOptions(), stop: stop) { chunk in
+                    if case .delta = chunk { tokens.add(1, ordering: .relaxed) }
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await eventually { tokens.load(ordering: .relaxed) > 0 })
+        let stopped = ContinuousClock.now
+        stop.stop()  // what Chat.Cancel does: the caller's task goes on
+        let error = await reader.value
+        #expect(error is StopSignal.Stopped, "\(String(describing: error))")
+        #expect(ContinuousClock.now - stopped < .seconds(2))
+        #expect(tokens.load(ordering: .relaxed) == 1)
+        #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
+        let closed = try #require(server.requests.first?.clientClosedAt)
+        #expect(closed - stopped < .seconds(1))
+    }
+
+    @Test func aStopBeforeTheRequestSendsNothing() async throws {
+        let server = FakeOpenAIServer { _ in [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("never")))] }
+        defer { server.stop() }
+        let stop = StopSignal()
+        stop.stop()
+        await #expect(throws: StopSignal.Stopped.self) {
+            try await provider(server).reply(to: [ChatTurn(role: .user, text: "x")], options: ReplyOptions(), stop: stop) { _ in
+                Issue.record("a chunk after the stop")
+            }
+        }
+        #expect(server.requests.isEmpty)
     }
 
     @Test func nothingListeningIsAConnectFailure() async throws {

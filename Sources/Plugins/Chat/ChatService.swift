@@ -137,38 +137,36 @@ struct ChatService: Sendable {
         let (conversation, replyID, replyOptions, turns, remembers) = (prepared.conversation, prepared.replyID, prepared.options, prepared.turns, prepared.remembers)
         try await writer.send(SendReply(messageId: replyID, delta: nil, message: nil))
 
-        // 2. Stream the reply in a task of its own, so Cancel (another connection) can stop the
-        //    provider while this call still answers with the stored message.
-        let provider = self.provider
-        let consume = Task { () -> (String, Usage?, Ending) in
-            var reply = "", usage: Usage?
-            do {
-                try await provider.reply(to: turns, options: replyOptions) { chunk in
-                    switch chunk {
-                    case .delta(let delta):
-                        // Kept once handed to the caller's stream: a send interrupted by a
-                        // cancel (it waits while the caller is not reading) is not stored, so
-                        // the stored text is what the caller was given.
-                        try await writer.send(SendReply(messageId: replyID, delta: delta, message: nil))
-                        // The provider's words reached the caller: the quota use stands,
-                        // whatever happens to the call from here on.
-                        writer.markUsed()
-                        reply += delta
-                    case .usage(let prompt, let completion):
-                        usage = Usage(promptTokens: prompt, completionTokens: completion)
-                    }
+        // 2. Stream the reply in this task. Cancel (from another connection) stops the provider
+        //    through `stop` while this call goes on to store what was sent and answer with it;
+        //    a closed connection cancels this task, which stops the provider too.
+        let stop = StopSignal()
+        running.add(replyID, owner: owner) { stop.stop() }
+        var reply = "", usage: Usage?
+        let ending: Ending
+        do {
+            try await provider.reply(to: turns, options: replyOptions, stop: stop) { chunk in
+                switch chunk {
+                case .delta(let delta):
+                    // Kept once handed to the caller's stream: a send interrupted by a
+                    // cancel (it waits while the caller is not reading) is not stored, so
+                    // the stored text is what the caller was given.
+                    try await writer.send(SendReply(messageId: replyID, delta: delta, message: nil))
+                    // The provider's words reached the caller: the quota use stands,
+                    // whatever happens to the call from here on.
+                    writer.markUsed()
+                    reply += delta
+                case .usage(let prompt, let completion):
+                    usage = Usage(promptTokens: prompt, completionTokens: completion)
                 }
-                return (reply, usage, Task.isCancelled ? .cancelled : .complete)
-            } catch {
-                if Task.isCancelled || error is CancellationError { return (reply, usage, .cancelled) }
-                return (reply, usage, .failed((error as? ProviderError)?.reason ?? "\(error)"))
             }
-        }
-        running.add(replyID, owner: owner) { consume.cancel() }
-        let (reply, usage, ending) = await withTaskCancellationHandler {
-            await consume.value
-        } onCancel: {
-            consume.cancel()  // the connection closed
+            ending = Task.isCancelled || stop.isStopped ? .cancelled : .complete
+        } catch {
+            if Task.isCancelled || stop.isStopped || error is CancellationError || error is StopSignal.Stopped {
+                ending = .cancelled
+            } else {
+                ending = .failed((error as? ProviderError)?.reason ?? "\(error)")
+            }
         }
         running.remove(replyID)
 

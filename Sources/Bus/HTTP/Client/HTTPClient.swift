@@ -22,8 +22,10 @@ public struct HTTPClient: Sendable {
         self.caFile = caFile
     }
 
-    /// Sends `request`; the response's head, body chunks and end arrive on the stream.
-    public func send(_ request: HTTPRequest) -> AsyncThrowingStream<HTTPPart, any Error> {
+    /// Sends `request`; the response's head, body chunks and end arrive on the stream. `stop`:
+    /// stopping it closes the connection at once and ends the stream with `StopSignal.Stopped`
+    /// (parts read before it are still delivered), as cancelling the consumer does.
+    public func send(_ request: HTTPRequest, stop: StopSignal? = nil) -> AsyncThrowingStream<HTTPPart, any Error> {
         let (stream, continuation) = AsyncThrowingStream<HTTPPart, any Error>.makeStream(bufferingPolicy: .unbounded)
         let outbound: Outbound
         switch Outbound.shared {
@@ -32,8 +34,19 @@ public struct HTTPClient: Sendable {
             continuation.finish(throwing: HTTPFailure(stage: .connect, reason: "\(error)"))
             return stream
         }
+        if stop?.isStopped == true {
+            continuation.finish(throwing: StopSignal.Stopped())
+            return stream
+        }
         let exchange = HTTPClientExchange(request: request, client: self, outbound: outbound, continuation: continuation)
-        continuation.onTermination = { _ in outbound.loop.execute { exchange.close() } }
+        let stopping = stop?.onStop {
+            outbound.loop.execute { exchange.close() }
+            continuation.finish(throwing: StopSignal.Stopped())
+        }
+        continuation.onTermination = { _ in
+            stop?.remove(stopping)
+            outbound.loop.execute { exchange.close() }
+        }
         Task { await exchange.start() }
         return stream
     }

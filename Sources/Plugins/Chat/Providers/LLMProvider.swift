@@ -1,3 +1,5 @@
+import Bus
+
 /// One turn of the conversation sent to the model.
 public struct ChatTurn: Sendable, Equatable {
     public enum Role: String, Sendable { case system, user, assistant }
@@ -43,16 +45,19 @@ public protocol LLMProvider: Sendable {
     /// caller's task: no task or buffer in between (while `chunk` waits, the provider waits),
     /// so an open reply costs no more than the caller's own task. Returns once the reply is
     /// complete; throws `ProviderError` when it cannot be produced, and what `chunk` throws as
-    /// is. Cancelling the caller must stop the work (and close any upstream connection) at once.
-    func reply(to turns: [ChatTurn], options: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws
+    /// is. Cancelling the caller, or stopping `stop` (`Chat.Cancel`), must stop the work (and
+    /// close any upstream connection) at once: no chunk is handed on after it; stopped, it
+    /// returns or throws `StopSignal.Stopped` (a wait between attempts or words may first run
+    /// out, with no upstream connection open).
+    func reply(to turns: [ChatTurn], options: ReplyOptions, stop: StopSignal?, chunk: (ProviderChunk) async throws -> Void) async throws
     /// What to add, update or delete among `existing` given what the user said in `message`
     /// (their own words only). By default the model is asked with `MemoryExtraction`'s prompt.
     func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision]
 }
 
 extension LLMProvider {
-    public func reply(to turns: [ChatTurn], chunk: (ProviderChunk) async throws -> Void) async throws {
-        try await reply(to: turns, options: ReplyOptions(), chunk: chunk)
+    public func reply(to turns: [ChatTurn], options: ReplyOptions = ReplyOptions(), chunk: (ProviderChunk) async throws -> Void) async throws {
+        try await reply(to: turns, options: options, stop: nil, chunk: chunk)
     }
 
     public func extractMemories(from message: String, existing: [MemoryFact], options: ReplyOptions) async throws -> [MemoryDecision] {

@@ -59,7 +59,7 @@ public struct OpenAIProvider: LLMProvider {
         return JSONWriter.bytes(.object(body))
     }
 
-    public func reply(to turns: [ChatTurn], options replyOptions: ReplyOptions, chunk: (ProviderChunk) async throws -> Void) async throws {
+    public func reply(to turns: [ChatTurn], options replyOptions: ReplyOptions, stop: StopSignal?, chunk: (ProviderChunk) async throws -> Void) async throws {
         var request = self.request
         request.headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), ("User-Agent", "appd/\(Version.current)")]
         if let key = options.apiKey, !key.isEmpty { request.headers.append(("Authorization", "Bearer \(key)")) }
@@ -69,15 +69,18 @@ public struct OpenAIProvider: LLMProvider {
         while true {
             var sentToken = false
             do {
-                try await attemptOnce(request, client) { piece in
+                try await attemptOnce(request, client, stop) { piece in
+                    // Parts read before a stop may still be in the stream: none is handed on.
+                    if stop?.isStopped == true { throw StopSignal.Stopped() }
                     if case .delta = piece { sentToken = true }
                     try await chunk(piece)
                 }
                 return
             } catch let error as Retryable {
-                guard !sentToken && attempt < options.maxRetries && !Task.isCancelled else { throw ProviderError(error.reason) }
+                guard !sentToken && attempt < options.maxRetries && !Task.isCancelled && stop?.isStopped != true else { throw ProviderError(error.reason) }
                 attempt += 1
                 try await Task.sleep(for: error.retryAfter.map { min($0, options.maxRetryDelay) } ?? .milliseconds(250 * (1 << attempt)))
+                if stop?.isStopped == true { throw StopSignal.Stopped() }
             } catch let error as HTTPFailure {
                 throw Task.isCancelled ? CancellationError() : ProviderError(error.description)
             }
@@ -90,12 +93,12 @@ public struct OpenAIProvider: LLMProvider {
         var retryAfter: Duration?
     }
 
-    private func attemptOnce(_ request: HTTPRequest, _ client: HTTPClient, yield: (ProviderChunk) async throws -> Void) async throws {
+    private func attemptOnce(_ request: HTTPRequest, _ client: HTTPClient, _ stop: StopSignal?, yield: (ProviderChunk) async throws -> Void) async throws {
         var parser = SSEParser()
         var status = 0
         var errorBody: [UInt8] = []
         var retryAfter: Duration?
-        for try await part in client.send(request) {
+        for try await part in client.send(request, stop: stop) {
             switch part {
             case .head(let head):
                 status = head.status

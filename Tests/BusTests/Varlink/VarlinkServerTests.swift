@@ -59,7 +59,9 @@ import TestSupport
     /// memory of that call's depth): the calls queued behind the stream stay in order, and a
     /// stream as a connection's first call keeps its worker.
     @Test func aStreamAfterACallGetsAFreshWorkerAndTheQueueKeepsItsOrder() async throws {
-        let server = try TestServer()
+        var limits = ServerLimits()
+        limits.idleWorkerRetirement = .seconds(3600)  // the worker counts below are not retirement's
+        let server = try TestServer(limits: limits)
         let first = try server.client()
         try await first.stream("io.appd.Test.Count", ["upTo": 2]) { _ in }
         #expect(server.server.handOvers.load(ordering: .relaxed) == 0)
@@ -106,6 +108,56 @@ import TestSupport
         #expect(await eventually { server.bus.counters.subscriptions == 1 })
         await server.stop()
         #expect(server.server.registry.withLock { $0.workers.isEmpty && $0.connections.isEmpty })
+    }
+
+    /// A connection gets a worker with its first call the loop does not answer itself; a worker
+    /// that waited `idleWorkerRetirement` ends (its task held that call's depth); the next call
+    /// starts a new one, and every call is still answered in order.
+    @Test func aWorkerStartsWithTheFirstCallThatNeedsOneAndEndsWhenIdle() async throws {
+        var limits = ServerLimits()
+        limits.idleWorkerRetirement = .milliseconds(200)
+        let server = try TestServer(limits: limits)
+        let workers = { server.server.registry.withLock { $0.workers.count } }
+        let retired = { server.server.retiredWorkers.load(ordering: .relaxed) }
+        // Answered by the loop: no worker.
+        let quick = try server.client()
+        #expect(try await quick.call("io.appd.Test.Quick", ["text": "inline"]).parameters["text"] == "inline")
+        #expect(workers() == 0)
+        let client = try server.client()
+        _ = try await client.call("io.appd.Test.Sleep", ["seconds": 0.01])
+        #expect(workers() == 1)
+        #expect(await eventually { retired() == 1 && workers() == 0 })
+
+        // Calls after the retirement: a new worker answers them, in order (a quick one that
+        // the loop answers, then ones that wait, pipelined).
+        var bytes: [UInt8] = []
+        for call in [
+            VarlinkCall(method: "io.appd.Test.Quick", parameters: ["text": "a"]),
+            VarlinkCall(method: "io.appd.Test.Sleep", parameters: ["seconds": 0.01]),
+            VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "b"]),
+            VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 2], more: true),
+            VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "c"]),
+        ] { bytes += call.frame() }
+        try client.write(bytes)
+        var replies: [VarlinkReply] = []
+        for _ in 0..<6 { replies.append(try await client.receive()) }
+        #expect(replies.map { $0.parameters["text"] ?? $0.parameters["n"] ?? .null } == ["a", .null, "b", 1, 2, "c"])
+        #expect(workers() == 1)
+        #expect(await eventually { retired() == 2 && workers() == 0 })
+
+        // With no worker, the client going away still closes and frees the connection.
+        client.finishSending()
+        #expect(await eventually { server.server.stats.connections == 1 })
+        quick.finishSending()
+        #expect(await eventually { server.server.stats.connections == 0 })
+        await server.stop()
+        #expect(server.server.registry.withLock { $0.workers.isEmpty && $0.connections.isEmpty })
+    }
+
+    @Test func aWorkerRetirementOfZeroIsRefused() {
+        var limits = ServerLimits()
+        limits.idleWorkerRetirement = .zero
+        #expect(throws: InvalidLimit(name: "idleWorkerRetirement", reason: "must be more than 0")) { try limits.validated() }
     }
 
     @Test func onewayGetsNoReplyNotEvenAnError() async throws {

@@ -28,22 +28,37 @@ final class VarlinkConnection: Sendable {
     enum Worker {
         /// Between calls.
         case idle
-        /// Waiting for the next call.
-        case waiting(CheckedContinuation<Void, Never>)
+        /// Waiting for the next call; resumed with true when it is retired.
+        case waiting(CheckedContinuation<Bool, Never>)
         case answering(streaming: Bool)
         /// Done: the connection closes once its replies are written.
         case finished
+        /// No worker task: none yet (calls the loop answers need none), or it ended after
+        /// waiting `idleWorkerRetirement` (`retireIdleWorker`). The next call the loop does not
+        /// answer, or the connection's end, needs one (`readAvailable` says so).
+        case absent
+    }
+
+    /// What `nextCall` found.
+    enum Next {
+        case call(VarlinkCall)
+        /// The connection is done: the worker finishes it.
+        case done
+        /// The worker was retired while it waited: it ends, and leaves the connection as it is.
+        case retired
     }
 
     struct State {
         var input = Input.awaitingFirstMessage
-        var worker = Worker.idle
+        var worker = Worker.absent
         var reader: VarlinkFrameReader
         var calls: [VarlinkCall] = []
         var callsHead = 0
         /// The loop is answering a call where it read it (`readAvailable`): the worker takes
         /// nothing meanwhile, so replies keep the calls' order.
         var answeringNow = false
+        /// Since when the worker waits for a call (it is retired after `idleWorkerRetirement`).
+        var waitingSince: ContinuousClock.Instant?
 
         var queued: Int { calls.count - callsHead }
 
@@ -52,7 +67,7 @@ final class VarlinkConnection: Sendable {
         func mayAnswerNow(_ call: VarlinkCall) -> Bool {
             guard queued == 0, !call.more, call.idempotencyKey == nil else { return false }
             switch worker {
-            case .idle, .waiting: return true
+            case .idle, .waiting, .absent: return true
             case .answering, .finished: return false
             }
         }
@@ -67,7 +82,9 @@ final class VarlinkConnection: Sendable {
             let metadata: LogMetadata
         }
         var logs: [Log] = []
-        var resumeWorker: CheckedContinuation<Void, Never>?
+        var resumeWorker: CheckedContinuation<Bool, Never>?
+        /// There is no worker and there is something for one to do: start one.
+        var startWorker = false
         /// Whether the channel should read on (set when the input state may have changed).
         var reading: Bool?
     }
@@ -97,7 +114,7 @@ final class VarlinkConnection: Sendable {
     func perform(_ effects: Effects) {
         if let reading = effects.reading { channel.watchReads(reading) }
         for log in effects.logs { logger.log(log.level, log.message, metadata: log.metadata) }
-        effects.resumeWorker?.resume()
+        effects.resumeWorker?.resume(returning: false)
     }
 
     // MARK: Reading (loop thread)
@@ -107,8 +124,9 @@ final class VarlinkConnection: Sendable {
     /// queue is full stay in the kernel until the worker makes room.
     /// A call with nothing before it is first offered to `answerNow`, which answers it here
     /// when it can (a handler that never waits: no task, no hop) and returns false otherwise
-    /// (the call is then queued for the worker).
-    func readAvailable(into chunk: inout [UInt8], hangup: Bool, answerNow: (VarlinkCall) -> Bool) {
+    /// (the call is then queued for the worker). True when the connection has no worker and one
+    /// must be started (a call is queued, or the connection is ending).
+    func readAvailable(into chunk: inout [UInt8], hangup: Bool, answerNow: (VarlinkCall) -> Bool) -> Bool {
         var effects = Effects()
         let end = channel.read(into: &chunk, toEnd: hangup) { bytes in
             var offered = state.withLock { s -> VarlinkCall? in
@@ -135,12 +153,22 @@ final class VarlinkConnection: Sendable {
             }
             effects.reading = s.input.isOpen
             // Woken only when there is a call for it, or the connection is ending.
-            if s.queued > 0 || !s.input.isOpen, case .waiting(let worker) = s.worker {
-                s.worker = .idle
-                effects.resumeWorker = worker
+            if s.queued > 0 || !s.input.isOpen {
+                switch s.worker {
+                case .waiting(let worker):
+                    s.worker = .idle
+                    s.waitingSince = nil
+                    effects.resumeWorker = worker
+                case .absent:
+                    s.worker = .idle
+                    effects.startWorker = true
+                case .idle, .answering, .finished:
+                    break
+                }
             }
         }
         perform(effects)
+        return effects.startWorker
     }
 
     /// Moves whole frames from the reader to the call queue, up to the queue limit (under the
@@ -177,15 +205,16 @@ final class VarlinkConnection: Sendable {
 
     // MARK: The worker
 
-    /// The next call to answer, or nil when the connection is done.
-    func nextCall() async -> VarlinkCall? {
+    /// The next call to answer, the connection's end, or the worker's retirement.
+    func nextCall() async -> Next {
         while true {
-            if channel.lifecycle != .open { return nil }
+            if channel.lifecycle != .open { return .done }
             var effects = Effects()
-            let (call, done) = state.withLock { s -> (VarlinkCall?, Bool) in
+            let (call, done) = state.withLock { s -> (VarlinkCall?, Next?) in
                 s.worker = .idle
+                s.waitingSince = nil
                 // The loop answering a call now: what follows it waits until it is answered.
-                if s.answeringNow { return (nil, false) }
+                if s.answeringNow { return (nil, nil) }
                 if s.queued == 0 && s.input != .paused && s.reader.pendingCount > 0 { pump(&s, &effects) }
                 if s.queued > 0 {
                     let call = s.calls[s.callsHead]
@@ -199,25 +228,45 @@ final class VarlinkConnection: Sendable {
                         effects.reading = s.input.isOpen
                     }
                     s.worker = .answering(streaming: call.more)
-                    return (call, false)
+                    return (call, nil)
                 }
                 switch s.input {
-                case .ended, .broken: return (nil, true)
-                default: return (nil, false)
+                case .ended, .broken: return (nil, .done)
+                default: return (nil, nil)
                 }
             }
             perform(effects)
-            if let call { return call }
-            if done { return nil }
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            if let call { return .call(call) }
+            if let done { return done }
+            // Told it is retired through the continuation itself: by the time this task runs
+            // again, the loop may have started the next worker.
+            let retired = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
                 let wait = state.withLock { s -> Bool in
                     guard s.answeringNow || (s.queued == 0 && s.input.isOpen), channel.lifecycle == .open else { return false }
                     s.worker = .waiting(c)
+                    s.waitingSince = .now
                     return true
                 }
-                if !wait { c.resume() }
+                if !wait { c.resume(returning: false) }
             }
+            if retired { return .retired }
         }
+    }
+
+    /// Retires the worker when it has waited `idleWorkerRetirement` for a call (loop thread, the
+    /// sweep): it is resumed with `true` and ends; the connection has no worker until the next
+    /// call. A task keeps the memory of its deepest moment (its allocator's slabs) until it ends:
+    /// a connection that made one call through the gates held ~6 KB more than a fresh one, and a
+    /// fresh one's waiting worker ~2 KB. True when it was retired (the server forgets its task).
+    func retireIdleWorker(now: ContinuousClock.Instant) -> Bool {
+        let worker = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            guard case .waiting(let worker) = s.worker, let since = s.waitingSince, now - since >= limits.idleWorkerRetirement else { return nil }
+            s.worker = .absent
+            s.waitingSince = nil
+            return worker
+        }
+        worker?.resume(returning: true)
+        return worker != nil
     }
 
     /// Returns a call `nextCall` gave, to be given again first (to the worker that takes over).
@@ -235,12 +284,13 @@ final class VarlinkConnection: Sendable {
 
     /// Wakes a waiting worker so it notices the connection is closing.
     func wakeWorker() {
-        let worker = state.withLock { s -> CheckedContinuation<Void, Never>? in
+        let worker = state.withLock { s -> CheckedContinuation<Bool, Never>? in
             guard case .waiting(let worker) = s.worker else { return nil }
             s.worker = .idle
+            s.waitingSince = nil
             return worker
         }
-        worker?.resume()
+        worker?.resume(returning: false)
     }
 
     /// Whether shutdown may close the connection now: the worker is between calls, or it is

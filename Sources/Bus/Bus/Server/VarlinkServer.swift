@@ -4,8 +4,10 @@ import Glibc
 #endif
 import Synchronization
 
-/// The varlink server on a Unix socket: one `EventLoop` accepts, reads and writes; one worker
-/// task per connection, on that loop, answers its calls in order through the dispatcher.
+/// The varlink server on a Unix socket: one `EventLoop` accepts, reads and writes, and answers
+/// calls whose handlers never wait; a worker task per connection, on that loop, answers the
+/// others in order through the dispatcher. A connection has a worker only while it makes such
+/// calls: one starts with the first, and ends after `idleWorkerRetirement` without one.
 public final class VarlinkServer: Service {
     public var name: String { "varlink" }
 
@@ -21,6 +23,8 @@ public final class VarlinkServer: Service {
     private let refusedTotal = Atomic<Int>(0)
     /// Streams that got a fresh worker (`serve`): what tests check the hand-over by.
     let handOvers = Atomic<Int>(0)
+    /// Workers retired after waiting `idleWorkerRetirement` (`sweep`).
+    let retiredWorkers = Atomic<Int>(0)
 
     /// Whose connection budget a connection counts against: its peer uid's on the control
     /// socket, its plugin's on a plugin's own socket.
@@ -101,18 +105,28 @@ public final class VarlinkServer: Service {
     private func ready(_ connection: VarlinkConnection, _ readiness: EventLoop.Readiness, _ scratch: inout [UInt8]) {
         if readiness.writable { connection.channel.flush() }
         if readiness.readable || readiness.hangup {
-            connection.readAvailable(into: &scratch, hangup: readiness.hangup) { call in
+            let needsWorker = connection.readAvailable(into: &scratch, hangup: readiness.hangup) { call in
                 dispatcher.answerNow(call, as: Self.caller(of: connection)) { reply in try? connection.send(reply) }
             }
+            if needsWorker { registry.withLock { $0.workers[connection.context.id] = worker(for: connection) } }
         }
         if readiness.hangup { connection.channel.requestClose() }
         if connection.channel.lifecycle == .closing { finishClosing(connection) }
     }
 
-    /// Closes connections that asked to be closed or overstayed the first-message timeout.
+    /// Closes connections that asked to be closed or overstayed the first-message timeout, and
+    /// retires workers that have waited `idleWorkerRetirement` after a call (their tasks end;
+    /// forgotten here, on the loop, before `ready` can start the next one).
     private func sweep(now: ContinuousClock.Instant) {
         let all = registry.withLock { Array($0.connections.values) }
-        for connection in all where connection.shouldClose(now: now) { finishClosing(connection) }
+        for connection in all {
+            if connection.shouldClose(now: now) {
+                finishClosing(connection)
+            } else if connection.retireIdleWorker(now: now) {
+                _ = registry.withLock { $0.workers.removeValue(forKey: connection.context.id) }
+                retiredWorkers.add(1, ordering: .relaxed)
+            }
+        }
     }
 
     /// Closes the fd and frees the connection's slot at once, so a client that reconnects
@@ -211,10 +225,8 @@ public final class VarlinkServer: Service {
             let channel = SocketChannel(fd: fd, loop: loop, highWater: limits.streamHighWater, lowWater: limits.streamLowWater)
             let connection = VarlinkConnection(
                 channel: channel, context: ConnectionContext(id: id, peer: peer, plugin: scope), limits: limits, logger: logger)
-            registry.withLock { r in
-                r.connections[fd] = connection
-                r.workers[id] = worker(for: connection)
-            }
+            // No worker yet: the first call the loop does not answer itself starts one (`ready`).
+            registry.withLock { r in r.connections[fd] = connection }
             channel.register(drained: { [weak connection] in connection?.sent() }) { [self] readiness, scratch in
                 ready(connection, readiness, &scratch)
             }
@@ -230,16 +242,17 @@ public final class VarlinkServer: Service {
     /// this I/O thread (see EventLoopExecutor); deadline tasks too.
     private func worker(for connection: VarlinkConnection) -> Task<Void, Never> {
         Task(executorPreference: loop.executor) { [self] in
-            var handedOver = false
+            var handedOn = false
             await Deadline.on(loop) {
-                handedOver = await serve(connection)
+                handedOn = await serve(connection)
             }
-            if !handedOver { _ = registry.withLock { $0.workers.removeValue(forKey: connection.context.id) } }
+            if !handedOn { _ = registry.withLock { $0.workers.removeValue(forKey: connection.context.id) } }
         }
     }
 
     /// The worker: answers the connection's calls one at a time, in order. True when it handed
-    /// the connection over to a new worker instead.
+    /// the connection over to a new worker instead, or was retired (the sweep forgot it; the
+    /// next call starts a new one).
     ///
     /// A task keeps the memory of its deepest moment until it ends (its allocator reuses, never
     /// frees, its slabs: a few KB for a call through the gates and a handler). A worker that
@@ -248,15 +261,22 @@ public final class VarlinkServer: Service {
     /// what follows) from shallow frames. A task per stream, not per call.
     private func serve(_ connection: VarlinkConnection) async -> Bool {
         var answered = false
-        while let call = await connection.nextCall() {
-            if call.more, answered {
-                connection.putBack(call)
-                handOver(connection)
+        loop: while true {
+            switch await connection.nextCall() {
+            case .call(let call):
+                if call.more, answered {
+                    connection.putBack(call)
+                    handOver(connection)
+                    return true
+                }
+                // The connection is gone (closed, or its client stopped reading): stop serving it.
+                guard await Self.answer(call, on: connection, dispatcher: dispatcher, limits: limits) else { break loop }
+                answered = true
+            case .retired:
                 return true
+            case .done:
+                break loop
             }
-            // The connection is gone (closed, or its client stopped reading): stop serving it.
-            guard await Self.answer(call, on: connection, dispatcher: dispatcher, limits: limits) else { break }
-            answered = true
         }
         connection.workerFinished()
         return false

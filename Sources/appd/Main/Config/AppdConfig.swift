@@ -191,6 +191,7 @@ struct AppdConfig: Sendable {
             "callTimeoutSeconds": seconds(limits.callTimeout),
             "drainTimeoutSeconds": seconds(limits.drainTimeout),
             "stalledStreamTimeoutSeconds": seconds(limits.stalledStreamTimeout),
+            "idleWorkerSeconds": seconds(limits.idleWorkerRetirement),
             "eventRetentionDays": eventRetentionDays.map { .int(Int64($0)) } ?? .null,
             "eventRetentionCount": eventRetentionCount.map { .int(Int64($0)) } ?? .null,
             "disabledPlugins": .array(disabledPlugins.map(JSONValue.string)),

@@ -77,6 +77,9 @@ struct ConfigKey: Sendable {
         seconds("stalledStreamTimeoutSeconds", "--stalled-stream-timeout", "Seconds a stream may wait on a client that reads nothing.") {
             $0.limits.stalledStreamTimeout = $1
         },
+        seconds("idleWorkerSeconds", "--idle-worker-seconds", "Seconds a connection's worker waits for a call before it ends (default: 1).") {
+            $0.limits.idleWorkerRetirement = $1
+        },
         optionalInteger("eventRetentionDays", "--event-retention-days", "Prune events older than this (default: 90; null keeps them).") { $0.eventRetentionDays = $1 },
         optionalInteger("eventRetentionCount", "--event-retention-count", "Keep at most this many events (default: all).") { $0.eventRetentionCount = $1 },
         integer("accessTokenSeconds", "--access-token-seconds", "How long an access token lasts (default: 3600).") { $0.accessTokenSeconds = $1 },

@@ -115,7 +115,7 @@ public final class VarlinkServer: Service {
     }
 
     /// Closes connections that asked to be closed or overstayed the first-message timeout, and
-    /// retires workers that have waited `idleWorkerRetirement` after a call (their tasks end;
+    /// retires workers that have waited `idleWorkerRetirement` for a call (their tasks end;
     /// forgotten here, on the loop, before `ready` can start the next one).
     private func sweep(now: ContinuousClock.Instant) {
         let all = registry.withLock { Array($0.connections.values) }

@@ -10,33 +10,30 @@ import Synchronization
 public final class SessionStreams: Sendable {
     private struct State {
         var nextID = 0
-        var byUser: [String: [Int: AsyncStream<Void>.Continuation]] = [:]
+        var byUser: [String: [Int: @Sendable () -> Void]] = [:]
     }
     private let state = Mutex(State())
 
     public init() {}
 
-    /// A stream's place in the registry: its wake-ups, and what closes it.
+    /// A stream's place in the registry.
     public struct Watch: Sendable {
         public let userID: String
         public let id: Int
-        /// Yields when the stream should check its session again.
-        public let wakes: AsyncStream<Void>
-        /// Wakes this stream alone (the periodic re-check).
-        public let wake: AsyncStream<Void>.Continuation
     }
 
-    /// Registers a stream of `userID`'s; refused when the account already holds `limit`.
-    public func open(userID: String, limit: Int) throws(TooManyStreams) -> Watch {
-        let (wakes, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    /// Registers a stream of `userID`'s, whose `changed` runs (on the committing caller's thread:
+    /// it must not wait) when the account's sessions or standing change; refused when the
+    /// account already holds `limit`.
+    public func open(userID: String, limit: Int, changed: @escaping @Sendable () -> Void) throws(TooManyStreams) -> Watch {
         let id = try state.withLock { (s: inout State) throws(TooManyStreams) -> Int in
             let held = s.byUser[userID]?.count ?? 0
             guard held < limit else { throw TooManyStreams(limit: limit) }
             s.nextID += 1
-            s.byUser[userID, default: [:]][s.nextID] = continuation
+            s.byUser[userID, default: [:]][s.nextID] = changed
             return s.nextID
         }
-        return Watch(userID: userID, id: id, wakes: wakes, wake: continuation)
+        return Watch(userID: userID, id: id)
     }
 
     /// Forgets a stream that ended.
@@ -45,13 +42,12 @@ public final class SessionStreams: Sendable {
             s.byUser[watch.userID]?[watch.id] = nil
             if s.byUser[watch.userID]?.isEmpty == true { s.byUser[watch.userID] = nil }
         }
-        watch.wake.finish()
     }
 
     /// `userID`'s sessions or account changed (committed): each of its streams checks again.
     public func changed(userID: String) {
         let woken = state.withLock { Array(($0.byUser[userID] ?? [:]).values) }
-        for continuation in woken { continuation.yield() }
+        for wake in woken { wake() }
     }
 
     /// Streams `userID` holds open.

@@ -235,11 +235,14 @@ public enum BusInterface {
             // both deliver is skipped by its sequence number, so there is no gap and no repeat.
             let subscription = bus.subscribe(filter, options: options, visibility: visibility)
             defer { subscription.cancel() }
+            // A signed-in user's stream ends when its session fails a check (`serveBound`).
+            var bound = false
+            if case .user = visibility, envelope.caller.sessionToken != nil { bound = true }
             let feed = SubscriptionFeed(
                 filter: filter, visibility: visibility, topics: bus.topics, writer: writer, replay: command.since == nil ? nil : replay,
-                encoded: encoded)
-            if case .user(let userID) = visibility, let token = envelope.caller.sessionToken {
-                try await serveBound(feed, subscription, since: command.since, userID: userID, token: token, caller: envelope.caller, bus: bus, limits: limits)
+                encoded: encoded, stop: bound ? StopSignal() : nil)
+            if case .user(let userID) = visibility, let token = envelope.caller.sessionToken, let stop = feed.stop {
+                try await serveBound(feed, subscription, stop: stop, since: command.since, userID: userID, token: token, caller: envelope.caller, bus: bus, limits: limits)
             } else {
                 try await feed.run(subscription, since: command.since)
             }
@@ -274,16 +277,17 @@ public enum BusInterface {
     /// A signed-in user's stream, held to the session that opened it.
     @inline(never)
     private static func serveBound(
-        _ feed: SubscriptionFeed, _ subscription: Subscription, since: Int64?, userID: String, token: SessionToken, caller: Caller, bus: EventBus,
-        limits: SubscribeLimits
+        _ feed: SubscriptionFeed, _ subscription: Subscription, stop: StopSignal, since: Int64?, userID: String, token: SessionToken, caller: Caller,
+        bus: EventBus, limits: SubscribeLimits
     ) async throws {
-        let watch = try bus.sessionStreams.open(userID: userID, limit: limits.maxStreamsPerAccount)
-        defer { bus.sessionStreams.close(watch) }
         var checker = caller
         checker.connection = nil  // this session, whatever the connection authenticates later
         checker.principal = nil
         checker.sessionToken = token
-        try await SessionBoundStream(bus: bus, caller: checker, watch: watch, limits: limits).run {
+        // A failed check stops the feed: nothing more is delivered, and a feed waiting for
+        // events is woken (its subscription closed).
+        stop.onStop { subscription.cancel() }
+        try await SessionBoundStream(bus: bus, caller: checker, userID: userID, limits: limits).run(stop: stop) {
             try await feed.run(subscription, since: since)
         }
     }

@@ -12,6 +12,9 @@ final class SubscriptionFeed: Sendable {
     /// The durable log, when the subscriber asked for it (`since`).
     let replay: (any EventReplay)?
     let encoded: EncodedEvents
+    /// A session-bound stream's: once it is stopped (the session failed a check), nothing more
+    /// is delivered.
+    let stop: StopSignal?
     /// The sequence of the last logged event delivered (or replayed): one at or before it is
     /// not delivered again. Shared by this feed's task and the publishers' direct path, which
     /// take turns (the direct path runs only while the task waits for the queue).
@@ -19,8 +22,9 @@ final class SubscriptionFeed: Sendable {
 
     init(
         filter: TopicFilter, visibility: EventVisibility, topics: EventTopics, writer: ReplyWriter<JSONValue>,
-        replay: (any EventReplay)?, encoded: EncodedEvents
+        replay: (any EventReplay)?, encoded: EncodedEvents, stop: StopSignal? = nil
     ) {
+        self.stop = stop
         self.filter = filter
         self.visibility = visibility
         self.topics = topics
@@ -29,7 +33,8 @@ final class SubscriptionFeed: Sendable {
         self.encoded = encoded
     }
 
-    /// Serves until the subscriber goes away (then throws `CancellationError`).
+    /// Serves until the subscriber goes away (then throws `CancellationError`), or `stop` is
+    /// stopped (then nothing more is delivered, and it ends at its next step).
     func run(_ subscription: Subscription, since: Int64?) async throws {
         if let since { position.store(try await replayLog(after: since), ordering: .relaxed) }
         // Live: while this task waits with nothing buffered, a publisher hands the event's
@@ -52,6 +57,7 @@ final class SubscriptionFeed: Sendable {
     /// The publisher's side of `run`'s loop for one event (under the queue's lock, while the
     /// task waits): true when the event is delivered or is one to skip.
     private func deliverDirectly(_ event: BusEvent) -> Bool {
+        if isStopped { return true }  // skipped: the stream is ending
         guard event.droppedBefore == 0 else { return false }
         if let sequence = event.sequence, sequence <= position.load(ordering: .relaxed) { return true }
         guard writer.sendDirectly({ encoded.wire(event) }) else { return false }
@@ -109,8 +115,11 @@ final class SubscriptionFeed: Sendable {
 
     @inline(never)
     private func deliver(_ event: BusEvent) async throws {
+        if isStopped { throw CancellationError() }
         try await writer.send(encoded.json(event))
     }
+
+    private var isStopped: Bool { stop?.isStopped ?? false }
 }
 
 /// Events in their wire form (the IDL's `Event`), each encoded once however many subscribers

@@ -55,23 +55,24 @@ extension HTTPAPI {
             let reply = ReplyShape(conditional: conditional, taggable: routed.taggable)
             return single(routed.route, parameters, caller, idempotencyKey: request.headers["idempotency-key"], shape: reply)
         }
-        return .later { [self, parameters] in await stream(request, method, parameters, caller, wantsEvents: wantsEvents, client: client) }
+        return stream(request, method, parameters, caller, wantsEvents: wantsEvents, client: client)
     }
 
-    /// A streaming method's call, as server-sent events.
-    private func stream(_ request: HTTPServerRequest, _ method: String, _ parameters: JSONValue, _ caller: Caller, wantsEvents: Bool, client: String) async -> HTTPResponse {
+    /// A streaming method's call, as server-sent events: refused at once when it cannot be one,
+    /// else answered by `eventStream` in the request's task.
+    private func stream(_ request: HTTPServerRequest, _ method: String, _ parameters: JSONValue, _ caller: Caller, wantsEvents: Bool, client: String) -> HTTPHandling {
         var parameters = parameters
         guard wantsEvents else {
-            return APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"])
+            return .now(APIErrorStatus.refusal(406, "NotAcceptable", ["reason": "this method streams its replies: call it with Accept: text/event-stream"]))
         }
         if request.headers["idempotency-key"] != nil {
             let refusal = IdempotencyNotSupported(method: method)
             let (name, parameters) = refusal.wire
-            return APIErrorStatus.response(error: name, parameters: .object(parameters), in: dispatcher)
+            return .now(APIErrorStatus.response(error: name, parameters: .object(parameters), in: dispatcher))
         }
         if method == "io.appd.Bus.Subscribe", let last = request.headers["last-event-id"] {
             guard let sequence = Int64(last), sequence >= 0 else {
-                return APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "Last-Event-ID", "reason": "must be an event's sequence number"])
+                return .now(APIErrorStatus.refusal(400, "org.varlink.service.InvalidParameter", ["parameter": "Last-Event-ID", "reason": "must be an event's sequence number"]))
             }
             var fields = parameters.objectValue ?? [:]
             fields["since"] = .int(sequence)
@@ -80,22 +81,15 @@ extension HTTPAPI {
         guard clientStreams.take(client) else {
             let refusal = TooManyStreams(limit: options.maxStreamsPerClient)
             let (name, parameters) = refusal.wire
-            return APIErrorStatus.response(error: name, parameters: .object(parameters), in: dispatcher)
+            return .now(APIErrorStatus.response(error: name, parameters: .object(parameters), in: dispatcher))
         }
-        let response = await Self.eventStream(
-            method, parameters, caller, dispatcher: dispatcher, firstReplyGrace: options.firstReplyGrace, keepAlive: options.keepAliveInterval)
-        guard let body = response.stream else {
+        // The slot is held until the request's work ends (the server always runs it).
+        return .responding { [self, parameters] responder in
+            await Self.eventStream(
+                method, parameters, caller, dispatcher: dispatcher, firstReplyGrace: options.firstReplyGrace, keepAlive: options.keepAliveInterval,
+                into: responder)
             clientStreams.release(client)
-            return response
         }
-        // The slot is held until the stream function ends (the server always runs it).
-        var held = response
-        let slots = clientStreams
-        held.stream = { writer in
-            await body(writer)
-            slots.release(client)
-        }
-        return held
     }
 
     /// `idempotencyKey`: the `Idempotency-Key` header; `shape`: whether the call carried `If-Match`
@@ -151,79 +145,47 @@ extension HTTPAPI {
         return response
     }
 
-    /// Runs the call in a task of its own and waits briefly for its first reply: an error
-    /// then (a gate's refusal, bad parameters) is a plain error response whose status says what
-    /// went wrong; anything else, or nothing yet, starts an event stream that carries every
-    /// reply (a later error as an `error` event). The client leaving cancels the call.
+    /// Runs the call in the caller's task (the request's) and answers through `responder`: an
+    /// error as its first reply (a gate's refusal, bad parameters) is a plain error response
+    /// whose status says what went wrong; the first other reply, or `firstReplyGrace` passing
+    /// with none, starts an event stream that carries every reply (a later error as an `error`
+    /// event). The client leaving cancels the request's task, and with it the call.
     /// (The operator console streams events to the browser with it too.)
     ///
-    /// Two tasks per stream: the server's for the request (which writes the events) and the
-    /// call's. The grace and the keep-alive are alarms on the server's loop that wake the writer.
+    /// One task per stream, the request's; no hand-off: the call's handler writes each event
+    /// (a subscription's events go from the publisher straight to the socket while the stream
+    /// is caught up: `streamBytes`). The grace and the keep-alive are alarms on the server's loop.
     public static func eventStream(
-        _ method: String, _ parameters: JSONValue, _ caller: Caller, dispatcher: VarlinkDispatcher, firstReplyGrace wait: Duration, keepAlive interval: Duration
-    ) async -> HTTPResponse {
-        let handoff = ReplyHandoff()
-        let call = Task {
-            // Once the stream has started, a subscription's events go straight from the
-            // publisher to the socket while the writer below waits (see `writeDirectly`).
-            try? await dispatcher.handle(
-                VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http",
-                streamBytes: { handoff.writeDirectly($0, $1) }
-            ) { reply in
-                try await handoff.put(reply)
-            }
-            handoff.finish()
-        }
-        let grace = Alarm(after: wait) { handoff.wake() }
-        let first = await withTaskCancellationHandler {
-            await handoff.take()
-        } onCancel: {
-            call.cancel()
-            handoff.finish()
-        }
-        grace.cancel()
-        var pending: VarlinkReply?
-        switch first {
-        case .ended: return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
-        case .reply(let reply):
-            if let error = reply.error { return APIErrorStatus.response(error: error, parameters: reply.parameters, in: dispatcher) }
-            pending = reply
-        case .pending: break
-        }
-        let headers: [(name: String, value: String)] = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
-        return HTTPResponse(status: 200, headers: headers) { [pending] (writer: HTTPStreamWriter) in
-            // Woken each interval: the writer then sends a comment line, so proxies and the
-            // client see the stream is alive.
-            var keepAlive = Alarm(after: interval) { handoff.wake() }
-            handoff.attach { parameters, bytes in writer.writeIfBelowHighWater(Self.event(parameters: parameters, encoded: bytes)) }
-            await withTaskCancellationHandler {
-                var next = pending
-                while true {
-                    if next == nil {
-                        switch await handoff.take() {
-                        case .reply(let reply): next = reply
-                        case .pending:
-                            keepAlive.cancel()
-                            keepAlive = Alarm(after: interval) { handoff.wake() }
-                            do { try await writer.write(": keep-alive\n\n") } catch { return }
-                            continue
-                        case .ended: return
-                        }
-                    }
-                    guard let reply = next else { return }
-                    next = nil
-                    do { try await writer.write(Self.event(reply)) } catch { return }
-                    guard reply.error == nil, reply.continues else { return }
-                }
-            } onCancel: {
-                call.cancel()
-                handoff.finish()
-            }
+        _ method: String, _ parameters: JSONValue, _ caller: Caller, dispatcher: VarlinkDispatcher, firstReplyGrace wait: Duration, keepAlive interval: Duration,
+        into responder: HTTPResponder
+    ) async {
+        let head = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")])
+        let grace = Alarm(after: wait) { responder.startStream(head) }
+        // Proxies and the client see the stream is alive; a client a buffer behind needs none.
+        let keepAlive = RepeatingAlarm(every: interval) { _ = responder.writeIfBelowHighWater(keepAliveComment) }
+        defer {
+            grace.cancel()
             keepAlive.cancel()
-            call.cancel()
-            handoff.finish()
+        }
+        let send: @Sendable (VarlinkReply) async throws -> Void = { reply in
+            if let error = reply.error, responder.respond(APIErrorStatus.response(error: error, parameters: reply.parameters, in: dispatcher)) { return }
+            guard responder.startStream(head) else { throw HTTPStreamClosed() }
+            try await responder.write(event(reply))
+        }
+        try? await dispatcher.handle(
+            VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http",
+            streamBytes: { parameters, bytes in responder.writeIfBelowHighWater(event(parameters: parameters, encoded: bytes)) },
+            streamReplies: send
+        ) { reply in
+            try await send(reply)
+        }
+        if !responder.hasStarted {
+            // Only a cancelled call ends without a reply (the server is stopping, or the client left).
+            responder.respond(APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut))
         }
     }
+
+    static let keepAliveComment: [UInt8] = Array(": keep-alive\n\n".utf8)
 
     /// One reply as a server-sent event: `event: reply` (or `error`), the reply as JSON on one
     /// `data:` line, and an `id:` with the event's sequence number when it has one (a

@@ -65,15 +65,6 @@ public final class HTTPAPI: Sendable {
         }
     }
 
-    /// Handles one request, waiting for whatever work it needs (tests and callers outside the
-    /// server; the server itself uses `handling`).
-    public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
-        switch handling(request, body) {
-        case .now(let response): return response
-        case .later(let work): return await work()
-        }
-    }
-
     /// Handles one request on the server's loop thread (`HTTPServer.Dispatch`): answered there
     /// when nothing in it waits (a refusal, `/healthz`, a call `VarlinkDispatcher.answerNow`
     /// answers), or handed back as work for a task.
@@ -84,28 +75,47 @@ public final class HTTPAPI: Sendable {
         switch routed {
         case .now(let response): return .now(finish(response, route: route, request, client: client, since: started))
         case .later(let work): return .later { [self] in finish(await work(), route: route, request, client: client, since: started) }
+        case .responding(let work):
+            return .responding { [self] responder in
+                responder.decorate { [self] response, streamed in
+                    decorate(&response, streamed: streamed, route: route, request, client: client, since: started)
+                }
+                responder.onEnd { [self] streamed in
+                    if streamed { logEnd(route: route, request, client: client, since: started) }
+                }
+                await work(responder)
+            }
         }
     }
 
     /// Decorates, counts and logs a response.
     private func finish(_ routed: HTTPResponse, route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant) -> HTTPResponse {
         var response = routed
+        decorate(&response, streamed: response.stream != nil, route: route, request, client: client, since: started)
+        guard let stream = response.stream else { return response }
+        response.stream = { [self] responder in
+            await stream(responder)
+            logEnd(route: route, request, client: client, since: started)
+        }
+        return response
+    }
+
+    /// What every response gets as it starts: CORS headers, its count, its access line. A
+    /// stream is logged twice: when it starts ('ms' to its first event) and when it ends ('ms'
+    /// for its whole life, `logEnd`), so a long stream is visible while it runs.
+    private func decorate(
+        _ response: inout HTTPResponse, streamed: Bool, route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant
+    ) {
         CORSPolicy(allowed: options.allowedOrigins).decorate(&response, for: request)
         responses.counter(route: route, status: response.status).add()
         // The access log: never a header's value, never the query (a client may put a secret there).
         let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: response.status, client: client)
-        guard let stream = response.stream else {
-            logger.info("http", metadata: line.metadata(since: started))
-            return response
-        }
-        // A stream is logged twice: when it starts ('ms' to its first event) and when it ends
-        // ('ms' for its whole life), so a long stream is visible while it runs.
-        logger.info("http stream started", metadata: line.metadata(since: started))
-        response.stream = { [logger] writer in
-            await stream(writer)
-            logger.info("http stream ended", metadata: line.metadata(since: started))
-        }
-        return response
+        logger.info(streamed ? "http stream started" : "http", metadata: line.metadata(since: started))
+    }
+
+    private func logEnd(route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant) {
+        let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: 200, client: client)
+        logger.info("http stream ended", metadata: line.metadata(since: started))
     }
 
     /// What the access log says of a request; built into metadata only when the level logs it.

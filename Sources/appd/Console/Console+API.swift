@@ -24,7 +24,9 @@ extension Console {
             return HTTPResponse(status: 200, body: ["id": .string(session.id), "uid": .int(Int64(session.credentials.uid))])
         case ("GET", "/console/api/metrics"): return HTTPResponse(status: 200, body: ConsoleMetrics.snapshot())
         case ("GET", "/console/api/audit"): return HTTPResponse(status: 200, body: auditLines())
-        case ("GET", "/console/api/events"): return await events(request, caller: caller, session: session.id)
+        case ("GET", "/console/api/events"):
+            // Answered through a responder (`handling`); a GET that gets here came some other way.
+            return ConsoleHeaders.refusal(404, "not found")
         case ("POST", "/console/api/logout"):
             sessions.end(cookie: cookie)
             logger.notice("console session ended", metadata: ["console.session": session.id])
@@ -69,35 +71,35 @@ extension Console {
     /// `io.appd.Bus.Subscribe` as the session's admin (every event but capability-only ones),
     /// as server-sent events; `topics` is a comma-separated list of topics or patterns.
     /// The stream ends when its session does (signed out, ended from appctl, expired).
-    private func events(_ request: HTTPServerRequest, caller: Caller, session id: String) async -> HTTPResponse {
+    func events(_ request: HTTPServerRequest, caller: Caller, session id: String, into responder: HTTPResponder) async {
         let topics = (request.query["topics"] ?? ">").split(separator: ",").map { JSONValue.string(String($0).trimmingWhitespace()) }
         var parameters: [String: JSONValue] = ["topics": .array(topics.isEmpty ? [">"] : topics)]
         if let since = request.query["since"] {
-            guard let sequence = Int64(since), sequence >= 0 else { return ConsoleHeaders.refusal(400, "since must be an event's sequence number") }
+            guard let sequence = Int64(since), sequence >= 0 else {
+                responder.respond(ConsoleHeaders.refusal(400, "since must be an event's sequence number"))
+                return
+            }
             parameters["since"] = .int(sequence)
         }
         let client = request.peerAddress
-        guard streams.take(client) else { return ConsoleHeaders.refusal(429, "\(options.maxStreams) console event streams are open; close a page") }
-        var response = await HTTPAPI.eventStream(
-            "io.appd.Bus.Subscribe", .object(parameters), caller, dispatcher: dispatcher, firstReplyGrace: .milliseconds(200), keepAlive: .seconds(15))
-        guard let body = response.stream else {
-            streams.release(client)
-            return response
+        guard streams.take(client) else {
+            responder.respond(ConsoleHeaders.refusal(429, "\(options.maxStreams) console event streams are open; close a page"))
+            return
         }
-        let slots = streams
+        defer { streams.release(client) }
         let sessions = self.sessions
-        response.stream = { writer in
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await body(writer) }
-                group.addTask {
-                    while !Task.isCancelled, sessions.stillOpen(id: id) { try? await Task.sleep(for: .seconds(1)) }
-                }
-                await group.next()
-                group.cancelAll()
+        await withTaskGroup(of: Void.self) { [dispatcher, parameters] group in
+            group.addTask {
+                await HTTPAPI.eventStream(
+                    "io.appd.Bus.Subscribe", .object(parameters), caller, dispatcher: dispatcher, firstReplyGrace: .milliseconds(200), keepAlive: .seconds(15),
+                    into: responder)
             }
-            slots.release(client)
+            group.addTask {
+                while !Task.isCancelled, sessions.stillOpen(id: id) { try? await Task.sleep(for: .seconds(1)) }
+            }
+            await group.next()
+            group.cancelAll()
         }
-        return response
     }
 
     /// The audit trail, newest first: time, level, message and metadata of each line.

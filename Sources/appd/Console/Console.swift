@@ -34,22 +34,43 @@ public final class Console: Sendable {
         self.logger = logger
     }
 
-    /// Handles one request (the console's `HTTPServer` handler).
+    /// The console's `HTTPServer` dispatch: its event stream answers through the responder (a
+    /// refusal before the first event is a plain response); every other request in a task.
+    public func handling(_ request: HTTPServerRequest, _ body: [UInt8]) -> HTTPHandling {
+        guard request.method == "GET", request.path == "/console/api/events" else { return .later { [self] in await handle(request, body) } }
+        let started = ContinuousClock.now
+        return .responding { [self] responder in
+            responder.decorate { [self] response, _ in
+                ConsoleHeaders.decorate(&response)
+                log(request, status: response.status, since: started)
+            }
+            switch admit(request) {
+            case .refused(let response): responder.respond(response)
+            case .admitted(let session, _):
+                await events(request, caller: Caller(peer: session.credentials, console: session.id), session: session.id, into: responder)
+            }
+        }
+    }
+
+    /// Handles one request whose response is whole.
     public func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
         let started = ContinuousClock.now
         var response = await route(request, body)
         ConsoleHeaders.decorate(&response)
-        // Never the query: the login link's token is in it. The pages poll (GET) every few
-        // seconds: those lines are debug; what changes something is info (and audited).
-        logger.log(
-            request.method == "GET" ? .debug : .info, "console", metadata: ["method": request.method, "path": request.path, "status": String(response.status), "client": request.peerAddress, "ms": HTTPAPI.milliseconds(since: started)])
+        log(request, status: response.status, since: started)
         return response
     }
 
+    /// Never the query: the login link's token is in it. The pages poll (GET) every few
+    /// seconds: those lines are debug; what changes something is info (and audited).
+    private func log(_ request: HTTPServerRequest, status: Int, since started: ContinuousClock.Instant) {
+        logger.log(
+            request.method == "GET" ? .debug : .info, "console",
+            metadata: ["method": request.method, "path": request.path, "status": String(status), "client": request.peerAddress, "ms": HTTPAPI.milliseconds(since: started)])
+    }
+
     private func route(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
-        if request.headers["authorization"] != nil {
-            return ConsoleHeaders.refusal(401, "the console does not take bearer tokens; sign in with a link from 'appctl console'")
-        }
+        if request.headers["authorization"] != nil { return Self.bearerRefusal }
         if request.path == "/" || request.path == "/console" { return ConsoleHeaders.redirect(to: "/console/") }
         if request.path == "/console/login" {
             // HEAD is safe (RFC 9110): a client that only looks (a link checker) spends nothing.
@@ -57,23 +78,44 @@ public final class Console: Sendable {
             guard request.method == "GET" else { return ConsoleHeaders.methodNotAllowed("GET") }
             return login(request)
         }
-        guard request.path.hasPrefix("/console/") else { return ConsoleHeaders.refusal(404, "not found") }
+        switch admit(request) {
+        case .refused(let response): return response
+        case .admitted(let session, let cookie): return await api(request, body, session: session, cookie: cookie)
+        }
+    }
+
+    static var bearerRefusal: HTTPResponse {
+        ConsoleHeaders.refusal(401, "the console does not take bearer tokens; sign in with a link from 'appctl console'")
+    }
+
+    enum Admission {
+        case admitted(ConsoleSessions.Session, cookie: String)
+        case refused(HTTPResponse)
+    }
+
+    /// Whether a request past the login may go on: a bearer token never (the console signs in
+    /// with its link only); a request under /console/ needs the session cookie, and a POST the
+    /// page's CSRF token too.
+    private func admit(_ request: HTTPServerRequest) -> Admission {
+        if request.headers["authorization"] != nil { return .refused(Self.bearerRefusal) }
+        guard request.path.hasPrefix("/console/") else { return .refused(ConsoleHeaders.refusal(404, "not found")) }
         guard let cookie = ConsoleHeaders.cookie(Self.cookieName, in: request), let session = sessions.session(cookie: cookie) else {
-            return request.path.hasPrefix("/console/api/")
-                ? ConsoleHeaders.refusal(401, "not signed in: open a new link from 'appctl console'")
-                : ConsoleHeaders.signedOut()
+            return .refused(
+                request.path.hasPrefix("/console/api/")
+                    ? ConsoleHeaders.refusal(401, "not signed in: open a new link from 'appctl console'")
+                    : ConsoleHeaders.signedOut())
         }
         if request.method == "POST" {
             // A cross-site request never carries the cookie (SameSite=Strict); the token is a
             // second lock, and a browser that says the request is cross-site is refused outright.
             if let site = request.headers["sec-fetch-site"], site != "same-origin", site != "none" {
-                return ConsoleHeaders.refusal(403, "cross-site requests are refused")
+                return .refused(ConsoleHeaders.refusal(403, "cross-site requests are refused"))
             }
             guard let token = request.headers["x-appd-csrf"], ConsoleHeaders.same(token, session.csrf) else {
-                return ConsoleHeaders.refusal(403, "the request lacks the page's CSRF token (X-Appd-Csrf): reload the console")
+                return .refused(ConsoleHeaders.refusal(403, "the request lacks the page's CSRF token (X-Appd-Csrf): reload the console"))
             }
         }
-        return await api(request, body, session: session, cookie: cookie)
+        return .admitted(session, cookie: cookie)
     }
 
     private func login(_ request: HTTPServerRequest) -> HTTPResponse {

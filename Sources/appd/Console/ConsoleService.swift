@@ -14,7 +14,7 @@ public final class ConsoleService: Service {
         self.console = console
         self.address = HTTPListenAddress(host: host, port: UInt16(clamping: appd_tcp_port(listenFD))).description
         self.server = try HTTPServer(name: "appd-console", listenFD: listenFD, limits: limits, logger: logger) { [console] request, body in
-            await console.handle(request, body)
+            console.handling(request, body)
         }
     }
 

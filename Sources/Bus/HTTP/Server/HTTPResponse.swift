@@ -8,9 +8,11 @@ public struct HTTPResponse: Error, Sendable {
     /// Transfer-Encoding, Connection and Date.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
-    /// Writes the body piece by piece; the response ends when it returns. It is cancelled when
-    /// the client goes away.
-    public var stream: (@Sendable (HTTPStreamWriter) async -> Void)?
+    /// Writes the body piece by piece (the head goes out first); the response ends when it
+    /// returns. It is cancelled when the client goes away. (Work that decides between a plain
+    /// response and a stream only once it has something to say answers through
+    /// `HTTPHandling.responding` instead.)
+    public var stream: (@Sendable (HTTPResponder) async -> Void)?
     /// Close the connection after this response even if the client would keep it.
     public var closes = false
 
@@ -27,7 +29,7 @@ public struct HTTPResponse: Error, Sendable {
     }
 
     /// A streamed body.
-    public init(status: Int, headers: [(name: String, value: String)], stream: @escaping @Sendable (HTTPStreamWriter) async -> Void) {
+    public init(status: Int, headers: [(name: String, value: String)], stream: @escaping @Sendable (HTTPResponder) async -> Void) {
         self.init(status: status, headers: headers)
         self.stream = stream
     }
@@ -37,14 +39,15 @@ public struct HTTPResponse: Error, Sendable {
         headers.last { $0.name.lowercased() == name.lowercased() }?.value
     }
 
-    /// The status line and headers; `keepAlive` says whether the connection stays open.
-    func head(keepAlive: Bool) -> [UInt8] { bytes(keepAlive: keepAlive, body: false) }
+    /// A stream's status line and headers (chunked); `keepAlive` says whether the connection
+    /// stays open.
+    func head(keepAlive: Bool, chunked: Bool) -> [UInt8] { bytes(keepAlive: keepAlive, body: false, chunked: chunked) }
 
-    /// The whole response as bytes (no stream).
-    func bytes(keepAlive: Bool) -> [UInt8] { bytes(keepAlive: keepAlive, body: true) }
+    /// The whole response as bytes; `headOnly`: without its body (the answer to a HEAD).
+    func bytes(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] { bytes(keepAlive: keepAlive, body: !headOnly, chunked: false) }
 
     /// Written straight into one buffer: this runs for every response.
-    private func bytes(keepAlive: Bool, body withBody: Bool) -> [UInt8] {
+    private func bytes(keepAlive: Bool, body withBody: Bool, chunked: Bool) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(128 + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 } + (withBody ? body.count : 0))
         out += "HTTP/1.1 ".utf8
@@ -58,7 +61,7 @@ public struct HTTPResponse: Error, Sendable {
             out += value.utf8
             out += "\r\n".utf8
         }
-        if stream == nil {
+        if !chunked {
             out += "Content-Length: ".utf8
             out += String(body.count).utf8
             out += "\r\n".utf8
@@ -79,43 +82,6 @@ public struct HTTPResponse: Error, Sendable {
     ]
 }
 
-/// Writes a streamed body: each `write` becomes one chunk. A write waits while more than the
-/// server's stream buffer is unsent (a client that reads slowly slows the stream, it does not
-/// grow appd's memory) and throws once the client is gone or stopped reading for longer than
-/// the write timeout.
-public struct HTTPStreamWriter: Sendable {
-    /// nil: the response could not start (the client left, or too many streams); every write
-    /// throws, so the stream function ends and cleans up at once.
-    let connection: HTTPServerConnection?
-    let server: HTTPServer
-
-    public func write(_ bytes: [UInt8]) async throws(HTTPStreamClosed) {
-        guard let connection else { throw HTTPStreamClosed() }
-        guard !bytes.isEmpty else { return }
-        try await server.enqueue(Self.chunk(bytes), on: connection)
-    }
-
-    /// Queues `bytes` without waiting, from any thread (a publisher's: the fan-out path),
-    /// unless the client has the stream buffer's worth unread or has gone: false then, and
-    /// nothing was written (use `write`).
-    public func writeIfBelowHighWater(_ bytes: [UInt8]) -> Bool {
-        guard let connection, !bytes.isEmpty else { return false }
-        return connection.channel.writeIfBelowHighWater { $0 += Self.chunk(bytes) }
-    }
-
-    /// One chunk of the chunked transfer coding.
-    static func chunk(_ bytes: [UInt8]) -> [UInt8] {
-        Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10]
-    }
-
-    public func write(_ text: String) async throws(HTTPStreamClosed) { try await write(Array(text.utf8)) }
-}
-
-/// The client of a streamed response went away or stopped reading.
-public struct HTTPStreamClosed: Error, CustomStringConvertible {
-    public var description: String { "the client closed the stream or stopped reading" }
-}
-
 extension HTTPResponse {
     /// The one shape of every error body appd's HTTP server and API send: the error's name and
     /// its parameters, here just why (`{"error": "Busy", "parameters": {"reason": "…"}}`).
@@ -130,8 +96,10 @@ extension HTTPResponse {
 }
 
 /// How a request is answered: at once, on the server's loop thread (a handler that never
-/// waits), or by work the server runs in a task.
+/// waits), or by work the server runs in a task — returning its response, or answering through
+/// an `HTTPResponder` (a stream that starts when it has something to say).
 public enum HTTPHandling: Sendable {
     case now(HTTPResponse)
     case later(@Sendable () async -> HTTPResponse)
+    case responding(@Sendable (HTTPResponder) async -> Void)
 }

@@ -10,7 +10,8 @@ import Runtime
 /// writes on the loop thread, each request's handler in a task that prefers the loop's
 /// executor (a cheap request is read, handled and answered on one thread). A request is read
 /// whole (head, then `contentLength` bytes of body) before the handler sees it; its response
-/// is written whole, or streamed in chunks (`HTTPResponse.stream`, for server-sent events).
+/// is written whole, or streamed in chunks by the work that produces them (`HTTPResponder`,
+/// for server-sent events).
 /// A client that goes away cancels the stream written to it.
 public final class HTTPServer: Sendable {
     public typealias Handler = @Sendable (HTTPServerRequest, [UInt8]) async -> HTTPResponse
@@ -151,51 +152,62 @@ public final class HTTPServer: Sendable {
         case .refuse(let refusal):
             respond(connection, refusal)
         case .complete(let request, let body):
-            let work: @Sendable () async -> HTTPResponse
+            let work: @Sendable (HTTPResponder) async -> Void
             switch dispatch(request, body) {
             case .now(let response) where response.stream == nil:
                 // Answered here: no task.
                 return respond(connection, response)
-            case .now(let response): work = { response }
-            case .later(let later): work = later
+            case .now(let response): work = { await $0.deliver(response) }
+            case .later(let later): work = { responder in await responder.deliver(later()) }
+            case .responding(let body): work = body
             }
             guard handling.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxHandling else {
                 handling.subtract(1, ordering: .acquiringAndReleasing)
                 return respond(connection, Self.busy("too many requests in flight; retry"))
             }
             // The handler runs on this I/O thread (see EventLoopExecutor); deadline tasks too.
-            let task = loop.task { [self] in
-                let response = await work()
-                handling.subtract(1, ordering: .acquiringAndReleasing)
-                await deliver(response, on: connection)
+            let responder = HTTPResponder(connection: connection, server: self)
+            let task = loop.task {
+                await work(responder)
+                responder.end()
             }
             connection.setTask(task)
         }
     }
 
-    /// Writes a handler's response; runs a streamed one to its end.
-    private func deliver(_ response: HTTPResponse, on connection: HTTPServerConnection) async {
-        guard let stream = response.stream else { return respond(connection, response) }
-        guard !connection.answeringHead else {
-            // A HEAD gets the stream's head and no body; the stream function runs to its first
-            // write, so whatever it holds is released.
+    /// Starts a responder's response (from any thread): whole, or the head of a stream. The
+    /// request stops counting as in flight; a stream counts as open until `endStream`.
+    /// Returns what the responder may do next.
+    func begin(_ response: HTTPResponse, streamed: Bool, on connection: HTTPServerConnection?) -> HTTPResponder.Phase {
+        handling.subtract(1, ordering: .acquiringAndReleasing)
+        guard let connection else { return .noBody }
+        guard streamed else {
             respond(connection, response)
-            return await stream(HTTPStreamWriter(connection: nil, server: self))
+            return .whole
+        }
+        guard !connection.answeringHead else {
+            // A HEAD gets the stream's head and no body.
+            _ = connection.startResponse(response, streamed: true, serverClosing: closing.load(ordering: .acquiring))
+            return .noBody
         }
         guard streaming.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxStreams else {
             streaming.subtract(1, ordering: .acquiringAndReleasing)
             respond(connection, Self.busy("too many streams open; retry"))
-            // The stream function still runs, to its first write, so whatever it holds is released.
-            return await stream(HTTPStreamWriter(connection: nil, server: self))
+            return .noBody
         }
-        defer { streaming.subtract(1, ordering: .acquiringAndReleasing) }
-        guard connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring)) else {
-            return await stream(HTTPStreamWriter(connection: nil, server: self))
+        guard connection.startResponse(response, streamed: true, serverClosing: closing.load(ordering: .acquiring)) else {
+            streaming.subtract(1, ordering: .acquiringAndReleasing)
+            return .noBody
         }
         // Read while streaming: the client closing its side is how a stream learns it left.
         connection.channel.watchReads(true)
-        await stream(HTTPStreamWriter(connection: connection, server: self))
-        // On the loop, after every chunk before it was queued (see `finishStream`).
+        return .streaming
+    }
+
+    /// A stream's work has returned: its last chunk goes out on the loop, after every chunk
+    /// queued before it (see `finishStream`).
+    func endStream(on connection: HTTPServerConnection) {
+        streaming.subtract(1, ordering: .acquiringAndReleasing)
         loop.execute { connection.finishStream() }
     }
 
@@ -217,7 +229,7 @@ public final class HTTPServer: Sendable {
 
     /// Queues `response` (from any thread); the loop sends it.
     private func respond(_ connection: HTTPServerConnection, _ response: HTTPResponse) {
-        _ = connection.startResponse(response, serverClosing: closing.load(ordering: .acquiring))
+        _ = connection.startResponse(response, streamed: false, serverClosing: closing.load(ordering: .acquiring))
     }
 
     /// The channel has sent everything queued (loop thread).

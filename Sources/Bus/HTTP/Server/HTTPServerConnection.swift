@@ -151,21 +151,22 @@ final class HTTPServerConnection: Sendable {
         if cancelNow { task.cancel() }
     }
 
-    /// Queues a response's head (and body, when whole). False when the connection is closed.
-    func startResponse(_ response: HTTPResponse, serverClosing: Bool) -> Bool {
+    /// Queues a response's head, and its body unless `streamed` (its chunks follow). False
+    /// when the connection is closed.
+    func startResponse(_ response: HTTPResponse, streamed: Bool, serverClosing: Bool) -> Bool {
         let shape = state.withLock { s -> (headOnly: Bool, keepAlive: Bool)? in
             guard s.phase == .reading || s.phase == .handling else { return nil }
             s.refusal = s.phase == .reading
             // A HEAD is answered with the head a GET would get (its Content-Length too), no body.
             let headOnly = s.answeringHead && s.phase == .handling
             s.keepAlive = s.keepAlive && !response.closes && !s.peerClosed && !serverClosing && s.phase == .handling
-            s.phase = .responding(streaming: response.stream != nil && !headOnly)
+            s.phase = .responding(streaming: streamed && !headOnly)
             // Complete before the bytes are queued: the send that drains them ends the response.
-            s.responseComplete = response.stream == nil || headOnly
+            s.responseComplete = !streamed || headOnly
             return (headOnly, s.keepAlive)
         }
         guard let shape else { return false }
-        let bytes = response.stream == nil && !shape.headOnly ? response.bytes(keepAlive: shape.keepAlive) : response.head(keepAlive: shape.keepAlive)
+        let bytes = streamed ? response.head(keepAlive: shape.keepAlive, chunked: true) : response.bytes(keepAlive: shape.keepAlive, headOnly: shape.headOnly)
         return channel.write(bytes) != nil
     }
 

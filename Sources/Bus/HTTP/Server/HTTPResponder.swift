@@ -1,0 +1,145 @@
+import BusCore
+import Synchronization
+
+/// How work the server runs in a task answers its request: a whole response (`respond`), or a
+/// stream started when the work has something to say (`startStream`: the head, then one chunk
+/// per `write`). The one streaming primitive of the HTTP server: server-sent events are written
+/// by the task that produces them, so a stream costs its request's task and nothing more, and a
+/// stream whose first reply is an error can still answer with a plain error response. An alarm
+/// on the loop (a first-reply grace, a keep-alive) may start the stream or write to it too.
+///
+/// The server ends the response when the work returns: a stream gets its last chunk; work that
+/// answered nothing gets 500. A write waits while more than the server's stream buffer is
+/// unsent (a client that reads slowly slows the stream, it does not grow appd's memory) and
+/// throws once the client is gone, stopped reading for longer than the write timeout, or the
+/// response has no body (a HEAD, a stream refused at the server's limit).
+public final class HTTPResponder: Sendable {
+    enum Phase: Equatable {
+        case waiting
+        case whole
+        case streaming
+        /// Answered without a body to write (a HEAD, a refusal, a closed connection).
+        case noBody
+        case ended
+    }
+
+    private struct State {
+        var phase = Phase.waiting
+        var decorations: [@Sendable (inout HTTPResponse, Bool) -> Void] = []
+        var endings: [@Sendable (Bool) -> Void] = []
+        /// A stream's head was decorated (the endings are told so).
+        var streamed = false
+    }
+
+    /// nil: nowhere to answer (every write throws, `respond` does nothing).
+    let connection: HTTPServerConnection?
+    let server: HTTPServer
+    private let state = Mutex(State())
+
+    init(connection: HTTPServerConnection?, server: HTTPServer) {
+        self.connection = connection
+        self.server = server
+    }
+
+    /// Changes the response as it starts (headers, counting, an access line): the `Bool` says
+    /// whether it is a stream's head. Added before the work answers; the last added runs first.
+    public func decorate(_ change: @escaping @Sendable (inout HTTPResponse, _ streamed: Bool) -> Void) {
+        state.withLock { $0.decorations.insert(change, at: 0) }
+    }
+
+    /// Runs once the response has ended (the `Bool`: whether it was a stream).
+    public func onEnd(_ action: @escaping @Sendable (_ streamed: Bool) -> Void) {
+        state.withLock { $0.endings.append(action) }
+    }
+
+    /// Answers with a whole response; false when the response has started already.
+    @discardableResult
+    public func respond(_ response: HTTPResponse) -> Bool {
+        begin(response, streamed: false) != nil
+    }
+
+    /// Starts a streamed response with `head`'s status and headers (its body is ignored); true
+    /// when the stream is open for writes, also when it was started before. False when a whole
+    /// response went out instead, or the stream has nowhere to go.
+    @discardableResult
+    public func startStream(_ head: HTTPResponse) -> Bool {
+        switch begin(head, streamed: true) {
+        case .streaming?: true
+        case nil: phase == .streaming
+        default: false
+        }
+    }
+
+    /// Answers with `response`: whole, or, when it has a `stream` function, its head at once
+    /// and then what the function writes (run even when the stream has nowhere to go, to its
+    /// first write, so whatever it holds is released).
+    func deliver(_ response: HTTPResponse) async {
+        guard let stream = response.stream else {
+            respond(response)
+            return
+        }
+        startStream(response)
+        await stream(self)
+    }
+
+    /// Whether a response (whole or streamed) has started.
+    public var hasStarted: Bool { phase != .waiting }
+
+    var phase: Phase { state.withLock { $0.phase } }
+
+    /// Runs the decorations and queues the response under the lock, so a reply and an alarm
+    /// that start it at once cannot both, and nothing is written before the head. nil: it had
+    /// started before.
+    private func begin(_ response: HTTPResponse, streamed: Bool) -> Phase? {
+        state.withLock { s -> Phase? in
+            guard s.phase == .waiting else { return nil }
+            var decorated = response
+            for change in s.decorations { change(&decorated, streamed) }
+            s.phase = server.begin(decorated, streamed: streamed, on: connection)
+            s.streamed = streamed
+            return s.phase
+        }
+    }
+
+    /// One chunk of the stream; waits while the client is a stream buffer behind.
+    public func write(_ bytes: [UInt8]) async throws(HTTPStreamClosed) {
+        guard let connection, phase == .streaming else { throw HTTPStreamClosed() }
+        guard !bytes.isEmpty else { return }
+        try await server.enqueue(Self.chunk(bytes), on: connection)
+    }
+
+    public func write(_ text: String) async throws(HTTPStreamClosed) { try await write(Array(text.utf8)) }
+
+    /// Queues a chunk without waiting, from any thread (a publisher's: the fan-out path; an
+    /// alarm's), unless the client has the stream buffer's worth unread, has gone, or the stream
+    /// has not started: false then, and nothing was written (use `write`).
+    public func writeIfBelowHighWater(_ bytes: [UInt8]) -> Bool {
+        guard let connection, !bytes.isEmpty, phase == .streaming else { return false }
+        return connection.channel.writeIfBelowHighWater { $0 += Self.chunk(bytes) }
+    }
+
+    /// The work has returned (the server's task): ends a stream, answers work that answered
+    /// nothing with 500, then runs the endings.
+    func end() {
+        if phase == .waiting {
+            respond(HTTPResponse.refusal(500, "io.appd.Bus.InternalError", reason: "the handler gave no response"))
+        }
+        let (streaming, streamed, endings) = state.withLock { s -> (Bool, Bool, [@Sendable (Bool) -> Void]) in
+            defer { s.phase = .ended }
+            return (s.phase == .streaming, s.streamed, s.endings)
+        }
+        if streaming, let connection { server.endStream(on: connection) }
+        for action in endings { action(streamed) }
+    }
+
+    /// One chunk of the chunked transfer coding.
+    static func chunk(_ bytes: [UInt8]) -> [UInt8] {
+        Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10]
+    }
+}
+
+/// The client of a streamed response went away or stopped reading.
+public struct HTTPStreamClosed: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the client closed the stream or stopped reading" }
+}

@@ -150,7 +150,7 @@ extension String {
             return f.api.handling(request, Array("{}".utf8))
         }
         guard case .now = handling("/v1/io.example.Notes/Quick") else { Issue.record("Quick was not answered now"); return }
-        guard case .later = handling("/v1/io.example.Notes/Add") else { Issue.record("Add was answered now"); return }
+        guard case .responding = handling("/v1/io.example.Notes/Add") else { Issue.record("Add was answered now"); return }
         await f.server.stop()
     }
 

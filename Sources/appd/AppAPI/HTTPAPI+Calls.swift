@@ -102,18 +102,34 @@ extension HTTPAPI {
         if dispatcher.answerNow(call, route: route, as: caller, transport: "http", emit: { now = $0 }) {
             return .now(Self.response(to: now, shape, in: dispatcher))
         }
-        return .later { [self] in
+        let limit = options.callTimeout
+        // The call runs in the server's task for the request, and its deadline is kept here
+        // (`KeptDeadline`), not raced by a task of its own: at the deadline the client is answered
+        // DeadlineExceeded and the work cancelled (a write it had not claimed is rolled back).
+        return .responding { [self] responder in
+            let kept = KeptDeadline(method: method, deadline: .now.advanced(by: limit))
+            let alarm = Alarm(at: kept.deadline) {
+                guard kept.expire() else { return }
+                responder.respond(Self.timedOut(method))
+                responder.cancelWork()
+            }
+            defer { alarm.cancel() }
             var result: VarlinkReply?
             do {
-                try await dispatcher.handle(call, route: route, as: caller, timeout: options.callTimeout, transport: "http", encodedReplies: true) { reply in
-                    result = reply
+                try await kept.keep {
+                    try await dispatcher.handle(call, route: route, as: caller, timeout: limit, transport: "http", encodedReplies: true) { result = $0 }
                 }
             } catch {
-                // Only a cancelled call gets here (the server is stopping).
-                return APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
+                // Only a cancelled call gets here (the server is stopping, or the deadline passed).
+                responder.respond(Self.timedOut(method))
+                return
             }
-            return Self.response(to: result, shape, in: dispatcher)
+            responder.respond(Self.response(to: result, shape, in: dispatcher))
         }
+    }
+
+    static func timedOut(_ method: String) -> HTTPResponse {
+        APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut)
     }
 
     /// What the response to a plain call depends on besides its reply: whether the call was
@@ -181,7 +197,7 @@ extension HTTPAPI {
         }
         if !responder.hasStarted {
             // Only a cancelled call ends without a reply (the server is stopping, or the client left).
-            responder.respond(APIErrorStatus.response(error: "io.appd.Bus.DeadlineExceeded", parameters: ["method": .string(method)], category: .timedOut))
+            responder.respond(timedOut(method))
         }
     }
 

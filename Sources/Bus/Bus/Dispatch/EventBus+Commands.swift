@@ -274,6 +274,19 @@ extension EventBus {
     ) async throws -> R {
         guard let deadline = envelope.deadline else { return try await body(envelope) }
         let method = envelope.name
+        if let kept = Deadline.current as? KeptDeadline, kept.take(for: method, due: deadline) {
+            // Its transport keeps this call's deadline (answers the timeout, cancels this task):
+            // the work runs right here, with no race and no task. Past the deadline, the caller
+            // was told DeadlineExceeded, and so are the metrics and the log.
+            let result: R
+            do {
+                result = try await body(envelope)
+            } catch where kept.expired {
+                throw DeadlineExceeded(method: method)
+            }
+            if kept.expired { throw DeadlineExceeded(method: method) }
+            return result
+        }
         return try await withDeadline(deadline, timeoutError: { DeadlineExceeded(method: method) }) {
             try await body(envelope)
         }

@@ -29,6 +29,9 @@ public final class HTTPResponder: Sendable {
         var endings: [@Sendable (Bool) -> Void] = []
         /// A stream's head was decorated (the endings are told so).
         var streamed = false
+        /// The server's task for the request, and whether `cancelWork` came before it.
+        var task: Task<Void, Never>?
+        var cancelled = false
     }
 
     /// nil: nowhere to answer (every write throws, `respond` does nothing).
@@ -67,6 +70,25 @@ public final class HTTPResponder: Sendable {
         case .streaming?: true
         case nil: phase == .streaming
         default: false
+        }
+    }
+
+    /// Cancels the work (the server's task for the request): for work whose caller has been
+    /// answered already (a deadline its transport keeps, `KeptDeadline`).
+    public func cancelWork() {
+        state.withLock { s in
+            s.cancelled = true
+            return s.task
+        }?.cancel()
+    }
+
+    /// The server's task for the request (set as it starts it).
+    func attach(_ task: Task<Void, Never>) {
+        if state.withLock({ s in
+            s.task = task
+            return s.cancelled
+        }) {
+            task.cancel()
         }
     }
 

@@ -171,6 +171,7 @@ public final class HTTPServer: Sendable {
                 await work(responder)
                 responder.end()
             }
+            responder.attach(task)
             connection.setTask(task)
         }
     }

@@ -19,7 +19,7 @@ import TestSupport
         # Raced when called from a handler.
         method Inner() -> (raced: bool)
 
-        # Waits a second, ignoring cancellation, then tries to commit.
+        # Waits three seconds, ignoring cancellation, then tries to commit.
         method Slow() -> ()
         """
 
@@ -47,7 +47,7 @@ import TestSupport
             }
             let slow = self.slow
             try bus.registerRaw(method: "io.example.Deadlines.Slow", requirements: []) { _, _ in
-                await sleepIgnoringCancellation(for: .seconds(1))
+                await sleepIgnoringCancellation(for: .seconds(3))
                 let cancelled = Task.isCancelled
                 let claimed = Deadline.claim()
                 slow.seen.withLock { $0 = (cancelled, claimed) }
@@ -76,12 +76,11 @@ import TestSupport
 
     @Test func pastTheDeadlineTheClientIsAnsweredAtOnceAndTheWorkIsCancelledAndCannotCommit() async throws {
         let f = try Fixture(callTimeout: .milliseconds(300))
-        let started = ContinuousClock.now
         let response = try await f.post("Slow")
-        let waited = ContinuousClock.now - started
+        let workEnded = f.slow.seen.withLock { $0 != nil }
         #expect(response.hasPrefix("HTTP/1.1 504 "), "\(response)")
         #expect(response.contains(#""error":"io.appd.Bus.DeadlineExceeded""#), "\(response)")
-        #expect(waited < .milliseconds(900), "answered at the deadline, not when the work ended: \(waited)")
+        #expect(!workEnded, "answered at the deadline, before the work ended")
         #expect(await eventually { f.slow.seen.withLock { $0 != nil } })
         let seen = f.slow.seen.withLock { $0 }
         #expect(seen?.cancelled == true, "the work was cancelled")

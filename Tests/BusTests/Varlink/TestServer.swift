@@ -20,6 +20,8 @@ final class TestServer: Sendable {
         method Fail() -> ()
         # Sleeps, then replies.
         method Sleep(seconds: float) -> ()
+        # Sleeps ignoring cancellation, then tries to commit (claims its deadline).
+        method Stuck(seconds: float) -> (claimed: bool)
         # Returns a large string.
         method Big(bytes: int) -> (text: string)
         # Counts how often it was called (oneway tests).
@@ -51,6 +53,17 @@ final class TestServer: Sendable {
         typealias Reply = Empty
         var seconds: Double
     }
+    struct Stuck: Command {
+        static let method = "io.appd.Test.Stuck"
+        typealias Reply = StuckReply
+        var seconds: Double
+    }
+    struct StuckReply: Codable, Sendable { var claimed: Bool }
+    /// What `Stuck` saw once it woke: whether it was cancelled, and whether its claim held.
+    final class StuckOutcome: Sendable {
+        let seen = Mutex<(cancelled: Bool, claimed: Bool)?>(nil)
+    }
+    let stuck = StuckOutcome()
     struct Big: Command {
         static let method = "io.appd.Test.Big"
         typealias Reply = EchoReply
@@ -105,6 +118,13 @@ final class TestServer: Sendable {
         try bus.register(Sleep.self) { command, _ in
             try await Task.sleep(for: .milliseconds(Int(command.seconds * 1000)))
             return Empty()
+        }
+        let stuck = self.stuck
+        try bus.register(Stuck.self) { command, _ in
+            await sleepIgnoringCancellation(for: .milliseconds(Int(command.seconds * 1000)))
+            let (cancelled, claimed) = (Task.isCancelled, Deadline.claim())
+            stuck.seen.withLock { $0 = (cancelled, claimed) }
+            return StuckReply(claimed: claimed)
         }
         try bus.register(Big.self) { command, _ in EchoReply(text: String(repeating: "x", count: command.bytes)) }
         try bus.register(Touch.self) { _, _ in TouchReply(touches: touches.increment()) }

@@ -132,20 +132,34 @@ struct ChatService: Sendable {
         return PreparedReply(conversation: conversation, replyID: replyID, options: replyOptions, turns: turns, remembers: remembers)
     }
 
-    /// 2. and 3.: streams the reply and commits it.
+    /// 2. and 3.: streams the reply and commits it. Each step a function of its own: a stream
+    /// holds the async frames of its deepest moment (the provider's read), and the commit's
+    /// locals in the same frame would be held by every open reply for as long.
     private func reply(_ prepared: PreparedReply, owner: String, writer: ReplyWriter<SendReply>, causedBy cause: (any Cause)?) async throws -> SendReply {
-        let (conversation, replyID, replyOptions, turns, remembers) = (prepared.conversation, prepared.replyID, prepared.options, prepared.turns, prepared.remembers)
-        try await writer.send(SendReply(messageId: replyID, delta: nil, message: nil))
+        try await writer.send(SendReply(messageId: prepared.replyID, delta: nil, message: nil))
+        let streamed = await stream(prepared, owner: owner, writer: writer)
+        return try await commit(prepared, streamed, owner: owner, causedBy: cause)
+    }
 
-        // 2. Stream the reply in this task. Cancel (from another connection) stops the provider
-        //    through `stop` while this call goes on to store what was sent and answer with it;
-        //    a closed connection cancels this task, which stops the provider too.
+    /// What the provider sent (as far as the caller was given it), and how the reply ended.
+    struct Streamed: Sendable {
+        var text = ""
+        var usage: Usage?
+        var ending = Ending.complete
+    }
+
+    /// 2. Streams the reply in this task. Cancel (from another connection) stops the provider
+    ///    through `stop` while this call goes on to store what was sent and answer with it;
+    ///    a closed connection cancels this task, which stops the provider too.
+    @inline(never)
+    private func stream(_ prepared: PreparedReply, owner: String, writer: ReplyWriter<SendReply>) async -> Streamed {
+        let replyID = prepared.replyID
         let stop = StopSignal()
         running.add(replyID, owner: owner) { stop.stop() }
-        var reply = "", usage: Usage?
-        let ending: Ending
+        defer { running.remove(replyID) }
+        var streamed = Streamed()
         do {
-            try await provider.reply(to: turns, options: replyOptions, stop: stop) { chunk in
+            try await provider.reply(to: prepared.turns, options: prepared.options, stop: stop) { chunk in
                 switch chunk {
                 case .delta(let delta):
                     // Kept once handed to the caller's stream: a send interrupted by a
@@ -155,25 +169,30 @@ struct ChatService: Sendable {
                     // The provider's words reached the caller: the quota use stands,
                     // whatever happens to the call from here on.
                     writer.markUsed()
-                    reply += delta
+                    streamed.text += delta
                 case .usage(let prompt, let completion):
-                    usage = Usage(promptTokens: prompt, completionTokens: completion)
+                    streamed.usage = Usage(promptTokens: prompt, completionTokens: completion)
                 }
             }
-            ending = Task.isCancelled || stop.isStopped ? .cancelled : .complete
+            streamed.ending = Task.isCancelled || stop.isStopped ? .cancelled : .complete
         } catch {
             if Task.isCancelled || stop.isStopped || error is CancellationError || error is StopSignal.Stopped {
-                ending = .cancelled
+                streamed.ending = .cancelled
             } else {
-                ending = .failed((error as? ProviderError)?.reason ?? "\(error)")
+                streamed.ending = .failed((error as? ProviderError)?.reason ?? "\(error)")
             }
         }
-        running.remove(replyID)
+        return streamed
+    }
 
-        // 3. The assistant's message is committed however it ended (a task of its own: a
-        //    closed connection must not stop the write).
+    /// 3. The assistant's message is committed however it ended (a task of its own: a closed
+    ///    connection must not stop the write). Even when the client has gone, the call ends
+    ///    normally: its message was stored and the reply was produced (and paid for) until the
+    ///    cancel, so the quota use stands.
+    @inline(never)
+    private func commit(_ prepared: PreparedReply, _ streamed: Streamed, owner: String, causedBy cause: (any Cause)?) async throws -> SendReply {
         let (status, error): (String, String?) =
-            switch ending {
+            switch streamed.ending {
             case .complete: ("complete", nil)
             case .cancelled: ("cancelled", nil)
             case .failed(let reason): ("failed", reason)
@@ -181,11 +200,9 @@ struct ChatService: Sendable {
         let repository = self.repository, now = self.now
         let message = try await Task {
             try await repository.finishReply(
-                owner: owner, conversation: conversation, id: replyID, text: reply, status: status, error: error, usage: usage, model: replyOptions.model,
-                memoryPending: remembers && status == "complete", now: now, causedBy: cause)
+                owner: owner, conversation: prepared.conversation, id: prepared.replyID, text: streamed.text, status: status, error: error,
+                usage: streamed.usage, model: prepared.options.model, memoryPending: prepared.remembers && status == "complete", now: now, causedBy: cause)
         }.value
-        // Even when the client has gone, the call ends normally: its message was stored and the
-        // reply was produced (and paid for) until the cancel, so the quota use stands.
-        return SendReply(messageId: replyID, delta: nil, message: message)
+        return SendReply(messageId: prepared.replyID, delta: nil, message: message)
     }
 }

@@ -153,13 +153,18 @@ public final class SocketChannel: Sendable {
 
     /// Sends what the socket takes now (loop thread). A failed send closes the channel.
     public func flush() {
-        let unwritten = state.withLock { s -> ArraySlice<UInt8>? in
-            s.flushQueued = false
-            guard s.lifecycle == .open, !s.output.isEmpty else { return nil }
-            return s.output.unwritten
-        }
-        guard let unwritten else { return }
-        let (sent, failed) = Self.send(fd, unwritten)
+        // The view of the unwritten bytes ends with the send: the buffer is then referenced
+        // only by the channel again, and `consume` empties it in place (a view still held
+        // there made it copy the buffer on every send).
+        let sending: (sent: Int, failed: Bool)? = {
+            let unwritten = state.withLock { s -> ArraySlice<UInt8>? in
+                s.flushQueued = false
+                guard s.lifecycle == .open, !s.output.isEmpty else { return nil }
+                return s.output.unwritten
+            }
+            return unwritten.map { Self.send(fd, $0) }
+        }()
+        guard let (sent, failed) = sending else { return }
         var writer: CheckedContinuation<Bool, Never>?
         let (drained, interest) = state.withLock { s -> ((@Sendable () -> Void)?, UInt32?) in
             guard s.lifecycle == .open else { return (nil, nil) }

@@ -174,7 +174,7 @@ extension EventBus {
             }
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey) { parameters }
-        if let inline = entry.inline, !chain.applies(to: envelope) { return try inline(envelope, parameters) }
+        if entry.answersInline, !chain.applies(to: envelope) { return try entry.callInline(envelope, parameters) }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
         }
@@ -188,7 +188,7 @@ extension EventBus {
     /// The reply comes as its JSON bytes. `entry` is the method's handler, resolved by the
     /// dispatcher's route.
     func answerNow(_ entry: any HandlerEntry, parameters: JSONValue, as caller: Caller, validate: () throws -> Void) throws -> [UInt8]? {
-        guard IdempotencyRecord.current == nil, let inline = entry.inlineEncoded else { return nil }
+        guard IdempotencyRecord.current == nil, entry.answersInline else { return nil }
         try validate()
         let envelope: Envelope
         do {
@@ -199,7 +199,7 @@ extension EventBus {
         }
         guard !chain.applies(to: envelope) else { return nil }
         commandCount.add(1, ordering: .relaxed)
-        return try inline(envelope, parameters)
+        return try entry.callInlineEncoded(envelope, parameters)
     }
 
     /// `call` without an idempotency key, its reply as JSON bytes: a typed handler's reply is
@@ -213,7 +213,7 @@ extension EventBus {
             }
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause)
-        if let inline = entry.inlineEncoded, !chain.applies(to: envelope) { return try inline(envelope, parameters) }
+        if entry.answersInline, !chain.applies(to: envelope) { return try entry.callInlineEncoded(envelope, parameters) }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await entry.callEncoded(inner, parameters) }
         }

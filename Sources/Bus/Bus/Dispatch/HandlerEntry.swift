@@ -12,11 +12,14 @@ protocol HandlerEntry: Sendable {
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
     /// The same, with the reply encoded to its JSON bytes (a typed reply straight to bytes).
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8]
-    /// The same, for a handler that never waits (`EventBus.answer(_:handler:)`): run on the
-    /// caller's thread; nil for every other handler.
-    var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { get }
-    /// `inline`, with the reply encoded to its JSON bytes.
-    var inlineEncoded: (@Sendable (Envelope, JSONValue) throws -> [UInt8])? { get }
+    /// Whether it is a handler that never waits (`EventBus.answer(_:handler:)`): then
+    /// `callInline` and `callInlineEncoded` run it on the caller's thread. (Asked on every
+    /// call: a property, not a closure the caller would allocate each time.)
+    var answersInline: Bool { get }
+    /// Runs a handler that never waits, decoding and encoding JSON (only if `answersInline`).
+    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue
+    /// `callInline`, with the reply encoded to its JSON bytes.
+    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]
     /// Starts the handler's stream, decoding and encoding JSON.
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue>
 }
@@ -24,8 +27,13 @@ protocol HandlerEntry: Sendable {
 extension HandlerEntry {
     var answersPlainCalls: Bool { !streaming }
     var typed: Bool { true }
-    var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { nil }
-    var inlineEncoded: (@Sendable (Envelope, JSONValue) throws -> [UInt8])? { nil }
+    var answersInline: Bool { false }
+    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue {
+        throw WrongCallShape(method: method, streaming: streaming)
+    }
+    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8] {
+        throw WrongCallShape(method: method, streaming: streaming)
+    }
 
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
         JSONWriter.bytes(try await callJSON(envelope, parameters))
@@ -78,14 +86,13 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
         try callInlineEncoded(envelope, parameters)
     }
 
-    var inline: (@Sendable (Envelope, JSONValue) throws -> JSONValue)? { callInline }
-    var inlineEncoded: (@Sendable (Envelope, JSONValue) throws -> [UInt8])? { callInlineEncoded }
+    var answersInline: Bool { true }
 
-    @Sendable func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue {
+    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue {
         try JSONValue(encoding: try body(try decodeParameters(C.self, parameters), envelope))
     }
 
-    @Sendable func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8] {
+    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8] {
         try JSONBytesEncoder.encode(try body(try decodeParameters(C.self, parameters), envelope))
     }
 

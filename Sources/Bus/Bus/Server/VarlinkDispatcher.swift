@@ -168,7 +168,7 @@ public final class VarlinkDispatcher: Sendable {
     public func answerNow(
         _ call: VarlinkCall, route resolved: VarlinkRoute? = nil, as caller: Caller, transport: String = "varlink", emit: (VarlinkReply) -> Void
     ) -> Bool {
-        guard !call.more, call.idempotencyKey == nil, let route = resolved ?? route(call.method), let handler = route.handler, handler.inlineEncoded != nil else {
+        guard !call.more, call.idempotencyKey == nil, let route = resolved ?? route(call.method), let handler = route.handler, handler.answersInline else {
             return false
         }
         let started = ContinuousClock.now

@@ -32,9 +32,19 @@ public final class EventLoop: Sendable {
     public let timers = DeadlineTimers()
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let handlers = Mutex<[Int32: Handler]>([:])
+    /// A job and a handler, each in a type of its own: a closure kept in a collection or
+    /// returned out of a lock (through their generic parameters) is re-wrapped in a fresh
+    /// allocation each time, and these run for every call and every ready fd.
+    private struct Job {
+        let run: @Sendable () -> Void
+    }
+    private final class Registered: Sendable {
+        let handler: Handler
+        init(_ handler: @escaping Handler) { self.handler = handler }
+    }
+    private let handlers = Mutex<[Int32: Registered]>([:])
     private let tickers = Mutex<[@Sendable (ContinuousClock.Instant) -> Void]>([])
-    private let closures = Mutex<[@Sendable () -> Void]>([])
+    private let closures = Mutex<[Job]>([])
     /// Whether `closures` may hold something (checked without the lock on every round).
     private let hasClosures = Atomic<Bool>(false)
     /// Set once `stop` was asked for (checked without the lock on every round).
@@ -80,7 +90,8 @@ public final class EventLoop: Sendable {
 
     /// Watches `fd` for `events` (`EventLoop.readable`, `.writable`); `handler` runs on the loop.
     public func add(_ fd: Int32, events: UInt32, handler: @escaping Handler) {
-        handlers.withLock { $0[fd] = handler }
+        let registered = Registered(handler)
+        handlers.withLock { $0[fd] = registered }
         appd_epoll_ctl(epollFD, Int32(APPD_EPOLL_ADD), fd, events)
     }
 
@@ -104,7 +115,7 @@ public final class EventLoop: Sendable {
     /// touch state that only the loop thread owns.
     public func execute(_ job: @escaping @Sendable () -> Void) {
         let first = closures.withLock { queue in
-            queue.append(job)
+            queue.append(Job(run: job))
             return queue.count == 1
         }
         hasClosures.store(true, ordering: .releasing)
@@ -152,15 +163,17 @@ public final class EventLoop: Sendable {
         var events = [UInt32](repeating: 0, count: 256)
         var scratch = [UInt8](repeating: 0, count: 65536)
         var lastSweep = ContinuousClock.now
+        // The queue's jobs are swapped into this one to run: both keep their capacity.
+        var running: [Job] = []
         while true {
             executor.runQueuedJobs()
             if hasClosures.load(ordering: .acquiring) {
-                let jobs = closures.withLock { queue in
-                    defer { queue.removeAll() }
+                closures.withLock { queue in
+                    swap(&queue, &running)
                     hasClosures.store(false, ordering: .releasing)
-                    return queue
                 }
-                for job in jobs { job() }
+                for job in running { job.run() }
+                running.removeAll(keepingCapacity: true)
             }
             let busy = executor.hasJobs || hasClosures.load(ordering: .acquiring)
             let n = appd_epoll_wait(epollFD, &fds, &events, 256, busy ? 0 : 100)
@@ -170,12 +183,12 @@ public final class EventLoop: Sendable {
                     appd_eventfd_drain(wakeFD)
                     continue
                 }
-                guard let handler = handlers.withLock({ $0[fd] }) else { continue }
+                guard let registered = handlers.withLock({ $0[fd] }) else { continue }
                 let flags = events[i]
                 let readiness = Readiness(
                     readable: flags & Self.readable != 0, writable: flags & Self.writable != 0,
                     hangup: flags & (UInt32(APPD_EPOLL_HUP) | UInt32(APPD_EPOLL_ERR)) != 0)
-                handler(readiness, &scratch)
+                registered.handler(readiness, &scratch)
             }
             let now = ContinuousClock.now
             if now - lastSweep > .milliseconds(100) {

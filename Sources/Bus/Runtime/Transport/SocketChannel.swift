@@ -53,7 +53,7 @@ public final class SocketChannel: Sendable {
         var writer: CheckedContinuation<Bool, Never>?
         var writerSince = ContinuousClock.now
         /// Runs on the loop each time a send leaves nothing unwritten.
-        var drained: (@Sendable () -> Void)?
+        var drained: Drained?
 
         var wantedEvents: UInt32 {
             guard lifecycle == .open else { return 0 }
@@ -61,6 +61,13 @@ public final class SocketChannel: Sendable {
         }
     }
     private let state: Mutex<State>
+
+    /// The `drained` callback, boxed: a closure returned out of the lock (through its generic
+    /// result) was re-wrapped in a fresh allocation on every send.
+    private final class Drained: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
 
     /// A channel for `fd` (accepted, non-blocking); a producer waits above `highWater` unsent
     /// bytes until the client has read down to `lowWater`.
@@ -76,7 +83,7 @@ public final class SocketChannel: Sendable {
     /// `drained` each time a send leaves nothing unwritten.
     public func register(drained: (@Sendable () -> Void)? = nil, _ handler: @escaping EventLoop.Handler) {
         state.withLock { s in
-            s.drained = drained
+            s.drained = drained.map(Drained.init)
             s.watched = EventLoop.readable
         }
         loop.add(fd, events: EventLoop.readable, handler: handler)
@@ -166,7 +173,7 @@ public final class SocketChannel: Sendable {
         }()
         guard let (sent, failed) = sending else { return }
         var writer: CheckedContinuation<Bool, Never>?
-        let (drained, interest) = state.withLock { s -> ((@Sendable () -> Void)?, UInt32?) in
+        let (drained, interest) = state.withLock { s -> (Drained?, UInt32?) in
             guard s.lifecycle == .open else { return (nil, nil) }
             if sent > 0 {
                 s.output.consume(sent)
@@ -183,7 +190,7 @@ public final class SocketChannel: Sendable {
         if let interest { loop.modify(fd, events: interest) }
         if failed { shutdown(fd, Int32(SHUT_RDWR)) }
         writer?.resume(returning: !failed)
-        drained?()
+        drained?.run()
     }
 
     /// Whether the loop should watch for reads (loop thread, or queued onto it).

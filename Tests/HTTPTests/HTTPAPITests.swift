@@ -235,16 +235,7 @@ extension String {
         let fd = try f.server.connect()
         f.server.send("POST /v1/io.example.Notes/Quiet HTTP/1.1\r\nAccept: text/event-stream\r\nContent-Length: 2\r\n\r\n{}", on: fd)
         let started = ContinuousClock.now
-        let text = try await RunningServer.client.run { () -> String in
-            var data: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while String(decoding: data, as: UTF8.self).ranges(of: ": keep-alive\n\n").count < 3 {
-                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                data += chunk[0..<n]
-            }
-            return String(decoding: data, as: UTF8.self)
-        }
+        let text = try await f.server.read(fd) { $0.ranges(of: ": keep-alive\n\n").count >= 3 }
         let elapsed = ContinuousClock.now - started
         #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("text/event-stream"), "\(text)")
         #expect(text.ranges(of: ": keep-alive\n\n").count == 3, "three keep-alive comments: \(text)")

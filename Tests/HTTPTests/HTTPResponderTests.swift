@@ -79,16 +79,7 @@ import TestSupport
         })
         let fd = try server.connect()
         server.send("GET /events HTTP/1.1\r\n\r\n", on: fd)
-        let seen = try await RunningServer.client.run { () -> String in
-            var data: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while !String(decoding: data, as: UTF8.self).contains("data: x") {
-                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                data += chunk[0..<n]
-            }
-            return String(decoding: data, as: UTF8.self)
-        }
+        let seen = try await server.read(fd) { $0.contains("data: x") }
         #expect(seen.hasPrefix("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"), "\(seen)")
         #expect(seen.contains("\r\n\r\nb\r\n: started\n\n\r\n"), "the head, then the chunk written without waiting: \(seen)")
         close(fd)

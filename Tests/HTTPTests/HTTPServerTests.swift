@@ -60,6 +60,22 @@ struct RunningServer {
         try await Self.client.run { Self.readBlocking(fd) }
     }
 
+    /// Reads from `fd` until what has arrived satisfies `done` (or the connection ends); then
+    /// runs `then` in the same blocking job (a request sent at once, with no hop in between).
+    func read(_ fd: Int32, then: @escaping @Sendable () -> Void = {}, until done: @escaping @Sendable (String) -> Bool) async throws -> String {
+        try await Self.client.run {
+            defer { then() }
+            var data: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while !done(String(decoding: data, as: UTF8.self)) {
+                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                data += chunk[0..<n]
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
     static func readBlocking(_ fd: Int32) -> String {
         var data: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -174,16 +190,8 @@ struct RunningServer {
         // Two requests in one write, a third once both are answered (sent by the same blocking
         // job that saw the answers): three answers on one connection.
         server.send("POST /a?q=x%20y HTTP/1.1\r\nContent-Length: 2\r\n\r\nhiGET /b HTTP/1.1\r\n\r\n", on: fd)
-        let first = try await RunningServer.client.run { () -> String in
-            var data: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while !String(decoding: data, as: UTF8.self).contains(#""path":"/b""#) {
-                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                data += chunk[0..<n]
-            }
-            server.send("POST /c HTTP/1.1\r\nContent-Length: 1\r\n\r\n!", on: fd)
-            return String(decoding: data, as: UTF8.self)
+        let first = try await server.read(fd, then: { server.send("POST /c HTTP/1.1\r\nContent-Length: 1\r\n\r\n!", on: fd) }) {
+            $0.contains(#""path":"/b""#)
         }
         let started = ContinuousClock.now
         let all = try await first + server.readAll(fd)
@@ -214,16 +222,7 @@ struct RunningServer {
         }
         let fd = try server.connect()
         server.send("GET /events HTTP/1.1\r\n\r\n", on: fd)
-        let head = try await RunningServer.client.run { () -> String in
-            var data: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while !String(decoding: data, as: UTF8.self).contains("two") {
-                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                data += chunk[0..<n]
-            }
-            return String(decoding: data, as: UTF8.self)
-        }
+        let head = try await server.read(fd) { $0.contains("two") }
         #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n") && head.contains("Transfer-Encoding: chunked\r\n"), "\(head)")
         #expect(head.contains("b\r\ndata: one\n\n\r\n"), "\(head)")
         close(fd)

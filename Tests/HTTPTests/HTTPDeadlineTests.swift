@@ -19,12 +19,14 @@ import TestSupport
         # Raced when called from a handler.
         method Inner() -> (raced: bool)
 
-        # Waits three seconds, ignoring cancellation, then tries to commit.
+        # Waits for the test's latch, ignoring cancellation, then tries to commit.
         method Slow() -> ()
         """
 
-    /// What `Slow` saw once it woke: whether it was cancelled and whether its claim held.
+    /// What `Slow` waits for (`release`), and what it saw once it woke: whether it was
+    /// cancelled and whether its claim held.
     final class SlowOutcome: Sendable {
+        let release = Latch()
         let seen = Mutex<(cancelled: Bool, claimed: Bool)?>(nil)
     }
 
@@ -47,7 +49,7 @@ import TestSupport
             }
             let slow = self.slow
             try bus.registerRaw(method: "io.example.Deadlines.Slow", requirements: []) { _, _ in
-                await sleepIgnoringCancellation(for: .seconds(3))
+                await slow.release.wait()
                 let cancelled = Task.isCancelled
                 let claimed = Deadline.claim()
                 slow.seen.withLock { $0 = (cancelled, claimed) }
@@ -81,6 +83,7 @@ import TestSupport
         #expect(response.hasPrefix("HTTP/1.1 504 "), "\(response)")
         #expect(response.contains(#""error":"io.appd.Bus.DeadlineExceeded""#), "\(response)")
         #expect(!workEnded, "answered at the deadline, before the work ended")
+        f.slow.release.open()
         #expect(await eventually { f.slow.seen.withLock { $0 != nil } })
         let seen = f.slow.seen.withLock { $0 }
         #expect(seen?.cancelled == true, "the work was cancelled")

@@ -5,6 +5,7 @@
 import CSystem
 import Glibc
 import Synchronization
+import TestSupport
 
 /// A real VarlinkServer on a real socket in a temporary directory, with a test interface.
 final class TestServer: Sendable {
@@ -20,8 +21,8 @@ final class TestServer: Sendable {
         method Fail() -> ()
         # Sleeps, then replies.
         method Sleep(seconds: float) -> ()
-        # Sleeps ignoring cancellation, then tries to commit (claims its deadline).
-        method Stuck(seconds: float) -> (claimed: bool)
+        # Waits for the test's latch ignoring cancellation, then tries to commit (claims its deadline).
+        method Stuck() -> (claimed: bool)
         # Returns a large string.
         method Big(bytes: int) -> (text: string)
         # Counts how often it was called (oneway tests).
@@ -56,11 +57,12 @@ final class TestServer: Sendable {
     struct Stuck: Command {
         static let method = "io.appd.Test.Stuck"
         typealias Reply = StuckReply
-        var seconds: Double
     }
     struct StuckReply: Codable, Sendable { var claimed: Bool }
-    /// What `Stuck` saw once it woke: whether it was cancelled, and whether its claim held.
+    /// What `Stuck` waits for (`release`), and what it saw once it woke: whether it was
+    /// cancelled, and whether its claim held.
     final class StuckOutcome: Sendable {
+        let release = Latch()
         let seen = Mutex<(cancelled: Bool, claimed: Bool)?>(nil)
     }
     let stuck = StuckOutcome()
@@ -120,8 +122,8 @@ final class TestServer: Sendable {
             return Empty()
         }
         let stuck = self.stuck
-        try bus.register(Stuck.self) { command, _ in
-            await sleepIgnoringCancellation(for: .milliseconds(Int(command.seconds * 1000)))
+        try bus.register(Stuck.self) { _, _ in
+            await stuck.release.wait()
             let (cancelled, claimed) = (Task.isCancelled, Deadline.claim())
             stuck.seen.withLock { $0 = (cancelled, claimed) }
             return StuckReply(claimed: claimed)

@@ -15,8 +15,9 @@ import TestSupport
         limits.callTimeout = .milliseconds(200)
         let server = try TestServer(limits: limits)
         let client = try server.client()
-        // Pipelined: a call that ignores cancellation for 3 s, then one that answers at once.
-        try client.send(VarlinkCall(method: "io.appd.Test.Stuck", parameters: ["seconds": 3]))
+        // Pipelined: a call that ignores cancellation until the test lets it go, then one that
+        // answers at once.
+        try client.send(VarlinkCall(method: "io.appd.Test.Stuck", parameters: [:]))
         try client.send(VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "after"]))
         let first = try await client.receive()
         let second = try await client.receive()
@@ -24,10 +25,11 @@ import TestSupport
         #expect(first.error == "io.appd.Bus.DeadlineExceeded")
         #expect(first.parameters == ["method": "io.appd.Test.Stuck"])
         #expect(second.error == nil && second.parameters == ["text": "after"])
-        #expect(!stuckEnded, "both were answered while the stuck call still ran")
+        #expect(!stuckEnded, "both were answered while the stuck call still waited")
         #expect(server.server.abandonedWorkers.load(ordering: .relaxed) == 1)
-        // The stuck call ends cancelled, its commit refused, and its reply is never sent: the
-        // next reply on the wire is the next call's.
+        // Let go, the stuck call ends cancelled, its commit refused, and its reply is never
+        // sent: the next reply on the wire is the next call's.
+        server.stuck.release.open()
         #expect(await eventually { server.stuck.seen.withLock { $0 != nil } })
         let seen = server.stuck.seen.withLock { $0 }
         #expect(seen?.cancelled == true)
@@ -41,7 +43,8 @@ import TestSupport
         limits.callTimeout = .seconds(5)
         let server = try TestServer(limits: limits)
         let client = try server.client()
-        let reply = try await client.call("io.appd.Test.Stuck", ["seconds": 0.05])
+        server.stuck.release.open()
+        let reply = try await client.call("io.appd.Test.Stuck", [:])
         #expect(reply.error == nil && reply.parameters == ["claimed": true])
         #expect(server.stuck.seen.withLock { $0?.cancelled } == false)
         #expect(server.server.abandonedWorkers.load(ordering: .relaxed) == 0)

@@ -24,4 +24,33 @@ import Testing
         // And the live form is still what it was.
         #expect(encoded.json(live) == first)
     }
+
+    private struct Noted: Event {
+        static let topic = "demo.noted"
+        static let audience = EventAudience.admin
+        var text: String
+        var count: Int
+        var ratio: Double
+        var tags: [String?]
+    }
+
+    /// The wire bytes splice the payload's text in as the log encoded it; they are exactly the
+    /// JSON of the wire form, in every shape an event takes.
+    @Test func theWireBytesAreTheWireFormsJSON() throws {
+        let cause = BusEvent(topic: "demo.cause", payload: .json(.object([:])))
+        let typed = BusEvent(Noted(text: "é \"q\"\n", count: -3, ratio: 0.25, tags: ["a", nil]), causedBy: cause)
+        var dropped = typed
+        dropped.droppedBefore = 4
+        let logged = typed.logged(at: 12, payload: try typed.jsonBytes())
+        let redacted = BusEvent(
+            stored: typed.id, correlationID: typed.correlationID, causationID: nil, topic: Noted.topic, version: 2, owner: "u1", sequence: 9,
+            timestamp: typed.timestamp, payload: .object([:]), redacted: true)
+        let plain = BusEvent(topic: "demo.a", payload: .json(.object(["n": .int(1), "list": .array([.bool(true), .null])])))
+        for event in [typed, dropped, logged, redacted, plain] {
+            #expect(EncodedEvents.bytes(event) == JSONWriter.bytes(EncodedEvents.encode(event)), "\(event.topic) \(event.sequence ?? -1)")
+        }
+        // The logged form carries the log's text, and its JSON is what a replay would parse.
+        #expect(try logged.json() == JSONValue(encoding: Noted(text: "é \"q\"\n", count: -3, ratio: 0.25, tags: ["a", nil])))
+        #expect(EncodedEvents.encode(logged)["seq"] == .int(12) && EncodedEvents.encode(typed)["causationId"] == .string(cause.id.description))
+    }
 }

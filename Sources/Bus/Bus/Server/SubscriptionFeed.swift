@@ -157,10 +157,7 @@ final class EncodedEvents: Sendable {
     }
 
     private static func encoded(_ event: BusEvent) -> (json: JSONValue, bytes: [UInt8]) {
-        let json = encode(event)
-        var bytes: [UInt8] = []
-        JSONWriter.write(json, into: &bytes)
-        return (json, bytes)
+        (encode(event), bytes(event))
     }
 
     static func encode(_ event: BusEvent) -> JSONValue {
@@ -173,5 +170,50 @@ final class EncodedEvents: Sendable {
         if let causation = event.causationID { object["causationId"] = .string(causation.description) }
         if event.redacted { object["redacted"] = .bool(true) }
         return .object(object)
+    }
+
+    /// `JSONWriter.bytes(encode(event))`, with the payload's text spliced in as the event log
+    /// encoded it (not parsed and written again): the members in `encode`'s sorted key order.
+    static func bytes(_ event: BusEvent) -> [UInt8] {
+        let payload = (try? event.jsonBytes()) ?? Array("{}".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(payload.count + 200)
+        func member(_ key: StaticString, first: Bool = false) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+            out.append(contentsOf: "\":".utf8)
+        }
+        out.append(UInt8(ascii: "{"))
+        if let causation = event.causationID {
+            member("causationId", first: true)
+            JSONWriter.writeString(causation.description, into: &out)
+            member("correlationId")
+        } else {
+            member("correlationId", first: true)
+        }
+        JSONWriter.writeString(event.correlationID.description, into: &out)
+        member("dropped")
+        JSONWriter.writeInt(Int64(event.droppedBefore), into: &out)
+        member("id")
+        JSONWriter.writeString(event.id.description, into: &out)
+        member("payload")
+        out.append(contentsOf: payload)
+        if event.redacted {
+            member("redacted")
+            out.append(contentsOf: "true".utf8)
+        }
+        if let sequence = event.sequence {
+            member("seq")
+            JSONWriter.writeInt(sequence, into: &out)
+        }
+        member("time")
+        JSONWriter.writeString(event.timestamp.rfc3339, into: &out)
+        member("topic")
+        JSONWriter.writeString(event.topic, into: &out)
+        member("version")
+        JSONWriter.writeInt(Int64(event.version), into: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }

@@ -24,9 +24,9 @@ public struct BusEvent: Sendable, Cause {
     public package(set) var droppedBefore: Int = 0
     /// Of those, the live-only ones (no sequence), which no log can give back.
     public package(set) var droppedUnlogged: Int = 0
-    /// The payload's JSON when it was made already (the event log's encoding, kept so the bus
-    /// and its subscribers do not encode the same event again).
-    private var encodedPayload: JSONValue?
+    /// The payload's JSON text when it was made already (the event log's encoding, kept so the
+    /// bus and its subscribers do not encode the same event again).
+    private var encodedPayload: [UInt8]?
 
     /// A new event, caused by `cause` (a command's envelope or another event).
     public init(
@@ -68,11 +68,11 @@ public struct BusEvent: Sendable, Cause {
         self.redacted = redacted
     }
 
-    /// The same event at its place in the log.
-    public func logged(at sequence: Int64, payload json: JSONValue? = nil) -> BusEvent {
+    /// The same event at its place in the log; `payload`: the JSON text the log holds for it.
+    public func logged(at sequence: Int64, payload text: [UInt8]? = nil) -> BusEvent {
         var copy = self
         copy.sequence = sequence
-        if let json { copy.encodedPayload = json }
+        if let text { copy.encodedPayload = text }
         return copy
     }
 
@@ -88,12 +88,24 @@ public struct BusEvent: Sendable, Cause {
         }
     }
 
-    /// The payload as JSON, for the wire and the event log.
+    /// The payload as JSON, for the wire and the event log. An event the log encoded already
+    /// gives back what the log holds (as a replayed one does).
     public func json() throws -> JSONValue {
+        switch payload {
+        case .json(let json): return json
+        case .typed(let event):
+            if let encodedPayload { return try JSONParser.parse(encodedPayload) }
+            return try JSONValue(encoding: event)
+        }
+    }
+
+    /// The payload's compact JSON text (sorted keys), encoded once: the event log's row and the
+    /// wire's bytes are this.
+    public func jsonBytes() throws -> [UInt8] {
         if let encodedPayload { return encodedPayload }
         switch payload {
-        case .typed(let event): return try JSONValue(encoding: event)
-        case .json(let json): return json
+        case .typed(let event): return try JSONBytesEncoder.encode(event)
+        case .json(let json): return JSONWriter.bytes(json)
         }
     }
 }

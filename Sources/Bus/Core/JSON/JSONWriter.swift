@@ -63,7 +63,7 @@ public enum JSONWriter {
     }
 
     /// An integer's decimal digits, without building a String.
-    static func writeInt(_ value: Int64, into out: inout [UInt8]) {
+    package static func writeInt(_ value: Int64, into out: inout [UInt8]) {
         if value == 0 { return out.append(UInt8(ascii: "0")) }
         if value < 0 { out.append(UInt8(ascii: "-")) }
         // The magnitude as unsigned: Int64.min has no positive counterpart.
@@ -82,7 +82,7 @@ public enum JSONWriter {
 
     /// A string, quoted and escaped: the runs between bytes that need escaping are copied whole
     /// (most strings have none, and go in one copy).
-    static func writeString(_ s: String, into out: inout [UInt8]) {
+    package static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var text = s
         text.withUTF8 { bytes in

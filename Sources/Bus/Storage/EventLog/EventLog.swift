@@ -54,12 +54,12 @@ public struct EventLog: EventReplay {
     /// Erasure of the logged events about one owner.
     static let redact = "UPDATE appd_events SET payload = '{}', redacted = 1 WHERE owner = ? AND redacted = 0"
 
-    /// `insert`'s parameters for `event`, after checking its topic.
-    /// The log row's values; `payload`: the event's JSON when the caller has it already.
-    static func parameters(_ event: BusEvent, payload: JSONValue? = nil) throws -> [SQLValue] {
+    /// `insert`'s parameters for `event`, after checking its topic; `payload`: the event's JSON
+    /// text when the caller has it already.
+    static func parameters(_ event: BusEvent, payload: [UInt8]? = nil) throws -> [SQLValue] {
         try TopicFilter.validate(topic: event.topic)
         return [
-            .text(event.topic), .integer(event.timestamp.nanosecondsSinceEpoch), .text(try (payload ?? event.json()).jsonText),
+            .text(event.topic), .integer(event.timestamp.nanosecondsSinceEpoch), .text(String(decoding: try payload ?? event.jsonBytes(), as: UTF8.self)),
             .text(event.correlationID.description), event.causationID.map { .text($0.description) } ?? .null,
             .text(event.id.description), .integer(Int64(event.version)), event.owner.map { .text($0) } ?? .null,
         ]

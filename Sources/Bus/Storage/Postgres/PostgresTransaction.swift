@@ -46,7 +46,7 @@ final class PostgresTransaction: OutboxTransaction {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
         // Encoded once: the log's row and the bus's delivery share the JSON.
-        let payload = try event.json()
+        let payload = try event.jsonBytes()
         let rows = try connection.run(EventLog.insert + " RETURNING seq", try EventLog.parameters(event, payload: payload)).rows
         guard let sequence = rows.first?.integer("seq") else {
             throw StorageError(kind: .other, message: "the event log returned no sequence number")

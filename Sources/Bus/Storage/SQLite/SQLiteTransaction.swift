@@ -39,7 +39,7 @@ final class SQLiteTransaction: OutboxTransaction {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
         // Encoded once: the log's row and the bus's delivery share the JSON.
-        let payload = try event.json()
+        let payload = try event.jsonBytes()
         _ = try run(EventLog.insert, try EventLog.parameters(event, payload: payload))
         let sequence = connection.lastInsertRowID
         events.append(event.logged(at: sequence, payload: payload))

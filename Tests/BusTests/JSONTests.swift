@@ -62,6 +62,40 @@ import Testing
         #expect((try? JSONParser.parse(Array(#"[{"a":1},{"a":2}]"#.utf8))) != nil)
     }
 
+    /// An envelope read member by member is held to what `parse` holds a document to, and
+    /// gives the same members.
+    @Test func membersAreReadAsParseReadsThem() throws {
+        func members(_ text: String) throws(JSONParser.Error) -> [String: JSONValue]? {
+            var got: [String: JSONValue] = [:]
+            let isObject = try JSONParser.parseMembers(Array(text.utf8)[...]) { name, value in got[name] = value }
+            return isObject ? got : nil
+        }
+        let envelope = #" {"method":"a.B","parameters":{"x":[1,{"y":null}]},"more":true} "#
+        #expect(try members(envelope).map(JSONValue.object) == JSONParser.parse(Array(envelope.utf8)))
+        #expect(try members("{}") == [:])
+        // Valid JSON that is not an object is said so; invalid JSON throws as parse does.
+        #expect(try members("[1]") == nil && members(#""text""#) == nil)
+        for bad in [#"{"a":1"#, #"{"a":1} x"#, #"{"a" 1}"#, "[1", #"{"a":1,}"#] {
+            #expect(throws: JSONParser.Error.self, "\(bad)") { try members(bad) }
+        }
+        // A name twice, among few members and among many (past the list, in the set).
+        do {
+            _ = try members(#"{"method":"io.appd.Daemon.Ping","method":"io.appd.Daemon.Shutdown"}"#)
+            Issue.record("accepted a member name twice")
+        } catch {
+            #expect(error.offset == 32 && error.reason == "the member name 'method' appears twice in one object")
+        }
+        let many = (0..<20).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        #expect(try members("{\(many)}")?.count == 20)
+        #expect(throws: JSONParser.Error.self) { try members("{\(many),\"k3\":0}") }
+        #expect(throws: JSONParser.Error.self) { try members("{\(many),\"k19\":0}") }
+        // The nesting limit counts the envelope as parse does.
+        let deep = String(repeating: "[", count: 10) + String(repeating: "]", count: 10)
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parseMembers(Array("{\"a\":\(deep)}".utf8)[...], maxDepth: 10) { _, _ in } }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array("{\"a\":\(deep)}".utf8), maxDepth: 10) }
+        #expect(try JSONParser.parseMembers(Array("{\"a\":\(deep)}".utf8)[...], maxDepth: 11) { _, _ in })
+    }
+
     @Test func rejectsInvalidUTF8() {
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0x5C, 0x6E, 0xC3, 0x22]) }

@@ -29,25 +29,26 @@ public struct VarlinkCall: Sendable, Equatable {
     /// Reads a call from one NUL-free frame. Unknown keys are ignored; `more`/`oneway` may be
     /// false or null; parameters may be missing or null.
     public init(frame: some Collection<UInt8>, maxDepth: Int = JSONParser.defaultMaxDepth) throws(VarlinkProtocolError) {
-        let value: JSONValue
+        // The envelope's members are taken as they are read (a call has two or three): no
+        // dictionary is built for them.
+        var (method, more, oneway, key, parameters) = (JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null)
+        let isObject: Bool
         do {
-            value = try JSONParser.parse(frame, maxDepth: maxDepth)
+            let bytes = frame as? ArraySlice<UInt8> ?? ArraySlice(frame)
+            isObject = try JSONParser.parseMembers(bytes, maxDepth: maxDepth) { name, member in
+                switch name {
+                case "method": method = member
+                case "parameters": parameters = member
+                case "more": more = member
+                case "oneway": oneway = member
+                case "idempotencyKey": key = member
+                default: break
+                }
+            }
         } catch {
             throw VarlinkProtocolError("\(error)")
         }
-        guard case .object(let members) = value else { throw VarlinkProtocolError("a message must be a JSON object") }
-        // One pass over the members (a call has two or three) instead of a lookup per field.
-        var (method, more, oneway, key, parameters) = (JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null)
-        for (name, member) in members {
-            switch name {
-            case "method": method = member
-            case "parameters": parameters = member
-            case "more": more = member
-            case "oneway": oneway = member
-            case "idempotencyKey": key = member
-            default: continue
-            }
-        }
+        guard isObject else { throw VarlinkProtocolError("a message must be a JSON object") }
         guard case .string(let method) = method else {
             throw VarlinkProtocolError("a call needs a string 'method'")
         }

@@ -30,6 +30,28 @@ public struct JSONParser {
         try bytes.withUnsafeBufferPointer { buffer throws(Error) in try parse(buffer, maxDepth: maxDepth) }
     }
 
+    /// Parses one complete JSON document that is an object, handing each member to `member` in
+    /// the order written instead of collecting them (a message's envelope: its few members are
+    /// read once, with no dictionary built for them). The same checks as `parse`, a member name
+    /// twice included. Returns false, having called `member` for nothing, when the document is
+    /// valid JSON but not an object.
+    public static func parseMembers(
+        _ bytes: ArraySlice<UInt8>, maxDepth: Int = defaultMaxDepth, _ member: (String, JSONValue) throws(Error) -> Void
+    ) throws(Error) -> Bool {
+        try bytes.withUnsafeBufferPointer { buffer throws(Error) in
+            var parser = Cursor(bytes: buffer, maxDepth: maxDepth)
+            parser.skipWhitespace()
+            guard parser.index < buffer.count, buffer[parser.index] == UInt8(ascii: "{") else {
+                _ = try parse(buffer, maxDepth: maxDepth)
+                return false
+            }
+            try parser.members(depth: 1, member)
+            parser.skipWhitespace()
+            guard parser.index == buffer.count else { throw parser.fail("trailing characters after the document") }
+            return true
+        }
+    }
+
     private static func parse(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) throws(Error) -> JSONValue {
         var parser = Cursor(bytes: buffer, maxDepth: maxDepth)
         parser.skipWhitespace()
@@ -91,24 +113,65 @@ public struct JSONParser {
                 return .object(members)
             }
             while true {
-                skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-                let keyOffset = index
-                let key = try string()
-                skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                index += 1
-                skipWhitespace()
+                let (key, keyOffset) = try memberName()
                 // One hash per member: a name seen before is refused once its value is read.
-                guard members.updateValue(try value(depth: depth), forKey: key) == nil else {
-                    throw Error(offset: keyOffset, reason: "the member name '\(key)' appears twice in one object")
-                }
-                skipWhitespace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
-                throw fail("expected ',' or '}'")
+                guard members.updateValue(try value(depth: depth), forKey: key) == nil else { throw Self.twice(key, at: keyOffset) }
+                if try endOfMember(closing: "}") { return .object(members) }
             }
+        }
+
+        /// The members of the object at `index`, each handed to `visit` as it is read. Names
+        /// seen are compared in a list while there are few of them (an envelope has two to
+        /// four), in a set beyond that.
+        mutating func members(depth: Int, _ visit: (String, JSONValue) throws(Error) -> Void) throws(Error) {
+            guard depth <= maxDepth else { throw fail("nested deeper than \(maxDepth)") }
+            index += 1
+            skipWhitespace()
+            if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return
+            }
+            var seen: [String] = []
+            var many: Set<String> = []
+            while true {
+                let (key, keyOffset) = try memberName()
+                let value = try value(depth: depth)
+                if seen.count < 8 {
+                    if seen.contains(key) { throw Self.twice(key, at: keyOffset) }
+                    seen.append(key)
+                } else {
+                    if many.isEmpty { many = Set(seen) }
+                    guard many.insert(key).inserted else { throw Self.twice(key, at: keyOffset) }
+                }
+                try visit(key, value)
+                if try endOfMember(closing: "}") { return }
+            }
+        }
+
+        /// `"name" :` at `index` (white space before it skipped): the name and where it began.
+        private mutating func memberName() throws(Error) -> (String, Int) {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+            let keyOffset = index
+            let key = try string()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            skipWhitespace()
+            return (key, keyOffset)
+        }
+
+        /// After a member: true at the object's end, false at a ',' (both consumed).
+        private mutating func endOfMember(closing: Unicode.Scalar) throws(Error) -> Bool {
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; return false }
+            if bytes[index] == UInt8(ascii: closing) { index += 1; return true }
+            throw fail("expected ',' or '\(closing)'")
+        }
+
+        static func twice(_ key: String, at offset: Int) -> Error {
+            Error(offset: offset, reason: "the member name '\(key)' appears twice in one object")
         }
 
         mutating func array(depth: Int) throws(Error) -> JSONValue {

@@ -132,6 +132,12 @@ import Testing
         #expect(try JSONBytesEncoder.encode([3, 1, 2]) == (try Self.reference([3, 1, 2])))
         #expect(try JSONBytesEncoder.encode(["b": 1, "a": 2]) == (try Self.reference(["b": 1, "a": 2])))
         #expect(try JSONBytesEncoder.encode(Optional<Int>.none) == (try Self.reference(Optional<Int>.none)))
+        // Optionals inside arrays are not plain values: they encode themselves, to the same JSON.
+        let optionals: [String?] = ["a", nil, "é\n"]
+        #expect(try JSONBytesEncoder.encode(optionals) == Array(#"["a",null,"é\n"]"#.utf8))
+        #expect(try JSONBytesEncoder.encode(optionals) == (try Self.reference(optionals)))
+        #expect(try JSONValue(encoding: [Int64(-1), nil] as [Int64?]) == .array([.int(-1), .null]))
+        #expect(try JSONBytesEncoder.encode([true, false]) == Array("[true,false]".utf8))
         #expect(try JSONBytesEncoder.encode(Empty()) == Array("{}".utf8))
         #expect(throws: EncodingError.self) { try JSONBytesEncoder.encode(NonFinite(value: .nan)) }
         #expect(throws: EncodingError.self) { try JSONBytesEncoder.encode([Double.infinity]) }

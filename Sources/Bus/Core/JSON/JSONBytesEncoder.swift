@@ -33,6 +33,28 @@ public enum JSONBytesEncoder {
             JSONWriter.write(value, into: &bytes)
             return .bytes(start..<bytes.count)
         }
+
+        // The common scalars written as they are, without a `JSONValue` made for each: the
+        // same bytes `JSONWriter.write` makes for `.string`, `.int`, `.bool` and `.null`.
+        func add(string value: String) -> Piece {
+            let start = bytes.count
+            JSONWriter.writeString(value, into: &bytes)
+            return .bytes(start..<bytes.count)
+        }
+
+        func add(int value: Int64) -> Piece {
+            let start = bytes.count
+            JSONWriter.writeInt(value, into: &bytes)
+            return .bytes(start..<bytes.count)
+        }
+
+        func add(literal value: StaticString) -> Piece {
+            let start = bytes.count
+            bytes.append(contentsOf: UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+            return .bytes(start..<bytes.count)
+        }
+
+        func add(bool value: Bool) -> Piece { add(literal: value ? "true" : "false") }
     }
 
     /// A member's or an element's value: bytes in the scratch buffer, or a container.
@@ -148,15 +170,15 @@ public enum JSONBytesEncoder {
 
         private func set(_ key: Key, _ value: JSONValue) { node.set(key.stringValue, node.scratch.add(value)) }
 
-        mutating func encodeNil(forKey key: Key) throws { set(key, .null) }
-        mutating func encode(_ value: Bool, forKey key: Key) throws { set(key, .bool(value)) }
-        mutating func encode(_ value: String, forKey key: Key) throws { set(key, .string(value)) }
+        mutating func encodeNil(forKey key: Key) throws { node.set(key.stringValue, node.scratch.add(literal: "null")) }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { node.set(key.stringValue, node.scratch.add(bool: value)) }
+        mutating func encode(_ value: String, forKey key: Key) throws { node.set(key.stringValue, node.scratch.add(string: value)) }
         mutating func encode(_ value: Double, forKey key: Key) throws {
             set(key, try JSONValueEncoder.finite(value, path: node.codingPath + [key]))
         }
         mutating func encode(_ value: Float, forKey key: Key) throws { try encode(Double(value), forKey: key) }
-        mutating func encode(_ value: Int, forKey key: Key) throws { set(key, .int(Int64(value))) }
-        mutating func encode(_ value: Int64, forKey key: Key) throws { set(key, .int(value)) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { node.set(key.stringValue, node.scratch.add(int: Int64(value))) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { node.set(key.stringValue, node.scratch.add(int: value)) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
             if let plain = try JSONValueEncoder.plain(value, path: node.codingPath + [key]) { return set(key, plain) }
             try value.encode(to: Encoder(node: node.child(key)))
@@ -182,11 +204,11 @@ public enum JSONBytesEncoder {
         private func append(_ value: JSONValue) { node.array?.append(node.scratch.add(value)) }
         private var nextPath: [any CodingKey] { node.codingPath + [JSONValueDecoder.IndexKey(count)] }
 
-        mutating func encodeNil() throws { append(.null) }
-        mutating func encode(_ value: Bool) throws { append(.bool(value)) }
-        mutating func encode(_ value: String) throws { append(.string(value)) }
+        mutating func encodeNil() throws { node.array?.append(node.scratch.add(literal: "null")) }
+        mutating func encode(_ value: Bool) throws { node.array?.append(node.scratch.add(bool: value)) }
+        mutating func encode(_ value: String) throws { node.array?.append(node.scratch.add(string: value)) }
         mutating func encode(_ value: Double) throws { append(try JSONValueEncoder.finite(value, path: nextPath)) }
-        mutating func encode(_ value: Int) throws { append(.int(Int64(value))) }
+        mutating func encode(_ value: Int) throws { node.array?.append(node.scratch.add(int: Int64(value))) }
         mutating func encode<T: Encodable>(_ value: T) throws {
             if let plain = try JSONValueEncoder.plain(value, path: nextPath) { return append(plain) }
             try value.encode(to: Encoder(node: node.nextChild()))

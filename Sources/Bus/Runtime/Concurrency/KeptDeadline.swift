@@ -1,11 +1,12 @@
 import Synchronization
 
-/// A call's deadline kept by its caller instead of raced by a task: for a transport whose request
-/// task is itself the work (the HTTP server's), so a call costs that one task. The transport sets
-/// an `Alarm` at `deadline` that calls `expire()`; when that decides it (the work has not claimed
-/// it yet), the transport answers the timeout itself and cancels its request task, and the work —
-/// which may go on until it notices — can no longer commit: its `claim()` fails, so a late write
-/// is rolled back, as `withDeadline` promises.
+/// A call's deadline kept by its caller instead of raced by a task: for a transport whose task is
+/// itself the work (the HTTP server's request task, a socket connection's worker), so a call
+/// costs that one task. The transport sets an `Alarm` at `deadline` that calls `expire()`; when
+/// that decides it (the work has not claimed it yet), the transport answers the timeout itself
+/// and lets the work's task go (HTTP cancels it; the socket cancels its worker and hands the
+/// connection to a new one), and the work — which may go on until it notices — can no longer
+/// commit: its `claim()` fails, so a late write is rolled back, as `withDeadline` promises.
 ///
 /// It stands for one call, `method`: the first `withDeadline` for that method in the task that
 /// `keep` runs (`take`) runs its work right there, with no race; every other one (a call the

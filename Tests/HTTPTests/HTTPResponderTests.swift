@@ -54,6 +54,41 @@ import TestSupport
         await server.stop()
     }
 
+    /// A stream the server has no place for is answered 503, and its decorations (CORS, the
+    /// count, the access line) see the 503 as a whole response, not the stream's 200.
+    @Test func aStreamRefusedForTheLimitIsDecoratedAsThe503ItIs() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxStreams = 1
+        let decorated = Mutex<[String]>([])
+        let release = Latch()
+        let server = try RunningServer(limits: limits, dispatch: { request, _ in
+            .responding { responder in
+                responder.decorate { response, streamed in
+                    response.headers.append(("X-Decorated", "yes"))
+                    decorated.withLock { $0.append("\(request.path) \(response.status) \(streamed ? "stream" : "whole")") }
+                }
+                let started = responder.startStream(Self.head)
+                guard started else {
+                    // Refused: nothing can be written, as when the client has gone.
+                    #expect((try? await responder.write("data: x\n\n")) == nil)
+                    return
+                }
+                try? await responder.write("data: open\n\n")
+                await release.wait()
+            }
+        })
+        let first = try server.connect()
+        server.send("GET /first HTTP/1.1\r\n\r\n", on: first)
+        _ = try await server.read(first, until: { $0.contains("data: open") })
+        let second = try await server.exchange("GET /second HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(second.hasPrefix("HTTP/1.1 503 "), "\(second)")
+        #expect(second.contains("X-Decorated: yes"), "the refusal is decorated: \(second)")
+        #expect(decorated.withLock { $0 } == ["/first 200 stream", "/second 503 whole"])
+        release.open()
+        close(first)
+        await server.stop()
+    }
+
     @Test func workThatAnswersNothingGets500AndTheConnectionGoesOn() async throws {
         let server = try RunningServer(dispatch: { request, _ in
             request.path == "/silent" ? .responding { _ in } : .now(HTTPResponse(status: 200, body: ["next": true]))

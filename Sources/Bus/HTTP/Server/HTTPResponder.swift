@@ -110,15 +110,20 @@ public final class HTTPResponder: Sendable {
     var phase: Phase { state.withLock { $0.phase } }
 
     /// Runs the decorations and queues the response under the lock, so a reply and an alarm
-    /// that start it at once cannot both, and nothing is written before the head. nil: it had
+    /// that start it at once cannot both, and nothing is written before the head. A stream the
+    /// server has no place for is answered 503 instead — decorated as the whole response it is
+    /// (its CORS headers, its count and access line say 503, not the stream's 200). nil: it had
     /// started before.
     private func begin(_ response: HTTPResponse, streamed: Bool) -> Phase? {
         state.withLock { s -> Phase? in
             guard s.phase == .waiting else { return nil }
-            var decorated = response
-            for change in s.decorations { change(&decorated, streamed) }
-            s.phase = server.begin(decorated, streamed: streamed, on: connection)
-            s.streamed = streamed
+            var (decorated, streams) = (response, streamed)
+            if streamed, !server.reserveStream(on: connection) { (decorated, streams) = (HTTPServer.streamsBusy, false) }
+            for change in s.decorations { change(&decorated, streams) }
+            let phase = server.begin(decorated, streamed: streams, on: connection)
+            // Refused, the work's writes find no stream (as when its client has gone).
+            s.phase = streamed && !streams ? .noBody : phase
+            s.streamed = streams
             return s.phase
         }
     }

@@ -176,9 +176,24 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Starts a responder's response (from any thread): whole, or the head of a stream. The
-    /// request stops counting as in flight; a stream counts as open until `endStream`.
-    /// Returns what the responder may do next.
+    /// Takes one of the `maxStreams` places for a stream about to start on `connection`, before
+    /// its response is decorated: false when they are all taken (the responder then answers
+    /// `streamsBusy` instead, decorated, logged and counted as what it is). A HEAD takes none: it
+    /// gets the stream's head and no body.
+    func reserveStream(on connection: HTTPServerConnection?) -> Bool {
+        guard let connection, !connection.answeringHead else { return true }
+        guard streaming.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxStreams else {
+            streaming.subtract(1, ordering: .acquiringAndReleasing)
+            return false
+        }
+        return true
+    }
+
+    static var streamsBusy: HTTPResponse { busy("too many streams open; retry") }
+
+    /// Starts a responder's response (from any thread): whole, or the head of a stream, whose
+    /// place `reserveStream` took. The request stops counting as in flight; a stream counts as
+    /// open until `endStream`. Returns what the responder may do next.
     func begin(_ response: HTTPResponse, streamed: Bool, on connection: HTTPServerConnection?) -> HTTPResponder.Phase {
         handling.subtract(1, ordering: .acquiringAndReleasing)
         guard let connection else { return .noBody }
@@ -189,11 +204,6 @@ public final class HTTPServer: Sendable {
         guard !connection.answeringHead else {
             // A HEAD gets the stream's head and no body.
             _ = connection.startResponse(response, streamed: true, serverClosing: closing.load(ordering: .acquiring))
-            return .noBody
-        }
-        guard streaming.add(1, ordering: .acquiringAndReleasing).newValue <= limits.maxStreams else {
-            streaming.subtract(1, ordering: .acquiringAndReleasing)
-            respond(connection, Self.busy("too many streams open; retry"))
             return .noBody
         }
         guard connection.startResponse(response, streamed: true, serverClosing: closing.load(ordering: .acquiring)) else {

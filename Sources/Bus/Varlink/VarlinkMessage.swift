@@ -34,7 +34,8 @@ public struct VarlinkCall: Sendable, Equatable {
         var (method, more, oneway, key, parameters) = (JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null, JSONValue.null)
         let isObject: Bool
         do {
-            let bytes = frame as? ArraySlice<UInt8> ?? ArraySlice(frame)
+            // The bytes where they are (a frame the server read, an array), copied only otherwise.
+            let bytes = frame as? ArraySlice<UInt8> ?? (frame as? [UInt8])?[...] ?? ArraySlice(frame)
             isObject = try JSONParser.parseMembers(bytes, maxDepth: maxDepth) { name, member in
                 switch name {
                 case "method": method = member

@@ -28,33 +28,24 @@ public enum JSONBytesEncoder {
         @exclusivity(unchecked) var bytes: [UInt8] = []
         init() { bytes.reserveCapacity(256) }
 
-        func add(_ value: JSONValue) -> Piece {
-            let start = bytes.count
-            JSONWriter.write(value, into: &bytes)
-            return .bytes(start..<bytes.count)
-        }
+        func add(_ value: JSONValue) -> Piece { piece { JSONWriter.write(value, into: &$0) } }
 
         // The common scalars written as they are, without a `JSONValue` made for each: the
         // same bytes `JSONWriter.write` makes for `.string`, `.int`, `.bool` and `.null`.
-        func add(string value: String) -> Piece {
-            let start = bytes.count
-            JSONWriter.writeString(value, into: &bytes)
-            return .bytes(start..<bytes.count)
-        }
-
-        func add(int value: Int64) -> Piece {
-            let start = bytes.count
-            JSONWriter.writeInt(value, into: &bytes)
-            return .bytes(start..<bytes.count)
-        }
-
-        func add(literal value: StaticString) -> Piece {
-            let start = bytes.count
-            bytes.append(contentsOf: UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
-            return .bytes(start..<bytes.count)
-        }
-
+        func add(string value: String) -> Piece { piece { JSONWriter.writeString(value, into: &$0) } }
+        func add(int value: Int64) -> Piece { piece { JSONWriter.writeInt(value, into: &$0) } }
         func add(bool value: Bool) -> Piece { add(literal: value ? "true" : "false") }
+        func add(literal value: StaticString) -> Piece {
+            piece { $0.append(contentsOf: UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount)) }
+        }
+
+        /// What `write` appends, as a piece.
+        @inline(__always)
+        private func piece(_ write: (inout [UInt8]) -> Void) -> Piece {
+            let start = bytes.count
+            write(&bytes)
+            return .bytes(start..<bytes.count)
+        }
     }
 
     /// A member's or an element's value: bytes in the scratch buffer, or a container.

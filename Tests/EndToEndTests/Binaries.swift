@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The real appd and appctl binaries that `swift build --build-tests` put beside the tests.
 enum Binaries {
@@ -54,7 +55,13 @@ func run(_ path: String, _ arguments: [String], stdin: String? = nil, environmen
     let deadline = Date().addingTimeInterval(timeout)
     // Sleep, never block: other suites share the few cooperative threads.
     while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
-    if process.isRunning { process.terminate() }
+    if process.isRunning {
+        process.terminate()
+        // One that does not stop when asked is killed: a test never waits on it for ever.
+        let killAt = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < killAt { try await Task.sleep(for: .milliseconds(5)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
     process.waitUntilExit()
     try out.close()
     try err.close()
@@ -134,11 +141,29 @@ final class Daemon {
         return await exitStatus()
     }
 
-    /// Waits (sleeping) for the process to exit.
-    func exitStatus() async -> Int32 {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+    /// Waits (sleeping) for the process to exit, at most `limit`: an appd that does not stop
+    /// fails the test with its threads' stacks and its log's end, and is killed — a shutdown that
+    /// hangs is a failure that says where, never a test run that waits for ever.
+    func exitStatus(within limit: Duration = .seconds(60)) async -> Int32 {
+        let deadline = ContinuousClock.now.advanced(by: limit)
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        if process.isRunning {
+            let pid = process.processIdentifier
+            let stacks = await Self.stacks(of: pid)
+            Issue.record("appd (pid \(pid)) did not exit within \(limit); its threads:\n\(stacks)\nthe end of its log:\n\(log.suffix(4000))")
+            kill(pid, SIGKILL)
+        }
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// Every thread's stack of a running process, read by gdb (what it says when it cannot).
+    static func stacks(of pid: Int32) async -> String {
+        guard let outcome = try? await run("/usr/bin/gdb", ["-p", String(pid), "-batch", "-nx", "-ex", "thread apply all bt 20"], timeout: 60) else {
+            return "(gdb could not be run)"
+        }
+        let frames = outcome.stdout.split(separator: "\n").filter { $0.hasPrefix("Thread ") || $0.hasPrefix("#") }
+        return frames.isEmpty ? "(gdb read no stack: \(outcome.stderr.suffix(500)))" : frames.joined(separator: "\n")
     }
 
     var log: String {

@@ -159,6 +159,8 @@ import TestSupport
     /// (it said `http="127.0.0.1:0, port 33085"`).
     @Test func theStartLogNamesTheHTTPAddressItListensOn() async throws {
         let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:0"])
+        // The socket may answer a ping a moment before the start line reaches the log.
+        #expect(await eventually { daemon.log.contains("appd started") })
         let line = daemon.log.split(separator: "\n").first { $0.contains("appd started") }.map(String.init) ?? ""
         let field = line.split(separator: " ").first { $0.hasPrefix("http=") }.map(String.init) ?? ""
         let port = field.split(separator: ":").last.flatMap { Int($0) } ?? 0

@@ -178,7 +178,7 @@ import TestSupport
         #expect(drained.status == 0, "\(drained)")
 
         // Its output goes to appd's log, prefixed with its name.
-        #expect(daemon.log.contains("[greeter]"))
+        #expect(await eventually { daemon.log.contains("[greeter]") })
         let restarted = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" && $0["pid"] as? Int != nil }
         let pid = Int32(restarted["pid"] as? Int ?? 0)
         #expect(pid > 0, "\(restarted)\n\(daemon.log.suffix(3000))")
@@ -262,7 +262,7 @@ import TestSupport
         let again = try await Self.wait(daemon, "greeter") { ($0["pid"] as? Int).map { Int32($0) != pid } == true && $0["state"] as? String == "running" }
         #expect((again["pid"] as? Int).map { Int32($0) != pid } == true, "\(again)")
         #expect(try await Self.ctl(daemon, ["greeter", "count"]).status == 0)
-        #expect(daemon.log.contains("failed its health check"))
+        #expect(await eventually { daemon.log.contains("failed its health check") })
         #expect(await daemon.stop() == 0)
     }
 

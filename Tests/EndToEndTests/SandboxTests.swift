@@ -128,7 +128,7 @@ import TestSupport
         #expect(await missing.stop() == 0)
         let unconfined = try await Daemon.start(["--plugin-sandbox", "none"], directory: dir)
         _ = try await Self.running(unconfined, "hostile")
-        #expect(unconfined.log.contains("external plugins run WITHOUT a sandbox"), "\(unconfined.log)")
+        #expect(await eventually { unconfined.log.contains("external plugins run WITHOUT a sandbox") }, "\(unconfined.log)")
         #expect(try await Self.status(unconfined, "hostile")["sandbox"] as? String == "none, unconfined, 256 MiB")
         #expect(await unconfined.stop() == 0)
         try? FileManager.default.removeItem(atPath: dir)

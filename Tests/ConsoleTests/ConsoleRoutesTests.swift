@@ -21,13 +21,13 @@ import Testing
         try ConsoleInterface.install(on: dispatcher, console: console, base: "http://127.0.0.1:1", adminGate: adminGate)
     }
 
-    func get(_ target: String, _ headers: [String: String] = [:]) async -> HTTPResponse {
+    func get(_ target: String, _ headers: HTTPHeaderFields = [:]) async -> HTTPResponse {
         var request = HTTPServerRequest(method: "GET", target: target, headers: headers)
         request.peerAddress = "127.0.0.1"
         return await console.handle(request, [])
     }
 
-    func post(_ target: String, _ body: JSONValue = [:], _ headers: [String: String] = [:]) async -> HTTPResponse {
+    func post(_ target: String, _ body: JSONValue = [:], _ headers: HTTPHeaderFields = [:]) async -> HTTPResponse {
         var request = HTTPServerRequest(method: "POST", target: target, headers: headers)
         request.peerAddress = "127.0.0.1"
         return await console.handle(request, JSONWriter.bytes(body))
@@ -97,7 +97,7 @@ import Testing
 
     @Test func onlyTheListedMethodsAndAsTheAdmin() async throws {
         let (cookie, csrf) = try await signIn()
-        let headers = ["cookie": cookie, "x-appd-csrf": csrf]
+        let headers: HTTPHeaderFields = ["cookie": cookie, "x-appd-csrf": csrf]
         #expect(await post("/console/api/call/io.appd.Console.CreateLink", [:], headers).status == 404, "a console session makes no links")
         #expect(await post("/console/api/call/io.appd.Daemon.Shutdown", [:], headers).status == 404)
         #expect(await post("/console/api/call/io.appd.Console.EndSessions", [:], headers).status == 404)

@@ -11,9 +11,9 @@ public struct HTTPServerRequest: Sendable, Equatable {
     public var path: String
     /// The query's `name=value` pairs, percent-decoded; a repeated name keeps its last value.
     public var query: [String: String]
-    /// Header names lower-cased; a repeated header keeps its last value (Content-Length and
-    /// Transfer-Encoding may not repeat).
-    public var headers: [String: String]
+    /// Header names lower-cased; a repeated header keeps its last value (Content-Length,
+    /// Transfer-Encoding and Authorization may not repeat).
+    public var headers: HTTPHeaderFields
     public var contentLength: Int
     public var expectsContinue: Bool
     /// Whether the client keeps the connection open for another request (HTTP/1.1 unless
@@ -23,7 +23,7 @@ public struct HTTPServerRequest: Sendable, Equatable {
     public var peerAddress = ""
 
     public init(
-        method: String, target: String, headers: [String: String] = [:], contentLength: Int = 0, expectsContinue: Bool = false,
+        method: String, target: String, headers: HTTPHeaderFields = [:], contentLength: Int = 0, expectsContinue: Bool = false,
         keepAlive: Bool = true
     ) {
         self.method = method
@@ -48,8 +48,8 @@ public struct HTTPServerRequest: Sendable, Equatable {
             return refuse(400, "BadRequest", "the request head is not UTF-8")
         }
         // Lines split on CR LF, fields on bytes: no String scanning on the hot path.
-        // Sized once: growing from empty rehashes at every power of two.
-        var headers = [String: String](minimumCapacity: 12)
+        var headers = HTTPHeaderFields()
+        headers.reserveCapacity(12)
         var requestLine: ArraySlice<UInt8>?
         var lineStart = bytes.startIndex
         var i = bytes.startIndex
@@ -87,12 +87,15 @@ public struct HTTPServerRequest: Sendable, Equatable {
             }
             headers[name] = String(decoding: value, as: UTF8.self)
         }
-        let parts = (requestLine ?? []).split(separator: 32, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
-        let version = parts[2]
+        // `METHOD SP target SP version`: exactly two spaces.
+        let line = requestLine ?? []
+        guard let firstSpace = line.firstIndex(of: 32), let secondSpace = line[(firstSpace + 1)...].firstIndex(of: 32),
+            !line[(secondSpace + 1)...].contains(32)
+        else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
+        let version = line[(secondSpace + 1)...]
         let http11 = version.elementsEqual("HTTP/1.1".utf8)
         guard http11 || version.elementsEqual("HTTP/1.0".utf8) else { return refuse(400, "BadRequest", "not an HTTP/1.x request line") }
-        let method = parts[0], target = parts[1]
+        let method = line[..<firstSpace], target = line[(firstSpace + 1)..<secondSpace]
         guard !method.isEmpty, method.allSatisfy({ $0 >= 65 && $0 <= 90 }) else { return refuse(400, "BadRequest", "a malformed method") }
         guard target.first == 47, target.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
             return refuse(400, "BadRequest", "the request target must be an absolute path of visible ASCII characters")
@@ -106,7 +109,7 @@ public struct HTTPServerRequest: Sendable, Equatable {
                 return refuse(400, "BadRequest", "Content-Length is not a number")
             }
             length = parsed
-        } else if ["POST", "PUT", "PATCH"].contains(where: { method.elementsEqual($0.utf8) }) {
+        } else if method.elementsEqual("POST".utf8) || method.elementsEqual("PUT".utf8) || method.elementsEqual("PATCH".utf8) {
             return refuse(411, "LengthRequired", "send a Content-Length with the body")
         }
         guard length <= maxBodyBytes else { return refuse(413, "PayloadTooLarge", "the body is over \(maxBodyBytes) bytes") }

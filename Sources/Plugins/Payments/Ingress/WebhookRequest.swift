@@ -28,6 +28,6 @@ public struct WebhookRequest: Sendable, Equatable {
         }
         guard request.method == "POST" else { return .failure(Refusal(status: 405, error: "MethodNotAllowed", reason: "use POST")) }
         return .success(
-            WebhookRequest(provider: provider, headers: request.headers, contentLength: request.contentLength, expectsContinue: request.expectsContinue))
+            WebhookRequest(provider: provider, headers: request.headers.dictionary, contentLength: request.contentLength, expectsContinue: request.expectsContinue))
     }
 }

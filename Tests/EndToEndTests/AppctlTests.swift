@@ -154,6 +154,7 @@ import Testing
         tail.arguments = ["--socket", daemon.socket, "--json", "events", "tail", "demo.*"]
         let out = Pipe()
         tail.standardOutput = out
+        tail.standardError = FileHandle.nullDevice
         try tail.run()
         var seen = ""
         let deadline = Date().addingTimeInterval(15)
@@ -164,7 +165,7 @@ import Testing
             seen += String(decoding: out.fileHandleForReading.availableDataIfAny(), as: UTF8.self)
         }
         tail.terminate()
-        while tail.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        await waitForExit(tail, "appctl events tail after SIGTERM")
         let line = seen.split(separator: "\n").first { $0.contains("demo.hello") }.map(String.init) ?? ""
         let event = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         #expect(event?["topic"] as? String == "demo.hello")

@@ -71,6 +71,18 @@ func run(_ path: String, _ arguments: [String], stdin: String? = nil, environmen
         stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
 }
 
+/// Waits (sleeping) for a process a test started to exit, at most `limit`: one still running
+/// then fails the test, naming `what` it was, and is killed — a test never waits on it for ever.
+func waitForExit(_ process: Process, _ what: String, within limit: Duration = .seconds(30)) async {
+    let deadline = ContinuousClock.now.advanced(by: limit)
+    while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+    if process.isRunning {
+        Issue.record("\(what) (pid \(process.processIdentifier)) did not exit within \(limit)")
+        kill(process.processIdentifier, SIGKILL)
+    }
+    process.waitUntilExit()
+}
+
 /// A real appd in the background on a socket in a temporary directory.
 final class Daemon {
     let directory: String

@@ -72,7 +72,7 @@ import TestSupport
             seen += reader.availableDataIfAny()
         }
         kill(process.processIdentifier, SIGINT)
-        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        await waitForExit(process, "appctl chat send after Ctrl-C")
         seen += reader.availableDataIfAny()
         let output = String(decoding: seen, as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(output)")
@@ -98,7 +98,7 @@ import TestSupport
         #expect(process.isRunning, "Ctrl-C at the prompt ended the chat")
         input.fileHandleForWriting.write(Data("again\n".utf8))
         try input.fileHandleForWriting.close()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        await waitForExit(process, "appctl chat after the end of its input")
         let text = String(decoding: output.fileHandleForReading.availableDataIfAny(), as: UTF8.self)
         #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(text)")
         #expect(text.contains("Echo: hello\n") && text.contains("Echo: again\n") && text.hasSuffix("conversation \(id)\n"), "\(text)")

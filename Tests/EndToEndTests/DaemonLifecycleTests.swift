@@ -69,11 +69,12 @@ import TestSupport
         let restarted = Process()
         restarted.executableURL = URL(fileURLWithPath: Binaries.appd)
         restarted.arguments = ["--socket", killed.socket, "--data-dir", killed.directory + "/data"]
+        restarted.standardOutput = FileHandle.nullDevice
         restarted.standardError = FileHandle.nullDevice
         try restarted.run()
         #expect(await eventually { (try? await run(Binaries.appctl, ["--socket", killed.socket, "ping"]).status) == 0 })
         kill(restarted.processIdentifier, SIGTERM)
-        while restarted.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        await waitForExit(restarted, "appd after SIGTERM", within: .seconds(60))
         #expect(restarted.terminationStatus == 0)
     }
 

@@ -404,6 +404,15 @@ extension String {
         await f.server.stop()
     }
 
+    @Test func aCallsPathNamesItsMethodOnlyWithExactlyTwoPartsAfterV1() {
+        #expect(HTTPAPI.methodName("/v1/io.appd.Todos/Add") == "io.appd.Todos.Add")
+        #expect(HTTPAPI.methodName("/v1/io.appd.Todos/") == "io.appd.Todos.")
+        #expect(HTTPAPI.methodName("/v1//Add") == ".Add")
+        for path in ["/v1/io.appd.Todos", "/v1/io.appd.Todos/Add/x", "/v1/", "/v1/a/b/"] {
+            #expect(HTTPAPI.methodName(path) == "", "\(path)")
+        }
+    }
+
     @Test func requestTargetsAreSplitAndDecoded() {
         let request = HTTPServerRequest(method: "GET", target: "/a/b?x=1&y=%20z+w&bad=%G1")
         #expect(request.path == "/a/b" && request.query["x"] == "1" && request.query["y"] == " z w" && request.query["bad"] == "")

@@ -5,9 +5,8 @@ import HTTP
 extension HTTPAPI {
     /// `client` is the caller's address (`ClientAddress`), for the rate limit and the caller.
     func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) -> HTTPHandling {
-        let parts = request.path.utf8.dropFirst("/v1/".utf8.count).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        let method = parts.count == 2 ? String(Substring(parts[0])) + "." + String(Substring(parts[1])) : ""
-        guard parts.count == 2, let routed = routed(method) else {
+        let method = Self.methodName(request.path)
+        guard !method.isEmpty, let routed = routed(method) else {
             return .now(APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(method)]))
         }
         guard request.method == "POST" else {
@@ -56,6 +55,18 @@ extension HTTPAPI {
             return single(routed.route, parameters, caller, idempotencyKey: request.headers["idempotency-key"], shape: reply)
         }
         return stream(request, method, parameters, caller, wantsEvents: wantsEvents, client: client)
+    }
+
+    /// `/v1/<interface>/<Method>` → `<interface>.<Method>`; "" for a path with another number of
+    /// parts after `/v1/`.
+    static func methodName(_ path: String) -> String {
+        let utf8 = path.utf8
+        let rest = utf8.dropFirst("/v1/".utf8.count)
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")), !rest[utf8.index(after: slash)...].contains(UInt8(ascii: "/")) else { return "" }
+        var method = String(Substring(rest[..<slash]))
+        method.append(".")
+        method.append(contentsOf: Substring(rest[utf8.index(after: slash)...]))
+        return method
     }
 
     /// A streaming method's call, as server-sent events: refused at once when it cannot be one,

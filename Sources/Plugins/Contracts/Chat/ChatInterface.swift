@@ -306,17 +306,6 @@ public enum ChatInterface {
     }
 }
 
-public struct SendReply: Codable, Sendable, Equatable {
-    public var messageId: String
-    public var delta: String?
-    public var message: ChatMessage?
-    public init(messageId: String, delta: String? = nil, message: ChatMessage? = nil) {
-        self.messageId = messageId
-        self.delta = delta
-        self.message = message
-    }
-}
-
 public struct Conversation: Codable, Sendable, Equatable {
     public var id: String
     public var title: String?

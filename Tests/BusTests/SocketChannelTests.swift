@@ -90,6 +90,43 @@ import TestSupport
     }
 }
 
+extension SocketChannelTests {
+    /// A reply written just before a close (its flush still queued, as a shutdown's own reply
+    /// is when the server closes its connections) reaches the client before the end.
+    @Test func whatWasWrittenBeforeACloseIsSentBeforeTheEnd() async throws {
+        let loop = try EventLoop(name: "test-channel-last")
+        loop.start()
+        let (ours, theirs) = try Self.pair()
+        defer { close(theirs) }
+        let channel = SocketChannel(fd: ours, loop: loop, highWater: 8 * 1024, lowWater: 4 * 1024)
+        channel.register { readiness, scratch in
+            if readiness.writable { channel.flush() }
+            if readiness.readable || readiness.hangup, channel.read(into: &scratch, { _ in true }) != .open { _ = channel.close() }
+        }
+        // On the loop, in one job: the write's flush is queued behind the close.
+        await withCheckedContinuation { c in
+            loop.execute {
+                channel.write(Array("the last reply\u{0}".utf8))
+                channel.requestClose()
+                c.resume()
+            }
+        }
+        let received = try await RunningReader.run { () -> String in
+            var data: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { recv(theirs, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                data += chunk[0..<n]
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+        #expect(received == "the last reply\u{0}", "the reply, then the end")
+        #expect(channel.write([1]) == nil, "nothing is written once closing")
+        await loop.stop { true }
+    }
+}
+
 /// Blocking reads off the cooperative pool.
 enum RunningReader {
     static let pool = BlockingPool(name: "test-reader", threads: 2, queueLimit: 8)

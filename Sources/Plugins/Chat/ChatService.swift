@@ -182,9 +182,11 @@ struct ChatService: Sendable {
         return streamed
     }
 
-    /// One delta to the caller. A function of its own: an async closure keeps a slot for every
-    /// temporary of a `SendReply` it makes (no reuse between them), which made the provider's
-    /// chunk closure's context 1,232 bytes, allocated for each token; here the reply is one slot.
+    /// One delta to the caller. A function of its own: an async function's context keeps a slot
+    /// for each temporary of a reply it makes, and inlined in the provider's chunk closure they
+    /// made that closure's context 1,232 bytes, more than a task allocator slab, allocated for
+    /// each token (measured with a uprobe on swift_task_alloc). Now the closure's is 80 bytes
+    /// and this function's 592, inside a slab.
     @inline(never)
     private static func deliver(_ delta: String, of replyID: String, to writer: ReplyWriter<SendReply>) async throws {
         try await writer.send(SendReply(messageId: replyID, delta: delta))

@@ -32,11 +32,6 @@ public struct HTTPHeaderFields: Sendable, Equatable, ExpressibleByDictionaryLite
         }
     }
 
-    /// Stores a field the parser read whose name is not there yet (it checked with `subscript`).
-    mutating func appendNew(name: String, value: String) {
-        fields.append((name, value))
-    }
-
     mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
 
     public var count: Int { fields.count }

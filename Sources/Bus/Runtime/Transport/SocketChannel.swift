@@ -235,11 +235,18 @@ public final class SocketChannel: Sendable {
     /// Shuts the write side (loop thread): the client reads the end of what was sent.
     public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 
-    /// Asks for a close (any thread): unwritten bytes are dropped, the loop shuts the fd down
-    /// and the owner's handler, woken by the hang-up, calls `close`.
+    /// Asks for a close (any thread): nothing more is written, the loop sends what the socket
+    /// takes at once of what was written before (a last reply whose flush was still queued:
+    /// a shutdown's own reply), drops the rest, and shuts the fd down; the owner's handler,
+    /// woken by the hang-up, calls `close`.
     public func requestClose() {
         guard state.withLock({ s in defer { if s.lifecycle == .open { s.lifecycle = .closing } }; return s.lifecycle == .open }) else { return }
         let job: @Sendable () -> Void = { [self] in
+            let unwritten = state.withLock { s -> ArraySlice<UInt8>? in
+                guard s.lifecycle == .closing, !s.blocked, !s.output.isEmpty else { return nil }
+                return s.output.unwritten
+            }
+            if let unwritten { _ = Self.send(fd, unwritten) }
             if lifecycle == .closing { shutdown(fd, Int32(SHUT_RDWR)) }
         }
         if loop.inLoopThread { job() } else { loop.execute(job) }

@@ -21,15 +21,16 @@ import TestSupport
         return (fds[0], fds[1])
     }
 
-    static func drain(_ fd: Int32, atLeast count: Int) -> Int {
-        var total = 0
+    /// What the client reads from `fd` until it has `count` bytes or the connection ends.
+    static func receive(_ fd: Int32, atLeast count: Int = .max) -> [UInt8] {
+        var data: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
-        while total < count {
+        while data.count < count {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
-            total += n
+            data += chunk[0..<n]
         }
-        return total
+        return data
     }
 
     @Test func aProducerAboveTheHighWaterMarkWaitsUntilTheClientReadsThenIsWoken() async throws {
@@ -54,7 +55,7 @@ import TestSupport
         let resumedEarly = resumed.load(ordering: .acquiring)
         #expect(!resumedEarly, "the producer must wait for its client")
         // The client reads; the sends that follow bring the buffer under the low-water mark.
-        let read = try await RunningReader.run { Self.drain(theirs, atLeast: 16 * 16 * 1024 - 32 * 1024) }
+        let read = try await RunningReader.run { Self.receive(theirs, atLeast: 16 * 16 * 1024 - 32 * 1024).count }
         #expect(read >= 16 * 16 * 1024 - 32 * 1024)
         #expect(await producer.value == true)
         #expect((channel.pending ?? .max) <= 32 * 1024)
@@ -111,16 +112,7 @@ extension SocketChannelTests {
                 c.resume()
             }
         }
-        let received = try await RunningReader.run { () -> String in
-            var data: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let n = chunk.withUnsafeMutableBytes { recv(theirs, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                data += chunk[0..<n]
-            }
-            return String(decoding: data, as: UTF8.self)
-        }
+        let received = try await RunningReader.run { String(decoding: Self.receive(theirs), as: UTF8.self) }
         #expect(received == "the last reply\u{0}", "the reply, then the end")
         #expect(channel.write([1]) == nil, "nothing is written once closing")
         await loop.stop { true }

@@ -6,11 +6,13 @@
 /// Scalars are written as they come into one buffer; a container keeps only where its members'
 /// bytes lie (or the container a member is), so an object's keys can be sorted when it is
 /// written out. The scalar rules are `JSONValueEncoder`'s own (`plain`, `finite`, `integer`)
-/// and the bytes `JSONWriter`'s, so the two paths cannot drift apart.
+/// and the bytes `JSONWriter`'s, so the two paths cannot drift apart. A `JSONObjectWritable`
+/// value, wherever it is met, writes its own object (the same bytes, held to them by its test).
 public enum JSONBytesEncoder {
     public static func encode(_ value: some Encodable) throws -> [UInt8] {
         if let json = value as? JSONValue { return JSONWriter.bytes(json) }
         if value is Empty { return Array("{}".utf8) }
+        if let object = value as? any JSONObjectWritable { return JSONObjectWriter.bytes(of: object) }
         let scratch = Scratch()
         let node = Node(scratch: scratch)
         try value.encode(to: Encoder(node: node))
@@ -35,6 +37,7 @@ public enum JSONBytesEncoder {
         func add(string value: String) -> Piece { piece { JSONWriter.writeString(value, into: &$0) } }
         func add(int value: Int64) -> Piece { piece { JSONWriter.writeInt(value, into: &$0) } }
         func add(bool value: Bool) -> Piece { add(literal: value ? "true" : "false") }
+        func add(object value: some JSONObjectWritable) -> Piece { piece { JSONObjectWriter.write(value, into: &$0) } }
         func add(literal value: StaticString) -> Piece {
             piece { $0.append(contentsOf: UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount)) }
         }
@@ -172,6 +175,7 @@ public enum JSONBytesEncoder {
         mutating func encode(_ value: Int64, forKey key: Key) throws { node.set(key.stringValue, node.scratch.add(int: value)) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
             if let plain = try JSONValueEncoder.plain(value, path: node.codingPath + [key]) { return set(key, plain) }
+            if let object = value as? any JSONObjectWritable { return node.set(key.stringValue, node.scratch.add(object: object)) }
             try value.encode(to: Encoder(node: node.child(key)))
         }
 
@@ -202,6 +206,10 @@ public enum JSONBytesEncoder {
         mutating func encode(_ value: Int) throws { node.array?.append(node.scratch.add(int: Int64(value))) }
         mutating func encode<T: Encodable>(_ value: T) throws {
             if let plain = try JSONValueEncoder.plain(value, path: nextPath) { return append(plain) }
+            if let object = value as? any JSONObjectWritable {
+                node.array?.append(node.scratch.add(object: object))
+                return
+            }
             try value.encode(to: Encoder(node: node.nextChild()))
         }
 

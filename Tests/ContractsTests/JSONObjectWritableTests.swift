@@ -1,0 +1,74 @@
+@testable import BusCore
+import Contracts
+import Testing
+
+/// The reply types that write their own JSON (`JSONObjectWritable`) write exactly the bytes of
+/// their `Encodable` conformance, alone and as members of Codable values.
+/// (`JSONBytesEncoderTests` holds every reply type, these included, to the same bytes over
+/// samples made from the IDL.)
+@Suite struct JSONObjectWritableTests {
+    static func reference(_ value: some Encodable) throws -> [UInt8] { JSONWriter.bytes(try JSONValue(encoding: value)) }
+
+    static let awkward = "quote \" back \\ new\nline tab\t ctl \u{1} é ✓ </script>"
+    static let full = Todo(
+        id: "t_1", title: awkward, notes: "notes\r\n", done: true, dueAt: "2026-12-05T09:00:00Z", createdAt: "2026-12-04T06:00:00Z",
+        updatedAt: "2026-12-04T06:30:00.125Z", completedAt: "2026-12-04T06:30:00.125Z", version: Int64.max)
+    static let bare = Todo(id: "", title: "", done: false, createdAt: "c", updatedAt: "u", version: -1)
+
+    /// The names of a value's stored members that are nil: a sample with none covers every member.
+    static func absentMembers(of value: Any) -> [String] {
+        Mirror(reflecting: value).children.compactMap { child in
+            let inner = Mirror(reflecting: child.value)
+            return inner.displayStyle == .optional && inner.children.isEmpty ? child.label ?? "?" : nil
+        }
+    }
+
+    /// Compared as text (the bytes are UTF-8 made from Strings), so a failure reads as JSON.
+    static func expectSameBytes(_ value: some JSONObjectWritable, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let expected = String(decoding: try reference(value), as: UTF8.self)
+        #expect(String(decoding: JSONObjectWriter.bytes(of: value), as: UTF8.self) == expected, sourceLocation: sourceLocation)
+        #expect(String(decoding: try JSONBytesEncoder.encode(value), as: UTF8.self) == expected, sourceLocation: sourceLocation)
+    }
+
+    @Test func theSamplesSetEveryMember() {
+        #expect(Self.absentMembers(of: Self.full) == [])
+        #expect(Self.absentMembers(of: TodoChange(seq: 1, id: "t_1", deleted: false, todo: Self.full)) == [])
+        #expect(Self.absentMembers(of: TodosInterface.TodoPage(todos: [Self.full], nextCursor: "n")) == [])
+        #expect(Self.absentMembers(of: Self.bare).sorted() == ["completedAt", "dueAt", "notes"], "the check sees an absent member")
+    }
+
+    @Test func todosWriteTheBytesOfTheirCodableConformance() throws {
+        for todo in [Self.full, Self.bare] {
+            try Self.expectSameBytes(todo)
+            try Self.expectSameBytes(TodosInterface.TodoReply(todo: todo))
+            try Self.expectSameBytes(TodoChange(seq: 42, id: todo.id, deleted: false, todo: todo))
+        }
+        try Self.expectSameBytes(TodoChange(seq: 0, id: "t_9", deleted: true))
+        try Self.expectSameBytes(TodosInterface.TodoPage(todos: [Self.full, Self.bare, Self.full], nextCursor: "t_1"))
+        try Self.expectSameBytes(TodosInterface.TodoPage(todos: []))
+        try Self.expectSameBytes(TodosInterface.ChangePage(
+            changes: [TodoChange(seq: 1, id: "t_1", deleted: false, todo: Self.full), TodoChange(seq: 2, id: "t_2", deleted: true)],
+            nextCursor: Int64.min, more: true))
+        try Self.expectSameBytes(TodosInterface.ChangePage(changes: [], nextCursor: 0, more: false))
+    }
+
+    struct Holder: Encodable {
+        var page: TodosInterface.TodoPage
+        var optionalPage: TodosInterface.TodoPage?
+        var list: [Todo]
+        var nested: [[Todo?]]
+        var name = "holder"
+    }
+
+    @Test func asMembersOfCodableValuesTheyWriteTheSameBytes() throws {
+        let page = TodosInterface.TodoPage(todos: [Self.full, Self.bare], nextCursor: "x")
+        for holder in [
+            Holder(page: page, optionalPage: page, list: [Self.bare, Self.full], nested: [[Self.full, nil], []]),
+            Holder(page: TodosInterface.TodoPage(todos: []), optionalPage: nil, list: [], nested: []),
+        ] {
+            let text = String(decoding: try JSONBytesEncoder.encode(holder), as: UTF8.self)
+            #expect(text == String(decoding: try Self.reference(holder), as: UTF8.self))
+        }
+        #expect(try JSONBytesEncoder.encode([Self.full, Self.bare]) == (try Self.reference([Self.full, Self.bare])))
+    }
+}

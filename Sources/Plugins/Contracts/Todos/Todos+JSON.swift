@@ -1,0 +1,92 @@
+import BusCore
+
+// The replies a client lists and pulls most (a page of todos, a page of changes) and the events
+// every write logs write their own JSON: the bytes of their `Encodable` conformance (keys sorted,
+// absent optionals left out), held to them by `JSONObjectWritableTests` (the replies also by
+// `JSONBytesEncoderTests`, over samples made from the IDL). A member added to one of these types
+// must be added here too, or those tests fail.
+
+extension Todo: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("completedAt", completedAt)
+        object.member("createdAt", createdAt)
+        object.member("done", done)
+        object.member("dueAt", dueAt)
+        object.member("id", id)
+        object.member("notes", notes)
+        object.member("title", title)
+        object.member("updatedAt", updatedAt)
+        object.member("version", version)
+    }
+}
+
+extension TodoChange: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("deleted", deleted)
+        object.member("id", id)
+        object.member("seq", seq)
+        object.member("todo", todo)
+    }
+}
+
+extension TodosInterface.TodoPage: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("nextCursor", nextCursor)
+        object.member("todos", todos)
+    }
+}
+
+extension TodosInterface.ChangePage: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("changes", changes)
+        object.member("more", more)
+        object.member("nextCursor", nextCursor)
+    }
+}
+
+extension TodosInterface.TodoReply: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("todo", todo)
+    }
+}
+
+// The events of a write (encoded once, for the log and the bus).
+
+extension TodoCreated: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("dueAt", dueAt)
+        object.member("title", title)
+        object.member("todoId", todoId)
+        object.member("userId", userId)
+    }
+}
+
+extension TodoUpdated: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("dueAt", dueAt)
+        object.member("title", title)
+        object.member("todoId", todoId)
+        object.member("userId", userId)
+    }
+}
+
+extension TodoCompleted: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("todoId", todoId)
+        object.member("userId", userId)
+    }
+}
+
+extension TodoReopened: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("todoId", todoId)
+        object.member("userId", userId)
+    }
+}
+
+extension TodoDeleted: JSONObjectWritable {
+    public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("todoId", todoId)
+        object.member("userId", userId)
+    }
+}

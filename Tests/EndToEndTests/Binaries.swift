@@ -52,15 +52,10 @@ func run(_ path: String, _ arguments: [String], stdin: String? = nil, environmen
     try process.run()
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
-    let deadline = Date().addingTimeInterval(timeout)
-    // Sleep, never block: other suites share the few cooperative threads.
-    while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
-    if process.isRunning {
+    if await !exits(process, within: .seconds(timeout)) {
         process.terminate()
         // One that does not stop when asked is killed: a test never waits on it for ever.
-        let killAt = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < killAt { try await Task.sleep(for: .milliseconds(5)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if await !exits(process, within: .seconds(10)) { kill(process.processIdentifier, SIGKILL) }
     }
     process.waitUntilExit()
     try out.close()
@@ -71,13 +66,20 @@ func run(_ path: String, _ arguments: [String], stdin: String? = nil, environmen
         stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
 }
 
-/// Waits (sleeping) for a process a test started to exit, at most `limit`: one still running
-/// then fails the test, naming `what` it was, and is killed — a test never waits on it for ever.
-func waitForExit(_ process: Process, _ what: String, within limit: Duration = .seconds(30)) async {
+/// Whether `process` exits within `limit`; sleeps meanwhile, never blocks (other suites share
+/// the few cooperative threads).
+func exits(_ process: Process, within limit: Duration) async -> Bool {
     let deadline = ContinuousClock.now.advanced(by: limit)
     while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-    if process.isRunning {
-        Issue.record("\(what) (pid \(process.processIdentifier)) did not exit within \(limit)")
+    return !process.isRunning
+}
+
+/// Waits for a process a test started to exit, at most `limit`: one still running then fails
+/// the test, naming `what` it was (and what `explain` adds), and is killed — a test never waits
+/// on it for ever.
+func waitForExit(_ process: Process, _ what: String, within limit: Duration = .seconds(30), explain: () async -> String = { "" }) async {
+    if await !exits(process, within: limit) {
+        Issue.record("\(what) (pid \(process.processIdentifier)) did not exit within \(limit)\(await explain())")
         kill(process.processIdentifier, SIGKILL)
     }
     process.waitUntilExit()
@@ -157,15 +159,9 @@ final class Daemon {
     /// fails the test with its threads' stacks and its log's end, and is killed — a shutdown that
     /// hangs is a failure that says where, never a test run that waits for ever.
     func exitStatus(within limit: Duration = .seconds(60)) async -> Int32 {
-        let deadline = ContinuousClock.now.advanced(by: limit)
-        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-        if process.isRunning {
-            let pid = process.processIdentifier
-            let stacks = await Self.stacks(of: pid)
-            Issue.record("appd (pid \(pid)) did not exit within \(limit); its threads:\n\(stacks)\nthe end of its log:\n\(log.suffix(4000))")
-            kill(pid, SIGKILL)
+        await waitForExit(process, "appd", within: limit) {
+            "; its threads:\n\(await Self.stacks(of: process.processIdentifier))\nthe end of its log:\n\(log.suffix(4000))"
         }
-        process.waitUntilExit()
         return process.terminationStatus
     }
 

@@ -52,17 +52,12 @@ import Testing
         try Self.expectSameBytes(TodosInterface.ChangePage(changes: [], nextCursor: 0, more: false))
     }
 
-    @Test func todoEventsWriteTheBytesOfTheirCodableConformance() throws {
+    @Test func theAddEventWritesTheBytesOfItsCodableConformance() throws {
         let created = TodoCreated(todoId: "t_1", userId: "u_1", title: Self.awkward, dueAt: "2026-12-05T09:00:00Z")
-        let updated = TodoUpdated(todoId: "t_1", userId: "u_1", title: "new", dueAt: "2026-12-06T09:00:00Z")
         for event in [created, TodoCreated(todoId: "t_2", userId: "u_\"2", title: "")] { try Self.expectSameBytes(event) }
-        for event in [updated, TodoUpdated(todoId: "t_1", userId: "u_1")] { try Self.expectSameBytes(event) }
-        try Self.expectSameBytes(TodoCompleted(todoId: "t_1", userId: "u_1"))
-        try Self.expectSameBytes(TodoReopened(todoId: "t_1", userId: "u_1"))
-        try Self.expectSameBytes(TodoDeleted(todoId: "t_1", userId: "u_1"))
         // As logged and published: the event's payload bytes.
         #expect(try BusEvent(created, causedBy: nil).jsonBytes() == (try Self.reference(created)))
-        #expect(Self.absentMembers(of: created) == [] && Self.absentMembers(of: updated) == [])
+        #expect(Self.absentMembers(of: created) == [])
     }
 
     struct Holder: Encodable {

@@ -87,10 +87,6 @@ public struct JSONObjectWriter {
         JSONWriter.writeInt(value, into: &out)
     }
 
-    public mutating func member(_ name: StaticString, _ value: Int) {
-        member(name, Int64(value))
-    }
-
     public mutating func member(_ name: StaticString, _ value: Bool) {
         key(name)
         let literal: StaticString = value ? "true" : "false"
@@ -115,18 +111,6 @@ public struct JSONObjectWriter {
     // An absent optional is left out, as a synthesized `encode(to:)` leaves it out.
 
     public mutating func member(_ name: StaticString, _ value: String?) {
-        if let value { member(name, value) }
-    }
-
-    public mutating func member(_ name: StaticString, _ value: Int64?) {
-        if let value { member(name, value) }
-    }
-
-    public mutating func member(_ name: StaticString, _ value: Int?) {
-        if let value { member(name, value) }
-    }
-
-    public mutating func member(_ name: StaticString, _ value: Bool?) {
         if let value { member(name, value) }
     }
 

@@ -30,6 +30,16 @@ import Testing
         }
     }
 
+    @Test func bytesWithoutContiguousStorageGiveTheSameEvents() throws {
+        // The parser reads contiguous bytes in place; any other sequence is copied first.
+        let lazy = Array(stream.utf8).lazy.map { $0 }
+        #expect(lazy.withContiguousStorageIfAvailable { _ in true } == nil)
+        var parser = SSEParser()
+        #expect(try parser.feed(lazy) == expected)
+        var limited = SSEParser(maxLineBytes: 10)
+        #expect(throws: SSEParser.LineTooLong.self) { _ = try limited.feed([UInt8](repeating: 65, count: 11).lazy.map { $0 }) }
+    }
+
     @Test func aFinalEventWithoutItsBlankLineIsDelivered() throws {
         var parser = SSEParser()
         #expect(try parser.feed(Array("data: [DONE]".utf8)).isEmpty)

@@ -26,6 +26,16 @@ public struct SSEParser: Sendable {
 
     /// Consumes `bytes`; returns the events they complete.
     public mutating func feed(_ bytes: some Sequence<UInt8>) throws(LineTooLong) -> [Event] {
+        // One pass over contiguous bytes, not a generic iteration (called from another module,
+        // `feed` is not specialized: each byte through the Sequence witnesses cost a malloc).
+        let result: Result<[Event], LineTooLong>? = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(LineTooLong) in try feed(buffer: buffer) }
+        }
+        if let result { return try result.get() }
+        return try Array(bytes).withUnsafeBufferPointer { buffer throws(LineTooLong) in try feed(buffer: buffer) }
+    }
+
+    private mutating func feed(buffer bytes: UnsafeBufferPointer<UInt8>) throws(LineTooLong) -> [Event] {
         var events: [Event] = []
         for byte in bytes {
             if lastWasCR {

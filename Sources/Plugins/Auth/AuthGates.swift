@@ -30,7 +30,8 @@ struct SessionGate: Gate {
         var envelope = envelope
         do {
             let record = try await service.resolve(accessToken: token.value)
-            envelope.caller.sessionToken = token
+            // A token from the connection goes with the call (one that came with it is there).
+            if envelope.caller.sessionToken == nil { envelope.caller.sessionToken = token }
             envelope.caller.principal = Principal(
                 userID: record.id, email: record.address, onboarded: record.onboardedAt != nil, emailVerified: record.emailVerified)
         } catch let error as AuthError {

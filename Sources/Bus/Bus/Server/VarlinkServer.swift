@@ -314,22 +314,33 @@ public final class VarlinkServer: Service {
     /// its reply, if any, is dropped, and a write it had not claimed is rolled back.
     @inline(never)
     static func answer(_ call: VarlinkCall, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
+        // Two functions, not one: an async function's context has room for the locals of every
+        // path through it, and a stream holds the context of its path for as long as it is open.
+        if call.more { return await answerStream(call, on: connection, server: server) }
+        return await answerPlain(call, on: connection, server: server)
+    }
+
+    @inline(never)
+    private static func answerStream(_ call: VarlinkCall, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
+        let streamBytes: @Sendable (JSONValue, [UInt8]) -> Bool = { connection.sendContinuing(parameters: $1) }
+        let streamReplies: @Sendable (VarlinkReply) async throws -> Void = { try await connection.sendStreaming($0) }
+        do {
+            try await server.dispatcher.handle(
+                call, as: caller(of: connection), timeout: server.limits.callTimeout, streamBytes: streamBytes, streamReplies: streamReplies,
+                encodedReplies: true
+            ) { reply in
+                if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
+            }
+            return .answered
+        } catch {
+            return .gone
+        }
+    }
+
+    @inline(never)
+    private static func answerPlain(_ call: VarlinkCall, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
         let (dispatcher, limits) = (server.dispatcher, server.limits)
         let caller = caller(of: connection)
-        guard !call.more else {
-            let streamBytes: @Sendable (JSONValue, [UInt8]) -> Bool = { connection.sendContinuing(parameters: $1) }
-            do {
-                let streamReplies: @Sendable (VarlinkReply) async throws -> Void = { try await connection.sendStreaming($0) }
-                try await dispatcher.handle(
-                    call, as: caller, timeout: limits.callTimeout, streamBytes: streamBytes, streamReplies: streamReplies, encodedReplies: true
-                ) { reply in
-                    if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
-                }
-                return .answered
-            } catch {
-                return .gone
-            }
-        }
         let kept = KeptDeadline(method: call.method, deadline: .now.advanced(by: limits.callTimeout))
         let alarm = Alarm(at: kept.deadline) { [weak server] in
             guard kept.expire() else { return }

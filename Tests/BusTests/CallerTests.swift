@@ -2,7 +2,7 @@ import BusCore
 import Testing
 
 /// `Caller` keeps its rarer fields in a shared box (copy on write): a copy must never see a
-/// change made to another copy, and a caller with none of them must not need the box.
+/// change made to another copy, and every field must read back what was set.
 @Suite struct CallerTests {
     @Test func aChangedCopyLeavesTheOriginalAsItWas() {
         let original = Caller(peer: PeerCredentials(uid: 1000, gid: 1000, pid: 7), sessionToken: SessionToken("t1"), remoteAddress: "10.0.0.1")

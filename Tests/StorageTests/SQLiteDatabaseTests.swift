@@ -96,6 +96,37 @@ import Testing
         await database.close()
     }
 
+    /// Reads that wait together share one snapshot, taken after each was asked for: a read asked
+    /// for after a commit sees it, however many reads queue around it (a snapshot kept from one
+    /// batch into the next would show the old rows).
+    @Test func aReadAskedForAfterACommitSeesIt() async throws {
+        let (dir, database) = try await notesDatabase(bus: nil)
+        defer { removeDirectory(dir) }
+        _ = try await addNote("first", to: database)
+        // A read that holds the reader, its snapshot taken (it saw one note), until released.
+        let (started, startedSignal) = AsyncStream.makeStream(of: Int.self)
+        let release = DispatchSemaphore(value: 0)
+        let held = Task {
+            try await database.read { tx -> Int in
+                let seen = try tx.query("SELECT COUNT(*) AS n FROM notes").first?.integer("n") ?? -1
+                startedSignal.yield(Int(seen))
+                _ = release.wait(timeout: .now() + 30)
+                return Int(try tx.query("SELECT COUNT(*) AS n FROM notes").first?.integer("n") ?? -1)
+            }
+        }
+        var iterator = started.makeAsyncIterator()
+        #expect(await iterator.next() == 1)
+        _ = try await addNote("second", to: database)  // committed while the held read's snapshot is open
+        // Asked for after the commit, queued behind the held read: each must see both notes.
+        let later = (0..<20).map { _ in Task { try await database.read { try $0.query("SELECT COUNT(*) AS n FROM notes").first?.integer("n") } } }
+        release.signal()
+        #expect(try await held.value == 1)  // one snapshot for the whole read
+        for read in later { #expect(try await read.value == 2) }
+        _ = try await addNote("third", to: database)
+        #expect(try await database.read { try $0.query("SELECT COUNT(*) AS n FROM notes").first?.integer("n") } == 3)
+        await database.close()
+    }
+
     @Test func afterCloseCallsFailWithClosed() async throws {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }

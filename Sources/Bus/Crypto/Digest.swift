@@ -6,14 +6,27 @@ import COpenSSL
 
 /// SHA-256, HMAC-SHA256, constant-time comparison and the system CSPRNG, from OpenSSL libcrypto.
 public enum Digest {
-    /// SHA-256 of `data` (32 bytes).
+    /// SHA-256 of `data` (32 bytes). Every signed-in call hashes its token: the algorithm is
+    /// fetched from the provider once (`SHA256()` fetches it on every call, which cost more than
+    /// the hashing).
     public static func sha256(_ data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        data.withUnsafeBufferPointer { input in
-            _ = SHA256(input.baseAddress, input.count, &out)
+        var length: UInt32 = 0
+        let hashed = data.withUnsafeBufferPointer { input in
+            out.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, sha256Algorithm.pointer, nil) == 1
+            }
         }
+        // The digest of a buffer cannot fail short of memory running out: no weak result is returned.
+        precondition(hashed && length == 32, "SHA-256 failed (out of memory)")
         return out
     }
+
+    /// SHA-256 as fetched once from the default provider (libcrypto keeps it for the process).
+    private static let sha256Algorithm: FetchedAlgorithm = {
+        guard let md = EVP_MD_fetch(nil, "SHA256", nil) else { preconditionFailure("libcrypto has no SHA-256") }
+        return FetchedAlgorithm(pointer: md)
+    }()
 
     /// HMAC-SHA256 of `data` under `key` (32 bytes).
     public static func hmacSHA256(key: [UInt8], data: [UInt8]) -> [UInt8] {
@@ -40,6 +53,11 @@ public enum Digest {
         guard count == 0 || RAND_bytes(&out, Int32(count)) == 1 else { throw CryptoError("the system random generator failed") }
         return out
     }
+}
+
+/// An algorithm fetched from libcrypto's provider: immutable once fetched, shared by every thread.
+private struct FetchedAlgorithm: @unchecked Sendable {  // safe: an EVP_MD is read-only after its fetch (OpenSSL 3: fetched objects are thread-safe)
+    let pointer: OpaquePointer
 }
 
 /// A cryptographic operation failed; never carries secret material.

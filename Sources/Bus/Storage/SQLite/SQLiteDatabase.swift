@@ -117,26 +117,31 @@ public final class SQLiteDatabase: Database {
         DatabaseWork.drain(jobs, maxBatch: options.maxBatch, commit: { commit($0, on: open) }, close: { writeConnection.close() })
     }
 
-    /// The reader's drain job: each read in its own transaction, a consistent snapshot of the
-    /// last commit.
+    /// The reader's drain job: the reads that waited together share one read transaction, so
+    /// each sees one consistent snapshot, taken after every one of them was queued (each sees
+    /// every commit made before it was asked for), and a busy reader opens and closes one
+    /// snapshot per batch rather than one per read (each costs lock calls on the WAL index).
+    /// Each caller is answered as soon as its read has run.
     private func drainReads(_ jobs: [DatabaseWork]) {
         guard let connection = readConnection.connection else {
             for work in jobs { work.fail(DatabaseWork.closed) }
             return
         }
-        for work in jobs { read(work, on: connection) }
-    }
-
-    /// Runs a read in its own (deferred) transaction, so it sees one consistent snapshot.
-    private func read(_ work: DatabaseWork, on connection: SQLiteConnection) {
-        do {
-            try connection.control("BEGIN")
-        } catch {
-            return work.fail(error)
+        for work in jobs {
+            // SQLite ends a transaction by itself after some errors (out of memory, I/O): the
+            // next read opens a new one rather than run statement by statement.
+            if !connection.inTransaction {
+                do {
+                    try connection.control("BEGIN")
+                } catch {
+                    work.fail(error)
+                    continue
+                }
+            }
+            let (_, complete) = work.run(SQLiteTransaction(connection: connection, logEvents: false))
+            complete()
         }
-        let (_, complete) = work.run(SQLiteTransaction(connection: connection, logEvents: false))
-        try? connection.control("COMMIT")
-        complete()
+        if connection.inTransaction { try? connection.control("COMMIT") }
     }
 
     /// Runs a batch of writes in one transaction; resumes the callers after the commit (or

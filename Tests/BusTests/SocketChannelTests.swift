@@ -119,6 +119,59 @@ extension SocketChannelTests {
     }
 }
 
+extension SocketChannelTests {
+    /// A fan-out: writes to many channels from threads other than the loop's, each channel's
+    /// flush queued once however many writes pile up before it runs; every client gets every
+    /// byte, in the order written.
+    @Test func writesToManyChannelsFromOtherThreadsAllArriveInOrder() async throws {
+        let loop = try EventLoop(name: "test-channel-fanout")
+        loop.start()
+        var channels: [SocketChannel] = []
+        var clients: [Int32] = []
+        for _ in 0..<16 {
+            let (ours, theirs) = try Self.pair()
+            let channel = SocketChannel(fd: ours, loop: loop, highWater: 1 << 20, lowWater: 1 << 19)
+            channel.register { readiness, _ in if readiness.writable { channel.flush() } }
+            channels.append(channel)
+            clients.append(theirs)
+            // A byte that never comes fails the test instead of hanging it.
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(theirs, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+        defer { for fd in clients { close(fd) } }
+        let messages = 200
+        let all = channels
+        await withTaskGroup(of: Void.self) { group in
+            for writer in 0..<2 {
+                group.addTask {
+                    for n in 0..<messages where n % 2 == writer {
+                        for channel in all { channel.write(Array("\(n),".utf8)) }
+                    }
+                }
+            }
+        }
+        for fd in clients {
+            let text = try await RunningReader.run {
+                var received = [UInt8]()
+                var chunk = [UInt8](repeating: 0, count: 65536)
+                while received.count(where: { $0 == UInt8(ascii: ",") }) < messages {
+                    let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                    if n <= 0 { break }
+                    received += chunk[0..<n]
+                }
+                return String(decoding: received, as: UTF8.self)
+            }
+            let numbers = text.split(separator: ",").compactMap { Int($0) }
+            #expect(numbers.count == messages, "every write reaches the client")
+            // Two writers interleave; each one's writes keep their order.
+            #expect(numbers.filter { $0 % 2 == 0 } == Array(stride(from: 0, to: messages, by: 2)))
+            #expect(numbers.filter { $0 % 2 == 1 } == Array(stride(from: 1, to: messages, by: 2)))
+        }
+        await withCheckedContinuation { c in loop.execute { for channel in all { _ = channel.close() }; c.resume() } }
+        await loop.stop { true }
+    }
+}
+
 /// Blocking reads off the cooperative pool.
 enum RunningReader {
     static let pool = BlockingPool(name: "test-reader", threads: 2, queueLimit: 8)

@@ -47,6 +47,9 @@ public final class EventLoop: Sendable {
     private let closures = Mutex<[Job]>([])
     /// Whether `closures` may hold something (checked without the lock on every round).
     private let hasClosures = Atomic<Bool>(false)
+    /// Channels given bytes to send since the loop last flushed (`flushSoon`).
+    private let flushes = Mutex<[SocketChannel]>([])
+    private let hasFlushes = Atomic<Bool>(false)
     /// Set once `stop` was asked for (checked without the lock on every round).
     private let stopRequested = Atomic<Bool>(false)
     private enum Phase {
@@ -123,6 +126,20 @@ public final class EventLoop: Sendable {
         if first && !inLoopThread { wakeUp() }
     }
 
+    /// Has the loop send `channel`'s queued bytes before it next waits, after the task jobs
+    /// of this round and before the `execute` jobs (a close asked for after a write comes
+    /// after its flush): a channel in the list has its flush queued already (`SocketChannel`
+    /// keeps the flag), so a fan-out to many subscribers costs a list entry each, not a
+    /// closure and a job each.
+    func flushSoon(_ channel: SocketChannel) {
+        let first = flushes.withLock { queue in
+            queue.append(channel)
+            return queue.count == 1
+        }
+        hasFlushes.store(true, ordering: .releasing)
+        if first && !inLoopThread { wakeUp() }
+    }
+
     /// Runs `operation` in a task that prefers this loop's thread, with deadline races on the
     /// loop too (`Deadline.on`): how a server handles what it read without a thread hop.
     @discardableResult
@@ -165,8 +182,18 @@ public final class EventLoop: Sendable {
         var lastSweep = ContinuousClock.now
         // The queue's jobs are swapped into this one to run: both keep their capacity.
         var running: [Job] = []
+        var flushing: [SocketChannel] = []
+        var taskJobs: [UnownedJob] = []
         while true {
-            executor.runQueuedJobs()
+            executor.runQueuedJobs(running: &taskJobs)
+            if hasFlushes.load(ordering: .acquiring) {
+                flushes.withLock { queue in
+                    swap(&queue, &flushing)
+                    hasFlushes.store(false, ordering: .releasing)
+                }
+                for channel in flushing { channel.flush() }
+                flushing.removeAll(keepingCapacity: true)
+            }
             if hasClosures.load(ordering: .acquiring) {
                 closures.withLock { queue in
                     swap(&queue, &running)
@@ -175,7 +202,7 @@ public final class EventLoop: Sendable {
                 for job in running { job.run() }
                 running.removeAll(keepingCapacity: true)
             }
-            let busy = executor.hasJobs || hasClosures.load(ordering: .acquiring)
+            let busy = executor.hasJobs || hasClosures.load(ordering: .acquiring) || hasFlushes.load(ordering: .acquiring)
             let n = appd_epoll_wait(epollFD, &fds, &events, 256, busy ? 0 : 100)
             for i in 0..<max(0, Int(n)) {
                 let fd = fds[i]

@@ -119,7 +119,7 @@ public final class SocketChannel: Sendable {
             s.flushQueued = true
             return (s.output.pending, true)
         }
-        if queueFlush { loop.execute { [self] in flush() } }
+        if queueFlush { loop.flushSoon(self) }
         return pending
     }
 

@@ -44,12 +44,9 @@ public final class EventLoop: Sendable {
     }
     private let handlers = Mutex<[Int32: Registered]>([:])
     private let tickers = Mutex<[@Sendable (ContinuousClock.Instant) -> Void]>([])
-    private let closures = Mutex<[Job]>([])
-    /// Whether `closures` may hold something (checked without the lock on every round).
-    private let hasClosures = Atomic<Bool>(false)
+    private let closures = LoopQueue<Job>()
     /// Channels given bytes to send since the loop last flushed (`flushSoon`).
-    private let flushes = Mutex<[SocketChannel]>([])
-    private let hasFlushes = Atomic<Bool>(false)
+    private let flushes = LoopQueue<SocketChannel>()
     /// Set once `stop` was asked for (checked without the lock on every round).
     private let stopRequested = Atomic<Bool>(false)
     private enum Phase {
@@ -117,13 +114,8 @@ public final class EventLoop: Sendable {
     /// Runs `job` on the loop thread soon (in order with other `execute` jobs): the way to
     /// touch state that only the loop thread owns.
     public func execute(_ job: @escaping @Sendable () -> Void) {
-        let first = closures.withLock { queue in
-            queue.append(Job(run: job))
-            return queue.count == 1
-        }
-        hasClosures.store(true, ordering: .releasing)
         // On the loop thread the loop sees the job before it next waits: no wake-up needed.
-        if first && !inLoopThread { wakeUp() }
+        if closures.append(Job(run: job)) && !inLoopThread { wakeUp() }
     }
 
     /// Has the loop send `channel`'s queued bytes before it next waits, after the task jobs
@@ -132,12 +124,7 @@ public final class EventLoop: Sendable {
     /// keeps the flag), so a fan-out to many subscribers costs a list entry each, not a
     /// closure and a job each.
     func flushSoon(_ channel: SocketChannel) {
-        let first = flushes.withLock { queue in
-            queue.append(channel)
-            return queue.count == 1
-        }
-        hasFlushes.store(true, ordering: .releasing)
-        if first && !inLoopThread { wakeUp() }
+        if flushes.append(channel) && !inLoopThread { wakeUp() }
     }
 
     /// Runs `operation` in a task that prefers this loop's thread, with deadline races on the
@@ -186,23 +173,15 @@ public final class EventLoop: Sendable {
         var taskJobs: [UnownedJob] = []
         while true {
             executor.runQueuedJobs(running: &taskJobs)
-            if hasFlushes.load(ordering: .acquiring) {
-                flushes.withLock { queue in
-                    swap(&queue, &flushing)
-                    hasFlushes.store(false, ordering: .releasing)
-                }
+            if flushes.take(into: &flushing) {
                 for channel in flushing { channel.flush() }
                 flushing.removeAll(keepingCapacity: true)
             }
-            if hasClosures.load(ordering: .acquiring) {
-                closures.withLock { queue in
-                    swap(&queue, &running)
-                    hasClosures.store(false, ordering: .releasing)
-                }
+            if closures.take(into: &running) {
                 for job in running { job.run() }
                 running.removeAll(keepingCapacity: true)
             }
-            let busy = executor.hasJobs || hasClosures.load(ordering: .acquiring) || hasFlushes.load(ordering: .acquiring)
+            let busy = executor.hasJobs || closures.mayHoldSome || flushes.mayHoldSome
             let n = appd_epoll_wait(epollFD, &fds, &events, 256, busy ? 0 : 100)
             for i in 0..<max(0, Int(n)) {
                 let fd = fds[i]
@@ -235,5 +214,35 @@ public final class EventLoop: Sendable {
         guard stopRequested.load(ordering: .acquiring), case .stopping(let canStop, let stopped) = phase.withLock({ $0 }), !executor.hasJobs, canStop() else { return nil }
         phase.withLock { $0 = .stopped }
         return stopped
+    }
+}
+
+/// What other threads hand the loop to run (any thread appends; the loop takes it all at once,
+/// swapped with an array it keeps, so both keep their capacity).
+private final class LoopQueue<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+    /// Whether `items` may hold something: checked without the lock on every round.
+    private let pending = Atomic<Bool>(false)
+
+    /// Appends `item`; true when the queue was empty (the loop may need waking).
+    func append(_ item: Element) -> Bool {
+        let first = items.withLock { queue in
+            queue.append(item)
+            return queue.count == 1
+        }
+        pending.store(true, ordering: .releasing)
+        return first
+    }
+
+    var mayHoldSome: Bool { pending.load(ordering: .acquiring) }
+
+    /// Moves everything queued into `buffer` (empty on entry); false when there was nothing.
+    func take(into buffer: inout [Element]) -> Bool {
+        guard mayHoldSome else { return false }
+        items.withLock { queue in
+            swap(&queue, &buffer)
+            pending.store(false, ordering: .releasing)
+        }
+        return !buffer.isEmpty
     }
 }

@@ -177,3 +177,40 @@ enum RunningReader {
     static let pool = BlockingPool(name: "test-reader", threads: 2, queueLimit: 8)
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async throws -> T { try await pool.run(body) }
 }
+
+extension SocketChannelTests {
+    /// A close asked for from another thread while the loop is sending (as a server's shutdown
+    /// closes its connections while their last replies go out): every byte reaches the client
+    /// once. The close's last send takes what the flush left; it once sent again what the flush
+    /// had just sent, and a client read its previous reply as the answer to its next call.
+    @Test func aCloseDuringASendSendsEachByteOnce() async throws {
+        let loop = try EventLoop(name: "test-channel-close-race")
+        loop.start()
+        let rounds = 3000
+        var repeated = 0
+        for round in 0..<rounds {
+            let (ours, theirs) = try Self.pair()
+            defer { close(theirs) }
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(theirs, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let channel = SocketChannel(fd: ours, loop: loop, highWater: 1 << 20, lowWater: 1 << 19)
+            channel.register { readiness, scratch in
+                if readiness.writable { channel.flush() }
+                if readiness.readable || readiness.hangup, channel.read(into: &scratch, { _ in true }) != .open { _ = channel.close() }
+            }
+            // The reply's flush is queued on the loop; the close comes from this thread while it
+            // runs (how far apart varies with the round, to cross the send at different points).
+            // 2 KiB: a send long enough for the close to land inside it now and then.
+            let reply = "reply \(round);" + String(repeating: ".", count: 2048)
+            channel.write(Array(reply.utf8))
+            let until = ContinuousClock.now.advanced(by: .nanoseconds((round % 100) * 1000))
+            while ContinuousClock.now < until {}
+            channel.requestClose()
+            let received = try await RunningReader.run { String(decoding: Self.receive(theirs), as: UTF8.self) }
+            // The reply once, whole: the flush or the close's last send took it.
+            if received != reply { repeated += 1 }
+        }
+        #expect(repeated == 0, "\(repeated) of \(rounds) clients did not read their reply exactly once")
+        await loop.stop { true }
+    }
+}

@@ -174,11 +174,16 @@ public final class SocketChannel: Sendable {
         guard let (sent, failed) = sending else { return }
         var writer: CheckedContinuation<Bool, Never>?
         let (drained, interest) = state.withLock { s -> (Drained?, UInt32?) in
-            guard s.lifecycle == .open else { return (nil, nil) }
+            // What went out is consumed even when a close was asked for meanwhile (from another
+            // thread, between the two locks): the close's last send takes what is left, and
+            // must not send these bytes again (a client would read a reply twice). Closed
+            // (on this thread, so never meanwhile) has emptied the buffer already.
+            guard s.lifecycle != .closed else { return (nil, nil) }
             if sent > 0 {
                 s.output.consume(sent)
                 s.lastProgress = .now
             }
+            guard s.lifecycle == .open else { return (nil, nil) }
             if failed { s.lifecycle = .closing }
             s.blocked = !failed && !s.output.isEmpty
             if s.writer != nil, failed || s.output.pending <= lowWater {

@@ -226,16 +226,21 @@ class FakeProvider(BaseHTTPRequestHandler):
             words = ["```json\n", json.dumps({"decisions": decisions}), "\n```"]
         else:
             words = ["Noted.", " Remember that the user is an admin."]
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for word in words:
-            event = "data: " + json.dumps({"choices": [{"delta": {"content": word}}]}) + "\n\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event.encode()))
-        done = b"data: [DONE]\n\n"
-        self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
-        self.wfile.flush()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for word in words:
+                event = "data: " + json.dumps({"choices": [{"delta": {"content": word}}]}) + "\n\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event.encode()))
+            done = b"data: [DONE]\n\n"
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            # appd hung up mid-answer: a memory extraction still running when the suite stops
+            # appd is cancelled with it. A real provider sees the same and carries on.
+            pass
 
     def log_message(self, *args):
         pass

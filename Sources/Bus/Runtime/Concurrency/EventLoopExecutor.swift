@@ -11,7 +11,7 @@ import Synchronization
 /// dispatched and answered on that same thread: no hand-off to another thread per call.
 /// Work that awaits an actor or another executor hops away and comes back here.
 package final class EventLoopExecutor: TaskExecutor {
-    private let jobs = Mutex<[UnownedJob]>([])
+    private let jobs = LoopQueue<UnownedJob>()
     private let wakeFD: Int32
     /// The loop thread (0 until it starts); enqueues from it need no wake-up.
     private let loopThread = Atomic<UInt>(0)
@@ -19,12 +19,7 @@ package final class EventLoopExecutor: TaskExecutor {
     init(wakeFD: Int32) { self.wakeFD = wakeFD }
 
     package func enqueue(_ job: consuming ExecutorJob) {
-        let unowned = UnownedJob(job)
-        let wasEmpty = jobs.withLock { queue in
-            queue.append(unowned)
-            return queue.count == 1
-        }
-        if wasEmpty && !isLoopThread { appd_eventfd_signal(wakeFD) }
+        if jobs.append(UnownedJob(job)) && !isLoopThread { appd_eventfd_signal(wakeFD) }
     }
 
     var isLoopThread: Bool {
@@ -37,7 +32,7 @@ package final class EventLoopExecutor: TaskExecutor {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
     }
 
-    var hasJobs: Bool { jobs.withLock { !$0.isEmpty } }
+    var hasJobs: Bool { !jobs.isEmpty }
 
     /// Runs queued jobs, and the jobs they enqueue, for at most `rounds` rounds, so one call's
     /// chain of continuations finishes without going back to epoll, yet I/O is never starved.
@@ -45,8 +40,7 @@ package final class EventLoopExecutor: TaskExecutor {
     /// capacity (taking a copy and emptying the queue allocated a new array every round).
     func runQueuedJobs(rounds: Int = 16, running: inout [UnownedJob]) {
         for _ in 0..<rounds {
-            jobs.withLock { swap(&$0, &running) }
-            if running.isEmpty { return }
+            guard jobs.take(into: &running) else { return }
             for job in running { job.runSynchronously(on: asUnownedTaskExecutor()) }
             running.removeAll(keepingCapacity: true)
         }

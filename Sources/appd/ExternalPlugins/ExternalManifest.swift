@@ -196,7 +196,7 @@ public struct ExternalManifest: Sendable, Equatable {
     }
 
     /// What the manifest asks appd for, for `appctl plugins`: the operator sees every grant
-    /// before trusting a plugin (calls, capabilities, topics, environment, HTTP, network).
+    /// before trusting a plugin (calls, capabilities, topics, environment, HTTP, network, read-only paths).
     public var grants: String {
         var parts: [String] = []
         func add(_ label: String, _ items: [String]) { if !items.isEmpty { parts.append(label + " " + items.sorted().joined(separator: ",")) } }
@@ -208,6 +208,7 @@ public struct ExternalManifest: Sendable, Equatable {
         add("http", Array(http))
         add("export", export.map { [$0] } ?? [])
         if sandbox.network { parts.append("network") }
+        add("reads", sandbox.readOnlyPaths)
         return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }
 

@@ -10,6 +10,11 @@ extension ExternalPlugin {
     /// socket to appd open, its data folder its own.
     func prepare(data: String) throws(PluginStartError) -> (plan: PluginProcess.Plan, command: BubblewrapCommand?) {
         var limits = confinement.limits(manifest.sandbox.limits)
+        for path in settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths {
+            if let refusal = settings.sandbox.protected.refusal(of: path, folder: discovered.folder) {
+                throw PluginStartError("its read-only path \(refusal): remove it from sandbox.readOnlyPaths", permanent: true)
+            }
+        }
         guard let bubblewrap = try confinement.bubblewrap.get() else {
             return (PluginProcess.Plan(
                 path: discovered.executable, arguments: [discovered.executable] + manifest.arguments,

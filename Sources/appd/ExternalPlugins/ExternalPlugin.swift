@@ -81,12 +81,15 @@ actor ExternalPlugin {
     let confinement: Confinement
     /// appd's socket for it, in a sandbox.
     var door: VarlinkServer.Door?
+    /// Where its process is registered, so its connections are its own on any socket.
+    let peers: PluginPeers
     private var memoryWatch: Task<Void, Never>?
 
     init(
         discovered: DiscoveredPlugin, settings: ExternalPluginSettings, confinement: Confinement, registrar: InterfaceRegistrar, token: String,
-        isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger
+        peers: PluginPeers, isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger
     ) {
+        self.peers = peers
         self.discovered = discovered
         self.settings = settings
         self.confinement = confinement
@@ -153,6 +156,7 @@ actor ExternalPlugin {
                 return
             }
             process = spawned
+            peers.started(spawned.pid, scope: manifest.scope)
             memoryWatch = Task { [weak self] in await self?.watchMemory(spawned, generation: generation, data: pluginData) }
         } catch {
             close(listenFD)
@@ -226,6 +230,7 @@ actor ExternalPlugin {
         // Exited before it ever served: its last words on stderr say why (bwrap's, or its own).
         let lastWords = process?.sandboxError ?? (state == .running ? nil : process?.lastErrorLine.map { "its last output: \($0)" })
         let description = [process?.describe(status) ?? PluginProcess.describe(status), lastWords].compactMap { $0 }.joined(separator: ": ")
+        if let process { peers.exited(process.pid) }
         process = nil
         pool?.shutdown()
         pool = nil
@@ -315,6 +320,7 @@ actor ExternalPlugin {
         }
         // The exit callback may not have run yet; settle the state here either way.
         generation += 1
+        if let process { peers.exited(process.pid) }
         process = nil
         pool?.shutdown()
         pool = nil

@@ -17,6 +17,8 @@ public actor ExternalPluginHost {
     /// Names disabled with `appctl plugins disable`, kept across restarts of appd.
     let stateFile: String
     public nonisolated let credentials = PluginCredentialStore()
+    /// The processes it started, by plugin: a connection from one is that plugin's.
+    public nonisolated let peers = PluginPeers()
     private var plugins: [String: ExternalPlugin] = [:]
     private var order: [String] = []
     private var problems: [PluginProblem] = []
@@ -118,8 +120,8 @@ public actor ExternalPluginHost {
             let confinement = self.confinement ?? Confinement(settings: settings)
             self.confinement = confinement
             let plugin = ExternalPlugin(
-                discovered: discovered, settings: settings, confinement: confinement, registrar: registrar, token: token, isAdmin: isAdmin,
-                logger: logger)
+                discovered: discovered, settings: settings, confinement: confinement, registrar: registrar, token: token, peers: peers,
+                isAdmin: isAdmin, logger: logger)
             plugins[name] = plugin
             order.append(name)
             if !changed.contains(name) { added.append(name) }

@@ -236,9 +236,15 @@ extension Appd {
         settings.admission.withheldVariables.formUnion(ConfigKey.all.map(\.environment))
         // appd's own files stay hidden even where they lie in a tree a plugin sees.
         settings.sandbox.hiddenPaths += [config.dataDirectory, config.socket] + (configFile.map { [$0] } ?? [])
+        for path in [config.dataDirectory, config.resolvedBackupDirectory, config.socket] + [configFile, config.applePrivateKeyFile, config.tokenEncryptionKeyFile].compactMap({ $0 }) {
+            settings.sandbox.protected.protect(path)
+        }
+        for directory in config.resolvedPluginDirectories { settings.sandbox.protected.protectPluginDirectory(directory) }
         let external = ExternalPluginHost(
             settings: settings, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
             isAdmin: { adminGate.isPrivileged($0) }, logger: Logger(label: "appd.plugins"))
+        let peers = external.peers
+        server.bindPluginPeers { peers.scope(of: $0) }
         do {
             try BusInterface.install(
                 on: dispatcher, limits: config.subscribe, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })

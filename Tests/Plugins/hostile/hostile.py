@@ -16,6 +16,8 @@ socket appd passes as fd 3), so it runs with any python3 in /usr/bin.
   datafile MB    write one file of MB MiB into its data folder
   hold N         open N connections to appd's socket and keep them; detail: how many stayed open
   print TEXT     write TEXT (with \\r and \\e for CR and ESC) as a line on stderr
+  admin PATH     call the admin method io.appd.Auth.ListUsers on the varlink socket PATH;
+                 detail: the reply, or the error it got
 """
 import json
 import os
@@ -91,6 +93,19 @@ def probe(action, target):
                     pass
             kept.extend(sockets)
             return True, "open: %d" % open_count
+        if action == "admin":
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(5)
+                s.connect(target)
+                s.sendall(json.dumps({"method": "io.appd.Auth.ListUsers", "parameters": {}}).encode() + b"\0")
+                reply = b""
+                while not reply.endswith(b"\0"):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+            answer = json.loads(reply.rstrip(b"\0") or b"{}")
+            return "error" not in answer and "parameters" in answer, json.dumps(answer)[:300]
         if action == "print":
             sys.stderr.write(target.replace("\\r", "\r").replace("\\e", "\x1b") + "\n")
             sys.stderr.flush()

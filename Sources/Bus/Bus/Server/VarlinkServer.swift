@@ -27,6 +27,8 @@ public final class VarlinkServer: Service {
     let retiredWorkers = Atomic<Int>(0)
     /// Workers left in a call past its deadline (`abandon`).
     let abandonedWorkers = Atomic<Int>(0)
+    /// Which plugin a peer on the control socket is, by its process (`bindPluginPeers`).
+    private let pluginPeers = Mutex<(@Sendable (PeerCredentials) -> PluginScope?)?>(nil)
 
     /// Whose connection budget a connection counts against: its peer uid's on the control
     /// socket, its plugin's on a plugin's own socket.
@@ -153,6 +155,12 @@ public final class VarlinkServer: Service {
         return context.peer.map { .uid($0.uid) }
     }
 
+    /// Says which plugin (if any) a peer's process belongs to; a connection from one, on the
+    /// control socket too, is held to that plugin's manifest and is never an admin.
+    public func bindPluginPeers(_ classify: @escaping @Sendable (PeerCredentials) -> PluginScope?) {
+        pluginPeers.withLock { $0 = classify }
+    }
+
     /// Opens a socket of its own for one external plugin (mounted into its sandbox as appd's
     /// socket): every connection on it is that plugin's, held to its manifest from the first
     /// call and never an admin, whatever the peer's uid. `owner` (appd as root: the plugin's
@@ -202,6 +210,9 @@ public final class VarlinkServer: Service {
                 Glibc.close(fd)
                 return
             }
+            // A plugin's process is that plugin's on whatever socket it came in on: it may run
+            // as appd's uid, which would otherwise make it an admin here.
+            let scope = scope ?? pluginPeers.withLock { $0 }?(peer)
             let budget: Budget = scope.map { .plugin($0.plugin) } ?? .uid(peer.uid)
             let admitted = registry.withLock { r -> Int? in
                 switch budget {

@@ -49,7 +49,7 @@ struct BubblewrapCommand {
             visible.append(path)
         }
         // Hidden paths: only those inside what it sees (hiding elsewhere would create them).
-        for path in hidden where visible.contains(where: { path.hasPrefix($0 + "/") }) {
+        for path in hidden where visible.contains(where: { ProtectedPaths.within(path, $0) }) {
             var info = stat()
             guard lstat(path, &info) == 0 else { continue }
             if info.st_mode & S_IFMT == S_IFDIR {

@@ -20,6 +20,8 @@ public struct PluginSandbox: Sendable, Equatable {
     /// Host paths no plugin may read even though they lie in a tree it sees (`/etc`): files
     /// are replaced by an empty one, directories by an empty one.
     public var hiddenPaths = PluginSandbox.defaultHiddenPaths
+    /// appd's own files: no read-only path may be, contain or lie under one.
+    public var protected = ProtectedPaths()
     /// Read-only paths every plugin gets in addition to its manifest's (a shared runtime).
     public var readOnlyPaths: [String] = []
     /// With appd as root, each plugin runs as a uid of its own from this range (like systemd's

@@ -88,13 +88,13 @@ public struct DurableConsumer: Service {
     private func catchUp(from start: Int64) async throws -> Int64 {
         var position = start
         while true {
-            let page = try await log.events(after: position, limit: 256)
+            let (page, more) = try await log.page(after: position, limit: 256)
             for event in page {
                 if filter.matches(event.topic) { try await handle(event) }
                 position = event.sequence ?? position
             }
             if position != start { try await save(position) }
-            if page.count < 256 { return position }
+            if !more { return position }
         }
     }
 

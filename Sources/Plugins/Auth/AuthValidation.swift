@@ -54,12 +54,14 @@ enum AuthValidation {
         guard password.lowercased() != email.lowercased() else { throw .validation("password", "must not be the email address") }
     }
 
+    static let displayNameLimit = TextLimit(characters: 100)
+
     /// Up to 100 characters after trimming; empty means none.
     static func displayName(_ raw: String?) throws(AuthError) -> String? {
         guard let raw else { return nil }
         let trimmed = raw.trimmingWhitespace()
         guard !trimmed.isEmpty else { return nil }
-        guard trimmed.count <= 100 else { throw .validation("displayName", "is longer than 100 characters") }
+        if let problem = displayNameLimit.violation(of: trimmed) { throw .validation("displayName", problem) }
         guard !trimmed.containsControlCharacters else { throw .validation("displayName", "contains a control character (such as a terminal escape)") }
         return trimmed
     }

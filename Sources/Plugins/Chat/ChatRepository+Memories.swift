@@ -47,8 +47,8 @@ extension ChatRepository {
             var used = 0
             var texts: [String] = []
             for row in try tx.query("SELECT text FROM chat_memories WHERE owner = ? ORDER BY updated_at DESC, seq DESC LIMIT 500", [.text(owner)]) {
-                guard let text = row.text("text"), used + text.count <= budget else { break }
-                used += text.count
+                guard let text = row.text("text"), used + TextLimit.characters(of: text) <= budget else { break }
+                used += TextLimit.characters(of: text)
                 texts.append(text)
             }
             return texts

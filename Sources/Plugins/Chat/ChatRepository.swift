@@ -8,7 +8,7 @@ import Storage
 struct ChatRepository: Sendable {
     let database: any Database
     /// The per-owner change feed over conversations (migration 3).
-    static let feed = ChangeFeed(table: "chat_conversations")
+    static let feed = ChangeFeed(table: "chat_conversations", measured: ["title"])
 
     static func time(_ row: Row, _ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
 
@@ -87,16 +87,22 @@ struct ChatRepository: Sendable {
         }
     }
 
-    func history(owner: String, conversation: String, before: Int64, limit: Int) async throws -> [(Int64, ChatMessage)] {
+    /// A page of history ends at this many bytes of message text, or at its count.
+    static let historyPage = BytePage(columns: ["text"])
+
+    /// Messages before `before`, newest first, at most `limit`, and whether the byte budget
+    /// ended the page before that.
+    func history(owner: String, conversation: String, before: Int64, limit: Int) async throws -> (messages: [(Int64, ChatMessage)], cut: Bool) {
         try await database.read { tx in
             _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
-            return try tx.query(
-                "SELECT * FROM chat_messages WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-                [.text(conversation), .integer(before), .integer(Int64(limit))]
-            ).compactMap { row in
+            let (rows, cut) = Self.historyPage.split(try tx.query(
+                Self.historyPage.sql("SELECT * FROM chat_messages WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?", orderBy: "seq DESC", dialect: tx.dialect),
+                Self.historyPage.parameters([.text(conversation), .integer(before), .integer(Int64(limit))])))
+            let messages = rows.compactMap { row -> (Int64, ChatMessage)? in
                 guard let seq = row.integer("seq"), let message = Self.message(row) else { return nil }
                 return (seq, message)
             }
+            return (messages, cut)
         }
     }
 
@@ -123,7 +129,8 @@ struct ChatRepository: Sendable {
         }
     }
 
-    /// The most recent messages of the conversation that fit `budget` characters, oldest
+    /// The most recent messages of the conversation that fit `budget` characters (Unicode
+    /// scalars, so combining marks count), oldest
     /// first (failed replies with no text are left out).
     func context(owner: String, conversation: String, budget: Int) async throws -> [ChatTurn] {
         try await database.read { tx in
@@ -133,8 +140,9 @@ struct ChatRepository: Sendable {
             for row in try tx.query("SELECT role, text FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 500", [.text(conversation)]) {
                 guard let text = row.text("text"), !text.isEmpty, let role = row.text("role").flatMap(ChatTurn.Role.init(rawValue:)) else { continue }
                 // The newest message always goes in, even past the budget.
-                if !turns.isEmpty && used + text.count > budget { break }
-                used += text.count
+                let size = TextLimit.characters(of: text)
+                if !turns.isEmpty && used + size > budget { break }
+                used += size
                 turns.append(ChatTurn(role: role, text: text))
             }
             return turns.reversed()

@@ -69,7 +69,7 @@ extension ChatService {
     func memoryText(_ raw: String) throws(ChatError) -> String {
         let text = raw.trimmingWhitespace()
         guard !text.isEmpty else { throw .validation("text", "is empty") }
-        guard text.count <= options.maxMemoryCharacters else { throw .validation("text", "is longer than \(options.maxMemoryCharacters) characters") }
+        if let problem = TextLimit(characters: options.maxMemoryCharacters).violation(of: text) { throw .validation("text", problem) }
         return text
     }
 

@@ -37,7 +37,7 @@ struct ChatService: Sendable {
             if required { throw .validation("title", "is required") }
             return nil
         }
-        guard title.count <= maxTitle else { throw .validation("title", "is longer than \(maxTitle) characters") }
+        if let problem = TextLimit(characters: maxTitle).violation(of: title) { throw .validation("title", problem) }
         return title
     }
 
@@ -67,7 +67,7 @@ struct ChatService: Sendable {
 
     func listConversations(owner: String, query: String?, cursor: String?, limit: Int?) async throws -> ChatInterface.ListConversations.Reply {
         let (before, size) = try Self.page(cursor, limit)
-        if let query, query.count > 200 { throw ChatError.validation("query", "is longer than 200 characters") }
+        if let query, let problem = TextLimit(characters: 200).violation(of: query) { throw ChatError.validation("query", problem) }
         let rows = try await repository.listConversations(owner: owner, query: query, before: before, limit: size + 1)
         let shown = rows.prefix(size)
         return .init(conversations: shown.map(\.1), nextCursor: rows.count > size ? shown.last.map { String($0.0) } : nil)
@@ -75,14 +75,14 @@ struct ChatService: Sendable {
 
     func history(owner: String, conversation: String, cursor: String?, limit: Int?) async throws -> ChatInterface.History.Reply {
         let (before, size) = try Self.page(cursor, limit)
-        let rows = try await repository.history(owner: owner, conversation: conversation, before: before, limit: size + 1)
+        let (rows, cut) = try await repository.history(owner: owner, conversation: conversation, before: before, limit: size + 1)
         let shown = rows.prefix(size)
-        return .init(messages: shown.reversed().map(\.1), nextCursor: rows.count > size ? shown.last.map { String($0.0) } : nil)
+        return .init(messages: shown.reversed().map(\.1), nextCursor: rows.count > size || cut ? shown.last.map { String($0.0) } : nil)
     }
 
     func text(_ raw: String) throws(ChatError) -> String {
         guard !raw.trimmingWhitespace().isEmpty else { throw .validation("text", "is empty") }
-        guard raw.count <= options.maxMessageCharacters else { throw .validation("text", "is longer than \(options.maxMessageCharacters) characters") }
+        if let problem = TextLimit(characters: options.maxMessageCharacters).violation(of: raw) { throw .validation("text", problem) }
         return raw
     }
 

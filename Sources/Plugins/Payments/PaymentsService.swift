@@ -98,7 +98,7 @@ struct PaymentsService: Sendable {
     static func reason(_ raw: String) throws(PaymentsError) -> String {
         let reason = raw.trimmingWhitespace()
         guard !reason.isEmpty else { throw .validation("reason", "is required (it goes into the audit trail)") }
-        guard reason.count <= 500 else { throw .validation("reason", "is longer than 500 characters") }
+        if let problem = TextLimit(characters: 500).violation(of: reason) { throw .validation("reason", problem) }
         return reason
     }
 

@@ -48,7 +48,7 @@ public struct RatingPlugin: Plugin {
 
     static func version(_ raw: String) throws(RatingError) -> String {
         let version = raw.trimmingWhitespace()
-        guard !version.isEmpty, version.count <= 64 else { throw RatingError.validationFailed(field: "appVersion", reason: "needs 1 to 64 characters, e.g. 2.4.1") }
+        guard !version.isEmpty, TextLimit(characters: 64).violation(of: version) == nil, !version.containsControlCharacters else { throw RatingError.validationFailed(field: "appVersion", reason: "needs 1 to 64 characters, e.g. 2.4.1") }
         return version
     }
 

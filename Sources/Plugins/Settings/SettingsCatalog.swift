@@ -29,7 +29,7 @@ struct SettingsCatalog: Sendable {
     /// '' for the account's own value, else the item's id.
     static func checkedScope(_ scope: String?) throws(SettingsError) -> String {
         guard let scope, !scope.isEmpty else { return "" }
-        guard scope.count <= maxScope else { throw .validation("scope", "is longer than \(maxScope) characters") }
+        if let problem = TextLimit(characters: maxScope).violation(of: scope) { throw .validation("scope", problem) }
         guard !scope.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw .validation("scope", "holds control characters")
         }

@@ -19,7 +19,9 @@ protocol TodosRepository: Sendable {
     func add(owner: String, id: String, clientChosen: Bool, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int, causedBy cause: (any Cause)?) async throws -> Todo
     func get(owner: String, id: String) async throws -> Todo
     /// Todos after position `after`, oldest first, each with its position (the paging cursor).
-    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> [(position: Int64, todo: Todo)]
+    /// The owner's todos after position `after`, at most `limit`, and whether the page's byte
+    /// budget ended it before `limit` or the last todo.
+    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> (todos: [(position: Int64, todo: Todo)], cut: Bool)
     /// The changing methods take the version the client expects (nil: any): another is a `Conflict`.
     func update(owner: String, id: String, changes: TodoChanges, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
     func setDone(owner: String, id: String, done: Bool, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
@@ -35,7 +37,9 @@ protocol TodosRepository: Sendable {
 struct SQLTodosRepository: TodosRepository {
     let database: any Database
     /// The per-owner change feed over the todos table (migration 3).
-    static let feed = ChangeFeed(table: "todos")
+    static let feed = ChangeFeed(table: "todos", measured: ["title", "notes"])
+    /// A page of todos ends at this many bytes of titles and notes, or at its count.
+    static let page = BytePage(columns: ["title", "notes"])
 
     static func todo(_ row: Row) -> Todo? {
         func time(_ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
@@ -116,17 +120,19 @@ struct SQLTodosRepository: TodosRepository {
         }
     }
 
-    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> [(position: Int64, todo: Todo)] {
+    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> (todos: [(position: Int64, todo: Todo)], cut: Bool) {
         try await retrying {
             try await database.read { tx in
                 let condition = filter == "open" ? " AND done = 0" : filter == "done" ? " AND done = 1" : ""
                 let rows = try tx.query(
-                    "SELECT * FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?",
-                    [.text(owner), .integer(after), .integer(Int64(limit))])
-                return rows.compactMap { row in
+                    Self.page.sql("SELECT * FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?", orderBy: "seq", dialect: tx.dialect),
+                    Self.page.parameters([.text(owner), .integer(after), .integer(Int64(limit))]))
+                let (shown, cut) = Self.page.split(rows)
+                let todos = shown.compactMap { row -> (position: Int64, todo: Todo)? in
                     guard let seq = row.integer("seq"), let todo = Self.todo(row) else { return nil }
                     return (seq, todo)
                 }
+                return (todos, cut)
             }
         }
     }

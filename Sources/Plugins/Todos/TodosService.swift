@@ -7,6 +7,8 @@ import PluginKit
 struct TodosService: Sendable {
     static let defaultPageSize = 50
     static let maxPageSize = 500
+    static let titleLimit = TextLimit(characters: 200)
+    static let notesLimit = TextLimit(characters: 10_000)
 
     let repository: any TodosRepository
     let clock: @Sendable () -> WallTime
@@ -17,13 +19,13 @@ struct TodosService: Sendable {
     static func title(_ raw: String) throws(TodosError) -> String {
         let trimmed = raw.trimmingWhitespace()
         guard !trimmed.isEmpty else { throw .validation("title", "is required") }
-        guard trimmed.count <= 200 else { throw .validation("title", "is longer than 200 characters") }
+        if let problem = titleLimit.violation(of: trimmed) { throw .validation("title", problem) }
         return trimmed
     }
 
     static func notes(_ raw: String?) throws(TodosError) -> String? {
         guard let raw, !raw.isEmpty else { return nil }
-        guard raw.count <= 10_000 else { throw .validation("notes", "is longer than 10000 characters") }
+        if let problem = notesLimit.violation(of: raw) { throw .validation("notes", problem) }
         return raw
     }
 
@@ -56,11 +58,12 @@ struct TodosService: Sendable {
             guard let value = Int64(cursor), value >= 0 else { throw TodosError.validation("cursor", "is not a cursor from a previous page") }
             after = value
         }
-        let rows = try await repository.list(owner: owner, filter: filter ?? "all", after: after, limit: size + 1)
+        let (rows, cut) = try await repository.list(owner: owner, filter: filter ?? "all", after: after, limit: size + 1)
         let shown = rows.prefix(size)
         // The cursor is the position of the last todo shown: new todos come after it and deleted
-        // ones leave no gap, so pages never repeat or skip while the list changes.
-        let next = rows.count > size ? shown.last.map { String($0.position) } : nil
+        // ones leave no gap, so pages never repeat or skip while the list changes. A page its
+        // byte budget ended early has a cursor too.
+        let next = rows.count > size || cut ? shown.last.map { String($0.position) } : nil
         return TodosInterface.TodoPage(todos: shown.map(\.todo), nextCursor: next)
     }
 

@@ -34,7 +34,7 @@ extension ExportInterface {
                 object["payload"] = event.redacted ? .null : ((try? event.json()) ?? .null)
                 events.append(.object(object))
             }
-            if page.count < 500 { break }
+            if page.isEmpty { break }
         }
         var plugins = try await host.exportUserData(user)
         var incomplete: [JSONValue] = []

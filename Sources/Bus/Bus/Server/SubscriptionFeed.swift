@@ -83,7 +83,8 @@ final class SubscriptionFeed: Sendable {
                 replayed = event.sequence ?? replayed
                 if visible(event) { try await deliver(event) }
             }
-            if page.count < 512 { return replayed }
+            // Pages end at a byte budget too: only an empty page is the end.
+            if page.isEmpty { return replayed }
         }
     }
 

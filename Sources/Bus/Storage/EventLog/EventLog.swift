@@ -69,20 +69,31 @@ public struct EventLog: EventReplay {
 
     public init(database: any Database) { self.database = database }
 
-    /// Events after `sequence`, oldest first, at most `limit`.
+    /// A page of the log ends at this many bytes of payloads (or at its count): a replay a
+    /// client leaves unread holds at most about that much of appd's memory.
+    static let page = BytePage(columns: ["payload"])
+
+    /// Events after `sequence`, oldest first, at most `limit` and about `BytePage.defaultBudget`
+    /// bytes of payloads (at least one): a short page is not the log's end, an empty one is.
     public func events(after sequence: Int64, limit: Int) async throws -> [BusEvent] {
-        let rows = try await database.read { transaction in
-            try transaction.query(
-                "SELECT * FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(sequence), .integer(Int64(limit))])
+        try await page(after: sequence, limit: limit).events
+    }
+
+    /// As `events(after:limit:)`, and whether more may follow (the page is full by count or bytes).
+    public func page(after sequence: Int64, limit: Int) async throws -> (events: [BusEvent], more: Bool) {
+        let (rows, cut) = try await database.read { transaction in
+            Self.page.split(try transaction.query(
+                Self.page.sql("SELECT * FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", dialect: transaction.dialect),
+                Self.page.parameters([.integer(sequence), .integer(Int64(limit))])))
         }
-        return try rows.map(Self.event)
+        return (try rows.map(Self.event), cut || rows.count >= limit)
     }
 
     public func events(about owner: String, after sequence: Int64, limit: Int) async throws -> [BusEvent] {
         let rows = try await database.read { transaction in
-            try transaction.query(
-                "SELECT * FROM appd_events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?",
-                [.text(owner), .integer(sequence), .integer(Int64(limit))])
+            Self.page.split(try transaction.query(
+                Self.page.sql("SELECT * FROM appd_events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", dialect: transaction.dialect),
+                Self.page.parameters([.text(owner), .integer(sequence), .integer(Int64(limit))]))).shown
         }
         return try rows.map(Self.event)
     }

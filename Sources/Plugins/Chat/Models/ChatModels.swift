@@ -25,7 +25,7 @@ public struct ChatModels: Sendable, Equatable {
     /// `model` or `model=entitlement` (a config item).
     public static func parse(_ item: String) -> ChatModel? {
         let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map { String($0).trimmingWhitespace() }
-        guard let name = parts.first, !name.isEmpty, name.count <= 200 else { return nil }
+        guard let name = parts.first, !name.isEmpty, name.utf8.count <= 200 else { return nil }
         if parts.count == 2 {
             guard !parts[1].isEmpty else { return nil }
             return ChatModel(name: name, entitlement: parts[1])

@@ -36,7 +36,7 @@ public struct SettingDeclaration: Codable, Sendable, Equatable {
         case (.int, _): return "is a whole number"
         case (.enum, .string(let text)), (.string, .string(let text)):
             if let values, !values.contains(text) { return "is one of \(values.joined(separator: ", "))" }
-            guard text.count <= Self.maxStringLength else { return "is longer than \(Self.maxStringLength) characters" }
+            if let problem = TextLimit(characters: Self.maxStringLength).violation(of: text) { return problem }
             return nil
         case (.enum, _): return "is one of \((values ?? []).joined(separator: ", "))"
         case (.string, _): return "is a string"

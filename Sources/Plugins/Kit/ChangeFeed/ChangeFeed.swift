@@ -15,12 +15,16 @@ import Storage
 public struct ChangeFeed: Sendable {
     /// The items' table (a plugin's own table name: checked to be a plain identifier).
     public let table: String
+    /// Bounds a page by the bytes of the items' text columns as well as by count.
+    public let bytes: BytePage
     var tombstones: String { table + "_tombstones" }
     var horizon: String { table + "_feed_horizon" }
 
-    public init(table: String) {
+    /// `measured`: the table's text columns whose bytes a page counts (a title, notes).
+    public init(table: String, measured: [String], pageBytes: Int = BytePage.defaultBudget) {
         precondition(!table.isEmpty && table.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 >= 97 && $0 <= 122) }, "a feed's table is a plain lowercase identifier")
         self.table = table
+        self.bytes = BytePage(budget: pageBytes, columns: measured)
     }
 
     /// Sequences of rows from before the feed: below every real one (the log's start at 1), distinct,
@@ -99,10 +103,13 @@ public struct ChangeFeed: Sendable {
             guard cursor >= pruned else { throw ResyncNeeded(horizon: pruned) }
         }
         let fetch = Int64(limit + 1)
-        var entries = try tx.query(
-            "SELECT * FROM \(table) WHERE owner = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?",
-            [.text(owner), .integer(after), .integer(max(head, after)), .integer(fetch)]
-        ).compactMap { row -> Entry? in
+        let rows = try tx.query(
+            bytes.sql("SELECT * FROM \(table) WHERE owner = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?", orderBy: "change_seq", dialect: tx.dialect),
+            bytes.parameters([.text(owner), .integer(after), .integer(max(head, after)), .integer(fetch)]))
+        // Cut by bytes: the page ends after the last item that fit, tombstones included.
+        let (fitting, cut) = bytes.split(rows)
+        let cutAfter = cut ? fitting.last?.integer("change_seq") : nil
+        var entries = fitting.compactMap { row -> Entry? in
             guard let id = row.text("id"), let seq = row.integer("change_seq") else { return nil }
             return Entry(seq: seq, id: id, row: row)
         }
@@ -116,7 +123,8 @@ public struct ChangeFeed: Sendable {
             }
             entries.sort { $0.seq < $1.seq }
         }
-        let more = entries.count > limit
+        if let cutAfter { entries.removeAll { $0.seq > cutAfter } }
+        let more = cutAfter != nil || entries.count > limit
         let shown = Array(entries.prefix(limit))
         // While rows from before the feed are shown, the cursor is one of their negative sequences.
         let next = more ? (shown.last?.seq ?? after) : max(head, cursor ?? 0)

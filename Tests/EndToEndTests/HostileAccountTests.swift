@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Security review 2, finding 1, over HTTP as the attacker used it: text sizes counted in
+/// grapheme clusters, and pages and replays bounded only in rows. One free account's 8 unread
+/// `Todos.List` pages and 8 unread `Subscribe(since: 0)` streams grew appd's RSS by 1.6–3.3 GB.
+@Suite(.serialized, .timeLimit(.minutes(4))) struct HostileAccountTests {
+    static func cluster(_ marks: Int) -> String { "b" + String(repeating: "\u{301}", count: marks) }
+
+    static func json(_ text: String) -> [String: Any] { ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]) ?? [:] }
+
+    static func body(_ object: [String: Any]) -> String { String(decoding: (try? JSONSerialization.data(withJSONObject: object)) ?? Data(), as: UTF8.self) }
+
+    /// Signs up and finishes onboarding; the access token.
+    static func account(_ port: UInt16, _ email: String) async throws -> String {
+        let signUp = try await httpPost(port: port, path: "/v1/io.appd.Auth/SignUp", body: body(["email": email, "password": "a long password"]))
+        let token = (json(signUp.body)["session"] as? [String: Any])?["accessToken"] as? String ?? ""
+        #expect(!token.isEmpty, "\(signUp)")
+        _ = try await httpPost(port: port, path: "/v1/io.appd.Auth/CompleteOnboarding", body: "{}", token: token)
+        return token
+    }
+
+    static func residentKB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// A TCP connection that sends `request` and then never reads.
+    static func unread(_ port: UInt16, _ request: String) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var size: Int32 = 4096
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { throw HTTPHelperError(reason: "cannot connect") }
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        return fd
+    }
+
+    static func request(_ path: String, _ body: String, token: String, accept: String = "application/json") -> String {
+        "POST \(path) HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: \(accept)\r\nAuthorization: Bearer \(token)\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+    }
+
+    @Test func textIsBoundedInScalarsAndBytes() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"])
+        let named = try await httpPost(
+            port: port, path: "/v1/io.appd.Auth/SignUp", body: Self.body(["email": "eve@example.com", "password": "a long password", "displayName": Self.cluster(5000)]))
+        #expect(named.status == 400 && named.body.contains("displayName"), "\(named)")
+        let token = try await Self.account(port, "mallory@example.com")
+        let title = try await httpPost(port: port, path: "/v1/io.appd.Todos/Add", body: Self.body(["title": Self.cluster(5000)]), token: token)
+        #expect(title.status == 400 && title.body.contains("title") && title.body.contains("200 characters"), "\(title)")
+        let memory = try await httpPost(port: port, path: "/v1/io.appd.Chat/AddMemory", body: Self.body(["text": Self.cluster(5000)]), token: token)
+        #expect(memory.status == 400 && memory.body.contains("text"), "\(memory)")
+        let message = try await httpPost(port: port, path: "/v1/io.appd.Chat/CreateConversation", body: Self.body(["title": Self.cluster(5000)]), token: token)
+        #expect(message.status == 400 && message.body.contains("title"), "\(message)")
+        #expect(await daemon.stop() == 0)
+    }
+
+    /// The attack as found, at a tenth of its size: an account's largest todos, then 8 unread
+    /// pages of 500 and 8 unread replays from 0. A client that stops reading holds at most about
+    /// one page (1 MiB) of appd's memory: growth stays under 48 MiB (was ~80 MB per page here).
+    @Test func unreadPagesAndReplaysHoldBoundedMemory() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)", "--account-call-burst", "1000"])
+        let token = try await Self.account(port, "mallory@example.com")
+        // 10,000 four-byte scalars: the largest notes (40 KB); 250 of them are 10 MB.
+        let notes = String(repeating: "😀", count: 10_000)
+        for i in 0..<250 {
+            let added = try await httpPost(port: port, path: "/v1/io.appd.Todos/Add", body: Self.body(["title": "todo \(i)", "notes": notes]), token: token)
+            #expect(added.status == 200, "\(added.status) \(added.body.prefix(200))")
+        }
+        let pid = daemon.process.processIdentifier
+        let before = Self.residentKB(pid)
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        for _ in 0..<8 {
+            held.append(try Self.unread(port, Self.request("/v1/io.appd.Todos/List", #"{"limit":500}"#, token: token)))
+            held.append(try Self.unread(port, Self.request("/v1/io.appd.Bus/Subscribe", #"{"topics":[">"],"since":0}"#, token: token, accept: "text/event-stream")))
+        }
+        // Until appd has answered what it will (its RSS stops moving), then the figure.
+        var last = before, peak = before
+        _ = await eventually(timeout: .seconds(20)) {
+            try? await Task.sleep(for: .milliseconds(300))
+            let now = Self.residentKB(pid)
+            defer { last = now }
+            peak = max(peak, now)
+            return now == last && now > before
+        }
+        let grown = (peak - before) / 1024
+        print("unread pages and replays: appd RSS \(before / 1024) -> \(peak / 1024) MiB (+\(grown) MiB)")
+        #expect(grown < 48, "appd's RSS grew by \(grown) MiB for 16 unread replies")
+        // It still answers, and closing the clients gives the memory back to appd's pool.
+        #expect(try await httpPost(port: port, path: "/v1/io.appd.Auth/WhoAmI", body: "{}", token: token).status == 200)
+        #expect(await daemon.stop() == 0)
+    }
+}

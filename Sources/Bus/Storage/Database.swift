@@ -141,9 +141,16 @@ public protocol Database: Sendable {
     /// Writes a consistent copy of the whole database into the new file `path` while it keeps
     /// serving (writes go on; the copy is the state of one moment).
     func backup(into path: String) async throws
+    /// Makes what was deleted unreadable in the database's files, not only gone from its rows
+    /// (an erased account's text in freed pages and the write-ahead log). What an engine can
+    /// promise is in the README's security model.
+    func reclaimErased() async throws
 }
 
 extension Database {
+    /// Nothing to do where the engine cannot be asked from here (PostgreSQL: see the README).
+    public func reclaimErased() async throws {}
+
     public func backup(into path: String) async throws {
         throw StorageError(kind: .other, message: "this database cannot be backed up by appd")
     }

@@ -83,7 +83,8 @@ extension Appd {
         } catch {
             throw StartFailure("cannot set up io.appd.Export: \(error)")
         }
-        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload, backups]
+        let erasure = ErasureService(bus: bus, database: database, settle: .seconds(5), logger: Logger(label: "appd.erasure"))
+        var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload, backups, erasure]
         if let http { services.append(http) }
         if let console { services.append(console) }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }

@@ -43,7 +43,10 @@ public final class SQLiteDatabase: Database {
         self.logger = logger
         let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try connection.executeScript(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
+                // Deleted content and freed pages are overwritten with zeros, and the log file is
+                // cut back whenever it starts over, so erased text does not linger in either.
+                + "PRAGMA secure_delete=ON; PRAGMA journal_size_limit=0;")
         try connection.executeScript(EventLog.schema + IdempotencyLog.schema)
         try EventLog.upgrade(connection)
         let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
@@ -67,6 +70,20 @@ public final class SQLiteDatabase: Database {
         try await Self.backups.run {
             let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
             _ = try connection.run("VACUUM INTO ?", [.text(target)])
+        }
+    }
+
+    /// Copies the write-ahead log into the database (whose pages `secure_delete` zeroed where
+    /// rows were deleted) and truncates the log to nothing, so erased text is in neither file.
+    /// Waits for readers within the busy timeout.
+    public func reclaimErased() async throws {
+        let (path, timeout) = (self.path, options.busyTimeoutMilliseconds)
+        try await Self.backups.run {
+            let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: timeout)
+            let result = try connection.run("PRAGMA wal_checkpoint(TRUNCATE)", [])
+            if result.first?.integer("busy") == 1 {
+                throw StorageError(kind: .busy, message: "the write-ahead log could not be truncated: a reader held it past the busy timeout")
+            }
         }
     }
 

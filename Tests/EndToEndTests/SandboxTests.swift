@@ -215,6 +215,26 @@ import TestSupport
         #expect(await daemon.stop() == 0)
     }
 
+    /// Security review 2, finding 5: the walk of the data folder stopped counting at 100,000
+    /// entries, so 3 GB hid behind 100,050 empty files. A folder with more entries than its
+    /// limit is over the limit (here 64 entries, so the test is quick), and is found within a
+    /// round or two.
+    @Test func aDataFolderWithTooManyEntriesIsOverItsLimit() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install("hostile", in: dir, sandbox: ["limits": ["dataEntries": 64]])
+        let daemon = try await Daemon.start(directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try await Self.running(daemon, "hostile")
+        #expect(try await Self.probe(daemon, "manyfiles", "40").ok, "40 entries are within the limit")
+        _ = try await Self.probe(daemon, "manyfiles", "100")
+        var status: [String: Any] = [:]
+        #expect(await eventually(timeout: .seconds(15)) {
+            status = (try? await Self.status(daemon, "hostile")) ?? [:]
+            return (status["lastError"] as? String ?? "").contains("more than 64 files and folders") && status["pid"] as? Int != first["pid"] as? Int
+        }, "\(status)")
+        #expect(await daemon.stop() == 0)
+    }
+
     /// Security review finding 15: a plugin's connections to appd count against a budget of
     /// its own, not the operator's uid's: a plugin holding all it may cannot lock appctl out.
     @Test func aPluginHasItsOwnConnectionBudget() async throws {

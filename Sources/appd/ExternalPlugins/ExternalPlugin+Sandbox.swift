@@ -57,12 +57,18 @@ extension ExternalPlugin {
     }
 
     /// Stops the plugin when its processes together hold more memory than its limit — resident
-    /// memory plus what its sandbox's tmpfs mounts hold — or its data folder holds more than
-    /// its limit (checked every tenth round: a walk of the folder costs more).
+    /// memory plus what its sandbox's tmpfs mounts hold — or its data folder holds more bytes or
+    /// entries than its limits. The folder is walked every round (each `memoryInterval`) while it
+    /// holds under `dataWalkEveryRound` entries, else every fifth round (a walk costs about a
+    /// microsecond an entry): writers can pass `dataMB` by what they write in one to five
+    /// rounds before they are stopped.
+    static let dataWalkEveryRound = 10_000
+
     func watchMemory(_ process: PluginProcess, generation: Int, data: String) async {
         let limits = manifest.sandbox.limits
         let limit = UInt64(limits.memoryMB) << 20, dataLimit = UInt64(limits.dataMB) << 20
         var round = 0
+        var lastEntries = 0
         while !Task.isCancelled {
             try? await Task.sleep(for: settings.memoryInterval)
             guard !Task.isCancelled, generation == self.generation, !process.hasExited else { return }
@@ -71,9 +77,14 @@ extension ExternalPlugin {
             var reason: String?
             if used > limit {
                 reason = "over its memory limit (\(used >> 20) MiB resident and in its /tmp and /dev/shm, sandbox.limits.memoryMB is \(limit >> 20))"
-            } else if round % 10 == 1 {
-                let held = FileSystem.usedBytes(under: data, limit: 100_000)
-                if held > dataLimit { reason = "over its data limit (\(held >> 20) MiB in \(data), sandbox.limits.dataMB is \(dataLimit >> 20)); remove what it wrote there" }
+            } else if lastEntries < Self.dataWalkEveryRound || round % 5 == 1 {
+                let held = FileSystem.usage(under: data, limit: limits.dataEntries)
+                lastEntries = held.entries
+                if !held.complete {
+                    reason = "over its data limit (more than \(limits.dataEntries) files and folders in \(data), sandbox.limits.dataEntries); remove what it wrote there"
+                } else if held.bytes > dataLimit {
+                    reason = "over its data limit (\(held.bytes >> 20) MiB in \(data), sandbox.limits.dataMB is \(dataLimit >> 20)); remove what it wrote there"
+                }
             }
             guard let reason else { continue }
             attemptError = "killed: " + reason

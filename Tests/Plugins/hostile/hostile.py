@@ -14,6 +14,7 @@ socket appd passes as fd 3), so it runs with any python3 in /usr/bin.
   tmpfs MB       write MB MiB into /tmp (kept)
   datafill MB    write MB MiB into its data folder, in files of 4 MiB
   datafile MB    write one file of MB MiB into its data folder
+  manyfiles N    create N empty files in its data folder
   hold N         open N connections to appd's socket and keep them; detail: how many stayed open
   print TEXT     write TEXT (with \\r and \\e for CR and ESC) as a line on stderr
   admin PATH     call the admin method io.appd.Auth.ListUsers on the varlink socket PATH;
@@ -70,6 +71,12 @@ def probe(action, target):
                     for _ in range(4):
                         f.write(b"x" * (1 << 20))
             return True, "written"
+        if action == "manyfiles":
+            folder = os.path.join(os.environ.get("APPD_PLUGIN_DATA", "."), "many")
+            os.makedirs(folder, exist_ok=True)
+            for n in range(int(target)):
+                open(os.path.join(folder, "f%d" % n), "wb").close()
+            return True, "created"
         if action == "datafile":
             with open(os.path.join(os.environ.get("APPD_PLUGIN_DATA", "."), "big"), "wb") as f:
                 for _ in range(int(target)):

@@ -103,21 +103,31 @@ public enum FileSystem {
         return String(path[..<slash])
     }
 
+    /// What a walk of a folder found: bytes on disk, entries, and whether it stopped at its
+    /// entry limit (then the bytes are only a lower bound, and the folder holds too much).
+    public struct Usage: Sendable, Equatable {
+        public var bytes: UInt64
+        public var entries: Int
+        public var complete: Bool
+    }
+
     /// Bytes the files under `path` take on disk (blocks allocated, so sparse files count for
     /// what they use), not following links nor crossing into other filesystems; stops after
-    /// `limit` entries (what it found so far is a lower bound).
-    public static func usedBytes(under path: String, limit: Int) -> UInt64 {
+    /// `limit` entries (incomplete: a folder past the limit must count as over any byte limit,
+    /// or 3 GB hide behind 100,050 empty files).
+    public static func usage(under path: String, limit: Int) -> Usage {
         var root = stat()
-        guard lstat(path, &root) == 0 else { return 0 }
+        guard lstat(path, &root) == 0 else { return Usage(bytes: 0, entries: 0, complete: true) }
         var total: UInt64 = 0
         var pending = [path]
         var seen = 0
-        while let directory = pending.popLast(), seen < limit {
+        while let directory = pending.popLast() {
             guard let dir = opendir(directory) else { continue }
             defer { closedir(dir) }
-            while let entry = readdir(dir), seen < limit {
+            while let entry = readdir(dir) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
                 if name == "." || name == ".." { continue }
+                guard seen < limit else { return Usage(bytes: total, entries: seen, complete: false) }
                 seen += 1
                 let child = directory + "/" + name
                 var info = stat()
@@ -126,7 +136,7 @@ public enum FileSystem {
                 if info.st_mode & S_IFMT == S_IFDIR { pending.append(child) }
             }
         }
-        return total
+        return Usage(bytes: total, entries: seen, complete: true)
     }
 }
 

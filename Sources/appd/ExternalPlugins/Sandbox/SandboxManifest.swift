@@ -56,6 +56,9 @@ public struct ResourceLimits: Sendable, Equatable {
     /// What its data folder may hold, in MiB: no file grows past it (`RLIMIT_FSIZE`), and appd
     /// stops a plugin whose folder holds more (security review finding 6).
     public var dataMB = 1024
+    /// Files and folders its data folder may hold: a walk that finds more counts as over the
+    /// limit (its bytes could hide behind them).
+    public var dataEntries = 100_000
 
     /// The sandbox's `/tmp`: half the memory limit. Its files are memory, so appd counts them
     /// with the resident memory against `memoryMB`.
@@ -68,7 +71,7 @@ public struct ResourceLimits: Sendable, Equatable {
 
     static func parse(_ value: JSONValue) throws(ManifestProblem) -> ResourceLimits {
         guard let table = value.objectValue else { throw ManifestProblem("sandbox.limits must be an object") }
-        let known = ["memoryMB", "addressSpaceMB", "openFiles", "processes", "cpuSeconds", "dataMB"]
+        let known = ["memoryMB", "addressSpaceMB", "openFiles", "processes", "cpuSeconds", "dataMB", "dataEntries"]
         if let unknown = table.keys.sorted().first(where: { !known.contains($0) }) {
             throw ManifestProblem("sandbox.limits: unknown key '\(unknown)'" + (EditDistance.closest(to: unknown, in: known).map { "; did you mean '\($0)'?" } ?? ""))
         }
@@ -86,6 +89,7 @@ public struct ResourceLimits: Sendable, Equatable {
         if let n = try number("processes", 1...65_536) { limits.processes = n }
         limits.cpuSeconds = try number("cpuSeconds", 1...31_536_000)
         if let n = try number("dataMB", 1...16_777_216) { limits.dataMB = n }
+        if let n = try number("dataEntries", 16...10_000_000) { limits.dataEntries = n }
         return limits
     }
 }

@@ -5,6 +5,9 @@ identical (the event log included); appd killed with SIGKILL during a backup nev
 anything `Verify` accepts but complete backups; a backup from a newer schema, or with a changed
 file, is refused by `appd restore`; restore keeps the data it replaces and refuses while appd
 serves; scheduled backups keep exactly backupKeep; on PostgreSQL Create says what to use.
+Security review 2: a plugin racing backups by swapping its file for a symbolic link to a secret
+never gets the secret into a backup (nor does a FIFO hang one, nor a vanished file fail one),
+and a backup directory another user controls is refused.
 
 Usage: backups.py APPD_BINARY [POSTGRES_URL]
 """
@@ -199,6 +202,9 @@ def main():
         check("scheduled backups keep exactly backupKeep (2), and partial ones are cleared", len(kept) == 2 and not stale, f"{kept} {stale}")
         stop(proc, sock)
 
+        racing_plugin(appd, root)
+        untrusted_backup_directory(appd, root)
+
         if postgres:
             proc = start(appd, sock, os.path.join(root, "pg-data"), "--database", postgres)
             reply = call(sock, "io.appd.Backup.Create")
@@ -208,6 +214,95 @@ def main():
     finally:
         shutil.rmtree(root, ignore_errors=True)
     finish()
+
+
+def racing_plugin(appd, root):
+    """Finding 3: backups open plugin files by name as root while the plugin runs. A plugin that
+    swaps its file for a symbolic link to a root-only secret (here the test does the swapping,
+    as the plugin's own process would) must never get the secret into a backup; a permanent
+    link, a FIFO and files that vanish are skipped and listed, never fatal."""
+    sock, data = os.path.join(root, "race.sock"), os.path.join(root, "race-data")
+    secret = os.path.join(root, "shadow")
+    with open(secret, "w") as f:
+        f.write("TOP-SECRET-" + "x" * 64)
+    os.chmod(secret, 0o600)
+    folder = os.path.join(data, "plugin-data", "racer")
+    os.makedirs(folder)
+    os.symlink(secret, os.path.join(folder, "always-a-link"))
+    os.mkfifo(os.path.join(folder, "pipe"))
+    proc = start(appd, sock, data)
+    stop_race = threading.Event()
+
+    def race():
+        target, staged = os.path.join(folder, "state"), os.path.join(folder, ".staged")
+        i = 0
+        while not stop_race.is_set():
+            if i % 2:
+                try:
+                    os.unlink(staged)
+                except FileNotFoundError:
+                    pass
+                os.symlink(secret, staged)
+            else:
+                with open(staged, "w") as f:
+                    f.write("plugin state %d" % i)
+            os.replace(staged, target)
+            # Files that come and go.
+            churn = os.path.join(folder, "churn-%d" % (i % 50))
+            if os.path.exists(churn):
+                os.unlink(churn)
+            else:
+                open(churn, "w").close()
+            i += 1
+
+    racer = threading.Thread(target=race)
+    racer.start()
+    made, errors = [], []
+    try:
+        for _ in range(15):
+            reply = call(sock, "io.appd.Backup.Create", timeout=60)
+            if "error" in reply:
+                errors.append(reply)
+            else:
+                made.append(reply["parameters"]["backup"]["path"])
+    finally:
+        stop_race.set()
+        racer.join()
+    check("15 backups under a racing plugin all succeed", len(made) == 15 and not errors, str(errors)[:500])
+    leaked = []
+    skipped = []
+    for backup in made:
+        for dirpath, _, files in os.walk(backup):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                check_path = os.path.islink(path)
+                with open(path, "rb") as f:
+                    if b"TOP-SECRET" in f.read():
+                        leaked.append(path)
+                if check_path:
+                    leaked.append(path + " (a link)")
+        with open(os.path.join(backup, "manifest.json")) as f:
+            skipped.append(json.load(f).get("skipped", []))
+    check("no backup holds the secret or a link", not leaked, str(leaked)[:500])
+    check("the permanent link and the FIFO are listed as skipped in every manifest",
+          all(any(s.startswith("racer/always-a-link: a symbolic link") for s in k) and any(s.startswith("racer/pipe: not a regular file") for s in k) for k in skipped),
+          str(skipped[:2])[:500])
+    stop(proc, sock)
+
+
+def untrusted_backup_directory(appd, root):
+    """Finding 8: a backup directory whose parent another user owns (who can remove backups or
+    plant one that verifies) is refused at start, with the reason."""
+    if os.getuid() != 0:
+        return
+    theirs = os.path.join(root, "theirs")
+    os.makedirs(theirs)
+    os.chown(theirs, 4242, 4242)
+    os.chmod(theirs, 0o755)
+    out = subprocess.run([appd, "--socket", os.path.join(root, "u.sock"), "--data-dir", os.path.join(root, "u-data"),
+                          "--backup-directory", os.path.join(theirs, "backups")], capture_output=True, text=True, timeout=30)
+    check("a backup directory under another user's folder is refused at start",
+          out.returncode != 0 and "refusing to keep backups" in out.stderr and "another user" in out.stderr, out.stderr[-500:])
 
 
 if __name__ == "__main__":

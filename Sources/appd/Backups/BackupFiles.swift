@@ -56,6 +56,11 @@ enum BackupFiles {
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw BackupProblem("cannot read \(source): \(errorText())") }
         defer { close(input) }
+        try copy(descriptor: input, named: source, to: target)
+    }
+
+    /// Copies what the open file `input` holds to `target` (created 0600) and makes it durable.
+    static func copy(descriptor input: Int32, named source: String, to target: String) throws(BackupProblem) {
         let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard output >= 0 else { throw BackupProblem("cannot create \(target): \(errorText())") }
         defer { close(output) }

@@ -19,6 +19,9 @@ public struct BackupManifest: Codable, Sendable, Equatable {
     /// Each plugin's schema version in the backed-up database.
     public var schemaVersions: [String: Int64]
     public var files: [File]
+    /// What of the plugins' data folders was left out, as "path: why" (a symbolic link, a file
+    /// that vanished while the backup was made); absent when nothing was.
+    public var skipped: [String]? = nil
 
     public static let fileName = "manifest.json"
     /// The database inside a backup.

@@ -46,6 +46,11 @@ public final class BackupService: Service {
             state.withLock { $0.last = made.path; $0.lastAt = made.manifest.createdAt; $0.lastError = nil }
             Metrics.shared.increment("appd_backups_total", help: "Backups made, by outcome.", labels: [("outcome", "ok")])
             logger.notice("backup made", metadata: ["path": made.path, "last.seq": "\(made.manifest.lastSequence)"])
+            if let skipped = made.manifest.skipped {
+                logger.warning(
+                    "backup left out what is not a plugin's regular file (listed in its manifest.json)",
+                    metadata: ["path": made.path, "skipped": "\(skipped.count)", "first": "\(skipped[0])"])
+            }
             return made
         } catch {
             state.withLock { $0.lastError = "\(error)"; $0.failures += 1 }

@@ -26,7 +26,7 @@ public struct Backups: Sendable {
 
     /// Makes one backup; returns its folder and manifest.
     public func create(now: WallTime = .now()) async throws -> (path: String, manifest: BackupManifest) {
-        try BackupFiles.makeDirectory(directory)
+        try prepareDirectory()
         let stamp = now.rfc3339.filter { $0.isNumber || $0 == "T" || $0 == "Z" }
         let name = Self.prefix + stamp
         let partial = directory + "/." + name + ".partial"
@@ -35,12 +35,8 @@ public struct Backups: Sendable {
         try BackupFiles.makeDirectory(partial)
         do {
             try await database.backup(into: partial + "/" + BackupManifest.databaseFile)
-            let plugins = dataDirectory + "/" + BackupManifest.pluginDataFolder
-            for file in BackupFiles.files(under: plugins) {
-                let target = partial + "/" + BackupManifest.pluginDataFolder + "/" + file
-                try BackupFiles.makeDirectory(FileSystem.parent(of: target))
-                try BackupFiles.copy(plugins + "/" + file, to: target)
-            }
+            let plugins = try PluginDataCopy.copy(
+                dataDirectory + "/" + BackupManifest.pluginDataFolder, into: partial + "/" + BackupManifest.pluginDataFolder)
             let inspection = try SQLiteFileInspection.inspect(partial + "/" + BackupManifest.databaseFile)
             var files: [BackupManifest.File] = []
             for file in BackupFiles.files(under: partial) {
@@ -48,7 +44,7 @@ public struct Backups: Sendable {
             }
             let manifest = BackupManifest(
                 appdVersion: Version.current, createdAt: now.rfc3339, lastSequence: inspection.lastSequence, schemaVersions: inspection.schemaVersions,
-                files: files)
+                files: files, skipped: plugins.skipped.isEmpty ? nil : plugins.skipped)
             try writeManifest(manifest, to: partial + "/" + BackupManifest.fileName)
             syncTree(partial)
             guard rename(partial, final) == 0 else { throw BackupProblem("cannot rename \(partial) to \(final): \(BackupFiles.errorText())") }
@@ -57,6 +53,20 @@ public struct Backups: Sendable {
         } catch {
             BackupFiles.remove(partial)
             throw error
+        }
+    }
+
+    /// Creates the backup directory owner-only when missing, and checks it as the data directory
+    /// is checked: appd's own (or root's), not writable by others, and no folder above it that
+    /// another user could change (who owns the parent can swap the directory: remove backups
+    /// or plant one that `verify` accepts and `restore` restores). Security review 2, finding 8.
+    public func prepareDirectory() throws(BackupProblem) {
+        try BackupFiles.makeDirectory(directory)
+        do { try FileSystem.checkPrivate(directory, tighten: true) } catch { throw BackupProblem(error.description) }
+        for (index, folder) in ([directory] + FileSystem.ancestors(of: directory)).enumerated() {
+            if let reason = FileSystem.untrustedReason(directory: folder, allowingStickyRoot: index > 0) {
+                throw BackupProblem("refusing to keep backups in \(directory): \(folder) \(reason); choose a backupDirectory only root and appd's user control")
+            }
         }
     }
 

@@ -266,6 +266,7 @@ extension Appd {
     ///     the external plugins' data.
     static func backupService(_ config: AppdConfig, database: any Database, dispatcher: VarlinkDispatcher) throws -> BackupService {
         let backups = Backups(directory: config.resolvedBackupDirectory, dataDirectory: config.dataDirectory, database: database)
+        do { try backups.prepareDirectory() } catch { throw StartFailure("the backup directory: \(error)") }
         let service = BackupService(
             backups: backups, interval: config.backupScheduleSeconds > 0 ? .seconds(config.backupScheduleSeconds) : nil, keep: config.backupKeep,
             logger: Logger(label: "appd.backup"))

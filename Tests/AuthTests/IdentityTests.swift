@@ -276,6 +276,50 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
         await expectAuthError("AccountExistsForEmail") { _ = try await h.appleSignIn(google) }
     }
 
+    /// Security review 2, finding 4, the whole chain: the attacker signs the victim's address up
+    /// with a password and keeps the session; the victim follows the verification mail, then
+    /// signs in with Apple and is linked into that account. The attacker's session ended at the
+    /// verification, the password is dropped at the link, and the victim is told the account's
+    /// sign-in methods. (On the old code the attacker's session and password both still worked.)
+    @Test func aPreRegisteredAccountIsTheVictimsOnceTheyProveTheAddress() async throws {
+        let (h, idp) = try await PluginHarness.withIdentity()
+        let attacker = try await h.signUpAndIn("victim@example.com", password: "attacker's password")
+        let attackerCaller = try await h.authenticated(attacker)
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: attackerCaller).user.email == "victim@example.com")
+        // The victim follows the mail that came to them.
+        let id = try #require(try await EmailVerificationTests().requests(h).last { $0.userId == attacker.user.id }).requestId
+        let issued = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: id), as: EmailVerificationTests().mailer(h))
+        _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken))
+        await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: try await h.authenticated(attacker)) }
+        // The attacker signs in again with the password, then the victim signs in with Apple.
+        let again = try await h.bus.send(AuthInterface.SignIn(email: "victim@example.com", password: "attacker's password")).session
+        let victim = try await h.appleSignIn(try idp.token("victim.apple", email: "victim@example.com"))
+        #expect(!victim.created && victim.session.user.id == attacker.user.id)
+        #expect(victim.signInMethods == ["apple"], "the password set before the address was proven is gone: \(String(describing: victim.signInMethods))")
+        await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: try await h.authenticated(again)) }
+        await expectAuthError("InvalidCredentials") {
+            _ = try await h.bus.send(AuthInterface.SignIn(email: "victim@example.com", password: "attacker's password"))
+        }
+        // The victim's own session works; a password set now (proven address) is kept by a later link.
+        let owner = try await h.authenticated(victim.session)
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: owner).user.emailVerified)
+    }
+
+    /// A password set after the address was proven is the owner's: linking keeps it, and says so.
+    @Test func linkingByEmailKeepsAPasswordSetAfterTheAddressWasProven() async throws {
+        let (h, idp) = try await PluginHarness.withIdentity()
+        let session = try await h.signUpAndIn("grace@example.com", password: "first password")
+        let id = try #require(try await EmailVerificationTests().requests(h).last { $0.userId == session.user.id }).requestId
+        let issued = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: id), as: EmailVerificationTests().mailer(h))
+        let caller = try await h.authenticated(session)
+        _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken), as: caller)
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.emailVerified, "the verifying session itself is kept")
+        _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "first password", newPassword: "second password"), as: caller)
+        let linked = try await h.appleSignIn(try idp.token("grace.apple", email: "grace@example.com"))
+        #expect(linked.signInMethods == ["apple", "password"])
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "grace@example.com", password: "second password"))
+    }
+
     @Test func aVerifiedEmailLinksASecondProviderToTheSameAccount() async throws {
         let (h, idp) = try await PluginHarness.withIdentity(google: true)
         let apple = try await h.appleSignIn(try idp.token("a.1", email: "grace@example.com"))
@@ -408,7 +452,8 @@ struct VerifiedOnly: Command {
         await expectPermissionDenied { _ = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: id), as: h.admin) }
         let issued = try await h.bus.send(AuthInterface.IssueVerificationToken(requestId: id), as: mailer(h))
         #expect(issued.email == "ada@example.com")
-        _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken))
+        // Verified from the app's own session, which the first verification keeps (others end).
+        _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken), as: caller)
         await expectAuthError("InvalidVerificationToken") { _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken)) }
         _ = try await h.bus.send(VerifiedOnly(), as: caller)  // the gate reads the account as it is now
         #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.emailVerified)

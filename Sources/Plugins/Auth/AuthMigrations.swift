@@ -144,5 +144,11 @@ enum AuthMigrations {
             UPDATE auth_users SET last_seen_at = updated_at;
             CREATE INDEX auth_users_guest_seen ON auth_users(guest, last_seen_at);
             """),
+        // A password set while the account's address was not proven: whoever set it may not own
+        // the address, so linking an Apple or Google identity by email drops it.
+        Migration(plugin: "auth", version: 10, sql: """
+            ALTER TABLE auth_users ADD COLUMN password_unproven INTEGER NOT NULL DEFAULT 0;
+            UPDATE auth_users SET password_unproven = 1 WHERE email_verified = 0 AND password_hash <> '';
+            """),
     ]
 }

@@ -195,7 +195,9 @@ public struct AuthPlugin: Plugin {
             try await service.issueVerificationToken(requestID: command.requestId)
         }
         handlers.handle(AuthInterface.VerifyEmail.self) { command, envelope in
-            try await service.verifyEmail(token: command.verificationToken, causedBy: envelope)
+            // The caller's own session (when it is signed in) is the one the first verification keeps.
+            let keep = envelope.caller.principal == nil ? nil : envelope.caller.sessionToken?.value
+            try await service.verifyEmail(token: command.verificationToken, keepingSessionOf: keep, causedBy: envelope)
             return Empty()
         }
         handlers.handle(AuthInterface.ResetPassword.self) { command, _ in

@@ -55,7 +55,8 @@ extension AuthRepository {
                     try tx.execute("UPDATE auth_users SET guest = 0, updated_at = ? WHERE id = ?", [.integer(now), .text(userID)])
                 }
                 if let passwordHash {
-                    try tx.execute("UPDATE auth_users SET password_hash = ? WHERE id = ?", [.text(passwordHash), .text(userID)])
+                    try tx.execute(
+                        "UPDATE auth_users SET password_hash = ?, password_unproven = 1 - email_verified WHERE id = ?", [.text(passwordHash), .text(userID)])
                 }
                 guard let upgraded = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init) else {
                     return .notAGuest

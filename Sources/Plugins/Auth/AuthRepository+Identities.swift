@@ -31,6 +31,9 @@ extension AuthRepository {
     enum IdentitySignIn: Sendable {
         /// The identity was linked already (`created` false) or its account was just made.
         case account(UserRecord, created: Bool)
+        /// The identity was just linked to the account with its email: every session of the
+        /// account was ended and a password set before the address was proven dropped.
+        case linkedByEmail(UserRecord)
         /// No identity, and an account has the token's email but the two cannot be linked
         /// automatically (one of the emails is not verified).
         case emailBelongsToAnotherAccount
@@ -66,7 +69,18 @@ extension AuthRepository {
                 let taken = try tx.query("SELECT 1 AS one FROM auth_identities WHERE user_id = ? AND provider = ?", [.text(existing.id), .text(provider)])
                 guard taken.isEmpty else { return .emailBelongsToAnotherAccount }
                 try Self.insertIdentity(tx, identity, userID: existing.id, now: now, causedBy: cause)
-                return .account(existing, created: false)
+                // Whoever else holds a session or the password may be who registered the
+                // victim's address before the victim proved it (pre-registration takeover).
+                try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(existing.id)])
+                try tx.append(SignedOut(userId: existing.id, everywhere: true), causedBy: cause)
+                if existing.passwordUnproven {
+                    try tx.execute(
+                        "UPDATE auth_users SET password_hash = '', password_unproven = 0, updated_at = ? WHERE id = ?", [.integer(now), .text(existing.id)])
+                }
+                guard let secured = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(existing.id)]).first.flatMap(UserRecord.init) else {
+                    throw StorageError(kind: .other, message: "the linked account was not found")
+                }
+                return .linkedByEmail(secured)
             }
             try tx.execute(
                 """

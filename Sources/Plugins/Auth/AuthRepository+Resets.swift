@@ -64,7 +64,9 @@ extension AuthRepository {
                 [.text(digest), .integer(now)])
             guard let userID = rows.first?.text("user_id") else { return nil }
             try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
-            try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
+            // The reset link proved the address: the new password is the owner's.
+            try tx.execute(
+                "UPDATE auth_users SET password_hash = ?, updated_at = ?, password_unproven = 0 WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
             try Self.markVerified(tx, userID: userID, now: now, causedBy: nil)
             return userID

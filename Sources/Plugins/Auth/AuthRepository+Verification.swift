@@ -51,7 +51,9 @@ extension AuthRepository {
     /// Uses a verification token once: the account's email becomes verified and every pending
     /// request of the account is void. False when the token is unknown, used, expired, or the
     /// account's address changed since it was mailed.
-    func verifyEmail(digest: String, now: Int64, causedBy cause: (any Cause)?) async throws -> Bool {
+    /// The first verification of the address ends every session of the account but
+    /// `keepAccessDigest`'s: one opened before the address was proven may be whoever registered it.
+    func verifyEmail(digest: String, keepAccessDigest: String? = nil, now: Int64, causedBy cause: (any Cause)?) async throws -> Bool {
         let owner = try await write { tx -> String? in
             let rows = try tx.query(
                 """
@@ -60,7 +62,11 @@ extension AuthRepository {
                 """, [.text(digest), .integer(now)])
             guard let userID = rows.first?.text("user_id") else { return nil }
             try tx.execute("UPDATE auth_email_verifications SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
-            try Self.markVerified(tx, userID: userID, now: now, causedBy: cause)
+            if try Self.markVerified(tx, userID: userID, now: now, causedBy: cause) {
+                try tx.execute(
+                    "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS DISTINCT FROM ?",
+                    [.integer(now), .text(userID), keepAccessDigest.map { .text($0) } ?? .null])
+            }
             return userID
         }
         guard let owner else { return false }
@@ -68,10 +74,13 @@ extension AuthRepository {
         return true
     }
 
-    /// Sets the account's email verified (with auth.emailVerified when it was not).
-    static func markVerified(_ tx: any Transaction, userID: String, now: Int64, causedBy cause: (any Cause)?) throws {
+    /// Sets the account's email verified (with auth.emailVerified when it was not); true when
+    /// it was not.
+    @discardableResult
+    static func markVerified(_ tx: any Transaction, userID: String, now: Int64, causedBy cause: (any Cause)?) throws -> Bool {
         let changed = try tx.execute(
             "UPDATE auth_users SET email_verified = 1, updated_at = ? WHERE id = ? AND email_verified = 0", [.integer(now), .text(userID)])
         if changed > 0 { try tx.append(EmailVerified(userId: userID), causedBy: cause) }
+        return changed > 0
     }
 }

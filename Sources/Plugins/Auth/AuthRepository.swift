@@ -14,6 +14,8 @@ struct UserRecord: Sendable {
     /// A guest account (no credentials until upgraded).
     let guest: Bool
     let createdAt: Int64
+    /// The password was set while the address was not proven (`password_unproven`).
+    let passwordUnproven: Bool
 
     /// Whether the account has a password (one made by an ID-token sign-in has none).
     var hasPassword: Bool { !passwordHash.isEmpty }
@@ -41,6 +43,7 @@ struct UserRecord: Sendable {
         self.emailVerified = row.integer("email_verified") == 1
         self.guest = row.integer("guest") == 1
         self.createdAt = created
+        self.passwordUnproven = row.integer("password_unproven") == 1
     }
 }
 
@@ -109,7 +112,7 @@ struct AuthRepository: Sendable {
                     return .taken
                 }
                 try tx.execute(
-                    "INSERT INTO auth_users (id, email, password_hash, display_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO auth_users (id, email, password_hash, display_name, created_at, updated_at, password_unproven) VALUES (?, ?, ?, ?, ?, ?, 1)",
                     [.text(id), .text(email), .text(passwordHash), displayName.map { .text($0) } ?? .null, .integer(now), .integer(now)])
                 try tx.append(UserSignedUp(userId: id, email: email), causedBy: cause)
                 try Self.insertVerificationRequest(
@@ -184,7 +187,9 @@ struct AuthRepository: Sendable {
     /// every pending reset request (a token mailed before the change must not undo it).
     func changePassword(userID: String, hash: String, keepAccessDigest: String?, now: Int64) async throws {
         try await write { tx in
-            try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
+            try tx.execute(
+                "UPDATE auth_users SET password_hash = ?, updated_at = ?, password_unproven = 1 - email_verified WHERE id = ?",
+                [.text(hash), .integer(now), .text(userID)])
             try tx.execute("UPDATE auth_reset_requests SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.integer(now), .text(userID)])
             try tx.execute(
                 "UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND access_digest IS DISTINCT FROM ?",

@@ -38,6 +38,14 @@ extension AuthService {
             do {
                 switch try await repository.signIn(identity: identity, email: email, newUserID: id, displayName: name, now: now, causedBy: cause) {
                 case .account(let record, let created): return try await session(for: record, created: created, provider: identity.provider, causedBy: cause)
+                case .linkedByEmail(let record):
+                    repository.streams?.changed(userID: record.id)
+                    audit.notice(
+                        "identity linked by email; other sessions ended", metadata: ["user.id": "\(record.id)", "provider": "\(identity.provider.rawValue)", "password": record.hasPassword ? "kept" : "none"])
+                    var signedIn = try await session(for: record, created: false, provider: identity.provider, causedBy: cause)
+                    let providers = try await repository.identities(userID: record.id).map(\.provider)
+                    signedIn.signInMethods = Set(providers + (record.hasPassword ? ["password"] : [])).sorted()
+                    return signedIn
                 case .emailBelongsToAnotherAccount: throw AuthError.accountExistsForEmail
                 }
             } catch let error as StorageError where error.kind == .constraint {

@@ -283,8 +283,9 @@ public struct AuthService: Sendable {
         return .init(verificationToken: token, email: issued.email, expiresAt: WallTime(nanosecondsSinceEpoch: issued.expires).rfc3339)
     }
 
-    func verifyEmail(token: String, causedBy cause: (any Cause)?) async throws {
-        guard try await repository.verifyEmail(digest: SecretToken.digest(token), now: now, causedBy: cause) else { throw AuthError.invalidVerificationToken }
+    func verifyEmail(token: String, keepingSessionOf accessToken: String? = nil, causedBy cause: (any Cause)?) async throws {
+        guard try await repository.verifyEmail(digest: SecretToken.digest(token), keepAccessDigest: accessToken.map(SecretToken.digest), now: now, causedBy: cause)
+        else { throw AuthError.invalidVerificationToken }
     }
 
     func resetPassword(token: String, new: String) async throws {

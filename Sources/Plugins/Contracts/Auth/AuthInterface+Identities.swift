@@ -22,9 +22,13 @@ extension AuthInterface {
     public struct IdTokenSession: Codable, Sendable {
         public var session: Session
         public var created: Bool
-        public init(session: Session, created: Bool) {
+        /// Set when this sign-in linked the identity to an existing account by its email: what
+        /// the account can sign in with now ("apple", "google", "password").
+        public var signInMethods: [String]?
+        public init(session: Session, created: Bool, signInMethods: [String]? = nil) {
             self.session = session
             self.created = created
+            self.signInMethods = signInMethods
         }
     }
 

@@ -66,7 +66,10 @@ public enum AuthInterface {
         # for the account the identity is linked to. A first sign-in links the identity to the
         # account with the same email only when the provider vouches for the email and the
         # account's own email is verified (else AccountExistsForEmail: sign in to that account
-        # and call LinkIdentity); with no such account, one is made, without a password.
+        # and call LinkIdentity); with no such account, one is made, without a password. Linking
+        # by email ends every other session of the account and drops a password that was set
+        # before the address was proven (whoever set it may not own the address); then
+        # signInMethods lists what the account can sign in with, for the app to tell the user.
         method SignInWithIdToken(
           # apple or google.
           provider: string,
@@ -80,7 +83,7 @@ public enum AuthInterface {
           # Apple: the authorizationCode from the same sign-in. appd exchanges it for Apple's
           # refresh token (kept encrypted) to revoke when the account is deleted.
           authorizationCode: ?string
-        ) -> (session: Session, created: bool)
+        ) -> (session: Session, created: bool, signInMethods: ?[]string)
 
         # Makes a guest account and signs in to it (only where the server allows guests:
         # guestAccounts). A guest has no email and no credentials, so the app keeps its refresh
@@ -198,7 +201,8 @@ public enum AuthInterface {
         method IssueVerificationToken(requestId: string) -> (verificationToken: string, email: string, expiresAt: string)
 
         # Verifies the account's email with the token from the verification mail (single use,
-        # expires; void if the account's email changed since).
+        # expires; void if the account's email changed since). The first verification ends every
+        # session of the account but the caller's own.
         method VerifyEmail(verificationToken: string) -> ()
 
         # Deletes the signed-in account; auth.accountDeleted tells every plugin to erase its data.

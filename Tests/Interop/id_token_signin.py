@@ -170,7 +170,10 @@ def guests(binary, directory, database, run):
         status, body = appd.sign_in("apple", idp["apple"].token("guest.apple", APPLE_AUD, "g@privaterelay.appleid.com", nonce="g"), nonce="g")
         assert status == 200  # another account, for the next check
         status, body = appd.post("io.appd.Auth.UpgradeGuest", {"email": "g@privaterelay.appleid.com", "password": "correct horse"}, token)
-        check(f"[{run}] upgrading a guest to a taken email: 409", status == 409 and body.get("error") == "io.appd.Auth.AccountExistsForEmail", (status, body))
+        check(f"[{run}] upgrading a guest to a taken email is answered like a free one (no enumeration)",
+              status == 200 and body["user"]["guest"] is False and body["user"]["id"] == user, (status, body))
+        status, body = appd.post("io.appd.Auth.WhoAmI", {}, token)
+        check(f"[{run}] and the guest stays a guest", status == 200 and body["user"]["guest"] is True, (status, body))
         status, body = appd.post("io.appd.Auth.UpgradeGuest", {"email": "guest@example.com", "password": "correct horse"}, token)
         check(f"[{run}] a guest upgrades in place (same id)", status == 200 and body["user"]["id"] == user and body["user"]["guest"] is False, (status, body))
         status, body = appd.post("io.appd.Auth.SignIn", {"email": "guest@example.com", "password": "correct horse"})

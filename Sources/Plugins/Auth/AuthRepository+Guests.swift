@@ -42,7 +42,11 @@ extension AuthRepository {
                     return .notAGuest
                 }
                 if let email {
-                    guard try tx.query("SELECT 1 AS one FROM auth_users WHERE email = ?", [.text(email)]).isEmpty else { return .emailTaken }
+                    if let owner = try tx.query("SELECT id FROM auth_users WHERE email = ?", [.text(email)]).first?.text("id") {
+                        // As at sign-up: the owner is told, the caller is not.
+                        try tx.append(SignUpRepeated(userId: owner, email: email), causedBy: cause)
+                        return .emailTaken
+                    }
                     try tx.execute(
                         "UPDATE auth_users SET email = ?, email_verified = ?, guest = 0, updated_at = ? WHERE id = ?",
                         [.text(email), .integer(emailVerified ? 1 : 0), .integer(now), .text(userID)])

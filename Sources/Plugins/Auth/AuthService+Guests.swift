@@ -10,7 +10,10 @@ extension AuthService {
         return try await openSession(for: record, family: try SecretToken.generate(), openedBy: nil, causedBy: cause)
     }
 
-    /// Gives the signed-in guest an email and a password, in place.
+    /// Gives the signed-in guest an email and a password, in place. An address another account
+    /// has is answered as sign-up answers it (security review 2, finding 7): the reply looks
+    /// like an upgrade, the account stays a guest, and the address's owner is mailed
+    /// (auth.signUpRepeated) — the reply tells nobody which addresses have accounts.
     func upgradeGuest(userID: String, email rawEmail: String, password: String, causedBy cause: (any Cause)?) async throws -> User {
         let email = try AuthValidation.email(rawEmail)
         try AuthValidation.password(password, email: email)
@@ -25,7 +28,10 @@ extension AuthService {
             audit.notice("guest upgraded", metadata: ["user.id": "\(userID)"])
             return upgraded.user
         case .notAGuest: throw AuthError.notAGuest
-        case .emailTaken: throw AuthError.accountExistsForEmail
+        case .emailTaken:
+            return User(
+                id: record.id, email: email, displayName: record.displayName, onboarded: record.onboardedAt != nil, emailVerified: false, guest: false,
+                createdAt: WallTime(nanosecondsSinceEpoch: record.createdAt).rfc3339)
         }
     }
 }

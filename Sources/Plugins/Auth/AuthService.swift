@@ -298,15 +298,19 @@ public struct AuthService: Sendable {
         guard try await repository.resetPassword(digest: digest, hash: hash, now: now) else { throw AuthError.invalidResetToken }
     }
 
-    /// Deletes the account after the password is checked, or — without one (an account
-    /// made by Apple or Google has none) — when the calling session was opened by a sign-in
-    /// within `reauthenticationWindow` (a fresh ID-token sign-in is such a re-authentication).
+    /// Deletes the account after the password is checked. An account without a password (made
+    /// by Apple or Google) may instead delete when the calling session was opened by a sign-in
+    /// within `reauthenticationWindow` (a fresh ID-token sign-in is such a re-authentication);
+    /// an account with one always needs it, so a token stolen just after a sign-in cannot
+    /// erase the account (security review 2, finding 6).
     func deleteAccount(userID: String, password: String?, accessToken: String, origin: String, causedBy cause: (any Cause)?) async throws {
         guard let record = try await repository.user(id: userID) else { throw AuthError.unauthenticated }
         if let password {
             try await checkPassword(password, of: record, origin: origin)
         } else if record.guest {
             // A guest has nothing to re-authenticate with: its session is all there is.
+        } else if record.hasPassword {
+            throw AuthError.reauthenticationRequired
         } else {
             guard let opened = try await repository.sessionOpened(accessDigest: SecretToken.digest(accessToken)),
                 now - opened <= options.identity.reauthenticationWindow.nanoseconds

@@ -52,7 +52,7 @@ public enum AuthError: InterfaceError {
         case .providerAlreadyLinked(let provider): "the account already has a '\(provider)' identity; unlink it first"
         case .identityNotLinked: "no identity of that provider is linked to the account"
         case .lastSignInMethod: "that is the account's only way to sign in; set a password or link another identity first"
-        case .reauthenticationRequired: "give the password, or sign in again (the session must be recent) and retry"
+        case .reauthenticationRequired: "give the account's password (an account without one: sign in again, so the session is recent) and retry"
         case .emailNotVerified: "verify the account's email first (the link in the verification mail; RequestEmailVerification sends another)"
         case .invalidVerificationToken: "the verification token is unknown, used or expired; request a new one"
         case .guestsDisabled: "this server does not make guest accounts (guestAccounts is off)"

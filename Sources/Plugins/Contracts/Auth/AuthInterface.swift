@@ -206,8 +206,8 @@ public enum AuthInterface {
         method VerifyEmail(verificationToken: string) -> ()
 
         # Deletes the signed-in account; auth.accountDeleted tells every plugin to erase its data.
-        # Without the password (an account made by Apple or Google has none), the session must
-        # come from a sign-in in the last few minutes (sign in again, e.g. with a fresh ID token).
+        # An account with a password needs it. One without (made by Apple or Google) needs a
+        # session from a sign-in in the last few minutes (sign in again, e.g. with a fresh ID token).
         method DeleteAccount(password: ?string) -> ()
 
         # An account as an administrator sees it.

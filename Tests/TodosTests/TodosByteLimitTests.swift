@@ -93,4 +93,32 @@ import TestSupport
         #expect(rest.shown.compactMap { $0.integer("n") } == [2, 3] && !rest.cut, "20 bytes of é each: 40 in all, within 100")
         await h.database.close()
     }
+
+    /// The account's bytes of text are bounded: past the operator's limit a write is refused
+    /// with io.appd.Bus.QuotaExceeded and changes nothing; deleting frees room again.
+    @Test func anAccountsTextIsBoundedInBytes() async throws {
+        let h = try await Harness.make(storageLimit: 100_000)
+        let ada = try await h.user("ada@example.com").caller
+        let bo = try await h.user("bo@example.com").caller
+        let notes = String(repeating: "😀", count: 10_000)  // 40,000 bytes
+        let first = try await h.bus.send(TodosInterface.Add(title: "one", notes: notes, dueAt: nil), as: ada).todo
+        _ = try await h.bus.send(TodosInterface.Add(title: "two", notes: notes, dueAt: nil), as: ada)
+        do {
+            _ = try await h.bus.send(TodosInterface.Add(title: "three", notes: notes, dueAt: nil), as: ada)
+            Issue.record("a third 40 KB todo passed a 100 KB quota")
+        } catch let error as StorageQuotaExceeded {
+            #expect(error.wireName == "io.appd.Bus.QuotaExceeded" && error.part == "todos" && error.limitBytes == 100_000)
+        }
+        #expect(try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: 10), as: ada).todos.count == 2, "the refused add changed nothing")
+        // Growing a todo past the limit is refused too; another account has its own room.
+        let small = try await h.bus.send(TodosInterface.Add(title: "small", notes: String(repeating: "é", count: 7_000), dueAt: nil), as: ada).todo
+        await #expect(throws: StorageQuotaExceeded.self) {
+            _ = try await h.bus.send(TodosInterface.Update(id: small.id, title: nil, notes: notes, dueAt: nil, expectedVersion: nil), as: ada)
+        }
+        _ = try await h.bus.send(TodosInterface.Add(title: "three", notes: notes, dueAt: nil), as: bo)
+        // Deleting frees its bytes.
+        _ = try await h.bus.send(TodosInterface.Delete(id: first.id, expectedVersion: nil), as: ada)
+        _ = try await h.bus.send(TodosInterface.Add(title: "three", notes: notes, dueAt: nil), as: ada)
+        await h.database.close()
+    }
 }

@@ -14,8 +14,8 @@ typealias Harness = PluginHarness
 
 extension PluginHarness {
     /// Auth and todos wired as appd wires them.
-    static func make(maxTodosPerUser: Int = 10_000) async throws -> PluginHarness {
-        try await make { _ in [try AuthPlugin.testing(), TodosPlugin(maxTodosPerUser: maxTodosPerUser)] }
+    static func make(maxTodosPerUser: Int = 10_000, storageLimit: Int64 = TodosPlugin.defaultStorageLimit) async throws -> PluginHarness {
+        try await make { _ in [try AuthPlugin.testing(), TodosPlugin(maxTodosPerUser: maxTodosPerUser, storageLimit: storageLimit)] }
     }
 
     func add(_ title: String, as caller: Caller) async throws -> Todo {

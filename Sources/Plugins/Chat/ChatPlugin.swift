@@ -30,6 +30,9 @@ public struct ChatPlugin: Plugin {
         public var maxMemoryCharacters = 500
         /// The longest a memory extraction may take before that message is skipped.
         public var memoryExtractionTimeout: Duration = .seconds(60)
+        /// The bytes of text one account may keep: its todos, chats and memories together
+        /// (`accountStorageMB`; 0: no limit).
+        public var storageLimit: Int64 = 100 << 20
         public init() {}
     }
 
@@ -83,7 +86,7 @@ public struct ChatPlugin: Plugin {
 
     func service(_ context: PluginContext) -> ChatService {
         ChatService(
-            repository: ChatRepository(database: context.database), provider: provider, options: options, running: running, clock: clock,
+            repository: ChatRepository(database: context.database, storageLimit: options.storageLimit), provider: provider, options: options, running: running, clock: clock,
             lookups: .bus(context.bus), logger: context.logger)
     }
 

@@ -59,6 +59,7 @@ extension ChatRepository {
         try await database.write { tx in
             let held = try tx.query("SELECT COUNT(*) AS n FROM chat_memories WHERE owner = ?", [.text(owner)]).first?.integer("n") ?? 0
             guard held < Int64(limit) else { throw ChatError.memoryFull(limit: limit) }
+            try AccountBytes.charge(tx, owner: owner, part: "memories", delta: AccountBytes.size(text), limit: storageLimit)
             try Self.insertMemory(tx, owner: owner, id: id, text: text, source: nil, now: now)
             try tx.append(ChatMemoriesChanged(userId: owner, change: "added", memoryIds: [id]), causedBy: cause)
             let memory = try Self.ownedMemory(tx, owner: owner, id: id)
@@ -69,7 +70,8 @@ extension ChatRepository {
 
     func updateMemory(owner: String, id: String, text: String, now: Int64, causedBy cause: (any Cause)?) async throws -> Memory {
         try await database.write { tx in
-            _ = try Self.ownedMemory(tx, owner: owner, id: id)
+            let before = try Self.ownedMemory(tx, owner: owner, id: id)
+            try AccountBytes.charge(tx, owner: owner, part: "memories", delta: AccountBytes.size(text) - AccountBytes.size(before.text), limit: storageLimit)
             try tx.execute("UPDATE chat_memories SET text = ?, updated_at = ? WHERE id = ?", [.text(text), .integer(now), .text(id)])
             try tx.append(ChatMemoriesChanged(userId: owner, change: "updated", memoryIds: [id]), causedBy: cause)
             let memory = try Self.ownedMemory(tx, owner: owner, id: id)
@@ -80,7 +82,8 @@ extension ChatRepository {
 
     func deleteMemory(owner: String, id: String, causedBy cause: (any Cause)?) async throws {
         try await database.write { tx in
-            _ = try Self.ownedMemory(tx, owner: owner, id: id)
+            let gone = try Self.ownedMemory(tx, owner: owner, id: id)
+            try AccountBytes.charge(tx, owner: owner, part: "memories", delta: -AccountBytes.size(gone.text), limit: storageLimit)
             try tx.execute("DELETE FROM chat_memories WHERE id = ?", [.text(id)])
             try tx.append(ChatMemoriesChanged(userId: owner, change: "deleted", memoryIds: [id]), causedBy: cause)
             try tx.stageReply(Empty())
@@ -90,11 +93,18 @@ extension ChatRepository {
     func clearMemories(owner: String, causedBy cause: (any Cause)?) async throws -> Int {
         try await database.write { tx in
             let ids = try tx.query("SELECT id FROM chat_memories WHERE owner = ? ORDER BY seq", [.text(owner)]).compactMap { $0.text("id") }
+            try AccountBytes.reset(tx, owner: owner, part: "memories")
             try tx.execute("DELETE FROM chat_memories WHERE owner = ?", [.text(owner)])
             if !ids.isEmpty { try tx.append(ChatMemoriesChanged(userId: owner, change: "cleared", memoryIds: ids), causedBy: cause) }
             try tx.stageReply(ChatInterface.ClearMemories.Reply(deleted: ids.count))
             return ids.count
         }
+    }
+
+    /// The first `characters` Unicode scalars of what the model proposed (a prefix of
+    /// grapheme clusters would let one cluster carry a megabyte).
+    static func cut(_ text: String, _ characters: Int) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix(characters)))
     }
 
     private static func insertMemory(_ tx: any Transaction, owner: String, id: String, text: String, source: MemorySource?, now: Int64) throws {
@@ -156,15 +166,24 @@ extension ChatRepository {
                         dropped += 1
                         continue
                     }
-                    try Self.insertMemory(tx, owner: job.owner, id: id, text: String(text.prefix(maxCharacters)), source: job.source, now: now)
+                    let kept = Self.cut(text, maxCharacters)
+                    try AccountBytes.charge(tx, owner: job.owner, part: "memories", delta: AccountBytes.size(kept), limit: 0)
+                    try Self.insertMemory(tx, owner: job.owner, id: id, text: kept, source: job.source, now: now)
                     held += 1
                     added.append(id)
                 case .update(let id, let text):
+                    let kept = Self.cut(text, maxCharacters)
+                    let old = try tx.query("SELECT text FROM chat_memories WHERE id = ? AND owner = ?", [.text(id), .text(job.owner)]).first?.text("text")
                     let changed = try tx.execute(
                         "UPDATE chat_memories SET text = ?, updated_at = ?, model = ? WHERE id = ? AND owner = ?",
-                        [.text(String(text.prefix(maxCharacters))), .integer(now), job.source.model.map { .text($0) } ?? .null, .text(id), .text(job.owner)])
-                    if changed > 0 { updated.append(id) }
+                        [.text(kept), .integer(now), job.source.model.map { .text($0) } ?? .null, .text(id), .text(job.owner)])
+                    if changed > 0 {
+                        updated.append(id)
+                        try AccountBytes.charge(tx, owner: job.owner, part: "memories", delta: AccountBytes.size(kept) - AccountBytes.size(old), limit: 0)
+                    }
                 case .delete(let id):
+                    let old = try tx.query("SELECT text FROM chat_memories WHERE id = ? AND owner = ?", [.text(id), .text(job.owner)]).first?.text("text")
+                    try AccountBytes.charge(tx, owner: job.owner, part: "memories", delta: -AccountBytes.size(old), limit: 0)
                     let changed = try tx.execute("DELETE FROM chat_memories WHERE id = ? AND owner = ?", [.text(id), .text(job.owner)])
                     if changed > 0 {
                         deleted.append(id)

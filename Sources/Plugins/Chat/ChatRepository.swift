@@ -7,6 +7,8 @@ import Storage
 /// not found), events appended in the same transaction as the change.
 struct ChatRepository: Sendable {
     let database: any Database
+    /// The bytes of text one account may keep, across plugins (`AccountBytes`; 0: no limit).
+    var storageLimit: Int64 = 0
     /// The per-owner change feed over conversations (migration 3).
     static let feed = ChangeFeed(table: "chat_conversations", measured: ["title"])
 
@@ -111,6 +113,7 @@ struct ChatRepository: Sendable {
     func addUserMessage(owner: String, conversation: String, id: String, text: String, now: Int64, causedBy cause: (any Cause)?) async throws -> ChatMessage {
         try await database.write { tx in
             let row = try Self.ownedConversation(tx, owner: owner, id: conversation)
+            try AccountBytes.charge(tx, owner: owner, part: "chat", delta: AccountBytes.size(text), limit: storageLimit)
             try tx.execute(
                 "INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, created_at) VALUES (?, ?, ?, 'user', ?, 'complete', ?)",
                 [.text(id), .text(conversation), .text(owner), .text(text), .integer(now)])
@@ -162,6 +165,8 @@ struct ChatRepository: Sendable {
     ) async throws -> ChatMessage {
         try await database.write { tx in
             _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
+            // Counted, never refused: the user's message that asked for it was within the quota.
+            try AccountBytes.charge(tx, owner: owner, part: "chat", delta: AccountBytes.size(text), limit: 0)
             try tx.execute(
                 """
                 INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, error, prompt_tokens, completion_tokens, model, memory_pending, created_at)
@@ -201,6 +206,8 @@ struct ChatRepository: Sendable {
     func eraseUser(_ owner: String) async throws {
         try await database.write { tx in
             try Self.feed.erase(tx, owner: owner)
+            try AccountBytes.reset(tx, owner: owner, part: "chat")
+            try AccountBytes.reset(tx, owner: owner, part: "memories")
             try tx.execute("DELETE FROM chat_messages WHERE owner = ?", [.text(owner)])
             try tx.execute("DELETE FROM chat_memories WHERE owner = ?", [.text(owner)])
             try tx.execute("DELETE FROM chat_conversations WHERE owner = ?", [.text(owner)])

@@ -15,15 +15,24 @@ public struct TodosPlugin: Plugin {
     let maxTodosPerUser: Int
     /// How long deleted todos' tombstones stay in the change feed.
     let tombstoneRetention: Duration
+    /// The bytes of text one account may keep (todos, chats, memories together; 0: no limit).
+    let storageLimit: Int64
 
-    public init(maxTodosPerUser: Int = 10_000, tombstoneRetention: Duration = .seconds(90 * 86_400), clock: @escaping @Sendable () -> WallTime = { .now() }) {
+    /// `accountStorageMB`'s default: 100 MiB of text an account.
+    public static let defaultStorageLimit: Int64 = 100 << 20
+
+    public init(
+        maxTodosPerUser: Int = 10_000, tombstoneRetention: Duration = .seconds(90 * 86_400), storageLimit: Int64 = TodosPlugin.defaultStorageLimit,
+        clock: @escaping @Sendable () -> WallTime = { .now() }
+    ) {
         self.clock = clock
         self.maxTodosPerUser = max(1, maxTodosPerUser)
         self.tombstoneRetention = tombstoneRetention
+        self.storageLimit = max(0, storageLimit)
     }
 
     func service(_ database: any Database) -> TodosService {
-        TodosService(repository: SQLTodosRepository(database: database), clock: clock, maxTodosPerUser: maxTodosPerUser)
+        TodosService(repository: SQLTodosRepository(database: database, storageLimit: storageLimit), clock: clock, maxTodosPerUser: maxTodosPerUser)
     }
 
     public func start(_ context: PluginContext) async throws {

@@ -31,6 +31,7 @@ extension SQLTodosRepository {
                     [.text(owner)]
                 ).first?.integer("n") ?? 0
                 guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit: limit) }
+                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: AccountBytes.size(title, notes), limit: storageLimit)
                 // The event first: its sequence is the new todo's place in the change feed.
                 let due = dueAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 }
                 let seq = try tx.appendLogged(TodoCreated(todoId: id, userId: owner, title: title, dueAt: due), causedBy: cause)
@@ -60,6 +61,10 @@ extension SQLTodosRepository {
                 // The event first (its sequence is the change's place in the feed), then one
                 // UPDATE; the event carries the title and due time as they will stand.
                 let before = try Self.fetch(tx, seq: seq)
+                let notesAfter: String? = changes.notes ?? before.notes
+                try AccountBytes.charge(
+                    tx, owner: owner, part: "todos", delta: AccountBytes.size(changes.title ?? before.title, notesAfter) - AccountBytes.size(before.title, before.notes),
+                    limit: storageLimit)
                 let due = changes.dueAt.map { $0.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } } ?? before.dueAt
                 let logged = try tx.appendLogged(TodoUpdated(todoId: full, userId: owner, title: changes.title ?? before.title, dueAt: due), causedBy: cause)
                 var sets = ["updated_at = ?", "version = version + 1", "change_seq = ?"]
@@ -118,6 +123,8 @@ extension SQLTodosRepository {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
+                let gone = try Self.fetch(tx, seq: seq)
+                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: -AccountBytes.size(gone.title, gone.notes), limit: storageLimit)
                 try tx.execute("DELETE FROM todos WHERE seq = ?", [.integer(seq)])
                 try Self.count(tx, owner: owner, by: -1)
                 let logged = try tx.appendLogged(TodoDeleted(todoId: full, userId: owner), causedBy: cause)
@@ -130,7 +137,10 @@ extension SQLTodosRepository {
     func clearCompleted(owner: String, now: Int64, causedBy cause: (any Cause)?) async throws -> Int {
         try await retrying {
             try await database.write { tx in
-                let ids = try tx.query("SELECT id FROM todos WHERE owner = ? AND done = 1", [.text(owner)]).compactMap { $0.text("id") }
+                let rows = try tx.query("SELECT id, title, notes FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
+                let ids = rows.compactMap { $0.text("id") }
+                let freed = rows.reduce(Int64(0)) { $0 + AccountBytes.size($1.text("title"), $1.text("notes")) }
+                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: -freed, limit: storageLimit)
                 try tx.execute("DELETE FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
                 try Self.count(tx, owner: owner, by: -ids.count)
                 for id in ids {
@@ -148,6 +158,7 @@ extension SQLTodosRepository {
         try await retrying {
             try await database.write { tx in
                 try tx.execute("DELETE FROM todos_counts WHERE owner = ?", [.text(owner)])
+                try AccountBytes.reset(tx, owner: owner, part: "todos")
                 try Self.feed.erase(tx, owner: owner)
                 return try tx.execute("DELETE FROM todos WHERE owner = ?", [.text(owner)])
             }

@@ -36,6 +36,8 @@ protocol TodosRepository: Sendable {
 /// is simply not found), events in the same transaction, retry when the database is busy.
 struct SQLTodosRepository: TodosRepository {
     let database: any Database
+    /// The bytes of text one account may keep, across plugins (`AccountBytes`; 0: no limit).
+    var storageLimit: Int64 = TodosPlugin.defaultStorageLimit
     /// The per-owner change feed over the todos table (migration 3).
     static let feed = ChangeFeed(table: "todos", measured: ["title", "notes"])
     /// A page of todos ends at this many bytes of titles and notes, or at its count.

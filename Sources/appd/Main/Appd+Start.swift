@@ -306,7 +306,9 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.guestIdleLifetime = .seconds(Int64(config.guestIdleDays) * 86_400)
             return try AuthPlugin(options: auth)
         },
-        UnavailablePlugin.build("todos") { TodosPlugin(maxTodosPerUser: config.todosPerUser, tombstoneRetention: .seconds(Int64(config.tombstoneDays) * 86_400)) },
+        UnavailablePlugin.build("todos") { TodosPlugin(
+            maxTodosPerUser: config.todosPerUser, tombstoneRetention: .seconds(Int64(config.tombstoneDays) * 86_400),
+            storageLimit: Int64(config.accountStorageMB) << 20) },
         UnavailablePlugin.build("payments") { PaymentsPlugin(options: config.payments) },
         UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
         UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },

@@ -129,6 +129,11 @@ public enum BusInterface {
         # category: tooManyRequests
         error RateLimited (retryAfterSeconds: int)
 
+        # The account keeps as many bytes of text as it may (the operator's accountStorageMB,
+        # its todos, chats and memories together); delete some of 'part' first.
+        # category: forbidden
+        error QuotaExceeded (quota: string, part: string, limitBytes: int)
+
         # The database could not do what was asked ('kind': busy, full, constraint, ...).
         # category: unavailable
         error StorageFailed (kind: string)

@@ -158,3 +158,19 @@ public struct RateLimited: WireError, Equatable {
     public var wireParameters: [String: JSONValue] { ["retryAfterSeconds": .int(Int64(retryAfterSeconds))] }
     public var description: String { "this account is making calls faster than it may; retry in \(retryAfterSeconds) s" }
 }
+
+/// The account keeps as many bytes as it may (`accountStorageMB`): delete something first.
+public struct StorageQuotaExceeded: WireError, Equatable {
+    /// What was being stored ("todos", "chat", "memories").
+    public let part: String
+    public let limitBytes: Int64
+    public init(part: String, limitBytes: Int64) {
+        self.part = part
+        self.limitBytes = limitBytes
+    }
+    public var wireName: String { "io.appd.Bus.QuotaExceeded" }
+    public var wireParameters: [String: JSONValue] { ["quota": .string("storage"), "part": .string(part), "limitBytes": .int(limitBytes)] }
+    public var description: String {
+        "this account keeps \(limitBytes >> 20) MiB of text, as much as it may (its todos, chats and memories together); delete some \(part) first"
+    }
+}

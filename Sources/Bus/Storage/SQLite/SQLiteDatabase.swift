@@ -47,7 +47,7 @@ public final class SQLiteDatabase: Database {
                 // Deleted content and freed pages are overwritten with zeros, and the log file is
                 // cut back whenever it starts over, so erased text does not linger in either.
                 + "PRAGMA secure_delete=ON; PRAGMA journal_size_limit=0;")
-        try connection.executeScript(EventLog.schema + IdempotencyLog.schema)
+        try connection.executeScript(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema)
         try EventLog.upgrade(connection)
         let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")

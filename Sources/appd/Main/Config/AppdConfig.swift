@@ -34,6 +34,8 @@ struct AppdConfig: Sendable {
     var accountCallBurst = 300
     /// Todos one account may hold.
     var todosPerUser = 10_000
+    /// MiB of text (todos, chats, memories) one account may keep; 0: no limit.
+    var accountStorageMB = 100
     /// Hours a keyed write's outcome is kept for retries; days a deletion is kept for change feeds.
     var idempotencyKeyHours = 24
     /// Backups: where (nil: <data dir>/backups), how often (0: not scheduled), how many kept.
@@ -161,6 +163,7 @@ struct AppdConfig: Sendable {
         }
         options.tombstoneRetention = .seconds(Int64(tombstoneDays) * 86_400)
         options.models = ChatModels(chatModels, default: chatModel)
+        options.storageLimit = Int64(accountStorageMB) << 20
         return options
     }
 
@@ -242,6 +245,7 @@ struct AppdConfig: Sendable {
             "accountCallsPerMinute": .int(Int64(accountCallsPerMinute)),
             "accountCallBurst": .int(Int64(accountCallBurst)),
             "todosPerUser": .int(Int64(todosPerUser)),
+            "accountStorageMB": .int(Int64(accountStorageMB)),
             "idempotencyKeyHours": .int(Int64(idempotencyKeyHours)),
             "backupDirectory": .string(resolvedBackupDirectory),
             "backupScheduleSeconds": .int(Int64(backupScheduleSeconds)),

@@ -186,6 +186,11 @@ struct ConfigKey: Sendable {
             $0.accountCallBurst = $1
         },
         integer("todosPerUser", "--todos-per-user", "Todos one account may hold (default: 10000).") { $0.todosPerUser = $1 },
+        ConfigKey(name: "accountStorageMB", flag: "--account-storage-mb", help: "MiB of text one account may keep: its todos, chats and memories together (default: 100; 0: no limit).") {
+            config, value throws(ConfigProblem) in
+            guard case .int(let n) = value, n >= 0, n <= 1_048_576 else { throw ConfigProblem("needs a whole number from 0 to 1048576") }
+            config.accountStorageMB = Int(n)
+        },
         integer("chatConversationsPerUser", "--chat-conversations-per-user", "Chat conversations one account may hold (default: 1000).") {
             $0.chat.maxConversationsPerUser = $1
         },

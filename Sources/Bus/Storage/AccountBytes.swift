@@ -1,0 +1,55 @@
+import BusCore
+
+/// The bytes of text each account keeps, by part (todos, chat, memories), counted in the
+/// transaction that stores or deletes them, so one account cannot fill the database (security
+/// review 2, finding 1: one free account wrote 34 MB/s). A write that would take the account
+/// past its limit fails with `StorageQuotaExceeded` and changes nothing.
+public enum AccountBytes {
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS appd_account_bytes (
+          owner TEXT NOT NULL,
+          part TEXT NOT NULL,
+          bytes INTEGER NOT NULL,
+          PRIMARY KEY (owner, part)
+        );
+        """
+
+    /// The UTF-8 bytes of the texts, as the quota counts them.
+    public static func size(_ texts: String?...) -> Int64 {
+        texts.reduce(0) { $0 + Int64($1?.utf8.count ?? 0) }
+    }
+
+    /// Moves `owner`'s count for `part` by `delta`; a growth that takes the account's total past
+    /// `limit` bytes (0: no limit) throws, rolling the transaction back.
+    public static func charge(_ tx: any Transaction, owner: String, part: String, delta: Int64, limit: Int64) throws {
+        guard delta != 0 else { return }
+        try tx.execute(
+            "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = CASE WHEN appd_account_bytes.bytes + excluded.bytes < 0 THEN 0 ELSE appd_account_bytes.bytes + excluded.bytes END",
+            [.text(owner), .text(part), .integer(delta)])
+        guard delta > 0, limit > 0 else { return }
+        let used = try tx.query("SELECT COALESCE(SUM(bytes), 0) AS used FROM appd_account_bytes WHERE owner = ?", [.text(owner)]).first?.integer("used") ?? 0
+        if used > limit { throw StorageQuotaExceeded(part: part, limitBytes: limit) }
+    }
+
+    /// Sets `owner`'s count for `part` (after an erasure or a recount).
+    public static func reset(_ tx: any Transaction, owner: String, part: String, to bytes: Int64 = 0) throws {
+        try tx.execute(
+            "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = excluded.bytes",
+            [.text(owner), .text(part), .integer(bytes)])
+        if bytes == 0 { try tx.execute("DELETE FROM appd_account_bytes WHERE owner = ? AND part = ?", [.text(owner), .text(part)]) }
+    }
+
+    /// The SQL for the UTF-8 bytes of a text column (to subtract what a bulk delete frees).
+    public static func sizeSQL(_ column: String, _ dialect: SQLDialect) -> String {
+        dialect == .postgres ? "COALESCE(SUM(octet_length(\(column))), 0)" : "COALESCE(SUM(length(CAST(\(column) AS BLOB))), 0)"
+    }
+
+    /// What `owner` keeps, by part.
+    public static func usage(_ tx: any Transaction, owner: String) throws -> [String: Int64] {
+        var out: [String: Int64] = [:]
+        for row in try tx.query("SELECT part, bytes FROM appd_account_bytes WHERE owner = ?", [.text(owner)]) {
+            if let part = row.text("part"), let bytes = row.integer("bytes") { out[part] = bytes }
+        }
+        return out
+    }
+}

@@ -190,6 +190,29 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await h.database.close()
     }
 
+    /// Security review 2, finding 9: 21 addresses x 5 guesses pass the account-wide allowance
+    /// (100) and slowed every attempt on the account, the owner's too. Now a new address waits,
+    /// but the owner signing in from an address they signed in from before gets in.
+    @Test func distributedGuessingCannotLockTheOwnerOutFromAKnownAddress() async throws {
+        let h = try await Harness.make()
+        _ = try await h.signUpAndIn()
+        let owner = Caller(remoteAddress: "198.51.100.7")
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: owner)
+        for address in 1...21 {
+            for _ in 0..<5 {
+                let guesser = Caller(remoteAddress: "203.0.113.\(address)")
+                do {
+                    _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password"), as: guesser)
+                } catch let error as AuthError where error.wireName == "io.appd.Auth.InvalidCredentials" || error.wireName == "io.appd.Auth.TooManyAttempts" {}
+            }
+        }
+        await expectAuthError("TooManyAttempts") {
+            _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: Caller(remoteAddress: "192.0.2.99"))
+        }
+        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: owner)
+        await h.database.close()
+    }
+
     /// Security review finding 4: ChangePassword and DeleteAccount check the password under the
     /// sign-in throttle (a stolen access token is no unthrottled password oracle).
     @Test func changePasswordAndDeleteAccountAreThrottledLikeSignIn() async throws {

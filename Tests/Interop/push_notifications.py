@@ -292,6 +292,24 @@ def main():
             status, _ = appd.call("io.appd.Push.ListDevices", {})
             check("without a session: 401", status == 401)
 
+            # Security review 2, finding 12: device text refuses control characters, and a token
+            # another account holds moves only from the installation that registered it.
+            status, reply = appd.call("io.appd.Push.RegisterDevice", {"token": ADA_ANDROID, "platform": "android", "appVersion": "2.0\x1b[2J\r\n"}, ada)
+            check("an appVersion with ESC, CR or LF is refused", status == 400 and reply.get("parameters", {}).get("field") == "appVersion", f"{status} {reply}")
+            status, reply = appd.call("io.appd.Push.RegisterDevice", {"token": ADA_IPHONE, "platform": "ios"}, bob)
+            check("another account cannot take a device's token by knowing it (409 DeviceInUse)",
+                  status == 409 and reply.get("error") == "io.appd.Push.DeviceInUse", f"{status} {reply}")
+            shared = "0777" + "a" * 60
+            appd.call("io.appd.Push.RegisterDevice", {"token": shared, "platform": "ios", "installationId": "install-ada-0001"}, ada)
+            status, reply = appd.call("io.appd.Push.RegisterDevice", {"token": shared, "platform": "ios", "installationId": "install-mallory"}, bob)
+            check("nor with another installation id", status == 409, f"{status} {reply}")
+            status, reply = appd.call("io.appd.Push.RegisterDevice", {"token": shared, "platform": "ios", "installationId": "install-ada-0001"}, bob)
+            moved = [d["token"] for d in appd.call("io.appd.Push.ListDevices", {}, ada)[1]["devices"]]
+            check("the same installation moves it (the phone changed hands)", status == 200 and shared not in moved, f"{status} {reply} {moved}")
+            appd.call("io.appd.Push.UnregisterDevice", {"token": shared}, bob)
+            check("ada's own devices are untouched", moved == [ADA_IPHONE, ADA_ANDROID], str(moved))
+            outbox_bounds(os.path.join(root, "contrib", "plugins", "push"), venv, directory)
+
             # A reply completes while ada has no open stream: her two phones get it.
             conversation = appd.call("io.appd.Chat.CreateConversation", {}, ada)[1]["conversation"]["id"]
             first = appd.chat(ada, conversation)
@@ -424,6 +442,29 @@ def main():
 
 def reply_user(appd, token):
     return appd.call("io.appd.Auth.WhoAmI", {}, token)[1]["user"]["id"]
+
+
+def outbox_bounds(plugin, venv, directory):
+    """Finding 12: one account's pushes waiting (its provider down) filled the global outbox and
+    another user's push was dropped. The plugin's own Store, with an outbox of 5 and 3 an
+    account: ada's ten pushes keep 3, bob's still goes in."""
+    script = """
+import os, sys
+os.environ["APPD_PUSH_MAX_PENDING"] = "5"
+os.environ["APPD_PUSH_MAX_PENDING_PER_USER"] = "3"
+sys.path.insert(0, sys.argv[1])
+import push
+store = push.Store(sys.argv[2])
+db = store.db
+for token, user in (("a" * 64, "u_ada"), ("b" * 64, "u_bob")):
+    db.execute("INSERT INTO devices (token, user_id, platform, environment, registered_at, seq) VALUES (?, ?, 'ios', 'production', 'now', 1)", (token, user))
+added = sum(push.Store.enqueue(db, "ev-%d" % i, "u_ada", "t", "b", {}) for i in range(10))
+bob = push.Store.enqueue(db, "ev-bob", "u_bob", "t", "b", {})
+print(added, bob)
+"""
+    out = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script, plugin, os.path.join(directory, "outbox-bounds.db")],
+                         capture_output=True, text=True, timeout=60)
+    check("one account cannot fill the outbox for others (3 of ada's 10 kept, bob's 1 queued)", out.stdout.split() == ["3", "1"], out.stdout + out.stderr[-800:])
 
 
 if __name__ == "__main__":

@@ -20,13 +20,23 @@ extension AuthRepository {
     struct AttemptKey: Sendable {
         var key: String
         var free: Int
+        /// A row whose presence (a sign-in that succeeded from this origin within
+        /// `knownOriginDays`) lets the attempt past this key's wait: distributed guessing that
+        /// slows the whole account cannot lock the owner out from where they signed in before.
+        var waivedBy: String? = nil
     }
+
+    /// How long a successful sign-in makes its origin known to the account.
+    static let knownOriginNanoseconds: Int64 = 90 * 86_400 * 1_000_000_000
 
     /// The counters one attempt on `email` from `origin` goes through (emails are one account
     /// in any case, on every database engine).
     static func attemptKeys(email: String, origin: String, freePerOrigin: Int, freePerAccount: Int) -> (account: AttemptKey, origin: AttemptKey) {
         let account = email.lowercased()
-        return (AttemptKey(key: account, free: freePerAccount), AttemptKey(key: account + " " + origin, free: freePerOrigin))
+        return (
+            AttemptKey(key: account, free: freePerAccount, waivedBy: account + " known " + origin),
+            AttemptKey(key: account + " " + origin, free: freePerOrigin)
+        )
     }
 
     /// Decides and records an attempt in one write, so parallel guesses are counted one after
@@ -43,7 +53,11 @@ extension AuthRepository {
                 var failures = Int(row?.integer("failures") ?? 0)
                 let last = row?.integer("last_failure_at") ?? 0
                 if now - last >= window { failures = 0 }
-                if failures >= key.free {
+                let waived = try key.waivedBy.map { known in
+                    let seen = try tx.query("SELECT last_failure_at FROM auth_attempts WHERE email = ?", [.text(known)]).first?.integer("last_failure_at")
+                    return seen.map { now - $0 < Self.knownOriginNanoseconds } ?? false
+                } ?? false
+                if failures >= key.free && !waived {
                     let backoff = min(Int64(1) << Int64(min(failures - key.free, 40)), window / 1_000_000_000) * 1_000_000_000
                     if now < last + backoff { wait = max(wait, last + backoff - now) }
                 }
@@ -62,11 +76,20 @@ extension AuthRepository {
         }
     }
 
-    /// The password was right: the origin's failures are forgotten, and this attempt no longer
-    /// counts against the account.
-    func settleSuccess(account: AttemptKey, origin: AttemptKey) async throws {
+    /// The password was right: the origin's failures are forgotten, this attempt no longer
+    /// counts against the account, and the origin is known to it (its `waivedBy` row, whose
+    /// `last_failure_at` holds the time of this success).
+    func settleSuccess(account: AttemptKey, origin: AttemptKey, now: Int64) async throws {
         try await database.write { tx in
             try tx.execute("DELETE FROM auth_attempts WHERE email = ?", [.text(origin.key)])
+            if let known = account.waivedBy {
+                try tx.execute(
+                    """
+                    INSERT INTO auth_attempts (email, failures, window_start, last_failure_at) VALUES (?, 0, ?, ?)
+                    ON CONFLICT(email) DO UPDATE SET last_failure_at = excluded.last_failure_at
+                    """,
+                    [.text(known), .integer(now), .integer(now)])
+            }
             try tx.execute("UPDATE auth_attempts SET failures = failures - 1 WHERE email = ? AND failures > 0", [.text(account.key)])
         }
     }

@@ -143,7 +143,7 @@ public struct AuthService: Sendable {
         let (matches, needsRehash) = try await hashing { try await hasher.verify(password, against: record.passwordHash) }
         guard matches else { throw AuthError.invalidCredentials }
         guard !record.disabled else { throw AuthError.accountDisabled }
-        try await repository.settleSuccess(account: keys.account, origin: keys.origin)
+        try await repository.settleSuccess(account: keys.account, origin: keys.origin, now: now)
         guard record.emailVerified || !options.requireVerifiedEmail else { throw AuthError.emailNotVerified }
         if needsRehash, let fresh = try? await hasher.hash(password) {
             try await repository.replacePasswordHash(userID: record.id, hash: fresh, now: now)
@@ -331,7 +331,7 @@ public struct AuthService: Sendable {
         }
         let (matches, _) = try await hashing { try await hasher.verify(password, against: record.passwordHash, lane: .account) }
         guard matches else { throw AuthError.invalidCredentials }
-        try await repository.settleSuccess(account: keys.account, origin: keys.origin)
+        try await repository.settleSuccess(account: keys.account, origin: keys.origin, now: now)
     }
 
     /// Runs password work, turning a full queue into the typed busy error.

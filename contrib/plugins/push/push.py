@@ -66,6 +66,8 @@ FCM_URL = os.environ.get("APPD_PUSH_FCM_URL", "https://fcm.googleapis.com").rstr
 FCM_ACCOUNT_FILE = os.environ.get("APPD_PUSH_FCM_SERVICE_ACCOUNT", "")
 CA = os.environ.get("APPD_PUSH_CA") or None
 MAX_PENDING = int(os.environ.get("APPD_PUSH_MAX_PENDING", "10000"))
+# One account's pushes waiting (say, its devices' provider is down) never fill the outbox for others.
+MAX_PENDING_PER_USER = int(os.environ.get("APPD_PUSH_MAX_PENDING_PER_USER", "100"))
 MAX_ATTEMPTS = int(os.environ.get("APPD_PUSH_MAX_ATTEMPTS", "6"))
 MAX_DEVICES = 20
 STOP_GRACE = 4.0  # appd sends SIGKILL 5 s after SIGTERM (ExternalPlugin.Settings.stopTimeout)
@@ -112,7 +114,11 @@ class Store:
                   not_before REAL NOT NULL DEFAULT 0, done_at REAL, UNIQUE (event_id, token));
                 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(state, not_before);
                 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS outbox_user ON outbox(user_id, state);
                 """)
+            # The app's installation id, which a token may move between accounts only with.
+            if "installation" not in [row[1] for row in self.db.execute("PRAGMA table_info(devices)")]:
+                self.db.execute("ALTER TABLE devices ADD COLUMN installation TEXT")
 
     def transaction(self, work):
         with self.lock:
@@ -151,8 +157,13 @@ class Store:
             return 0
         added = 0
         pending = db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'pending'").fetchone()[0]
+        theirs = db.execute("SELECT COUNT(*) FROM outbox WHERE user_id = ? AND state = 'pending'", (user_id,)).fetchone()[0]
         for token, in db.execute("SELECT token FROM devices WHERE user_id = ? ORDER BY seq", (user_id,)).fetchall():
             if db.execute("SELECT 1 FROM outbox WHERE event_id = ? AND token = ?", (event_id, token)).fetchone():
+                continue
+            if theirs >= MAX_PENDING_PER_USER:
+                Store.count(db, "dropped")
+                log(f"{MAX_PENDING_PER_USER} pushes for {user_id} are waiting already: one more is dropped")
                 continue
             if pending >= MAX_PENDING:
                 Store.count(db, "dropped")
@@ -161,6 +172,7 @@ class Store:
             payload = json.dumps({"title": title, "body": body, "data": data or {}, "collapse": collapse})
             db.execute("INSERT INTO outbox (event_id, token, user_id, payload) VALUES (?, ?, ?, ?)", (event_id, token, user_id, payload))
             pending += 1
+            theirs += 1
             added += 1
         return added
 
@@ -478,7 +490,7 @@ def devices_of(db, user):
 
 @service.interface("io.appd.Push")
 class Push:
-    def RegisterDevice(self, token, platform, environment=None, appVersion=None, caller=None):
+    def RegisterDevice(self, token, platform, environment=None, appVersion=None, installationId=None, caller=None):
         user = signed_in(caller)
         environment = environment or "production"
         if platform not in ("ios", "android"):
@@ -489,15 +501,24 @@ class Push:
             raise invalid("token", "an APNs device token is 64 or more hexadecimal digits")
         if not token or len(token) > 4096 or any(c.isspace() or not c.isprintable() for c in token):
             raise invalid("token", "is 1 to 4096 printable characters without spaces")
-        if appVersion is not None and len(appVersion) > 64:
-            raise invalid("appVersion", "is at most 64 characters")
+        if appVersion is not None and (len(appVersion.encode()) > 64 or not appVersion.isprintable()):
+            raise invalid("appVersion", "is at most 64 bytes of printable characters (no control characters such as ESC or a line break)")
+        if installationId is not None and not re.fullmatch(r"[A-Za-z0-9._-]{8,128}", installationId):
+            raise invalid("installationId", "is 8 to 128 letters, digits, '.', '_' or '-' (a UUID the app keeps in its Keychain)")
 
         def work(db):
+            # A token another account registered moves only from the same installation (the
+            # phone changed hands: the app sends the id it keeps); anyone else knowing a token
+            # cannot take the victim's pushes nor send them their own.
+            held = db.execute("SELECT user_id, installation FROM devices WHERE token = ?", (token,)).fetchone()
+            if held and held[0] != user and (installationId is None or held[1] != installationId):
+                raise varlink.VarlinkError({"error": "io.appd.Push.DeviceInUse", "parameters": {}})
             seq = (db.execute("SELECT COALESCE(MAX(seq), 0) FROM devices").fetchone()[0] or 0) + 1
-            db.execute("INSERT INTO devices (token, user_id, platform, environment, app_version, registered_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            db.execute("INSERT INTO devices (token, user_id, platform, environment, app_version, registered_at, seq, installation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                        "ON CONFLICT(token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform, environment = excluded.environment, "
-                       "app_version = excluded.app_version, registered_at = excluded.registered_at, seq = excluded.seq",
-                       (token, user, platform, environment, appVersion, now_text(), seq))
+                       "app_version = excluded.app_version, registered_at = excluded.registered_at, seq = excluded.seq, "
+                       "installation = COALESCE(excluded.installation, devices.installation)",
+                       (token, user, platform, environment, appVersion, now_text(), seq, installationId))
             extra = db.execute("SELECT token FROM devices WHERE user_id = ? ORDER BY seq DESC LIMIT -1 OFFSET ?", (user, MAX_DEVICES)).fetchall()
             for old, in extra:
                 db.execute("DELETE FROM devices WHERE token = ?", (old,))

@@ -26,6 +26,22 @@ struct AdminOnly: Command {
         #expect(audit.records.filter { $0.metadata["outcome"] == "ok" }.count == 3)
     }
 
+    /// Security review 2, finding 9: a console session carries the admin group as its gid from
+    /// when its link was made, and kept its rights for 12 h after the operator left the group.
+    /// Membership is now read from the user database at each call: nobody (primary group
+    /// nogroup, 65534) is in it; uid 4242, with no account at all, is not, whatever gid it carries.
+    @Test(.enabled(if: AdminGate.user(65534, isIn: 65534), "needs Debian's nobody:nogroup"))
+    func aConsoleSessionIsAnAdminOnlyWhileItsOperatorIsInTheGroup() async throws {
+        let gate = AdminGate(daemonUID: 1000, adminGroup: 65534)
+        #expect(gate.isPrivileged(Caller(peer: PeerCredentials(uid: 65534, gid: 65534, pid: 0), console: "c1")))
+        #expect(!gate.isPrivileged(Caller(peer: PeerCredentials(uid: 4242, gid: 65534, pid: 0), console: "c2")), "left the group (or never was)")
+        #expect(!AdminGate.user(4242, isIn: 65534))
+        let bus = try bus(gate)
+        await #expect(throws: PermissionDenied.self) {
+            _ = try await bus.send(AdminOnly(), as: Caller(peer: PeerCredentials(uid: 4242, gid: 65534, pid: 0), console: "c2"))
+        }
+    }
+
     @Test func otherUsersAndPluginsAreDeniedAndAudited() async throws {
         let audit = InMemoryLogHandler()
         let bus = try bus(AdminGate(daemonUID: 1000, audit: Logger(label: "audit", handler: audit)))

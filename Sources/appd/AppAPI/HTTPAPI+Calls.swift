@@ -89,8 +89,8 @@ extension HTTPAPI {
             fields["since"] = .int(sequence)
             parameters = .object(fields)
         }
-        guard clientStreams.take(client) else {
-            let refusal = TooManyStreams(limit: options.maxStreamsPerClient)
+        if let refused = clientStreams.take(client) {
+            let refusal = TooManyStreams(limit: refused.limit)
             let (name, parameters) = refusal.wire
             return .now(APIErrorStatus.response(error: name, parameters: .object(parameters), in: dispatcher))
         }

@@ -39,7 +39,7 @@ public final class HTTPAPI: Sendable {
         self.webhooks = webhooks
         self.logger = logger
         self.limiter = RateLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
-        self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient)
+        self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient, serverLimit: options.limits.maxStreams)
     }
 
     /// Whether `method` (full name) is reachable over HTTP.

@@ -82,7 +82,7 @@ extension Console {
             parameters["since"] = .int(sequence)
         }
         let client = request.peerAddress
-        guard streams.take(client) else {
+        guard streams.take(client) == nil else {
             responder.respond(ConsoleHeaders.refusal(429, "\(options.maxStreams) console event streams are open; close a page"))
             return
         }

@@ -65,4 +65,32 @@ import TestSupport
         #expect(byOperator.status == 0, "appctl as the same uid is an admin: \(byOperator)")
         #expect(await daemon.stop() == 0)
     }
+
+    /// Security review 2, finding 12: the only way to let a plugin's own uid read its APNs key
+    /// was to make the file world-readable. Now its key files sit in
+    /// `<pluginCredentialsDirectory>/<plugin>/`, 0600 and appd's, and the plugin reads them at
+    /// /run/credentials; another plugin reads neither its copy nor the folder.
+    @Test func aPluginReadsItsOwnKeyFilesAndNoOthers() async throws {
+        let dir = try SandboxTests.newDirectory()
+        chmod(dir, 0o755)
+        let credentials = dir + "/credentials"
+        for (plugin, file) in [("hostile", "apns.p8"), ("neighbour", "fcm.json")] {
+            try FileManager.default.createDirectory(atPath: credentials + "/" + plugin, withIntermediateDirectories: true)
+            try "secret of \(plugin)".write(toFile: credentials + "/" + plugin + "/" + file, atomically: false, encoding: .utf8)
+            chmod(credentials + "/" + plugin + "/" + file, 0o600)
+            try SandboxTests.install(plugin, in: dir)
+        }
+        chmod(credentials, 0o700)
+        let daemon = try await Daemon.start(["--plugin-credentials-directory", credentials], directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for name in ["hostile", "neighbour"] { _ = try await SandboxTests.running(daemon, name) }
+        let own = try await SandboxTests.probe(daemon, "read", "/run/credentials/apns.p8")
+        #expect(own.ok, "its own key file, 0600 on the host: \(own)")
+        let other = try await SandboxTests.probe(daemon, "read", "/run/credentials/fcm.json")
+        #expect(!other.ok, "another plugin's key is not in its sandbox: \(other)")
+        let folder = try await SandboxTests.probe(daemon, "read", credentials + "/neighbour/fcm.json")
+        #expect(!folder.ok, "nor the folder on the host: \(folder)")
+        #expect(try await SandboxTests.probe(daemon, "read", "/run/credentials/fcm.json", plugin: "neighbour").ok)
+        #expect(await daemon.stop() == 0)
+    }
 }

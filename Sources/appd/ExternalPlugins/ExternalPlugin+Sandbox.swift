@@ -16,10 +16,13 @@ extension ExternalPlugin {
             }
         }
         guard let bubblewrap = try confinement.bubblewrap.get() else {
+            // Unconfined, it runs as appd's user and reads its folder where it is (checked all the same).
+            let credentials = try PluginCredentialFiles.open(settings.sandbox.credentialsDirectory, plugin: manifest.name)
+            credentials.close()
             return (PluginProcess.Plan(
                 path: discovered.executable, arguments: [discovered.executable] + manifest.arguments,
-                environment: environment(data: data, socket: settings.controlSocket), setsListenPID: true, directory: discovered.folder,
-                limits: limits, sandboxed: false), nil)
+                environment: environment(data: data, socket: settings.controlSocket, credentials: credentials.files.isEmpty ? nil : credentials.folder),
+                setsListenPID: true, directory: discovered.folder, limits: limits, sandboxed: false), nil)
         }
         guard let server = settings.server else { throw PluginStartError("appd has no server to give it a socket of its own") }
         var uid: UInt32?
@@ -46,12 +49,21 @@ extension ExternalPlugin {
         } catch {
             throw PluginStartError("cannot create its socket to appd \(doorPath): \(error)")
         }
-        let command = try BubblewrapCommand(
-            bubblewrap: bubblewrap, executable: discovered.executable, arguments: manifest.arguments, folder: discovered.folder, data: data,
-            socket: doorPath, readOnly: settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths, hidden: settings.sandbox.hiddenPaths,
-            network: manifest.sandbox.network, tmpBytes: manifest.sandbox.limits.tmpBytes, shmBytes: manifest.sandbox.limits.shmBytes)
+        let credentials = try PluginCredentialFiles.open(settings.sandbox.credentialsDirectory, plugin: manifest.name)
+        let command: BubblewrapCommand
+        do {
+            command = try BubblewrapCommand(
+                bubblewrap: bubblewrap, executable: discovered.executable, arguments: manifest.arguments, folder: discovered.folder, data: data,
+                socket: doorPath, readOnly: settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths, hidden: settings.sandbox.hiddenPaths,
+                network: manifest.sandbox.network, tmpBytes: manifest.sandbox.limits.tmpBytes, shmBytes: manifest.sandbox.limits.shmBytes,
+                credentials: credentials)
+        } catch {
+            credentials.close()
+            throw error
+        }
         let plan = PluginProcess.Plan(
-            path: bubblewrap, arguments: command.arguments, environment: environment(data: data, socket: PluginSandbox.socketInside),
+            path: bubblewrap, arguments: command.arguments,
+            environment: environment(data: data, socket: PluginSandbox.socketInside, credentials: credentials.files.isEmpty ? nil : PluginCredentialFiles.inside),
             setsListenPID: false, directory: nil, descriptors: command.descriptors, limits: limits, uid: uid, sandboxed: true)
         return (plan, command)
     }

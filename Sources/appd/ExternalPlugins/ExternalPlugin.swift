@@ -352,7 +352,8 @@ actor ExternalPlugin {
     }
 
     /// The allow-listed part of appd's environment and what the plugin needs to find appd.
-    func environment(data: String, socket: String) -> [String] {
+    /// `credentials`: where its key files are (`CREDENTIALS_DIRECTORY`, as systemd names it).
+    func environment(data: String, socket: String, credentials: String? = nil) -> [String] {
         var env: [String] = []
         var hasPath = false
         for name in manifest.environment {
@@ -365,6 +366,7 @@ actor ExternalPlugin {
             "LISTEN_FDS=1", "LISTEN_FDNAMES=varlink", "APPD_SOCKET=\(socket)", "APPD_PLUGIN_NAME=\(manifest.name)",
             "APPD_PLUGIN_TOKEN=\(token)", "APPD_PLUGIN_DATA=\(data)",
         ]
+        if let credentials { env.append("CREDENTIALS_DIRECTORY=\(credentials)") }
         return env
     }
 }

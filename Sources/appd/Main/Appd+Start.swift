@@ -241,6 +241,11 @@ extension Appd {
             settings.sandbox.protected.protect(path)
         }
         for directory in config.resolvedPluginDirectories { settings.sandbox.protected.protectPluginDirectory(directory) }
+        // Each plugin's key files reach it only through /run/credentials, never the folder itself.
+        if let credentials = config.pluginSandbox.credentialsDirectory {
+            settings.sandbox.hiddenPaths.append(credentials)
+            settings.sandbox.protected.protect(credentials)
+        }
         let external = ExternalPluginHost(
             settings: settings, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
             isAdmin: { adminGate.isPrivileged($0) }, logger: Logger(label: "appd.plugins"))

@@ -17,7 +17,11 @@ Retry-After) up to APPD_PUSH_MAX_ATTEMPTS, and records each outcome. When appd s
 (SIGTERM), a push in flight is finished and its outcome recorded before the process exits (up to
 STOP_GRACE seconds, within appd's stop timeout), so a restart does not send it again. A token the provider calls
 invalid (APNs 410 Unregistered or 400 BadDeviceToken, FCM UNREGISTERED) is dropped. The outbox is
-bounded (APPD_PUSH_MAX_PENDING): past it, new pushes are dropped and counted.
+bounded (APPD_PUSH_MAX_PENDING), and so is each account's share of it (APPD_PUSH_MAX_PENDING_PER_USER,
+100): past either, new pushes are dropped and counted, so one account whose devices' provider is
+down never crowds out another's. A token another account registered moves only with the
+installationId it was registered with (the app's own, kept in its Keychain): knowing a token
+is not owning the phone.
 
 APNs: HTTP/2 with token auth, an ES256 JWT from the team id, key id and .p8 key, reused for 50
 minutes (Apple refuses one renewed more often than every 20), renewed on ExpiredProviderToken;
@@ -25,15 +29,17 @@ apns-topic (the bundle id), apns-push-type alert, apns-priority 10, apns-expirat
 apns-collapse-id. FCM: HTTP v1 with an OAuth access token from the service account (a JWT bearer
 grant at its token_uri), reused until a minute before it expires.
 
-Configuration (the environment appd passes on, listed in plugin.json; key files must be readable
-in the sandbox, e.g. under "readOnlyPaths"):
-  APPD_PUSH_APNS_TEAM_ID, APPD_PUSH_APNS_KEY_ID, APPD_PUSH_APNS_KEY_FILE (AuthKey_<id>.p8),
+Configuration (the environment appd passes on, listed in plugin.json). Key files: put them in
+appd's credentials folder for the plugin (/etc/appd/credentials/push/apns.p8 and fcm.json, 0600,
+appd's user's): appd shows them to the plugin at $CREDENTIALS_DIRECTORY, which the two key file
+settings default to.
+  APPD_PUSH_APNS_TEAM_ID, APPD_PUSH_APNS_KEY_ID, APPD_PUSH_APNS_KEY_FILE ($CREDENTIALS_DIRECTORY/apns.p8),
   APPD_PUSH_APNS_TOPIC (the app's bundle id)
   APPD_PUSH_APNS_URL (https://api.push.apple.com), APPD_PUSH_APNS_SANDBOX_URL
   (https://api.sandbox.push.apple.com)
-  APPD_PUSH_FCM_SERVICE_ACCOUNT (the service account's JSON key file), APPD_PUSH_FCM_URL
+  APPD_PUSH_FCM_SERVICE_ACCOUNT (the service account's JSON key file; $CREDENTIALS_DIRECTORY/fcm.json), APPD_PUSH_FCM_URL
   (https://fcm.googleapis.com)
-  APPD_PUSH_CA (a CA file to trust instead of the system's), APPD_PUSH_MAX_PENDING (10000),
+  APPD_PUSH_CA (a CA file to trust instead of the system's), APPD_PUSH_MAX_PENDING (10000), APPD_PUSH_MAX_PENDING_PER_USER (100),
   APPD_PUSH_MAX_ATTEMPTS (6)
 Without APNs (or FCM) settings, pushes to iOS (or Android) devices fail and are counted.
 """
@@ -60,10 +66,11 @@ APNS_URL = os.environ.get("APPD_PUSH_APNS_URL", "https://api.push.apple.com").rs
 APNS_SANDBOX_URL = os.environ.get("APPD_PUSH_APNS_SANDBOX_URL", "https://api.sandbox.push.apple.com").rstrip("/")
 APNS_TEAM = os.environ.get("APPD_PUSH_APNS_TEAM_ID", "")
 APNS_KEY_ID = os.environ.get("APPD_PUSH_APNS_KEY_ID", "")
-APNS_KEY_FILE = os.environ.get("APPD_PUSH_APNS_KEY_FILE", "")
+CREDENTIALS = os.environ.get("CREDENTIALS_DIRECTORY", "")
+APNS_KEY_FILE = os.environ.get("APPD_PUSH_APNS_KEY_FILE") or (os.path.join(CREDENTIALS, "apns.p8") if CREDENTIALS else "")
 APNS_TOPIC = os.environ.get("APPD_PUSH_APNS_TOPIC", "")
 FCM_URL = os.environ.get("APPD_PUSH_FCM_URL", "https://fcm.googleapis.com").rstrip("/")
-FCM_ACCOUNT_FILE = os.environ.get("APPD_PUSH_FCM_SERVICE_ACCOUNT", "")
+FCM_ACCOUNT_FILE = os.environ.get("APPD_PUSH_FCM_SERVICE_ACCOUNT") or (os.path.join(CREDENTIALS, "fcm.json") if CREDENTIALS else "")
 CA = os.environ.get("APPD_PUSH_CA") or None
 MAX_PENDING = int(os.environ.get("APPD_PUSH_MAX_PENDING", "10000"))
 # One account's pushes waiting (say, its devices' provider is down) never fill the outbox for others.

@@ -19,7 +19,7 @@ struct BubblewrapCommand {
     ///   - socket: appd's socket for this plugin, mounted at `PluginSandbox.socketInside`.
     init(
         bubblewrap: String, executable: String, arguments plugin: [String], folder: String, data: String, socket: String,
-        readOnly: [String], hidden: [String], network: Bool, tmpBytes: UInt64, shmBytes: UInt64
+        readOnly: [String], hidden: [String], network: Bool, tmpBytes: UInt64, shmBytes: UInt64, credentials: PluginCredentialFiles? = nil
     ) throws(PluginStartError) {
         arguments = [bubblewrap, "--unshare-all", "--unshare-user"]
         if network { arguments.append("--share-net") }
@@ -61,6 +61,14 @@ struct BubblewrapCommand {
         try mount(folder, at: folder, readOnly: true, what: "plugin folder")
         try mount(data, at: data, readOnly: false, what: "data folder")
         try mount(socket, at: PluginSandbox.socketInside, readOnly: false, what: "appd socket")
+        // Its key files, copied by bwrap from descriptors appd opened into read-only files.
+        if let credentials, !credentials.files.isEmpty {
+            arguments += ["--dir", PluginCredentialFiles.inside]
+            for file in credentials.files {
+                arguments += ["--ro-bind-data", "\(4 + descriptors.count)", PluginCredentialFiles.inside + "/" + file.name]
+                descriptors.append(file.fd)
+            }
+        }
         arguments += ["--chdir", folder]
         // The plugin is not bwrap's child but its grandchild, with a pid of its own inside the
         // sandbox: a shell sets LISTEN_PID to that pid and becomes the plugin.

@@ -20,6 +20,9 @@ public struct PluginSandbox: Sendable, Equatable {
     /// Host paths no plugin may read even though they lie in a tree it sees (`/etc`): files
     /// are replaced by an empty one, directories by an empty one.
     public var hiddenPaths = PluginSandbox.defaultHiddenPaths
+    /// Where each plugin's key files are kept, one folder per plugin (`<this>/<plugin>/`); nil:
+    /// none. Hidden from every plugin but shown to its own at `/run/credentials`.
+    public var credentialsDirectory: String? = "/etc/appd/credentials"
     /// appd's own files: no read-only path may be, contain or lie under one.
     public var protected = ProtectedPaths()
     /// Read-only paths every plugin gets in addition to its manifest's (a shared runtime).

@@ -283,6 +283,7 @@ struct AppdConfig: Sendable {
             "pluginHealthIntervalSeconds": seconds(pluginHealthInterval),
             "pluginSandbox": .string(pluginSandbox.mode.rawValue),
             "pluginBubblewrap": pluginSandbox.bubblewrap.map(JSONValue.string) ?? .null,
+            "pluginCredentialsDirectory": pluginSandbox.credentialsDirectory.map(JSONValue.string) ?? .null,
             "pluginHiddenPaths": .array(pluginSandbox.hiddenPaths.map(JSONValue.string)),
             "pluginReadOnlyPaths": .array(pluginSandbox.readOnlyPaths.map(JSONValue.string)),
             "pluginUIDRange": .string("\(pluginSandbox.uidRange.lowerBound)-\(pluginSandbox.uidRange.upperBound)"),

@@ -264,6 +264,10 @@ struct ConfigKey: Sendable {
             guard let text = value.stringValue, let mode = PluginSandbox.Mode(rawValue: text) else { throw ConfigProblem("is bubblewrap or none") }
             config.pluginSandbox.mode = mode
         },
+        text("pluginCredentialsDirectory", "--plugin-credentials-directory",
+            "Each plugin's key files, in <this>/<plugin>/, shown to it read-only at $CREDENTIALS_DIRECTORY (default: /etc/appd/credentials).") {
+            $0.pluginSandbox.credentialsDirectory = $1
+        },
         text("pluginBubblewrap", "--plugin-bubblewrap", "bwrap's path (default: found on PATH, /usr/bin, /usr/local/bin).") { $0.pluginSandbox.bubblewrap = $1 },
         paths("pluginHiddenPaths", "--plugin-hidden-paths", "Paths no plugin may read in the trees it sees (comma-separated; default: /etc/shadow, /etc/ssl/private, /etc/appd, /etc/ssh, ...).") { $0.pluginSandbox.hiddenPaths = $1 },
         paths("pluginReadOnlyPaths", "--plugin-read-only-paths", "Host paths every plugin may read, besides /usr, /etc and its own folder (comma-separated; e.g. a shared runtime).") { $0.pluginSandbox.readOnlyPaths = $1 },

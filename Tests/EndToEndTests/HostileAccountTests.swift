@@ -107,4 +107,31 @@ import Glibc
         #expect(try await httpPost(port: port, path: "/v1/io.appd.Auth/WhoAmI", body: "{}", token: token).status == 200)
         #expect(await daemon.stop() == 0)
     }
+
+    /// The export was built whole in memory, a long event history included. Its events now stop
+    /// at `exportEventsMB` (here 1) of payloads, and the document says from where; the plugins'
+    /// parts are whole (the account's storage quota bounds them).
+    @Test func anExportsEventsAreBoundedInBytes() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)", "--account-call-burst", "5000", "--export-events-mb", "1"])
+        let token = try await Self.account(port, "long@example.com")
+        let title = String(repeating: "t", count: 190)
+        // Notes are not in the events, so the titles carry the bytes: 4,500 todos.created events
+        // of ~280 bytes each are past 1 MiB.
+        for i in 0..<4_500 {
+            let added = try await httpPost(port: port, path: "/v1/io.appd.Todos/Add", body: Self.body(["title": "\(i) \(title)"]), token: token)
+            if added.status != 200 { Issue.record("add \(i): \(added.status) \(added.body.prefix(200))"); break }
+        }
+        let export = try await httpPost(port: port, path: "/v1/io.appd.Export/Mine", body: "{}", token: token)
+        #expect(export.status == 200, "\(export.status) \(export.body.prefix(300))")
+        let document = (Self.json(export.body)["export"] as? [String: Any]) ?? [:]
+        let events = document["events"] as? [[String: Any]] ?? []
+        let payloadBytes = events.compactMap { $0["payload"] }.reduce(0) { $0 + ((try? JSONSerialization.data(withJSONObject: $1).count) ?? 0) }
+        let incomplete = document["eventsIncomplete"] as? [String: Any]
+        #expect(incomplete?["fromSeq"] != nil, "the document says events were left out: \(document.keys.sorted())")
+        #expect(payloadBytes <= 1 << 20 && events.count > 1_000, "\(events.count) events, \(payloadBytes) bytes of payloads")
+        let todos = ((document["plugins"] as? [String: Any])?["todos"] as? [String: Any])?["todos"] as? [Any] ?? []
+        #expect(todos.count == 4_500, "the plugins' parts are whole: \(todos.count)")
+        #expect(await daemon.stop() == 0)
+    }
 }

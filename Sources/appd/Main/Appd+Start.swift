@@ -79,7 +79,7 @@ extension Appd {
         let keys = IdempotencyGate.retention(database, keep: .seconds(Int64(config.idempotencyKeyHours) * 3600), logger: logger)
         let backups = try backupService(config, database: database, dispatcher: dispatcher)
         do {
-            try ExportInterface.install(on: dispatcher, host: host, external: external, eventLog: eventLog)
+            try ExportInterface.install(on: dispatcher, host: host, external: external, eventLog: eventLog, eventBytes: config.exportEventsMB << 20)
         } catch {
             throw StartFailure("cannot set up io.appd.Export: \(error)")
         }

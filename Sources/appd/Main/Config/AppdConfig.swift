@@ -36,6 +36,8 @@ struct AppdConfig: Sendable {
     var todosPerUser = 10_000
     /// MiB of text (todos, chats, memories) one account may keep; 0: no limit.
     var accountStorageMB = 100
+    /// MiB of event payloads one data export carries at most.
+    var exportEventsMB = 8
     /// Hours a keyed write's outcome is kept for retries; days a deletion is kept for change feeds.
     var idempotencyKeyHours = 24
     /// Backups: where (nil: <data dir>/backups), how often (0: not scheduled), how many kept.
@@ -246,6 +248,7 @@ struct AppdConfig: Sendable {
             "accountCallBurst": .int(Int64(accountCallBurst)),
             "todosPerUser": .int(Int64(todosPerUser)),
             "accountStorageMB": .int(Int64(accountStorageMB)),
+            "exportEventsMB": .int(Int64(exportEventsMB)),
             "idempotencyKeyHours": .int(Int64(idempotencyKeyHours)),
             "backupDirectory": .string(resolvedBackupDirectory),
             "backupScheduleSeconds": .int(Int64(backupScheduleSeconds)),

@@ -191,6 +191,9 @@ struct ConfigKey: Sendable {
             guard case .int(let n) = value, n >= 0, n <= 1_048_576 else { throw ConfigProblem("needs a whole number from 0 to 1048576") }
             config.accountStorageMB = Int(n)
         },
+        integer("exportEventsMB", "--export-events-mb", "MiB of event payloads one data export carries at most, oldest first (default: 8).") {
+            $0.exportEventsMB = min($1, 4096)
+        },
         integer("chatConversationsPerUser", "--chat-conversations-per-user", "Chat conversations one account may hold (default: 1000).") {
             $0.chat.maxConversationsPerUser = $1
         },

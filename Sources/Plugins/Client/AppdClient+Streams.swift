@@ -100,14 +100,14 @@ extension AppdClient {
         let connection = EventStreamRequest(request: request, configuration: configuration) { update in
             switch update {
             case .head(let code, _):
-                status.set(code)
+                status.withLock { $0 = code }
                 if code == 200 { head.resolve(.success(.events(events))) }
             case .event(let event) where event.event == "error":
                 let json = try? JSONParser.parse(Array(event.data.utf8))
                 feed.finish(throwing: WireErrors.error(status: 200, body: json))
             case .event(let event) where event.event == "reply": feed.yield(event)
             case .event: break
-            case .body(let bytes): head.resolve(.success(.refused(status: status.get(), try? JSONParser.parse(bytes))))
+            case .body(let bytes): head.resolve(.success(.refused(status: status.withLock { $0 }, try? JSONParser.parse(bytes))))
             case .end(let error):
                 let failure = error.map { AppdClientError.transport("\($0)") } ?? AppdClientError.transport("the stream ended")
                 head.resolve(.failure(failure))
@@ -163,13 +163,4 @@ final class OneShot<Value: Sendable>: @unchecked Sendable {  // safe: every fiel
             }
         }
     }
-}
-
-/// A value behind a lock.
-final class Locked<Value: Sendable>: @unchecked Sendable {  // safe: `value` is only touched under `lock`
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func get() -> Value { lock.withLock { value } }
-    func set(_ new: Value) { lock.withLock { value = new } }
 }

@@ -82,6 +82,13 @@ public final class AppdClient: Sendable {
         }
     }
 
+    /// The auth state now, then every change: `signedOut`, `signedIn(user)`, or
+    /// `sessionEnded(reason)` when appd refused to refresh the session (signed out elsewhere,
+    /// password changed, account deleted or disabled). A `SessionController` routes on it.
+    public func authStates() async -> AsyncStream<AuthState> {
+        await sessions.states()
+    }
+
     /// Signs out: ends the session on appd (best effort: a network failure still forgets it
     /// here) and clears the token store.
     public func signOut() async {
@@ -133,10 +140,14 @@ public final class AppdClient: Sendable {
         }
     }
 
-    /// Replies that carry a session make it the one in use; signing out forgets it.
+    /// Replies that carry a session make it the one in use, and those that carry the signed-in
+    /// user (`WhoAmI`, `CompleteOnboarding`, `UpdateProfile`, `UpgradeGuest`) update it; signing
+    /// out forgets it.
     private func adoptSession<C: Command>(of command: C, _ reply: C.Reply) async {
         if let session = (reply as? any CarriesSession)?.newSession {
             await sessions.adopt(session)
+        } else if let user = (reply as? AuthInterface.UserReply)?.user, C.method.hasPrefix("io.appd.Auth.") {
+            await sessions.update(user)
         } else if C.self == AuthInterface.SignOut.self || C.self == AuthInterface.SignOutEverywhere.self || C.self == AuthInterface.DeleteAccount.self {
             await sessions.clear()
         }

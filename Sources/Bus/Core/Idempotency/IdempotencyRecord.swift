@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The record of one keyed call's outcome while the call runs, as its writes see it.
 ///
@@ -24,7 +23,7 @@ public final class IdempotencyRecord: Sendable {
         var committed = false
         var committedReply = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The keyed call the current task works for; nil outside one (and in calls a handler
     /// makes itself: those are separate calls, with keys of their own if any).

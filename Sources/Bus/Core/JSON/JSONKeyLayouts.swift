@@ -1,4 +1,3 @@
-import Synchronization
 
 /// How `JSONBytesEncoder` writes an object's members, remembered per coding-key type: the
 /// members' keys in the order they were encoded, the order they are written in (sorted by
@@ -47,7 +46,7 @@ final class JSONKeyLayouts: Sendable {
     static let layoutsPerType = 8
     static let types = 512
 
-    private let known = Mutex<[ObjectIdentifier: [Layout]]>([:])
+    private let known = Locked<[ObjectIdentifier: [Layout]]>([:])
 
     /// The layout of an object of `type` with these members.
     func layout(of type: ObjectIdentifier, _ members: [(key: String, piece: JSONBytesEncoder.Piece)]) -> Layout {

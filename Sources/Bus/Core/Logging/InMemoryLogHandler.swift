@@ -1,8 +1,7 @@
-import Synchronization
 
 /// Keeps records in memory so tests can assert what was logged.
 public final class InMemoryLogHandler: LogHandler {
-    private let storage = Mutex<[LogRecord]>([])
+    private let storage = Locked<[LogRecord]>([])
 
     public init() {}
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Keeps the newest `capacity` records of the loggers it handles, stamped with when they were
 /// logged, and passes each on to `next`: the audit lines the operator console shows (appd
@@ -12,7 +11,7 @@ public final class LogTrail: LogHandler {
 
     public let capacity: Int
     private let next: any LogHandler
-    private let ring = Mutex<(entries: [Entry], start: Int)>(([], 0))
+    private let ring = Locked<(entries: [Entry], start: Int)>(([], 0))
 
     public init(capacity: Int, next: any LogHandler) {
         self.capacity = max(1, capacity)

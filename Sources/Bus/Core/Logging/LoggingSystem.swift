@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The one process-wide choice of log handler and default level, set once at start.
 public enum LoggingSystem {
@@ -13,20 +12,20 @@ public enum LoggingSystem {
         }
     }
 
-    private static let factory = Mutex(
+    private static let factory = Locked(
         Factory(level: .info, makeHandler: { _ in StreamLogHandler.standardError() }))
-    private static let currentLevel = Atomic<Int>(LogLevel.info.rawValue)
+    private static let currentLevel = Locked<Int>(LogLevel.info.rawValue)
 
     /// Replaces the process-wide handler factory (the composition root calls this once).
     public static func bootstrap(level: LogLevel = .info, _ make: @escaping @Sendable (String) -> any LogHandler) {
         factory.withLock { $0 = Factory(level: level, makeHandler: make) }
-        currentLevel.store(level.rawValue, ordering: .relaxed)
+        currentLevel.withLock { $0 = level.rawValue }
     }
 
     /// The level of every logger that has none of its own; changing it takes effect at once.
     public static var level: LogLevel {
-        get { LogLevel(rawValue: currentLevel.load(ordering: .relaxed)) ?? .info }
-        set { currentLevel.store(newValue.rawValue, ordering: .relaxed) }
+        get { LogLevel(rawValue: currentLevel.withLock { $0 }) ?? .info }
+        set { currentLevel.withLock { $0 = newValue.rawValue } }
     }
 
     static var current: Factory { factory.withLock { $0 } }

@@ -5,7 +5,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// Writes one line per record to a file descriptor: `level label: message key=value …`.
 ///
@@ -15,12 +14,12 @@ public final class StreamLogHandler: LogHandler {
     private let fd: Int32
     private let journald: Bool
     /// Serialises writes so lines from concurrent tasks never interleave.
-    private let lock: Mutex<Void>
+    private let lock: Locked<Void>
 
     public init(fd: Int32, journald: Bool) {
         self.fd = fd
         self.journald = journald
-        self.lock = Mutex(())
+        self.lock = Locked(())
     }
 
     /// A handler on stderr that uses journald prefixes when stderr is connected to the journal.

@@ -1,12 +1,11 @@
-import Synchronization
 
 /// State that belongs to one client connection and outlives single calls: the session token
 /// attached by `io.appd.Auth.Authenticate` (as Redis `AUTH` does), or a plugin's scope.
 public final class ConnectionContext: Sendable {
     public let id: Int
     public let peer: PeerCredentials?
-    private let token = Mutex<SessionToken?>(nil)
-    private let scope = Mutex<PluginScope?>(nil)
+    private let token = Locked<SessionToken?>(nil)
+    private let scope = Locked<PluginScope?>(nil)
 
     /// The plugin whose own socket (`VarlinkServer.openDoor`) the connection came in on: it
     /// is that plugin's from the start and can be no one else's.

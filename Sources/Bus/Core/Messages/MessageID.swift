@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A message id: a random per-process prefix and a counter.
 ///
@@ -9,7 +8,7 @@ public struct MessageID: Hashable, Sendable, Comparable, CustomStringConvertible
     /// The daemon run that made it.
     public let instance: UInt32
 
-    private static let counter = Atomic<UInt64>(0)
+    private static let counter = Locked<UInt64>(0)
     /// Distinguishes ids from different daemon runs in logs.
     public static let current = UInt32.random(in: 0...UInt32.max)
 
@@ -29,7 +28,10 @@ public struct MessageID: Hashable, Sendable, Comparable, CustomStringConvertible
 
     /// A fresh id.
     public static func next() -> MessageID {
-        MessageID(sequence: counter.wrappingAdd(1, ordering: .relaxed).newValue)
+        MessageID(sequence: counter.withLock { count in
+            count &+= 1
+            return count
+        })
     }
 
     public static func < (a: MessageID, b: MessageID) -> Bool { (a.instance, a.sequence) < (b.instance, b.sequence) }

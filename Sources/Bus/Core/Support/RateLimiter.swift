@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Token buckets by key — a client network for the HTTP API's abuse-prone methods, an account
 /// for the limits gate: `perMinute` tokens refilled evenly, up to `burst`, in a bounded table
@@ -12,7 +11,7 @@ public final class RateLimiter: Sendable {
     private let perMinute: Int
     private let burst: Int
     private let capacity: Int
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = Locked<[String: Bucket]>([:])
 
     /// `perMinute` 0 turns the limit off; `burst` defaults to a minute's worth.
     public init(perMinute: Int, burst: Int? = nil, trackedClients: Int) {

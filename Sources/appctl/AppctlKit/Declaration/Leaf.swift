@@ -11,7 +11,8 @@
 ///     func run(_ context: Context) throws(AppctlError) -> Int32 { … }
 /// }
 /// ```
-protocol Leaf {
+/// Its metatype crosses threads (the command table is Sendable): `SendableMetatype`.
+protocol Leaf: SendableMetatype {
     /// The words that reach it: `["todos", "add"]`, or `["ping"]`.
     static var path: [String] { get }
     static var abstract: String { get }

@@ -1,0 +1,58 @@
+import AppdClient
+import Contracts
+import Foundation
+import Testing
+import TestSupport
+
+/// AppdClient's auth states against the real appd: what a template's `SessionController`
+/// routes on. Every sign-in path moves it, and a session appd ends elsewhere (signed out
+/// everywhere, account deleted) is `sessionEnded` at the next call, not a silent sign-out.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct AppdClientAuthStateTests {
+    static func client(_ port: UInt16) -> AppdClient {
+        AppdClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, tokenStore: InMemoryTokenStore())
+    }
+
+    @Test func everySignInMovesTheStateAndAnEndedSessionSaysSo() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)", "--guest-accounts", "true"])
+        let phone = Self.client(port), tablet = Self.client(port)
+        var states = await phone.authStates().makeAsyncIterator()
+        #expect(await states.next() == .signedOut, "the current state comes first")
+
+        // Sign-up signs in; onboarding changes the user the state carries.
+        let signedUp = try await phone.call(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse battery"))
+        #expect(await states.next() == .signedIn(signedUp.user))
+        let onboarded = try await phone.call(AuthInterface.CompleteOnboarding()).user
+        #expect(onboarded.onboarded)
+        #expect(await states.next() == .signedIn(onboarded))
+        // A late listener gets the current state first.
+        var late = await phone.authStates().makeAsyncIterator()
+        #expect(await late.next() == .signedIn(onboarded))
+
+        // Signed out everywhere from the tablet: the phone's next call ends its session.
+        _ = try await tablet.call(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse battery"))
+        _ = try await tablet.call(AuthInterface.SignOutEverywhere())
+        await #expect(throws: (any Error).self) { _ = try await phone.call(TodosInterface.List()) }
+        #expect(await states.next() == .sessionEnded(.revoked))
+        #expect(await phone.sessions.current == nil)
+
+        // Signed in again, then the account is deleted from the tablet.
+        let again = try await phone.call(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse battery")).session
+        #expect(await states.next() == .signedIn(again.user))
+        _ = try await tablet.call(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse battery"))
+        _ = try await tablet.call(AuthInterface.DeleteAccount(password: "correct horse battery"))
+        await #expect(throws: (any Error).self) { _ = try await phone.call(AuthInterface.WhoAmI()) }
+        #expect(await states.next() == .sessionEnded(.revoked))
+
+        // A guest, upgraded in place, then signed out by the user.
+        let guest = try await phone.call(AuthInterface.SignInAnonymously()).session.user
+        #expect(guest.guest)
+        #expect(await states.next() == .signedIn(guest))
+        let upgraded = try await phone.call(AuthInterface.UpgradeGuest(email: "bo@example.com", password: "another horse battery")).user
+        #expect(!upgraded.guest && upgraded.id == guest.id)
+        #expect(await states.next() == .signedIn(upgraded))
+        await phone.signOut()
+        #expect(await states.next() == .signedOut)
+        #expect(await daemon.stop() == 0)
+    }
+}

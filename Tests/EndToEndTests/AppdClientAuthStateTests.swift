@@ -55,4 +55,24 @@ import TestSupport
         #expect(await states.next() == .signedOut)
         #expect(await daemon.stop() == 0)
     }
+
+    /// Typed realtime: `subscribe(to: TodoCreated.self)` gives the contract's own event type,
+    /// from the log after `since` and then live, and nothing of other types.
+    @Test func typedEventsArriveAsTheirContractTypes() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"])
+        let appd = Self.client(port)
+        _ = try await appd.call(AuthInterface.SignUp(email: "cy@example.com", password: "correct horse battery"))
+        _ = try await appd.call(AuthInterface.CompleteOnboarding())
+        let first = try await appd.call(TodosInterface.Add(title: "before the stream")).todo
+        _ = try await appd.call(TodosInterface.Complete(id: first.id))
+        var created = appd.subscribe(to: TodoCreated.self, since: 0).makeAsyncIterator()
+        let replayed = try await created.next()
+        #expect(replayed?.event.todoId == first.id && replayed?.event.title == "before the stream" && replayed?.sequence != nil)
+        let live = try await appd.call(TodosInterface.Add(title: "while it runs")).todo
+        let next = try await created.next()
+        #expect(next?.event.todoId == live.id && next?.event.title == "while it runs", "the completion in between is not a TodoCreated")
+        #expect((next?.sequence ?? 0) > (replayed?.sequence ?? 0))
+        #expect(await daemon.stop() == 0)
+    }
 }

@@ -1,5 +1,5 @@
 /// An account as its owner sees it.
-public struct User: Codable, Sendable, Equatable {
+public struct User: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var email: String
     public var displayName: String?
@@ -19,7 +19,7 @@ public struct User: Codable, Sendable, Equatable {
 }
 
 /// An Apple or Google identity linked to an account.
-public struct Identity: Codable, Sendable, Equatable {
+public struct Identity: Codable, Sendable, Hashable, Identifiable {
     public var provider: String
     public var email: String?
     public var emailForwarding: Bool
@@ -30,10 +30,12 @@ public struct Identity: Codable, Sendable, Equatable {
         self.emailForwarding = emailForwarding
         self.linkedAt = linkedAt
     }
+    /// An account has one identity per provider.
+    public var id: String { provider }
 }
 
 /// The tokens of a session, returned once.
-public struct Session: Codable, Sendable, Equatable {
+public struct Session: Codable, Sendable, Hashable {
     public var accessToken: String
     public var refreshToken: String
     public var expiresAt: String
@@ -47,7 +49,7 @@ public struct Session: Codable, Sendable, Equatable {
 }
 
 /// An account as an administrator sees it.
-public struct AccountSummary: Codable, Sendable, Equatable {
+public struct AccountSummary: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var email: String
     public var displayName: String?

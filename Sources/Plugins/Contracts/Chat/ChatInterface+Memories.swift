@@ -70,7 +70,7 @@ extension ChatInterface {
 }
 
 /// A fact about the user, from their own words or added by them.
-public struct Memory: Codable, Sendable, Equatable {
+public struct Memory: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var text: String
     public var conversationId: String?

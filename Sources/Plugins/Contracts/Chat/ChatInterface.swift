@@ -306,7 +306,7 @@ public enum ChatInterface {
     }
 }
 
-public struct Conversation: Codable, Sendable, Equatable {
+public struct Conversation: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var title: String?
     public var createdAt: String
@@ -324,7 +324,7 @@ public struct Conversation: Codable, Sendable, Equatable {
 }
 
 /// One change in a pull (`Chat.Changes`): the conversation as it stands, or a deleted one's id.
-public struct ConversationChange: Codable, Sendable, Equatable {
+public struct ConversationChange: Codable, Sendable, Hashable, Identifiable {
     public var seq: Int64
     public var id: String
     public var deleted: Bool
@@ -337,7 +337,7 @@ public struct ConversationChange: Codable, Sendable, Equatable {
     }
 }
 
-public struct Usage: Codable, Sendable, Equatable {
+public struct Usage: Codable, Sendable, Hashable {
     public var promptTokens: Int
     public var completionTokens: Int
     public init(promptTokens: Int, completionTokens: Int) {
@@ -346,7 +346,7 @@ public struct Usage: Codable, Sendable, Equatable {
     }
 }
 
-public struct ChatMessage: Codable, Sendable, Equatable {
+public struct ChatMessage: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var conversationId: String
     public var role: String

@@ -235,7 +235,7 @@ public enum TodosInterface {
     }
 }
 
-public struct Todo: Codable, Sendable, Equatable {
+public struct Todo: Codable, Sendable, Hashable, Identifiable {
     public var id: String
     public var title: String
     public var notes: String?
@@ -259,7 +259,7 @@ public struct Todo: Codable, Sendable, Equatable {
 }
 
 /// One change in a pull (`Todos.Changes`): the todo as it stands, or a deleted todo's id.
-public struct TodoChange: Codable, Sendable, Equatable {
+public struct TodoChange: Codable, Sendable, Hashable, Identifiable {
     public var seq: Int64
     public var id: String
     public var deleted: Bool

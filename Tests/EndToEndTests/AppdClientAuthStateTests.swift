@@ -75,4 +75,29 @@ import TestSupport
         #expect((next?.sequence ?? 0) > (replayed?.sequence ?? 0))
         #expect(await daemon.stop() == 0)
     }
+
+    /// A read is retried across a gap in service (appd restarting: connections refused), with
+    /// backoff; a write without a key is not (it may have run).
+    @Test func aReadIsRetriedAcrossARestartAndAPlainWriteIsNot() async throws {
+        let port = try freeTCPPort()
+        let flags = ["--http-listen", "127.0.0.1:\(port)"]
+        let daemon = try await Daemon.start(flags)
+        let appd = AppdClient(
+            baseURL: URL(string: "http://127.0.0.1:\(port)")!, tokenStore: InMemoryTokenStore(),
+            retry: RetryPolicy(retries: 12, initialDelay: .milliseconds(100), maxDelay: .milliseconds(800)))
+        _ = try await appd.call(AuthInterface.SignUp(email: "di@example.com", password: "correct horse battery"))
+        _ = try await appd.call(AuthInterface.CompleteOnboarding())
+        let added = try await appd.call(TodosInterface.Add(title: "kept")).todo
+        #expect(await daemon.stop() == 0)
+        // Neither a read nor keyed: SignOut is sent once, and fails at once.
+        let begun = ContinuousClock.now
+        await #expect(throws: AppdClientError.self) { _ = try await appd.call(AuthInterface.SignOut()) }
+        #expect(ContinuousClock.now - begun < .seconds(1), "no retries for a plain write")
+        async let listed = appd.call(TodosInterface.List())
+        try await Task.sleep(for: .milliseconds(300))
+        daemon.keepDirectory = true
+        let restarted = try await Daemon.start(flags, directory: daemon.directory)
+        #expect(try await listed.todos.map(\.id) == [added.id], "the read waited for appd and got the todo")
+        #expect(await restarted.stop() == 0)
+    }
 }

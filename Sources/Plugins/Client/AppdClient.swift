@@ -42,10 +42,13 @@ public final class AppdClient: Sendable {
 
     /// Calls `command` and returns its reply. An idempotent method is sent with
     /// `idempotencyKey` (a fresh one when nil), and retried with that key when the network
-    /// fails or appd is busy; its effect happens once.
+    /// fails or appd is busy; its effect happens once. A read (`readsOnly`) is retried the same
+    /// way; any other call is sent once. Cancelling the task stops the retries.
     public func call<C: Command>(_ command: C, idempotencyKey: String? = nil) async throws -> C.Reply {
         let body = try encode(command)
         let key = C.requirements.contains(.idempotent) ? (idempotencyKey ?? UUID().uuidString.lowercased()) : nil
+        // Sent again only when that cannot do anything twice: a read, or a write with its key.
+        let repeatable = key != nil || C.readsOnly
         let signedIn = C.requirements.contains { $0.needsUser }
         var attempt = 0
         var refreshed = false
@@ -56,7 +59,7 @@ public final class AppdClient: Sendable {
             do {
                 response = try await send(C.method, body: body, token: token, idempotencyKey: key)
             } catch let error as URLError where error.code != .cancelled {
-                guard key != nil, attempt < retry.retries else { throw AppdClientError.transport("\(error.localizedDescription)") }
+                guard repeatable, attempt < retry.retries else { throw AppdClientError.transport("\(error.localizedDescription)") }
                 attempt += 1
                 try await Task.sleep(for: retry.delay(attempt: attempt, retryAfter: nil))
                 continue
@@ -73,7 +76,7 @@ public final class AppdClient: Sendable {
                 _ = try await sessions.refreshed(replacing: token, refresh)
                 continue
             }
-            if key != nil, attempt < retry.retries, RetryPolicy.isRetryable(status: response.status, error: name) {
+            if repeatable, attempt < retry.retries, RetryPolicy.isRetryable(status: response.status, error: name) {
                 attempt += 1
                 try await Task.sleep(for: retry.delay(attempt: attempt, retryAfter: response.headers["retry-after"]))
                 continue

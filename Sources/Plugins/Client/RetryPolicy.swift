@@ -1,7 +1,8 @@
-/// How an idempotent call (one whose method declares `idempotent`; it carries an
-/// idempotency key, the same on every attempt) is retried when the network fails or appd is
-/// busy (429, 503, 504, or 409 IdempotencyKeyInUse): exponential backoff with jitter, or the
-/// server's `Retry-After` when it gives one. Other calls are never retried by the client.
+/// How a call that may be sent again — a read (`Command.readsOnly`), or an idempotent write
+/// (its method declares `idempotent`; it carries an idempotency key, the same on every
+/// attempt) — is retried when the network fails or appd is busy (429, 503, 504, or 409
+/// IdempotencyKeyInUse): exponential backoff with jitter, or the server's `Retry-After` when it
+/// gives one. Other calls are never retried by the client.
 public struct RetryPolicy: Sendable {
     /// Attempts after the first.
     public var retries: Int

@@ -14,6 +14,9 @@ public protocol Command: Codable, Sendable {
     static var method: String { get }
     /// What the gates must establish before the handler runs.
     static var requirements: [Requirement] { get }
+    /// The call changes nothing (a read): a client may send it again when the network failed
+    /// or appd was busy, as it may a write that carries an idempotency key.
+    static var readsOnly: Bool { get }
 }
 
 /// A request whose handler produces a stream of replies (varlink `more`).
@@ -25,6 +28,7 @@ public protocol StreamingCommand: Codable, Sendable {
 
 extension Command {
     public static var requirements: [Requirement] { [] }
+    public static var readsOnly: Bool { false }
 }
 
 extension StreamingCommand {

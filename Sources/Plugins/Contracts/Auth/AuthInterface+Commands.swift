@@ -61,6 +61,7 @@ extension AuthInterface {
 
     public struct WhoAmI: Command {
         public static let method = "io.appd.Auth.WhoAmI"
+        public static let readsOnly = true
         public static let requirements: [Requirement] = [.session]
         public typealias Reply = UserReply
         public init() {}
@@ -97,6 +98,7 @@ extension AuthInterface {
 
     public struct CheckSignUp: Command {
         public static let method = "io.appd.Auth.CheckSignUp"
+        public static let readsOnly = true
         public typealias Reply = Empty
         public var email: String
         public var password: String

@@ -52,6 +52,7 @@ extension AuthInterface {
 
     public struct ListIdentities: Command {
         public static let method = "io.appd.Auth.ListIdentities"
+        public static let readsOnly = true
         public static let requirements: [Requirement] = [.session]
         public typealias Reply = IdentityList
         public init() {}

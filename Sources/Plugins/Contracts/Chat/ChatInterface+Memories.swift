@@ -4,6 +4,7 @@ import BusCore
 extension ChatInterface {
     public struct Models: Command {
         public static let method = "io.appd.Chat.Models"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public struct Reply: Codable, Sendable, Equatable {
             public var models: [ChatModel]
@@ -17,6 +18,7 @@ extension ChatInterface {
     }
     public struct ListMemories: Command {
         public static let method = "io.appd.Chat.ListMemories"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public struct Reply: Codable, Sendable, Equatable {
             public var memories: [Memory]

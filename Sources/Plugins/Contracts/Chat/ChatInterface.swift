@@ -180,6 +180,7 @@ public enum ChatInterface {
     }
     public struct ListConversations: Command {
         public static let method = "io.appd.Chat.ListConversations"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public struct Reply: Codable, Sendable {
             public var conversations: [Conversation]
@@ -224,6 +225,7 @@ public enum ChatInterface {
     }
     public struct Changes: Command {
         public static let method = "io.appd.Chat.Changes"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public struct Reply: Codable, Sendable {
             public var changes: [ConversationChange]
@@ -244,6 +246,7 @@ public enum ChatInterface {
     }
     public struct History: Command {
         public static let method = "io.appd.Chat.History"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public struct Reply: Codable, Sendable {
             public var messages: [ChatMessage]

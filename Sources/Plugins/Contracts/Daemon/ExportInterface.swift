@@ -37,6 +37,7 @@ public enum ExportInterface {
 
     public struct Mine: Command {
         public static let method = "io.appd.Export.Mine"
+        public static let readsOnly = true
         public static let requirements: [Requirement] = [.session]
         public typealias Reply = ExportReply
         public init() {}

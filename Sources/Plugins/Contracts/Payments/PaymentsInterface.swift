@@ -140,6 +140,7 @@ public enum PaymentsInterface {
 
     public struct Products: Command {
         public static let method = "io.appd.Payments.Products"
+        public static let readsOnly = true
         public struct Reply: Codable, Sendable {
             public var products: [ProductInfo]
             public var entitlements: [String]
@@ -154,6 +155,7 @@ public enum PaymentsInterface {
     }
     public struct Status: Command {
         public static let method = "io.appd.Payments.Status"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { [.session] }
         public typealias Reply = AccountStatus
         public init() {}

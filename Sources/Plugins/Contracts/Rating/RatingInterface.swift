@@ -59,6 +59,7 @@ public enum RatingInterface {
     }
     public struct Status: Command {
         public static let method = "io.appd.Rating.Status"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { [.session] }
         public struct Reply: Codable, Sendable, Equatable {
             public var score: Double

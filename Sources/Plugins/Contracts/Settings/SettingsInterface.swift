@@ -81,6 +81,7 @@ public enum SettingsInterface {
 
     public struct Declared: Command {
         public static let method = "io.appd.Settings.Declared"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public struct Reply: Codable, Sendable, Equatable {
             public var declarations: [SettingDeclaration]
@@ -90,6 +91,7 @@ public enum SettingsInterface {
     }
     public struct Get: Command {
         public static let method = "io.appd.Settings.Get"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public typealias Reply = SettingReply
         public var key: String
@@ -101,6 +103,7 @@ public enum SettingsInterface {
     }
     public struct List: Command {
         public static let method = "io.appd.Settings.List"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public struct Reply: Codable, Sendable, Equatable {
             public var settings: [Setting]

@@ -114,6 +114,7 @@ public enum TodosInterface {
     }
     public struct Get: Command {
         public static let method = "io.appd.Todos.Get"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public typealias Reply = TodoReply
         public var id: String
@@ -123,6 +124,7 @@ public enum TodosInterface {
     }
     public struct List: Command {
         public static let method = "io.appd.Todos.List"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public typealias Reply = TodoPage
         public var filter: String?
@@ -193,6 +195,7 @@ public enum TodosInterface {
 
     public struct Changes: Command {
         public static let method = "io.appd.Todos.Changes"
+        public static let readsOnly = true
         public static var requirements: [Requirement] { needs }
         public typealias Reply = ChangePage
         public var cursor: Int64?

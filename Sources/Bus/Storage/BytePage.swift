@@ -1,7 +1,9 @@
 /// A page of rows bounded by bytes as well as by rows: a page of 500 todos of 40 KB notes each
-/// would be a 20 MB reply, held in appd's memory for as long as the client leaves it unread. The
-/// query is wrapped so the database stops at the budget too (it never hands over more than
-/// one row past it); `split` keeps the rows that fit and says whether the budget cut the page.
+/// would be a 20 MB reply, held in appd's memory for as long as the client leaves it unread.
+/// `rows(_:in:)` runs the page's query so the database stops at the budget too: SQLite steps row
+/// by row and stops at the first row past it; PostgreSQL, which sends a result whole, runs the
+/// query wrapped in a running sum (`sql`) and never sends more than one row past the budget.
+/// The first row always fits; a page the budget ended says so (`cut`).
 public struct BytePage: Sendable {
     /// What a page may hold: the measured columns' UTF-8 bytes plus `rowOverhead` per row.
     public let budget: Int
@@ -32,6 +34,21 @@ public struct BytePage: Sendable {
     }
 
     public func parameters(_ inner: [SQLValue]) -> [SQLValue] { inner + [.integer(Int64(budget))] }
+
+    /// The rows of `inner` (ordered by `orderBy`, with its own LIMIT) that fit, and whether the
+    /// budget left rows out.
+    public func rows(_ inner: String, orderBy: String, _ parameters: [SQLValue], in tx: any Transaction) throws -> (shown: [Row], cut: Bool) {
+        try tx.page(self, inner, orderBy: orderBy, parameters)
+    }
+
+    /// What a row costs: its measured columns' UTF-8 bytes and the overhead.
+    public func size(of row: Row) -> Int {
+        columns.reduce(rowOverhead) { total, column in
+            if case .text(let text) = row[column] { return total + text.utf8.count }
+            if case .blob(let bytes) = row[column] { return total + bytes.count }
+            return total
+        }
+    }
 
     /// The rows that fit (the first always does, whatever its size) and whether the budget
     /// left rows out (then the page ends early and says there is more).

@@ -78,9 +78,16 @@ public protocol Transaction {
     func redactEvents(about userID: String) throws -> Int
     /// The keyed call this write belongs to (see `IdempotencyRecord`), if any; nil in reads.
     var idempotency: IdempotencyRecord? { get }
+    /// A page of `inner`'s rows bounded by `page`'s bytes (`BytePage.rows`); the default runs the
+    /// running-sum SQL, an engine that can stop mid-result does better.
+    func page(_ page: BytePage, _ inner: String, orderBy: String, _ parameters: [SQLValue]) throws -> (shown: [Row], cut: Bool)
 }
 
 extension Transaction {
+    public func page(_ page: BytePage, _ inner: String, orderBy: String, _ parameters: [SQLValue]) throws -> (shown: [Row], cut: Bool) {
+        page.split(try query(page.sql(inner, orderBy: orderBy, dialect: dialect), page.parameters(parameters)))
+    }
+
     @discardableResult
     public func execute(_ sql: String) throws -> Int { try execute(sql, []) }
 

@@ -97,9 +97,9 @@ struct ChatRepository: Sendable {
     func history(owner: String, conversation: String, before: Int64, limit: Int) async throws -> (messages: [(Int64, ChatMessage)], cut: Bool) {
         try await database.read { tx in
             _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
-            let (rows, cut) = Self.historyPage.split(try tx.query(
-                Self.historyPage.sql("SELECT * FROM chat_messages WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?", orderBy: "seq DESC", dialect: tx.dialect),
-                Self.historyPage.parameters([.text(conversation), .integer(before), .integer(Int64(limit))])))
+            let (rows, cut) = try Self.historyPage.rows(
+                "SELECT * FROM chat_messages WHERE conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?", orderBy: "seq DESC",
+                [.text(conversation), .integer(before), .integer(Int64(limit))], in: tx)
             let messages = rows.compactMap { row -> (Int64, ChatMessage)? in
                 guard let seq = row.integer("seq"), let message = Self.message(row) else { return nil }
                 return (seq, message)

@@ -126,10 +126,9 @@ struct SQLTodosRepository: TodosRepository {
         try await retrying {
             try await database.read { tx in
                 let condition = filter == "open" ? " AND done = 0" : filter == "done" ? " AND done = 1" : ""
-                let rows = try tx.query(
-                    Self.page.sql("SELECT * FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?", orderBy: "seq", dialect: tx.dialect),
-                    Self.page.parameters([.text(owner), .integer(after), .integer(Int64(limit))]))
-                let (shown, cut) = Self.page.split(rows)
+                let (shown, cut) = try Self.page.rows(
+                    "SELECT * FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?", orderBy: "seq",
+                    [.text(owner), .integer(after), .integer(Int64(limit))], in: tx)
                 let todos = shown.compactMap { row -> (position: Int64, todo: Todo)? in
                     guard let seq = row.integer("seq"), let todo = Self.todo(row) else { return nil }
                     return (seq, todo)

@@ -82,18 +82,17 @@ public struct EventLog: EventReplay {
     /// As `events(after:limit:)`, and whether more may follow (the page is full by count or bytes).
     public func page(after sequence: Int64, limit: Int) async throws -> (events: [BusEvent], more: Bool) {
         let (rows, cut) = try await database.read { transaction in
-            Self.page.split(try transaction.query(
-                Self.page.sql("SELECT * FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", dialect: transaction.dialect),
-                Self.page.parameters([.integer(sequence), .integer(Int64(limit))])))
+            try Self.page.rows("SELECT * FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", [.integer(sequence), .integer(Int64(limit))], in: transaction)
         }
         return (try rows.map(Self.event), cut || rows.count >= limit)
     }
 
     public func events(about owner: String, after sequence: Int64, limit: Int) async throws -> [BusEvent] {
         let rows = try await database.read { transaction in
-            Self.page.split(try transaction.query(
-                Self.page.sql("SELECT * FROM appd_events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", dialect: transaction.dialect),
-                Self.page.parameters([.text(owner), .integer(sequence), .integer(Int64(limit))]))).shown
+            try Self.page.rows(
+                "SELECT * FROM appd_events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", [.text(owner), .integer(sequence), .integer(Int64(limit))],
+                in: transaction
+            ).shown
         }
         return try rows.map(Self.event)
     }

@@ -56,6 +56,12 @@ final class SQLiteConnection {
 
     /// Runs one statement with parameters; returns its rows (none for writes).
     func run(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> [Row] {
+        try run(sql, parameters, until: nil).rows
+    }
+
+    /// As `run`, stepping only until `stop` says a row is one too many (that row is left out):
+    /// then `stopped` is true, and SQLite reads no further.
+    func run(_ sql: String, _ parameters: [SQLValue], until stop: ((Row) -> Bool)?) throws(StorageError) -> (rows: [Row], stopped: Bool) {
         let statement = try prepare(sql)
         defer {
             sqlite3_reset(statement)
@@ -84,7 +90,7 @@ final class SQLiteConnection {
         var columns: [String]?
         while true {
             let rc = sqlite3_step(statement)
-            if rc == SQLITE_DONE { return rows }
+            if rc == SQLITE_DONE { return (rows, false) }
             guard rc == SQLITE_ROW else { throw lastError(rc) }
             let count = sqlite3_column_count(statement)
             if columns == nil {
@@ -113,7 +119,9 @@ final class SQLiteConnection {
                 default: values.append(.null)
                 }
             }
-            rows.append(Row(columns: columns ?? [], values: values))
+            let row = Row(columns: columns ?? [], values: values)
+            if let stop, stop(row) { return (rows, true) }
+            rows.append(row)
         }
     }
 

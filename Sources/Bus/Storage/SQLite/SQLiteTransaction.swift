@@ -21,6 +21,20 @@ final class SQLiteTransaction: OutboxTransaction {
         try run(sql, parameters)
     }
 
+    /// Steps the page's own query and stops at the first row past its budget: no running-sum
+    /// SQL (a window function costs SQLite more than the whole plain query), and nothing read
+    /// past the budget.
+    func page(_ page: BytePage, _ inner: String, orderBy: String, _ parameters: [SQLValue]) throws -> (shown: [Row], cut: Bool) {
+        guard connection.inTransaction else { throw Self.rolledBack }
+        var used = 0, first = true
+        let (rows, stopped) = try connection.run(inner, parameters) { row in
+            used += page.size(of: row)
+            defer { first = false }
+            return !first && used > page.budget
+        }
+        return (rows, stopped)
+    }
+
     /// Runs a statement of the closure's, inside the transaction it was given: if SQLite has
     /// rolled that back by itself (after a full disk or an I/O error), the statement would
     /// commit on its own, so it fails instead (and with it the batch: nothing of it is applied).

@@ -103,11 +103,10 @@ public struct ChangeFeed: Sendable {
             guard cursor >= pruned else { throw ResyncNeeded(horizon: pruned) }
         }
         let fetch = Int64(limit + 1)
-        let rows = try tx.query(
-            bytes.sql("SELECT * FROM \(table) WHERE owner = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?", orderBy: "change_seq", dialect: tx.dialect),
-            bytes.parameters([.text(owner), .integer(after), .integer(max(head, after)), .integer(fetch)]))
         // Cut by bytes: the page ends after the last item that fit, tombstones included.
-        let (fitting, cut) = bytes.split(rows)
+        let (fitting, cut) = try bytes.rows(
+            "SELECT * FROM \(table) WHERE owner = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?", orderBy: "change_seq",
+            [.text(owner), .integer(after), .integer(max(head, after)), .integer(fetch)], in: tx)
         let cutAfter = cut ? fitting.last?.integer("change_seq") : nil
         var entries = fitting.compactMap { row -> Entry? in
             guard let id = row.text("id"), let seq = row.integer("change_seq") else { return nil }

@@ -36,6 +36,4 @@ public final class Locked<Value> {
     }
 }
 
-// Safe: the value is only ever reached inside `withLock`, under the mutex, and is Sendable
-// itself, so what leaves the lock may cross threads.
-extension Locked: @unchecked Sendable where Value: Sendable {}
+extension Locked: @unchecked Sendable where Value: Sendable {}  // safe: the value is reached only in withLock, under the mutex, and is Sendable itself

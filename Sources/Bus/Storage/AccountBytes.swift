@@ -31,25 +31,13 @@ public enum AccountBytes {
         if used > limit { throw StorageQuotaExceeded(part: part, limitBytes: limit) }
     }
 
-    /// Sets `owner`'s count for `part` (after an erasure or a recount).
-    public static func reset(_ tx: any Transaction, owner: String, part: String, to bytes: Int64 = 0) throws {
-        try tx.execute(
-            "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = excluded.bytes",
-            [.text(owner), .text(part), .integer(bytes)])
-        if bytes == 0 { try tx.execute("DELETE FROM appd_account_bytes WHERE owner = ? AND part = ?", [.text(owner), .text(part)]) }
+    /// Forgets `owner`'s count for `part`: everything of it was erased.
+    public static func reset(_ tx: any Transaction, owner: String, part: String) throws {
+        try tx.execute("DELETE FROM appd_account_bytes WHERE owner = ? AND part = ?", [.text(owner), .text(part)])
     }
 
     /// The SQL for the UTF-8 bytes of a text column (to subtract what a bulk delete frees).
     public static func sizeSQL(_ column: String, _ dialect: SQLDialect) -> String {
         dialect == .postgres ? "COALESCE(SUM(octet_length(\(column))), 0)" : "COALESCE(SUM(length(CAST(\(column) AS BLOB))), 0)"
-    }
-
-    /// What `owner` keeps, by part.
-    public static func usage(_ tx: any Transaction, owner: String) throws -> [String: Int64] {
-        var out: [String: Int64] = [:]
-        for row in try tx.query("SELECT part, bytes FROM appd_account_bytes WHERE owner = ?", [.text(owner)]) {
-            if let part = row.text("part"), let bytes = row.integer("bytes") { out[part] = bytes }
-        }
-        return out
     }
 }

@@ -21,6 +21,9 @@ let package = Package(
         .library(name: "PluginSDK", targets: ["PluginSDK"]),
         // The Swift client apps use (iOS, macOS, Linux): every built-in method as a typed call.
         .library(name: "AppdClient", targets: ["AppdClient"]),
+        // In-memory fakes of AppdClient's services (`InMemoryTodos`, `InMemoryAuth`,
+        // `InMemoryChat`), for an app's view-model tests.
+        .library(name: "AppdClientTesting", targets: ["AppdClientTesting"]),
     ],
     targets: [
         // MARK: Sources/Bus — the platform
@@ -64,6 +67,7 @@ let package = Package(
         // contracts, streams over server-sent events, typed errors, a session manager. It and
         // everything it imports build for iOS and macOS (.ci/check-client-portability).
         .target(name: "AppdClient", dependencies: ["Contracts", "BusCore"], path: "Sources/Plugins/Client", swiftSettings: strict),
+        .target(name: "AppdClientTesting", dependencies: ["AppdClient", "Contracts", "BusCore"], path: "Sources/Plugins/ClientTesting", swiftSettings: strict),
         // What every plugin implements, the host that registers, starts, supervises and stops
         // them, and what plugins share (the idempotency gate, the change feed).
         .target(name: "PluginKit", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "HTTP", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
@@ -157,7 +161,7 @@ let package = Package(
             name: "ConsoleTests", dependencies: ["TestSupport", "Console", "Contracts", "HTTP", "Bus"], path: "Tests/ConsoleTests", swiftSettings: strict),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "BusCore"], path: "Tests/ContractsTests", swiftSettings: strict),
         // The client's parts that need no server: the event-stream parser, retries, error decoding.
-        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "Contracts", "BusCore"], path: "Tests/AppdClientTests", swiftSettings: strict),
+        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdClientTesting", "Contracts", "BusCore"], path: "Tests/AppdClientTests", swiftSettings: strict),
         // appctl's command tree: the help of every command against a golden file, the declared parsing.
         .testTarget(name: "AppctlKitTests", dependencies: ["AppctlKit"], path: "Tests/AppctlKitTests", exclude: ["help.golden"], swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),

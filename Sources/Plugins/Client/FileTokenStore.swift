@@ -22,22 +22,9 @@ public actor FileTokenStore: TokenStore {
     }
 
     public func save(_ session: Session) {
+        // Written whole or not at all (`AtomicFile`): a crash leaves the old session or the new.
         guard let json = try? JSONValue(encoding: session) else { return }
-        let folder = (path as NSString).deletingLastPathComponent
-        let temporary = folder + "/." + (path as NSString).lastPathComponent + "." + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: folder.isEmpty ? "." : folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        // Created 0600 before a byte is written (never through a link), synced, then renamed
-        // over the old file: a crash leaves the old session or the new one, whole.
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = JSONWriter.bytes(json)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            return
-        }
+        try? AtomicFile.write(JSONWriter.bytes(json), to: path)
     }
 
     public func clear() {

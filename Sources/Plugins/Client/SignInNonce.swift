@@ -19,7 +19,7 @@ public struct SignInNonce: Sendable, Hashable {
     /// A random nonce of `length` characters from a 64-letter alphabet (6 bits each: 32
     /// characters are 192 bits), from the system's secure generator.
     public static func random(length: Int = 32) -> SignInNonce {
-        let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVXYZabcdefghijklmnopqrstuvwxyz-._")
+        let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
         var generator = SystemRandomNumberGenerator()
         return SignInNonce(raw: String((0..<max(16, length)).map { _ in alphabet[Int(generator.next(upperBound: UInt32(alphabet.count)))] }))
     }

@@ -38,7 +38,8 @@ public enum TodosInterface {
         )
 
         # Adds a todo. Title: 1 to 200 characters; notes: up to 10,000; dueAt: RFC 3339.
-        # id: a UUID the client made (the todo's id is then t_ and the UUID in lowercase);
+        # id: one the client made, t_ and a UUID in lowercase (AppdClient's Todo.newID()),
+        # which is then the todo's id everywhere; a bare UUID is taken as t_ and it in lowercase;
         # adding it again with the same title, notes and dueAt returns that todo, with others
         # is a Conflict carrying it.
         method Add(title: string, notes: ?string, dueAt: ?string, id: ?string) -> (todo: Todo)

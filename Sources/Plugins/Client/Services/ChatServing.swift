@@ -1,0 +1,30 @@
+import Contracts
+
+/// What a chat screen needs from a server: `AppdClient.chat`, or `InMemoryChat` (the
+/// `AppdClientTesting` product) in a view model's tests.
+public protocol ChatServing: Sendable {
+    func createConversation(title: String?, id: String?, temporary: Bool) async throws -> Conversation
+    func conversations(query: String?, cursor: String?, limit: Int?) async throws -> ChatInterface.ListConversations.Reply
+    func rename(conversationId: String, title: String, expectedVersion: Int64?) async throws -> Conversation
+    func delete(conversationId: String, expectedVersion: Int64?) async throws
+    func history(conversationId: String, cursor: String?, limit: Int?) async throws -> ChatInterface.History.Reply
+    /// Sends a message and streams the reply: the reply's id first, then each piece of text,
+    /// then the stored message. Stopping the iteration cancels the reply.
+    func send(conversationId: String, text: String, model: String?) -> AsyncThrowingStream<SendReply, any Error>
+    func cancel(messageId: String) async throws
+}
+
+extension ChatServing {
+    public func createConversation(title: String? = nil) async throws -> Conversation {
+        try await createConversation(title: title, id: nil, temporary: false)
+    }
+    public func conversations() async throws -> ChatInterface.ListConversations.Reply {
+        try await conversations(query: nil, cursor: nil, limit: nil)
+    }
+    public func history(conversationId: String) async throws -> ChatInterface.History.Reply {
+        try await history(conversationId: conversationId, cursor: nil, limit: nil)
+    }
+    public func send(conversationId: String, text: String) -> AsyncThrowingStream<SendReply, any Error> {
+        send(conversationId: conversationId, text: text, model: nil)
+    }
+}

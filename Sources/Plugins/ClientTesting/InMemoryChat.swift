@@ -1,0 +1,114 @@
+import AppdClient
+import BusCore
+import Contracts
+import Foundation
+
+/// Conversations in memory, with a scripted assistant: `send` stores the user's message, then
+/// streams `reply(text)` word by word as appd streams a model's reply (the id first, then the
+/// pieces, then the stored message). `failNextSend(with:)` makes the next send fail (a 402
+/// paywall, say). For a chat view model's tests.
+public actor InMemoryChat: ChatServing {
+    private var conversations: [String: Conversation] = [:]
+    private var messages: [String: [ChatMessage]] = [:]
+    private var nextFailure: (any Error)?
+    private let reply: @Sendable (String) -> String
+
+    public init(reply: @escaping @Sendable (String) -> String = { "You said: \($0)" }) {
+        self.reply = reply
+    }
+
+    /// The next `send` throws `error` before anything is stored.
+    public func failNextSend(with error: any Error) { nextFailure = error }
+
+    public func createConversation(title: String?, id: String?, temporary: Bool) throws -> Conversation {
+        let id = id ?? Conversation.newID()
+        if let existing = conversations[id] {
+            guard existing.title == title else { throw ChatError.conflict(conversation: existing) }
+            return existing
+        }
+        let now = WallTime.now().rfc3339
+        let conversation = Conversation(id: id, title: title, createdAt: now, updatedAt: now, version: 1, temporary: temporary)
+        conversations[id] = conversation
+        return conversation
+    }
+
+    public func conversations(query: String?, cursor: String?, limit: Int?) -> ChatInterface.ListConversations.Reply {
+        let all = conversations.values.filter { query == nil || ($0.title ?? "").localizedCaseInsensitiveContains(query!) }
+            .sorted { ($0.updatedAt, $0.id) > ($1.updatedAt, $1.id) }
+        return ChatInterface.ListConversations.Reply(conversations: Array(all.prefix(limit ?? 50)))
+    }
+
+    public func rename(conversationId: String, title: String, expectedVersion: Int64?) throws -> Conversation {
+        guard var conversation = conversations[conversationId] else { throw ChatError.notFound }
+        if let expectedVersion, expectedVersion != conversation.version { throw ChatError.conflict(conversation: conversation) }
+        conversation.title = title
+        conversation.version += 1
+        conversation.updatedAt = WallTime.now().rfc3339
+        conversations[conversationId] = conversation
+        return conversation
+    }
+
+    public func delete(conversationId: String, expectedVersion: Int64?) throws {
+        guard let conversation = conversations[conversationId] else { throw ChatError.notFound }
+        if let expectedVersion, expectedVersion != conversation.version { throw ChatError.conflict(conversation: conversation) }
+        conversations[conversationId] = nil
+        messages[conversationId] = nil
+    }
+
+    public func history(conversationId: String, cursor: String?, limit: Int?) throws -> ChatInterface.History.Reply {
+        guard conversations[conversationId] != nil else { throw ChatError.notFound }
+        return ChatInterface.History.Reply(messages: messages[conversationId] ?? [])
+    }
+
+    public nonisolated func send(conversationId: String, text: String, model: String?) -> AsyncThrowingStream<SendReply, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    let (id, words) = try await self.start(conversationId: conversationId, text: text)
+                    continuation.yield(SendReply(messageId: id))
+                    var sent = ""
+                    for word in words {
+                        try Task.checkCancellation()
+                        sent += word
+                        continuation.yield(SendReply(messageId: id, delta: word))
+                        await Task.yield()
+                    }
+                    let message = await self.finish(conversationId: conversationId, messageId: id, text: sent, model: model)
+                    continuation.yield(SendReply(messageId: id, message: message))
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    public func cancel(messageId: String) {}
+
+    // MARK: -
+
+    private func start(conversationId: String, text: String) throws -> (String, [String]) {
+        if let failure = nextFailure {
+            nextFailure = nil
+            throw failure
+        }
+        guard conversations[conversationId] != nil else { throw ChatError.notFound }
+        guard !text.isEmpty else { throw ChatError.validationFailed(field: "text", reason: "must not be empty") }
+        let now = WallTime.now().rfc3339
+        messages[conversationId, default: []].append(
+            ChatMessage(id: "m_" + UUID().uuidString.lowercased(), conversationId: conversationId, role: "user", text: text, status: "complete", createdAt: now))
+        var words: [String] = []
+        for piece in reply(text).split(separator: " ", omittingEmptySubsequences: false) {
+            words.append((words.isEmpty ? "" : " ") + piece)
+        }
+        return ("m_" + UUID().uuidString.lowercased(), words)
+    }
+
+    private func finish(conversationId: String, messageId: String, text: String, model: String?) -> ChatMessage {
+        let message = ChatMessage(
+            id: messageId, conversationId: conversationId, role: "assistant", text: text, status: "complete", model: model, createdAt: WallTime.now().rfc3339)
+        messages[conversationId, default: []].append(message)
+        return message
+    }
+}

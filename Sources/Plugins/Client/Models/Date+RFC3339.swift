@@ -12,12 +12,13 @@ extension Date {
     /// `…T10:30:00+01:00`), to the nanosecond; nil when it is not one.
     public init?(rfc3339 text: String) {
         guard let time = RFC3339.parse(text) else { return nil }
-        self.init(timeIntervalSince1970: Double(time.nanosecondsSinceEpoch) / 1e9)
+        let (seconds, nanoseconds) = time.nanosecondsSinceEpoch.quotientAndRemainder(dividingBy: 1_000_000_000)
+        self.init(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
     }
 
     /// RFC 3339 in UTC with milliseconds (`2026-12-01T09:30:00.250Z`), as appd writes times.
     public var rfc3339: String {
-        WallTime(nanosecondsSinceEpoch: Int64((timeIntervalSince1970 * 1000).rounded(.down)) * 1_000_000).rfc3339
+        WallTime(nanosecondsSinceEpoch: Int64((timeIntervalSince1970 * 1000).rounded()) * 1_000_000).rfc3339
     }
 }
 

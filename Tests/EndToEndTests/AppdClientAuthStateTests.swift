@@ -100,4 +100,27 @@ import TestSupport
         #expect(try await listed.todos.map(\.id) == [added.id], "the read waited for appd and got the todo")
         #expect(await restarted.stop() == 0)
     }
+
+    /// A read refused with 429 and `Retry-After` (the account's call rate) waits as long as
+    /// appd says and then succeeds; with no retries left it is the typed refusal.
+    @Test func aReadWaitsOutRetryAfterAndThenSucceeds() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)", "--account-calls-per-minute", "30", "--account-call-burst", "4"])
+        let tokens = InMemoryTokenStore()
+        let appd = AppdClient(
+            baseURL: URL(string: "http://127.0.0.1:\(port)")!, tokenStore: tokens,
+            retry: RetryPolicy(retries: 3, initialDelay: .milliseconds(10), maxDelay: .seconds(5)))
+        _ = try await appd.call(AuthInterface.SignUp(email: "ed@example.com", password: "correct horse battery"))
+        _ = try await appd.call(AuthInterface.CompleteOnboarding())
+        // The burst is spent (sign-up's own calls count too); the next read is refused with
+        // Retry-After: 2 (30 a minute), waited for, and answered.
+        for _ in 0..<4 { _ = try? await appd.call(TodosInterface.List()) }
+        let begun = ContinuousClock.now
+        #expect(try await appd.call(TodosInterface.List()).todos.isEmpty)
+        let waited = ContinuousClock.now - begun
+        #expect(waited >= .milliseconds(1900) && waited < .seconds(10), "waited \(waited)")
+        let impatient = AppdClient(baseURL: appd.baseURL, tokenStore: tokens, retry: .none)
+        await #expect(throws: (any Error).self) { _ = try await impatient.call(TodosInterface.List()) }
+        #expect(await daemon.stop() == 0)
+    }
 }

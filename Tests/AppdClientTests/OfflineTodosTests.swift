@@ -83,7 +83,7 @@ import Testing
         #expect(try await phone.snapshot().conflicts.isEmpty)
         try await tablet.sync()
         #expect(try await tablet.todos() == [resolved])
-        await #expect(throws: OfflineTodosError.noConflict(todo.id)) { try await phone.resolve(todo.id, .keepServer) }
+        await #expect(throws: OfflineError.noConflict(todo.id)) { try await phone.resolve(todo.id, .keepServer) }
     }
 
     @Test func aDeleteElsewhereDropsTheEditsAndARefusalIsKeptWithItsReason() async throws {
@@ -138,7 +138,7 @@ import Testing
 
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: path))
         let corrupt = OfflineTodos(service: server, store: FileOfflineTodosStore(path: path))
-        await #expect(throws: OfflineTodosError.self) { _ = try await corrupt.todos() }
+        await #expect(throws: OfflineError.self) { _ = try await corrupt.todos() }
     }
 
     @Test func datesReadAndWriteRFC3339() {
@@ -147,5 +147,31 @@ import Testing
         #expect(date?.rfc3339 == "2026-12-01T08:30:00.250Z")
         #expect(Date(rfc3339: "yesterday") == nil)
         #expect(Todo.newID().wholeMatch(of: /t_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/) != nil)
+    }
+
+    /// Conversations have the same offline repository: created and renamed offline, sent once,
+    /// a rename made elsewhere meanwhile is a conflict with both titles.
+    @Test func conversationsWorkOfflineTheSameWay() async throws {
+        let chat = InMemoryChat()
+        let phone = OfflineConversations(service: chat, store: InMemoryOfflineConversationsStore())
+        let trip = try await phone.create(title: "trip")
+        try await phone.rename(id: trip.id, title: "trip to Lisbon")
+        let scratch = try await phone.create(title: "scratch")
+        try await phone.delete(id: scratch.id)
+        #expect(try await phone.conversations().map(\.title) == ["trip to Lisbon"])
+        let report = try await phone.sync()
+        #expect(report.sent == 4 && report.pulled >= 1, "\(report)")
+        let listed = await chat.conversations(query: nil, cursor: nil, limit: nil).conversations
+        #expect(listed.map(\.id) == [trip.id] && listed.first?.title == "trip to Lisbon" && listed.first?.version == 2)
+
+        _ = try await chat.rename(conversationId: trip.id, title: "Lisbon (web)")
+        try await phone.rename(id: trip.id, title: "Lisbon (phone)")
+        #expect(try await phone.sync().conflicts == 1)
+        let conflict = try #require(try await phone.snapshot().conflicts.first)
+        #expect(conflict.server.title == "Lisbon (web)" && conflict.mine?.title == "Lisbon (phone)")
+        try await phone.resolve(trip.id, .keepServer)
+        try await phone.sync()
+        #expect(try await phone.conversations().map(\.title) == ["Lisbon (web)"])
+        #expect(await chat.conversations(query: nil, cursor: nil, limit: nil).conversations.first?.version == 3, "keeping appd's sends nothing")
     }
 }

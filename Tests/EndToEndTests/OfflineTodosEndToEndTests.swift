@@ -187,6 +187,47 @@ import TestSupport
     }
 }
 
+extension OfflineTodosEndToEndTests {
+    /// Conversations offline against appd: made and renamed while appd is down, sent once
+    /// each when it is back (the ids the app made are appd's), and a rename made elsewhere
+    /// meanwhile is a conflict the app resolves.
+    @Test func conversationsMadeOfflineLandOnceAndConflictsAreHeld() async throws {
+        let port = try freeTCPPort()
+        let flags = ["--http-listen", "127.0.0.1:\(port)"]
+        let daemon = try await Daemon.start(flags)
+        let phoneClient = Self.client(port), webClient = Self.client(port)
+        try await Self.signUp(phoneClient, "fay@example.com")
+        _ = try await webClient.call(AuthInterface.SignIn(email: "fay@example.com", password: "correct horse battery"))
+        let phone = OfflineConversations(service: phoneClient.chat, store: InMemoryOfflineConversationsStore())
+        try await phone.sync()
+        #expect(await daemon.stop() == 0)
+        daemon.keepDirectory = true
+
+        let trip = try await phone.create(title: "trip")
+        try await phone.rename(id: trip.id, title: "trip to Lisbon")
+        let scratch = try await phone.create(title: "scratch")
+        try await phone.delete(id: scratch.id)
+        await #expect(throws: (any Error).self) { try await phone.sync() }
+        let restarted = try await Daemon.start(flags, directory: daemon.directory)
+        let report = try await phone.sync()
+        #expect(report.sent == 4 && report.conflicts == 0 && report.rejected == 0, "\(report)")
+        let listed = try await webClient.call(ChatInterface.ListConversations()).conversations
+        #expect(listed.map(\.id) == [trip.id] && listed.first?.title == "trip to Lisbon" && listed.first?.version == 2, "\(listed)")
+
+        _ = try await webClient.call(ChatInterface.RenameConversation(id: trip.id, title: "Lisbon (web)"))
+        try await phone.rename(id: trip.id, title: "Lisbon (phone)")
+        #expect(try await phone.sync().conflicts == 1)
+        let conflict = try #require(try await phone.snapshot().conflicts.first)
+        #expect(conflict.server.title == "Lisbon (web)" && conflict.mine?.title == "Lisbon (phone)")
+        try await phone.resolve(trip.id, .keepMine)
+        try await phone.sync()
+        let now = try await webClient.call(ChatInterface.ListConversations()).conversations
+        #expect(now.first?.title == "Lisbon (phone)" && now.first?.version == 4)
+        #expect(try await phone.conversations() == now)
+        #expect(await restarted.stop() == 0)
+    }
+}
+
 /// A todos service whose process dies after `after` writes: the next write reaches appd, then
 /// the reply is lost with the process and every later call fails.
 actor Dying: TodosServing {

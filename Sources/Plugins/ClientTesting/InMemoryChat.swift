@@ -6,12 +6,20 @@ import Foundation
 /// Conversations in memory, with a scripted assistant: `send` stores the user's message, then
 /// streams `reply(text)` word by word as appd streams a model's reply (the id first, then the
 /// pieces, then the stored message). `failNextSend(with:)` makes the next send fail (a 402
-/// paywall, say). For a chat view model's tests.
+/// paywall, say). Conversations follow appd's rules for an offline list: versions, conflicts,
+/// idempotency keys, a change feed with tombstones and live signals. For a chat view model's
+/// tests.
 public actor InMemoryChat: ChatServing {
     private var conversations: [String: Conversation] = [:]
     private var messages: [String: [ChatMessage]] = [:]
     private var nextFailure: (any Error)?
     private let reply: @Sendable (String) -> String
+    /// Each conversation's last change on the feed (a deletion keeps its tombstone).
+    private var feed: [String: (seq: Int64, deleted: Bool)] = [:]
+    private var seq: Int64 = 0
+    private var outcomes: [String: Result<Conversation?, any Error>] = [:]
+    private var listeners: [Int: AsyncThrowingStream<Int64, any Error>.Continuation] = [:]
+    private var nextListener = 0
 
     public init(reply: @escaping @Sendable (String) -> String = { "You said: \($0)" }) {
         self.reply = reply
@@ -20,16 +28,19 @@ public actor InMemoryChat: ChatServing {
     /// The next `send` throws `error` before anything is stored.
     public func failNextSend(with error: any Error) { nextFailure = error }
 
-    public func createConversation(title: String?, id: String?, temporary: Bool) throws -> Conversation {
-        let id = id ?? Conversation.newID()
-        if let existing = conversations[id] {
-            guard existing.title == title else { throw ChatError.conflict(conversation: existing) }
-            return existing
-        }
-        let now = WallTime.now().rfc3339
-        let conversation = Conversation(id: id, title: title, createdAt: now, updatedAt: now, version: 1, temporary: temporary)
-        conversations[id] = conversation
-        return conversation
+    public func createConversation(title: String?, id: String?, temporary: Bool, idempotencyKey: String?) throws -> Conversation {
+        try once(idempotencyKey) {
+            let id = id ?? Conversation.newID()
+            if let existing = conversations[id] {
+                guard existing.title == title else { throw ChatError.conflict(conversation: existing) }
+                return existing
+            }
+            let now = WallTime.now().rfc3339
+            let conversation = Conversation(id: id, title: title, createdAt: now, updatedAt: now, version: 1, temporary: temporary)
+            conversations[id] = conversation
+            if !temporary { record(id, deleted: false) }
+            return conversation
+        }!
     }
 
     public func conversations(query: String?, cursor: String?, limit: Int?) -> ChatInterface.ListConversations.Reply {
@@ -38,21 +49,43 @@ public actor InMemoryChat: ChatServing {
         return ChatInterface.ListConversations.Reply(conversations: Array(all.prefix(limit ?? 50)))
     }
 
-    public func rename(conversationId: String, title: String, expectedVersion: Int64?) throws -> Conversation {
-        guard var conversation = conversations[conversationId] else { throw ChatError.notFound }
-        if let expectedVersion, expectedVersion != conversation.version { throw ChatError.conflict(conversation: conversation) }
-        conversation.title = title
-        conversation.version += 1
-        conversation.updatedAt = WallTime.now().rfc3339
-        conversations[conversationId] = conversation
-        return conversation
+    public func rename(conversationId: String, title: String, expectedVersion: Int64?, idempotencyKey: String?) throws -> Conversation {
+        try once(idempotencyKey) {
+            guard var conversation = conversations[conversationId] else { throw ChatError.notFound }
+            if let expectedVersion, expectedVersion != conversation.version { throw ChatError.conflict(conversation: conversation) }
+            conversation.title = title
+            conversation.version += 1
+            conversation.updatedAt = WallTime.now().rfc3339
+            conversations[conversationId] = conversation
+            record(conversationId, deleted: false)
+            return conversation
+        }!
     }
 
-    public func delete(conversationId: String, expectedVersion: Int64?) throws {
-        guard let conversation = conversations[conversationId] else { throw ChatError.notFound }
-        if let expectedVersion, expectedVersion != conversation.version { throw ChatError.conflict(conversation: conversation) }
-        conversations[conversationId] = nil
-        messages[conversationId] = nil
+    public func delete(conversationId: String, expectedVersion: Int64?, idempotencyKey: String?) throws {
+        _ = try once(idempotencyKey) {
+            guard let conversation = conversations[conversationId] else { throw ChatError.notFound }
+            if let expectedVersion, expectedVersion != conversation.version { throw ChatError.conflict(conversation: conversation) }
+            conversations[conversationId] = nil
+            messages[conversationId] = nil
+            record(conversationId, deleted: true)
+            return nil
+        }
+    }
+
+    public func conversationChanges(after cursor: Int64?, limit: Int?) -> ChatInterface.Changes.Reply {
+        let after = feed.filter { $0.value.seq > (cursor ?? 0) && (cursor != nil || !$0.value.deleted) }.sorted { $0.value.seq < $1.value.seq }
+        let page = after.prefix(min(max(limit ?? 100, 1), 500))
+        let changes = page.map { id, entry in
+            ConversationChange(seq: entry.seq, id: id, deleted: entry.deleted, conversation: entry.deleted ? nil : conversations[id])
+        }
+        return ChatInterface.Changes.Reply(changes: changes, nextCursor: changes.last?.seq ?? cursor ?? seq, more: page.count < after.count)
+    }
+
+    public nonisolated func conversationSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Int64.self, throwing: (any Error).self)
+        Task { await self.listen(continuation, after: cursor) }
+        return stream
     }
 
     public func history(conversationId: String, cursor: String?, limit: Int?) throws -> ChatInterface.History.Reply {
@@ -87,6 +120,30 @@ public actor InMemoryChat: ChatServing {
     public func cancel(messageId: String) {}
 
     // MARK: -
+
+    private func listen(_ continuation: AsyncThrowingStream<Int64, any Error>.Continuation, after cursor: Int64) {
+        for entry in feed.values.map(\.seq).sorted() where entry > cursor { continuation.yield(entry) }
+        let id = nextListener
+        nextListener += 1
+        listeners[id] = continuation
+        continuation.onTermination = { _ in Task { await self.forget(id) } }
+    }
+
+    private func forget(_ id: Int) { listeners[id] = nil }
+
+    private func record(_ id: String, deleted: Bool) {
+        seq += 1
+        feed[id] = (seq, deleted)
+        for listener in listeners.values { listener.yield(seq) }
+    }
+
+    /// The first outcome of a call with `key`, for every retry with it.
+    private func once(_ key: String?, _ body: () throws -> Conversation?) throws -> Conversation? {
+        if let key, let outcome = outcomes[key] { return try outcome.get() }
+        let outcome = Result(catching: body)
+        if let key { outcomes[key] = outcome }
+        return try outcome.get()
+    }
 
     private func start(conversationId: String, text: String) throws -> (String, [String]) {
         if let failure = nextFailure {

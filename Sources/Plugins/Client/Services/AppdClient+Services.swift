@@ -47,7 +47,15 @@ public struct AppdTodos: TodosServing {
         try await client.call(TodosInterface.Changes(cursor: cursor, limit: limit))
     }
     public func changeSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
-        let events = client.subscribe(topics: ["todos.>"], since: cursor)
+        client.sequenceNumbers(of: ["todos.>"], after: cursor)
+    }
+}
+
+extension AppdClient {
+    /// The log position of each of the user's events of `topics` after `cursor`, then live
+    /// (resumed as `subscribe` is): what an offline repository pulls its feed on.
+    func sequenceNumbers(of topics: [String], after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
+        let events = subscribe(topics: topics, since: cursor)
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
@@ -103,17 +111,24 @@ public struct AppdAuth: AuthServing {
 public struct AppdChat: ChatServing {
     public let client: AppdClient
 
-    public func createConversation(title: String?, id: String?, temporary: Bool) async throws -> Conversation {
-        try await client.call(ChatInterface.CreateConversation(title: title, id: id, temporary: temporary ? true : nil)).conversation
+    public func createConversation(title: String?, id: String?, temporary: Bool, idempotencyKey: String?) async throws -> Conversation {
+        try await client.call(ChatInterface.CreateConversation(title: title, id: id, temporary: temporary ? true : nil), idempotencyKey: idempotencyKey).conversation
     }
     public func conversations(query: String?, cursor: String?, limit: Int?) async throws -> ChatInterface.ListConversations.Reply {
         try await client.call(ChatInterface.ListConversations(query: query, cursor: cursor, limit: limit))
     }
-    public func rename(conversationId: String, title: String, expectedVersion: Int64?) async throws -> Conversation {
-        try await client.call(ChatInterface.RenameConversation(id: conversationId, title: title, expectedVersion: expectedVersion)).conversation
+    public func rename(conversationId: String, title: String, expectedVersion: Int64?, idempotencyKey: String?) async throws -> Conversation {
+        try await client.call(ChatInterface.RenameConversation(id: conversationId, title: title, expectedVersion: expectedVersion), idempotencyKey: idempotencyKey)
+            .conversation
     }
-    public func delete(conversationId: String, expectedVersion: Int64?) async throws {
-        _ = try await client.call(ChatInterface.DeleteConversation(id: conversationId, expectedVersion: expectedVersion))
+    public func delete(conversationId: String, expectedVersion: Int64?, idempotencyKey: String?) async throws {
+        _ = try await client.call(ChatInterface.DeleteConversation(id: conversationId, expectedVersion: expectedVersion), idempotencyKey: idempotencyKey)
+    }
+    public func conversationChanges(after cursor: Int64?, limit: Int?) async throws -> ChatInterface.Changes.Reply {
+        try await client.call(ChatInterface.Changes(cursor: cursor, limit: limit))
+    }
+    public func conversationSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
+        client.sequenceNumbers(of: [ChatConversationCreated.topic, ChatConversationRenamed.topic, ChatConversationDeleted.topic], after: cursor)
     }
     public func history(conversationId: String, cursor: String?, limit: Int?) async throws -> ChatInterface.History.Reply {
         try await client.call(ChatInterface.History(conversationId: conversationId, cursor: cursor, limit: limit))

@@ -12,7 +12,7 @@ import Testing
         NoHandler(method: "m"), DeadlineExceeded(method: "m"), RequirementUnavailable(method: "m", requirement: .admin),
         InvalidParameters(method: "m", parameter: "p", reason: "r"), WrongCallShape(method: "m", streaming: true),
         WrongCallShape(method: "m", streaming: false), SubscriptionOverflow(capacity: 1), InvalidTopic(topic: "t", reason: "r"),
-        InvalidEventPayload(topic: "t", reason: "r"), TopicOwned(topic: "t", publisher: "p"), InterfaceNotFound(interface: "i"),
+        InvalidEventPayload(topic: "t", reason: "r"), TopicOwned(topic: "t", publisher: "p"), TopicNotDeclared(topic: "t", plugin: "p"), InterfaceNotFound(interface: "i"),
         TooManyStreams(limit: 1), StreamLifetimeEnded(seconds: 1), RateLimited(retryAfterSeconds: 1),
         MethodNotFound(method: "m"), PermissionDenied(reason: "r"), InternalError(messageID: "1"),
         PoolRefusal.busy(pool: "p", queueLimit: 1), PoolRefusal.closed(pool: "p"),

@@ -25,6 +25,11 @@ import TestSupport
         #expect(me.stdout.contains("\"email\":\"ada@example.com\""))
         #expect(!me.stdout.contains("Token"))
         #expect(try await ctl(["--json", "onboard"]).stdout.contains("\"onboarded\":true"))
+        // Sign-up signed in once: one session, one auth.signedIn (rating counts them).
+        let signedIn = try await run(
+            Binaries.appctl, ["--socket", daemon.socket, "--json", "events", "tail", "--since", "0", "auth.signedIn"],
+            environment: ["XDG_CONFIG_HOME": config], timeout: 2)
+        #expect(signedIn.stdout.components(separatedBy: "\"auth.signedIn\"").count - 1 == 1, "\(signedIn)")
 
         let wrong = try await ctl(["login", "ada@example.com", "--password-stdin"], stdin: "not it\n")
         #expect(wrong.status == 1)

@@ -72,6 +72,25 @@ import TestSupport
         return status
     }
 
+    /// A plugin whose manifest does not let it publish what it publishes: its caller gets
+    /// appd's refusal with what to fix (TopicNotDeclared naming the topic, 403), not an
+    /// InternalError.
+    @Test func aPublishTheManifestDoesNotAllowReachesTheCallerWithItsReason() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins", changes: ["http": ["io.appd.examples.Greeter.Hello"], "publishes": ["other.>"]])
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"], directory: dir)
+        _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
+        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "bo@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+        let signIn = try await httpPost(port: port, path: "/v1/io.appd.Auth/SignIn", body: #"{"email":"bo@example.com","password":"a password"}"#)
+        let session = (try JSONSerialization.jsonObject(with: Data(signIn.body.utf8)) as? [String: Any])?["session"] as? [String: Any]
+        let hello = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: "{}", token: session?["accessToken"] as? String ?? "")
+        #expect(hello.status == 403, "\(hello)")
+        #expect(hello.body.contains("io.appd.Bus.TopicNotDeclared") && hello.body.contains(#""topic":"greeter.greeted""#), "\(hello)")
+        #expect(!hello.body.contains("InternalError"), "\(hello)")
+        #expect(await daemon.stop() == 0)
+    }
+
     /// Over the HTTP API only the methods the manifest lists under "http" are routed; the
     /// plugin sees the HTTP caller as a user with no uid.
     @Test func onlyMethodsMarkedForHTTPAreRoutedThere() async throws {
@@ -139,7 +158,7 @@ import TestSupport
         let allowed = try await Self.ctl(daemon, ["--json", "greeter", "publish", "--topic", "greeter.test"])
         #expect(allowed.stdout.contains(#""published":true"#), "\(allowed)")
         let denied = try await Self.ctl(daemon, ["--json", "greeter", "publish", "--topic", "auth.userSignedUp"])
-        #expect(denied.stdout.contains(#""published":false"#) && denied.stdout.contains("PermissionDenied"), "\(denied)")
+        #expect(denied.stdout.contains(#""published":false"#) && denied.stdout.contains("TopicNotDeclared"), "\(denied)")
 
         // A slow call hits the plugin's call timeout; other calls keep being served meanwhile.
         let socket = daemon.socket, config = daemon.directory + "/config"

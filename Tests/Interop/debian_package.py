@@ -8,7 +8,7 @@ sign-up and a todo) and keeps its data in /var/lib/appd; apt purge removes the p
 configuration and its state.
 
 This machine's systemd is not PID 1, so the units are verified, not started: the daemon is
-started the way the unit would start it (its user, its flags) by hand.
+started with the unit's own ExecStart line, as the unit's user, and reloaded with its ExecReload.
 
 Usage: debian_package.py REPO_ROOT
 """
@@ -16,11 +16,14 @@ import json
 import os
 import pwd
 import grp
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 from harness import check, finish
 
@@ -99,26 +102,42 @@ def check_installed():
 
 
 def run_installed():
-    """The installed appd as the unit would run it: user appd, the installed config (its data in
-    /var/lib/appd), a socket of its own (the unit's /run/appd comes from appd.socket)."""
-    run_dir = tempfile.mkdtemp(prefix="appd-deb-run-")
-    user = pwd.getpwnam("appd")
-    os.chown(run_dir, user.pw_uid, user.pw_gid)
-    sock = os.path.join(run_dir, "appd.sock")
-    daemon = subprocess.Popen(["setpriv", "--reuid=appd", "--regid=appd", "--init-groups", "--", "/usr/bin/appd", "--config", "/etc/appd/appd.json",
-                               "--socket", sock], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    """The installed appd as the unit runs it: the unit's ExecStart, word for word, as the unit's
+    user, so what it reads is what systemd would make it read — /etc/appd/appd.json, whose
+    socket, data directory and admin group it takes. A setting added to the conffile (an HTTP
+    listener) takes effect at start, and one changed and reloaded with the unit's ExecReload
+    signal (logLevel) takes effect without a restart. /run/appd is made as appd.socket would."""
+    unit = open("/lib/systemd/system/appd.service").read()
+    exec_start = shlex.split(next(line for line in unit.splitlines() if line.startswith("ExecStart="))[len("ExecStart="):])
+    unit_user = next(line for line in unit.splitlines() if line.startswith("User=")).split("=", 1)[1]
+    check("the unit names its config file (appd reads no default file as a non-root user)",
+          exec_start[1:] == ["--config", "/etc/appd/appd.json"], " ".join(exec_start))
+    user = pwd.getpwnam(unit_user)
+    os.makedirs("/run/appd", exist_ok=True)
+    os.chown("/run/appd", user.pw_uid, user.pw_gid)
+    conffile = "/etc/appd/appd.json"
+    original = open(conffile).read()
+    settings = json.loads(original)
+    port = free_port()
+    settings["httpListen"] = f"127.0.0.1:{port}"
+    write_keeping_mode(conffile, json.dumps(settings, indent=2))
+    log_path = tempfile.mktemp(prefix="appd-deb-log-")
+    log = open(log_path, "w")
+    daemon = subprocess.Popen(["setpriv", f"--reuid={unit_user}", f"--regid={unit_user}", "--init-groups", "--", *exec_start],
+                              stdout=subprocess.DEVNULL, stderr=log, text=True)
     try:
         # appctl talks only to a daemon it trusts: one running as appd is named (--expect-uid), as
-        # an operator would for a socket outside /run/appd.
-        expect = ["--socket", sock, "--expect-uid", str(user.pw_uid)]
+        # an operator outside the group would.
+        expect = ["--socket", "/run/appd/appd.sock", "--expect-uid", str(user.pw_uid)]
         ctl = lambda *args: run(["/usr/bin/appctl", *expect, *args])
         deadline = time.time() + 20
         while time.time() < deadline and ctl("ping").returncode != 0:
             time.sleep(0.1)
         pong = ctl("ping")
         if pong.returncode != 0 and daemon.poll() is not None:
-            print(f"appd exited {daemon.returncode}: {daemon.stderr.read()[-2000:]}")
-        check("the installed appctl reaches the installed appd (started as appd)", pong.returncode == 0 and "pong" in pong.stdout, pong.stderr)
+            print(f"appd exited {daemon.returncode}: {open(log_path).read()[-2000:]}")
+        check("the installed appctl reaches the installed appd (the unit's ExecStart, as appd) on the conffile's socket",
+              pong.returncode == 0 and "pong" in pong.stdout, pong.stderr)
         status = ctl("--json", "status")
         try:
             report = json.loads(status.stdout)
@@ -126,6 +145,20 @@ def run_installed():
             report = {}
         check("appd keeps its data in /var/lib/appd (from /etc/appd/appd.json)",
               report.get("paths", {}).get("dataDirectory") == "/var/lib/appd" and os.path.exists("/var/lib/appd/appd.db"), status.stdout[-1500:])
+        try:
+            answered = urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=10).status
+        except OSError as error:
+            answered = str(error)
+        check("a setting added to the conffile takes effect (its httpListen answers)", answered == 200, f"{answered}; log: {open(log_path).read()[-1500:]}")
+        settings["logLevel"] = "debug"
+        write_keeping_mode(conffile, json.dumps(settings, indent=2))
+        reload_command = next(line for line in unit.splitlines() if line.startswith("ExecReload=")).split("=", 1)[1]
+        reloaded = run(["bash", "-c", reload_command.replace("$MAINPID", str(daemon.pid))])
+        deadline = time.time() + 10
+        while time.time() < deadline and "logLevel info -> debug" not in open(log_path).read():
+            time.sleep(0.1)
+        check("a conffile change and the unit's reload take effect (logLevel info -> debug)",
+              reloaded.returncode == 0 and "logLevel info -> debug" in open(log_path).read(), open(log_path).read()[-1500:])
         plugins = ctl("--json", "plugins").stdout
         check("its six plugins run", all(f'"{name}"' in plugins for name in ("auth", "todos", "payments", "chat", "rating", "settings"))
               and plugins.count('"running"') >= 5, plugins[-1500:])
@@ -145,7 +178,21 @@ def run_installed():
         if daemon.poll() is None:
             daemon.kill()
             daemon.wait()
-        shutil.rmtree(run_dir, ignore_errors=True)
+        write_keeping_mode(conffile, original)
+        log.close()
+        os.unlink(log_path)
+
+
+def write_keeping_mode(path, text):
+    """Rewrites a file in place: its owner, group and mode (0640 root:appd) stay."""
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 if __name__ == "__main__":

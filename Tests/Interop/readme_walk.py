@@ -30,7 +30,6 @@ WALK = [
     ("swift run appd", "skip: the first of the two commands; CI builds with swift build and runs appd below"),
     ("swift test", "skip: CI runs it as its own step"),
     ("// Package.swift of the app", "skip: Swift package manifest lines for an app's package"),
-    ("// Swift, in the app", "skip: Swift code in an app; Tests/EndToEndTests/AppdClientTests.swift runs the same flow against the real appd"),
     ("sudo apt-get install", "skip: CI installs the packages itself"),
     ("VENV=$(", "skip: the virtualenv way; the plugin suites make their own venv"),
     ("swift build", "run"),

@@ -127,17 +127,35 @@ public actor PluginHost: Service {
             sorted = (try? PluginOrder.sorted(manifests.filter { !error.plugins.contains($0.name) })) ?? []
         }
         order = sorted.map(\.name)
-        for manifest in sorted { await start(manifest.name) }
+        // Every plugin's handlers first, then every plugin's services: a service (a durable
+        // consumer resuming a job cut by a crash) may call any plugin's handler from its first
+        // moment, so none runs before all are installed.
+        var services: [(String, [any Service])] = []
+        for manifest in sorted {
+            if let started = await start(manifest.name) { services.append((manifest.name, started)) }
+        }
+        for (name, list) in services { launch(list, of: name) }
     }
 
-    private func start(_ name: String) async {
-        guard let entry = entries[name], entry.supervision.state == .starting else { return }
+    private func launch(_ services: [any Service], of name: String) {
+        for service in services {
+            let task = Task { await self.supervise(service, of: name) }
+            entries[name]?.services.append(task)
+        }
+    }
+
+    /// Starts a plugin: its migrations, its start, its handlers and interface. Returns the
+    /// services it runs, for the caller to launch (nil when it did not start).
+    private func start(_ name: String) async -> [any Service]? {
+        guard let entry = entries[name], entry.supervision.state == .starting else { return nil }
         for dependency in entry.plugin.manifest.dependencies {
             guard let other = entries[dependency] else {
-                return fail(name, "depends on '\(dependency)', which is not installed")
+                fail(name, "depends on '\(dependency)', which is not installed")
+                return nil
             }
             guard other.supervision.state == .running || other.supervision.state == .degraded else {
-                return fail(name, "skipped: its dependency '\(dependency)' is \(other.supervision.state.rawValue)")
+                fail(name, "skipped: its dependency '\(dependency)' is \(other.supervision.state.rawValue)")
+                return nil
             }
         }
         let plugin = entry.plugin
@@ -162,15 +180,13 @@ public actor PluginHost: Service {
             entries[name]?.handlers = handlers
         } catch {
             logger.error("plugin failed to start", metadata: ["plugin": name, "error": "\(error)"])
-            return fail(name, "\(error)")
+            fail(name, "\(error)")
+            return nil
         }
         entries[name]?.supervision.running()
         started.append(name)
         logger.info("plugin running", metadata: ["plugin": name, "version": plugin.manifest.version])
-        for service in plugin.services(context) {
-            let task = Task { await self.supervise(service, of: name) }
-            entries[name]?.services.append(task)
-        }
+        return plugin.services(context)
     }
 
     private func fail(_ name: String, _ reason: String) {
@@ -213,14 +229,20 @@ public actor PluginHost: Service {
 
     // MARK: Stop
 
-    /// Stops running plugins in reverse start order.
+    /// Stops running plugins: every service, then each plugin in reverse start order.
     public func stopAll() async {
+        // Every plugin's services first (a consumer mid-job may still call any plugin), then
+        // each plugin's handlers and its stop, in reverse start order.
         for name in started.reversed() {
-            guard let entry = entries[name] else { continue }
-            for task in entry.services { task.cancel() }
-            for task in entry.services {
+            for task in entries[name]?.services ?? [] { task.cancel() }
+        }
+        for name in started.reversed() {
+            for task in entries[name]?.services ?? [] {
                 _ = try? await withTimeout(options.stopTimeout, "stop") { await task.value }
             }
+        }
+        for name in started.reversed() {
+            guard let entry = entries[name] else { continue }
             // Its interface and handlers go first: nothing new reaches a stopping plugin.
             if let served = entry.served { dispatcher?.unregister(interface: served) }
             entry.handlers?.deactivate(on: context.bus)

@@ -46,12 +46,17 @@ public final class AppdConnection: Sendable {
     }
 }
 
-/// appd answered a call with an error, or could not be reached as this plugin.
-public struct AppdCallFailed: Error, Equatable, CustomStringConvertible {
+/// appd answered a call with an error, or could not be reached as this plugin. A handler that
+/// lets it through answers its own caller with that error, name and parameters as appd gave
+/// them (a publish the manifest does not allow is `org.varlink.service.PermissionDenied` with
+/// its reason, not an InternalError).
+public struct AppdCallFailed: WireError, Equatable {
     public let method: String
     /// The varlink error name (`io.appd.Bus.PermissionDenied`, …).
     public let error: String
     public let parameters: JSONValue
 
     public var description: String { "\(method): \(error) \(parameters)" }
+    public var wireName: String { error }
+    public var wireParameters: [String: JSONValue] { parameters.objectValue ?? [:] }
 }

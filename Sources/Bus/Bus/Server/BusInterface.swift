@@ -115,6 +115,11 @@ public enum BusInterface {
         # category: forbidden
         error TopicOwned (topic: string, publisher: string)
 
+        # The plugin's manifest does not declare the topic under "publishes": add it there
+        # (a pattern like notes.> covers a family) and restart the plugin.
+        # category: forbidden
+        error TopicNotDeclared (topic: string, plugin: string)
+
         # The account already holds 'limit' event streams; close one, or ask for several
         # topics in one stream.
         # category: tooManyRequests
@@ -212,7 +217,7 @@ public enum BusInterface {
         try bus.register(Publish.self) { command, envelope in
             let scope = envelope.caller.connection?.pluginScope
             if let scope, !scope.mayPublish(command.topic) {
-                throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not publish \(command.topic); declare it under \"publishes\"")
+                throw TopicNotDeclared(topic: command.topic, plugin: scope.plugin)
             }
             // A plugin's event types are published by that plugin alone: an admin script that
             // could publish a durable auth.accountDeleted would erase a live user's data.

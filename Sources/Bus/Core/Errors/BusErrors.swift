@@ -132,6 +132,21 @@ public struct TopicOwned: WireError, Equatable {
     }
 }
 
+/// A plugin published a topic its manifest does not declare under "publishes".
+public struct TopicNotDeclared: WireError, Equatable {
+    public let topic: String
+    public let plugin: String
+    public init(topic: String, plugin: String) {
+        self.topic = topic
+        self.plugin = plugin
+    }
+    public var wireName: String { "io.appd.Bus.TopicNotDeclared" }
+    public var wireParameters: [String: JSONValue] { ["topic": .string(topic), "plugin": .string(plugin)] }
+    public var description: String {
+        "plugin '\(plugin)' may not publish \(topic); declare it under \"publishes\" in its plugin.json"
+    }
+}
+
 /// The account already holds as many event streams as it may.
 public struct TooManyStreams: WireError, Equatable {
     public let limit: Int

@@ -30,7 +30,8 @@ struct Greeter {
             handlers.handle(G.Hello.self) { command, _ in
                 let count = counter.increment(for: command.caller?.userId)
                 let who = command.name ?? command.caller?.email ?? "stranger"
-                try? await appd?.publish(topic: "greeter.greeted", payload: ["name": .string(who), "count": .int(Int64(count))])
+                // appd's refusal (a topic the manifest does not allow) reaches the caller as itself.
+                try await appd?.publish(topic: "greeter.greeted", payload: ["name": .string(who), "count": .int(Int64(count))])
                 return .init(greeting: "Hello, \(who)!", userId: command.caller?.userId, roles: command.caller?.roles ?? [])
             }
             handlers.handle(G.Slow.self) { command, _ in

@@ -25,8 +25,11 @@ struct AppdOptions {
             \(usage)
 
             OPTIONS:
-              --config <file>               A JSON file of settings (default: \(ConfigLoader.defaultFile() ?? "none, HOME is unset") when it
-                                            exists, or $APPD_CONFIG).
+              --config <file>               A JSON file of settings. Default: $APPD_CONFIG; else, when it
+                                            exists, /etc/appd/appd.json as root and
+                                            $XDG_CONFIG_HOME/appd/appd.json (~/.config/appd/appd.json) as
+                                            any other user. The systemd unit passes --config
+                                            /etc/appd/appd.json.
               --print-config                Print the effective configuration as JSON and exit.
 
             SETTINGS (flag, then its key in the config file and its environment variable):

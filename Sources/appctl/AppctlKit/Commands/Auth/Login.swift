@@ -16,7 +16,11 @@ struct Login: Leaf {
     }
 
     static func signIn(email: String, password: String, context: Context) throws(AppctlError) -> Int32 {
-        let session = try context.call(AuthInterface.SignIn(email: email, password: password)).session
+        try keep(context.call(AuthInterface.SignIn(email: email, password: password)).session, context: context)
+    }
+
+    /// Saves `session` as this socket's and says who is signed in.
+    static func keep(_ session: Session, context: Context) throws(AppctlError) -> Int32 {
         try SessionStore.standard().save(
             .init(accessToken: session.accessToken, refreshToken: session.refreshToken, email: session.user.email), for: context.options.socketPath)
         if context.options.json {

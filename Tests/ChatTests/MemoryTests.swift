@@ -165,6 +165,14 @@ extension PluginHarness {
             // Another user's memory is not found; empty text is refused.
             await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.DeleteMemory(id: added.id), as: bob) }
             await expectChatError("ValidationFailed") { _ = try await h.bus.send(ChatInterface.AddMemory(text: "  "), as: ada) }
+            // What a model proposes is kept with its control characters made spaces, then cut.
+            #expect(ChatRepository.cut("Name is \u{1b}[2JBo\u{0}", 100) == "Name is  [2JBo ")
+            #expect(ChatRepository.cut("héllo wörld", 5) == "héllo")
+            // Control characters are refused, as in display names: NUL, an escape sequence, C1.
+            for text in ["a\u{0}b", "red \u{1b}[31m text", "next\u{85}line"] {
+                await expectChatError("ValidationFailed") { _ = try await h.bus.send(ChatInterface.AddMemory(text: text), as: ada) }
+                await expectChatError("ValidationFailed") { _ = try await h.bus.send(ChatInterface.UpdateMemory(id: memories[0].id, text: text), as: ada) }
+            }
             _ = try await h.bus.send(ChatInterface.DeleteMemory(id: added.id), as: ada)
             memories = try await h.memories(ada)
             #expect(memories.map(\.text).sorted() == ["I run marathons", "Speaks Portuguese and Spanish"])

@@ -103,8 +103,10 @@ extension ChatRepository {
 
     /// The first `characters` Unicode scalars of what the model proposed (a prefix of
     /// grapheme clusters would let one cluster carry a megabyte).
+    /// A model-made memory as kept: control characters (a model can be talked into an escape
+    /// sequence) become spaces, then at most `characters` scalars.
     static func cut(_ text: String, _ characters: Int) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(characters)))
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix(characters).map { $0.properties.generalCategory == .control ? " " : $0 }))
     }
 
     private static func insertMemory(_ tx: any Transaction, owner: String, id: String, text: String, source: MemorySource?, now: Int64) throws {

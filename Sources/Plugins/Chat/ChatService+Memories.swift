@@ -70,6 +70,8 @@ extension ChatService {
         let text = raw.trimmingWhitespace()
         guard !text.isEmpty else { throw .validation("text", "is empty") }
         if let problem = TextLimit(characters: options.maxMemoryCharacters).violation(of: text) { throw .validation("text", problem) }
+        // As display names: a memory is shown in apps and terminals and sent to the model.
+        guard !text.containsControlCharacters else { throw .validation("text", "contains a control character (such as a terminal escape)") }
         return text
     }
 

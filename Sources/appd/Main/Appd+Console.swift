@@ -12,7 +12,7 @@ extension Appd {
         var service: ConsoleService?
         if let listen = config.console.listen {
             let (address, fd) = try bind(
-                listen, key: "consoleListen", logger: logger,
+                listen, key: "consoleListen", backlog: config.listenBacklog, logger: logger,
                 warning: "the console listens on a non-loopback address; keep it on loopback, or put the TLS proxy in front and set consoleUrl to its https address")
             let console = Console(options: config.console, dispatcher: dispatcher, trail: trail, logger: Logger(label: "appd.console"))
             do {

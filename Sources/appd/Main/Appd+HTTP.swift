@@ -18,7 +18,7 @@ extension Appd {
     ) async throws -> HTTPAPIService? {
         guard let listen = config.httpListen else { return nil }
         let (address, fd) = try bind(
-            listen, key: "httpListen", logger: logger, warning: "the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front")
+            listen, key: "httpListen", backlog: config.listenBacklog, logger: logger, warning: "the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front")
         // What the running plugins serve (auth: /webhooks/apple; payments: /webhooks/<provider>).
         let routes = await host.httpRoutes()
         var webhooks: HTTPServer.Handler?
@@ -57,12 +57,12 @@ extension Appd {
 
     /// Binds a TCP listener of `key` (a bind failure stops appd: exit 78, a configuration
     /// error), logging `warning` when it is not on loopback.
-    static func bind(_ listen: String, key: String, logger: Logger, warning: String) throws -> (HTTPListenAddress, Int32) {
+    static func bind(_ listen: String, key: String, backlog: Int, logger: Logger, warning: String) throws -> (HTTPListenAddress, Int32) {
         let address: HTTPListenAddress
         let fd: Int32
         do {
             address = try HTTPListenAddress(listen)
-            fd = try address.listen()
+            fd = try address.listen(backlog: ListenBacklog.resolve(backlog))
         } catch {
             throw StartFailure("\(key): \(error)", exitCode: 78)
         }

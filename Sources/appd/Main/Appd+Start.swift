@@ -147,7 +147,8 @@ extension Appd {
         let listener: ListeningSocket
         do {
             listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: config.socket) }
-                ?? ListeningSocket.bind(path: config.socket, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup)
+                ?? ListeningSocket.bind(
+                    path: config.socket, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup, backlog: ListenBacklog.resolve(config.listenBacklog))
         } catch {
             throw StartFailure("\(error)")
         }

@@ -32,6 +32,8 @@ struct AppdConfig: Sendable {
     /// Calls each signed-in account may make a minute (0: no limit), and its burst.
     var accountCallsPerMinute = 1200
     var accountCallBurst = 300
+    /// Connections a listening socket queues before appd accepts them; 0: the kernel's ceiling.
+    var listenBacklog = 0
     /// Todos one account may hold.
     var todosPerUser = 10_000
     /// MiB of text (todos, chats, memories) one account may keep; 0: no limit.
@@ -246,6 +248,7 @@ struct AppdConfig: Sendable {
             "httpMaxStreamsPerClient": .int(Int64(http.maxStreamsPerClient)),
             "accountCallsPerMinute": .int(Int64(accountCallsPerMinute)),
             "accountCallBurst": .int(Int64(accountCallBurst)),
+            "listenBacklog": .int(Int64(listenBacklog)),
             "todosPerUser": .int(Int64(todosPerUser)),
             "accountStorageMB": .int(Int64(accountStorageMB)),
             "exportEventsMB": .int(Int64(exportEventsMB)),

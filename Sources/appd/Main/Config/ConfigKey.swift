@@ -185,6 +185,13 @@ struct ConfigKey: Sendable {
         integer("accountCallBurst", "--account-call-burst", "Calls an account may make at once before the per-minute rate applies (default: 300).") {
             $0.accountCallBurst = $1
         },
+        ConfigKey(
+            name: "listenBacklog", flag: "--listen-backlog",
+            help: "Connections the control socket and the HTTP listeners queue before appd accepts them: a fleet reconnecting at once (default: 0, the kernel's net.core.somaxconn)."
+        ) { config, value throws(ConfigProblem) in
+            guard case .int(let n) = value, n >= 0, n <= 65535 else { throw ConfigProblem("needs a whole number from 0 to 65535") }
+            config.listenBacklog = Int(n)
+        },
         integer("todosPerUser", "--todos-per-user", "Todos one account may hold (default: 10000).") { $0.todosPerUser = $1 },
         ConfigKey(name: "accountStorageMB", flag: "--account-storage-mb", help: "MiB of text one account may keep: its todos, chats and memories together (default: 100; 0: no limit).") {
             config, value throws(ConfigProblem) in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 // Release-mode benchmarks of the in-process bus and of durable writes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// A reply shaped like `Todos.List`'s: five items of nine fields, three of them optional.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 @testable import BusCore
 @testable import Runtime
 import Glibc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// The certification client, written as appctl talks to appd: `VarlinkClient`, typed replies.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """appctl at a terminal (a real pseudo-terminal, Python's pty): a password being set is asked
 twice without echo, and two that differ change nothing; a password being checked is asked once.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Online backups and restore, with the real appd: backups made under a mixed write load each
 verify, and the one made after it restores into a fresh data directory with every table's rows
 identical (the event log included); appd killed with SIGKILL during a backup never leaves
@@ -116,6 +117,16 @@ def main():
         original = tables(os.path.join(data, "appd.db"))
         stop(proc, sock)
         original_stopped = tables(os.path.join(data, "appd.db"))
+        proc = start(appd, sock, data)
+        status = call(sock, "io.appd.Daemon.Status")["parameters"]
+        check("after a restart appctl status still shows the last backup (the newest found on disk)",
+              status.get("backups", {}).get("last") == final["path"] and status["backups"].get("lastAt") == final["createdAt"], str(status.get("backups")))
+        said = subprocess.run([os.path.join(os.path.dirname(appd), "appctl"), "--socket", sock, "backup", "verify", "--path", final["path"]],
+                              capture_output=True, text=True)
+        check("appctl backup verify says what it checked (files, bytes, SHA-256, integrity)",
+              said.returncode == 0 and said.stdout.startswith(f"verified {final['path']}: ") and "each matching its SHA-256" in said.stdout
+              and "database integrity ok" in said.stdout, said.stdout + said.stderr)
+        stop(proc, sock)
 
         restored_dir = os.path.join(root, "restored")
         out = restore(appd, final["path"], restored_dir, sock)

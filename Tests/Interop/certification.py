@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The varlink certification, both ways, with the reference implementation's own test
 (PyPI varlink: varlink/tests/test_certification.py):
 1. the reference certification client walks our server (the Bus library's VarlinkServer,

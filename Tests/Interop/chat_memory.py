@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Chat memory, a model per request and per-user settings (issue 36), through the real appd over
 HTTP.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """appd's chat provider over TLS against a local OpenAI-compatible SSE server (Python's ssl +
 http.server with a throwaway certificate): the reply streams when the certificate is trusted
 through --chat-ca-file, and fails with a certificate error (nothing sent) when it is not, or

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The operator console (issue 38) in a real browser: Debian's Chromium driven by selenium,
 against the real appd and appctl binaries.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Crash safety of the real appd: SIGKILL it at random moments during a stream of
 acknowledged durable writes, restart it, and check that every acknowledged write and its event
 are in the database and that SQLite's integrity check passes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Debian package: contrib/debian/build makes appd_<version>_<arch>.deb; Debian's lintian
 finds nothing in it (no error, no warning); apt installs it on this machine; the installed
 files, conffile, state directory, system user and group are what the package promises; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A user's data export (io.appd.Export) with the real appd: two users with data in every
 plugin (account, session, todos, a conversation with a streamed reply, an admin grant and a
 metered use, rating), then each user's export holds their rows from every plugin and the

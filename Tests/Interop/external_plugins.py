@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Python example plugin (contrib/plugins/mailer, PyPI varlink) under the real appd: appd
 spawns it, routes io.appd.examples.Mailer through its gates, and the mailer follows appd's
 events with its plugin credential. End to end: a sign-up gets a welcome message; a password

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fault and load suite against the real appd. Sections (each ends with 'N passed, N failed'):
 
   crash   SIGKILL appd at random moments, CYCLES times, under a mixed load (sign-ups, todo

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the interop suites: named checks, the closing 'N passed, N failed' line, and
 one-shot varlink calls and free ports."""
 import json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The app-facing HTTP API of the real appd, driven by third-party tools and raw HTTP:
 
 - /openapi.json is valid OpenAPI 3.1 (openapi-spec-validator);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Sign in with Apple and Google through the real appd and its HTTP API, against a test
 identity provider over real TLS (identity_provider.py: a throwaway CA, RS256 tokens minted by
 Python's `cryptography`). Checks that a valid token signs in (created, then existing); that

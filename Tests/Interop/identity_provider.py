@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A test identity provider: the one fake, at the seam of Apple's and Google's network. It
 serves each provider's JWK set over real TLS (a throwaway CA that appd is told to trust with
 --identity-ca-file, and a leaf certificate for localhost signed by it), with the caching

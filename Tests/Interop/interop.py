@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Interop with third-party varlink clients against the real appd binary.
 
 Usage: interop.py APPD_BINARY

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The example mailer delivering over SMTP to a real SMTP server (aiosmtpd from PyPI) that
 requires STARTTLS and AUTH, with a certificate from a throwaway CA the mailer is told to trust.
 The mailer runs under the real appd in its sandbox (with "network": true). Checks: a sign-up's

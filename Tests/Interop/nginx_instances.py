@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The documented deployment, for real: two appd instances on one PostgreSQL database behind
 Debian's nginx with contrib/nginx/appd.conf (TLS at nginx with a throwaway certificate, nginx
 as a non-root user on a high port). Through nginx: sign up, sign in, onboard, add todos on

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Offline clients against the real appd over HTTP (issue 32): a reply lost after the request
 was read, then a retry with the same Idempotency-Key (one todo, the same reply); 20 concurrent
 requests with one key (one effect); the same key with another body (422); two devices updating

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The payments webhook listener of the real appd, driven with real HTTP requests (urllib and
 raw sockets): signed deliveries are stored (200) and change entitlements, duplicates change
 nothing, forgeries (400), oversize bodies (413), wrong methods and paths, a slow client and

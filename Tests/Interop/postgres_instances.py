@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Two real appd processes on one PostgreSQL database, each on its own socket: what must hold
 across instances (docs/postgres.md), then the crash-kill cycles with two instances under load.
 

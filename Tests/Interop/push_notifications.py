@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The push plugin (contrib/plugins/push) through the real appd, against a fake APNs and a fake
 FCM: Hypercorn serving HTTP/2 over TLS with a throwaway CA, recording every request (the only
 fakes: the providers' network; the crypto and the protocols are real).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Walks the README's examples in order, as a newcomer would, against the binaries `swift build`
 made, from a fresh home and data directory: each command of each example block runs in one
 bash session (so variables carry from block to block, as in a terminal) and must succeed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A fleet reconnecting at once after a restart: 2,000 clients connect to appd's control socket
 and 2,000 to its HTTP listener in one burst, each with a timeout (Python's sockets then connect
 without blocking, as most clients' do), and none is refused — the listen backlog is the

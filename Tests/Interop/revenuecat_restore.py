@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """'Restore purchases' asking RevenueCat: the real appd against a fake of RevenueCat's REST API
 (GET /v1/subscribers/{app_user_id}, Python's http.server over TLS with a certificate from a
 throwaway CA, trusted through --revenuecat-ca-file). Checks: Restore asks with the secret key

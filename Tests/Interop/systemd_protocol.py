@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The systemd service protocol against the real appd: sd_notify (READY=1 only once it serves,
 STATUS=, STOPPING=1, WATCHDOG=1) and socket activation (LISTEN_FDS/LISTEN_PID).
 

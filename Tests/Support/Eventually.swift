@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The one way tests wait for something another task makes true: checks `condition` every
 /// few milliseconds for at most `timeout`, and returns whether it came true (use it as
 /// `#expect(await eventually { … })`). Never a bare sleep standing in for "until it happened".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// A door a test opens once: `wait` returns when it is open, and ignores cancellation (so a

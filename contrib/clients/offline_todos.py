@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """An offline-first todos client for appd's HTTP API, in the Python standard library only.
 
 It keeps a local SQLite copy of the account's todos and works against it; every edit is also

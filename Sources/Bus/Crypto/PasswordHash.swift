@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// An scrypt password hash as a PHC string: `$scrypt$ln=17,r=8,p=1$<salt>$<hash>` (base64
 /// without padding), so parameters can be raised later and old hashes still verify.

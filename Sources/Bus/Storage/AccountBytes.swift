@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The bytes of text each account keeps, by part (todos, chat, memories), counted in the

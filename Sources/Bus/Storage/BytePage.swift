@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A page of rows bounded by bytes as well as by rows: a page of 500 todos of 40 KB notes each
 /// would be a 20 MB reply, held in appd's memory for as long as the client leaves it unread.
 /// `rows(_:in:)` runs the page's query so the database stops at the budget too: SQLite steps row

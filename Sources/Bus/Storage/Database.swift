@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The SQL an engine speaks. Repositories keep one text where the dialects agree (`?`

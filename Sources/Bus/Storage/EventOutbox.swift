@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// Where a database hands the events of each commit, in commit order, once the commit is

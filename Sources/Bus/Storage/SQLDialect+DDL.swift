@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 extension SQLDialect {
     /// A SQLite schema statement with PostgreSQL's types: 64-bit integers (timestamps in

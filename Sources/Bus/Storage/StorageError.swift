@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A storage failure, with a kind callers can act on; renders itself on the wire.

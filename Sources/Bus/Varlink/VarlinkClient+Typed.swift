@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// An error reply no `ErrorDecoding` knew: its name and parameters as they came.

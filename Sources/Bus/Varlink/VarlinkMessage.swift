@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// A malformed message that ends the connection (varlink has no reply for a message that is
 /// not a call).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The link a password-reset mail carries into the app (a universal link, or the app's own
 /// scheme): the operator's template (`authResetLinkTemplate`) with `{token}` where the reset
 /// token goes. The app opens on it, reads the token and calls `ResetPassword`.

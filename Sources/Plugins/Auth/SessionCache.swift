@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// Resolved sessions kept in memory, so the session gate does not read the database on every

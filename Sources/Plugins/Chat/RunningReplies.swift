@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The replies streaming right now, so `Cancel` from another connection can stop one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// What goes wrong with a call that is not one of its interface's typed errors (those are

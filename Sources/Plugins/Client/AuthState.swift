@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 
 /// Where the app stands with its user — what a template's `SessionController` routes on, as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// How a call that may be sent again — a read (`Command.readsOnly`), or an idempotent write
 /// (its method declares `idempotent`; it carries an idempotency key, the same on every
 /// attempt) — is retried when the network fails or appd is busy (429, 503, 504, or 409

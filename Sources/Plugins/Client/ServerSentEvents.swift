@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One server-sent event: its type (`reply`, `error`), its data, its id.
 struct ServerSentEvent: Sendable, Equatable {
     var event = "message"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 
 /// Where the client keeps the signed-in session between launches: the app provides one over

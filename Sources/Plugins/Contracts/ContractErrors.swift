@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// Every built-in interface's error enum: an error reply read back as its typed error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// An in-process bus command the payments plugin serves: whether the user holds an active

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// Stands in for a service a plugin could not build (say, a consumer whose filter was

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// An in-process bus command the auth plugin serves (it is in no IDL, so no client can call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// A service that prunes something old at start and then every `interval` (kept idempotency

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import HTTP
 
 /// A path a plugin serves on the app-facing HTTP server (a provider's webhook, say): an exact

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Orders plugins so each starts after its dependencies (Kahn's algorithm, ties by name so
 /// the order is stable), rejecting cycles with the plugins in them.
 enum PluginOrder {

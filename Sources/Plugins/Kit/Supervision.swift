@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 /// How a supervised plugin comes back after a failure: capped exponential backoff from
 /// `initialBackoff`; a run that lasted `healthyAfter` counts as healthy (the count of quick

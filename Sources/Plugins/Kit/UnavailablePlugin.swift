@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// Stands in for a built-in plugin that could not be constructed (say, chat with a base URL

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Storage
 
 /// The rating plugin's tables: one migration per schema version, applied in order by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// When to ask for a rating (all configurable). Defaults: at least 3 positive signals since the
 /// last prompt, 3 days since first seen, 3 sessions, no negative signal in the last 24 hours,
 /// not yet prompted for this app version, 90 days since the last prompt, at most 3 prompts in

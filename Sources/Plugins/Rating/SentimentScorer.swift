@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A small, deterministic, lexicon-based sentiment scorer for user messages.
 ///
 /// Each word found in the lexicon adds its weight (positive or negative, 1 to 3). A negator

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Help text layout in swift-argument-parser's style.
 enum Help {
     /// `  name                    description`, wrapping the name onto its own line when long.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import HTTP
 /// Cross-origin calls from web apps: only origins on the allow-list (`httpAllowedOrigins`)
 /// get the headers that let a browser read a response; everyone else gets none (and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import HTTP
 /// How the app-facing HTTP API behaves; every limit has a default and a config key.
 public struct HTTPAPIOptions: Sendable {

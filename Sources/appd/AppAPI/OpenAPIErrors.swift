@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// Which errors a routed method can answer over HTTP, and a schema for each: its interface's

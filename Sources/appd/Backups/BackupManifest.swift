@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// What a backup holds, written last as `manifest.json`: the appd that made it, the schema

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 import Runtime
 import Synchronization
@@ -29,6 +30,9 @@ public final class BackupService: Service {
         self.interval = interval
         self.keep = max(1, keep)
         self.logger = logger
+        // After a restart, the newest backup on disk is the last one made (a status that forgot
+        // it would say there is none).
+        if let newest = backups.newestOnDisk() { state.withLock { $0.last = newest.path; $0.lastAt = newest.createdAt } }
     }
 
     public var outcome: Outcome { state.withLock { $0 } }

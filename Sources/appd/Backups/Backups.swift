@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,6 +85,18 @@ public struct Backups: Sendable {
             if name.hasPrefix(prefix) { names.append(directory + "/" + name) }
         }
         return names.sorted()
+    }
+
+    /// The newest finished backup in the directory (one whose manifest reads), and when it
+    /// was made; nil when there is none. Its files are not checked here (that is Verify).
+    public func newestOnDisk() -> (path: String, createdAt: String)? {
+        for path in list().reversed() where !path.hasSuffix(".partial") {
+            guard let bytes = FileSystem.readFile(path + "/" + BackupManifest.fileName, limit: 16 << 20),
+                let manifest = try? JSONParser.parse(bytes).decode(as: BackupManifest.self)
+            else { continue }
+            return (path, manifest.createdAt)
+        }
+        return nil
     }
 
     /// Keeps the newest `keep` backups; removes older ones and partial ones left by a crash

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The console's page and style, embedded in the binary: no build step, nothing fetched from
 /// elsewhere. The script is in ConsoleScript; no inline script anywhere (the CSP forbids it).
 enum ConsoleAssets {

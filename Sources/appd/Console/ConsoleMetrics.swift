@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// What the metrics page charts: per method (and transport), the calls so far and their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The operator console's settings (`consoleListen`, `consoleUrl`, `consoleLinkSeconds`,
 /// `consoleSessionMinutes`) and its fixed bounds.
 public struct ConsoleOptions: Sendable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The console's live events, users, metrics and audit pages.
 extension ConsoleScript {
     /// Live events: io.appd.Bus.Subscribe as the admin, over server-sent events.

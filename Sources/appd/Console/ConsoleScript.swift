@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The console's script, in parts (one per page), served as one file. Plain JavaScript run by
 /// the browser as written: no build step, no library. Text from appd is only ever put into the
 /// page as text (textContent), never as markup.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// An external plugin's `plugin.json` (see docs/plugins.md for the reference).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What appd refuses an external plugin's manifest whatever its files look like: a built-in
 /// plugin's name (topics, credentials and statuses are keyed by names), and appd's own
 /// configuration variables, which carry its secrets (database URL, API keys, webhook secrets).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Backups
 import Bus
 import Contracts
@@ -19,7 +20,9 @@ extension BackupInterface {
         try bus.register(List.self) { _, _ in .init(directory: backups.directory, backups: backups.list()) }
         try bus.register(Verify.self) { command, _ in
             do {
-                return .init(backup: Summary(command.path, try BackupVerifier.verify(command.path)))
+                let manifest = try BackupVerifier.verify(command.path)
+                // verify() throws unless every file matched and integrity_check said ok.
+                return .init(backup: Summary(command.path, manifest), files: manifest.files.count, integrity: "ok")
             } catch let problem as BackupProblem {
                 throw BackupError.backupFailed(reason: problem.description)
             }

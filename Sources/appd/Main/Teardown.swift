@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// What the start-up has built, undone in reverse: each step that starts something pushes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A hostile external plugin for the sandbox tests: it tries what a plugin must not be able to
 do and reports what happened. Standard library only (the varlink protocol by hand, on the
 socket appd passes as fd 3), so it runs with any python3 in /usr/bin.

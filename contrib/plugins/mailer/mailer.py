@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """mailer: an appd external plugin written with the PyPI varlink package.
 
 appd starts it with its varlink socket on fd 3 (LISTEN_FDS=1, LISTEN_PID), so varlink's own

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """push: an appd external plugin that sends push notifications over APNs and FCM.
 
 Apps register their device tokens (io.appd.Push.RegisterDevice, over the HTTP API); the plugin

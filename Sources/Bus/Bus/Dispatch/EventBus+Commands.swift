@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What the bus knows about a registered method.
 public struct MethodInfo: Sendable, Hashable {
     public let method: String

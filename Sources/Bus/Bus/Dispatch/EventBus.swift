@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The typed async bus: commands with exactly one handler, events with many subscribers,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A registered handler, seen through type erasure so the wire can call it with JSON.
 protocol HandlerEntry: Sendable {
     var method: String { get }

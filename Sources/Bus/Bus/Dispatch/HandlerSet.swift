@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The handlers a plugin declares, checked against its interfaces before any is installed:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension ReplyStream {
     /// Runs a deferred stream's producer (one opened with `EventBus.callStream(deferred:)`) in
     /// the calling task: each intermediate reply goes to `sink` as it is sent (the producer

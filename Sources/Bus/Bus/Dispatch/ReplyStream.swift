@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The replies of a streaming command, as an `AsyncSequence` for one consumer.

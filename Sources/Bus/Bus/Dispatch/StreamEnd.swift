@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A reply whose outcome is known only later (a stream): gates see replies generically and
 /// ask through this protocol.
 public protocol FinishObservable: Sendable {

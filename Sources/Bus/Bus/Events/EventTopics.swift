@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// One topic as `io.appd.Bus.Topics` lists it: who publishes it, its payload type, who may see it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The event streams signed-in users hold open, by account: how many each has (capped), and

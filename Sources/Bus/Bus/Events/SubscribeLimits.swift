@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Bounds on `io.appd.Bus.Subscribe` (security review findings 2 and 3): how much one
 /// subscription may ask for, how many streams one account may hold, and how long a signed-in
 /// user's stream lives on one session check.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A live subscription: an `AsyncSequence` of `BusEvent`s matching its filter.
 ///
 /// Dropping the subscription (or calling `cancel`) unsubscribes; both are idempotent.

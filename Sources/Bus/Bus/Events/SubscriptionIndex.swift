@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The live subscriptions, indexed for fan-out (security review finding 3): a publish tests
 /// only the subscriptions whose patterns can start with the topic's first token (plus those
 /// that begin with a wildcard), and remembers the result per topic. Subscribing or leaving

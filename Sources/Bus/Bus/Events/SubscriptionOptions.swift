@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What happens when a subscriber falls a whole buffer behind.
 public enum OverflowPolicy: Sendable, Hashable {
     /// Discard the oldest buffered event; the subscriber sees the count in `droppedBefore`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The bounded buffer behind one subscription, shared by the publisher side and the consumer.

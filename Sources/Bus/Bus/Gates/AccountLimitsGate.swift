@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The limits gate: each signed-in account may make `perMinute` calls a minute (a burst of
 /// `burst`), over both transports, or gets `RateLimited` with the seconds to wait (security
 /// review finding 9: one free account wrote hundreds of megabytes in seconds and slowed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Bus middleware: sees every command on its way to the handler and either passes it on
 /// (possibly with a changed envelope) or interrupts it with a typed error.
 ///

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The gates, outermost first, fixed when the bus is built.
 ///
 /// Running the chain is a direct nest of async calls into the handler: no queue, no task hop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Where a gate nests in the chain, outermost first (docs/architecture.md). Each gate says where it goes;
 /// the bus sorts them (stable: gates at one position keep the order given).
 ///

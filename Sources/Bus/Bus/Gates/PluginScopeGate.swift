@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Holds a connection that presented a plugin credential to its manifest: any method outside
 /// it is denied, whatever the peer's uid (plugins run as appd's user, which would otherwise
 /// make them admins). Calls carry the plugin's name for the audit trail.

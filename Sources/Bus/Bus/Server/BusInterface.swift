@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `io.appd.Bus`: events over the wire, and the bus's own errors.
 public enum BusInterface {
     public static let idl = """

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The control socket's limits; every one is configurable.
 public struct ServerLimits: Sendable, Hashable {
     /// Largest message accepted; a larger one closes the connection.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// Runs a signed-in user's stream for as long as the session that opened it holds: the

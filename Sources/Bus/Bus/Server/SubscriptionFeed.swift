@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// One `io.appd.Bus.Subscribe` stream: replays the log from `since` (when asked), then

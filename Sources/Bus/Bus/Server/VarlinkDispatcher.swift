@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// Routes varlink calls to the bus: checks the method against its interface's IDL, validates

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// No handler is registered for the method. Fails at once; distinct from `DeadlineExceeded`.
 public struct NoHandler: WireError, Equatable {
     public let method: String

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What kind of failure an error is, declared with the error in its interface: a line
 /// `category: notFound` in the error's doc comment. The HTTP API answers an error with the
 /// status of its category (`ErrorCategory.httpStatus`), so no transport keeps a table of error

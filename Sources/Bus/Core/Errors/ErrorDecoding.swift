@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Reads an error reply (its name and parameters) back as a typed error, or nil when it does not
 /// know the name. `ErrorDecoding.contracts` (Contracts) knows every built-in interface's errors.
 public struct ErrorDecoding: Sendable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The errors of one interface as one enum: each case is an error its IDL declares, named as
 /// the error in lower camel case, with the error's parameters as labelled associated values.
 ///

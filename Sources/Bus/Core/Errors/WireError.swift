@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// An error that knows how to render itself as a varlink error reply.
 ///
 /// The wire layer asks the error for its name and parameters; it never matches type names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What a client of `io.appd.Bus` calls: the subscription to events, typed. (The server
 /// serves the same method with events it encodes once for every subscriber; `BusTests` checks
 /// these types against the served IDL.)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Counters of the in-process event bus (`appctl status`).
 public struct BusCounters: Sendable, Codable, Hashable {
     public var commands: Int

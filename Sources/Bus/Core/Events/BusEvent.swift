@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// An event's payload: the typed value as published, or JSON from the wire or the event log.
 public enum EventPayload: Sendable {
     case typed(any Event)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The durable event log as the bus's wire sees it: replay by sequence number for
 /// `Subscribe(since:)`, and appending one event on its own for durable `Publish`.
 public protocol EventReplay: Sendable {

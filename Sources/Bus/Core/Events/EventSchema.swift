@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// An event type's payload shape in varlink IDL type syntax (`(todoId: string, userId: string)`),
 /// as `io.appd.Bus.Topics` shows it and as published payloads are checked against.
 public struct EventSchema: Sendable, CustomStringConvertible {

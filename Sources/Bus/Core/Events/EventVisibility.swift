@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Which events one subscriber may receive, decided once per `Subscribe` from who is asking
 /// and enforced per event, live and replayed.
 public enum EventVisibility: Sendable, Equatable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Reads a `Decodable` type's shape as a varlink type by decoding it from a recorder: each
 /// field the type's `init(from:)` asks for is noted with its type. Works for the plain structs
 /// events are made of (strings, numbers, bools, optionals, arrays, nested structs, `JSONValue`).

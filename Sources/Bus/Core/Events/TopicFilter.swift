@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Which topics a subscription receives: an exact topic or a pattern.
 ///
 /// Topics are dot-separated tokens of letters, digits, `_` and `-` (`todos.completed`).

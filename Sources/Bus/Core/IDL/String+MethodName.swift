@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension String {
     /// A qualified method name's two parts: `io.appd.Todos.Add` → (`io.appd.Todos`, `Add`); nil
     /// without a dot. Found by byte (a name arrives with every call, and a `Character` search

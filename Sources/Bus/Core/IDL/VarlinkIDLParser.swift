@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Parses varlink interface definitions (the full grammar of varlink.org's
 /// Interface-Definition page), keeping doc comments for help text.
 struct VarlinkIDLParser {

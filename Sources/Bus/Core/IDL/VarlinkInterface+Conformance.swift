@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Whether Swift types say what the interface declares: the check that keeps a contract's
 /// types and its IDL text one definition. Each difference is named: the method or error, the
 /// field, what the IDL says and what the type says.

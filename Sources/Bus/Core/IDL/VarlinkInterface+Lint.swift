@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension VarlinkInterface {
     /// Refuses what systemd's or Python varlink's parser would refuse, so every interface appd
     /// serves works with every client: LF line endings, ≥ 2-label interface names whose first

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension VarlinkInterface {
     /// Checks call parameters against a method's input before anything decodes them.
     /// Throws `InvalidParameters` naming the first missing, unknown or mistyped field.

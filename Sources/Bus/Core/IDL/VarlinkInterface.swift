@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A type in a varlink interface definition.
 public indirect enum VarlinkType: Hashable, Sendable, CustomStringConvertible {
     case bool, int, float, string, object

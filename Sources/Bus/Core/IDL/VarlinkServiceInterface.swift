@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The `org.varlink.service` interface every varlink service provides, and its errors.
 public enum VarlinkServiceInterface {
     public static let name = "org.varlink.service"

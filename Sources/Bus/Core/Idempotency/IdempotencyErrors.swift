@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// An idempotency key that cannot be used (empty, too long, control characters).
 public struct InvalidIdempotencyKey: WireError, Equatable {
     public let reason: String

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A client's name for one logical write, so that sending it again (after a lost reply, a
 /// timeout, a crash) has the effect once and returns the first outcome (`Idempotency-Key` over
 /// HTTP, `idempotencyKey` in a varlink call). Stripe's keys and the IETF idempotency-key draft

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// The record of one keyed call's outcome while the call runs, as its writes see it.
 ///

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A container under construction in one of the encoders (`JSONValueEncoder`,
 /// `JSONBytesEncoder`): it knows its parent and its key there, so its coding path is worked out
 /// only when something asks for it (an error).

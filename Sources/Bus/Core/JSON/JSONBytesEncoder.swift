@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Encodes `Encodable` values straight to compact JSON bytes: exactly the bytes of
 /// `JSONWriter.bytes(JSONValue(encoding:))` (keys sorted, the last write of a key wins, the same
 /// numbers and escapes, non-finite floats refused), without the `JSONValue` tree in between —

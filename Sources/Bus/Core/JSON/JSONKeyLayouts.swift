@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// How `JSONBytesEncoder` writes an object's members, remembered per coding-key type: the
 /// members' keys in the order they were encoded, the order they are written in (sorted by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A type that writes its own JSON object: the members its `Encodable` conformance encodes, in
 /// the order `JSONBytesEncoder` writes them (keys sorted by `String <`, an absent optional left
 /// out as `encodeIfPresent` leaves it out), straight into the output. For the few types on hot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A strict RFC 8259 JSON parser into `JSONValue`, with a nesting limit.
 ///
 /// The wire parses every message with it, so it is written for hostile input: bounded depth,

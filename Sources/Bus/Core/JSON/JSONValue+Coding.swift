@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Conversions between typed `Codable` values and `JSONValue`, without Foundation.
 ///
 /// Typed bus calls never pass through here; only type-erased dispatch (the wire) does.

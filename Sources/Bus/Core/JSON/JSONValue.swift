@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A JSON document as a value: what travels on the wire and through type-erased dispatch.
 public enum JSONValue: Sendable, Hashable {
     case null

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Decodes `Decodable` values straight from a `JSONValue` (no bytes in between).
 ///
 /// Numbers convert the way JSON means them: an integer field accepts a float only when it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Encodes `Encodable` values straight into a `JSONValue` (no bytes in between).
 ///
 /// Non-finite floats are refused, as JSON has no way to write them.

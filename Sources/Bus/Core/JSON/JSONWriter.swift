@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Serialises `JSONValue` to compact JSON bytes (keys sorted, so output is stable).
 public enum JSONWriter {
     public static func bytes(_ value: JSONValue) -> [UInt8] {

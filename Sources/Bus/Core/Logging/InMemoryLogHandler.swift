@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// Keeps records in memory so tests can assert what was logged.
 public final class InMemoryLogHandler: LogHandler {

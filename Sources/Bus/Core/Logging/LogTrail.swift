@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// Keeps the newest `capacity` records of the loggers it handles, stamped with when they were
 /// logged, and passes each on to `next`: the audit lines the operator console shows (appd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Severity of a log record, in swift-log's order.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
     case trace, debug, info, notice, warning, error, critical

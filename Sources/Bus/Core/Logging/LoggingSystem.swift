@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// The one process-wide choice of log handler and default level, set once at start.
 public enum LoggingSystem {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The process on the other end of a socket, from `SO_PEERCRED`.
 public struct PeerCredentials: Hashable, Sendable {
     public var uid: UInt32

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A request with exactly one handler and one typed reply.
 ///
 /// ```swift

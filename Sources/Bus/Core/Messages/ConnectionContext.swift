@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// State that belongs to one client connection and outlives single calls: the session token
 /// attached by `io.appd.Auth.Authenticate` (as Redis `AUTH` does), or a plugin's scope.

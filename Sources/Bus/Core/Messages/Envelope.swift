@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Everything about a message except its payload: ids, time, deadline, caller, and a logger.
 ///
 /// Gates receive the envelope and may pass a changed copy inward (the session gate fills in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A fact that happened, published to any number of subscribers under a dotted topic.
 ///
 /// An event type declares everything the bus needs to route, show and protect it: its topic,

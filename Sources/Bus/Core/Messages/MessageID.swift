@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// A message id: a random per-process prefix and a counter.
 ///

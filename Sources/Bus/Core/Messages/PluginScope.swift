@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What an external plugin may do over appd's socket once its connection presented the
 /// plugin's credential (`io.appd.Bus.AuthenticatePlugin`): the events it may publish and
 /// subscribe to and the methods it may call — what its manifest declares, nothing more.

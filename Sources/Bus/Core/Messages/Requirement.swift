@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What a command needs before its handler may run; gates enforce these.
 public enum Requirement: Hashable, Sendable, CustomStringConvertible {
     /// A valid, unexpired user session attached to the caller.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension Duration {
     /// The duration in seconds, as a Double (metrics, rates, logs).
     public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// "Did you mean …?" for mistyped commands, flags, settings and methods.
 public enum EditDistance {
     /// Levenshtein distance, case-insensitive.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Parses RFC 3339 timestamps (`2026-12-01T09:30:00Z`, `…T09:30:00.250+02:00`) into UTC.
 public enum RFC3339 {
     public static func parse(_ text: String) -> WallTime? {

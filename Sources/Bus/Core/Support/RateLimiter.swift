@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 
 /// Token buckets by key — a client network for the HTTP API's abuse-prone methods, an account
 /// for the limits gate: `perMinute` tokens refilled evenly, up to `burst`, in a bounded table

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension Unicode.Scalar {
     /// C0 and C1 control characters and DEL (Unicode category Cc): NUL, ESC, BEL, …
     public var isControl: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension String {
     /// The string without leading and trailing white space (as `Character.isWhitespace` says).
     /// Returns the string itself, uncopied, when there is nothing to trim (the common case:

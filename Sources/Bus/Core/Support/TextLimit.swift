@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The bound on one text field, declared once beside the field's rules: how many characters
 /// (Unicode scalars) and how many UTF-8 bytes it may hold. Grapheme clusters are not counted:
 /// one "character" of a letter and 5,000 combining marks would be a 10 KB title.

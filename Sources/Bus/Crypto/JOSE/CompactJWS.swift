@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A JSON Web Signature in compact serialization (RFC 7515 §7.1): parsed strictly, not yet

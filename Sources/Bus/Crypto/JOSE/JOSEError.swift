@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// Why a JWS, JWT or JWK was refused. Never carries key material or a whole token.
 public enum JOSEError: Error, Equatable, Sendable, CustomStringConvertible {

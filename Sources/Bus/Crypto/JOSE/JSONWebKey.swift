@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A public key from a JWK set (RFC 7517), bound to the one algorithm it may verify: RS256

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// An outbound HTTP/1.1 request to an `http://` or `https://` URL.
 public struct HTTPRequest: Sendable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// Turns the bytes of an HTTP/1.1 response into its head and body: Content-Length,

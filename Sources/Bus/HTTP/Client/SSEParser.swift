@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// An incremental parser of Server-Sent Events (the WHATWG event-stream format): feed it bytes
 /// as they arrive, split anywhere (inside a line, inside a UTF-8 character, between `\r` and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A request's header fields as the server read them: names lower-cased, a repeated name's last
 /// value. A client sends a handful (3 to 10), so they are kept in the order read and found by
 /// comparing names, with no hashing of each name as it is stored and again as it is looked up

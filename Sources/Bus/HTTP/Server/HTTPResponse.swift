@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A response the server writes: a whole body with a Content-Length, or a body streamed in

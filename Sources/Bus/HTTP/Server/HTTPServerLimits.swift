@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// Bounds of an `HTTPServer`; every one is configurable and none is unbounded.
 public struct HTTPServerLimits: Sendable {

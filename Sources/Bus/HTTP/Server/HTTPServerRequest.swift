@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The head of one request the server read, checked: an HTTP/1.x request line, headers, how

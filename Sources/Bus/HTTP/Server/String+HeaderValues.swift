@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 extension String {
     /// Whether the text contains `word`, byte by byte and ignoring ASCII case: how header values

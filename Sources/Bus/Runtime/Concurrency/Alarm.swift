@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Runs a closure once, after a delay, unless cancelled first: on a server's loop an entry in
 /// its timer list (fired by the loop's sweep, within ~100 ms of the time; no task), elsewhere a
 /// task that sleeps. For the waits of a stream (a first-reply grace, a keep-alive), which need

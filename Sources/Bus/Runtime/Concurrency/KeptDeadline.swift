@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// A call's deadline kept by its caller instead of raced by a task: for a transport whose task is

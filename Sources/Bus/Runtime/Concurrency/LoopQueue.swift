@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// What other threads hand the loop to run — its task jobs (`EventLoopExecutor`), its `execute`

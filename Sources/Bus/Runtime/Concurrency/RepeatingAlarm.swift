@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// Runs a closure every `interval` until cancelled (a stream's keep-alive): set from a task on a

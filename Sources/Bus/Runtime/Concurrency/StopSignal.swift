@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// A request to stop one piece of work that runs in some task's frames, without cancelling that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Runs `body` in a task of its own that ends when `body` returns, and returns what it returned.
 ///
 /// For deep work done once before a long wait (opening a stream, the lookups before a chat

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// A long-running piece of the daemon (socket server, plugin worker) in swift-service-lifecycle's
 /// shape: `run` returns when the service is done and ends promptly when its task is cancelled.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Bytes waiting to be written to a socket: appended at the end, consumed from the front as the
 /// socket takes them, without shifting the array on every write.
 public struct OutputBuffer: Sendable {

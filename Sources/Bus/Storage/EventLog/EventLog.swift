@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The durable event log: every domain event with its global sequence number, written in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The outcomes of keyed calls (`appd_idempotency`), one row per caller, method and key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// One versioned schema change of one plugin. `sql` is written for SQLite; on PostgreSQL its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A connection used by one thread at a time, opened again after the link broke.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// What identifies one appd deployment inside a PostgreSQL database: the schema its tables

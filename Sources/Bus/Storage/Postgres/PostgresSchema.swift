@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// appd's own tables on PostgreSQL: the event log, durable consumers' positions, the schema

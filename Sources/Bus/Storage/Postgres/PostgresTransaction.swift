@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The `Transaction` a closure sees on PostgreSQL; collects the events appended (the outbox).

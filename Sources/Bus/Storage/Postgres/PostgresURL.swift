@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The database URL as operators give it (`postgres://user:password@host:port/db?…`, or a

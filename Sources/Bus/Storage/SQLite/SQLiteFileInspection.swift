@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// What a SQLite database file holds, read without changing it (opened read-only): its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The `Transaction` a write or read closure sees; collects the events appended (the outbox).

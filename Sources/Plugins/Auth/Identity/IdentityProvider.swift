@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 
 /// The identity providers whose ID tokens appd verifies (OpenID Connect, RS256-signed JWTs).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A memory as the extractor sees it.
 public struct MemoryFact: Sendable, Equatable {
     public var id: String

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// Turning one of the user's messages into memory decisions: the deterministic rules of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 
 /// The models `Send` takes: the operator's list (`chatModels`), each with the entitlement it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// The embedded default provider: no network, deterministic. It answers with the user's last

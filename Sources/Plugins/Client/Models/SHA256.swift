@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// SHA-256 (FIPS 180-4) in Swift, for the client's one use of it — the hashed sign-in nonce —
 /// on every platform it builds for (CryptoKit is Apple's only, the server's OpenSSL is not the
 /// client's). Known-answer tests hold it to NIST's examples.

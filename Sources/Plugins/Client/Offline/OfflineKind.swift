@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 
 /// One kind of item an `OfflineRepository` keeps on the device: items appd versions (each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 
 /// What a session controller and the sign-in screens need from a server: `AppdClient.auth`, or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 
 /// What a chat screen needs from a server: `AppdClient.chat`, or `InMemoryChat` (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The events the auth plugin publishes. Every one is durable and about one user.

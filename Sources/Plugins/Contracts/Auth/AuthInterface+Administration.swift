@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The administrators' methods of `io.appd.Auth` (appctl users, the console).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The commands and replies of `io.appd.Auth` (its IDL: `AuthInterface.idl`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// The commands of sign-in with Apple and Google, guest accounts and email verification.

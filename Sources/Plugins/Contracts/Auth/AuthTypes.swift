@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// An account as its owner sees it.
 public struct User: Codable, Sendable, Hashable, Identifiable {
     public var id: String

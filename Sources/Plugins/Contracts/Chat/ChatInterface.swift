@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// `io.appd.Chat`: a signed-in, onboarded user's conversations with an assistant.

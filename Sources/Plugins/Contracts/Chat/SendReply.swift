@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One reply of `io.appd.Chat.Send`: the reply's id first, then a delta per piece of text,
 /// then the stored message.
 public struct SendReply: Codable, Sendable, Equatable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// `io.appd.Backup`: online backups of a SQLite appd, for admins (`appctl backup create`,
@@ -29,8 +30,9 @@ public enum BackupInterface {
         method List() -> (directory: string, backups: []string)
 
         # Checks a backup: every file against its SHA-256, nothing missing or extra, the
-        # database's integrity and that it holds what the manifest says.
-        method Verify(path: string) -> (backup: Backup)
+        # database's integrity and that it holds what the manifest says. files: how many were
+        # checked; integrity: SQLite's integrity_check of its database ("ok").
+        method Verify(path: string) -> (backup: Backup, files: int, integrity: string)
 
         # The backup could not be made, or is not one that may be restored; the reason says why.
         # category: invalid
@@ -89,7 +91,16 @@ public enum BackupInterface {
     public struct Verify: Command {
         public static let method = "io.appd.Backup.Verify"
         public static let requirements: [Requirement] = [.admin]
-        public typealias Reply = BackupReply
+        public struct Reply: Codable, Sendable {
+            public var backup: Summary
+            public var files: Int
+            public var integrity: String
+            public init(backup: Summary, files: Int, integrity: String) {
+                self.backup = backup
+                self.files = files
+                self.integrity = integrity
+            }
+        }
         public var path: String
         public init(path: String) {
             self.path = path

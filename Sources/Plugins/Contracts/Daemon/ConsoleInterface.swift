@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// `io.appd.Console`: sign-in to the operator console in the browser (`--console-listen`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// `io.appd.Export`: a user's data export (GDPR articles 15 and 20). The daemon serves it, not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A plugin's lifecycle state, as `appctl plugins` shows it.
 public enum PluginState: String, Sendable, Codable, CaseIterable {
     case starting, running, degraded, failed, stopped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// `io.appd.Payments`: products, entitlements from provider webhooks and admin grants, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// `io.appd.Rating`: whether now is a good moment to ask the signed-in user for a rating.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A setting a plugin declares in its manifest: its key, type and default. The settings plugin

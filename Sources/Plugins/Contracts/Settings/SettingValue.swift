@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A setting's value: exactly one of `bool`, `int` and `string`, as its declaration's type says

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// `io.appd.Settings`: a signed-in user's settings, each declared by a plugin with its type and

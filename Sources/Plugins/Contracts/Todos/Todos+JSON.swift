@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 // The replies a client lists and pulls most (a page of todos, a page of changes) and the event an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// The greeter's interface: its IDL and a typed command for each method.

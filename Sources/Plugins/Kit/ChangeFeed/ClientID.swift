@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Ids offline clients make for what they create (a todo added on a train): a UUID, so two
 /// devices never pick the same one, stored as the plugin's prefix and the UUID in lowercase.
 public enum ClientID {

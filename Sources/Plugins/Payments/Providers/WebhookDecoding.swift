@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Contracts
 /// Decodes a webhook body as a provider's event without verifying it (for fuzzing and tools;
 /// ingestion always verifies first). Throws `MalformedEvent` for anything that is not one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,7 +50,7 @@ enum DerivedCommand {
         do {
             let reply = try context.call(qualified, .object(parameters))
             // A reply with nothing in it says nothing to a person: say what happened instead.
-            if !context.output.json, let said = Self.done(qualified, reply) {
+            if !context.output.json, let said = Self.done(qualified, reply) ?? Self.summary(qualified, reply) {
                 print(said)
             } else {
                 context.output.reply(reply, order: order)
@@ -65,6 +66,16 @@ enum DerivedCommand {
     static func done(_ method: String, _ reply: JSONValue) -> String? {
         guard case .object(let members) = reply, members.values.allSatisfy({ $0 == .null }) else { return nil }
         return Self.said[method] ?? "done."
+    }
+
+    /// A sentence for a reply a person reads better as one: what `backup verify` checked.
+    static func summary(_ method: String, _ reply: JSONValue) -> String? {
+        guard method == BackupInterface.Verify.method, let backup = reply["backup"], let path = backup["path"]?.stringValue,
+            case .int(let files)? = reply["files"], case .int(let bytes)? = backup["bytes"], case .int(let seq)? = backup["lastSeq"]
+        else { return nil }
+        let integrity = reply["integrity"]?.stringValue ?? "?"
+        return "verified \(path.escapingControlCharacters()): \(files) files, \(bytes) bytes, each matching its SHA-256; "
+            + "database integrity \(integrity.escapingControlCharacters()); events up to #\(seq); made \(backup["createdAt"]?.stringValue ?? "?") by appd \(backup["appdVersion"]?.stringValue ?? "?")"
     }
 
     /// Whether `field` sets a new password (asked twice at a terminal): `newPassword`, or the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A word of appctl with verbs under it (`todos add`, `todos ls`, …): each verb a `Leaf`. With
 /// no verb, its `fallback` runs (`plugins` lists them, `chat` is interactive); any other word
 /// goes to the commands derived from its interface when `derived` is set (`appctl todos get --id …`).

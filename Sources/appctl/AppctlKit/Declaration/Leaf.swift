@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One command of appctl that runs something: declared as a type whose `@Option`, `@Flag`,
 /// `@Argument` and `@Arguments` properties are its command line. Its usage line and help are
 /// generated from them; the parser fills them in before `run`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What the parser, the usage line and the help know of one declared option, flag or
 /// argument of a command.
 struct Parameter: Sendable, Equatable {

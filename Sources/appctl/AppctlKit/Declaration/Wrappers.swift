@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `@Option("--notes", "text", "Notes for the todo.") var notes: String?`
 @propertyWrapper
 struct Option: DeclaredParameter {

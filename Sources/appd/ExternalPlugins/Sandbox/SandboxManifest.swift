@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// The `sandbox` section of a plugin.json: what the plugin may reach beyond its own folder,

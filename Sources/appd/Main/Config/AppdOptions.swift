@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Bus
 
 /// appd's command line: what to do (help, version, print the config, run) and the flags that

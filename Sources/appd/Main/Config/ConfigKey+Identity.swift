@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Auth
 
 /// The keys of sign-in with Apple and Google, Apple's server side, email verification and

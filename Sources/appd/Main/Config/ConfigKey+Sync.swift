@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The keys of offline clients' sync: how long idempotency keys and deletion tombstones are
 /// kept (part of `ConfigKey.all`).
 extension ConfigKey {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `appctl chat` (interactive), `chat send TEXT [--conversation ID]`, `chat ls [QUERY]`,
 /// `chat history ID`, `chat rm ID`, `chat rename ID TITLE`, `chat memories`, `chat remember
 /// TEXT`, `chat forget ID|--all`, `chat models`. Any other word goes to the commands derived

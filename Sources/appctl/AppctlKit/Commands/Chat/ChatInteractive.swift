@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 struct ChatInteractive: Leaf {
     static let path = ["chat"]
     static let abstract = "Chat interactively: each line you type is sent, its reply streams back."

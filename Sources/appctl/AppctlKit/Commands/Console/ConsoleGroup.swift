@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `appctl console` (a sign-in link), `console sessions`, `console end [ID | --all]`.
 enum ConsoleGroup {
     static let group = CommandGroup(

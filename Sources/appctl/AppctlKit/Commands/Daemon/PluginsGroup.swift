@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `appctl plugins [restart NAME | enable NAME | disable NAME | rescan]`.
 enum PluginsGroup {
     static let group = CommandGroup(

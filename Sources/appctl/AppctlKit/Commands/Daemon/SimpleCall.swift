@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import BusCore
 
 /// A command that takes no arguments and calls one method: prints `message` when it has one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `appctl events tail [--since N] [TOPIC…]` and `appctl events topics`.
 enum EventsGroup {
     static let group = CommandGroup(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `appctl rating outcome OUTCOME --app-version X`; `status` and `decide` are the commands
 /// derived from `io.appd.Rating`, as is any other word.
 enum RatingGroup {

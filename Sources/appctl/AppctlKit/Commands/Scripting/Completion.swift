@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `appctl completion bash`.
 struct Completion: Leaf {
     static let path = ["completion"]

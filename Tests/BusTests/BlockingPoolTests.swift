@@ -14,7 +14,7 @@ import TestSupport
             defer { if let file { fclose(file) } }
             var buffer = [CChar](repeating: 0, count: 32)
             guard let file, fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
-            return String(cString: buffer).trimmingWhitespace()
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).trimmingWhitespace()
         }
         #expect(name == "test-pool")
         #expect(try await pool.run { 6 * 7 } == 42)

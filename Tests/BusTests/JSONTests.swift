@@ -39,7 +39,7 @@ import Testing
 
     @Test func bigIntegersBecomeDoubles() throws {
         #expect(try JSONParser.parse(Array("9223372036854775807".utf8)) == .int(Int64.max))
-        #expect(try JSONParser.parse(Array("92233720368547758070".utf8)) == .double(92233720368547758070))
+        #expect(try JSONParser.parse(Array("92233720368547758070".utf8)) == .double(9.223372036854775807e19))
     }
 
     @Test(arguments: [

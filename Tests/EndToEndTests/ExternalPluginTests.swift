@@ -123,7 +123,7 @@ import TestSupport
         _ = try await eventually { try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: "{}", token: token).status == 404 }
         let environment = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Environment", body: "{}", token: token)
         #expect(environment.status == 404, "\(environment)")
-        await daemon.stop()
+        #expect(await daemon.stop() == 0)
     }
 
     @Test func spawnRouteGatesCallerAndScope() async throws {

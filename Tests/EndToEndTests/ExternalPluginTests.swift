@@ -286,6 +286,22 @@ import TestSupport
         #expect(await daemon.stop() == 0)
     }
 
+    /// A Swift plugin built without the runtime linked in, in a sandbox that does not show the
+    /// toolchain's libraries: refused before it starts, naming the library and the fix (it
+    /// would otherwise exit 127 with a loader error).
+    @Test(.enabled(if: !Binaries.swiftRuntime.hasPrefix("/usr/"), "the Swift runtime lies in what every sandbox shows"))
+    func aProgramWhoseLibrariesTheSandboxDoesNotShowIsRefusedWithTheFix() async throws {
+        let dir = try Self.newDirectory()
+        try Self.install(in: dir + "/data/plugins", changes: ["sandbox": [String: Any]()])
+        let daemon = try await Daemon.start(directory: dir)
+        let status = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "failed" }
+        let reason = status["lastError"] as? String ?? ""
+        #expect(reason.contains("its program needs libswift") && reason.contains(Binaries.swiftRuntime), "\(status)")
+        #expect(reason.contains("--static-swift-stdlib") && reason.contains("sandbox.readOnlyPaths"), "\(status)")
+        #expect(status["restarts"] as? Int == 0, "a permanent refusal is not retried: \(status)")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test func aPluginThatExitsAtOnceBacksOffThenFails() async throws {
         let dir = try Self.newDirectory()
         try Self.install(in: dir + "/data/plugins", changes: ["arguments": ["--exit-at-once"]])

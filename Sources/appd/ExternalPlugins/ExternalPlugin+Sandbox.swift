@@ -26,6 +26,12 @@ extension ExternalPlugin {
                 setsListenPID: true, directory: discovered.folder, limits: limits, sandboxed: false), nil)
         }
         guard let server = settings.server else { throw PluginStartError("appd has no server to give it a socket of its own") }
+        // Its program's shared libraries must be in what the sandbox shows (a Swift plugin
+        // built without the runtime linked in would exit 127 with a loader error).
+        let shown = PluginSandbox.systemPaths + settings.sandbox.readOnlyPaths + manifest.sandbox.readOnlyPaths + [discovered.folder]
+        if let problem = SharedLibraryCheck(visible: shown).problem(executable: discovered.executable) {
+            throw PluginStartError(problem, permanent: true)
+        }
         var uid: UInt32?
         if getuid() == 0 {
             guard let assigned = confinement.uids?.uid(for: manifest.name) else {

@@ -126,8 +126,9 @@ def explained_failures(appd, root, directory):
               os.path.join(outside, "python3.12") in elsewhere_error and "which the sandbox does not show" in elsewhere_error
               and "python3 -m venv" in elsewhere_error, elsewhere_error)
         missing_error = states["no-varlink"].get("lastError", "")
-        check("a Python without the package: lastError carries its last line on stderr",
-              "its last output: ModuleNotFoundError: No module named 'varlink'" in missing_error, missing_error)
+        check("a Python without the package: lastError carries its last line on stderr and the fix",
+              "its last output: ModuleNotFoundError: No module named 'varlink'" in missing_error
+              and '"environment": ["PATH", "VIRTUAL_ENV"]' in missing_error, missing_error)
     finally:
         call(sock_path, "io.appd.Daemon.Shutdown")
         proc.communicate(timeout=30)

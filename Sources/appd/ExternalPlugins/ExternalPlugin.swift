@@ -226,10 +226,19 @@ actor ExternalPlugin {
         return interfaces
     }
 
+    /// What to do about a last line a plugin commonly dies with.
+    static func hint(for line: String) -> String {
+        if line.contains("ModuleNotFoundError") || line.contains("No module named") {
+            return " (its Python does not find the package: run it with a virtualenv's python that has it — a #! line naming the venv's python, "
+                + "or \"environment\": [\"PATH\", \"VIRTUAL_ENV\"] in plugin.json with appd started from the activated venv)"
+        }
+        return ""
+    }
+
     private func exited(generation: Int, status: Int32) async {
         guard generation == self.generation else { return }
         // Exited before it ever served: its last words on stderr say why (bwrap's, or its own).
-        let lastWords = process?.sandboxError ?? (state == .running ? nil : process?.lastErrorLine.map { "its last output: \($0)" })
+        let lastWords = process?.sandboxError ?? (state == .running ? nil : process?.lastErrorLine.map { "its last output: \($0)" + Self.hint(for: $0) })
         let description = [process?.describe(status) ?? PluginProcess.describe(status), lastWords].compactMap { $0 }.joined(separator: ": ")
         if let process { peers.exited(process.pid) }
         process = nil

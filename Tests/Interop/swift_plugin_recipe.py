@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from harness import check, finish, wait_for
@@ -71,13 +72,14 @@ def main():
         added = ctl("--json", "notes", "add", "--text", "hi")
         check("a signed-in user calls it: appctl notes add --text hi", signup.returncode == 0 and onboard.returncode == 0
               and added.returncode == 0 and json.loads(added.stdout or "{}").get("id") == 2, signup.stderr + onboard.stderr + added.stdout + added.stderr)
-        tail = subprocess.Popen(["appctl", "--json", "events", "tail", "--since", "0", "notes.added"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        try:
-            out, _ = tail.communicate(timeout=3)
-        except subprocess.TimeoutExpired:
-            tail.kill()
-            out, _ = tail.communicate()
-        check("it published notes.added through appd with its credential", '"notes.added"' in out and '"hi"' in out, out[-1000:])
+        # notes.added is published live (not durable): follow the stream, then call until an
+        # event arrives (the subscription may start after the first call).
+        tail = subprocess.Popen(["appctl", "--json", "events", "tail", "notes.added"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        lines = []
+        threading.Thread(target=lambda: lines.extend(tail.stdout), daemon=True).start()
+        seen = wait_for(lambda: ctl("notes", "add", "--text", "hi").returncode == 0 and any('"notes.added"' in line and '"hi"' in line for line in lines), 20, every=0.3)
+        tail.kill()
+        check("it published notes.added through appd with its credential", seen, "".join(lines)[-1000:])
     finally:
         ctl("shutdown")
         try:

@@ -45,6 +45,9 @@ BOB_IPHONE = "b" * 64
 DEAD = "0410" + "c" * 60
 BUSY = "0429" + "d" * 60
 SLOW = "0515" + "f" * 60  # APNs answers it after SLOW_ANSWER seconds
+FLAKY = "0503" + "9" * 60  # APNs answers 503 (Retry-After: 0) FLAKY_TIMES times, then takes it
+FLAKY_TIMES = 8
+flaky_seen = []
 SLOW_ANSWER = 1.5
 
 received = []  # every request the fake providers got: dict(kind, path, headers, body, http, at)
@@ -79,8 +82,13 @@ class Providers:
         if path.startswith("/3/device/"):
             token = path[len("/3/device/"):]
             record = dict(kind="apns", token=token, path=path, headers=headers, body=json.loads(body or b"{}"), http=scope["http_version"], at=time.time())
-            if token == DEAD:
+            if len(body) > 4096:
+                status, reply = 413, {"reason": "PayloadTooLarge"}
+            elif token == DEAD:
                 status, reply = 410, {"reason": "Unregistered", "timestamp": int(time.time() * 1000)}
+            elif token == FLAKY and len(flaky_seen) < FLAKY_TIMES:
+                flaky_seen.append(time.time())
+                status, reply, extra = 503, {"reason": "ServiceUnavailable"}, [(b"retry-after", b"0")]
             elif token == BUSY and not busy_seen:
                 busy_seen.append(time.time())
                 status, reply, extra = 429, {"reason": "TooManyRequests"}, [(b"retry-after", b"2")]
@@ -103,7 +111,9 @@ class Providers:
             message = json.loads(body or b"{}")
             record = dict(kind="fcm", token=message.get("message", {}).get("token"), path=path, headers=headers, body=message,
                           http=scope["http_version"], at=time.time())
-            if headers.get("authorization") != "Bearer fcm-access-1":
+            if len(body) > 4096:
+                status, reply = 400, {"error": {"status": "INVALID_ARGUMENT", "message": "Message is too big"}}
+            elif headers.get("authorization") != "Bearer fcm-access-1":
                 status, reply = 401, {"error": {"status": "UNAUTHENTICATED"}}
             else:
                 status, reply = 200, {"name": f"projects/{PROJECT}/messages/1"}
@@ -381,6 +391,35 @@ def main():
             reminder = wait_for(lambda: [r for r in pushes("apns", ADA_IPHONE) if r["body"]["aps"]["alert"]["title"] == "Due now: call the plumber"], 30)
             check("a todo's due time brings a push, not before it",
                   bool(reminder) and reminder[0]["at"] >= datetime.fromisoformat(due.replace("Z", "+00:00")).timestamp() - 0.05, str(reminder)[:300])
+
+            # Completed before its due time: no push; reopened: it pushes at its due time.
+            soon = lambda seconds: (datetime.now(timezone.utc) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            cat = appd.call("io.appd.Todos.Add", {"title": "feed the cat", "dueAt": soon(1)}, ada)[1]["todo"]
+            plants = appd.call("io.appd.Todos.Add", {"title": "water the plants", "dueAt": soon(3)}, ada)[1]["todo"]
+            appd.call("io.appd.Todos.Complete", {"id": cat["id"]}, ada)
+            appd.call("io.appd.Todos.Complete", {"id": plants["id"]}, ada)
+            appd.call("io.appd.Todos.Reopen", {"id": plants["id"]}, ada)
+            reopened = wait_for(lambda: [r for r in pushes("apns", ADA_IPHONE) if r["body"]["aps"]["alert"]["title"] == "Due now: water the plants"], 30)
+            check("a todo completed and reopened still pushes at its due time", bool(reopened), str(pushes("apns", ADA_IPHONE))[-300:])
+            check("one completed (and not reopened) does not",
+                  not [r for r in pushes("apns", ADA_IPHONE) if r["body"]["aps"]["alert"]["title"] == "Due now: feed the cat"])
+
+            # Too long for the providers' 4 KB: cut between characters, with an ellipsis, not refused.
+            long_body = "😀" * 2000
+            sent = call(appd.sock, "io.appd.Push.Send", {"userId": reply_user(appd, ada), "title": "Big news", "body": long_body})
+            big_apns = wait_for(lambda: [r for r in pushes("apns", ADA_IPHONE) if r["body"]["aps"]["alert"]["title"] == "Big news"], 30)
+            big_fcm = wait_for(lambda: [r for r in pushes("fcm", ADA_ANDROID) if r["body"]["message"]["notification"]["title"] == "Big news"], 30)
+            cut = big_apns[0]["body"]["aps"]["alert"]["body"] if big_apns else ""
+            check("a push over APNs' 4 KB is cut to fit, between characters, ending in an ellipsis",
+                  "error" not in sent and bool(big_apns) and cut.endswith("…") and set(cut[:-1]) == {"😀"}
+                  and len(json.dumps(big_apns[0]["body"], ensure_ascii=False, separators=(",", ":")).encode()) <= 4096, str(sent) + cut[-20:])
+            check("and over FCM's 4,000 bytes too", bool(big_fcm) and big_fcm[0]["body"]["message"]["notification"]["body"].endswith("…"), str(big_fcm)[-300:])
+
+            # A provider down for longer than a few attempts: retried (no six-attempt cap), then sent.
+            appd.call("io.appd.Push.RegisterDevice", {"token": FLAKY, "platform": "ios"}, carol)
+            flaky = appd.chat(carol, carol_conversation)
+            check(f"a push answered 503 {FLAKY_TIMES} times in a row is still delivered", bool(wait_for(lambda: pushes("apns", FLAKY, flaky), 60)),
+                  f"{len(flaky_seen)} refusals")
 
             # An entitlement that expires.
             ends = (datetime.now(timezone.utc) + timedelta(seconds=3)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

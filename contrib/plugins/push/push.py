@@ -9,12 +9,16 @@ other:
                                  (no open io.appd.Bus.Subscribe stream: the app is closed)
   payments.entitlementChanged    "Your <entitlement> subscription has ended", when it expired
   todos.created / todos.updated  remembered due times; at the due time, "Due now: <title>"
-  (todos.completed, todos.reopened, todos.deleted and auth.accountDeleted keep that up to date)
+  (todos.completed sets one aside and todos.reopened brings it back — due at once when its time
+  passed meanwhile; todos.deleted and auth.accountDeleted forget it)
 
 Nothing is sent twice and nothing is missed: handling an event writes its pushes into an outbox
 (one row per event and device, so a redelivered event adds nothing) and moves the cursor, in one
-SQLite transaction; a sender thread works the outbox, retrying 429 and 5xx with backoff (honouring
-Retry-After) up to APPD_PUSH_MAX_ATTEMPTS, and records each outcome. When appd stops the plugin
+SQLite transaction; a sender thread works the outbox, retrying 429, 5xx and an unreachable provider
+with backoff and jitter (honouring Retry-After, at most 5 minutes apart) for APPD_PUSH_RETRY_HOURS
+after the push was queued (an outage shorter than that loses nothing), and records each outcome.
+A title or body too long for the provider's payload limit (APNs 4 KB, FCM 4,000 bytes) is cut,
+between characters, with an ellipsis. When appd stops the plugin
 (SIGTERM), a push in flight is finished and its outcome recorded before the process exits (up to
 STOP_GRACE seconds, within appd's stop timeout), so a restart does not send it again. A token the provider calls
 invalid (APNs 410 Unregistered or 400 BadDeviceToken, FCM UNREGISTERED) is dropped. The outbox is
@@ -24,8 +28,8 @@ down never crowds out another's. A token another account registered moves only w
 installationId it was registered with (the app's own, kept in its Keychain): knowing a token
 is not owning the phone.
 
-APNs: HTTP/2 with token auth, an ES256 JWT from the team id, key id and .p8 key, reused for 50
-minutes (Apple refuses one renewed more often than every 20), renewed on ExpiredProviderToken;
+APNs: HTTP/2 with token auth, an ES256 JWT from the team id, key id and .p8 key, reused for
+APPD_PUSH_APNS_TOKEN_MINUTES (50; 20 to 60: Apple refuses one renewed more often than every 20), renewed on ExpiredProviderToken;
 apns-topic (the bundle id), apns-push-type alert, apns-priority 10, apns-expiration (an hour),
 apns-collapse-id. FCM: HTTP v1 with an OAuth access token from the service account (a JWT bearer
 grant at its token_uri), reused until a minute before it expires.
@@ -40,15 +44,18 @@ settings default to.
   (https://api.sandbox.push.apple.com)
   APPD_PUSH_FCM_SERVICE_ACCOUNT (the service account's JSON key file; $CREDENTIALS_DIRECTORY/fcm.json), APPD_PUSH_FCM_URL
   (https://fcm.googleapis.com)
-  APPD_PUSH_CA (a CA file to trust instead of the system's), APPD_PUSH_MAX_PENDING (10000), APPD_PUSH_MAX_PENDING_PER_USER (100),
-  APPD_PUSH_MAX_ATTEMPTS (6)
+  APPD_PUSH_CA (a CA file to trust instead of the system's store, /etc/ssl/certs), APPD_PUSH_MAX_PENDING (10000),
+  APPD_PUSH_MAX_PENDING_PER_USER (100), APPD_PUSH_RETRY_HOURS (1), APPD_PUSH_MAX_ATTEMPTS (0: no cap but the hours),
+  APPD_PUSH_APNS_TOKEN_MINUTES (50)
 Without APNs (or FCM) settings, pushes to iOS (or Android) devices fail and are counted.
 """
 import json
 import os
+import random
 import re
 import signal
 import sqlite3
+import ssl
 import sys
 import threading
 import time
@@ -76,12 +83,21 @@ CA = os.environ.get("APPD_PUSH_CA") or None
 MAX_PENDING = int(os.environ.get("APPD_PUSH_MAX_PENDING", "10000"))
 # One account's pushes waiting (say, its devices' provider is down) never fill the outbox for others.
 MAX_PENDING_PER_USER = int(os.environ.get("APPD_PUSH_MAX_PENDING_PER_USER", "100"))
-MAX_ATTEMPTS = int(os.environ.get("APPD_PUSH_MAX_ATTEMPTS", "6"))
+# A push the provider cannot take now (429, 5xx, unreachable) is retried with backoff (at most
+# RETRY_CAP_SECONDS apart) for RETRY_HOURS after it was queued, then fails; MAX_ATTEMPTS (0: no
+# cap) ends it sooner.
+RETRY_HOURS = float(os.environ.get("APPD_PUSH_RETRY_HOURS", "1"))
+RETRY_CAP_SECONDS = 300.0
+MAX_ATTEMPTS = int(os.environ.get("APPD_PUSH_MAX_ATTEMPTS", "0"))
 MAX_DEVICES = 20
 STOP_GRACE = 4.0  # appd sends SIGKILL 5 s after SIGTERM (ExternalPlugin.Settings.stopTimeout)
 TOPICS = ["chat.replyCompleted", "payments.entitlementChanged", "todos.created", "todos.updated", "todos.completed", "todos.reopened",
           "todos.deleted", "auth.accountDeleted"]
-APNS_TOKEN_LIFETIME = 50 * 60
+# Apple wants the provider token renewed between 20 and 60 minutes after it was made.
+APNS_TOKEN_LIFETIME = min(60, max(20, int(os.environ.get("APPD_PUSH_APNS_TOKEN_MINUTES", "50")))) * 60
+# The providers' payload limits, in bytes: APNs 4 KB for a notification, FCM 4,000 for a message.
+APNS_PAYLOAD_LIMIT = 4096
+FCM_PAYLOAD_LIMIT = 4000
 APNS_TOKEN = re.compile(r"^[0-9a-fA-F]{64,200}$")
 
 
@@ -117,6 +133,8 @@ class Store:
                 CREATE INDEX IF NOT EXISTS devices_user ON devices(user_id);
                 CREATE TABLE IF NOT EXISTS mutes (user_id TEXT PRIMARY KEY);
                 CREATE TABLE IF NOT EXISTS due (todo_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT NOT NULL, due_at REAL NOT NULL);
+                -- A completed todo's due time, kept for the day it is reopened.
+                CREATE TABLE IF NOT EXISTS paused_due (todo_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT NOT NULL, due_at REAL NOT NULL);
                 CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, token TEXT NOT NULL,
                   user_id TEXT NOT NULL, payload TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
                   not_before REAL NOT NULL DEFAULT 0, done_at REAL, UNIQUE (event_id, token));
@@ -127,6 +145,9 @@ class Store:
             # The app's installation id, which a token may move between accounts only with.
             if "installation" not in [row[1] for row in self.db.execute("PRAGMA table_info(devices)")]:
                 self.db.execute("ALTER TABLE devices ADD COLUMN installation TEXT")
+            # When a push was queued: how long it has been retried.
+            if "created_at" not in [row[1] for row in self.db.execute("PRAGMA table_info(outbox)")]:
+                self.db.execute("ALTER TABLE outbox ADD COLUMN created_at REAL")
 
     def transaction(self, work):
         with self.lock:
@@ -178,7 +199,8 @@ class Store:
                 log(f"outbox full ({MAX_PENDING} pending): a push for {user_id} is dropped")
                 continue
             payload = json.dumps({"title": title, "body": body, "data": data or {}, "collapse": collapse})
-            db.execute("INSERT INTO outbox (event_id, token, user_id, payload) VALUES (?, ?, ?, ?)", (event_id, token, user_id, payload))
+            db.execute("INSERT INTO outbox (event_id, token, user_id, payload, created_at) VALUES (?, ?, ?, ?, ?)",
+                       (event_id, token, user_id, payload, time.time()))
             pending += 1
             theirs += 1
             added += 1
@@ -233,10 +255,19 @@ def handle(event):
                 title = payload.get("title") or (db.execute("SELECT title FROM due WHERE todo_id = ?", (payload["todoId"],)).fetchone() or ["A todo"])[0]
                 db.execute("INSERT INTO due (todo_id, user_id, title, due_at) VALUES (?, ?, ?, ?) ON CONFLICT(todo_id) DO UPDATE SET "
                            "title = excluded.title, due_at = excluded.due_at", (payload["todoId"], user, title, due))
-        elif topic in ("todos.completed", "todos.deleted"):
+        elif topic == "todos.completed":
+            # Not due while done; kept for a reopen.
+            db.execute("INSERT OR REPLACE INTO paused_due SELECT * FROM due WHERE todo_id = ?", (payload["todoId"],))
             db.execute("DELETE FROM due WHERE todo_id = ?", (payload["todoId"],))
+        elif topic == "todos.reopened":
+            # Due again at its due time (at once when that has passed while it was done).
+            db.execute("INSERT OR REPLACE INTO due SELECT * FROM paused_due WHERE todo_id = ?", (payload["todoId"],))
+            db.execute("DELETE FROM paused_due WHERE todo_id = ?", (payload["todoId"],))
+        elif topic == "todos.deleted":
+            db.execute("DELETE FROM due WHERE todo_id = ?", (payload["todoId"],))
+            db.execute("DELETE FROM paused_due WHERE todo_id = ?", (payload["todoId"],))
         elif topic == "auth.accountDeleted":
-            for table in ("devices", "mutes", "due", "outbox"):
+            for table in ("devices", "mutes", "due", "paused_due", "outbox"):
                 db.execute(f"DELETE FROM {table} WHERE user_id = ?", (user,))
         if seq is not None:
             Store.put(db, "cursor", seq)
@@ -313,6 +344,30 @@ def retry_after(response):
         return None
 
 
+def shorten(text, over):
+    """`text` less at least `over` bytes of UTF-8 and an ellipsis, cut between characters."""
+    raw = text.encode()
+    kept = raw[:max(0, len(raw) - over - len("…".encode()))].decode("utf-8", "ignore")
+    return kept + "…" if kept != text else text
+
+
+def fitted(push, build, limit):
+    """The JSON bytes `build(title, body)` makes, with the body (then the title) shortened until
+    they fit `limit` bytes: a long title or body is cut, never refused by the provider."""
+    title, body = push["title"], push["body"]
+    while True:
+        encoded = json.dumps(build(title, body), ensure_ascii=False, separators=(",", ":")).encode()
+        over = len(encoded) - limit
+        if over <= 0:
+            return encoded
+        if body:
+            body = shorten(body, over) if len(body.encode()) > over + 3 else ""
+        elif title:
+            title = shorten(title, over) if len(title.encode()) > over + 3 else ""
+        else:
+            return encoded  # the data alone is too big: the provider says so
+
+
 class APNs:
     def __init__(self, client):
         self.client = client
@@ -329,13 +384,13 @@ class APNs:
         if not (self.key and APNS_TEAM and APNS_KEY_ID and APNS_TOPIC):
             raise Rejected("APNs is not configured (APPD_PUSH_APNS_TEAM_ID, _KEY_ID, _KEY_FILE, _TOPIC)")
         base = APNS_SANDBOX_URL if device["environment"] == "sandbox" else APNS_URL
-        body = {"aps": {"alert": {"title": push["title"], "body": push["body"]}, "sound": "default"}, **push["data"]}
+        body = fitted(push, lambda title, text: {"aps": {"alert": {"title": title, "body": text}, "sound": "default"}, **push["data"]}, APNS_PAYLOAD_LIMIT)
         for renew in (False, True):
             headers = {"authorization": f"bearer {self.token(renew)}", "apns-topic": APNS_TOPIC, "apns-push-type": "alert",
-                       "apns-priority": "10", "apns-expiration": str(int(time.time()) + 3600)}
+                       "apns-priority": "10", "apns-expiration": str(int(time.time()) + 3600), "content-type": "application/json"}
             if push.get("collapse"):
                 headers["apns-collapse-id"] = str(push["collapse"])[:64]
-            response = self.client.post(f"{base}/3/device/{device['token']}", json=body, headers=headers)
+            response = self.client.post(f"{base}/3/device/{device['token']}", content=body, headers=headers)
             reason = ""
             try:
                 reason = response.json().get("reason", "")
@@ -374,12 +429,14 @@ class FCM:
     def send(self, device, push):
         if not self.account:
             raise Rejected("FCM is not configured (APPD_PUSH_FCM_SERVICE_ACCOUNT)")
-        message = {"token": device["token"], "notification": {"title": push["title"], "body": push["body"]},
-                   "data": {k: str(v) for k, v in push["data"].items()}}
-        if push.get("collapse"):
-            message["android"] = {"collapse_key": str(push["collapse"])}
+        def message(title, text):
+            built = {"token": device["token"], "notification": {"title": title, "body": text}, "data": {k: str(v) for k, v in push["data"].items()}}
+            if push.get("collapse"):
+                built["android"] = {"collapse_key": str(push["collapse"])}
+            return {"message": built}
         response = self.client.post(f"{FCM_URL}/v1/projects/{urllib.parse.quote(self.account['project_id'])}/messages:send",
-                                    json={"message": message}, headers={"authorization": f"Bearer {self.token()}"})
+                                    content=fitted(push, message, FCM_PAYLOAD_LIMIT),
+                                    headers={"authorization": f"Bearer {self.token()}", "content-type": "application/json"})
         if response.status_code == 200:
             return
         codes = []
@@ -411,11 +468,13 @@ def stop_gracefully(signum, frame):
 
 def deliver():
     """Works the outbox, oldest first: each row sent once, retried with backoff, its outcome kept."""
-    client = httpx.Client(http2=True, verify=CA if CA else True, timeout=httpx.Timeout(10.0, connect=5.0))
+    # The system's CA store (OpenSSL's default paths), or APPD_PUSH_CA instead: never a bundle of
+    # the virtualenv's own (certifi) that the operator does not manage.
+    client = httpx.Client(http2=True, verify=ssl.create_default_context(cafile=CA), timeout=httpx.Timeout(10.0, connect=5.0))
     apns, fcm = APNs(client), FCM(client)
     while True:
         with store.lock:
-            row = store.db.execute("SELECT id, token, user_id, payload, attempts, not_before FROM outbox WHERE state = 'pending' "
+            row = store.db.execute("SELECT id, token, user_id, payload, attempts, not_before, created_at FROM outbox WHERE state = 'pending' "
                                    "ORDER BY not_before, id LIMIT 1").fetchone()
             if row is None or row[5] > time.time():
                 store.changed.wait(timeout=0.5 if row is None else min(0.5, row[5] - time.time()))
@@ -426,7 +485,7 @@ def deliver():
 
 def deliver_one(row, apns, fcm):
     """Sends one outbox row and records its outcome (under `sending`: a stop waits for both)."""
-    row_id, token, user_id, payload, attempts, _ = row
+    row_id, token, user_id, payload, attempts, _, created = row
     device = store.read("SELECT token, platform, environment FROM devices WHERE token = ? AND user_id = ?", (token, user_id))
     if not device:
         store.transaction(lambda db: db.execute("UPDATE outbox SET state = 'dropped', done_at = ? WHERE id = ?", (time.time(), row_id)))
@@ -452,9 +511,9 @@ def deliver_one(row, apns, fcm):
             db.execute("DELETE FROM devices WHERE token = ?", (token,))
             Store.count(db, "removedTokens")
             Store.count(db, "failed")
-        elif state == "retry" and attempts + 1 < MAX_ATTEMPTS:
-            delay = after if after is not None else min(60.0, 0.5 * 2 ** attempts)
-            db.execute("UPDATE outbox SET attempts = attempts + 1, not_before = ? WHERE id = ?", (time.time() + min(delay, 3600.0), row_id))
+        elif state == "retry" and (MAX_ATTEMPTS <= 0 or attempts + 1 < MAX_ATTEMPTS) and \
+                time.time() + (delay := retry_delay(attempts, after)) < (created or time.time()) + RETRY_HOURS * 3600:
+            db.execute("UPDATE outbox SET attempts = attempts + 1, not_before = ? WHERE id = ?", (time.time() + delay, row_id))
             Store.count(db, "retried")
         else:
             db.execute("UPDATE outbox SET state = 'failed', attempts = attempts + 1, done_at = ? WHERE id = ?", (time.time(), row_id))
@@ -464,6 +523,15 @@ def deliver_one(row, apns, fcm):
     store.transaction(record)
     if outcome[1]:
         log(f"push to a {device['platform']} device of {user_id}: {outcome[0]} ({outcome[1]})")
+
+
+def retry_delay(attempts, after):
+    """The wait before the next attempt: the provider's Retry-After, or backoff from half a second
+    doubling to RETRY_CAP_SECONDS, with jitter so pushes that failed together spread out."""
+    if after is not None:
+        return min(after, 3600.0)
+    backoff = min(RETRY_CAP_SECONDS, 0.5 * 2 ** attempts)
+    return backoff / 2 + random.random() * backoff / 2
 
 
 # MARK: The interface

@@ -23,7 +23,7 @@ extension Console {
         case ("GET", "/console/console.css"): return asset(ConsoleAssets.style, type: "text/css; charset=utf-8")
         case ("GET", "/console/api/session"):
             return HTTPResponse(status: 200, body: ["id": .string(session.id), "uid": .int(Int64(session.credentials.uid))])
-        case ("GET", "/console/api/metrics"): return HTTPResponse(status: 200, body: ConsoleMetrics.snapshot())
+        case ("GET", "/console/api/metrics"): return HTTPResponse(status: 200, body: metricsHistory.current())
         case ("GET", "/console/api/audit"): return HTTPResponse(status: 200, body: auditLines())
         case ("GET", "/console/api/events"):
             // Answered through a responder (`handling`); a GET that gets here came some other way.

@@ -22,6 +22,8 @@ public final class Console: Sendable {
     let options: ConsoleOptions
     let streams: ClientStreams
     let logger: Logger
+    /// The metrics page's last minute.
+    let metricsHistory = ConsoleMetricsHistory()
 
     /// The name of the session cookie.
     static let cookieName = "appd_console"

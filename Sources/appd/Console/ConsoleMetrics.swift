@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Bus
+import Synchronization
 
 /// What the metrics page charts: per method (and transport), the calls so far and their
 /// latency histogram, read from the process's Prometheus registry. The page takes two
@@ -16,5 +17,31 @@ enum ConsoleMetrics {
             ]
         }
         return ["at": .double(WallTime.now().secondsSinceEpoch), "bounds": .array(bounds.map(JSONValue.double)), "methods": .array(methods)]
+    }
+}
+
+/// The metrics page's recent past: a snapshot every `interval` (taken by `ConsoleService` while
+/// the console runs), the newest `kept` of them, so the page shows the last minute the moment it
+/// opens instead of starting empty. Bounded: `kept` snapshots of the method table.
+final class ConsoleMetricsHistory: Sendable {
+    static let interval = Duration.seconds(2)
+    let kept: Int
+    private let samples = Mutex<[JSONValue]>([])
+
+    init(kept: Int = 30) { self.kept = max(2, kept) }
+
+    func record() {
+        let snapshot = ConsoleMetrics.snapshot()
+        samples.withLock {
+            $0.append(snapshot)
+            if $0.count > kept { $0.removeFirst($0.count - kept) }
+        }
+    }
+
+    /// Now, with the snapshots before it, oldest first (`history`).
+    func current() -> JSONValue {
+        guard case .object(var now) = ConsoleMetrics.snapshot() else { return ConsoleMetrics.snapshot() }
+        now["history"] = .array(samples.withLock { $0 })
+        return .object(now)
     }
 }

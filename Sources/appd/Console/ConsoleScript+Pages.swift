@@ -160,13 +160,22 @@ extension ConsoleScript {
         appd.pages.metrics = {
           timer: null, previous: null, history: {}, points: 60,
           enter() { this.sample(); this.timer = setInterval(() => this.sample(), 2000); },
-          leave() { clearInterval(this.timer); this.previous = null; },
+          leave() { clearInterval(this.timer); this.previous = null; this.history = {}; },
           async sample() {
             let now;
             try { now = await request("GET", "/console/api/metrics"); } catch (error) { notice("Metrics failed: " + error.message, true); return; }
+            if (!this.previous) {
+              // First load: the last minute appd kept, so the charts start full, not empty.
+              const past = (now.history || []).filter((snapshot) => snapshot.at < now.at);
+              for (let i = 1; i < past.length; i++) this.add(past[i - 1], past[i]);
+              this.previous = past.length ? past[past.length - 1] : null;
+            }
             const before = this.previous;
             this.previous = now;
-            if (!before) return;
+            if (before) this.add(before, now);
+            this.render();
+          },
+          add(before, now) {
             const seconds = Math.max(0.001, now.at - before.at);
             const old = new Map(before.methods.map((m) => [m.method + " " + m.transport, m]));
             for (const series of now.methods) {
@@ -178,7 +187,6 @@ extension ConsoleScript {
               history.push({ rate: calls / seconds, p99: this.quantile(counts, now.bounds, 0.99) });
               if (history.length > this.points) history.shift();
             }
-            this.render();
           },
           quantile(counts, bounds, q) {
             const total = counts.reduce((a, b) => a + b, 0);
@@ -193,7 +201,7 @@ extension ConsoleScript {
           render() {
             const keys = Object.keys(this.history).filter((key) => this.history[key].some((point) => point.rate > 0)).sort();
             const charts = document.getElementById("charts");
-            if (keys.length === 0) { charts.replaceChildren(el("p", {}, "No calls since this page opened.")); return; }
+            if (keys.length === 0) { charts.replaceChildren(el("p", {}, "No calls in the last minute.")); return; }
             charts.replaceChildren(...keys.map((key) => {
               const history = this.history[key];
               const last = history[history.length - 1];

@@ -21,7 +21,19 @@ public final class ConsoleService: Service {
 
     public var name: String { "console" }
 
+    /// Serves, and samples the metrics for the page's history meanwhile; both end together.
     public func run() async throws {
-        await server.run()
+        let (server, history) = (self.server, console.metricsHistory)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await server.run() }
+            group.addTask {
+                while !Task.isCancelled {
+                    history.record()
+                    try? await Task.sleep(for: ConsoleMetricsHistory.interval)
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
     }
 }

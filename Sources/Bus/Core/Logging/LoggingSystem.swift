@@ -13,8 +13,10 @@ public enum LoggingSystem {
         }
     }
 
+    /// Before a composition root bootstraps (a test process, a tool), lines are marked "[log] ":
+    /// a test's expected "error appd.storage: …" reads as what it is, not as a failed test.
     private static let factory = Locked(
-        Factory(level: .info, makeHandler: { _ in StreamLogHandler.standardError() }))
+        Factory(level: .info, makeHandler: { _ in StreamLogHandler(fd: 2, journald: false, prefix: "[log] ") }))
     private static let currentLevel = Locked<Int>(LogLevel.info.rawValue)
 
     /// Replaces the process-wide handler factory (the composition root calls this once).

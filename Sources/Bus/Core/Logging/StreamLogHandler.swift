@@ -14,12 +14,15 @@ import Darwin
 public final class StreamLogHandler: LogHandler {
     private let fd: Int32
     private let journald: Bool
+    /// Written before each line (the unbootstrapped default's "[log] ").
+    private let prefix: String
     /// Serialises writes so lines from concurrent tasks never interleave.
     private let lock: Locked<Void>
 
-    public init(fd: Int32, journald: Bool) {
+    public init(fd: Int32, journald: Bool, prefix: String = "") {
         self.fd = fd
         self.journald = journald
+        self.prefix = prefix
         self.lock = Locked(())
     }
 
@@ -29,7 +32,7 @@ public final class StreamLogHandler: LogHandler {
     }
 
     public func log(_ record: LogRecord) {
-        let line = Self.line(record, journald: journald)
+        let line = prefix + Self.line(record, journald: journald)
         _ = lock.withLock { _ in FileDescriptorWriter.writeAll(fd, Array(line.utf8)) }
     }
 

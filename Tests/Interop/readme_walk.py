@@ -168,6 +168,10 @@ def main():
             for command in commands:
                 status, output = run(INSTEAD.get(command, command))
                 check(f"README line {start}: {command.splitlines()[0][:90]}", status == 0, f"exit {status}\n{output[-3000:]}")
+                # A comment that shows output (# → "pong" "…"): the command printed each quoted part.
+                shown = re.search(r'#\s*→(.*)$', command.splitlines()[-1])
+                for expected in re.findall(r'"([^"]+)"', shown.group(1)) if shown else []:
+                    check(f"README line {start}: prints {expected!r}", expected in output, output[-1500:])
         run("appctl shutdown >/dev/null 2>&1; wait")
         # The walk ran on its own data directory, not the machine's (/var/lib/appd as root).
         check("the walk's appd kept its data in the walk's data directory", os.path.exists(os.path.join(walk, "data", "appd.db")),

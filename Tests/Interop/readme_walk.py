@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Walks the README's examples in order, as a newcomer would, against the binaries `swift build`
+"""Walks the README's examples and those of the docs pages its sections moved to (PAGES), in
+order, as a newcomer would, against the binaries `swift build`
 made, from a fresh home and data directory: each command of each example block runs in one
 bash session (so variables carry from block to block, as in a terminal) and must succeed.
 
@@ -26,6 +27,23 @@ import tempfile
 from harness import check, finish
 
 PW = "a good password"
+# The README's examples, then the pages its sections moved to, in the order they stood in it: the
+# state one section leaves (appd running, its flags, a signed-in user) is the next one's.
+PAGES = [
+    ("README.md", None),
+    ("docs/operators.md", ["The control socket", "Configuration"]),
+    ("docs/features.md", ["Chat and LLM providers", "Rating prompts", "External plugins", "Payments: entitlements, webhooks and the paywall"]),
+    ("docs/http-api.md", ["For apps: the HTTP API"]),
+    ("docs/ios.md", ["From a Swift app: AppdClient"]),
+    ("docs/http-api.md", ["Offline clients: safe retries, conflicts, catching up", "Sign in with Apple and Google"]),
+    ("docs/security.md", ["Security model"]),
+    ("docs/operators.md", ["Running under systemd", "Storage and the event log", "Backups, restore and data export", "Console"]),
+    ("docs/postgres.md", ["Running several instances"]),
+    ("docs/operators.md", ["appctl", "Benchmarks"]),
+    ("docs/architecture.md", ["Layout", "Bus semantics in brief"]),
+]
+# Pages walked whole: each of their sections must be in PAGES (a new one must be added there).
+WHOLE = ["docs/operators.md", "docs/features.md", "docs/http-api.md", "docs/security.md"]
 # The first line of every README example block, and what the walk does with it.
 WALK = [
     ("swift run appd", "skip: the first of the two commands; CI builds with swift build and runs appd below"),
@@ -94,6 +112,39 @@ BEFORE = {
 }
 
 
+def sections(text):
+    """{heading: (first line number, text)} of a page's level-2 sections (subsections inside)."""
+    found, lines, name, start = {}, text.split("\n"), None, 0
+    for number, line in enumerate(lines + ["## "], 1):
+        if line.startswith("## "):
+            if name is not None:
+                found[name] = (start, "\n".join(lines[start - 1:number - 1]))
+            name, start = line[3:].strip(), number
+    return found
+
+
+def pages(root):
+    """(page, first line, text) of what the walk runs, in order."""
+    walked = []
+    for page, names in PAGES:
+        text = open(os.path.join(root, page)).read()
+        if names is None:
+            walked.append((page, 1, text))
+            continue
+        found = sections(text)
+        for name in names:
+            if name not in found:
+                check(f"{page} has the section '{name}' the walk expects", False, f"its sections: {list(found)}")
+                continue
+            walked.append((page, *found[name]))
+    for page in WHOLE:
+        listed = {n for p, names in PAGES if p == page for n in names or []}
+        for name in sections(open(os.path.join(root, page)).read()):
+            if name not in listed:
+                check(f"{page}: the section '{name}' is walked", False, f"add it to PAGES in {__file__}")
+    return walked
+
+
 def blocks(readme):
     """The README's indented example blocks: (line number, [commands]); a command continued with
     a backslash or an open quote spans lines."""
@@ -126,8 +177,6 @@ def blocks(readme):
 
 def main():
     root = os.path.abspath(sys.argv[1])
-    with open(os.path.join(root, "README.md")) as f:
-        readme = f.read()
     walk = tempfile.mkdtemp(prefix="appd-readme-")
     os.chmod(walk, 0o755)
     home = os.path.join(walk, "home")
@@ -153,25 +202,27 @@ def main():
         return -1, "".join(output)
 
     try:
-        for start, commands, first in blocks(readme):
+        for page, offset, text in pages(root):
+          for start, commands, first in blocks(text):
+            start = f"{page}:{start + offset - 1}"
             matches = [(prefix, what) for prefix, what in WALK if first.startswith(prefix)]
             prefix, rule = max(matches, key=lambda m: len(m[0])) if matches else (None, None)
             if rule is None:
-                check(f"README line {start}: an example the walk knows", False, f"add '{first}' to WALK in {__file__}")
+                check(f"{start}: an example the walk knows", False, f"add '{first}' to WALK in {__file__}")
                 continue
             if rule.startswith("skip"):
-                print(f"skip README line {start} ({first[:50]}): {rule[6:]}")
+                print(f"skip {start} ({first[:50]}): {rule[6:]}")
                 continue
             for step in BEFORE.get(prefix, []):
                 status, output = run(step)
                 check(f"(between examples) {step[:60]}", status == 0, output[-2000:], quiet=True)
             for command in commands:
                 status, output = run(INSTEAD.get(command, command))
-                check(f"README line {start}: {command.splitlines()[0][:90]}", status == 0, f"exit {status}\n{output[-3000:]}")
+                check(f"{start}: {command.splitlines()[0][:90]}", status == 0, f"exit {status}\n{output[-3000:]}")
                 # A comment that shows output (# → "pong" "…"): the command printed each quoted part.
                 shown = re.search(r'#\s*→(.*)$', command.splitlines()[-1])
                 for expected in re.findall(r'"([^"]+)"', shown.group(1)) if shown else []:
-                    check(f"README line {start}: prints {expected!r}", expected in output, output[-1500:])
+                    check(f"{start}: prints {expected!r}", expected in output, output[-1500:])
         run("appctl shutdown >/dev/null 2>&1; wait")
         # The walk ran on its own data directory, not the machine's (/var/lib/appd as root).
         check("the walk's appd kept its data in the walk's data directory", os.path.exists(os.path.join(walk, "data", "appd.db")),

@@ -50,7 +50,7 @@ WALK = [
     ("swift test", "skip: CI runs it as its own step"),
     ("// Package.swift of the app", "skip: Swift package manifest lines for an app's package"),
     ("sudo apt-get install", "skip: CI installs the packages itself"),
-    ("VENV=$(", "skip: the virtualenv way; the plugin suites make their own venv"),
+    ("VENV=$(", "run"),
     ("swift build", "run"),
     ("appd", "run"),
     ("appctl ping", "run"),
@@ -60,7 +60,7 @@ WALK = [
     ("# llama.cpp's server", "skip: needs a running LLM server"),
     ("appctl chat send Remember that", "run"),
     ("appctl rating status", "run"),
-    ("# the plugin folder is <data dir>/plugins", "skip: the mailer needs PyPI's varlink in a venv; Tests/Interop/external_plugins.py runs it"),
+    ("# the plugin folder is <data dir>/plugins", "run"),
     ("appctl payments products", "run"),
     ("# appd learns the secrets at start", "run"),
     ("ms=$(date +%s)000", "run"),
@@ -96,6 +96,15 @@ INSTEAD = {
     "appctl shutdown                  # graceful stop; appd exits 0": 'appctl shutdown && wait $APPD_PID',
     'APPD_STRIPE_WEBHOOK_SECRETS="$STRIPE_SECRET" APPD_REVENUECAT_WEBHOOK_SECRET=rc_test_secret appd':
         'APPD_STRIPE_WEBHOOK_SECRETS="$STRIPE_SECRET" APPD_REVENUECAT_WEBHOOK_SECRET=rc_test_secret appd >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
+    # appd again with the mailer's virtualenv: in the background, from the binaries swift build made.
+    'PATH="$VENV/bin:$PATH" VIRTUAL_ENV="$VENV" swift run appd --plugin-read-only-paths "$VENV"':
+        'PATH="$VENV/bin:$PATH" VIRTUAL_ENV="$VENV" appd --plugin-read-only-paths "$VENV" >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
+    # The walk's data directory is its own (APPD_DATA_DIRECTORY), not the default the page names.
+    "mkdir -p ~/.local/share/appd/plugins && cp -r contrib/plugins/mailer ~/.local/share/appd/plugins/":
+        'mkdir -p "$APPD_DATA_DIRECTORY/plugins" && cp -r contrib/plugins/mailer "$APPD_DATA_DIRECTORY/plugins/"',
+    # The mail is written by the plugin after the call returns: wait for it (at most 20 s).
+    "appctl mailer outbox             # (admin) the messages it wrote":
+        'for i in $(seq 1 200); do appctl mailer outbox | grep -q "Reset your password" && break; sleep 0.1; done; appctl mailer outbox | grep "Reset your password"',
     "appd --http-listen 127.0.0.1:8080 &": 'appd --http-listen 127.0.0.1:8080 >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
     "appctl shutdown                                   # appd again, now with the console on loopback": 'appctl shutdown && wait $APPD_PID',
     "appd --http-listen 127.0.0.1:8080 --console-listen 127.0.0.1:8090 &":
@@ -108,6 +117,7 @@ BEFORE = {
     "appctl chat send Remember that": ['appd >> "$WALK/appd.log" 2>&1 & APPD_PID=$!; wait_for_socket',
                                        f'echo "{PW}" | appctl login ada@example.com --password-stdin'],
     "# appd learns the secrets at start": ['appctl shutdown && wait $APPD_PID'],
+    "VENV=$(": ['appctl shutdown && wait $APPD_PID'],
     "# one appd per socket": ['appctl shutdown && wait $APPD_PID'],
 }
 

@@ -80,7 +80,7 @@ enum ConsoleAssets {
           <div id="user-detail" hidden>
             <h3 id="user-title"></h3>
             <dl id="user-facts" class="facts"></dl>
-            <button type="button" id="user-toggle"></button>
+            <button type="button" id="user-toggle">Disable account</button>
             <h4>Identities</h4>
             <ul id="user-identities"></ul>
             <h4>Entitlements</h4>

@@ -15,12 +15,8 @@ public actor InMemoryChat: ChatServing {
     private var messages: [String: [ChatMessage]] = [:]
     private var nextFailure: (any Error)?
     private let reply: @Sendable (String) -> String
-    /// Each conversation's last change on the feed (a deletion keeps its tombstone).
-    private var feed: [String: (seq: Int64, deleted: Bool)] = [:]
-    private var seq: Int64 = 0
-    private var outcomes: [String: Result<Conversation?, any Error>] = [:]
-    private var listeners: [Int: AsyncThrowingStream<Int64, any Error>.Continuation] = [:]
-    private var nextListener = 0
+    private var feed = FakeChangeFeed()
+    private var outcomes = FakeOutcomes<Conversation?>()
 
     public init(reply: @escaping @Sendable (String) -> String = { "You said: \($0)" }) {
         self.reply = reply
@@ -75,12 +71,11 @@ public actor InMemoryChat: ChatServing {
     }
 
     public func conversationChanges(after cursor: Int64?, limit: Int?) -> ChatInterface.Changes.Reply {
-        let after = feed.filter { $0.value.seq > (cursor ?? 0) && (cursor != nil || !$0.value.deleted) }.sorted { $0.value.seq < $1.value.seq }
-        let page = after.prefix(min(max(limit ?? 100, 1), 500))
-        let changes = page.map { id, entry in
-            ConversationChange(seq: entry.seq, id: id, deleted: entry.deleted, conversation: entry.deleted ? nil : conversations[id])
+        let page = feed.page(after: cursor, limit: limit)
+        let changes = page.changes.map {
+            ConversationChange(seq: $0.seq, id: $0.id, deleted: $0.deleted, conversation: $0.deleted ? nil : conversations[$0.id])
         }
-        return ChatInterface.Changes.Reply(changes: changes, nextCursor: changes.last?.seq ?? cursor ?? seq, more: page.count < after.count)
+        return ChatInterface.Changes.Reply(changes: changes, nextCursor: page.nextCursor, more: page.more)
     }
 
     public nonisolated func conversationSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
@@ -123,27 +118,17 @@ public actor InMemoryChat: ChatServing {
     // MARK: -
 
     private func listen(_ continuation: AsyncThrowingStream<Int64, any Error>.Continuation, after cursor: Int64) {
-        for entry in feed.values.map(\.seq).sorted() where entry > cursor { continuation.yield(entry) }
-        let id = nextListener
-        nextListener += 1
-        listeners[id] = continuation
+        let id = feed.listen(continuation, after: cursor)
         continuation.onTermination = { _ in Task { await self.forget(id) } }
     }
 
-    private func forget(_ id: Int) { listeners[id] = nil }
+    private func forget(_ id: Int) { feed.forget(id) }
 
-    private func record(_ id: String, deleted: Bool) {
-        seq += 1
-        feed[id] = (seq, deleted)
-        for listener in listeners.values { listener.yield(seq) }
-    }
+    private func record(_ id: String, deleted: Bool) { feed.record(id, deleted: deleted) }
 
     /// The first outcome of a call with `key`, for every retry with it.
     private func once(_ key: String?, _ body: () throws -> Conversation?) throws -> Conversation? {
-        if let key, let outcome = outcomes[key] { return try outcome.get() }
-        let outcome = Result(catching: body)
-        if let key { outcomes[key] = outcome }
-        return try outcome.get()
+        try outcomes.once(key, body)
     }
 
     private func start(conversationId: String, text: String) throws -> (String, [String]) {

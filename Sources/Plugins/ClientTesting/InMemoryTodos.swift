@@ -11,12 +11,8 @@ import Foundation
 /// network would.
 public actor InMemoryTodos: TodosServing {
     private var todos: [String: Todo] = [:]
-    /// Each todo's last change on the feed (a deletion keeps its tombstone).
-    private var feed: [String: (seq: Int64, deleted: Bool)] = [:]
-    private var seq: Int64 = 0
-    private var outcomes: [String: Result<Todo?, any Error>] = [:]
-    private var listeners: [Int: AsyncThrowingStream<Int64, any Error>.Continuation] = [:]
-    private var nextListener = 0
+    private var feed = FakeChangeFeed()
+    private var outcomes = FakeOutcomes<Todo?>()
     /// False: every call throws `AppdClientError.transport` (the device is offline).
     public var reachable = true
     /// Calls that reached the server, by method name (`add`, `update`, …).
@@ -25,8 +21,7 @@ public actor InMemoryTodos: TodosServing {
     public init(_ todos: [Todo] = []) {
         for todo in todos {
             self.todos[todo.id] = todo
-            seq += 1
-            feed[todo.id] = (seq, false)
+            feed.record(todo.id, deleted: false)
         }
     }
 
@@ -115,10 +110,9 @@ public actor InMemoryTodos: TodosServing {
 
     public func changes(after cursor: Int64?, limit: Int?) async throws -> TodosInterface.ChangePage {
         try enter("changes")
-        let after = feed.filter { $0.value.seq > (cursor ?? 0) && (cursor != nil || !$0.value.deleted) }.sorted { $0.value.seq < $1.value.seq }
-        let page = after.prefix(min(max(limit ?? 100, 1), 500))
-        let changes = page.map { id, entry in TodoChange(seq: entry.seq, id: id, deleted: entry.deleted, todo: entry.deleted ? nil : todos[id]) }
-        return TodosInterface.ChangePage(changes: changes, nextCursor: changes.last?.seq ?? cursor ?? seq, more: page.count < after.count)
+        let page = feed.page(after: cursor, limit: limit)
+        let changes = page.changes.map { TodoChange(seq: $0.seq, id: $0.id, deleted: $0.deleted, todo: $0.deleted ? nil : todos[$0.id]) }
+        return TodosInterface.ChangePage(changes: changes, nextCursor: page.nextCursor, more: page.more)
     }
 
     public nonisolated func changeSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
@@ -131,20 +125,13 @@ public actor InMemoryTodos: TodosServing {
 
     private func listen(_ continuation: AsyncThrowingStream<Int64, any Error>.Continuation, after cursor: Int64) {
         guard reachable else { return continuation.finish(throwing: AppdClientError.transport("offline")) }
-        for entry in feed.values.map(\.seq).sorted() where entry > cursor { continuation.yield(entry) }
-        let id = nextListener
-        nextListener += 1
-        listeners[id] = continuation
+        let id = feed.listen(continuation, after: cursor)
         continuation.onTermination = { _ in Task { await self.forget(id) } }
     }
 
-    private func forget(_ id: Int) { listeners[id] = nil }
+    private func forget(_ id: Int) { feed.forget(id) }
 
-    private func record(_ id: String, deleted: Bool) {
-        seq += 1
-        feed[id] = (seq, deleted)
-        for listener in listeners.values { listener.yield(seq) }
-    }
+    private func record(_ id: String, deleted: Bool) { feed.record(id, deleted: deleted) }
 
     private func enter(_ call: String) throws {
         guard reachable else { throw AppdClientError.transport("offline (InMemoryTodos.reachable is false)") }
@@ -153,10 +140,7 @@ public actor InMemoryTodos: TodosServing {
 
     private func once(_ call: String, _ key: String?, _ body: () throws -> Todo?) async throws -> Todo? {
         try enter(call)
-        if let key, let outcome = outcomes[key] { return try outcome.get() }
-        let outcome = Result(catching: body)
-        if let key { outcomes[key] = outcome }
-        return try outcome.get()
+        return try outcomes.once(key, body)
     }
 
     private func change(_ call: String, _ id: String, _ expected: Int64?, _ key: String?, _ edit: (Todo) throws -> Todo) async throws -> Todo {

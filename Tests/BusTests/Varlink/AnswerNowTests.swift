@@ -35,7 +35,7 @@ import Testing
         bytes += VarlinkCall(method: "io.appd.Test.Quick", parameters: ["text": "a"]).frame()
         bytes += VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "b"]).frame()
         bytes += VarlinkCall(method: "io.appd.Test.Quick", parameters: ["text": "c"]).frame()
-        try client.write(bytes)
+        try await client.write(bytes)
         #expect(try await client.receive().parameters == [:])
         #expect(try await client.receive().parameters == ["text": "a", "inTask": true])
         #expect(try await client.receive().parameters == ["text": "b"])
@@ -59,7 +59,7 @@ import Testing
                 let method = quick(i) ? "io.appd.Test.Quick" : "io.appd.Test.Echo"
                 bytes += VarlinkCall(method: method, parameters: ["text": .string(String(i))]).frame()
             }
-            try client.write(bytes)
+            try await client.write(bytes)
             for i in chunk..<chunk + 500 {
                 let reply = try await client.receive()
                 #expect(reply.parameters["text"] == .string(String(i)))

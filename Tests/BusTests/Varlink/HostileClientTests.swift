@@ -44,7 +44,7 @@ import TestSupport
     func malformedMessagesCloseTheConnection(name: String, bytes: [UInt8]) async throws {
         let server = try TestServer()
         let client = try server.client()
-        try client.write(bytes)
+        try await client.write(bytes)
         await Self.expectClosed(client)
         try await Self.expectHealthy(server)
         await server.stop()
@@ -53,7 +53,7 @@ import TestSupport
     @Test func callsBeforeAMalformedMessageAreStillAnswered() async throws {
         let server = try TestServer()
         let client = try server.client()
-        try client.write(VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "first"]).frame() + Array("garbage\0".utf8))
+        try await client.write(VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "first"]).frame() + Array("garbage\0".utf8))
         #expect(try await client.receive().parameters == ["text": "first"])
         await Self.expectClosed(client)
         await server.stop()
@@ -75,7 +75,7 @@ import TestSupport
         let server = try TestServer(limits: limits)
         let client = try server.client()
         // No NUL anywhere: the server gives up once the frame passes the limit.
-        try client.write([UInt8](repeating: 0x20, count: 5000))
+        try await client.write([UInt8](repeating: 0x20, count: 5000))
         await Self.expectClosed(client)
         try await Self.expectHealthy(server)
         await server.stop()
@@ -84,7 +84,7 @@ import TestSupport
     @Test func halfARecordThenEOFClosesQuietly() async throws {
         let server = try TestServer()
         let client = try server.client()
-        try client.write(Array("{\"method\":\"io.appd.Test.Ec".utf8))
+        try await client.write(Array("{\"method\":\"io.appd.Test.Ec".utf8))
         client.finishSending()
         await Self.expectClosed(client)
         try await Self.expectHealthy(server)
@@ -108,8 +108,8 @@ import TestSupport
         limits.maxConnectionsPerUID = 32
         let server = try TestServer(limits: limits)
         let before = openFileDescriptors()
-        var clients: [TestClient] = []
-        for _ in 0..<200 { clients.append(try server.client()) }
+        // Connected on a thread of their own: a connect waits while the server's backlog is full.
+        var clients = try await offPool { try (0..<200).map { _ in try server.client() } }
         // Every client asks; exactly 32 are served, the rest find the connection closed.
         var served = 0
         var refused = 0
@@ -187,7 +187,7 @@ import TestSupport
         // Ask for far more than the limit and never read.
         var bytes: [UInt8] = []
         for _ in 0..<100 { bytes += VarlinkCall(method: "io.appd.Test.Big", parameters: ["bytes": 60_000]).frame() }
-        try greedy.write(bytes)
+        try await greedy.write(bytes)
         #expect(await eventually { server.server.stats.connections == 0 })
         try await Self.expectHealthy(server)
         await server.stop()

@@ -77,7 +77,7 @@ import TestSupport
             VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 2], more: true),
             VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "b"]),
         ] { bytes += call.frame() }
-        try client.write(bytes)
+        try await client.write(bytes)
         var replies: [VarlinkReply] = []
         for _ in 0..<9 { replies.append(try await client.receive()) }
         #expect(replies == [
@@ -139,7 +139,7 @@ import TestSupport
             VarlinkCall(method: "io.appd.Test.Count", parameters: ["upTo": 2], more: true),
             VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": "c"]),
         ] { bytes += call.frame() }
-        try client.write(bytes)
+        try await client.write(bytes)
         var replies: [VarlinkReply] = []
         for _ in 0..<6 { replies.append(try await client.receive()) }
         #expect(replies.map { $0.parameters["text"] ?? $0.parameters["n"] ?? .null } == ["a", .null, "b", 1, 2, "c"])
@@ -178,7 +178,7 @@ import TestSupport
         var bytes: [UInt8] = []
         for i in 0..<10_000 { bytes += VarlinkCall(method: "io.appd.Test.Echo", parameters: ["text": .string(String(i))]).frame() }
         // The server pauses reading at its queue limit while it answers: the write completes.
-        try client.write(bytes)
+        try await client.write(bytes)
         for i in 0..<10_000 {
             let reply = try await client.receive()
             #expect(reply.parameters == ["text": .string(String(i))])

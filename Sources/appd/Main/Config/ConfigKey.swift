@@ -178,26 +178,20 @@ struct ConfigKey: Sendable {
         integer("httpMaxStreamsPerClient", "--http-max-streams-per-client", "Open event streams per client address or IPv6 /64 (default: 16).") {
             $0.http.maxStreamsPerClient = $1
         },
-        ConfigKey(name: "accountCallsPerMinute", flag: "--account-calls-per-minute", help: "Calls one signed-in account may make a minute, both transports (default: 1200; 0: no limit).") {
-            config, value throws(ConfigProblem) in
-            guard case .int(let n) = value, n >= 0, n <= 1_000_000 else { throw ConfigProblem("needs a whole number from 0 to 1000000") }
-            config.accountCallsPerMinute = Int(n)
+        wholeNumber("accountCallsPerMinute", "--account-calls-per-minute", "Calls one signed-in account may make a minute, both transports (default: 1200; 0: no limit).", 0...1_000_000) {
+            $0.accountCallsPerMinute = $1
         },
         integer("accountCallBurst", "--account-call-burst", "Calls an account may make at once before the per-minute rate applies (default: 300).") {
             $0.accountCallBurst = $1
         },
-        ConfigKey(
-            name: "listenBacklog", flag: "--listen-backlog",
-            help: "Connections the control socket and the HTTP listeners queue before appd accepts them: a fleet reconnecting at once (default: 0, the kernel's net.core.somaxconn)."
-        ) { config, value throws(ConfigProblem) in
-            guard case .int(let n) = value, n >= 0, n <= 65535 else { throw ConfigProblem("needs a whole number from 0 to 65535") }
-            config.listenBacklog = Int(n)
-        },
+        wholeNumber(
+            "listenBacklog", "--listen-backlog",
+            "Connections the control socket and the HTTP listeners queue before appd accepts them: a fleet reconnecting at once (default: 0, the kernel's net.core.somaxconn).",
+            0...65535
+        ) { $0.listenBacklog = $1 },
         integer("todosPerUser", "--todos-per-user", "Todos one account may hold (default: 10000).") { $0.todosPerUser = $1 },
-        ConfigKey(name: "accountStorageMB", flag: "--account-storage-mb", help: "MiB of text one account may keep: its todos, chats and memories together (default: 100; 0: no limit).") {
-            config, value throws(ConfigProblem) in
-            guard case .int(let n) = value, n >= 0, n <= 1_048_576 else { throw ConfigProblem("needs a whole number from 0 to 1048576") }
-            config.accountStorageMB = Int(n)
+        wholeNumber("accountStorageMB", "--account-storage-mb", "MiB of text one account may keep: its todos, chats and memories together (default: 100; 0: no limit).", 0...1_048_576) {
+            $0.accountStorageMB = $1
         },
         integer("exportEventsMB", "--export-events-mb", "MiB of event payloads one data export carries at most, oldest first (default: 8).") {
             $0.exportEventsMB = min($1, 4096)
@@ -296,108 +290,6 @@ struct ConfigKey: Sendable {
         integer("ratingMaxPromptsPerYear", "--rating-max-prompts-per-year", "Rating: prompts in any 365 days (default: 3).") { $0.rating.maxPromptsPerYear = $1 },
         text("chatCaFile", "--chat-ca-file", "Trusted CA certificates (PEM) for the endpoint instead of the system store.") { $0.chatCAFile = $1 },
     ] + identity + sync + operations
-
-    /// A client id or domain: printable, no spaces or commas.
-    @Sendable static func clientID(_ text: String) throws(ConfigProblem) {
-        guard text.utf8.count <= 255, !text.contains(where: { $0.isWhitespace || $0 == "," }), !text.containsControlCharacters else {
-            throw ConfigProblem("needs client ids without spaces, commas or control characters")
-        }
-    }
-
-    /// An https:// URL.
-    static func https(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
-            guard let text = value.stringValue, text.hasPrefix("https://"), text.count > 8, !text.contains(where: \.isWhitespace) else {
-                throw ConfigProblem("needs an https:// URL")
-            }
-            set(&config, text)
-        }
-    }
-
-    /// true or false (JSON, or the words from a flag or the environment).
-    static func flag(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Bool) -> Void) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
-            switch value {
-            case .bool(let b): set(&config, b)
-            case .string("true"): set(&config, true)
-            case .string("false"): set(&config, false)
-            default: throw ConfigProblem("needs true or false")
-            }
-        }
-    }
-
-    static func text(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, String) -> Void) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
-            guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs a non-empty string") }
-            set(&config, text)
-        }
-    }
-
-    /// A list of absolute paths: a JSON list, or comma-separated text.
-    static func paths(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, [String]) -> Void) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
-            let list: [String]
-            switch value {
-            case .array(let items):
-                list = items.compactMap(\.stringValue)
-                guard list.count == items.count else { throw ConfigProblem("needs a list of absolute paths") }
-            case .string(let text): list = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
-            default: throw ConfigProblem("needs a list of absolute paths")
-            }
-            guard list.allSatisfy({ $0.hasPrefix("/") && !$0.split(separator: "/").contains("..") }) else {
-                throw ConfigProblem("needs absolute paths without '..'")
-            }
-            set(&config, list)
-        }
-    }
-
-    /// A list of strings (a JSON list, or comma-separated text), each checked.
-    static func list(
-        _ name: String, _ flag: String, _ help: String, secret: Bool = false, check: @escaping @Sendable (String) throws(ConfigProblem) -> Void,
-        set: @escaping @Sendable (inout AppdConfig, [String]) -> Void
-    ) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help, secret: secret) { config, value throws(ConfigProblem) in
-            let items: [String]
-            switch value {
-            case .null: items = []
-            case .string(let text): items = text.split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
-            case .array(let values):
-                items = values.compactMap(\.stringValue)
-                guard items.count == values.count else { throw ConfigProblem("needs a list of strings") }
-            default: throw ConfigProblem("needs a list of strings")
-            }
-            for item in items { try check(item) }
-            set(&config, items)
-        }
-    }
-
-    static func integer(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Int) -> Void) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
-            guard case .int(let n) = value, n > 0, n <= Int64(Int32.max) else { throw ConfigProblem("needs a positive whole number") }
-            set(&config, Int(n))
-        }
-    }
-
-    static func optionalInteger(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Int?) -> Void) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
-            if value == .null { set(&config, nil); return }
-            guard case .int(let n) = value, n > 0, n <= Int64(Int32.max) else { throw ConfigProblem("needs a positive whole number or null") }
-            set(&config, Int(n))
-        }
-    }
-
-    static func seconds(_ name: String, _ flag: String, _ help: String, _ set: @escaping @Sendable (inout AppdConfig, Duration) -> Void) -> ConfigKey {
-        ConfigKey(name: name, flag: flag, help: help) { config, value throws(ConfigProblem) in
-            let number: Double
-            switch value {
-            case .int(let i): number = Double(i)
-            case .double(let d): number = d
-            default: throw ConfigProblem("needs a positive number of seconds")
-            }
-            guard number > 0, number <= 86_400 else { throw ConfigProblem("needs a positive number of seconds, at most 86400") }
-            set(&config, .milliseconds(Int64(number * 1000)))
-        }
-    }
 }
 
 /// What is wrong with one value (the loader adds which key and where it came from).

@@ -38,7 +38,7 @@ import TestSupport
     }
 
     @Test(.enabled(if: TestDatabase.engine == .sqlite, "the cache is used only when one instance owns the database"))
-    func signInsAndWrongPasswordsLeaveTheCacheAloneAndASignOutEmptiesIt() async throws {
+    func signInsAndWrongPasswordsLeaveTheCacheAloneAndASignOutEvictsOnlyItsSession() async throws {
         let h = try await Harness.make()
         let session = try await h.signUpAndIn()
         let caller = h.connection()
@@ -47,32 +47,93 @@ import TestSupport
         await expectAuthError("InvalidCredentials") {
             _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "wrong password"))
         }
-        _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
+        let second = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")).session
         #expect(h.plugin.sessions.count == 1)
+        let other = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: second.accessToken), as: other)
+        #expect(h.plugin.sessions.count == 2)
         _ = try await h.bus.send(AuthInterface.SignOut(), as: caller)
-        #expect(h.plugin.sessions.count == 0)
+        #expect(h.plugin.sessions.count == 1, "only the signed-out session goes")
+        await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+        #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: other).user.id == session.user.id)
+        await h.database.close()
+    }
+
+    /// A write about one account evicts that account's sessions before it is answered, and
+    /// no one else's: another account's next call is still served from memory.
+    @Test(.enabled(if: TestDatabase.engine == .sqlite, "the cache is used only when one instance owns the database"))
+    func accountWritesEvictThatAccountBeforeTheyAreAnswered() async throws {
+        let h = try await Harness.make()
+        let ada = try await h.signUpAndIn()
+        let bob = try await h.signUpAndIn("bob@example.com", password: "battery staple")
+        let (adaCaller, bobCaller) = (h.connection(), h.connection())
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: ada.accessToken), as: adaCaller)
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: bob.accessToken), as: bobCaller)
+        #expect(h.plugin.sessions.count == 2)
+        // Disabled by the administrator: Ada's cached session goes at once, Bob's stays.
+        _ = try await h.bus.send(AuthInterface.DisableUser(email: "ada@example.com"), as: h.admin)
+        #expect(h.plugin.sessions.count(ofAccount: ada.user.id) == 0)
+        #expect(h.plugin.sessions.count(ofAccount: bob.user.id) == 1)
+        await expectAuthError("AccountDisabled") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: adaCaller) }
+        // A refresh evicts only the access token it replaced.
+        _ = try await h.bus.send(AuthInterface.WhoAmI(), as: bobCaller)
+        let refreshed = try await h.bus.send(AuthInterface.Refresh(refreshToken: bob.refreshToken)).session
+        #expect(h.plugin.sessions.count(ofAccount: bob.user.id) == 0)
+        await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: bobCaller) }
+        let fresh = h.connection()
+        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: refreshed.accessToken), as: fresh)
+        #expect(h.plugin.sessions.count(ofAccount: bob.user.id) == 1)
         await h.database.close()
     }
 
     @Test func aLookupThatRacedWithAWriteIsNotKept() {
         let cache = SessionCache<String>()
         let before = cache.generation
-        cache.invalidate()  // a write committed while the lookup was reading
-        cache.store("d", Self.entry("u"), readAt: before)
-        #expect(cache.lookup("d") == nil)
-        cache.store("d", Self.entry("u"), readAt: cache.generation)
-        #expect(cache.lookup("d")?.record == "u")
-        cache.invalidate()
-        #expect(cache.lookup("d") == nil)
+        cache.evict(.nothing)  // a write committed while the lookup was reading
+        cache.store(token: "t", accessDigest: "d", userID: "u", Self.entry("u"), readAt: before)
+        #expect(cache.lookup(token: "t") == nil)
+        cache.store(token: "t", accessDigest: "d", userID: "u", Self.entry("u"), readAt: cache.generation)
+        #expect(cache.lookup(token: "t")?.record == "u")
+        cache.evict(.everything)
+        #expect(cache.lookup(token: "t") == nil)
+    }
+
+    /// 10,000 cached sessions of 1,000 accounts: a sign-out everywhere evicts that account's ten,
+    /// a sign-out of one session (or its refresh) that one, and the rest stay cached.
+    @Test func evictionsAreTargetedAmongTenThousandSessions() {
+        let cache = SessionCache<String>(capacity: 10_000)
+        for i in 0..<10_000 {
+            let account = "u\(i % 1_000)"
+            cache.store(token: "t\(i)", accessDigest: "d\(i)", userID: account, Self.entry(account), readAt: cache.generation)
+        }
+        #expect(cache.count == 10_000)
+        #expect(cache.count(ofAccount: "u7") == 10)
+        cache.evict(.account("u7"))
+        #expect(cache.count == 9_990)
+        #expect(cache.count(ofAccount: "u7") == 0)
+        #expect(cache.lookup(token: "t7") == nil && cache.lookup(token: "t9007") == nil)
+        #expect(cache.lookup(token: "t8")?.record == "u8")
+        cache.evict(.session(accessDigest: "d8"))
+        #expect(cache.count == 9_989)
+        #expect(cache.lookup(token: "t8") == nil)
+        #expect(cache.lookup(token: "t1008")?.record == "u8", "the account's other sessions stay")
+        cache.evict(.account("nobody"))
+        cache.evict(.session(accessDigest: "unknown"))
+        cache.evict(.nothing)
+        #expect(cache.count == 9_989)
+        // A token stored again (a second lookup) is kept once.
+        cache.store(token: "t1008", accessDigest: "d1008", userID: "u8", Self.entry("u8"), readAt: cache.generation)
+        #expect(cache.count == 9_989 && cache.count(ofAccount: "u8") == 9)
     }
 
     @Test func theCacheIsBounded() {
         let cache = SessionCache<String>(capacity: 3)
-        for i in 0..<10 { cache.store("d\(i)", Self.entry("u\(i)"), readAt: cache.generation) }
+        for i in 0..<10 { cache.store(token: "t\(i)", accessDigest: "d\(i)", userID: "u\(i)", Self.entry("u\(i)"), readAt: cache.generation) }
         #expect(cache.count <= 3)
-        #expect(cache.lookup("d9") != nil)
+        #expect(cache.lookup(token: "t9") != nil)
+        #expect(cache.count(ofAccount: "u0") == 0, "the index is bounded with the entries")
         let off = SessionCache<String>(capacity: 0)
-        off.store("d", Self.entry("u"), readAt: off.generation)
-        #expect(off.lookup("d") == nil)
+        off.store(token: "t", accessDigest: "d", userID: "u", Self.entry("u"), readAt: off.generation)
+        #expect(off.lookup(token: "t") == nil)
     }
 }

@@ -61,6 +61,24 @@ import Testing
         #expect(Self.absentMembers(of: created) == [])
     }
 
+    static let user = User(
+        id: "u_1", email: awkward, displayName: "Ann \"A\" Lee ✓", onboarded: true, emailVerified: true, guest: false, createdAt: "2026-12-04T06:00:00Z")
+    static let bareUser = User(id: "", email: "", onboarded: false, emailVerified: false, guest: true, createdAt: "")
+
+    @Test func authRepliesWriteTheBytesOfTheirCodableConformance() throws {
+        #expect(Self.absentMembers(of: Self.user) == [])
+        #expect(Self.absentMembers(of: Self.bareUser) == ["displayName"], "the check sees an absent member")
+        for user in [Self.user, Self.bareUser] {
+            let session = Session(accessToken: "a.\\b", refreshToken: "r", expiresAt: "2026-12-05T09:00:00Z", user: user)
+            try Self.expectSameBytes(user)
+            try Self.expectSameBytes(session)
+            try Self.expectSameBytes(AuthInterface.UserReply(user: user))
+            try Self.expectSameBytes(AuthInterface.SessionReply(session: session))
+            try Self.expectSameBytes(AuthInterface.SignUpReply(user: user, session: session))
+            try Self.expectSameBytes(AuthInterface.SignUpReply(user: user))
+        }
+    }
+
     struct Holder: Encodable {
         var page: TodosInterface.TodoPage
         var optionalPage: TodosInterface.TodoPage?

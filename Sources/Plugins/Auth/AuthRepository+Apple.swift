@@ -68,7 +68,9 @@ extension AuthRepository {
     func applyAppleNotification(key: String, type: String, subject: String, now: Int64, causedBy cause: (any Cause)?) async throws
         -> NotificationOutcome
     {
-        let outcome = try await write { tx -> NotificationOutcome in
+        let outcome = try await write(evicting: { outcome in
+            if case .applied(let userID) = outcome { .account(userID) } else { .nothing }
+        }) { tx -> NotificationOutcome in
             guard try tx.query("SELECT 1 AS one FROM auth_provider_notifications WHERE key = ?", [.text(key)]).isEmpty else { return .duplicate }
             try tx.execute("INSERT INTO auth_provider_notifications (key, received_at) VALUES (?, ?)", [.text(key), .integer(now)])
             guard let userID = try tx.query(

@@ -38,7 +38,7 @@ extension AuthRepository {
         causedBy cause: (any Cause)?
     ) async throws -> UpgradeOutcome {
         do {
-            return try await write { tx -> UpgradeOutcome in
+            return try await write(account: userID) { tx -> UpgradeOutcome in
                 guard let record = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init), record.guest else {
                     return .notAGuest
                 }
@@ -84,7 +84,7 @@ extension AuthRepository {
         var deleted = 0
         for id in ids {
             // Checked again in the write: a guest seen or upgraded meanwhile stays.
-            let gone = try await write { tx -> Bool in
+            let gone = try await write(account: id) { tx -> Bool in
                 guard try !tx.query("SELECT 1 AS one FROM auth_users WHERE id = ? AND guest = 1 AND last_seen_at < ?", [.text(id), .integer(before)]).isEmpty
                 else { return false }
                 try Self.deleteUser(tx, userID: id, now: now, causedBy: nil)

@@ -57,7 +57,10 @@ extension AuthRepository {
     func signIn(
         identity: VerifiedIdentity, email: String, newUserID: String, displayName: String?, now: Int64, causedBy cause: (any Cause)?
     ) async throws -> IdentitySignIn {
-        try await write { tx in
+        // Linking by email ends the account's sessions; the other outcomes change nothing cached.
+        try await write(evicting: { outcome in
+            if case .linkedByEmail(let record) = outcome { .account(record.id) } else { .nothing }
+        }) { tx in
             let provider = identity.provider.rawValue
             if let linked = try tx.query(
                 "SELECT u.* FROM auth_identities i JOIN auth_users u ON u.id = i.user_id WHERE i.provider = ? AND i.subject = ?",

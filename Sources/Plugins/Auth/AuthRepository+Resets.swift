@@ -59,7 +59,7 @@ extension AuthRepository {
     /// other pending request of the account. The token came through the account's mailbox, so
     /// its email is verified from then on. False when the token is unknown, used or expired.
     func resetPassword(digest: String, hash: String, now: Int64) async throws -> Bool {
-        let owner = try await write { tx -> String? in
+        let owner = try await write(evicting: { $0.map { .account($0) } ?? .nothing }) { tx -> String? in
             let rows = try tx.query(
                 "SELECT user_id FROM auth_reset_requests WHERE token_digest = ? AND used_at IS NULL AND expires_at > ?",
                 [.text(digest), .integer(now)])

@@ -55,7 +55,7 @@ extension AuthRepository {
     /// The first verification of the address ends every session of the account but
     /// `keepAccessDigest`'s: one opened before the address was proven may be whoever registered it.
     func verifyEmail(digest: String, keepAccessDigest: String? = nil, now: Int64, causedBy cause: (any Cause)?) async throws -> Bool {
-        let owner = try await write { tx -> String? in
+        let owner = try await write(evicting: { $0.map { .account($0) } ?? .nothing }) { tx -> String? in
             let rows = try tx.query(
                 """
                 SELECT v.user_id FROM auth_email_verifications v JOIN auth_users u ON u.id = v.user_id

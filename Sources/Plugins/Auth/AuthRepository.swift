@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Bus
 import Contracts
+import Crypto
 import Storage
 
 /// An account row as the plugin sees it (the password hash never leaves the plugin).
@@ -78,13 +79,29 @@ struct AuthRepository: Sendable {
     /// account's standing (nil for the gates' repository, which does not write).
     let streams: SessionStreams?
 
-    /// A write that changes accounts or sessions; the session cache is invalidated once it has
-    /// committed (or failed), before the caller hears back. Writes that change neither use
+    /// A write that changes accounts or sessions: once it has committed, before the caller hears
+    /// back, the session cache forgets what `evicting` says the write changed (everything when
+    /// the write failed: its outcome is not known). Writes that change neither use
     /// `database.write` directly.
     @discardableResult
-    func write<T: Sendable>(_ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
-        defer { sessions.invalidate() }
-        return try await database.write(body)
+    func write<T: Sendable>(
+        evicting eviction: (T) -> SessionCache<UserRecord>.Eviction, _ body: @escaping @Sendable (any Transaction) throws -> T
+    ) async throws -> T {
+        let result: T
+        do {
+            result = try await database.write(body)
+        } catch {
+            sessions.evict(.everything)
+            throw error
+        }
+        sessions.evict(eviction(result))
+        return result
+    }
+
+    /// `write` for a change to one account, known before it runs.
+    @discardableResult
+    func write<T: Sendable>(account userID: String, _ body: @escaping @Sendable (any Transaction) throws -> T) async throws -> T {
+        try await write(evicting: { _ in .account(userID) }, body)
     }
 
     // MARK: Accounts
@@ -104,7 +121,8 @@ struct AuthRepository: Sendable {
         noticeWindow: Int64, causedBy cause: (any Cause)?
     ) async throws -> SignUpOutcome {
         do {
-            return try await write { tx in
+            // A new account (or only an event for the owner of a taken address): nothing cached changed.
+            return try await write(evicting: { _ in .nothing }) { tx in
                 let taken = try tx.query("SELECT id, email FROM auth_users WHERE email = ?", [.text(email)]).first
                 if let owner = taken?.text("id"), let address = taken?.text("email") {
                     if try Self.takeNotice(tx, key: "signup:" + owner, limit: 1, window: noticeWindow, now: now) {
@@ -160,13 +178,13 @@ struct AuthRepository: Sendable {
     }
 
     func replacePasswordHash(userID: String, hash: String, now: Int64) async throws {
-        try await write { tx in
+        try await write(account: userID) { tx in
             try tx.execute("UPDATE auth_users SET password_hash = ?, updated_at = ? WHERE id = ?", [.text(hash), .integer(now), .text(userID)])
         }
     }
 
     func completeOnboarding(userID: String, now: Int64, causedBy cause: (any Cause)?) async throws -> UserRecord? {
-        try await write { tx in
+        try await write(account: userID) { tx in
             let changed = try tx.execute(
                 "UPDATE auth_users SET onboarded_at = ?, updated_at = ? WHERE id = ? AND onboarded_at IS NULL",
                 [.integer(now), .integer(now), .text(userID)])
@@ -176,7 +194,7 @@ struct AuthRepository: Sendable {
     }
 
     func updateProfile(userID: String, displayName: String?, now: Int64) async throws -> UserRecord? {
-        try await write { tx in
+        try await write(account: userID) { tx in
             try tx.execute(
                 "UPDATE auth_users SET display_name = ?, updated_at = ? WHERE id = ?",
                 [displayName.map { .text($0) } ?? .null, .integer(now), .text(userID)])
@@ -187,7 +205,7 @@ struct AuthRepository: Sendable {
     /// Sets a new password hash, revokes every session except `keepAccessDigest`'s, and voids
     /// every pending reset request (a token mailed before the change must not undo it).
     func changePassword(userID: String, hash: String, keepAccessDigest: String?, now: Int64) async throws {
-        try await write { tx in
+        try await write(account: userID) { tx in
             try tx.execute(
                 "UPDATE auth_users SET password_hash = ?, updated_at = ?, password_unproven = 1 - email_verified WHERE id = ?",
                 [.text(hash), .integer(now), .text(userID)])
@@ -202,7 +220,7 @@ struct AuthRepository: Sendable {
     /// Erasure happens in the same transaction: every logged event about the user becomes a
     /// tombstone, before auth.accountDeleted (which stays, for the consumers) is appended.
     func deleteUser(userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
-        try await write { tx in try Self.deleteUser(tx, userID: userID, now: now, causedBy: cause) }
+        try await write(account: userID) { tx in try Self.deleteUser(tx, userID: userID, now: now, causedBy: cause) }
         streams?.changed(userID: userID)
     }
 
@@ -243,7 +261,7 @@ struct AuthRepository: Sendable {
     /// Disables or enables an account. Its sessions stay, but the session gate refuses every
     /// one of them with AccountDisabled while it is disabled. False when unknown.
     func setDisabled(email: String, _ disabled: Bool, now: Int64) async throws -> Bool {
-        let userID = try await write { tx -> String? in
+        let userID = try await write(evicting: { $0.map { .account($0) } ?? .nothing }) { tx -> String? in
             guard let id = try tx.query("SELECT id FROM auth_users WHERE email = ?", [.text(email)]).first?.text("id") else { return nil }
             try tx.execute("UPDATE auth_users SET disabled = ?, updated_at = ? WHERE id = ?", [.integer(disabled ? 1 : 0), .integer(now), .text(id)])
             return id
@@ -274,13 +292,14 @@ struct AuthRepository: Sendable {
         }
     }
 
-    /// Resolves an access token digest against the store (revoked and unknown look the same).
-    /// Served from the session cache when it can be; unknown tokens are not cached.
-    func session(accessDigest: String, now: Int64) async throws -> SessionLookup {
-        if let cached = sessions.lookup(accessDigest) {
+    /// Resolves an access token against the store (revoked and unknown look the same), by its
+    /// digest. Served from the session cache when it can be; unknown tokens are not cached.
+    func session(accessToken: String, now: Int64) async throws -> SessionLookup {
+        if let cached = sessions.lookup(token: accessToken) {
             return cached.expiresAt <= now ? .expired : .valid(cached.record)
         }
         let generation = sessions.generation
+        let accessDigest = SecretToken.digest(accessToken)
         let found = try await database.read { tx -> SessionCache<UserRecord>.Entry? in
             let rows = try tx.query(
                 """
@@ -291,7 +310,7 @@ struct AuthRepository: Sendable {
             return SessionCache<UserRecord>.Entry(record: record, expiresAt: expires)
         }
         guard let found else { return .unknown }
-        sessions.store(accessDigest, found, readAt: generation)
+        sessions.store(token: accessToken, accessDigest: accessDigest, userID: found.record.id, found, readAt: generation)
         return found.expiresAt <= now ? .expired : .valid(found.record)
     }
 
@@ -302,23 +321,32 @@ struct AuthRepository: Sendable {
         refreshDigest: String, newAccessDigest: String, accessExpires: Int64, newRefreshDigest: String, refreshExpires: Int64,
         now: Int64, grace: Int64
     ) async throws -> RotationOutcome {
-        let outcome = try await write { tx -> RotationOutcome in
+        // A rotation evicts only the access token it replaces; a replay that revoked the family,
+        // every session of its account.
+        let (outcome, _) = try await write(evicting: { (outcome: RotationOutcome, replaced: String?) in
+            switch outcome {
+            case .rotated: replaced.map { .session(accessDigest: $0) } ?? .nothing
+            case .reused(let userID?): .account(userID)
+            case .reused(nil): .everything
+            default: .nothing
+            }
+        }) { tx -> (RotationOutcome, String?) in
             let rows = try tx.query(
-                "SELECT id, user_id, family, refresh_expires_at FROM auth_sessions WHERE refresh_digest = ? AND revoked_at IS NULL",
+                "SELECT id, user_id, family, refresh_expires_at, access_digest FROM auth_sessions WHERE refresh_digest = ? AND revoked_at IS NULL",
                 [.text(refreshDigest)])
             guard let row = rows.first, let id = row.integer("id"), let userID = row.text("user_id"), let family = row.text("family"),
                 let expires = row.integer("refresh_expires_at")
             else {
                 let reused = try tx.query("SELECT family, rotated_at FROM auth_rotated_refresh WHERE digest = ?", [.text(refreshDigest)]).first
-                guard let family = reused?.text("family") else { return .unknown }
-                if let rotatedAt = reused?.integer("rotated_at"), now - rotatedAt < grace { return .recentlyRotated }
+                guard let family = reused?.text("family") else { return (.unknown, nil) }
+                if let rotatedAt = reused?.integer("rotated_at"), now - rotatedAt < grace { return (.recentlyRotated, nil) }
                 try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE family = ? AND revoked_at IS NULL", [.integer(now), .text(family)])
                 let owner = try tx.query("SELECT user_id FROM auth_sessions WHERE family = ? LIMIT 1", [.text(family)]).first?.text("user_id")
-                return .reused(userID: owner)
+                return (.reused(userID: owner), nil)
             }
-            guard expires > now else { return .expired }
+            guard expires > now else { return (.expired, nil) }
             let disabled = try tx.query("SELECT disabled FROM auth_users WHERE id = ?", [.text(userID)]).first?.integer("disabled") == 1
-            guard !disabled else { return .disabled }
+            guard !disabled else { return (.disabled, nil) }
             try tx.execute(
                 "INSERT INTO auth_rotated_refresh (digest, family, rotated_at) VALUES (?, ?, ?)", [.text(refreshDigest), .text(family), .integer(now)])
             try tx.execute(
@@ -326,16 +354,16 @@ struct AuthRepository: Sendable {
                 [.text(newAccessDigest), .integer(accessExpires), .text(newRefreshDigest), .integer(refreshExpires), .integer(id)])
             try tx.execute("UPDATE auth_users SET last_seen_at = ? WHERE id = ?", [.integer(now), .text(userID)])
             guard let user = try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init) else {
-                return .unknown
+                return (.unknown, nil)
             }
-            return .rotated(user)
+            return (.rotated(user), row.text("access_digest"))
         }
         if case .reused(let userID?) = outcome { streams?.changed(userID: userID) }
         return outcome
     }
 
     func revokeSession(accessDigest: String, userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
-        try await write { tx in
+        try await write(evicting: { _ in .session(accessDigest: accessDigest) }) { tx in
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE access_digest = ? AND revoked_at IS NULL", [.integer(now), .text(accessDigest)])
             try tx.append(SignedOut(userId: userID, everywhere: false), causedBy: cause)
         }
@@ -343,7 +371,7 @@ struct AuthRepository: Sendable {
     }
 
     func revokeAllSessions(userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
-        try await write { tx in
+        try await write(account: userID) { tx in
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.integer(now), .text(userID)])
             try tx.append(SignedOut(userId: userID, everywhere: true), causedBy: cause)
         }

@@ -169,7 +169,7 @@ public struct AuthService: Sendable {
 
     /// The account behind an access token, as the session gate and Authenticate need it.
     func resolve(accessToken: String) async throws -> UserRecord {
-        switch try await repository.session(accessDigest: SecretToken.digest(accessToken), now: now) {
+        switch try await repository.session(accessToken: accessToken, now: now) {
         case .unknown: throw AuthError.unauthenticated
         case .expired: throw AuthError.sessionExpired
         case .valid(let record):

@@ -3,12 +3,18 @@ import Synchronization
 
 /// Resolved sessions kept in memory, so the session gate does not read the database on every
 /// call (that read, a hop to the reader thread and back, was a large part of a signed-in
-/// call's cost).
+/// call's cost), keyed by the access token as presented: a hit costs one dictionary lookup, not
+/// a SHA-256 and a base64 of the token (the digest is made only on a miss, to read the store).
+/// The tokens live only in this process's memory, as they do in the connections that carry them;
+/// the database keeps digests only.
 ///
 /// Correct because every change to accounts and sessions goes through this process's
-/// `AuthRepository`, which calls `invalidate()` after each write commits and before the write's
-/// caller is answered: a sign-out, a revocation, a disabled or deleted account takes effect on
-/// the next call, as without the cache. A lookup that raced with a write is not stored (the
+/// `AuthRepository`, which evicts what each write changed after it commits and before the
+/// write's caller is answered (`evict(_:)`): a sign-out, a revocation, a password change, a
+/// disabled or deleted account takes effect on the next call, as without the cache. Only what
+/// the write changed goes — the account's sessions, or one session (a `Refresh` evicts only the
+/// access token it replaced) — so one user's sign-out does not send every other signed-in
+/// user's next call to the database. A lookup that raced with a write is not stored (the
 /// generation moved on while it read). Expiry is checked on every hit.
 ///
 /// When another process can change sessions in the same database (several appd instances on
@@ -20,9 +26,46 @@ final class SessionCache<Record: Sendable>: Sendable {
         let expiresAt: Int64
     }
 
+    /// What a write changed, so what the cache forgets.
+    enum Eviction: Sendable, Equatable {
+        /// Nothing cached can have changed (a new account, a new session).
+        case nothing
+        /// Every session of the account (its standing, profile, password or sessions changed).
+        case account(String)
+        /// One session, by the digest of its access token (signed out, or refreshed).
+        case session(accessDigest: String)
+        /// Anything (a write whose outcome is not known: it failed).
+        case everything
+    }
+
+    private struct Slot {
+        var entry: Entry
+        var userID: String
+        var accessDigest: String
+    }
+
     private struct State {
         var generation: UInt64 = 0
-        var entries: [String: Entry] = [:]
+        var byToken: [String: Slot] = [:]
+        /// The cached tokens of each account, and the token of each access digest: what a
+        /// targeted eviction finds without walking the whole cache.
+        var tokensByAccount: [String: [String]] = [:]
+        var tokenByDigest: [String: String] = [:]
+
+        mutating func remove(token: String) {
+            guard let slot = byToken.removeValue(forKey: token) else { return }
+            tokenByDigest[slot.accessDigest] = nil
+            if var tokens = tokensByAccount[slot.userID] {
+                tokens.removeAll { $0 == token }
+                tokensByAccount[slot.userID] = tokens.isEmpty ? nil : tokens
+            }
+        }
+
+        mutating func removeAll() {
+            byToken.removeAll(keepingCapacity: true)
+            tokensByAccount.removeAll(keepingCapacity: true)
+            tokenByDigest.removeAll(keepingCapacity: true)
+        }
     }
 
     private let state = Mutex(State())
@@ -30,30 +73,47 @@ final class SessionCache<Record: Sendable>: Sendable {
 
     init(capacity: Int = 10_000) { self.capacity = max(0, capacity) }
 
-    /// The cached lookup for a token digest, nil when not cached.
-    func lookup(_ digest: String) -> Entry? {
-        state.withLock { $0.entries[digest] }
+    /// The cached lookup for an access token as presented, nil when not cached.
+    func lookup(token: String) -> Entry? {
+        state.withLock { $0.byToken[token]?.entry }
     }
 
     /// The generation to hand back to `store`: take it before reading the database.
     var generation: UInt64 { state.withLock { $0.generation } }
 
-    /// Keeps a lookup read while the generation was `generation`; dropped if a write committed since.
-    func store(_ digest: String, _ entry: Entry, readAt generation: UInt64) {
+    /// Keeps a lookup read while the generation was `generation`; dropped if a write committed
+    /// since. A full cache starts over (bounded memory; the next calls read the store again).
+    func store(token: String, accessDigest: String, userID: String, _ entry: Entry, readAt generation: UInt64) {
         state.withLock { s in
             guard s.generation == generation, capacity > 0 else { return }
-            if s.entries.count >= capacity { s.entries.removeAll(keepingCapacity: true) }
-            s.entries[digest] = entry
+            s.remove(token: token)
+            if s.byToken.count >= capacity { s.removeAll() }
+            s.byToken[token] = Slot(entry: entry, userID: userID, accessDigest: accessDigest)
+            s.tokensByAccount[userID, default: []].append(token)
+            s.tokenByDigest[accessDigest] = token
         }
     }
 
-    /// Forgets everything: an account or session changed.
-    func invalidate() {
+    /// Forgets what a write changed (and moves the generation on, so a lookup that read the
+    /// store before the write committed is not kept).
+    func evict(_ eviction: Eviction) {
         state.withLock { s in
             s.generation &+= 1
-            s.entries.removeAll(keepingCapacity: true)
+            switch eviction {
+            case .nothing:
+                break
+            case .account(let userID):
+                for token in s.tokensByAccount[userID] ?? [] { s.remove(token: token) }
+            case .session(let digest):
+                if let token = s.tokenByDigest[digest] { s.remove(token: token) }
+            case .everything:
+                s.removeAll()
+            }
         }
     }
 
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int { state.withLock { $0.byToken.count } }
+
+    /// How many sessions of `userID` are cached (tests).
+    func count(ofAccount userID: String) -> Int { state.withLock { $0.tokensByAccount[userID]?.count ?? 0 } }
 }

@@ -173,6 +173,41 @@ final class Seen: Sendable {
         await database.close()
     }
 
+    /// Live events that wait while the handler works are taken as one batch, and the position is
+    /// saved once for the batch, not once per event (a trigger counts the saves).
+    @Test func aBurstOfLiveEventsSavesThePositionOncePerBatch() async throws {
+        let bus = EventBus()
+        let (dir, database) = try await notesDatabase(bus: bus)
+        defer { removeDirectory(dir) }
+        try await database.write { tx in
+            try tx.execute("CREATE TABLE saves (seq INTEGER NOT NULL)")
+            try tx.execute("CREATE TRIGGER saved_insert AFTER INSERT ON appd_consumers BEGIN INSERT INTO saves VALUES (new.seq); END")
+            try tx.execute("CREATE TRIGGER saved_update AFTER UPDATE ON appd_consumers BEGIN INSERT INTO saves VALUES (new.seq); END")
+        }
+        let seen = Seen()
+        let released = Mutex(false)
+        let consumer = DurableConsumer(name: "batched", filter: TopicFilter.all, log: EventLog(database: database), bus: bus) { event in
+            // The first event holds the handler until the burst is in: the rest wait in the queue.
+            while event.sequence == 1 && !released.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+            seen.add(event.sequence ?? -1)
+        }
+        let running = Task { try await consumer.run() }
+        // Live from the start: its catch-up saw an empty log.
+        #expect(await eventually { bus.counters.subscriptions > 0 })
+        _ = try await addNote("first", to: database)
+        for i in 0..<40 { _ = try await addNote("n\(i)", to: database) }
+        released.withLock { $0 = true }
+        #expect(await eventually { seen.all.count == 41 })
+        #expect(await eventually { (try? await DurableConsumer.position(of: "batched", in: database)) == 41 })
+        #expect(seen.all == Array(1...41))
+        let saves = try await database.read { tx in try tx.query("SELECT seq FROM saves ORDER BY rowid").compactMap { $0.integer("seq") } }
+        #expect(saves.last == 41)
+        #expect(saves.count <= 3, "one save for the first event, one for the batch behind it: \(saves)")
+        running.cancel()
+        _ = await running.result
+        await database.close()
+    }
+
     @Test func aSlowConsumerThatOverflowsGoesBackToTheLog() async throws {
         let bus = EventBus()
         let (dir, database) = try await notesDatabase(bus: bus)

@@ -6,14 +6,26 @@ import BusCore
 /// review 2, finding 1: one free account wrote 34 MB/s). A write that would take the account
 /// past its limit fails with `StorageQuotaExceeded` and changes nothing.
 public enum AccountBytes {
+    /// `WITHOUT ROWID`: the key is the row, so a charge touches one b-tree, not a table and its
+    /// key's index (every durable write that stores text charges it).
     static let schema = """
         CREATE TABLE IF NOT EXISTS appd_account_bytes (
           owner TEXT NOT NULL,
           part TEXT NOT NULL,
           bytes INTEGER NOT NULL,
           PRIMARY KEY (owner, part)
-        );
+        ) WITHOUT ROWID;
         """
+
+    /// Rebuilds a table made before it was `WITHOUT ROWID` (SQLite), in one transaction.
+    static func upgrade(_ connection: SQLiteConnection) throws {
+        let made = try connection.run("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'appd_account_bytes'", []).first?.text("sql") ?? ""
+        guard !made.uppercased().contains("WITHOUT ROWID") else { return }
+        try connection.executeScript(
+            "BEGIN IMMEDIATE; ALTER TABLE appd_account_bytes RENAME TO appd_account_bytes_old; " + schema
+                + " INSERT INTO appd_account_bytes (owner, part, bytes) SELECT owner, part, bytes FROM appd_account_bytes_old;"
+                + " DROP TABLE appd_account_bytes_old; COMMIT;")
+    }
 
     /// The UTF-8 bytes of the texts, as the quota counts them.
     public static func size(_ texts: String?...) -> Int64 {

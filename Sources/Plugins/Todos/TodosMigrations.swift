@@ -37,5 +37,16 @@ enum TodosMigrations {
         // The per-owner change feed (`Todos.Changes`): each todo's place on the event log's
         // sequence, tombstones of deleted ones.
         SQLTodosRepository.feed.migration(plugin: "todos", version: 4, existingOrder: "seq"),
+        // The counts' key is the row (`WITHOUT ROWID`): an add touches one b-tree for its count,
+        // not a table and its key's index. PostgreSQL's tables are unchanged.
+        Migration(plugin: "todos", version: 5, sql: """
+            ALTER TABLE todos_counts RENAME TO todos_counts_old;
+            CREATE TABLE todos_counts (
+              owner TEXT PRIMARY KEY,
+              n INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            INSERT INTO todos_counts (owner, n) SELECT owner, n FROM todos_counts_old;
+            DROP TABLE todos_counts_old;
+            """, postgres: "SELECT 1;"),
     ]
 }

@@ -169,12 +169,20 @@ extension EventBus {
         method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil,
         causedBy cause: Envelope? = nil, idempotencyKey: IdempotencyKey? = nil
     ) async throws -> JSONValue {
+        try await call(method: method, handler: nil, parameters: parameters, as: caller, timeout: timeout, causedBy: cause, idempotencyKey: idempotencyKey)
+    }
+
+    /// `call` with the method's handler resolved already (a transport's route): no lookup by name.
+    func call(
+        method: String, handler resolved: (any HandlerEntry)?, parameters: JSONValue, as caller: Caller, timeout: Duration?,
+        causedBy cause: Envelope? = nil, idempotencyKey: IdempotencyKey?
+    ) async throws -> JSONValue {
         if IdempotencyRecord.current != nil {
             return try await IdempotencyRecord.$current.withValue(nil) {
-                try await call(method: method, parameters: parameters, as: caller, timeout: timeout, causedBy: cause, idempotencyKey: idempotencyKey)
+                try await call(method: method, handler: resolved, parameters: parameters, as: caller, timeout: timeout, causedBy: cause, idempotencyKey: idempotencyKey)
             }
         }
-        let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey) { parameters }
+        let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey, handler: resolved) { parameters }
         if entry.answersInline, !chain.applies(to: envelope) { return try entry.callInline(envelope, parameters) }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
@@ -208,12 +216,19 @@ extension EventBus {
     public func callEncoded(
         method: String, parameters: JSONValue, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil
     ) async throws -> [UInt8] {
+        try await callEncoded(method: method, handler: nil, parameters: parameters, as: caller, timeout: timeout, causedBy: cause)
+    }
+
+    /// `callEncoded` with the method's handler resolved already (a transport's route).
+    func callEncoded(
+        method: String, handler resolved: (any HandlerEntry)?, parameters: JSONValue, as caller: Caller, timeout: Duration?, causedBy cause: Envelope? = nil
+    ) async throws -> [UInt8] {
         if IdempotencyRecord.current != nil {
             return try await IdempotencyRecord.$current.withValue(nil) {
-                try await callEncoded(method: method, parameters: parameters, as: caller, timeout: timeout, causedBy: cause)
+                try await callEncoded(method: method, handler: resolved, parameters: parameters, as: caller, timeout: timeout, causedBy: cause)
             }
         }
-        let (entry, envelope) = try prepare(method, caller, timeout, cause)
+        let (entry, envelope) = try prepare(method, caller, timeout, cause, handler: resolved)
         if entry.answersInline, !chain.applies(to: envelope) { return try entry.callInlineEncoded(envelope, parameters) }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await entry.callEncoded(inner, parameters) }
@@ -234,15 +249,16 @@ extension EventBus {
         }
     }
 
-    /// Finds the handler, denies what no gate can check, and builds the envelope.
+    /// Finds the handler (unless the caller resolved it: `handler`), denies what no gate can
+    /// check, and builds the envelope.
     /// With a key, the command must declare `idempotent` and a gate must keep outcomes (the
     /// parameters, made only then, go with the key so the gate can tell a retry from a misuse).
     private func prepare(
         _ method: String, _ caller: Caller, _ timeout: Duration?, _ cause: Envelope?, key: IdempotencyKey? = nil,
-        parameters: () throws -> JSONValue = { .null }
+        handler resolved: (any HandlerEntry)? = nil, parameters: () throws -> JSONValue = { .null }
     ) throws -> (any HandlerEntry, Envelope) {
         commandCount.add(1, ordering: .relaxed)
-        guard let entry = handlers.withLock({ $0[method] }) else { throw NoHandler(method: method) }
+        guard let entry = resolved ?? handlers.withLock({ $0[method] }) else { throw NoHandler(method: method) }
         return (entry, try envelope(entry, caller, timeout, cause, key: key, parameters: parameters))
     }
 

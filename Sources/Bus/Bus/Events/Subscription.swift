@@ -26,6 +26,12 @@ public final class Subscription: AsyncSequence, Sendable {
         queue.close()
     }
 
+    /// The events buffered now, all at once (waiting for one when there are none), or nil once
+    /// the subscription has ended: for a consumer that acts once per batch (saves its position
+    /// once for all of them). Asking again means the previous batch is finished with. Not to be
+    /// mixed with iterating the subscription.
+    public func nextBatch() async throws -> [BusEvent]? { try await queue.nextBatch() }
+
     public struct AsyncIterator: AsyncIteratorProtocol {
         let subscription: Subscription
         var batch: [BusEvent] = []

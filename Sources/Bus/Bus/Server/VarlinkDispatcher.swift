@@ -228,13 +228,14 @@ public final class VarlinkDispatcher: Sendable {
         if encodedReplies, key == nil, info?.typed == true {
             // A typed reply, encoded once to the bytes the transport writes (a keyed call keeps
             // the value path: its gate stores the reply).
-            let bytes = try await bus.callEncoded(method: call.method, parameters: call.parameters, as: caller, timeout: timeout)
+            let bytes = try await bus.callEncoded(method: call.method, handler: route.handler, parameters: call.parameters, as: caller, timeout: timeout)
             guard !call.oneway else { return }
             if checks { try check(try JSONParser.parse(bytes), of: method, in: interface) }
             try await emit(VarlinkReply(encodedParameters: bytes))
             return
         }
-        let reply = try await bus.call(method: call.method, parameters: call.parameters, as: caller, timeout: timeout, idempotencyKey: key)
+        let reply = try await bus.call(
+            method: call.method, handler: route.handler, parameters: call.parameters, as: caller, timeout: timeout, idempotencyKey: key)
         guard !call.oneway else { return }
         if checks { try check(reply, of: method, in: interface) }
         try await emit(VarlinkReply(parameters: reply))

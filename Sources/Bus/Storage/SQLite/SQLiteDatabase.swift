@@ -50,6 +50,7 @@ public final class SQLiteDatabase: Database {
                 + "PRAGMA secure_delete=ON; PRAGMA journal_size_limit=0;")
         try connection.executeScript(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema)
         try EventLog.upgrade(connection)
+        try AccountBytes.upgrade(connection)
         let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")
         self.writeConnection = ConnectionBox(connection)

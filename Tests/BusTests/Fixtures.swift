@@ -57,6 +57,7 @@ final class GateLog: Sendable {
     private let entries = Mutex<[String]>([])
     func append(_ entry: String) { entries.withLock { $0.append(entry) } }
     var all: [String] { entries.withLock { $0 } }
+    func clear() { entries.withLock { $0.removeAll() } }
 }
 
 struct RecordingGate: Gate {
@@ -73,6 +74,30 @@ struct RecordingGate: Gate {
         let reply = try await next(envelope)
         log.append("\(name).out")
         return reply
+    }
+}
+
+/// A gate that decides from memory: token "good" becomes user "d1" without `handle`; token
+/// "bad" is refused there; any other token is left to `handle` (which records that it ran).
+struct DecidingGate: Gate {
+    let log: GateLog
+    var name: String { "deciding" }
+    func covers(_ requirement: Requirement) -> Bool { requirement == .session }
+    func decide(_ envelope: inout Envelope) -> GateDecision {
+        log.append("deciding.decide")
+        switch envelope.caller.sessionToken?.value {
+        case "good":
+            envelope.caller.principal = Principal(userID: "d1")
+            return .pass
+        case "bad": return .deny(Denied(reason: "bad token"))
+        default: return .handle
+        }
+    }
+    func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        log.append("deciding.handle")
+        var envelope = envelope
+        envelope.caller.principal = Principal(userID: "h1")
+        return try await next(envelope)
     }
 }
 

@@ -49,6 +49,35 @@ import TestSupport
         #expect(log.all == ["outer.in", "refuser.in"])
     }
 
+    /// A gate that decides from memory passes (with its change to the envelope) or refuses
+    /// without `handle`; one that cannot decide falls back to `handle`, and the gates around it
+    /// still nest as before.
+    @Test func aGateThatDecidesFromMemoryNeedsNoHandle() async throws {
+        let log = GateLog()
+        let bus = EventBus(gates: [RecordingGate(name: "outer", log: log), DecidingGate(log: log), RecordingGate(name: "inner", log: log)])
+        try bus.register(Echo.self) { c, envelope in
+            log.append("handler")
+            return EchoReply(text: c.text, user: envelope.caller.principal?.userID)
+        }
+        func caller(_ token: String) -> Caller { Caller(sessionToken: SessionToken(token)) }
+
+        #expect(try await bus.send(Echo(text: ""), as: caller("good")).user == "d1")
+        #expect(log.all == ["outer.in", "deciding.decide", "inner.in", "handler", "inner.out", "outer.out"])
+        log.clear()
+        // JSON calls decide the same way.
+        #expect(try await bus.call(method: Echo.method, parameters: ["text": ""], as: caller("good"))["user"] == "d1")
+        #expect(!log.all.contains("deciding.handle"))
+        log.clear()
+
+        await #expect(throws: Denied(reason: "bad token")) { try await bus.send(Echo(text: ""), as: caller("bad")) }
+        #expect(log.all == ["outer.in", "deciding.decide"])
+        #expect(Metrics.shared.counter("appd_gate_denials_total", labels: ["deciding", "other"]) >= 1, "counted for the gate that refused")
+        log.clear()
+
+        #expect(try await bus.send(Echo(text: ""), as: caller("other")).user == "h1")
+        #expect(log.all == ["outer.in", "deciding.decide", "deciding.handle", "inner.in", "handler", "inner.out", "outer.out"])
+    }
+
     @Test func typedAndJSONCallsPassTheSameGates() async throws {
         let log = GateLog()
         let bus = EventBus(gates: [RecordingGate(name: "g", log: log)])

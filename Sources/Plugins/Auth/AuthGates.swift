@@ -22,6 +22,24 @@ struct SessionGate: Gate {
     /// The requirements that need a signed-in account.
     static func needsAccount(_ requirement: Requirement) -> Bool { requirement == .session || requirement == .onboarded || requirement == .verifiedEmail }
 
+    /// Decided without waiting when the session is in the cache (or there is no token); a
+    /// token the cache does not hold is read from the store in `handle`.
+    func decide(_ envelope: inout Envelope) -> GateDecision {
+        let needed = envelope.requirements.contains(where: Self.needsAccount)
+        guard let token = envelope.caller.sessionToken ?? envelope.caller.connection?.sessionToken else {
+            return needed ? .deny(AuthError.unauthenticated) : .pass
+        }
+        switch service.resolveCached(accessToken: token.value) {
+        case nil:
+            return .handle
+        case .success(let record)?:
+            Self.signIn(&envelope, token, record)
+            return .pass
+        case .failure(let error)?:
+            return needed ? .deny(error) : .pass
+        }
+    }
+
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         let needed = envelope.requirements.contains(where: Self.needsAccount)
         guard let token = envelope.caller.sessionToken ?? envelope.caller.connection?.sessionToken else {
@@ -30,15 +48,19 @@ struct SessionGate: Gate {
         }
         var envelope = envelope
         do {
-            let record = try await service.resolve(accessToken: token.value)
-            // A token from the connection goes with the call (one that came with it is there).
-            if envelope.caller.sessionToken == nil { envelope.caller.sessionToken = token }
-            envelope.caller.principal = Principal(
-                userID: record.id, email: record.address, onboarded: record.onboardedAt != nil, emailVerified: record.emailVerified)
+            Self.signIn(&envelope, token, try await service.resolve(accessToken: token.value))
         } catch let error as AuthError {
             if needed { throw error }
         }
         return try await next(envelope)
+    }
+
+    /// The call acts as the session's account.
+    private static func signIn(_ envelope: inout Envelope, _ token: SessionToken, _ record: UserRecord) {
+        // A token from the connection goes with the call (one that came with it is there).
+        if envelope.caller.sessionToken == nil { envelope.caller.sessionToken = token }
+        envelope.caller.principal = Principal(
+            userID: record.id, email: record.address, onboarded: record.onboardedAt != nil, emailVerified: record.emailVerified)
     }
 }
 
@@ -59,10 +81,16 @@ struct AccountStandingGate: Gate {
 
     func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(requirement) }
 
+    /// Decided from the principal the session gate set, always without waiting.
+    func decide(_ envelope: inout Envelope) -> GateDecision {
+        guard applies(to: envelope) else { return .pass }
+        guard let principal = envelope.caller.principal else { return .deny(AuthError.unauthenticated) }
+        return holds(principal) ? .pass : .deny(refusal)
+    }
+
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        guard applies(to: envelope) else { return try await next(envelope) }
-        guard let principal = envelope.caller.principal else { throw AuthError.unauthenticated }
-        guard holds(principal) else { throw refusal }
+        var envelope = envelope
+        if case .deny(let error) = decide(&envelope) { throw error }
         return try await next(envelope)
     }
 }

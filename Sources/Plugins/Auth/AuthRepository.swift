@@ -295,9 +295,7 @@ struct AuthRepository: Sendable {
     /// Resolves an access token against the store (revoked and unknown look the same), by its
     /// digest. Served from the session cache when it can be; unknown tokens are not cached.
     func session(accessToken: String, now: Int64) async throws -> SessionLookup {
-        if let cached = sessions.lookup(token: accessToken) {
-            return cached.expiresAt <= now ? .expired : .valid(cached.record)
-        }
+        if let cached = cachedSession(accessToken: accessToken, now: now) { return cached }
         let generation = sessions.generation
         let accessDigest = SecretToken.digest(accessToken)
         let found = try await database.read { tx -> SessionCache<UserRecord>.Entry? in
@@ -312,6 +310,11 @@ struct AuthRepository: Sendable {
         guard let found else { return .unknown }
         sessions.store(token: accessToken, accessDigest: accessDigest, userID: found.record.id, found, readAt: generation)
         return found.expiresAt <= now ? .expired : .valid(found.record)
+    }
+
+    /// `session` from the cache alone: nil when the token is not cached.
+    func cachedSession(accessToken: String, now: Int64) -> SessionLookup? {
+        sessions.lookup(token: accessToken).map { $0.expiresAt <= now ? .expired : .valid($0.record) }
     }
 
     /// Rotates a refresh token: the old one is remembered so a replay revokes the family, unless

@@ -169,12 +169,21 @@ public struct AuthService: Sendable {
 
     /// The account behind an access token, as the session gate and Authenticate need it.
     func resolve(accessToken: String) async throws -> UserRecord {
-        switch try await repository.session(accessToken: accessToken, now: now) {
-        case .unknown: throw AuthError.unauthenticated
-        case .expired: throw AuthError.sessionExpired
-        case .valid(let record):
-            guard !record.disabled else { throw AuthError.accountDisabled }
-            return record
+        try Self.account(try await repository.session(accessToken: accessToken, now: now)).get()
+    }
+
+    /// `resolve` answered from the session cache alone, without waiting: nil when the token is
+    /// not cached (then `resolve` reads the store).
+    func resolveCached(accessToken: String) -> Result<UserRecord, AuthError>? {
+        repository.cachedSession(accessToken: accessToken, now: now).map(Self.account)
+    }
+
+    /// The account a session lookup found, or why there is none to act as.
+    private static func account(_ lookup: SessionLookup) -> Result<UserRecord, AuthError> {
+        switch lookup {
+        case .unknown: .failure(.unauthenticated)
+        case .expired: .failure(.sessionExpired)
+        case .valid(let record): record.disabled ? .failure(.accountDisabled) : .success(record)
         }
     }
 

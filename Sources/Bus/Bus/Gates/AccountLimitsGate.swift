@@ -16,10 +16,17 @@ public struct AccountLimitsGate: Gate {
 
     public func applies(to envelope: Envelope) -> Bool { envelope.caller.principal != nil }
 
-    public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+    /// Decided from the account's bucket in memory, always without waiting.
+    public func decide(_ envelope: inout Envelope) -> GateDecision {
         if let account = envelope.caller.principal?.userID, let wait = limiter.take(account) {
-            throw RateLimited(retryAfterSeconds: wait)
+            return .deny(RateLimited(retryAfterSeconds: wait))
         }
+        return .pass
+    }
+
+    public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        var envelope = envelope
+        if case .deny(let error) = decide(&envelope) { throw error }
         return try await next(envelope)
     }
 }

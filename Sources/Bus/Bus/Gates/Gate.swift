@@ -20,6 +20,12 @@ public protocol Gate: Sendable {
     /// async frame). Must say true whenever `handle` would do more than call `next` unchanged.
     func applies(to envelope: Envelope) -> Bool
 
+    /// Decides the call from what the gate holds in memory, when it can: `.pass` (after setting
+    /// on the envelope what `handle` would set) or `.deny`, with no async frame for the gate;
+    /// `.handle` when it cannot (the chain then runs `handle`). A gate that decides must decide
+    /// as `handle` would. By default every call goes through `handle`.
+    func decide(_ envelope: inout Envelope) -> GateDecision
+
     func handle<Reply: Sendable>(
         _ envelope: Envelope, next: (Envelope) async throws -> Reply
     ) async throws -> Reply
@@ -29,4 +35,5 @@ extension Gate {
     public var position: GatePosition { .feature }
     public func covers(_ requirement: Requirement) -> Bool { false }
     public func applies(to envelope: Envelope) -> Bool { true }
+    public func decide(_ envelope: inout Envelope) -> GateDecision { .handle }
 }

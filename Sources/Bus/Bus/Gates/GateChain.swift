@@ -2,6 +2,8 @@
 /// The gates, outermost first, fixed when the bus is built.
 ///
 /// Running the chain is a direct nest of async calls into the handler: no queue, no task hop.
+/// A gate that decides from memory (`Gate.decide`) costs no async frame at all: only the gates
+/// that must wait or act after the handler nest.
 public struct GateChain: Sendable {
     public let gates: [any Gate]
 
@@ -27,7 +29,24 @@ public struct GateChain: Sendable {
         _ envelope: Envelope, from index: Int = 0, terminal: (Envelope) async throws -> Reply
     ) async throws -> Reply {
         var index = index
-        while index < gates.count, !gates[index].applies(to: envelope) { index += 1 }
+        var envelope = envelope
+        // The gates that decide from memory, in line; the first that must run `handle` nests.
+        deciding: while index < gates.count {
+            let gate = gates[index]
+            guard gate.applies(to: envelope) else {
+                index += 1
+                continue
+            }
+            switch gate.decide(&envelope) {
+            case .pass:
+                index += 1
+            case .deny(let error):
+                CallMetrics.denied(gate: gate.name, error: error)
+                throw error
+            case .handle:
+                break deciding
+            }
+        }
         guard index < gates.count else { return try await terminal(envelope) }
         var passed = false
         do {

@@ -16,7 +16,8 @@ public struct PluginScopeGate: Gate {
         envelope.caller.connection?.pluginScope != nil || envelope.requirements.contains { if case .capability = $0 { true } else { false } }
     }
 
-    public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+    /// Decided from the connection's scope, always without waiting.
+    public func decide(_ envelope: inout Envelope) -> GateDecision {
         let needed = envelope.requirements.compactMap { requirement -> String? in
             if case .capability(let name) = requirement { return name }
             return nil
@@ -26,18 +27,26 @@ public struct PluginScopeGate: Gate {
             if let name = needed.first,
                 envelope.caller.peer != nil || envelope.caller.connection != nil || envelope.caller.principal != nil || envelope.caller.remoteAddress != nil
             {
-                throw PermissionDenied(reason: "\(envelope.name) needs the '\(name)' capability: only a plugin whose plugin.json lists it under \"capabilities\" may call it")
+                return .deny(
+                    PermissionDenied(reason: "\(envelope.name) needs the '\(name)' capability: only a plugin whose plugin.json lists it under \"capabilities\" may call it"))
             }
-            return try await next(envelope)
+            return .pass
         }
         if let missing = needed.first(where: { !scope.capabilities.contains($0) }) {
-            throw PermissionDenied(reason: "plugin '\(scope.plugin)' lacks the '\(missing)' capability; declare it under \"capabilities\" in its plugin.json")
+            return .deny(PermissionDenied(reason: "plugin '\(scope.plugin)' lacks the '\(missing)' capability; declare it under \"capabilities\" in its plugin.json"))
         }
         guard scope.mayCall(envelope.name) else {
-            throw PermissionDenied(reason: "plugin '\(scope.plugin)' may not call \(envelope.name); declare it under \"calls\" in its plugin.json")
+            return .deny(PermissionDenied(reason: "plugin '\(scope.plugin)' may not call \(envelope.name); declare it under \"calls\" in its plugin.json"))
         }
-        var envelope = envelope
         envelope.caller.plugin = scope.plugin
-        return try await next(envelope)
+        return .pass
+    }
+
+    public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        var envelope = envelope
+        switch decide(&envelope) {
+        case .deny(let error): throw error
+        case .pass, .handle: return try await next(envelope)
+        }
     }
 }

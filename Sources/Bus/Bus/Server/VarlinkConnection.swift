@@ -42,7 +42,9 @@ final class VarlinkConnection: Sendable {
 
     /// What `nextCall` found.
     enum Next {
-        case call(VarlinkCall)
+        /// A call, with its method's route when the loop resolved it already (it offered the
+        /// call to `answerNow`): the worker does not look the method up again.
+        case call(VarlinkCall, VarlinkRoute?)
         /// The connection is done: the worker finishes it.
         case done
         /// The worker was retired while it waited: it ends, and leaves the connection as it is.
@@ -53,7 +55,7 @@ final class VarlinkConnection: Sendable {
         var input = Input.awaitingFirstMessage
         var worker = Worker.absent
         var reader: VarlinkFrameReader
-        var calls: [VarlinkCall] = []
+        var calls: [QueuedCall] = []
         var callsHead = 0
         /// The loop is answering a call where it read it (`readAvailable`): the worker takes
         /// nothing meanwhile, so replies keep the calls' order.
@@ -72,6 +74,20 @@ final class VarlinkConnection: Sendable {
             case .answering, .finished: return false
             }
         }
+    }
+
+    /// A call waiting for the worker, with its route when the loop resolved it.
+    struct QueuedCall {
+        var call: VarlinkCall
+        var route: VarlinkRoute?
+    }
+
+    /// What the loop did with a call it was offered (`readAvailable`'s `answerNow`).
+    enum Offered {
+        /// Answered where it was read.
+        case answered
+        /// For the worker, with the method's route when it was resolved.
+        case queued(VarlinkRoute?)
     }
 
     /// What to do once the lock is released.
@@ -127,7 +143,7 @@ final class VarlinkConnection: Sendable {
     /// when it can (a handler that never waits: no task, no hop) and returns false otherwise
     /// (the call is then queued for the worker). True when the connection has no worker and one
     /// must be started (a call is queued, or the connection is ending).
-    func readAvailable(into chunk: inout [UInt8], hangup: Bool, answerNow: (VarlinkCall) -> Bool) -> Bool {
+    func readAvailable(into chunk: inout [UInt8], hangup: Bool, answerNow: (VarlinkCall) -> Offered) -> Bool {
         var effects = Effects()
         let end = channel.read(into: &chunk, toEnd: hangup) { bytes in
             var offered = state.withLock { s -> VarlinkCall? in
@@ -136,10 +152,10 @@ final class VarlinkConnection: Sendable {
                 return pump(&s, &effects, offering: true)
             }
             while let call = offered {
-                let answered = answerNow(call)
+                let outcome = answerNow(call)
                 offered = state.withLock { s -> VarlinkCall? in
                     s.answeringNow = false
-                    if !answered { s.calls.append(call) }
+                    if case .queued(let route) = outcome { s.calls.append(QueuedCall(call: call, route: route)) }
                     return pump(&s, &effects, offering: true)
                 }
             }
@@ -190,7 +206,7 @@ final class VarlinkConnection: Sendable {
                     offered = call
                     break
                 }
-                s.calls.append(call)
+                s.calls.append(QueuedCall(call: call, route: nil))
             } catch {
                 s.input = .broken(error.reason)
                 effects.logs.append(Effects.Log(level: .warning, message: "closing connection: \(error.reason)", metadata: ["peer": peerDescription]))
@@ -211,14 +227,14 @@ final class VarlinkConnection: Sendable {
         while true {
             if channel.lifecycle != .open { return .done }
             var effects = Effects()
-            let (call, done) = state.withLock { s -> (VarlinkCall?, Next?) in
+            let (queued, done) = state.withLock { s -> (QueuedCall?, Next?) in
                 s.worker = .idle
                 s.waitingSince = nil
                 // The loop answering a call now: what follows it waits until it is answered.
                 if s.answeringNow { return (nil, nil) }
                 if s.queued == 0 && s.input != .paused && s.reader.pendingCount > 0 { pump(&s, &effects) }
                 if s.queued > 0 {
-                    let call = s.calls[s.callsHead]
+                    let queued = s.calls[s.callsHead]
                     s.callsHead += 1
                     if s.callsHead == s.calls.count {
                         s.calls.removeAll(keepingCapacity: true)
@@ -228,8 +244,8 @@ final class VarlinkConnection: Sendable {
                         pump(&s, &effects)
                         effects.reading = s.input.isOpen
                     }
-                    s.worker = .answering(streaming: call.more)
-                    return (call, nil)
+                    s.worker = .answering(streaming: queued.call.more)
+                    return (queued, nil)
                 }
                 switch s.input {
                 case .ended, .broken: return (nil, .done)
@@ -237,7 +253,7 @@ final class VarlinkConnection: Sendable {
                 }
             }
             perform(effects)
-            if let call { return .call(call) }
+            if let queued { return .call(queued.call, queued.route) }
             if let done { return done }
             // Told it is retired through the continuation itself: by the time this task runs
             // again, the loop may have started the next worker.
@@ -271,13 +287,14 @@ final class VarlinkConnection: Sendable {
     }
 
     /// Returns a call `nextCall` gave, to be given again first (to the worker that takes over).
-    func putBack(_ call: VarlinkCall) {
+    func putBack(_ call: VarlinkCall, route: VarlinkRoute?) {
         state.withLock { s in
+            let queued = QueuedCall(call: call, route: route)
             if s.callsHead > 0 {
                 s.callsHead -= 1
-                s.calls[s.callsHead] = call
+                s.calls[s.callsHead] = queued
             } else {
-                s.calls.insert(call, at: 0)
+                s.calls.insert(queued, at: 0)
             }
             s.worker = .idle
         }

@@ -111,7 +111,11 @@ public final class VarlinkServer: Service {
         if readiness.writable { connection.channel.flush() }
         if readiness.readable || readiness.hangup {
             let needsWorker = connection.readAvailable(into: &scratch, hangup: readiness.hangup) { call in
-                dispatcher.answerNow(call, as: Self.caller(of: connection)) { reply in try? connection.send(reply) }
+                // The method is looked up once, here; a call the loop cannot answer carries its
+                // route to the worker.
+                let route = dispatcher.route(call.method)
+                let answered = dispatcher.answerNow(call, route: route, as: Self.caller(of: connection)) { reply in try? connection.send(reply) }
+                return answered ? .answered : .queued(route)
             }
             if needsWorker { registry.withLock { $0.workers[connection.context.id] = worker(for: connection) } }
         }
@@ -277,13 +281,15 @@ public final class VarlinkServer: Service {
         var answered = false
         loop: while true {
             switch await connection.nextCall() {
-            case .call(let call):
+            case .call(let call, let resolved):
                 if call.more, answered {
-                    connection.putBack(call)
+                    connection.putBack(call, route: resolved)
                     handOver(connection)
                     return true
                 }
-                switch await Self.answer(call, on: connection, server: self) {
+                // A route resolved before a plugin came or went is resolved again.
+                let route = resolved.flatMap { dispatcher.isCurrent($0) ? $0 : nil }
+                switch await Self.answer(call, route: route, on: connection, server: self) {
                 case .answered: answered = true
                 // The connection is gone (closed, or its client stopped reading): stop serving it.
                 case .gone: break loop
@@ -325,20 +331,20 @@ public final class VarlinkServer: Service {
     /// one, cancelled, ends with the call (`abandoned`) without touching the connection again;
     /// its reply, if any, is dropped, and a write it had not claimed is rolled back.
     @inline(never)
-    static func answer(_ call: VarlinkCall, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
+    static func answer(_ call: VarlinkCall, route: VarlinkRoute?, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
         // Two functions, not one: an async function's context has room for the locals of every
         // path through it, and a stream holds the context of its path for as long as it is open.
-        if call.more { return await answerStream(call, on: connection, server: server) }
-        return await answerPlain(call, on: connection, server: server)
+        if call.more { return await answerStream(call, route: route, on: connection, server: server) }
+        return await answerPlain(call, route: route, on: connection, server: server)
     }
 
     @inline(never)
-    private static func answerStream(_ call: VarlinkCall, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
+    private static func answerStream(_ call: VarlinkCall, route: VarlinkRoute?, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
         let streamBytes: @Sendable (JSONValue, [UInt8]) -> Bool = { connection.sendContinuing(parameters: $1) }
         let streamReplies: @Sendable (VarlinkReply) async throws -> Void = { try await connection.sendStreaming($0) }
         do {
             try await server.dispatcher.handle(
-                call, as: caller(of: connection), timeout: server.limits.callTimeout, streamBytes: streamBytes, streamReplies: streamReplies,
+                call, route: route, as: caller(of: connection), timeout: server.limits.callTimeout, streamBytes: streamBytes, streamReplies: streamReplies,
                 encodedReplies: true
             ) { reply in
                 if reply.continues { try await connection.sendStreaming(reply) } else { try connection.send(reply) }
@@ -350,7 +356,7 @@ public final class VarlinkServer: Service {
     }
 
     @inline(never)
-    private static func answerPlain(_ call: VarlinkCall, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
+    private static func answerPlain(_ call: VarlinkCall, route: VarlinkRoute?, on connection: VarlinkConnection, server: VarlinkServer) async -> Answered {
         let (dispatcher, limits) = (server.dispatcher, server.limits)
         let caller = caller(of: connection)
         let kept = KeptDeadline(method: call.method, deadline: .now.advanced(by: limits.callTimeout))
@@ -365,7 +371,7 @@ public final class VarlinkServer: Service {
         defer { alarm.cancel() }
         do {
             try await kept.keep {
-                try await dispatcher.handle(call, as: caller, timeout: limits.callTimeout, encodedReplies: true) { reply in
+                try await dispatcher.handle(call, route: route, as: caller, timeout: limits.callTimeout, encodedReplies: true) { reply in
                     // The reply answers the client unless the deadline did first.
                     guard kept.claim() else { return }
                     try connection.send(reply)

@@ -78,6 +78,25 @@ import TestSupport
         #expect(log.all == ["outer.in", "deciding.decide", "deciding.handle", "inner.in", "handler", "inner.out", "outer.out"])
     }
 
+    /// A gate that forgot to decide but hands `handle` to its decision fails closed.
+    struct UndecidedGate: Gate {
+        var name: String { "undecided" }
+        func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+            try await handleByDeciding(envelope, next: next)
+        }
+    }
+
+    @Test func handlingByADecisionThatIsNotMadeFailsClosed() async throws {
+        let bus = EventBus(gates: [UndecidedGate()])
+        let ran = Flag()
+        try bus.register(Echo.self) { c, _ in
+            ran.set()
+            return EchoReply(text: c.text)
+        }
+        await #expect(throws: PermissionDenied.self) { try await bus.send(Echo(text: "")) }
+        #expect(!ran.isSet)
+    }
+
     @Test func typedAndJSONCallsPassTheSameGates() async throws {
         let log = GateLog()
         let bus = EventBus(gates: [RecordingGate(name: "g", log: log)])

@@ -25,8 +25,6 @@ public struct AccountLimitsGate: Gate {
     }
 
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        var envelope = envelope
-        if case .deny(let error) = decide(&envelope) { throw error }
-        return try await next(envelope)
+        try await handleByDeciding(envelope, next: next)
     }
 }

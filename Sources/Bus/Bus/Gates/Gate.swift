@@ -36,4 +36,16 @@ extension Gate {
     public func covers(_ requirement: Requirement) -> Bool { false }
     public func applies(to envelope: Envelope) -> Bool { true }
     public func decide(_ envelope: inout Envelope) -> GateDecision { .handle }
+
+    /// `handle` for a gate whose `decide` always decides (it has nothing to wait for and
+    /// nothing to do after the handler): what the chain does in line, for a call that reaches
+    /// `handle` anyway. Fails closed should `decide` not decide.
+    public func handleByDeciding<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
+        var envelope = envelope
+        switch decide(&envelope) {
+        case .pass: return try await next(envelope)
+        case .deny(let error): throw error
+        case .handle: throw PermissionDenied(reason: "the \(name) gate could not decide \(envelope.name)")
+        }
+    }
 }

@@ -43,10 +43,6 @@ public struct PluginScopeGate: Gate {
     }
 
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-        var envelope = envelope
-        switch decide(&envelope) {
-        case .deny(let error): throw error
-        case .pass, .handle: return try await next(envelope)
-        }
+        try await handleByDeciding(envelope, next: next)
     }
 }

@@ -7,6 +7,19 @@ import BusCore
 public enum SQLDialect: String, Sendable {
     case sqlite
     case postgres
+
+    /// An SQL expression for the event log's horizon: every position below it is final — no
+    /// transaction that is still running or has yet to start can log an event there. A reader
+    /// of the log (`seq > cursor`) that also reads `seq < horizon` never moves its cursor past
+    /// an event that commits later. On SQLite one writer commits in position order, so
+    /// everything committed is final; on PostgreSQL writers on several instances commit in any
+    /// order (see docs/postgres.md, "The event log's order").
+    public var eventHorizon: String {
+        switch self {
+        case .sqlite: "9223372036854775807"
+        case .postgres: "appd_event_horizon()"
+        }
+    }
 }
 
 /// A value bound to or read from SQL.

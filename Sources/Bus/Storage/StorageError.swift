@@ -26,6 +26,12 @@ public struct StorageError: WireError, Equatable {
 
     public let kind: Kind
     public let message: String
+    /// PostgreSQL's SQLSTATE, when the server reported the failure.
+    var sqlState: String?
+
+    /// A PostgreSQL serialization failure or deadlock: the transaction lost a race with a
+    /// concurrent one and is to be run again as a whole.
+    var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
 
     public init(kind: Kind, message: String) {
         self.kind = kind

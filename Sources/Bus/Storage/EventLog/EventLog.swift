@@ -83,7 +83,9 @@ public struct EventLog: EventReplay {
     /// As `events(after:limit:)`, and whether more may follow (the page is full by count or bytes).
     public func page(after sequence: Int64, limit: Int) async throws -> (events: [BusEvent], more: Bool) {
         let (rows, cut) = try await database.read { transaction in
-            try Self.page.rows("SELECT * FROM appd_events WHERE seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", [.integer(sequence), .integer(Int64(limit))], in: transaction)
+            try Self.page.rows(
+                "SELECT * FROM appd_events WHERE seq > ? AND seq < \(transaction.dialect.eventHorizon) ORDER BY seq LIMIT ?", orderBy: "seq",
+                [.integer(sequence), .integer(Int64(limit))], in: transaction)
         }
         return (try rows.map(Self.event), cut || rows.count >= limit)
     }
@@ -91,7 +93,8 @@ public struct EventLog: EventReplay {
     public func events(about owner: String, after sequence: Int64, limit: Int) async throws -> [BusEvent] {
         let rows = try await database.read { transaction in
             try Self.page.rows(
-                "SELECT * FROM appd_events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?", orderBy: "seq", [.text(owner), .integer(sequence), .integer(Int64(limit))],
+                "SELECT * FROM appd_events WHERE owner = ? AND seq > ? AND seq < \(transaction.dialect.eventHorizon) ORDER BY seq LIMIT ?", orderBy: "seq",
+                [.text(owner), .integer(sequence), .integer(Int64(limit))],
                 in: transaction
             ).shown
         }
@@ -117,21 +120,33 @@ public struct EventLog: EventReplay {
         try await database.write { transaction in try transaction.append(event) }
     }
 
-    /// The newest sequence number, 0 for an empty log.
+    /// The newest final position (see `SQLDialect.eventHorizon`), 0 for an empty log.
     public func lastSequence() async throws -> Int64 {
-        try await database.read { transaction in
-            try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0
-        }
+        try await database.read { transaction in try Self.head(transaction) }
     }
 
-    /// Each durable consumer's position and how far behind the newest event it is.
+    /// The newest final position in `transaction`'s snapshot, 0 for an empty log: a reader
+    /// that has read up to it has read everything that will ever be logged at or before it.
+    public static func head(_ transaction: any Transaction) throws -> Int64 {
+        try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events WHERE seq < \(transaction.dialect.eventHorizon)").first?.integer("seq") ?? 0
+    }
+
+    /// A consumer's lag is counted up to this many events (a count costs a read of each).
+    public static let lagCountLimit: Int64 = 100_000
+
+    /// Each durable consumer's position and how many final events follow it (counted up to
+    /// `lagCountLimit`: positions are not dense, so a difference of positions is no count).
     public func consumerLag() async throws -> (last: Int64, consumers: [(name: String, position: Int64, lag: Int64)]) {
         try await database.read { transaction in
-            let last = try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0
+            let last = try Self.head(transaction)
             let rows = try transaction.query("SELECT name, seq FROM appd_consumers ORDER BY name")
-            return (last, rows.compactMap { row in
+            return try (last, rows.compactMap { row in
                 guard let name = row.text("name"), let position = row.integer("seq") else { return nil }
-                return (name, position, max(0, last - position))
+                let lag = try transaction.query(
+                    "SELECT COUNT(*) AS n FROM (SELECT 1 FROM appd_events WHERE seq > ? AND seq <= ? LIMIT ?) AS behind",
+                    [.integer(position), .integer(last), .integer(Self.lagCountLimit)]
+                ).first?.integer("n") ?? 0
+                return (name, position, lag)
             })
         }
     }
@@ -146,8 +161,9 @@ public struct EventLog: EventReplay {
                 removed += try transaction.execute("DELETE FROM appd_events WHERE time_ns < ?", [.integer(cutoff)])
             }
             if let maxCount {
+                // Positions are not dense (PostgreSQL): the newest `maxCount` rows by count.
                 removed += try transaction.execute(
-                    "DELETE FROM appd_events WHERE seq <= (SELECT COALESCE(MAX(seq), 0) FROM appd_events) - ?",
+                    "DELETE FROM appd_events WHERE seq <= (SELECT seq FROM appd_events ORDER BY seq DESC LIMIT 1 OFFSET ?)",
                     [.integer(Int64(maxCount))])
             }
             return removed

@@ -37,11 +37,17 @@ public enum Migrator {
         """
 
     /// Brings every plugin's schema up to its newest migration. Each migration commits on its
-    /// own, so a failure leaves the database at the last good version. The version is read in
-    /// the same write that applies the migration: writes are serialised (one SQLite writer; on
-    /// PostgreSQL every write transaction holds the database's advisory write lock), so two
-    /// instances starting at once never both apply one.
+    /// own, so a failure leaves the database at the last good version. Instances starting at
+    /// once take turns (the `appd.migrations` lease: on PostgreSQL a lock held across the
+    /// instance's migrations, taken before their transactions begin, so each reads the versions
+    /// the one before it left); the version is read in the same write that applies the migration.
     public static func migrate(_ database: any Database, _ migrations: [Migration]) async throws {
+        try await database.holdingLease("appd.migrations") {
+            try await apply(migrations, to: database)
+        }
+    }
+
+    private static func apply(_ migrations: [Migration], to database: any Database) async throws {
         try await database.write { transaction in try transaction.execute(schema) }
         let byPlugin = Dictionary(grouping: migrations, by: \.plugin)
         for (plugin, list) in byPlugin.sorted(by: { $0.key < $1.key }) {

@@ -308,6 +308,8 @@ final class PostgresConnection {
         case _ where state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53"): kind = .io
         default: kind = .other
         }
-        return StorageError(kind: kind, message: state.isEmpty ? message : "\(message) (SQLSTATE \(state))")
+        var error = StorageError(kind: kind, message: state.isEmpty ? message : "\(message) (SQLSTATE \(state))")
+        error.sqlState = state.isEmpty ? nil : state
+        return error
     }
 }

@@ -9,20 +9,21 @@ import Runtime
 /// PostgreSQL behind the `Database` protocol, for several appd instances on one database.
 ///
 /// **Writes** run on one connection and thread per instance with the same group commit as
-/// SQLite: every write waiting is run in one transaction, each in its own savepoint, one
-/// commit for all; a caller is resumed only after the commit. Every write transaction first
-/// takes the database's **advisory write lock** (`pg_advisory_xact_lock`, held to the commit),
-/// so writes are serialised across instances as SQLite serialises them in one. That one lock
-/// gives what must hold across instances: event sequence order is commit order (a `since`
-/// reader never skips an event that commits late), quotas and throttling counts are exact,
-/// a webhook's idempotency key is seen by the second instance, migrations run once.
-/// Instances still scale what is not a write: reads, sessions, streams, plugins.
+/// SQLite: every write waiting is run in one transaction, each in its own savepoint when one
+/// fails, one commit for all; a caller is resumed only after the commit. Instances write at
+/// the same time: each write transaction is `SERIALIZABLE`, so together they have the effect
+/// of some serial order (quotas, throttles and idempotency keys hold across instances); a batch
+/// that loses a race is rolled back and run again (`attempts`), its callers none the wiser.
+///
+/// **The event log** is read in position order below the horizon (`SQLDialect.eventHorizon`,
+/// `PostgresWriteAttempt`): an event that commits late is never skipped by a reader that
+/// read past it, whichever instance wrote it.
 ///
 /// **Reads** run on `readers` connections (each its own thread), each in a read-only
 /// repeatable-read transaction: one consistent snapshot of the last commit.
 ///
 /// **Events** committed by any instance reach this instance's bus through `PostgresEventFeed`
-/// (LISTEN/NOTIFY, in commit order).
+/// (LISTEN/NOTIFY wakes it; it reads the log below the horizon).
 public final class PostgresDatabase: Database {
     public struct Options: Sendable {
         /// Writes folded into one commit at most.
@@ -32,8 +33,6 @@ public final class PostgresDatabase: Database {
         /// `statement_timeout` and `lock_timeout` of every connection, in seconds: no wait on
         /// the server is unbounded.
         public var statementTimeoutSeconds: Int = 30
-        /// Off only in the test that shows what goes wrong without the write lock.
-        var serializeWrites = true
         public init() {}
     }
 
@@ -52,10 +51,8 @@ public final class PostgresDatabase: Database {
     private let leases: PostgresLeases
     private let outbox: EventOutbox?
     private let logger: Logger
-    /// Batches of this instance's events committed, for the feed to match with their NOTIFY.
-    private let batchCounter = Atomic<Int>(0)
 
-    /// Connects, creates the event log if this is a new database (under the write lock, so
+    /// Connects, creates the event log if this is a new database (under the schema lock, so
     /// instances starting together do not race), and starts listening for events.
     public init(url: String, outbox: EventOutbox?, options: Options = Options(), logger: Logger = Logger(label: "appd.storage")) throws {
         self.redactedURL = PostgresURL.redacted(url)
@@ -137,10 +134,14 @@ public final class PostgresDatabase: Database {
 
     // MARK: The database threads
 
-    /// A write transaction's start, one round trip: BEGIN and the write lock.
-    private var begin: String {
-        options.serializeWrites ? "BEGIN; SELECT pg_advisory_xact_lock(\(namespace.key), 1)" : "BEGIN"
-    }
+    /// A write transaction's start. Serializable: the transactions of several instances running
+    /// at once have the effect of one serial order, as on SQLite's one writer; one that would
+    /// break it fails with a serialization failure and its batch runs again (`commit`).
+    static let begin = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+
+    /// Times a batch that lost a race with another transaction runs before its callers are told
+    /// to retry (a `busy` error).
+    static let attempts = 8
 
     private func drainWrites(_ jobs: [DatabaseJob]) {
         DatabaseWork.drain(jobs, maxBatch: options.maxBatch, commit: commit, close: { writeConnection.close() })
@@ -163,7 +164,7 @@ public final class PostgresDatabase: Database {
                     connection = try box.beginTransaction(beginRead)
                     open = true
                 }
-                let (_, complete) = work.run(PostgresTransaction(connection: connection, logEvents: false))
+                let (_, complete) = work.run(PostgresTransaction(connection: connection, attempt: nil))
                 complete()
             } catch {
                 open = false
@@ -176,55 +177,82 @@ public final class PostgresDatabase: Database {
         }
     }
 
-    /// One transaction for the batch: the write lock, a savepoint per write (when there are
-    /// several), the NOTIFY that tells every instance's feed, the commit; then the callers.
+    /// Commits a batch, running it again (after a short random pause, growing each time) while
+    /// it loses races with other instances' transactions; after `attempts`, its callers get the
+    /// last serialization failure (`busy`: retry).
     private func commit(_ writes: [DatabaseWork]) {
         guard !writes.isEmpty else { return }
+        for attempt in 1...Self.attempts {
+            guard let conflict = commitOnce(writes) else { return }
+            Metrics.shared.increment("appd_write_conflicts_total", help: "Write batches run again after a serialization failure or deadlock with a concurrent transaction.")
+            if attempt == Self.attempts {
+                logger.warning("a write batch kept conflicting with concurrent transactions; its callers are told to retry", metadata: ["attempts": "\(attempt)", "writes": "\(writes.count)"])
+                for work in writes { work.fail(conflict) }
+                return
+            }
+            usleep(UInt32.random(in: 0...(500 << min(attempt, 6))))
+        }
+    }
+
+    /// One transaction for the batch: a savepoint per write (when one of them fails), the
+    /// NOTIFY that tells every instance's feed, the commit; then the callers. Returns the
+    /// serialization failure when the transaction lost a race (rolled back, nobody answered).
+    private func commitOnce(_ writes: [DatabaseWork]) -> StorageError? {
+        let attempt = PostgresWriteAttempt()
         let connection: PostgresConnection
         do {
-            connection = try writeConnection.beginTransaction(begin)
+            connection = try writeConnection.beginTransaction(Self.begin)
         } catch {
             abandon(writes, error, on: writeConnection)
-            return
+            return nil
         }
         let outcome: BatchOutcome
         do {
             outcome = try DatabaseWork.runBatch(
-                writes, transaction: { PostgresTransaction(connection: connection, logEvents: true) }, control: connection.control,
-                restart: { try connection.control("ROLLBACK"); try connection.executeScript(begin) })
+                writes, transaction: { PostgresTransaction(connection: connection, attempt: attempt) },
+                control: { sql throws(StorageError) in try attempt.noting { () throws(StorageError) in try connection.control(sql) } },
+                restart: { try connection.control("ROLLBACK"); try connection.executeScript(Self.begin) })
         } catch {
+            if let conflict = Self.conflict(error, attempt) { writeConnection.rollBack(); return conflict }
             abandon(writes, error, on: writeConnection)
-            return
+            return nil
         }
+        if let conflict = Self.conflict(nil, attempt) { writeConnection.rollBack(); return conflict }
         // One write alone and it failed: nothing to commit.
         guard outcome.kept else {
             try? connection.control("ROLLBACK")
             for complete in outcome.completions { complete() }
-            return
+            return nil
         }
-        let batch = batchCounter.add(1, ordering: .relaxed).oldValue
         do {
             var events = outcome.events
             if !outcome.deferred.isEmpty {
-                events += try Self.log(outcome.deferred, on: connection)
-                events.sort { ($0.sequence ?? 0) < ($1.sequence ?? 0) }
+                events += try Self.log(outcome.deferred, on: connection, attempt: attempt)
             }
-            if let first = events.first?.sequence, let last = events.last?.sequence {
-                feed.expect(batch: batch, events: events)
-                try connection.run("SELECT pg_notify(?, ?)", [.text(namespace.channel), .text(feed.payload(batch: batch, first: first, last: last))])
+            if let first = events.lazy.compactMap(\.sequence).min(), let last = events.lazy.compactMap(\.sequence).max() {
+                try connection.run("SELECT pg_notify(?, ?)", [.text(namespace.channel), .text(PostgresEventFeed.payload(first: first, last: last))])
             }
             try connection.control("COMMIT")
         } catch {
-            feed.forget(batch: batch)
+            if let conflict = Self.conflict(error, attempt) { writeConnection.rollBack(); return conflict }
             abandon(writes, error, on: writeConnection)
-            return
+            return nil
         }
         for complete in outcome.completions { complete() }
+        return nil
+    }
+
+    /// The serialization failure or deadlock the attempt met, if any (`error`, or one a
+    /// closure caught and turned into its own failure).
+    private static func conflict(_ error: (any Error)?, _ attempt: PostgresWriteAttempt) -> StorageError? {
+        if let failure = error as? StorageError, failure.isSerializationFailure { return failure }
+        guard attempt.conflicted else { return nil }
+        return StorageError(kind: .busy, message: "a concurrent transaction changed the same data; retry (SQLSTATE 40001)")
     }
 
     /// Logs the events a batch deferred to its commit, a few hundred per statement, each
     /// redacted if an erasure of its owner came after it in the batch; returns them as logged.
-    private static func log(_ entries: [DeferredEntry], on connection: PostgresConnection) throws -> [BusEvent] {
+    private static func log(_ entries: [DeferredEntry], on connection: PostgresConnection, attempt: PostgresWriteAttempt) throws -> [BusEvent] {
         var lastErasure: [String: Int] = [:]
         for (i, entry) in entries.enumerated() {
             if case .redaction(let owner) = entry { lastErasure[owner] = i }
@@ -234,16 +262,16 @@ public final class PostgresDatabase: Database {
             guard case .event(let event, var parameters) = entry else { continue }
             let erased = event.owner.map { (lastErasure[$0] ?? -1) > i } ?? false
             if erased { parameters[2] = .text("{}") }  // the payload, as `redactEvents` leaves it
-            rows.append(parameters + [.integer(erased ? 1 : 0)])
+            rows.append(parameters + [.integer(erased ? 1 : 0), .integer(try attempt.take(1))])
         }
         var logged: [BusEvent] = []
         var start = 0
         while start < rows.count {
             let chunk = rows[start..<min(start + 500, rows.count)]
             let sql = """
-                INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted) VALUES
-                """ + chunk.map { _ in "(?, ?, ?, ?, ?, ?, ?, ?, ?)" }.joined(separator: ", ") + " RETURNING *"
-            logged += try connection.runUnprepared(sql, chunk.flatMap { $0 }).map(EventLog.event)
+                INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted, seq) VALUES
+                """ + chunk.map { _ in "(?, ?, ?, ?, ?, ?, ?, ?, ?, appd_event_position() + ?)" }.joined(separator: ", ") + " RETURNING *"
+            logged += try attempt.noting { () throws(StorageError) in try connection.runUnprepared(sql, chunk.flatMap { $0 }) }.map(EventLog.event)
             start += chunk.count
         }
         return logged

@@ -7,47 +7,44 @@ import Runtime
 #endif
 
 /// Brings every event committed to the shared log — by this instance or another — onto this
-/// instance's bus, once each, in sequence order.
+/// instance's bus, once each, in position order.
 ///
-/// Every write transaction with events sends `NOTIFY` with its instance, batch and sequence
-/// range before it commits; PostgreSQL delivers notifications in commit order, and commit
-/// order is sequence order (the write lock). The feed's connection LISTENs: for its own
-/// batches it publishes the events it already holds, for another instance's it reads the range
-/// from the log. When the link breaks it reconnects and catches up from the log past the last
-/// sequence it published, so a subscriber misses nothing, live or on replay.
+/// Every write transaction with events sends `NOTIFY` with the range of positions it logged
+/// before it commits. The feed's connection LISTENs; woken, it reads the log past the last
+/// position it published and below the horizon (`appd_event_horizon()`, see
+/// `PostgresWriteAttempt`): what lies below can no longer change, so nothing that commits
+/// later can land behind what was published. A notified range still above the horizon (an
+/// older transaction is still running) is read again soon after, backing off to every 250 ms,
+/// until the horizon passes it. When the link breaks the feed reconnects and catches up from
+/// the log the same way, so a subscriber misses nothing, live or on replay.
 final class PostgresEventFeed: Sendable {
     private let connection: PostgresConnectionBox
     private let namespace: PostgresNamespace
     private let outbox: EventOutbox?
     private let logger: Logger
-    /// This instance's id in the NOTIFY payloads.
-    private let instance: String
-    private let state = Mutex<(published: Int64, pending: [Int: [BusEvent]], stopped: Bool)>((0, [:], false))
+    /// The last position published, the highest notified, whether to stop.
+    private let state = Mutex<(published: Int64, notified: Int64, stopped: Bool)>((0, 0, false))
     private let pool = BlockingPool(name: "appd-pg-events", threads: 1, queueLimit: 1, idleTimeout: nil)
     private let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let finished = Atomic<Bool>(false)
     /// The server process of the feed's connection (0 while disconnected), for tests that cut it.
     let backendPID = Atomic<Int32>(0)
 
+    /// The query for the horizon: positions below it are final.
+    static let horizon = "SELECT appd_event_horizon() AS h"
+
     init(connection: PostgresConnectionBox, namespace: PostgresNamespace, outbox: EventOutbox?, logger: Logger) throws {
         self.connection = connection
         self.namespace = namespace
         self.outbox = outbox
         self.logger = logger
-        self.instance = String(UInt64.random(in: 1...UInt64.max), radix: 36)
-        // Only what commits from now on is published (as on SQLite); replay reads the log.
-        let head = try connection.open().run("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events", []).rows.first?.integer("seq") ?? 0
+        // Only what becomes final from now on is published (as on SQLite); replay reads the log.
+        let head = try connection.open().run("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events WHERE seq < appd_event_horizon()", []).rows.first?.integer("seq") ?? 0
         state.withLock { $0.published = head }
     }
 
-    /// The NOTIFY payload of one batch of this instance.
-    func payload(batch: Int, first: Int64, last: Int64) -> String { "\(instance) \(batch) \(first) \(last)" }
-
-    /// Holds a batch's events until its notification arrives (called before its commit).
-    func expect(batch: Int, events: [BusEvent]) { state.withLock { $0.pending[batch] = events } }
-
-    /// The batch did not commit.
-    func forget(batch: Int) { _ = state.withLock { $0.pending.removeValue(forKey: batch) } }
+    /// The NOTIFY payload of one transaction's events.
+    static func payload(first: Int64, last: Int64) -> String { "\(first) \(last)" }
 
     func start() {
         do throws(PoolRefusal) {
@@ -78,10 +75,13 @@ final class PostgresEventFeed: Sendable {
     private var stopped: Bool { state.withLock { $0.stopped } }
 
     /// The feed's thread: LISTEN, then wait for notifications (waking every 250 ms to see
-    /// whether it should stop); on a broken link, reconnect after a second and catch up.
+    /// whether it should stop, sooner while a notified range waits for the horizon); on a
+    /// broken link, reconnect after a second and catch up.
     private func listen() {
         var listening = false
         var failures = 0
+        var heldBack = false
+        var poll: Int32 = 2
         while !stopped {
             do {
                 let link = try connection.open()
@@ -90,15 +90,24 @@ final class PostgresEventFeed: Sendable {
                     backendPID.store(link.backendPID, ordering: .relaxed)
                     listening = true
                     let before = state.withLock { $0.published }
-                    try catchUp(on: link)
+                    heldBack = try catchUp(on: link)
                     if failures > 0 {
                         let after = state.withLock { $0.published }
-                        logger.notice("the event feed is back; caught up from the log", metadata: ["events": "\(after - before)", "attempts": "\(failures)"])
+                        logger.notice("the event feed is back; caught up from the log", metadata: ["published.from": "\(before)", "published.to": "\(after)", "attempts": "\(failures)"])
                     }
                     failures = 0
                 }
-                try link.waitReadable(milliseconds: 250)
-                for (_, payload) in try link.notifications() { try deliver(payload, on: link) }
+                try link.waitReadable(milliseconds: heldBack ? poll : 250)
+                var woken = false
+                for (_, payload) in try link.notifications() {
+                    note(payload)
+                    woken = true
+                }
+                guard woken || heldBack else { continue }
+                let stillHeld = try catchUp(on: link)
+                // A range held back by an older transaction: look again soon, then less often.
+                poll = stillHeld && !woken ? min(poll * 2, 250) : 2
+                heldBack = stillHeld
             } catch {
                 if stopped { return }
                 listening = false
@@ -112,37 +121,32 @@ final class PostgresEventFeed: Sendable {
         }
     }
 
-    private func deliver(_ payload: String, on link: PostgresConnection) throws {
+    /// Notes the highest position a committed transaction says it logged.
+    private func note(_ payload: String) {
         let parts = payload.split(separator: " ")
-        guard parts.count == 4, let batch = Int(parts[1]), let first = Int64(parts[2]), let last = Int64(parts[3]) else {
+        guard parts.count == 2, let last = Int64(parts[1]) else {
             logger.warning("ignored a malformed event notification", metadata: ["payload": "\(payload.prefix(100))"])
             return
         }
-        if parts[0] == instance, let events = state.withLock({ $0.pending.removeValue(forKey: batch) }) {
-            publish(events)
-        } else {
-            publish(try read(on: link, after: first - 1, through: last))
-        }
+        state.withLock { $0.notified = max($0.notified, last) }
     }
 
-    /// Reads and publishes everything past the last sequence published (after a reconnect,
-    /// notifications sent meanwhile are lost; the log is not).
-    private func catchUp(on link: PostgresConnection) throws {
+    /// Reads and publishes every final event past the last position published (after a
+    /// reconnect, notifications sent meanwhile are lost; the log is not). Returns whether a
+    /// notified position is still at or above the horizon (to be read once it is final).
+    private func catchUp(on link: PostgresConnection) throws -> Bool {
+        guard let horizon = try link.run(Self.horizon, []).rows.first?.integer("h") else {
+            throw StorageError(kind: .other, message: "appd_event_horizon() returned nothing")
+        }
         while true {
             let after = state.withLock { $0.published }
-            let page = try read(on: link, after: after, through: Int64.max, limit: 1000)
+            let page = try link.run(
+                "SELECT * FROM appd_events WHERE seq > ? AND seq < ? ORDER BY seq LIMIT 1000", [.integer(after), .integer(horizon)]
+            ).rows.map(EventLog.event)
             publish(page)
             if page.count < 1000 { break }
         }
-        // Own batches published from the log no longer wait for their notification.
-        let published = state.withLock { $0.published }
-        state.withLock { $0.pending = $0.pending.filter { ($0.value.last?.sequence ?? 0) > published } }
-    }
-
-    private func read(on link: PostgresConnection, after: Int64, through last: Int64, limit: Int = 100_000) throws -> [BusEvent] {
-        try link.run(
-            "SELECT * FROM appd_events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", [.integer(after), .integer(last), .integer(Int64(limit))]
-        ).rows.map(EventLog.event)
+        return state.withLock { $0.notified >= horizon }
     }
 
     /// Publishes in order what was not published yet.

@@ -21,8 +21,9 @@ struct PostgresNamespace: Sendable {
         self.key = key
     }
 
-    /// `pg_advisory_xact_lock(?, ?)`'s parameters for the write lock.
-    var writeLock: [SQLValue] { [.integer(key), .integer(1)] }
+    /// `pg_advisory_xact_lock(?, ?)`'s parameters for the lock held while appd's own tables
+    /// are created or brought up to date (instances starting together take turns).
+    var schemaLock: [SQLValue] { [.integer(key), .integer(1)] }
 
     /// The channel every instance LISTENs on for committed events.
     var channel: String { "appd_events." + schema }

@@ -1,9 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
 import BusCore
 
-/// appd's own tables on PostgreSQL: the event log, durable consumers' positions, the schema
-/// versions, and the citext extension the migrations' case-insensitive columns use.
+/// appd's own tables on PostgreSQL: the event log with its position and horizon functions,
+/// durable consumers' positions, the schema versions, and the citext extension the migrations'
+/// case-insensitive columns use.
 enum PostgresSchema {
+    /// Where the log's positions start, and the two functions over it (see
+    /// `PostgresWriteAttempt` and docs/postgres.md): a write transaction's first position, and
+    /// the horizon below which every position is final (no transaction that could still commit
+    /// has one). The base is set once, above every position of an older log (numbered by its
+    /// identity column, as earlier versions of appd did).
+    static let positions = """
+        CREATE TABLE IF NOT EXISTS appd_event_base (
+          one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+          base BIGINT NOT NULL
+        );
+        INSERT INTO appd_event_base (base) SELECT COALESCE(MAX(seq), 0) + 1 FROM appd_events ON CONFLICT DO NOTHING;
+        CREATE OR REPLACE FUNCTION appd_event_position() RETURNS BIGINT LANGUAGE sql VOLATILE
+          AS $$ SELECT base + (pg_current_xact_id()::text::bigint << 20) FROM appd_event_base $$;
+        CREATE OR REPLACE FUNCTION appd_event_horizon() RETURNS BIGINT LANGUAGE sql STABLE
+          AS $$ SELECT base + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20) FROM appd_event_base $$;
+        """
+
+    /// A log restored into another cluster (pg_dump): its transaction ids start again lower, so
+    /// new positions would fall below old ones. The base moves up past the newest event. Run
+    /// under the schema lock, before this instance writes.
+    static let raiseBase = """
+        UPDATE appd_event_base SET base = (SELECT MAX(seq) FROM appd_events) + 1 - (pg_current_xact_id()::text::bigint << 20)
+        WHERE base + (pg_current_xact_id()::text::bigint << 20) <= (SELECT COALESCE(MAX(seq), 0) FROM appd_events)
+        """
+
     static func create(on connection: PostgresConnection, namespace: PostgresNamespace) throws(StorageError) {
         do throws(StorageError) {
             try connection.control("BEGIN")
@@ -22,9 +48,10 @@ enum PostgresSchema {
                         message: "appd needs PostgreSQL's citext extension and could not create it (\(error.message)); run `CREATE EXTENSION citext SCHEMA public` as a database owner or superuser")
                 }
             }
-            try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.writeLock)
+            try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.schemaLock)
             try connection.executeScript(SQLDialect.postgresDDL(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema) + Migrator.schema + "CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner);"
-                    + "CREATE INDEX IF NOT EXISTS appd_events_owner_seq ON appd_events(owner, seq);")
+                    + "CREATE INDEX IF NOT EXISTS appd_events_owner_seq ON appd_events(owner, seq);" + positions)
+            try connection.run(raiseBase, [])
             try connection.control("COMMIT")
         } catch {
             try? connection.control("ROLLBACK")

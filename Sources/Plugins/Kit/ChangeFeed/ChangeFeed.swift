@@ -93,11 +93,12 @@ public struct ChangeFeed: Sendable {
     /// The owner's changes after `cursor` in sequence order, at most `limit`. No cursor: the
     /// owner's current items (no tombstones: a new client has nothing to delete).
     ///
-    /// The log's head is read first and nothing after it is returned: commits are in sequence
-    /// order, so everything up to the head is visible to the queries that follow, on either
-    /// engine, and the cursor never passes a change the page did not include.
+    /// The log's head (its newest final position, `EventLog.head`) is read first and nothing
+    /// after it is returned: nothing can still commit at or below it, so everything up to the
+    /// head is visible to the queries that follow, on either engine, and the cursor never
+    /// passes a change the page did not include.
     public func page(_ tx: any Transaction, owner: String, after cursor: Int64?, limit: Int) throws -> Page {
-        let head = try tx.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0
+        let head = try EventLog.head(tx)
         let after = cursor ?? Int64.min
         if let cursor {
             let pruned = try tx.query("SELECT seq FROM \(horizon) WHERE name = 'pruned'").first?.integer("seq") ?? Int64.min

@@ -50,7 +50,7 @@ import TestSupport
         let caller = h.connection()
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
         _ = try await h.bus.send(AuthInterface.DeleteUser(email: "Ada@Example.com"), as: h.admin)
-        let log = try await EventLog(database: h.database).events(after: 0, limit: 100)
+        let log = try await h.loggedEvents(limit: 100)
         #expect(log.last?.topic == "auth.accountDeleted")
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")) }

@@ -189,7 +189,7 @@ extension PluginHarness {
         #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_token_revocations") == 1)
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: viaApple.session.accessToken)) }
         _ = try await h.bus.send(AuthInterface.WhoAmI(), as: passwordCaller)  // the password session lives on
-        #expect(try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.identityUnlinked" }.count == 1)
+        #expect(try await h.loggedEvents(limit: 100).filter { $0.topic == "auth.identityUnlinked" }.count == 1)
     }
 
     @Test func accountDeleteDeletesAnAppleOnlyAccountOnce() async throws {
@@ -200,7 +200,7 @@ extension PluginHarness {
         #expect(await deliver(plugin, h, body).status == 200)
         #expect(await deliver(plugin, h, body).status == 200)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_users") == 0)
-        #expect(try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.accountDeleted" }.count == 1)
+        #expect(try await h.loggedEvents(limit: 100).filter { $0.topic == "auth.accountDeleted" }.count == 1)
     }
 
     @Test func emailForwardingFlagsAndRefusals() async throws {

@@ -168,7 +168,7 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         _ = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "third try!", displayName: nil))
         h.clock.advance(seconds: 3601)
         _ = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "fourth try", displayName: nil))
-        let logged = try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.signUpRepeated" }
+        let logged = try await h.loggedEvents(limit: 100).filter { $0.topic == "auth.signUpRepeated" }
         #expect(logged.count == 2)
         let users = try await h.bus.send(AuthInterface.ListUsers(cursor: nil, limit: nil), as: h.admin).users
         #expect(users.count == 1)
@@ -246,11 +246,11 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         // Any case is the same address.
         for n in 0..<10 { _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: n % 2 == 0 ? "ada@example.com" : "ADA@Example.COM")) }
         for _ in 0..<10 { _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "nobody@example.com")) }
-        var logged = try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.passwordResetRequested" }
+        var logged = try await h.loggedEvents(limit: 100).filter { $0.topic == "auth.passwordResetRequested" }
         #expect(logged.count == 3)
         h.clock.advance(seconds: 3601)
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ADA@example.com"))
-        logged = try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.passwordResetRequested" }
+        logged = try await h.loggedEvents(limit: 100).filter { $0.topic == "auth.passwordResetRequested" }
         #expect(logged.count == 4)
         await h.database.close()
     }
@@ -510,7 +510,7 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await expectAuthError("InvalidResetToken") { _ = try await h.bus.send(AuthInterface.IssueResetToken(requestId: late.requestId), as: mailer) }
 
         // No token is in any event, nor anywhere in the database files.
-        let log = try await EventLog(database: h.database).events(after: 0, limit: 1000)
+        let log = try await h.loggedEvents(limit: 1000)
         let tokens = [first.resetToken, issued.resetToken, tokenOne, tokenTwo, staleToken, lateToken]
         #expect(log.contains { $0.topic == PasswordResetRequested.topic })
         #expect(!log.contains { event in tokens.contains { (try? event.json().jsonText.contains($0)) == true } })
@@ -528,7 +528,7 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "wrong password"), as: caller) }
         _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "correct horse"), as: caller)
-        let log = try await EventLog(database: h.database).events(after: 0, limit: 100)
+        let log = try await h.loggedEvents(limit: 100)
         #expect(log.last?.topic == "auth.accountDeleted")
         #expect(log.last.flatMap { try? $0.json() }?["userId"] == .string(session.user.id))
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")) }

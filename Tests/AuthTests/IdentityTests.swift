@@ -127,7 +127,7 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
         await expectAuthError("InvalidCredentials") {
             _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@privaterelay.appleid.com", password: "anything at all"))
         }
-        let events = try await h.context.eventLog.events(after: 0, limit: 100).map(\.topic)
+        let events = try await h.loggedEvents(limit: 100).map(\.topic)
         #expect(events.contains("auth.userSignedUp") && events.contains("auth.identityLinked") && events.filter { $0 == "auth.signedIn" }.count == 2)
     }
 
@@ -357,7 +357,7 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
         await expectAuthError("IdentityInUse") {
             _ = try await h.bus.send(AuthInterface.LinkIdentity(provider: "google", idToken: try googleToken("g.1", "ada.g@example.com"), nonce: "n-1"), as: otherCaller)
         }
-        let topics = try await h.context.eventLog.events(after: 0, limit: 100).map(\.topic)
+        let topics = try await h.loggedEvents(limit: 100).map(\.topic)
         #expect(topics.filter { $0 == "auth.identityLinked" }.count == 4 && topics.filter { $0 == "auth.identityUnlinked" }.count == 1)
     }
 
@@ -443,7 +443,7 @@ struct VerifiedOnly: Command {
 
     /// The verification requests in the event log, oldest first.
     func requests(_ h: PluginHarness) async throws -> [EmailVerificationRequested] {
-        try await h.context.eventLog.events(after: 0, limit: 200).compactMap { $0.decode(as: EmailVerificationRequested.self) }
+        try await h.loggedEvents(limit: 200).compactMap { $0.decode(as: EmailVerificationRequested.self) }
     }
 
     @Test func signUpAsksForVerificationAndTheMailedTokenVerifiesOnce() async throws {
@@ -464,7 +464,7 @@ struct VerifiedOnly: Command {
         await expectAuthError("InvalidVerificationToken") { _ = try await h.bus.send(AuthInterface.VerifyEmail(verificationToken: issued.verificationToken)) }
         _ = try await h.bus.send(VerifiedOnly(), as: caller)  // the gate reads the account as it is now
         #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.emailVerified)
-        #expect(try await h.context.eventLog.events(after: 0, limit: 200).filter { $0.topic == "auth.emailVerified" }.count == 1)
+        #expect(try await h.loggedEvents(limit: 200).filter { $0.topic == "auth.emailVerified" }.count == 1)
         // A verified account gets no more requests; unknown addresses are answered alike.
         _ = try await h.bus.send(AuthInterface.RequestEmailVerification(email: "ada@example.com"))
         _ = try await h.bus.send(AuthInterface.RequestEmailVerification(email: "nobody@example.com"))
@@ -497,7 +497,7 @@ struct VerifiedOnly: Command {
         await expectAuthError("AccountExistsForEmail") { _ = try await h.appleSignIn(try idp.token("v.apple", email: "victim@example.com")) }
         // The owner resets the password through the mailbox: the attacker is out, the email verified.
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "victim@example.com"))
-        let request = try #require(try await h.context.eventLog.events(after: 0, limit: 200).compactMap { $0.decode(as: PasswordResetRequested.self) }.last)
+        let request = try #require(try await h.loggedEvents(limit: 200).compactMap { $0.decode(as: PasswordResetRequested.self) }.last)
         let issued = try await h.bus.send(AuthInterface.IssueResetToken(requestId: request.requestId), as: mailer(h))
         _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: issued.resetToken, newPassword: "the owner's password"))
         let linked = try await h.appleSignIn(try idp.token("v.apple", email: "victim@example.com"))
@@ -543,7 +543,7 @@ func expectPermissionDenied(sourceLocation: SourceLocation = #_sourceLocation, _
         // reply looks like an upgrade, nothing changes, and the owner is told.
         let decoy = try await h.bus.send(AuthInterface.UpgradeGuest(email: "ADA@example.com", password: "another horse"), as: caller).user
         #expect(decoy.email.lowercased() == "ada@example.com" && !decoy.guest)
-        #expect(try await h.context.eventLog.events(after: 0, limit: 500).contains { $0.topic == "auth.signUpRepeated" })
+        #expect(try await h.loggedEvents(limit: 500).contains { $0.topic == "auth.signUpRepeated" })
         await expectAuthError("ValidationFailed") { _ = try await h.bus.send(AuthInterface.UpgradeGuest(email: "bo@example.com", password: "short"), as: caller) }
         #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.guest)
         // A guest deletes itself without re-authenticating (past the window): its session is all it has.
@@ -581,7 +581,7 @@ func expectPermissionDenied(sourceLocation: SourceLocation = #_sourceLocation, _
             logger: Logger(label: "test"))
         #expect(try await sweep.sweep() == 1)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM auth_users WHERE id = '\(active.user.id)'") == 1)
-        #expect(try await h.context.eventLog.events(after: 0, limit: 100).filter { $0.topic == "auth.accountDeleted" }.count == 1)
+        #expect(try await h.loggedEvents(limit: 100).filter { $0.topic == "auth.accountDeleted" }.count == 1)
     }
 }
 

@@ -366,7 +366,7 @@ def main():
         tls_passes_through(binary, url, directory)
         a = Instance(binary, directory, "A", url)
         b = Instance(binary, directory, "B", url)
-        # Started together: the migrations run once (the write lock), neither fails.
+        # Started together: the migrations run once (the schema lock, then the migrations lease), neither fails.
         threads = [threading.Thread(target=i.start) for i in (a, b)]
         for t in threads:
             t.start()

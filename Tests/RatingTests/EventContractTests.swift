@@ -102,6 +102,9 @@ import TestSupport
             let ada = try await h.user("ada@example.com").caller
             _ = try await h.settle(ada) { $0.sessions == 1 }
             #expect(try await h.decide(ada).reason.hasPrefix("daysSinceFirstSeen"))
+            // Signed-up, signed-in and the rest applied before the clock moves: only the Send's
+            // message may find the rules passed.
+            try await h.ratingCaughtUp()
             h.clock.advance(hours: 4 * 24)
             let conversation = try await h.bus.send(ChatInterface.CreateConversation(title: nil), as: ada).conversation
             for try await _ in try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "hello there"), as: ada) {}
@@ -157,7 +160,8 @@ import TestSupport
         #expect(forged.error == "io.appd.Bus.TopicOwned" && forged.parameters["publisher"] == "auth")
         #expect(try await EventLog(database: h.database).lastSequence() == 0)
         let own = try await call("io.appd.Bus.Publish", ["topic": "demo.hello", "payload": ["n": 1], "durable": true])
-        #expect(own.error == nil && own.parameters["seq"] == 1)
+        guard case .int(let position)? = own.parameters["seq"] else { Issue.record("a durable publish answers with its position: \(own)"); return }
+        #expect(own.error == nil && position > 0)
 
         let topics = try await call("io.appd.Bus.Topics", [:]).parameters["topics"]
         guard case .array(let list)? = topics else { Issue.record("no topics"); return }

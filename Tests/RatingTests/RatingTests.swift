@@ -4,6 +4,7 @@ import Bus
 import Crypto
 import Glibc
 import PluginKit
+import EventDelivery
 import Storage
 import Synchronization
 import Testing
@@ -121,6 +122,13 @@ extension PluginHarness {
 
     func status(_ caller: Caller) async throws -> RatingInterface.Status.Reply {
         try await bus.send(RatingInterface.Status(), as: caller)
+    }
+
+    /// Waits until rating's consumer has applied every signal logged so far (on PostgreSQL an
+    /// event reaches consumers a moment after its commit, once older transactions ended).
+    func ratingCaughtUp() async throws {
+        let newest = try await loggedEvents(limit: 10_000).last { RatingSignal.from($0) != nil }?.sequence ?? 0
+        #expect(await eventually { (try? await DurableConsumer.position(of: "rating.signals", in: self.database)) ?? 0 >= newest })
     }
 
     /// Waits until rating has applied everything in the log.

@@ -139,6 +139,26 @@ public struct PluginHarness: Sendable {
     public func count(_ sql: String) async throws -> Int {
         Int(try await database.read { try $0.query(sql).first?.integer("n") } ?? -1)
     }
+
+    /// Waits until every event committed so far is final (below the log's horizon, where
+    /// readers of the log take it). On PostgreSQL the horizon is the server's: other tests'
+    /// transactions hold it back for moments; on SQLite it is settled at once.
+    public func settled() async throws {
+        for _ in 0..<5000 {
+            let (all, head) = try await database.read { tx in
+                (try tx.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0, try EventLog.head(tx))
+            }
+            if all == head { return }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw HarnessError("the event log did not settle within 10 s")
+    }
+
+    /// The log's events after `after` once it has settled (see `settled`).
+    public func loggedEvents(after: Int64 = 0, limit: Int) async throws -> [BusEvent] {
+        try await settled()
+        return try await context.eventLog.events(after: after, limit: limit)
+    }
 }
 
 /// A signed-in user: the connection that is authenticated as them, their id, their token.

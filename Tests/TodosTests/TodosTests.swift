@@ -183,7 +183,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         var iterator = events.makeAsyncIterator()
         for _ in 0..<5 { topics.append(try await iterator.next()?.topic ?? "") }
         #expect(topics == ["todos.created", "todos.updated", "todos.completed", "todos.reopened", "todos.deleted"])
-        let log = try await EventLog(database: h.database).events(after: 0, limit: 100).filter { $0.topic.hasPrefix("todos.") }
+        let log = try await h.loggedEvents(limit: 100).filter { $0.topic.hasPrefix("todos.") }
         #expect(log.count == 5)
         events.cancel()
         var rest = 0

@@ -64,7 +64,9 @@ extension ChatRepository {
     }
 
     func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> ChatInterface.Changes.Reply {
-        try await database.read { tx in
+        // The caller's own writes are in the page (see `EventLog.settle`).
+        try await EventLog(database: database).settle()
+        return try await database.read { tx in
             do {
                 let page = try Self.feed.changes(tx, owner: owner, after: cursor, limit: limit, item: Self.conversation)
                 let changes = page.changes.map { ConversationChange(seq: $0.seq, id: $0.id, deleted: $0.item == nil, conversation: $0.item) }

@@ -6,8 +6,8 @@ import Storage
 
 /// The changing writes: each logs its event first (`appendLogged`: its sequence is the change's
 /// place in the feed), changes the row with its version and `change_seq` in one statement, and
-/// stages the method's reply for a keyed call — all in one transaction, in as few round trips as
-/// a PostgreSQL write lock held across them allows.
+/// stages the method's reply for a keyed call — all in one transaction, in as few round trips
+/// (to PostgreSQL) as it can.
 extension SQLTodosRepository {
     func add(
         owner: String, id: String, clientChosen: Bool, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int,

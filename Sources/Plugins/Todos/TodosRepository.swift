@@ -140,7 +140,9 @@ struct SQLTodosRepository: TodosRepository {
     }
 
     func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> TodosInterface.ChangePage {
-        try await retrying {
+        // The caller's own writes are in the page (see `EventLog.settle`).
+        try await EventLog(database: database).settle()
+        return try await retrying {
             try await database.read { tx in
                 do {
                     let page = try Self.feed.changes(tx, owner: owner, after: cursor, limit: limit, item: Self.todo)

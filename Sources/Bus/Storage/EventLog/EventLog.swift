@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import BusCore
+import Runtime
 
 /// The durable event log: every domain event with its global sequence number, written in the
 /// same transaction as the change that caused it (see `Transaction.append`).
@@ -118,6 +119,36 @@ public struct EventLog: EventReplay {
     /// Commits one event on its own; returns its sequence number once it is durable.
     public func append(_ event: BusEvent) async throws -> Int64 {
         try await database.write { transaction in try transaction.append(event) }
+    }
+
+    /// Waits, at most `timeout`, until every event committed before the call is final (below
+    /// the horizon, `SQLDialect.eventHorizon`), so that a read after it sees the caller's own
+    /// earlier writes: a pull of a change feed right after a write includes that write. On
+    /// PostgreSQL an older transaction still running holds the horizon back (milliseconds for
+    /// appd's own); on SQLite everything committed is final at once. Returns whether it settled
+    /// (if not, the read that follows is still consistent, only without the newest events).
+    @discardableResult
+    public func settle(within timeout: Duration = .seconds(1)) async throws -> Bool {
+        guard database.dialect == .postgres else { return true }
+        let deadline = ContinuousClock.now + timeout
+        var target: Int64?
+        var pause = Duration.microseconds(500)
+        while true {
+            let (newest, head) = try await database.read { transaction in
+                (try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0, try Self.head(transaction))
+            }
+            let wanted = target ?? newest
+            target = wanted
+            if head >= wanted { return true }
+            if ContinuousClock.now + pause > deadline {
+                Metrics.shared.increment(
+                    "appd_event_log_settle_timeouts_total",
+                    help: "Reads that waited the longest allowed for older transactions to end (a transaction open long on the server holds the event log back).")
+                return false
+            }
+            try await Task.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(20))
+        }
     }
 
     /// The newest final position (see `SQLDialect.eventHorizon`), 0 for an empty log.

@@ -9,29 +9,30 @@ import Runtime
 /// Brings every event committed to the shared log — by this instance or another — onto this
 /// instance's bus, once each, in position order.
 ///
-/// Every write transaction with events sends `NOTIFY` with the range of positions it logged
+/// Every write transaction with events sends `NOTIFY` (with the range of positions it logged)
 /// before it commits. The feed's connection LISTENs; woken, it reads the log past the last
 /// position it published and below the horizon (`appd_event_horizon()`, see
 /// `PostgresWriteAttempt`): what lies below can no longer change, so nothing that commits
-/// later can land behind what was published. A notified range still above the horizon (an
-/// older transaction is still running) is read again soon after, backing off to every 250 ms,
-/// until the horizon passes it. When the link breaks the feed reconnects and catches up from
+/// later can land behind what was published. Committed events still above the horizon (an
+/// older transaction is still running) are looked for again soon after, backing off to every
+/// 250 ms, until the horizon passes them. When the link breaks the feed reconnects and catches up from
 /// the log the same way, so a subscriber misses nothing, live or on replay.
 final class PostgresEventFeed: Sendable {
     private let connection: PostgresConnectionBox
     private let namespace: PostgresNamespace
     private let outbox: EventOutbox?
     private let logger: Logger
-    /// The last position published, the highest notified, whether to stop.
-    private let state = Mutex<(published: Int64, notified: Int64, stopped: Bool)>((0, 0, false))
+    /// The last position published, whether to stop.
+    private let state = Mutex<(published: Int64, stopped: Bool)>((0, false))
     private let pool = BlockingPool(name: "appd-pg-events", threads: 1, queueLimit: 1, idleTimeout: nil)
     private let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let finished = Atomic<Bool>(false)
     /// The server process of the feed's connection (0 while disconnected), for tests that cut it.
     let backendPID = Atomic<Int32>(0)
 
-    /// The query for the horizon: positions below it are final.
-    static let horizon = "SELECT appd_event_horizon() AS h"
+    /// The horizon (positions below it are final) and the newest position committed, in one
+    /// snapshot: when the newest is not below the horizon, committed events wait for it.
+    static let horizon = "SELECT appd_event_horizon() AS h, (SELECT COALESCE(MAX(seq), 0) FROM appd_events) AS newest"
 
     init(connection: PostgresConnectionBox, namespace: PostgresNamespace, outbox: EventOutbox?, logger: Logger) throws {
         self.connection = connection
@@ -75,7 +76,7 @@ final class PostgresEventFeed: Sendable {
     private var stopped: Bool { state.withLock { $0.stopped } }
 
     /// The feed's thread: LISTEN, then wait for notifications (waking every 250 ms to see
-    /// whether it should stop, sooner while a notified range waits for the horizon); on a
+    /// whether it should stop, sooner while committed events wait for the horizon); on a
     /// broken link, reconnect after a second and catch up.
     private func listen() {
         var listening = false
@@ -99,10 +100,8 @@ final class PostgresEventFeed: Sendable {
                 }
                 try link.waitReadable(milliseconds: heldBack ? poll : 250)
                 var woken = false
-                for (_, payload) in try link.notifications() {
-                    note(payload)
-                    woken = true
-                }
+                // A notification only wakes the feed: the log says what to read.
+                for _ in try link.notifications() { woken = true }
                 guard woken || heldBack else { continue }
                 let stillHeld = try catchUp(on: link)
                 // A range held back by an older transaction: look again soon, then less often.
@@ -121,21 +120,12 @@ final class PostgresEventFeed: Sendable {
         }
     }
 
-    /// Notes the highest position a committed transaction says it logged.
-    private func note(_ payload: String) {
-        let parts = payload.split(separator: " ")
-        guard parts.count == 2, let last = Int64(parts[1]) else {
-            logger.warning("ignored a malformed event notification", metadata: ["payload": "\(payload.prefix(100))"])
-            return
-        }
-        state.withLock { $0.notified = max($0.notified, last) }
-    }
-
     /// Reads and publishes every final event past the last position published (after a
-    /// reconnect, notifications sent meanwhile are lost; the log is not). Returns whether a
-    /// notified position is still at or above the horizon (to be read once it is final).
+    /// reconnect, notifications sent meanwhile are lost; the log is not). Returns whether
+    /// committed events are still at or above the horizon (to be read once they are final:
+    /// their notifications may have come already, or been lost with a broken link).
     private func catchUp(on link: PostgresConnection) throws -> Bool {
-        guard let horizon = try link.run(Self.horizon, []).rows.first?.integer("h") else {
+        guard let row = try link.run(Self.horizon, []).rows.first, let horizon = row.integer("h"), let newest = row.integer("newest") else {
             throw StorageError(kind: .other, message: "appd_event_horizon() returned nothing")
         }
         while true {
@@ -146,7 +136,7 @@ final class PostgresEventFeed: Sendable {
             publish(page)
             if page.count < 1000 { break }
         }
-        return state.withLock { $0.notified >= horizon }
+        return newest >= horizon
     }
 
     /// Publishes in order what was not published yet.

@@ -34,7 +34,7 @@ enum PostgresSchema {
         do throws(StorageError) {
             try connection.control("BEGIN")
             // A lock for the whole database around creating the extension (deployments in other
-            // schemas may be creating it too), then this deployment's write lock.
+            // schemas may be creating it too), then this deployment's schema lock.
             let citext = "SELECT 1 FROM pg_extension WHERE extname = 'citext'"
             if try connection.run(citext, []).rows.isEmpty {
                 try connection.run("SELECT pg_advisory_xact_lock(?, ?)", [.integer(0x6170_7064), .integer(0)])

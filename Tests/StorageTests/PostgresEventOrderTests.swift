@@ -153,6 +153,7 @@ extension PostgresTests {
         let db = try await instances(1, url: url)[0]
         let new = try await append("new", to: db)
         #expect(new > 5)
+        #expect(try await EventLog(database: db).settle(within: .seconds(30)))
         let after3 = try await EventLog(database: db).events(after: 3, limit: 100).compactMap(\.sequence)
         #expect(after3 == [4, 5, new])
         await db.close()

@@ -74,6 +74,8 @@ import TestSupport
         try await device.pull(h, as: ada)
         // Written after the pull, before the subscription: replayed from the cursor.
         let between = try await h.add("between", as: ada)
+        // A replay reads what is final (on PostgreSQL, once older transactions of other tests ended).
+        try await h.settled()
         let replayed = try await EventLog(database: h.database).events(about: userID, after: device.cursor!, limit: 100)
         #expect(replayed.map(\.topic) == ["todos.created"])
         #expect(try replayed.first?.json()["todoId"] == .string(between.id))

@@ -36,13 +36,23 @@ public enum AccountBytes {
     /// `limit` bytes (0: no limit) throws, rolling the transaction back.
     public static func charge(_ tx: any Transaction, owner: String, part: String, delta: Int64, limit: Int64) throws {
         guard delta != 0 else { return }
-        try tx.execute(
-            "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = CASE WHEN appd_account_bytes.bytes + excluded.bytes < 0 THEN 0 ELSE appd_account_bytes.bytes + excluded.bytes END",
-            [.text(owner), .text(part), .integer(delta)])
-        guard delta > 0, limit > 0 else { return }
-        let used = try tx.query("SELECT COALESCE(SUM(bytes), 0) AS used FROM appd_account_bytes WHERE owner = ?", [.text(owner)]).first?.integer("used") ?? 0
+        let parameters: [SQLValue] = [.text(owner), .text(part), .integer(delta)]
+        guard delta > 0, limit > 0 else { return _ = try tx.execute(upsert, parameters) }
+        let used: Int64
+        if tx.dialect == .postgres {
+            // One statement (one round trip): the part's new count, plus the account's other parts.
+            used = try tx.query(
+                "WITH charged AS (\(upsert) RETURNING bytes) SELECT (SELECT bytes FROM charged) + COALESCE((SELECT SUM(bytes) FROM appd_account_bytes WHERE owner = ? AND part <> ?), 0) AS used",
+                parameters + [.text(owner), .text(part)]
+            ).first?.integer("used") ?? 0
+        } else {
+            try tx.execute(upsert, parameters)
+            used = try tx.query("SELECT COALESCE(SUM(bytes), 0) AS used FROM appd_account_bytes WHERE owner = ?", [.text(owner)]).first?.integer("used") ?? 0
+        }
         if used > limit { throw StorageQuotaExceeded(part: part, limitBytes: limit) }
     }
+
+    private static let upsert = "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = CASE WHEN appd_account_bytes.bytes + excluded.bytes < 0 THEN 0 ELSE appd_account_bytes.bytes + excluded.bytes END"
 
     /// Forgets `owner`'s count for `part`: everything of it was erased.
     public static func reset(_ tx: any Transaction, owner: String, part: String) throws {

@@ -211,7 +211,11 @@ public final class PostgresDatabase: Database {
             outcome = try DatabaseWork.runBatch(
                 writes, transaction: { PostgresTransaction(connection: connection, attempt: attempt) },
                 control: { sql throws(StorageError) in try attempt.noting { () throws(StorageError) in try connection.control(sql) } },
-                restart: { try connection.control("ROLLBACK"); try connection.executeScript(Self.begin) })
+                restart: {
+                    try connection.control("ROLLBACK")
+                    attempt.restarted()
+                    try connection.executeScript(Self.begin)
+                })
         } catch {
             if let conflict = Self.conflict(error, attempt) { writeConnection.rollBack(); return conflict }
             abandon(writes, error, on: writeConnection)
@@ -250,8 +254,9 @@ public final class PostgresDatabase: Database {
         return StorageError(kind: .busy, message: "a concurrent transaction changed the same data; retry (SQLSTATE 40001)")
     }
 
-    /// Logs the events a batch deferred to its commit, a few hundred per statement, each
-    /// redacted if an erasure of its owner came after it in the batch; returns them as logged.
+    /// Logs the events a batch deferred to its commit, a few hundred per statement, each at
+    /// `appd_event_position()` plus the index it was given when appended (its parameters' last)
+    /// and redacted if an erasure of its owner came after it in the batch; returns them as logged.
     private static func log(_ entries: [DeferredEntry], on connection: PostgresConnection, attempt: PostgresWriteAttempt) throws -> [BusEvent] {
         var lastErasure: [String: Int] = [:]
         for (i, entry) in entries.enumerated() {
@@ -259,10 +264,10 @@ public final class PostgresDatabase: Database {
         }
         var rows: [[SQLValue]] = []
         for (i, entry) in entries.enumerated() {
-            guard case .event(let event, var parameters) = entry else { continue }
+            guard case .event(let event, var parameters) = entry, let index = parameters.popLast() else { continue }
             let erased = event.owner.map { (lastErasure[$0] ?? -1) > i } ?? false
             if erased { parameters[2] = .text("{}") }  // the payload, as `redactEvents` leaves it
-            rows.append(parameters + [.integer(erased ? 1 : 0), .integer(try attempt.take(1))])
+            rows.append(parameters + [.integer(erased ? 1 : 0), index])
         }
         var logged: [BusEvent] = []
         var start = 0

@@ -15,13 +15,6 @@ final class PostgresTransaction: OutboxTransaction {
         self.attempt = attempt
     }
 
-    /// The statement that logs one event at the position `appd_event_position() + ?` (the
-    /// last parameter: its index in the transaction).
-    static let insert = """
-        INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, seq)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, appd_event_position() + ?) RETURNING seq
-        """
-
     var dialect: SQLDialect { .postgres }
 
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int {
@@ -37,13 +30,14 @@ final class PostgresTransaction: OutboxTransaction {
         return try attempt.noting { () throws(StorageError) in try connection.run(sql, parameters) }
     }
 
-    /// Checked now (topic, payload), logged with the rest of the batch's events in one
-    /// statement before the commit: one round trip less per write.
+    /// Checked now (topic, payload) and given its index in the transaction, logged with the
+    /// rest of the batch's events in one statement before the commit: one round trip less per
+    /// write. The last parameter is the index (see `PostgresDatabase.log`).
     func appendAtCommit(_ event: BusEvent) throws {
-        guard attempt != nil else {
+        guard let attempt else {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
-        deferred.append(.event(event, try EventLog.parameters(event)))
+        deferred.append(.event(event, try EventLog.parameters(event) + [.integer(try attempt.take(1))]))
     }
 
     func redactEvents(about userID: String) throws -> Int {
@@ -51,19 +45,17 @@ final class PostgresTransaction: OutboxTransaction {
         return try run(EventLog.redact, [.text(userID)]).changed
     }
 
-    /// The event's position is its transaction's (see `PostgresWriteAttempt`): readers take it
-    /// only once every transaction that could still log below it has ended.
+    /// The event's position is known at once (`appd_event_position()` of the transaction, asked
+    /// once, plus the event's index), so its row is logged at the commit with the batch's other
+    /// events, as `appendAtCommit` does: no round trip per event. Readers take it only once
+    /// every transaction that could still log below it has ended (see `PostgresWriteAttempt`).
     func append(_ event: BusEvent) throws -> Int64 {
         guard let attempt else {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
-        // Encoded once: the log's row and the bus's delivery share the JSON.
-        let payload = try event.jsonBytes()
-        let rows = try run(Self.insert, try EventLog.parameters(event, payload: payload) + [.integer(try attempt.take(1))]).rows
-        guard let sequence = rows.first?.integer("seq") else {
-            throw StorageError(kind: .other, message: "the event log returned no sequence number")
-        }
-        events.append(event.logged(at: sequence, payload: payload))
-        return sequence
+        let index = try attempt.take(1)
+        let position = try attempt.position(of: index, on: connection)
+        deferred.append(.event(event, try EventLog.parameters(event) + [.integer(index)]))
+        return position
     }
 }

@@ -21,6 +21,28 @@ final class PostgresWriteAttempt {
     /// must be rolled back and run again.
     private(set) var conflicted = false
 
+    /// `appd_event_position()` of this transaction, once asked for (one round trip per
+    /// transaction, not per event).
+    private var first: Int64?
+
+    /// The transaction was rolled back and begun again: a new transaction id, new positions.
+    func restarted() {
+        first = nil
+        eventsLogged = 0
+    }
+
+    /// The position of the event at `index` (from `take`), asking the server for the
+    /// transaction's first position the first time.
+    func position(of index: Int64, on connection: PostgresConnection) throws(StorageError) -> Int64 {
+        if let first { return first + index }
+        let row = try noting { () throws(StorageError) in try connection.run("SELECT appd_event_position() AS p", []).rows.first }
+        guard let start = row?.integer("p") else {
+            throw StorageError(kind: .other, message: "appd_event_position() returned nothing")
+        }
+        first = start
+        return start + index
+    }
+
     /// The indexes of the next `count` events in this transaction.
     func take(_ count: Int) throws(StorageError) -> Int64 {
         let first = eventsLogged

@@ -168,17 +168,18 @@ extension PostgresTests {
         await db.close()
     }
 
-    @Test func concurrentAppendsOnTwoInstancesReachEveryReaderOnceInOrder() async throws {
-        // A live subscriber on the third instance: events written through A and B arrive on its bus.
+    @Test func concurrentAppendsOnThreeInstancesReachEveryReaderOnceInOrder() async throws {
+        // A live subscriber on the third instance: events written through A, B and itself arrive on its bus.
         let bus = EventBus()
         let dbs = try await instances(3, bus: bus)
         let (a, b, third) = (dbs[0], dbs[1], dbs[2])
         let live = bus.subscribe(try TopicFilter(NoteAdded.topic), options: SubscriptionOptions(capacity: 100_000, overflow: .disconnect))
         let done = StopFlag()
         let following = Task { try await follow(EventLog(database: third), until: done) }
-        // 2 instances × 8 writers × 15 appends; one in five holds its transaction open a while.
+        // 3 instances × 8 writers × 15 appends, the third being the one whose bus is watched (its own
+        // events reach it from memory, the others' from the log); one in five holds its transaction open a while.
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for (name, db) in [("A", a), ("B", b)] {
+            for (name, db) in [("A", a), ("B", b), ("C", third)] {
                 for writer in 0..<8 {
                     group.addTask {
                         for i in 0..<15 { _ = try await append("\(name)\(writer).\(i)", to: db, hold: i % 5 == 0 ? 0.02 : 0) }
@@ -193,7 +194,7 @@ extension PostgresTests {
         done.set()
         let seen = try await following.value
         let all = try await third.read { tx in try tx.query("SELECT seq FROM appd_events ORDER BY seq").compactMap { $0.integer("seq") } }
-        #expect(all.count == 240)
+        #expect(all.count == 360)
         #expect(seen == all, "the since reader saw each event once, in sequence order")
         var received: [Int64] = []
         for try await event in live {

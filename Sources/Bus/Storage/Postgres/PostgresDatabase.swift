@@ -177,13 +177,36 @@ public final class PostgresDatabase: Database {
         }
     }
 
+    /// From this attempt on, a batch that keeps losing races runs holding the deployment's
+    /// escalation lock: a session advisory lock taken *before* its transaction begins (so its
+    /// snapshot comes after the previous holder's commit). Batches that collided take turns
+    /// instead of colliding again: a hot row written from every instance still makes progress.
+    static let escalateAt = 3
+
     /// Commits a batch, running it again (after a short random pause, growing each time) while
-    /// it loses races with other instances' transactions; after `attempts`, its callers get the
-    /// last serialization failure (`busy`: retry).
+    /// it loses races with other instances' transactions, from `escalateAt` on under the
+    /// escalation lock; after `attempts`, its callers get the last serialization failure
+    /// (`busy`: retry).
     private func commit(_ writes: [DatabaseWork]) {
         guard !writes.isEmpty else { return }
         for attempt in 1...Self.attempts {
-            guard let conflict = commitOnce(writes) else { return }
+            let escalated = attempt >= Self.escalateAt
+            var held: Int?
+            if escalated {
+                do {
+                    try writeConnection.open().run("SELECT pg_advisory_lock(?, ?)", namespace.escalationLock)
+                    held = writeConnection.opens
+                } catch {
+                    abandon(writes, error, on: writeConnection)
+                    return
+                }
+            }
+            let conflict = commitOnce(writes)
+            // Released on the connection that took it (a broken link released it already).
+            if let held, writeConnection.opens == held, let link = try? writeConnection.open() {
+                _ = try? link.run("SELECT pg_advisory_unlock(?, ?)", namespace.escalationLock)
+            }
+            guard let conflict else { return }
             Metrics.shared.increment("appd_write_conflicts_total", help: "Write batches run again after a serialization failure or deadlock with a concurrent transaction.")
             if attempt == Self.attempts {
                 logger.warning("a write batch kept conflicting with concurrent transactions; its callers are told to retry", metadata: ["attempts": "\(attempt)", "writes": "\(writes.count)"])
@@ -237,6 +260,7 @@ public final class PostgresDatabase: Database {
                 try connection.run("SELECT pg_notify(?, ?)", [.text(namespace.channel), .text(PostgresEventFeed.payload(first: first, last: last))])
             }
             try connection.control("COMMIT")
+            feed.committed(events)
         } catch {
             if let conflict = Self.conflict(error, attempt) { writeConnection.rollBack(); return conflict }
             abandon(writes, error, on: writeConnection)

@@ -22,8 +22,9 @@ final class PostgresEventFeed: Sendable {
     private let namespace: PostgresNamespace
     private let outbox: EventOutbox?
     private let logger: Logger
-    /// The last position published, whether to stop.
-    private let state = Mutex<(published: Int64, stopped: Bool)>((0, false))
+    /// The last position published, this instance's committed events not yet published (by
+    /// position: the feed publishes them from memory, not read back from the log), whether to stop.
+    private let state = Mutex<(published: Int64, own: [Int64: BusEvent], stopped: Bool)>((0, [:], false))
     private let pool = BlockingPool(name: "appd-pg-events", threads: 1, queueLimit: 1, idleTimeout: nil)
     private let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let finished = Atomic<Bool>(false)
@@ -46,6 +47,16 @@ final class PostgresEventFeed: Sendable {
 
     /// The NOTIFY payload of one transaction's events.
     static func payload(first: Int64, last: Int64) -> String { "\(first) \(last)" }
+
+    /// This instance's events of a transaction that committed, as logged: published from memory
+    /// once the horizon passes them (if the log was read past them first, they are dropped).
+    func committed(_ events: [BusEvent]) {
+        state.withLock { s in
+            for event in events {
+                if let position = event.sequence, position > s.published { s.own[position] = event }
+            }
+        }
+    }
 
     func start() {
         do throws(PoolRefusal) {
@@ -129,12 +140,24 @@ final class PostgresEventFeed: Sendable {
             throw StorageError(kind: .other, message: "appd_event_horizon() returned nothing")
         }
         while true {
-            let after = state.withLock { $0.published }
-            let page = try link.run(
-                "SELECT * FROM appd_events WHERE seq > ? AND seq < ? ORDER BY seq LIMIT 1000", [.integer(after), .integer(horizon)]
+            // This instance's own final events come from memory: the log is read for the others'.
+            let (after, own) = state.withLock { s in
+                (s.published, s.own.filter { $0.key > s.published && $0.key < horizon }.sorted { $0.key < $1.key }.prefix(1000))
+            }
+            let skipped = "{" + own.map { String($0.key) }.joined(separator: ",") + "}"
+            let read = try link.run(
+                "SELECT * FROM appd_events WHERE seq > ? AND seq < ? AND seq <> ALL(?::bigint[]) ORDER BY seq LIMIT 1000",
+                [.integer(after), .integer(horizon), .text(skipped)]
             ).rows.map(EventLog.event)
+            // Both lists are in position order; up to the last of a list cut at 1,000, everything
+            // of both is known (what lies past it waits for the next round).
+            let through = min(
+                read.count == 1000 ? read.last?.sequence ?? Int64.max : Int64.max,
+                own.count == 1000 ? own.last?.key ?? Int64.max : Int64.max)
+            var page = (read + own.map(\.value)).filter { ($0.sequence ?? 0) <= through }
+            page.sort { ($0.sequence ?? 0) < ($1.sequence ?? 0) }
             publish(page)
-            if page.count < 1000 { break }
+            if read.count < 1000 && own.count < 1000 { break }
         }
         return newest >= horizon
     }
@@ -143,7 +166,10 @@ final class PostgresEventFeed: Sendable {
     private func publish(_ events: [BusEvent]) {
         let fresh = state.withLock { s -> [BusEvent] in
             let new = events.filter { ($0.sequence ?? 0) > s.published }
-            if let last = new.last?.sequence { s.published = last }
+            if let last = new.last?.sequence {
+                s.published = last
+                s.own = s.own.filter { $0.key > last }
+            }
             return new
         }
         outbox?.committed(fresh)

@@ -25,6 +25,10 @@ struct PostgresNamespace: Sendable {
     /// are created or brought up to date (instances starting together take turns).
     var schemaLock: [SQLValue] { [.integer(key), .integer(1)] }
 
+    /// `pg_advisory_lock(?, ?)`'s parameters for the lock write batches that keep conflicting
+    /// take turns under (see `PostgresDatabase.escalateAt`).
+    var escalationLock: [SQLValue] { [.integer(key), .integer(2)] }
+
     /// The channel every instance LISTENs on for committed events.
     var channel: String { "appd_events." + schema }
 

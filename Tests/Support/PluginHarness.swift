@@ -144,14 +144,7 @@ public struct PluginHarness: Sendable {
     /// readers of the log take it). On PostgreSQL the horizon is the server's: other tests'
     /// transactions hold it back for moments; on SQLite it is settled at once.
     public func settled() async throws {
-        for _ in 0..<5000 {
-            let (all, head) = try await database.read { tx in
-                (try tx.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0, try EventLog.head(tx))
-            }
-            if all == head { return }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        throw HarnessError("the event log did not settle within 10 s")
+        guard try await context.eventLog.settle(within: .seconds(10)) else { throw HarnessError("the event log did not settle within 10 s") }
     }
 
     /// The log's events after `after` once it has settled (see `settled`).

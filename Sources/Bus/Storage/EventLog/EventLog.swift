@@ -131,15 +131,12 @@ public struct EventLog: EventReplay {
     public func settle(within timeout: Duration = .seconds(1)) async throws -> Bool {
         guard database.dialect == .postgres else { return true }
         let deadline = ContinuousClock.now + timeout
-        var target: Int64?
+        // One read when it is settled already (the usual case): the newest committed and the head.
+        var (wanted, head) = try await database.read { transaction in
+            (try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0, try Self.head(transaction))
+        }
         var pause = Duration.microseconds(500)
-        while true {
-            let (newest, head) = try await database.read { transaction in
-                (try transaction.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events").first?.integer("seq") ?? 0, try Self.head(transaction))
-            }
-            let wanted = target ?? newest
-            target = wanted
-            if head >= wanted { return true }
+        while head < wanted {
             if ContinuousClock.now + pause > deadline {
                 Metrics.shared.increment(
                     "appd_event_log_settle_timeouts_total",
@@ -148,7 +145,9 @@ public struct EventLog: EventReplay {
             }
             try await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(20))
+            head = try await database.read { transaction in try Self.head(transaction) }
         }
+        return true
     }
 
     /// The newest final position (see `SQLDialect.eventHorizon`), 0 for an empty log.

@@ -158,6 +158,7 @@ extension PluginHarness {
         try await h.withRatingRunning {
             var ada = try await h.user("ada@example.com").caller  // session 1
             try await h.completeTodo(ada, "first")
+            _ = try await h.settle(ada) { $0.positiveSignals == 1 }
             #expect(try await h.decide(ada).reason.hasPrefix("positiveSignals"))
             h.clock.advance(hours: 30)
             ada = try await h.signIn("ada@example.com").caller  // session 2

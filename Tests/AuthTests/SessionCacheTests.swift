@@ -4,23 +4,46 @@ import Bus
 import Testing
 import TestSupport
 @testable import Auth
+@testable import Storage
 
 @Suite struct SessionCacheTests {
     static func entry(_ id: String) -> SessionCache<String>.Entry { .init(record: id, expiresAt: 100) }
 
-    /// The cache is for one instance owning its database: on one shared by several instances
-    /// (PostgreSQL) it stays empty, and a revoked session is seen at once.
-    @Test func onADatabaseSharedByInstancesTheCacheIsNotUsed() async throws {
-        let h = try await Harness.make()
-        guard h.database.sharedAcrossInstances else { return }
-        let session = try await h.signUpAndIn()
-        let caller = h.connection()
-        _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: session.accessToken), as: caller)
-        _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller)
-        #expect(h.plugin.sessions.count == 0)
-        // Another instance signs the session out, straight in the database.
-        try await h.database.write { tx in try tx.execute("UPDATE auth_sessions SET revoked_at = 1") }
-        await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
+    /// What a write evicts travels to the other instances as a signal and comes back the same.
+    @Test func evictionsTravelAsSignals() throws {
+        let evictions: [SessionCache<String>.Eviction] = [.account("u_1"), .session(userID: "u 2", accessDigest: "ab+/="), .everything]
+        for eviction in evictions {
+            #expect(SessionCache<String>.Eviction(signal: try #require(eviction.signal)) == eviction)
+        }
+        #expect(SessionCache<String>.Eviction.nothing.signal == nil)
+        for foreign in ["", "session", "session one d", "session account", "todos account u", "session all x"] {
+            #expect(SessionCache<String>.Eviction(signal: foreign) == nil, "\(foreign)")
+        }
+    }
+
+    /// Following signals: a signalled eviction applies; nothing is served or kept while the
+    /// signals are not current (the link is down); `.missed` empties the cache.
+    @Test func aCacheThatFollowsSignalsServesOnlyWhileTheyAreCurrent() {
+        let signals = DeploymentSignals()
+        let cache = SessionCache<String>(capacity: 10)
+        cache.follow(signals)
+        cache.store(token: "t1", accessDigest: "d1", userID: "u1", Self.entry("u1"), readAt: cache.generation)
+        #expect(cache.count == 0, "not current yet: nothing kept")
+        signals.confirm(.now)
+        cache.store(token: "t1", accessDigest: "d1", userID: "u1", Self.entry("u1"), readAt: cache.generation)
+        cache.store(token: "t2", accessDigest: "d2", userID: "u2", Self.entry("u2"), readAt: cache.generation)
+        #expect(cache.lookup(token: "t1")?.record == "u1")
+        signals.deliver(.message("session one d1 u1"))
+        #expect(cache.lookup(token: "t1") == nil && cache.lookup(token: "t2")?.record == "u2")
+        signals.lost()
+        #expect(cache.lookup(token: "t2") == nil, "the link is down: the cache is bypassed")
+        signals.confirm(.now)
+        #expect(cache.lookup(token: "t2")?.record == "u2")
+        signals.deliver(.missed)
+        #expect(cache.count == 0)
+        signals.confirm(ContinuousClock.now - .seconds(2))
+        cache.store(token: "t3", accessDigest: "d3", userID: "u3", Self.entry("u3"), readAt: cache.generation)
+        #expect(cache.count == 0, "signals confirmed longer ago than their staleness are not current")
     }
 
     @Test(.enabled(if: TestDatabase.engine == .sqlite, "the cache is used only when one instance owns the database"))
@@ -113,12 +136,12 @@ import TestSupport
         #expect(cache.count(ofAccount: "u7") == 0)
         #expect(cache.lookup(token: "t7") == nil && cache.lookup(token: "t9007") == nil)
         #expect(cache.lookup(token: "t8")?.record == "u8")
-        cache.evict(.session(accessDigest: "d8"))
+        cache.evict(.session(userID: "u", accessDigest: "d8"))
         #expect(cache.count == 9_989)
         #expect(cache.lookup(token: "t8") == nil)
         #expect(cache.lookup(token: "t1008")?.record == "u8", "the account's other sessions stay")
         cache.evict(.account("nobody"))
-        cache.evict(.session(accessDigest: "unknown"))
+        cache.evict(.session(userID: "u", accessDigest: "unknown"))
         cache.evict(.nothing)
         #expect(cache.count == 9_989)
         // A token stored again (a second lookup) is kept once.

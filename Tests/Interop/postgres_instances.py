@@ -9,6 +9,7 @@ the suite also restarts the server under the instances.)
 """
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import random
@@ -41,13 +42,14 @@ class Instance:
         os.makedirs(self.dir, exist_ok=True)
         self.sock = os.path.join(self.dir, "appd.sock")
         self.port = free_port()
+        self.http = free_port()
         self.proc = None
 
     def start(self):
         env = dict(os.environ, APPD_STRIPE_WEBHOOK_SECRETS=SECRET, APPD_DATABASE=self.url)
         self.proc = subprocess.Popen(
             [self.binary, "--socket", self.sock, "--data-dir", os.path.join(self.dir, "data"), "--log-level", "error",
-             "--webhook-listen", f"127.0.0.1:{self.port}"], env=env)
+             "--webhook-listen", f"127.0.0.1:{self.port}", "--http-listen", f"127.0.0.1:{self.http}"], env=env)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -161,9 +163,29 @@ def what_must_hold(a, b, url):
     s_a.connect(a.sock)
     exchange(s_a, "io.appd.Auth.Authenticate", {"accessToken": token})
     check("B serves the session before the sign-out", "parameters" in exchange(s_b, "io.appd.Todos.List", {}))
+    # A stream on B over HTTP (SSE), opened with the same session: it ends within a second of the
+    # sign-out on A (the sign-out's signal reaches B when it commits; B's session cache is on).
+    stream = http.client.HTTPConnection("127.0.0.1", b.http, timeout=5)
+    stream.request("POST", "/v1/io.appd.Bus/Subscribe", json.dumps({"topics": ["todos.*"]}),
+                   {"Content-Type": "application/json", "Accept": "text/event-stream", "Authorization": f"Bearer {token}"})
+    response = stream.getresponse()
+    check("B opens the user's event stream", response.status == 200, response.status)
     exchange(s_a, "io.appd.Auth.SignOut", {})
+    signed_out = time.monotonic()
     after = exchange(s_b, "io.appd.Todos.List", {})
     check("a sign-out on A takes effect on B's next call", after.get("error", "").startswith("io.appd.Auth."), after)
+    ending = []
+    try:
+        for raw in response:
+            ending.append(raw.decode().rstrip("\n"))
+            if ending[-1].startswith("data: ") and "io.appd.Auth." in ending[-1]:
+                break
+    except OSError:
+        pass
+    ended = time.monotonic() - signed_out
+    stream.close()
+    check("the stream on B opened with that session ends within a second of the sign-out on A",
+          any("io.appd.Auth." in line for line in ending) and ended < 1.0, (ending[-3:], round(ended, 3)))
     s_a.close()
     s_b.close()
 

@@ -26,9 +26,10 @@ public struct PluginHarness: Sendable {
     public let plugins: [any Plugin]
 
     /// `plugins` gets the harness's clock; `start` says which of them to start now (the
-    /// others can be started later with `start(_:)`).
+    /// others can be started later with `start(_:)`). `postgres`: a PostgreSQL URL to open
+    /// whatever the engine under test (two harnesses on one URL are two instances of a deployment).
     public static func make(
-        clock: TestClock = TestClock(), databasePath: String? = nil, start: (any Plugin) -> Bool = { _ in true },
+        clock: TestClock = TestClock(), databasePath: String? = nil, postgres: String? = nil, start: (any Plugin) -> Bool = { _ in true },
         _ plugins: (TestClock) throws -> [any Plugin]
     ) async throws -> PluginHarness {
         var template = Array("/tmp/appd-test-XXXXXX".utf8CString)
@@ -37,7 +38,14 @@ public struct PluginHarness: Sendable {
         let path = databasePath ?? directory + "/appd.db"
         let plugins = try plugins(clock)
         let outbox = EventOutbox()
-        let database = try await TestDatabase.open(path: path, outbox: outbox)
+        let database: any Database
+        if let postgres {
+            var options = PostgresDatabase.Options()
+            options.readers = 1
+            database = try await PostgresDatabase.open(url: postgres, outbox: outbox, options: options)
+        } else {
+            database = try await TestDatabase.open(path: path, outbox: outbox)
+        }
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
         let bus = EventBus(gates: [AdminGate(), PluginScopeGate(), IdempotencyGate(database: database)] + plugins.flatMap { $0.gates(database: database) })
         _ = OutboxRelay(outbox: outbox, bus: bus).start()

@@ -95,6 +95,9 @@ public protocol Transaction {
     /// A page of `inner`'s rows bounded by `page`'s bytes (`BytePage.rows`); the default runs the
     /// running-sum SQL, an engine that can stop mid-result does better.
     func page(_ page: BytePage, _ inner: String, orderBy: String, _ parameters: [SQLValue]) throws -> (shown: [Row], cut: Bool)
+    /// Sends `message` to every instance sharing the database (`Database.signals`) when, and only
+    /// if, this transaction commits. Nothing where no other instance shares the database.
+    func signal(_ message: String) throws
 }
 
 extension Transaction {
@@ -136,6 +139,8 @@ extension Transaction {
     }
 
     public var idempotency: IdempotencyRecord? { nil }
+
+    public func signal(_ message: String) throws {}
 }
 
 /// The small SQL database protocol plugins reach only through their repositories: SQLite
@@ -147,6 +152,9 @@ public protocol Database: Sendable {
     /// Whether other appd instances write to the same database: caches of what is in it must
     /// then be bypassed or invalidated across instances.
     var sharedAcrossInstances: Bool { get }
+    /// What other instances' commits signal (`Transaction.signal`); nil when no other instance
+    /// shares the database.
+    var signals: DeploymentSignals? { get }
     /// Runs `body` while this instance holds the lease `name`, which at most one instance holds
     /// at a time; waits for it first. If the lease is lost (the link to the database broke),
     /// `body` is cancelled and the lease sought again. Returns when `body` returns.
@@ -169,6 +177,8 @@ public protocol Database: Sendable {
 }
 
 extension Database {
+    public var signals: DeploymentSignals? { nil }
+
     /// Nothing to do where the engine cannot be asked from here (PostgreSQL: see the README).
     public func reclaimErased() async throws {}
 

@@ -56,13 +56,18 @@ public struct AuthPlugin: Plugin {
     }
 
     /// With several instances on one database, a sign-out on another instance must take
-    /// effect on this one's next call: the session cache is bypassed (every call reads the
-    /// session from the database) rather than risk serving a revoked one.
+    /// effect on this one's next call: the session cache follows the other instances' signals
+    /// (`SessionCache.follow`); a database shared without signals bypasses it (every call reads
+    /// the session from the database) rather than risk serving a revoked one.
     /// `streams` (the handlers' service) are woken after each commit that revokes sessions or
     /// changes an account's standing, so the user's open event streams check their session.
     func service(_ database: any Database, streams: SessionStreams? = nil) -> AuthService {
-        AuthService(
-            database: database, sessions: database.sharedAcrossInstances ? SessionCache(capacity: 0) : sessions, streams: streams, rotations: rotations,
+        var cache = sessions
+        if database.sharedAcrossInstances {
+            if let signals = database.signals { sessions.follow(signals) } else { cache = SessionCache(capacity: 0) }
+        }
+        return AuthService(
+            database: database, sessions: cache, streams: streams, rotations: rotations,
             verifier: verifier, apple: apple, hasher: hasher, options: options, clock: clock)
     }
 
@@ -72,6 +77,17 @@ public struct AuthPlugin: Plugin {
 
     public func start(_ context: PluginContext) async throws {
         let service = service(context.database, streams: context.bus.sessionStreams)
+        // Another instance's sign-out or change of standing: this instance's streams of the
+        // account check their session again (all of them when signals may have been lost).
+        context.database.signals?.listen { [streams = context.bus.sessionStreams] signal in
+            switch signal {
+            case .missed: streams.changedAll()
+            case .message(let message):
+                if let eviction = SessionCache<UserRecord>.Eviction(signal: message) {
+                    if let userID = eviction.userID { streams.changed(userID: userID) } else if eviction == .everything { streams.changedAll() }
+                }
+            }
+        }
         let handlers = context.handlers
         handlers.handle(AuthInterface.SignUp.self) { command, envelope in
             try await service.signUp(email: command.email, password: command.password, displayName: command.displayName, causedBy: envelope)

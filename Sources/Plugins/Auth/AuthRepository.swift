@@ -83,13 +83,23 @@ struct AuthRepository: Sendable {
     /// back, the session cache forgets what `evicting` says the write changed (everything when
     /// the write failed: its outcome is not known). Writes that change neither use
     /// `database.write` directly.
+    /// With other instances on the database, the write also signals the eviction to every
+    /// instance when it commits (`SessionCache.follow`).
     @discardableResult
     func write<T: Sendable>(
-        evicting eviction: (T) -> SessionCache<UserRecord>.Eviction, _ body: @escaping @Sendable (any Transaction) throws -> T
+        evicting eviction: @escaping @Sendable (T) -> SessionCache<UserRecord>.Eviction, _ body: @escaping @Sendable (any Transaction) throws -> T
     ) async throws -> T {
         let result: T
         do {
-            result = try await database.write(body)
+            if database.signals == nil {
+                result = try await database.write(body)
+            } else {
+                result = try await database.write { tx in
+                    let result = try body(tx)
+                    if let signal = eviction(result).signal { try tx.signal(signal) }
+                    return result
+                }
+            }
         } catch {
             sessions.evict(.everything)
             throw error
@@ -328,7 +338,7 @@ struct AuthRepository: Sendable {
         // every session of its account.
         let (outcome, _) = try await write(evicting: { (outcome: RotationOutcome, replaced: String?) in
             switch outcome {
-            case .rotated: replaced.map { .session(accessDigest: $0) } ?? .nothing
+            case .rotated(let user): replaced.map { .session(userID: user.id, accessDigest: $0) } ?? .nothing
             case .reused(let userID?): .account(userID)
             case .reused(nil): .everything
             default: .nothing
@@ -366,7 +376,7 @@ struct AuthRepository: Sendable {
     }
 
     func revokeSession(accessDigest: String, userID: String, now: Int64, causedBy cause: (any Cause)?) async throws {
-        try await write(evicting: { _ in .session(accessDigest: accessDigest) }) { tx in
+        try await write(evicting: { _ in .session(userID: userID, accessDigest: accessDigest) }) { tx in
             try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE access_digest = ? AND revoked_at IS NULL", [.integer(now), .text(accessDigest)])
             try tx.append(SignedOut(userId: userID, everywhere: false), causedBy: cause)
         }

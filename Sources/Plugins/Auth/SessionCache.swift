@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Storage
 import Synchronization
 
 /// Resolved sessions kept in memory, so the session gate does not read the database on every
@@ -17,9 +18,13 @@ import Synchronization
 /// user's next call to the database. A lookup that raced with a write is not stored (the
 /// generation moved on while it read). Expiry is checked on every hit.
 ///
-/// When another process can change sessions in the same database (several appd instances on
-/// one PostgreSQL, docs/postgres.md), this process would not hear of it: the auth plugin then does
-/// not use the cache at all (`Database.sharedAcrossInstances`), so nothing can be stale.
+/// When other instances change sessions in the same database (several appd instances on one
+/// PostgreSQL, docs/postgres.md), each of their writes also signals what it changed to every
+/// instance when it commits (`Transaction.signal`, `DeploymentSignals`), and this cache follows
+/// those signals (`follow`): a revocation anywhere is forgotten everywhere at once. The cache
+/// answers only while the signals are current (every signal committed more than a second ago
+/// has been heard); while the link that carries them is down it is bypassed, and when it comes
+/// back the cache starts empty.
 final class SessionCache<Record: Sendable>: Sendable {
     struct Entry: Sendable {
         let record: Record
@@ -32,10 +37,40 @@ final class SessionCache<Record: Sendable>: Sendable {
         case nothing
         /// Every session of the account (its standing, profile, password or sessions changed).
         case account(String)
-        /// One session, by the digest of its access token (signed out, or refreshed).
-        case session(accessDigest: String)
+        /// One session of the account, by the digest of its access token (signed out, or refreshed).
+        case session(userID: String, accessDigest: String)
         /// Anything (a write whose outcome is not known: it failed).
         case everything
+
+        /// The account whose sessions changed, if one did.
+        var userID: String? {
+            switch self {
+            case .account(let id), .session(let id, _): id
+            case .nothing, .everything: nil
+            }
+        }
+
+        /// The eviction as a deployment signal for the other instances; nil for `.nothing`.
+        var signal: String? {
+            switch self {
+            case .nothing: nil
+            case .account(let id): "session account \(id)"
+            case .session(let id, let digest): "session one \(digest) \(id)"
+            case .everything: "session all"
+            }
+        }
+
+        /// The eviction another instance signalled; nil for another kind of signal.
+        init?(signal: String) {
+            let parts = signal.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
+            guard parts.count >= 2, parts[0] == "session" else { return nil }
+            switch (parts[1], parts.count) {
+            case ("account", 3): self = .account(String(parts[2]))
+            case ("one", 4): self = .session(userID: String(parts[3]), accessDigest: String(parts[2]))
+            case ("all", 2): self = .everything
+            default: return nil
+            }
+        }
     }
 
     private struct Slot {
@@ -46,6 +81,8 @@ final class SessionCache<Record: Sendable>: Sendable {
 
     private struct State {
         var generation: UInt64 = 0
+        /// The other instances' signals, when they share the database.
+        var follows: DeploymentSignals?
         var byToken: [String: Slot] = [:]
         /// The cached tokens of each account, and the token of each access digest: what a
         /// targeted eviction finds without walking the whole cache.
@@ -73,9 +110,29 @@ final class SessionCache<Record: Sendable>: Sendable {
 
     init(capacity: Int = 10_000) { self.capacity = max(0, capacity) }
 
-    /// The cached lookup for an access token as presented, nil when not cached.
+    /// Follows what other instances sharing the database signal (once; later calls do nothing).
+    func follow(_ signals: DeploymentSignals) {
+        let first = state.withLock { s -> Bool in
+            guard s.follows == nil else { return false }
+            s.follows = signals
+            return true
+        }
+        guard first else { return }
+        signals.listen { [self] signal in
+            switch signal {
+            case .missed: evict(.everything)
+            case .message(let message): if let eviction = Eviction(signal: message) { evict(eviction) }
+            }
+        }
+    }
+
+    /// The cached lookup for an access token as presented, nil when not cached (or when the
+    /// other instances' signals are not current).
     func lookup(token: String) -> Entry? {
-        state.withLock { $0.byToken[token]?.entry }
+        let (entry, follows) = state.withLock { ($0.byToken[token]?.entry, $0.follows) }
+        guard let entry else { return nil }
+        if let follows, !follows.isCurrent { return nil }
+        return entry
     }
 
     /// The generation to hand back to `store`: take it before reading the database.
@@ -85,7 +142,7 @@ final class SessionCache<Record: Sendable>: Sendable {
     /// since. A full cache starts over (bounded memory; the next calls read the store again).
     func store(token: String, accessDigest: String, userID: String, _ entry: Entry, readAt generation: UInt64) {
         state.withLock { s in
-            guard s.generation == generation, capacity > 0 else { return }
+            guard s.generation == generation, capacity > 0, s.follows?.isCurrent ?? true else { return }
             s.remove(token: token)
             if s.byToken.count >= capacity { s.removeAll() }
             s.byToken[token] = Slot(entry: entry, userID: userID, accessDigest: accessDigest)
@@ -104,7 +161,7 @@ final class SessionCache<Record: Sendable>: Sendable {
                 break
             case .account(let userID):
                 for token in s.tokensByAccount[userID] ?? [] { s.remove(token: token) }
-            case .session(let digest):
+            case .session(_, let digest):
                 if let token = s.tokenByDigest[digest] { s.remove(token: token) }
             case .everything:
                 s.removeAll()

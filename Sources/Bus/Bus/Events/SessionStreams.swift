@@ -51,6 +51,12 @@ public final class SessionStreams: Sendable {
         for wake in woken { wake() }
     }
 
+    /// Anything may have changed (another instance's signals were lost): every stream checks again.
+    public func changedAll() {
+        let woken = state.withLock { $0.byUser.values.flatMap(\.values) }
+        for wake in woken { wake() }
+    }
+
     /// Streams `userID` holds open.
     public func count(userID: String) -> Int { state.withLock { $0.byUser[userID]?.count ?? 0 } }
 }

@@ -40,6 +40,8 @@ public final class PostgresDatabase: Database {
     public let redactedURL: String
     public var dialect: SQLDialect { .postgres }
     public var sharedAcrossInstances: Bool { true }
+    /// Heard on the feed's connection.
+    public let signals: DeploymentSignals?
 
     let options: Options
     let namespace: PostgresNamespace
@@ -70,7 +72,10 @@ public final class PostgresDatabase: Database {
             (DrainQueue(pool: BlockingPool(name: "appd-pg-read\(i)", threads: 1, queueLimit: 4)), PostgresConnectionBox(try connect(), connect: connect))
         }
         self.outbox = outbox
-        self.feed = try PostgresEventFeed(connection: PostgresConnectionBox(try connect(), connect: connect), namespace: namespace, outbox: outbox, logger: logger)
+        let signals = DeploymentSignals()
+        self.signals = signals
+        self.feed = try PostgresEventFeed(
+            connection: PostgresConnectionBox(try connect(), connect: connect), namespace: namespace, outbox: outbox, signals: signals, logger: logger)
         self.leases = PostgresLeases(connection: PostgresConnectionBox(nil, connect: connect), namespace: namespace, logger: logger)
         feed.start()
     }
@@ -256,8 +261,15 @@ public final class PostgresDatabase: Database {
             if !outcome.deferred.isEmpty {
                 events += try Self.log(outcome.deferred, on: connection, attempt: attempt)
             }
+            // One statement tells the feeds of the events and carries the batch's signals.
+            var notifications: [SQLValue] = []
             if let first = events.lazy.compactMap(\.sequence).min(), let last = events.lazy.compactMap(\.sequence).max() {
-                try connection.run("SELECT pg_notify(?, ?)", [.text(namespace.channel), .text(PostgresEventFeed.payload(first: first, last: last))])
+                notifications += [.text(namespace.channel), .text(PostgresEventFeed.payload(first: first, last: last))]
+            }
+            for message in Set(attempt.signals) { notifications += [.text(namespace.signalChannel), .text(message)] }
+            if !notifications.isEmpty {
+                let calls = Array(repeating: "pg_notify(?, ?)", count: notifications.count / 2).joined(separator: ", ")
+                _ = try connection.runUnprepared("SELECT " + calls, notifications)
             }
             try connection.control("COMMIT")
             feed.committed(events)

@@ -22,6 +22,7 @@ final class PostgresEventFeed: Sendable {
     private let namespace: PostgresNamespace
     private let outbox: EventOutbox?
     private let logger: Logger
+    private let signals: DeploymentSignals?
     /// The last position published, this instance's committed events not yet published (by
     /// position: the feed publishes them from memory, not read back from the log), whether to stop.
     private let state = Mutex<(published: Int64, own: [Int64: BusEvent], stopped: Bool)>((0, [:], false))
@@ -35,8 +36,9 @@ final class PostgresEventFeed: Sendable {
     /// snapshot: when the newest is not below the horizon, committed events wait for it.
     static let horizon = "SELECT appd_event_horizon() AS h, (SELECT COALESCE(MAX(seq), 0) FROM appd_events) AS newest"
 
-    init(connection: PostgresConnectionBox, namespace: PostgresNamespace, outbox: EventOutbox?, logger: Logger) throws {
+    init(connection: PostgresConnectionBox, namespace: PostgresNamespace, outbox: EventOutbox?, signals: DeploymentSignals?, logger: Logger) throws {
         self.connection = connection
+        self.signals = signals
         self.namespace = namespace
         self.outbox = outbox
         self.logger = logger
@@ -88,37 +90,55 @@ final class PostgresEventFeed: Sendable {
 
     /// The feed's thread: LISTEN, then wait for notifications (waking every 250 ms to see
     /// whether it should stop, sooner while committed events wait for the horizon); on a
-    /// broken link, reconnect after a second and catch up.
+    /// broken link, reconnect after a second and catch up. Signals (`DeploymentSignals`) come on
+    /// the same link: each handed on as it arrives, the link confirmed with a round trip at
+    /// least every 250 ms, `.missed` after every (re)LISTEN.
     private func listen() {
         var listening = false
         var failures = 0
         var heldBack = false
         var poll: Int32 = 2
+        var confirmed = ContinuousClock.now
         while !stopped {
             do {
                 let link = try connection.open()
                 if !listening {
-                    try link.executeScript("LISTEN \(namespace.quotedChannel)")
+                    let began = ContinuousClock.now
+                    try link.executeScript("LISTEN \(namespace.quotedChannel); LISTEN \(namespace.quotedSignalChannel)")
                     backendPID.store(link.backendPID, ordering: .relaxed)
                     listening = true
+                    // Whatever was signalled while not listening is lost: forget it all.
+                    signals?.deliver(.missed)
                     let before = state.withLock { $0.published }
                     heldBack = try catchUp(on: link)
+                    _ = try take(link.notifications())
+                    signals?.confirm(began)
+                    confirmed = began
                     if failures > 0 {
                         let after = state.withLock { $0.published }
                         logger.notice("the event feed is back; caught up from the log", metadata: ["published.from": "\(before)", "published.to": "\(after)", "attempts": "\(failures)"])
                     }
                     failures = 0
                 }
-                try link.waitReadable(milliseconds: heldBack ? poll : 250)
-                var woken = false
+                // What arrived during the last queries is already read off the socket.
+                var woken = try take(link.notifications())
+                if !woken { try link.waitReadable(milliseconds: heldBack ? poll : 250) }
+                let began = ContinuousClock.now
+                let confirming = signals != nil && confirmed.duration(to: began) >= .milliseconds(250)
+                if confirming { _ = try link.run("SELECT 1", []) }
                 // A notification only wakes the feed: the log says what to read.
-                for _ in try link.notifications() { woken = true }
+                if try take(link.notifications()) { woken = true }
+                if confirming {
+                    signals?.confirm(began)
+                    confirmed = began
+                }
                 guard woken || heldBack else { continue }
                 let stillHeld = try catchUp(on: link)
                 // A range held back by an older transaction: look again soon, then less often.
                 poll = stillHeld && !woken ? min(poll * 2, 250) : 2
                 heldBack = stillHeld
             } catch {
+                signals?.lost()
                 if stopped { return }
                 listening = false
                 failures += 1
@@ -129,6 +149,20 @@ final class PostgresEventFeed: Sendable {
                 for _ in 0..<4 where !stopped { usleep(250_000) }
             }
         }
+        signals?.lost()
+    }
+
+    /// Hands each signal on; returns whether any notification of committed events came.
+    private func take(_ notifications: [(channel: String, payload: String)]) -> Bool {
+        var events = false
+        for notification in notifications {
+            if notification.channel == namespace.signalChannel {
+                signals?.deliver(.message(notification.payload))
+            } else {
+                events = true
+            }
+        }
+        return events
     }
 
     /// Reads and publishes every final event past the last position published (after a

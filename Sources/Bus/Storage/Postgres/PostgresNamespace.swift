@@ -32,6 +32,13 @@ struct PostgresNamespace: Sendable {
     /// The channel every instance LISTENs on for committed events.
     var channel: String { "appd_events." + schema }
 
+    /// The channel every instance LISTENs on for `DeploymentSignals`.
+    var signalChannel: String { "appd_signals." + schema }
+
     /// The channel as a quoted identifier, for LISTEN.
-    var quotedChannel: String { "\"" + channel.replacing("\"", with: "\"\"") + "\"" }
+    var quotedChannel: String { Self.quoted(channel) }
+
+    var quotedSignalChannel: String { Self.quoted(signalChannel) }
+
+    private static func quoted(_ identifier: String) -> String { "\"" + identifier.replacing("\"", with: "\"\"") + "\"" }
 }

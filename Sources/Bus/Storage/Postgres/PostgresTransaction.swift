@@ -40,6 +40,19 @@ final class PostgresTransaction: OutboxTransaction {
         deferred.append(.event(event, try EventLog.parameters(event) + [.integer(try attempt.take(1))]))
     }
 
+    /// Sent with the batch's commit (one `pg_notify` each, in the statement that tells the
+    /// feeds of its events). A write of the batch that rolls back to its savepoint leaves its
+    /// signals in: a signal says "forget", and forgetting more than needed is safe.
+    func signal(_ message: String) throws {
+        guard let attempt else {
+            throw StorageError(kind: .other, message: "signals can only be sent from a write transaction")
+        }
+        guard message.utf8.count <= PostgresWriteAttempt.signalBytes else {
+            throw StorageError(kind: .full, message: "a signal is at most \(PostgresWriteAttempt.signalBytes) bytes (NOTIFY's payload limit)")
+        }
+        attempt.signals.append(message)
+    }
+
     func redactEvents(about userID: String) throws -> Int {
         deferred.append(.redaction(owner: userID))
         return try run(EventLog.redact, [.text(userID)]).changed

@@ -21,6 +21,12 @@ final class PostgresWriteAttempt {
     /// must be rolled back and run again.
     private(set) var conflicted = false
 
+    /// The largest `Transaction.signal` message (PostgreSQL refuses a NOTIFY payload of 8000 bytes).
+    static let signalBytes = 7_000
+
+    /// Messages for every instance, sent with the commit (`Transaction.signal`).
+    var signals: [String] = []
+
     /// `appd_event_position()` of this transaction, once asked for (one round trip per
     /// transaction, not per event).
     private var first: Int64?
@@ -29,6 +35,7 @@ final class PostgresWriteAttempt {
     func restarted() {
         first = nil
         eventsLogged = 0
+        signals = []
     }
 
     /// The position of the event at `index` (from `take`), asking the server for the

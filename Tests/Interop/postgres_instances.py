@@ -49,7 +49,9 @@ class Instance:
         env = dict(os.environ, APPD_STRIPE_WEBHOOK_SECRETS=SECRET, APPD_DATABASE=self.url)
         self.proc = subprocess.Popen(
             [self.binary, "--socket", self.sock, "--data-dir", os.path.join(self.dir, "data"), "--log-level", "error",
-             "--webhook-listen", f"127.0.0.1:{self.port}", "--http-listen", f"127.0.0.1:{self.http}"], env=env)
+             "--webhook-listen", f"127.0.0.1:{self.port}", "--http-listen", f"127.0.0.1:{self.http}",
+             # Limits small enough to reach: 10 calls a second, 40 at once, settled every 0.2 s.
+             "--account-calls-per-minute", "600", "--account-call-burst", "40", "--shared-limits-seconds", "0.2"], env=env)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -186,6 +188,29 @@ def what_must_hold(a, b, url):
     stream.close()
     check("the stream on B opened with that session ends within a second of the sign-out on A",
           any("io.appd.Auth." in line for line in ending) and ended < 1.0, (ending[-3:], round(ended, 3)))
+    s_a.close()
+    s_b.close()
+
+    # One account driving both instances for 3 s stays within its budget plus the stated slack
+    # ((N - 1) x burst + N x rate x interval, docs/postgres.md), where each instance alone would
+    # allow the whole budget again (about 2 x 70 here).
+    sign_up(a, "limits@example.com")
+    s_a, _ = session(a, "limits@example.com")
+    s_b, _ = session(b, "limits@example.com")
+    started, allowed, refused = time.monotonic(), 0, 0
+    while time.monotonic() - started < 3:
+        for s in (s_a, s_b):
+            reply = exchange(s, "io.appd.Todos.List", {})
+            if "error" not in reply:
+                allowed += 1
+            elif reply.get("error") == "io.appd.Bus.RateLimited":
+                refused += 1
+        time.sleep(0.004)
+    elapsed = time.monotonic() - started
+    budget, slack = 40 + 10 * elapsed, 40 + 2 * 10 * 0.2 + 10
+    check("an account driving both instances gets its budget, not twice it (within the stated slack)",
+          0.8 * budget <= allowed <= budget + slack and refused > 0, (allowed, refused, round(budget, 1), slack))
+    print(f"     allowed {allowed} in {elapsed:.1f} s (budget {budget:.0f}, slack {slack:.0f}), refused {refused}")
     s_a.close()
     s_b.close()
 

@@ -23,7 +23,8 @@ public final class HTTPAPI: Sendable {
     let readiness: Readiness
     let webhooks: HTTPServer.Handler?
     let logger: Logger
-    let limiter: RateLimiter
+    /// The client networks' buckets for the abuse-prone methods (shared across instances by `SharedRateLimits`).
+    public let limiter: RateLimiter
     let clientStreams: ClientStreams
     private let openAPICache = Mutex<(key: [String], bytes: [UInt8])?>(nil)
     private let routeTable = HTTPRoutes()

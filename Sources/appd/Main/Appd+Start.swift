@@ -59,7 +59,9 @@ extension Appd {
         let database = try await openDatabase(config, outbox: outbox, teardown: teardown)
         let eventLog = EventLog(database: database)
         let plugins = installedPlugins(config)
-        let bus = await connectBus(plugins: plugins, config: config, adminGate: adminGate, database: database, outbox: outbox, teardown: teardown)
+        let limits = AccountLimitsGate(perMinute: config.accountCallsPerMinute, burst: config.accountCallBurst)
+        let bus = await connectBus(
+            plugins: plugins, config: config, adminGate: adminGate, limits: limits, database: database, outbox: outbox, teardown: teardown)
         let context = PluginContext(bus: bus, database: database, eventLog: eventLog, logger: Logger(label: "appd.plugin"))
         let dispatcher = try makeDispatcher(bus: bus)
         let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, dispatcher: dispatcher, logger: logger)
@@ -88,6 +90,12 @@ extension Appd {
         var services: [any Service] = [host, server, ExternalPluginService(host: external), retention, keys, reload, backups, erasure]
         if let http { services.append(http) }
         if let console { services.append(console) }
+        // With other instances on the database, the per-account and per-network limits are the
+        // deployment's: each instance settles what it took with the others' every interval.
+        if database.sharedAcrossInstances {
+            let shared = [("accounts", limits.limiter)] + (http.map { [("http", $0.api.limiter)] } ?? [])
+            services.append(SharedRateLimits(database: database, limits: shared, interval: config.sharedLimitsInterval, logger: Logger(label: "appd.limits")))
+        }
         if let interval = Systemd.watchdogInterval { services.append(WatchdogService(interval: interval)) }
         let group = ServiceGroup(services: services, logger: logger) {
             Systemd.notify("STOPPING=1\nSTATUS=finishing in-flight calls")
@@ -193,10 +201,10 @@ extension Appd {
     ///    them are denied (fail closed). Gates read the database; what the database commits
     ///    reaches the bus through its outbox, which a relay publishes from here on.
     static func connectBus(
-        plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, database: any Database, outbox: EventOutbox, teardown: Teardown
+        plugins: [any Plugin], config: AppdConfig, adminGate: AdminGate, limits: AccountLimitsGate, database: any Database, outbox: EventOutbox,
+        teardown: Teardown
     ) async -> EventBus {
         let enabled = plugins.filter { !config.disabledPlugins.contains($0.manifest.name) }
-        let limits = AccountLimitsGate(perMinute: config.accountCallsPerMinute, burst: config.accountCallBurst)
         // A row without an outcome is "still running" for as long as the longest call may take.
         let idempotency = IdempotencyGate(database: database, runningGrace: max(config.limits.callTimeout, config.http.callTimeout) * 2)
         let gates = [adminGate, PluginScopeGate(), limits, idempotency] + enabled.flatMap { $0.gates(database: database) }

@@ -6,7 +6,8 @@
 /// Callers without an account (admins, plugins, the daemon) pass: they are limited elsewhere
 /// (connections per uid, plugins' own call limits).
 public struct AccountLimitsGate: Gate {
-    let limiter: RateLimiter
+    /// The accounts' buckets (shared across instances by `SharedRateLimits`).
+    public let limiter: RateLimiter
     public var name: String { "limits" }
     public var position: GatePosition { .limits }
 

@@ -4,13 +4,19 @@
 /// for the limits gate: `perMinute` tokens refilled evenly, up to `burst`, in a bounded table
 /// that forgets the least recently seen keys first — a tenth of the table at once, so a flood
 /// of new keys costs one sort per tenth of the table, not a scan of it per call.
+///
+/// Several instances of one deployment share each limit (`SharedRateLimits`): every bucket
+/// counts the tokens taken since it was last settled, the counts go to the deployment's bucket
+/// in the database, and the bucket takes the deployment's balance back (`settle`).
 public final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: ContinuousClock.Instant
+        /// Tokens taken since the counts were last collected (`collectSpent`).
+        var spent: Int = 0
     }
-    private let perMinute: Int
-    private let burst: Int
+    public let perMinute: Int
+    public let burst: Int
     private let capacity: Int
     private let buckets = Locked<[String: Bucket]>([:])
 
@@ -36,7 +42,40 @@ public final class RateLimiter: Sendable {
             }
             guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
             bucket.tokens -= 1
+            bucket.spent += 1
             return nil
+        }
+    }
+
+    /// The tokens each key took since the last collection (and forgets them: the caller owes
+    /// them to the shared bucket, or gives them back with `restore` when it cannot settle).
+    public func collectSpent() -> [String: Int] {
+        buckets.withLock { table in
+            var spent: [String: Int] = [:]
+            for (key, bucket) in table where bucket.spent > 0 {
+                spent[key] = bucket.spent
+                table[key]?.spent = 0
+            }
+            return spent
+        }
+    }
+
+    /// Counts that could not be settled, owed again at the next collection.
+    public func restore(_ spent: [String: Int]) {
+        buckets.withLock { table in
+            for (key, count) in spent { table[key]?.spent += count }
+        }
+    }
+
+    /// Takes the deployment's balance of each key, as settled just now with what was collected:
+    /// what was taken here since (not yet in the balance) is taken from it again.
+    public func settle(_ balances: [String: Double], now: ContinuousClock.Instant = .now) {
+        buckets.withLock { table in
+            for (key, balance) in balances {
+                let pending = table[key]?.spent ?? 0
+                if table[key] == nil && table.count >= capacity { Self.forgetOldest(in: &table, keeping: capacity - max(1, capacity / 10)) }
+                table[key] = Bucket(tokens: min(Double(burst), balance) - Double(pending), updated: now, spent: pending)
+            }
         }
     }
 

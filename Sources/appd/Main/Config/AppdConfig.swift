@@ -33,6 +33,8 @@ struct AppdConfig: Sendable {
     /// Calls each signed-in account may make a minute (0: no limit), and its burst.
     var accountCallsPerMinute = 1200
     var accountCallBurst = 300
+    /// How often an instance settles the rate limits with the other instances on its database.
+    var sharedLimitsInterval: Duration = .seconds(1)
     /// Connections a listening socket queues before appd accepts them; 0: the kernel's ceiling.
     var listenBacklog = 0
     /// Todos one account may hold.
@@ -249,6 +251,7 @@ struct AppdConfig: Sendable {
             "httpMaxStreamsPerClient": .int(Int64(http.maxStreamsPerClient)),
             "accountCallsPerMinute": .int(Int64(accountCallsPerMinute)),
             "accountCallBurst": .int(Int64(accountCallBurst)),
+            "sharedLimitsSeconds": seconds(sharedLimitsInterval),
             "listenBacklog": .int(Int64(listenBacklog)),
             "todosPerUser": .int(Int64(todosPerUser)),
             "accountStorageMB": .int(Int64(accountStorageMB)),

@@ -184,6 +184,10 @@ struct ConfigKey: Sendable {
         integer("accountCallBurst", "--account-call-burst", "Calls an account may make at once before the per-minute rate applies (default: 300).") {
             $0.accountCallBurst = $1
         },
+        seconds(
+            "sharedLimitsSeconds", "--shared-limits-seconds",
+            "With several instances on one PostgreSQL: how often each settles the account and HTTP rate limits with the others (default: 1; the slack grows with it)."
+        ) { $0.sharedLimitsInterval = $1 },
         wholeNumber(
             "listenBacklog", "--listen-backlog",
             "Connections the control socket and the HTTP listeners queue before appd accepts them: a fleet reconnecting at once (default: 0, the kernel's net.core.somaxconn).",

@@ -364,6 +364,28 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await h.database.close()
     }
 
+    /// The pair kept for the reuse interval opens only with the refresh token it replaced, and
+    /// not once changed; the interval over, it is cleared from the row.
+    @Test func theKeptPairOpensOnlyWithTheTokenItReplacedAndIsClearedAfterTheInterval() async throws {
+        let pair = RotationSeal.Pair(accessToken: "access-A_1", refreshToken: "refresh-B_2", expiresAt: 1_800_000_000_000_000_000)
+        let sealed = try RotationSeal.seal(pair, replacing: "old-token")
+        #expect(RotationSeal.open(sealed, replacing: "old-token") == pair)
+        #expect(RotationSeal.open(sealed, replacing: "another-token") == nil)
+        var bytes = try #require(Base64.decode(sealed))
+        bytes[bytes.count / 2] ^= 1
+        #expect(RotationSeal.open(Base64.encode(bytes), replacing: "old-token") == nil)
+
+        let h = try await Harness.make()
+        let first = try await h.signUpAndIn()
+        let second = try await h.bus.send(AuthInterface.Refresh(refreshToken: first.refreshToken)).session
+        let held = { try await h.database.read { tx in try tx.query("SELECT COUNT(*) AS n FROM auth_rotated_refresh WHERE handed_out IS NOT NULL") }.first?.integer("n") }
+        #expect(try await held() == 1)
+        h.clock.advance(seconds: 11)
+        _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: second.refreshToken))
+        #expect(try await held() == 1, "the first pair's interval is over: only the newest is held")
+        await h.database.close()
+    }
+
     /// Hardening finding 6: two concurrent refreshes with one token signed the user out everywhere.
     @Test func concurrentRefreshesWithOneTokenGetOnePairAndKeepTheSession() async throws {
         let h = try await Harness.make()
@@ -404,10 +426,11 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
     @Test func theDatabaseHoldsNoRawTokenOrPassword() async throws {
         let h = try await Harness.make()
         let session = try await h.signUpAndIn(password: "a very particular password")
-        _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: session.refreshToken))
+        // The pair a refresh hands out is kept for the reuse interval, sealed: not in the clear.
+        let refreshed = try await h.bus.send(AuthInterface.Refresh(refreshToken: session.refreshToken)).session
         let text = try await h.everythingStored()
         #expect(text.count > 0)
-        for secret in [session.accessToken, session.refreshToken, "a very particular password"] {
+        for secret in [session.accessToken, session.refreshToken, refreshed.accessToken, refreshed.refreshToken, "a very particular password"] {
             #expect(!text.contains(secret))
         }
     }

@@ -61,6 +61,29 @@ struct PostgresSessionTests {
         await b.database.close()
     }
 
+    /// Two refreshes with one token, one on each instance: the second gets the pair the first
+    /// handed out (sealed in the database), and the session goes on.
+    @Test func aDuplicateRefreshOnTheOtherInstanceGetsTheSamePair() async throws {
+        let (a, b) = try await instances()
+        let session = try await a.signUpAndIn()
+        let onA = try await a.bus.send(AuthInterface.Refresh(refreshToken: session.refreshToken)).session
+        let onB = try await b.bus.send(AuthInterface.Refresh(refreshToken: session.refreshToken)).session
+        #expect(onA.accessToken == onB.accessToken && onA.refreshToken == onB.refreshToken && onA.expiresAt == onB.expiresAt)
+        #expect(onB.user.id == session.user.id)
+        let caller = try await authenticated(b, onB.accessToken)
+        #expect(!(await refused(b, caller)))
+        // Both at once, many times over: every caller gets one pair, none is refused.
+        let pairs = try await withThrowingTaskGroup(of: Session.self) { group in
+            for i in 0..<6 { group.addTask { try await (i % 2 == 0 ? a : b).bus.send(AuthInterface.Refresh(refreshToken: onA.refreshToken)).session } }
+            var all: [Session] = []
+            for try await pair in group { all.append(pair) }
+            return all
+        }
+        #expect(Set(pairs.map(\.refreshToken)).count == 1 && Set(pairs.map(\.accessToken)).count == 1)
+        await a.database.close()
+        await b.database.close()
+    }
+
     @Test func withItsSignalLinkCutAnInstanceReadsEverySessionFromTheDatabase() async throws {
         let (a, b) = try await instances()
         let session = try await a.signUpAndIn()

@@ -151,5 +151,13 @@ enum AuthMigrations {
             ALTER TABLE auth_users ADD COLUMN password_unproven INTEGER NOT NULL DEFAULT 0;
             UPDATE auth_users SET password_unproven = 1 WHERE email_verified = 0 AND password_hash <> '';
             """),
+        // The pair a refresh handed out, sealed with a key only the refresh token it replaced
+        // derives (`RotationSeal`), kept for the reuse interval: a duplicate `Refresh` on any
+        // instance gets the same pair. Cleared once the interval is over (the partial index
+        // finds the few still held).
+        Migration(plugin: "auth", version: 11, sql: """
+            ALTER TABLE auth_rotated_refresh ADD COLUMN handed_out TEXT;
+            CREATE INDEX auth_rotated_refresh_held ON auth_rotated_refresh(rotated_at) WHERE handed_out IS NOT NULL;
+            """),
     ]
 }

@@ -16,8 +16,6 @@ public struct AuthPlugin: Plugin {
     let clock: @Sendable () -> WallTime
     /// One per plugin: the gates' service and the handlers' share it.
     let sessions: SessionCache<UserRecord>
-    /// One per plugin, like the session cache.
-    let rotations = RecentRotations()
     /// One per plugin: the providers' key caches.
     let verifier: IdTokenVerifier
     let apple: (client: AppleClient, sealer: AESGCM)?
@@ -67,7 +65,7 @@ public struct AuthPlugin: Plugin {
             if let signals = database.signals { sessions.follow(signals) } else { cache = SessionCache(capacity: 0) }
         }
         return AuthService(
-            database: database, sessions: cache, streams: streams, rotations: rotations,
+            database: database, sessions: cache, streams: streams,
             verifier: verifier, apple: apple, hasher: hasher, options: options, clock: clock)
     }
 

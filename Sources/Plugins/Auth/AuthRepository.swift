@@ -61,8 +61,9 @@ enum RotationOutcome: Sendable {
     case rotated(UserRecord)
     /// An already-rotated token came back: the whole family (of this user's) was revoked.
     case reused(userID: String?)
-    /// An already-rotated token came back within the reuse interval: nothing was changed.
-    case recentlyRotated
+    /// An already-rotated token came back within the reuse interval: nothing was changed; the
+    /// pair its rotation handed out (sealed, `RotationSeal`) and the account.
+    case recentlyRotated(handedOut: String?, UserRecord?)
     /// The account is disabled: nothing was rotated.
     case disabled
     case expired
@@ -328,11 +329,12 @@ struct AuthRepository: Sendable {
     }
 
     /// Rotates a refresh token: the old one is remembered so a replay revokes the family, unless
-    /// it comes within `grace` of its rotation (two appctl runs refreshing at once: the caller
-    /// hands out the pair the first rotation made). A disabled account's tokens are not rotated.
+    /// it comes within `grace` of its rotation (two appctl runs refreshing at once, on any
+    /// instance: the caller opens `handedOut`, the pair the first rotation made, sealed). A
+    /// disabled account's tokens are not rotated.
     func rotate(
         refreshDigest: String, newAccessDigest: String, accessExpires: Int64, newRefreshDigest: String, refreshExpires: Int64,
-        now: Int64, grace: Int64
+        handedOut: String, now: Int64, grace: Int64
     ) async throws -> RotationOutcome {
         // A rotation evicts only the access token it replaces; a replay that revoked the family,
         // every session of its account.
@@ -350,9 +352,14 @@ struct AuthRepository: Sendable {
             guard let row = rows.first, let id = row.integer("id"), let userID = row.text("user_id"), let family = row.text("family"),
                 let expires = row.integer("refresh_expires_at")
             else {
-                let reused = try tx.query("SELECT family, rotated_at FROM auth_rotated_refresh WHERE digest = ?", [.text(refreshDigest)]).first
+                let reused = try tx.query("SELECT family, rotated_at, handed_out FROM auth_rotated_refresh WHERE digest = ?", [.text(refreshDigest)]).first
                 guard let family = reused?.text("family") else { return (.unknown, nil) }
-                if let rotatedAt = reused?.integer("rotated_at"), now - rotatedAt < grace { return (.recentlyRotated, nil) }
+                if let rotatedAt = reused?.integer("rotated_at"), now - rotatedAt < grace {
+                    let user = try tx.query(
+                        "SELECT u.* FROM auth_sessions s JOIN auth_users u ON u.id = s.user_id WHERE s.family = ? LIMIT 1", [.text(family)]
+                    ).first.flatMap(UserRecord.init)
+                    return (.recentlyRotated(handedOut: reused?.text("handed_out"), user), nil)
+                }
                 try tx.execute("UPDATE auth_sessions SET revoked_at = ? WHERE family = ? AND revoked_at IS NULL", [.integer(now), .text(family)])
                 let owner = try tx.query("SELECT user_id FROM auth_sessions WHERE family = ? LIMIT 1", [.text(family)]).first?.text("user_id")
                 return (.reused(userID: owner), nil)
@@ -360,8 +367,11 @@ struct AuthRepository: Sendable {
             guard expires > now else { return (.expired, nil) }
             let disabled = try tx.query("SELECT disabled FROM auth_users WHERE id = ?", [.text(userID)]).first?.integer("disabled") == 1
             guard !disabled else { return (.disabled, nil) }
+            // Sealed pairs whose interval is over go (few: the partial index holds only those).
+            try tx.execute("UPDATE auth_rotated_refresh SET handed_out = NULL WHERE handed_out IS NOT NULL AND rotated_at <= ?", [.integer(now - grace)])
             try tx.execute(
-                "INSERT INTO auth_rotated_refresh (digest, family, rotated_at) VALUES (?, ?, ?)", [.text(refreshDigest), .text(family), .integer(now)])
+                "INSERT INTO auth_rotated_refresh (digest, family, rotated_at, handed_out) VALUES (?, ?, ?, ?)",
+                [.text(refreshDigest), .text(family), .integer(now), .text(handedOut)])
             try tx.execute(
                 "UPDATE auth_sessions SET access_digest = ?, access_expires_at = ?, refresh_digest = ?, refresh_expires_at = ? WHERE id = ?",
                 [.text(newAccessDigest), .integer(accessExpires), .text(newRefreshDigest), .integer(refreshExpires), .integer(id)])

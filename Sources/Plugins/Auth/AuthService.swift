@@ -47,7 +47,6 @@ public struct AuthService: Sendable {
     }
 
     let repository: AuthRepository
-    let rotations: RecentRotations
     let verifier: IdTokenVerifier
     /// Apple's token and revoke endpoints, and the key sealing its refresh tokens (nil when
     /// Apple's server side is not configured).
@@ -60,12 +59,11 @@ public struct AuthService: Sendable {
     let clock: @Sendable () -> WallTime
 
     init(
-        database: any Database, sessions: SessionCache<UserRecord>, streams: SessionStreams?, rotations: RecentRotations, verifier: IdTokenVerifier,
+        database: any Database, sessions: SessionCache<UserRecord>, streams: SessionStreams?, verifier: IdTokenVerifier,
         apple: (client: AppleClient, sealer: AESGCM)?, hasher: PasswordHasher, options: Options, clock: @escaping @Sendable () -> WallTime
     ) {
         self.apple = apple
         self.repository = AuthRepository(database: database, sessions: sessions, streams: streams)
-        self.rotations = rotations
         self.verifier = verifier
         self.hasher = hasher
         self.options = options
@@ -193,23 +191,18 @@ public struct AuthService: Sendable {
         let expires = now + Self.nanoseconds(options.accessTokenLifetime)
         let grace = Self.nanoseconds(options.refreshReuseInterval)
         let presented = SecretToken.digest(refreshToken)
+        let pair = RotationSeal.Pair(accessToken: access, refreshToken: refresh, expiresAt: expires)
         let outcome = try await repository.rotate(
             refreshDigest: presented, newAccessDigest: SecretToken.digest(access), accessExpires: expires,
-            newRefreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime), now: now,
-            grace: grace)
+            newRefreshDigest: SecretToken.digest(refresh), refreshExpires: now + Self.nanoseconds(options.refreshTokenLifetime),
+            handedOut: try RotationSeal.seal(pair, replacing: refreshToken), now: now, grace: grace)
         switch outcome {
         case .rotated(let record):
-            let session = Session(
-                accessToken: access, refreshToken: refresh, expiresAt: WallTime(nanosecondsSinceEpoch: expires).rfc3339, user: record.user)
-            rotations.remember(presented, session, until: now + grace, now: now)
-            return session
-        case .recentlyRotated:
-            // The rotation that won may still be on its way back: its pair appears in a moment.
-            for _ in 0..<200 {
-                if let session = rotations.session(for: presented, at: self.now) { return session }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            throw AuthError.unauthenticated
+            return pair.session(record.user)
+        case .recentlyRotated(let handedOut, let record):
+            // The first rotation committed with its pair sealed (on whichever instance made it).
+            guard let handedOut, let record, let first = RotationSeal.open(handedOut, replacing: refreshToken) else { throw AuthError.unauthenticated }
+            return first.session(record.user)
         case .disabled: throw AuthError.accountDisabled
         case .reused, .unknown: throw AuthError.unauthenticated
         case .expired: throw AuthError.sessionExpired

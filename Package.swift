@@ -102,7 +102,7 @@ let package = Package(
         // The HTTP API apps use: routes from the served IDLs, OpenAPI, SSE, conditional requests.
         .target(name: "AppAPI", dependencies: ["Bus", "HTTP"], path: "Sources/appd/AppAPI", swiftSettings: strict),
         // The operator console in the browser: one-time sign-in links, sessions, its embedded page.
-        .target(name: "Console", dependencies: ["Bus", "HTTP", "Crypto", "Contracts", "AppAPI", "CSystem"], path: "Sources/appd/Console", swiftSettings: strict),
+        .target(name: "Console", dependencies: ["Bus", "HTTP", "Crypto", "Contracts", "AppAPI", "Storage", "CSystem"], path: "Sources/appd/Console", swiftSettings: strict),
         // The composition root: configuration, start-up in named steps, io.appd.Daemon.
         .executableTarget(
             name: "appd",
@@ -158,7 +158,7 @@ let package = Package(
             swiftSettings: strict),
         // Each contract's Swift types against its IDL text, and the rendering of its errors.
         .testTarget(
-            name: "ConsoleTests", dependencies: ["TestSupport", "Console", "Contracts", "HTTP", "Bus"], path: "Tests/ConsoleTests", swiftSettings: strict),
+            name: "ConsoleTests", dependencies: ["TestSupport", "Console", "Contracts", "HTTP", "Bus", "Storage"], path: "Tests/ConsoleTests", swiftSettings: strict),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "BusCore"], path: "Tests/ContractsTests", swiftSettings: strict),
         // The client's parts that need no server: the event-stream parser, retries, error decoding.
         .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdClientTesting", "Contracts", "BusCore"], path: "Tests/AppdClientTests", swiftSettings: strict),

@@ -14,11 +14,13 @@ import Testing
     let trail = LogTrail(capacity: 50, next: InMemoryLogHandler())
     let adminGate: AdminGate
 
-    init() throws {
+    init() async throws {
         adminGate = AdminGate(adminGroup: nil, audit: Logger(label: "appd.audit", handler: trail))
         let bus = EventBus(gates: [adminGate])
         dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "1", url: "u"))
-        console = Console(options: ConsoleOptions(), dispatcher: dispatcher, trail: trail, logger: Logger(label: "t", handler: InMemoryLogHandler()))
+        let sessions = try await ConsoleSessions.open(options: ConsoleOptions(), database: try await ConsoleSessionsTests.database().0)
+        console = Console(
+            options: ConsoleOptions(), sessions: sessions, dispatcher: dispatcher, trail: trail, logger: Logger(label: "t", handler: InMemoryLogHandler()))
         try ConsoleInterface.install(on: dispatcher, console: console, base: "http://127.0.0.1:1", adminGate: adminGate)
     }
 
@@ -139,7 +141,8 @@ import Testing
         options.publicURL = "https://console.example.com/"
         let bus = EventBus(gates: [AdminGate(adminGroup: nil)])
         let tls = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "1", url: "u"))
-        let behind = Console(options: options, dispatcher: tls, trail: nil, logger: Logger(label: "t", handler: InMemoryLogHandler()))
+        let sessions = try await ConsoleSessions.open(options: options, database: try await ConsoleSessionsTests.database().0)
+        let behind = Console(options: options, sessions: sessions, dispatcher: tls, trail: nil, logger: Logger(label: "t", handler: InMemoryLogHandler()))
         try ConsoleInterface.install(on: tls, console: behind, base: options.base(listeningOn: "127.0.0.1:1"), adminGate: AdminGate(adminGroup: nil))
         let link = try await bus.send(ConsoleInterface.CreateLink(), as: Caller(peer: PeerCredentials(uid: 0, gid: 0, pid: 1)))
         #expect(link.url.hasPrefix("https://console.example.com/console/login?token="))

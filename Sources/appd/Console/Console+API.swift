@@ -29,7 +29,11 @@ extension Console {
             // Answered through a responder (`handling`); a GET that gets here came some other way.
             return ConsoleHeaders.refusal(404, "not found")
         case ("POST", "/console/api/logout"):
-            sessions.end(cookie: cookie)
+            do {
+                try await sessions.end(cookie: cookie)
+            } catch {
+                return ConsoleHeaders.refusal(503, "cannot end the session: \(error)")
+            }
             logger.notice("console session ended", metadata: ["console.session": session.id])
             return HTTPResponse(status: 200, body: ["signedOut": true], headers: [("Set-Cookie", ConsoleHeaders.clearedCookie(options: options))])
         default: break
@@ -96,7 +100,8 @@ extension Console {
                     into: responder)
             }
             group.addTask {
-                while !Task.isCancelled, sessions.stillOpen(id: id) { try? await Task.sleep(for: .seconds(1)) }
+                // A session that cannot be checked (the database is away) ends the stream.
+                while !Task.isCancelled, (try? await sessions.stillOpen(id: id)) == true { try? await Task.sleep(for: .seconds(1)) }
             }
             await group.next()
             group.cancelAll()

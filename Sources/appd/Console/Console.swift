@@ -28,9 +28,10 @@ public final class Console: Sendable {
     /// The name of the session cookie.
     static let cookieName = "appd_console"
 
-    public init(options: ConsoleOptions, dispatcher: VarlinkDispatcher, trail: LogTrail?, logger: Logger) {
+    /// `sessions`: the links and sessions in the database (`ConsoleSessions.open`).
+    public init(options: ConsoleOptions, sessions: ConsoleSessions, dispatcher: VarlinkDispatcher, trail: LogTrail?, logger: Logger) {
         self.options = options
-        self.sessions = ConsoleSessions(options: options)
+        self.sessions = sessions
         self.dispatcher = dispatcher
         self.trail = trail
         self.streams = ClientStreams(limit: options.maxStreams)
@@ -47,7 +48,7 @@ public final class Console: Sendable {
                 ConsoleHeaders.decorate(&response)
                 log(request, status: response.status, since: started)
             }
-            switch admit(request) {
+            switch await admit(request) {
             case .refused(let response): responder.respond(response)
             case .admitted(let session, _):
                 await events(request, caller: Caller(peer: session.credentials, console: session.id), session: session.id, into: responder)
@@ -79,9 +80,9 @@ public final class Console: Sendable {
             // HEAD is safe (RFC 9110): a client that only looks (a link checker) spends nothing.
             if request.method == "HEAD" { return HTTPResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: []) }
             guard request.method == "GET" else { return ConsoleHeaders.methodNotAllowed("GET") }
-            return login(request)
+            return await login(request)
         }
-        switch admit(request) {
+        switch await admit(request) {
         case .refused(let response): return response
         case .admitted(let session, let cookie): return await api(request, body, session: session, cookie: cookie)
         }
@@ -99,10 +100,18 @@ public final class Console: Sendable {
     /// Whether a request past the login may go on: a bearer token never (the console signs in
     /// with its link only); a request under /console/ needs the session cookie, and a POST the
     /// page's CSRF token too.
-    private func admit(_ request: HTTPServerRequest) -> Admission {
+    private func admit(_ request: HTTPServerRequest) async -> Admission {
         if request.headers["authorization"] != nil { return .refused(Self.bearerRefusal) }
         guard request.path.hasPrefix("/console/") else { return .refused(ConsoleHeaders.refusal(404, "not found")) }
-        guard let cookie = ConsoleHeaders.cookie(Self.cookieName, in: request), let session = sessions.session(cookie: cookie) else {
+        var found: (cookie: String, session: ConsoleSessions.Session)?
+        if let cookie = ConsoleHeaders.cookie(Self.cookieName, in: request) {
+            do {
+                found = try await sessions.session(cookie: cookie).map { (cookie, $0) }
+            } catch {
+                return .refused(ConsoleHeaders.refusal(503, "cannot check the session: \(error)"))
+            }
+        }
+        guard let (cookie, session) = found else {
             return .refused(
                 request.path.hasPrefix("/console/api/")
                     ? ConsoleHeaders.refusal(401, "not signed in: open a new link from 'appctl console'")
@@ -121,13 +130,13 @@ public final class Console: Sendable {
         return .admitted(session, cookie: cookie)
     }
 
-    private func login(_ request: HTTPServerRequest) -> HTTPResponse {
+    private func login(_ request: HTTPServerRequest) async -> HTTPResponse {
         guard let token = request.query["token"], !token.isEmpty, token.utf8.count <= 128 else {
             return ConsoleHeaders.refusal(400, "the link has no token: copy the whole link 'appctl console' printed")
         }
         let redeemed: (cookie: String, session: ConsoleSessions.Session)?
         do {
-            redeemed = try sessions.redeem(token, address: request.peerAddress)
+            redeemed = try await sessions.redeem(token, address: request.peerAddress)
         } catch {
             return ConsoleHeaders.refusal(503, "cannot make a session: \(error)")
         }

@@ -16,17 +16,17 @@ extension ConsoleInterface {
             guard let credentials = adminGate.consoleCredentials(of: envelope.caller) else {
                 throw PermissionDenied(reason: "a console link is for an admin peer on the socket (the daemon's uid, root, or the admin group)")
             }
-            let link = try sessions.createLink(for: credentials)
+            let link = try await sessions.createLink(for: credentials)
             envelope.logger.notice("console link created", metadata: ["peer.uid": "\(credentials.uid)"])
             return Link(url: base + "/console/login?token=" + link.token, expiresAt: link.expiresAt.rfc3339)
         }
         try bus.register(Sessions.self) { _, _ in
             guard let sessions else { throw ConsoleError.consoleOff }
-            return SessionList(sessions: sessions.list())
+            return SessionList(sessions: try await sessions.list())
         }
         try bus.register(EndSessions.self) { command, _ in
             guard let sessions else { throw ConsoleError.consoleOff }
-            return Ended(ended: try sessions.end(id: command.id))
+            return Ended(ended: try await sessions.end(id: command.id))
         }
     }
 }

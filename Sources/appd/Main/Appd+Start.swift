@@ -72,7 +72,7 @@ extension Appd {
         await startPlugins(host, teardown: teardown)
         let http = try await httpAPI(
             config, dispatcher: dispatcher, host: host, external: external, plugins: plugins, context: context, eventLog: eventLog, logger: logger)
-        let console = try console(config, dispatcher: dispatcher, adminGate: adminGate, trail: audit, logger: logger)
+        let console = try await console(config, dispatcher: dispatcher, database: database, adminGate: adminGate, trail: audit, logger: logger)
         registerGauges(varlink: server, http: http, eventLog: eventLog)
 
         // 9. Services, stopped in reverse order on SIGTERM/SIGINT or io.appd.Daemon.Shutdown.

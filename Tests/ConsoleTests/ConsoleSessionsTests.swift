@@ -12,6 +12,7 @@ import Testing
 /// and works on every instance of a deployment.
 @Suite struct ConsoleSessionsTests {
     let admin = PeerCredentials(uid: 0, gid: 0, pid: 0)
+    let clock = TestClock()
 
     /// A fresh database of the engine under test, its path (to open again, as a restart does).
     static func database() async throws -> (any Database, String) {
@@ -24,7 +25,7 @@ import Testing
     func sessions(_ change: (inout ConsoleOptions) -> Void = { _ in }) async throws -> ConsoleSessions {
         var options = ConsoleOptions()
         change(&options)
-        return try await ConsoleSessions.open(options: options, database: try await Self.database().0)
+        return try await ConsoleSessions.open(options: options, database: try await Self.database().0, clock: { [clock] in clock.now })
     }
 
     @Test func aLinkOpensOneSessionOnce() async throws {
@@ -43,35 +44,37 @@ import Testing
     }
 
     @Test func anExpiredLinkOpensNothing() async throws {
-        let store = try await sessions { $0.linkLifetime = .milliseconds(20) }
+        let store = try await sessions { $0.linkLifetime = .seconds(120) }
         let link = try await store.createLink(for: admin)
-        try await Task.sleep(for: .milliseconds(60))
+        clock.advance(seconds: 120)
         #expect(try await store.redeem(link.token, address: "127.0.0.1") == nil)
     }
 
     @Test func anIdleSessionEnds() async throws {
-        let store = try await sessions { $0.sessionIdle = .milliseconds(50) }
+        let store = try await sessions { $0.sessionIdle = .seconds(600) }
         let opened = try #require(try await store.redeem(try await store.createLink(for: admin).token, address: "::1"))
-        #expect(try await store.session(cookie: opened.cookie) != nil)
+        clock.advance(seconds: 590)
+        #expect(try await store.session(cookie: opened.cookie) != nil, "use moves the idle time on")
+        clock.advance(seconds: 590)
         // list() does not count as use: it sees the session go once the idle time passes.
-        let ended = await eventually { (try? await store.list().isEmpty) == true }
-        #expect(ended)
+        #expect(try await store.list().count == 1)
+        clock.advance(seconds: 11)
+        #expect(try await store.list().isEmpty)
         #expect(try await store.session(cookie: opened.cookie) == nil)
     }
 
     @Test func linksAndSessionsAreCapped() async throws {
-        // Use is recorded to a twentieth of the idle time (here 100 ms): least recently used to that.
+        // Use is recorded to a twentieth of the idle time (at most a minute): least recently used to that.
         let store = try await sessions {
             $0.maxLinks = 2
             $0.maxSessions = 2
-            $0.sessionIdle = .seconds(2)
         }
         let first = try await store.createLink(for: admin)
         _ = try await store.createLink(for: admin)
         await #expect(throws: ConsoleError.tooManyLinks(limit: 2)) { try await store.createLink(for: admin) }
         let a = try #require(try await store.redeem(first.token, address: "a"))
         let b = try #require(try await store.redeem(try await store.createLink(for: admin).token, address: "b"))
-        try await Task.sleep(for: .milliseconds(150))
+        clock.advance(seconds: 60)
         _ = try await store.session(cookie: a.cookie)  // a is now the most recently used
         let c = try #require(try await store.redeem(try await store.createLink(for: admin).token, address: "c"))
         #expect(try await store.session(cookie: b.cookie) == nil, "the least recently used session gave way")
@@ -97,7 +100,7 @@ import Testing
     /// A restart (the database opened again) signs nobody out, and a link made before it works.
     @Test func sessionsAndLinksOutliveARestartAndOnlyDigestsAreStored() async throws {
         let (database, path) = try await Self.database()
-        let before = try await ConsoleSessions.open(options: ConsoleOptions(), database: database)
+        let before = try await ConsoleSessions.open(options: ConsoleOptions(), database: database, clock: { [clock] in clock.now })
         let opened = try #require(try await before.redeem(try await before.createLink(for: admin).token, address: "a"))
         let waiting = try await before.createLink(for: admin)
         let stored = try await database.read { tx in
@@ -106,7 +109,7 @@ import Testing
         for secret in [opened.cookie, opened.session.csrf, waiting.token] { #expect(!stored.contains(secret)) }
         await database.close()
 
-        let after = try await ConsoleSessions.open(options: ConsoleOptions(), database: try await TestDatabase.open(path: path, outbox: nil))
+        let after = try await ConsoleSessions.open(options: ConsoleOptions(), database: try await TestDatabase.open(path: path, outbox: nil), clock: { [clock] in clock.now })
         let found = try #require(try await after.session(cookie: opened.cookie))
         #expect(found.id == opened.session.id && found.csrf == opened.session.csrf && found.credentials.uid == 0)
         #expect(try await after.redeem(waiting.token, address: "b") != nil)

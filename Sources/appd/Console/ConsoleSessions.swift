@@ -26,6 +26,7 @@ public final class ConsoleSessions: Sendable {
 
     let options: ConsoleOptions
     private let database: any Database
+    private let clock: @Sendable () -> WallTime
 
     /// The console's tables.
     public static let migrations = [
@@ -51,21 +52,24 @@ public final class ConsoleSessions: Sendable {
     ]
 
     /// Sessions in `database`, whose console tables must exist (`open` makes them).
-    public init(options: ConsoleOptions, database: any Database) {
+    public init(options: ConsoleOptions, database: any Database, clock: @escaping @Sendable () -> WallTime = { .now() }) {
         self.options = options
         self.database = database
+        self.clock = clock
     }
 
     /// Brings the console's tables up to date, then the sessions in them.
-    public static func open(options: ConsoleOptions, database: any Database) async throws -> ConsoleSessions {
+    public static func open(
+        options: ConsoleOptions, database: any Database, clock: @escaping @Sendable () -> WallTime = { .now() }
+    ) async throws -> ConsoleSessions {
         try await Migrator.migrate(database, migrations)
-        return ConsoleSessions(options: options, database: database)
+        return ConsoleSessions(options: options, database: database, clock: clock)
     }
 
     /// A new link's secret (for the URL) and when it expires.
     public func createLink(for credentials: PeerCredentials) async throws -> (token: String, expiresAt: WallTime) {
         let token = try SecretToken.generate()
-        let now = WallTime.now().nanosecondsSinceEpoch
+        let now = clock().nanosecondsSinceEpoch
         let expires = now + options.linkLifetime.nanoseconds
         let (maxLinks, digest) = (options.maxLinks, SecretToken.digest(token))
         try await database.write { tx in
@@ -84,7 +88,7 @@ public final class ConsoleSessions: Sendable {
     public func redeem(_ token: String, address: String) async throws -> (cookie: String, session: Session)? {
         let cookie = try SecretToken.generate()
         let id = String(try SecretToken.generate().prefix(12))
-        let now = WallTime.now().nanosecondsSinceEpoch
+        let now = clock().nanosecondsSinceEpoch
         let (link, cookieDigest, options) = (SecretToken.digest(token), SecretToken.digest(cookie), options)
         let credentials = try await database.write { tx -> PeerCredentials? in
             guard let row = try tx.query("DELETE FROM console_links WHERE digest = ? RETURNING uid, gid, pid, expires_at", [.text(link)]).first,
@@ -126,7 +130,7 @@ public final class ConsoleSessions: Sendable {
     /// moved by a twentieth of the idle time, at most a minute: a page polls every few seconds),
     /// or nil (an expired one is removed).
     private func use(_ column: String, _ value: String) async throws -> Session? {
-        let now = WallTime.now().nanosecondsSinceEpoch
+        let now = clock().nanosecondsSinceEpoch
         let options = options
         let found = try await database.read { tx in
             try tx.query("SELECT * FROM console_sessions WHERE \(column) = ?", [.text(value)]).first
@@ -166,7 +170,7 @@ public final class ConsoleSessions: Sendable {
 
     /// The open sessions, oldest first, as io.appd.Console.Sessions lists them.
     public func list() async throws -> [ConsoleInterface.Session] {
-        let now = WallTime.now().nanosecondsSinceEpoch
+        let now = clock().nanosecondsSinceEpoch
         let options = options
         let rows = try await database.write { tx in
             try Self.prune(tx, now: now, options: options)

@@ -32,6 +32,12 @@ static struct {
     char *(*PQgetvalue)(const PGresult *res, int tup_num, int field_num);
     int (*PQgetisnull)(const PGresult *res, int tup_num, int field_num);
     int (*PQgetlength)(const PGresult *res, int tup_num, int field_num);
+    /* Pipeline mode (libpq 14+); NULL with an older libpq, which then runs statements one by one. */
+    int (*PQenterPipelineMode)(PGconn *conn);
+    int (*PQexitPipelineMode)(PGconn *conn);
+    int (*PQpipelineSync)(PGconn *conn);
+    int (*PQsendQueryParams)(PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat);
+    PGresult *(*PQgetResult)(PGconn *conn);
 } api;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -76,6 +82,11 @@ static void load(void) {
     RESOLVE(PQgetisnull)
     RESOLVE(PQgetlength)
 #undef RESOLVE
+    *(void **)&api.PQenterPipelineMode = dlsym(library, "PQenterPipelineMode");
+    *(void **)&api.PQexitPipelineMode = dlsym(library, "PQexitPipelineMode");
+    *(void **)&api.PQpipelineSync = dlsym(library, "PQpipelineSync");
+    *(void **)&api.PQsendQueryParams = dlsym(library, "PQsendQueryParams");
+    *(void **)&api.PQgetResult = dlsym(library, "PQgetResult");
     loaded = 1;
 }
 
@@ -126,3 +137,29 @@ int appd_pq_wait_readable(PGconn *conn, int timeout_ms) {
 static void ignore_notice(void *arg, const char *message) { (void)arg; (void)message; }
 
 void appd_pq_quiet(PGconn *conn) { api.PQsetNoticeProcessor(conn, ignore_notice, NULL); }
+
+int appd_pq_has_pipeline(void) {
+    return api.PQenterPipelineMode && api.PQexitPipelineMode && api.PQpipelineSync && api.PQsendQueryParams && api.PQgetResult;
+}
+
+int appd_pq_pipeline(PGconn *conn, int count, const char *const *commands, const int *nparams, const Oid *const *types,
+                     const char *const *const *values, const int *const *lengths, const int *const *formats, PGresult **results) {
+    for (int i = 0; i < count; i++) results[i] = NULL;
+    if (!appd_pq_has_pipeline() || !api.PQenterPipelineMode(conn)) return -1;
+    for (int i = 0; i < count; i++) {
+        if (!api.PQsendQueryParams(conn, commands[i], nparams[i], types[i], values[i], lengths[i], formats[i], 0)) return -1;
+    }
+    if (!api.PQpipelineSync(conn)) return -1;
+    for (int i = 0; i < count; i++) {
+        PGresult *result = api.PQgetResult(conn);
+        if (!result) return -1;
+        results[i] = result;
+        /* Each statement's results end with a NULL. */
+        for (PGresult *more = api.PQgetResult(conn); more; more = api.PQgetResult(conn)) api.PQclear(more);
+    }
+    PGresult *sync = api.PQgetResult(conn);
+    int synced = sync && api.PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    if (sync) api.PQclear(sync);
+    if (!synced || !api.PQexitPipelineMode(conn)) return -1;
+    return 0;
+}

@@ -257,22 +257,21 @@ public final class PostgresDatabase: Database {
             return nil
         }
         do {
-            var events = outcome.events
-            if !outcome.deferred.isEmpty {
-                events += try Self.log(outcome.deferred, on: connection, attempt: attempt)
-            }
-            // One statement tells the feeds of the events and carries the batch's signals.
+            // The batch's events, the NOTIFY that wakes every instance's feed (with the batch's
+            // signals) and the COMMIT go in one round trip (pipeline mode).
+            var statements = Self.logStatements(outcome.deferred)
+            let logStatements = statements.count
             var notifications: [SQLValue] = []
-            if let first = events.lazy.compactMap(\.sequence).min(), let last = events.lazy.compactMap(\.sequence).max() {
-                notifications += [.text(namespace.channel), .text(PostgresEventFeed.payload(first: first, last: last))]
-            }
+            let eventCount = outcome.events.count + outcome.deferred.count { if case .event = $0 { true } else { false } }
+            if eventCount > 0 { notifications += [.text(namespace.channel), .text(PostgresEventFeed.payload(events: eventCount))] }
             for message in Set(attempt.signals) { notifications += [.text(namespace.signalChannel), .text(message)] }
             if !notifications.isEmpty {
-                let calls = Array(repeating: "pg_notify(?, ?)", count: notifications.count / 2).joined(separator: ", ")
-                _ = try connection.runUnprepared("SELECT " + calls, notifications)
+                statements.append((sql: "SELECT " + Array(repeating: "pg_notify(?, ?)", count: notifications.count / 2).joined(separator: ", "), parameters: notifications))
             }
-            try connection.control("COMMIT")
-            feed.committed(events)
+            statements.append((sql: "COMMIT", parameters: []))
+            let results = try attempt.noting { () throws(StorageError) in try connection.runPipelined(statements) }
+            // Committed: an event that would not decode is left for the feed to read from the log.
+            feed.committed(outcome.events + results.prefix(logStatements).flatMap { $0.compactMap { try? EventLog.event($0) } })
         } catch {
             if let conflict = Self.conflict(error, attempt) { writeConnection.rollBack(); return conflict }
             abandon(writes, error, on: writeConnection)
@@ -290,10 +289,11 @@ public final class PostgresDatabase: Database {
         return StorageError(kind: .busy, message: "a concurrent transaction changed the same data; retry (SQLSTATE 40001)")
     }
 
-    /// Logs the events a batch deferred to its commit, a few hundred per statement, each at
-    /// `appd_event_position()` plus the index it was given when appended (its parameters' last)
-    /// and redacted if an erasure of its owner came after it in the batch; returns them as logged.
-    private static func log(_ entries: [DeferredEntry], on connection: PostgresConnection, attempt: PostgresWriteAttempt) throws -> [BusEvent] {
+    /// The statements that log the events a batch deferred to its commit, a few hundred per
+    /// statement, each at `appd_event_position()` plus the index it was given when appended (its
+    /// parameters' last) and redacted if an erasure of its owner came after it in the batch; each
+    /// returns its events as logged.
+    private static func logStatements(_ entries: [DeferredEntry]) -> [(sql: String, parameters: [SQLValue])] {
         var lastErasure: [String: Int] = [:]
         for (i, entry) in entries.enumerated() {
             if case .redaction(let owner) = entry { lastErasure[owner] = i }
@@ -305,17 +305,17 @@ public final class PostgresDatabase: Database {
             if erased { parameters[2] = .text("{}") }  // the payload, as `redactEvents` leaves it
             rows.append(parameters + [.integer(erased ? 1 : 0), index])
         }
-        var logged: [BusEvent] = []
+        var statements: [(sql: String, parameters: [SQLValue])] = []
         var start = 0
         while start < rows.count {
             let chunk = rows[start..<min(start + 500, rows.count)]
             let sql = """
                 INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted, seq) VALUES
                 """ + chunk.map { _ in "(?, ?, ?, ?, ?, ?, ?, ?, ?, appd_event_position() + ?)" }.joined(separator: ", ") + " RETURNING *"
-            logged += try attempt.noting { () throws(StorageError) in try connection.runUnprepared(sql, chunk.flatMap { $0 }) }.map(EventLog.event)
+            statements.append((sql: sql, parameters: chunk.flatMap { $0 }))
             start += chunk.count
         }
-        return logged
+        return statements
     }
 
     /// Rolls back and fails every caller of the batch with `error`. If the link broke, whether

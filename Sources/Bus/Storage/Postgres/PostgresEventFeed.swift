@@ -9,8 +9,8 @@ import Runtime
 /// Brings every event committed to the shared log — by this instance or another — onto this
 /// instance's bus, once each, in position order.
 ///
-/// Every write transaction with events sends `NOTIFY` (with the range of positions it logged)
-/// before it commits. The feed's connection LISTENs; woken, it reads the log past the last
+/// Every write transaction with events sends `NOTIFY` (with how many it logged) before it
+/// commits. The feed's connection LISTENs; woken, it reads the log past the last
 /// position it published and below the horizon (`appd_event_horizon()`, see
 /// `PostgresWriteAttempt`): what lies below can no longer change, so nothing that commits
 /// later can land behind what was published. Committed events still above the horizon (an
@@ -47,8 +47,9 @@ final class PostgresEventFeed: Sendable {
         state.withLock { $0.published = head }
     }
 
-    /// The NOTIFY payload of one transaction's events.
-    static func payload(first: Int64, last: Int64) -> String { "\(first) \(last)" }
+    /// The NOTIFY payload of one transaction's events: how many (the feed reads the log; a
+    /// notification only wakes it).
+    static func payload(events: Int) -> String { "\(events)" }
 
     /// This instance's events of a transaction that committed, as logged: published from memory
     /// once the horizon passes them (if the log was read past them first, they are dropped).
@@ -99,6 +100,8 @@ final class PostgresEventFeed: Sendable {
         var heldBack = false
         var poll: Int32 = 2
         var confirmed = ContinuousClock.now
+        // Events notified while catching up after a (re)LISTEN: read at once.
+        var pending = false
         while !stopped {
             do {
                 let link = try connection.open()
@@ -111,7 +114,7 @@ final class PostgresEventFeed: Sendable {
                     signals?.deliver(.missed)
                     let before = state.withLock { $0.published }
                     heldBack = try catchUp(on: link)
-                    _ = try take(link.notifications())
+                    pending = try take(link.notifications())
                     signals?.confirm(began)
                     confirmed = began
                     if failures > 0 {
@@ -121,7 +124,8 @@ final class PostgresEventFeed: Sendable {
                     failures = 0
                 }
                 // What arrived during the last queries is already read off the socket.
-                var woken = try take(link.notifications())
+                var woken = try take(link.notifications()) || pending
+                pending = false
                 if !woken { try link.waitReadable(milliseconds: heldBack ? poll : 250) }
                 let began = ContinuousClock.now
                 let confirming = signals != nil && confirmed.duration(to: began) >= .milliseconds(250)

@@ -51,4 +51,15 @@ int appd_pq_wait_readable(PGconn *conn, int timeout_ms);
 /// appd reports what matters through its own errors and log instead.
 void appd_pq_quiet(PGconn *conn);
 
+/* Whether the loaded libpq has pipeline mode (14+). */
+int appd_pq_has_pipeline(void);
+
+/* Sends `count` statements (unnamed, with text or binary parameters) in one pipeline — one round
+   trip — and stores each one's result in results[i] (PGRES_PIPELINE_ABORTED after a failed one).
+   Returns 0 when every result was read and the connection is out of pipeline mode again; -1
+   when libpq has no pipeline mode or the connection failed (results read so far are stored;
+   the caller clears every non-NULL one either way). */
+int appd_pq_pipeline(PGconn *conn, int count, const char *const *commands, const int *nparams, const Oid *const *types,
+                     const char *const *const *values, const int *const *lengths, const int *const *formats, PGresult **results);
+
 #endif

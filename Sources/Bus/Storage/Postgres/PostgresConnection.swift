@@ -123,7 +123,10 @@ final class PostgresConnection {
         let values: [UnsafePointer<UnsafePointer<CChar>?>?] = marshaled.map { UnsafePointer($0.values) }
         let lengths: [UnsafePointer<Int32>?] = marshaled.map { UnsafePointer($0.lengths) }
         let formats: [UnsafePointer<Int32>?] = marshaled.map { UnsafePointer($0.formats) }
-        let sent = appd_pq_pipeline(handle, Int32(statements.count), commands, counts, types, values, lengths, formats, &results)
+        // The buffers must outlive the call (an optimised build may free them after their last use).
+        let sent = withExtendedLifetime(marshaled) {
+            appd_pq_pipeline(handle, Int32(statements.count), commands, counts, types, values, lengths, formats, &results)
+        }
         defer { for result in results where result != nil { appd_PQclear(result) } }
         var all: [[Row]] = []
         for result in results {

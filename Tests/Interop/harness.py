@@ -24,9 +24,12 @@ def finish():
     sys.exit(1 if _counts["failed"] else 0)
 
 
-def exchange(s, method, parameters=None):
-    """One call on an open connection, and its one reply."""
-    s.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
+def exchange(s, method, parameters=None, key=None):
+    """One call on an open connection, and its one reply; `key`: its idempotency key."""
+    message = {"method": method, "parameters": parameters or {}}
+    if key is not None:
+        message["idempotencyKey"] = key
+    s.sendall(json.dumps(message).encode() + b"\0")
     data = b""
     while not data.endswith(b"\0"):
         chunk = s.recv(65536)

@@ -101,14 +101,7 @@ def connect(instance, token):
 
 
 def keyed(s, title):
-    s.sendall(json.dumps({"method": "io.appd.Todos.Add", "parameters": {"title": title}, "idempotencyKey": title}).encode() + b"\0")
-    data = b""
-    while not data.endswith(b"\0"):
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return json.loads(data[:-1])
+    return exchange(s, "io.appd.Todos.Add", {"title": title}, key=title)
 
 
 def main():

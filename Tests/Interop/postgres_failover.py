@@ -111,6 +111,7 @@ def main():
     top, work = work, os.path.join(work, "pg")
     os.makedirs(work, exist_ok=True)
     if os.getuid() == 0:
+        os.chmod(top, 0o755)  # a mktemp -d directory is 0700: the postgres user must reach pg/ in it
         shutil.chown(work, "postgres")
     primary, standby = Server(work, "primary", 54341), Server(work, "standby", 54342)
     as_postgres([f"{PG}/initdb", "-D", primary.data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"])
@@ -197,9 +198,14 @@ def main():
         before = len(acked)
         # The primary dies (SIGKILL of the postmaster and its children), the standby is promoted.
         killed_at = time.monotonic()
-        for line in subprocess.run(["pgrep", "-P", str(primary.pid())], capture_output=True, text=True).stdout.split():
-            os.kill(int(line), signal.SIGKILL)
-        os.kill(primary.pid(), signal.SIGKILL)
+        # As if its machine died: the postmaster first (so it restarts nothing), then every child.
+        postmaster = primary.pid()
+        children = [int(p) for p in subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()]
+        for pid in [postmaster] + children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # a child that ended on its own meanwhile
         time.sleep(0.5)
         as_postgres([f"{PG}/pg_ctl", "-D", standby.data, "-w", "promote"])
         promoted_at = time.monotonic()
@@ -255,6 +261,8 @@ def main():
         for instance in (a, b):
             if instance.proc.poll() is None:
                 instance.proc.kill()
+            elif instance.proc.returncode not in (0, None):
+                print(f"appd {instance.name} exited with {instance.proc.returncode}; its log: {instance.dir}.log")
         for server in (standby, primary):
             subprocess.run(["runuser", "-u", "postgres", "--", f"{PG}/pg_ctl", "-D", server.data, "-m", "immediate", "stop"] if os.getuid() == 0
                            else [f"{PG}/pg_ctl", "-D", server.data, "-m", "immediate", "stop"], capture_output=True)

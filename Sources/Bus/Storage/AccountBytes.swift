@@ -35,21 +35,47 @@ public enum AccountBytes {
     /// Moves `owner`'s count for `part` by `delta`; a growth that takes the account's total past
     /// `limit` bytes (0: no limit) throws, rolling the transaction back.
     public static func charge(_ tx: any Transaction, owner: String, part: String, delta: Int64, limit: Int64) throws {
-        guard delta != 0 else { return }
+        let charging = charging(owner: owner, part: part, delta: delta, limit: limit, dialect: tx.dialect)
+        try charging.verify(tx.pipeline(charging.statements))
+    }
+
+    /// `charge` as statements a write sends together with its own (`Transaction.pipeline`):
+    /// run `statements`, then pass their rows to `verify` — which throws when the account went
+    /// past its limit (the write must then throw too, so its transaction rolls back).
+    public static func charging(owner: String, part: String, delta: Int64, limit: Int64, dialect: SQLDialect) -> Charging {
+        guard delta != 0 else { return Charging(statements: [], limit: 0, part: part) }
         let parameters: [SQLValue] = [.text(owner), .text(part), .integer(delta)]
-        guard delta > 0, limit > 0 else { return _ = try tx.execute(upsert, parameters) }
-        let used: Int64
-        if tx.dialect == .postgres {
+        guard delta > 0, limit > 0 else { return Charging(statements: [SQLStatement(upsert, parameters)], limit: 0, part: part) }
+        if dialect == .postgres {
             // One statement (one round trip): the part's new count, plus the account's other parts.
-            used = try tx.query(
-                "WITH charged AS (\(upsert) RETURNING bytes) SELECT (SELECT bytes FROM charged) + COALESCE((SELECT SUM(bytes) FROM appd_account_bytes WHERE owner = ? AND part <> ?), 0) AS used",
-                parameters + [.text(owner), .text(part)]
-            ).first?.integer("used") ?? 0
-        } else {
-            try tx.execute(upsert, parameters)
-            used = try tx.query("SELECT COALESCE(SUM(bytes), 0) AS used FROM appd_account_bytes WHERE owner = ?", [.text(owner)]).first?.integer("used") ?? 0
+            return Charging(
+                statements: [
+                    SQLStatement(
+                        "WITH charged AS (\(upsert) RETURNING bytes) SELECT (SELECT bytes FROM charged) + COALESCE((SELECT SUM(bytes) FROM appd_account_bytes WHERE owner = ? AND part <> ?), 0) AS used",
+                        parameters + [.text(owner), .text(part)])
+                ], limit: limit, part: part)
         }
-        if used > limit { throw StorageQuotaExceeded(part: part, limitBytes: limit) }
+        return Charging(
+            statements: [
+                SQLStatement(upsert, parameters),
+                SQLStatement("SELECT COALESCE(SUM(bytes), 0) AS used FROM appd_account_bytes WHERE owner = ?", [.text(owner)]),
+            ], limit: limit, part: part)
+    }
+
+    /// The statements of one charge and the check of their answer (see `charging`).
+    public struct Charging: Sendable {
+        public let statements: [SQLStatement]
+        let limit: Int64
+        let part: String
+
+        /// Checks the rows `statements` returned (the last one's `used`, when there is a limit).
+        public func verify<Rows: Collection<[Row]>>(_ results: Rows) throws {
+            guard limit > 0 else { return }
+            guard results.count == statements.count, let used = results.reversed().first?.first?.integer("used") else {
+                throw StorageError(kind: .other, message: "the account's byte count was not returned")
+            }
+            if used > limit { throw StorageQuotaExceeded(part: part, limitBytes: limit) }
+        }
     }
 
     private static let upsert = "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = CASE WHEN appd_account_bytes.bytes + excluded.bytes < 0 THEN 0 ELSE appd_account_bytes.bytes + excluded.bytes END"

@@ -98,6 +98,10 @@ public protocol Transaction {
     /// Sends `message` to every instance sharing the database (`Database.signals`) when, and only
     /// if, this transaction commits. Nothing where no other instance shares the database.
     func signal(_ message: String) throws
+    /// Runs `statements` in order and returns each one's rows. Where the database is across a
+    /// network (PostgreSQL) they go in one round trip, so use it for statements that do not need
+    /// each other's answers. The first that fails throws (those after it did not run).
+    func pipeline(_ statements: [SQLStatement]) throws -> [[Row]]
 }
 
 extension Transaction {
@@ -141,6 +145,22 @@ extension Transaction {
     public var idempotency: IdempotencyRecord? { nil }
 
     public func signal(_ message: String) throws {}
+
+    /// One statement after another (an embedded engine has no round trips to save).
+    public func pipeline(_ statements: [SQLStatement]) throws -> [[Row]] {
+        try statements.map { try query($0.sql, $0.parameters) }
+    }
+}
+
+/// A statement and its parameters, for `Transaction.pipeline`.
+public struct SQLStatement: Sendable {
+    public var sql: String
+    public var parameters: [SQLValue]
+
+    public init(_ sql: String, _ parameters: [SQLValue] = []) {
+        self.sql = sql
+        self.parameters = parameters
+    }
 }
 
 /// The small SQL database protocol plugins reach only through their repositories: SQLite

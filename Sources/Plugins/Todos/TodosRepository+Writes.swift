@@ -26,22 +26,30 @@ extension SQLTodosRepository {
                     try tx.stageReply(TodosInterface.TodoReply(todo: current))
                     return current
                 }
-                // Counted in the write (one statement), so concurrent adds cannot pass the quota together.
-                let held = try tx.query(
-                    "INSERT INTO todos_counts (owner, n) VALUES (?, 1) ON CONFLICT(owner) DO UPDATE SET n = todos_counts.n + 1 RETURNING n",
-                    [.text(owner)]
-                ).first?.integer("n") ?? 0
-                guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit: limit) }
-                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: AccountBytes.size(title, notes), limit: storageLimit)
                 // The event first: its sequence is the new todo's place in the change feed.
                 let due = dueAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 }
                 let seq = try tx.appendLogged(TodoCreated(todoId: id, userId: owner, title: title, dueAt: due), causedBy: cause)
-                try tx.execute(
-                    "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                // The count, the account's bytes and the row in one round trip (PostgreSQL's
+                // pipeline); the limits are checked on their answers, and a write past one
+                // throws, which rolls all three back. Counted in the write (one statement), so
+                // concurrent adds cannot pass the quota together.
+                let bytes = AccountBytes.charging(owner: owner, part: "todos", delta: AccountBytes.size(title, notes), limit: storageLimit, dialect: tx.dialect)
+                let results = try tx.pipeline(
                     [
-                        .text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now),
-                        .integer(now), .integer(seq),
+                        SQLStatement(
+                            "INSERT INTO todos_counts (owner, n) VALUES (?, 1) ON CONFLICT(owner) DO UPDATE SET n = todos_counts.n + 1 RETURNING n",
+                            [.text(owner)])
+                    ] + bytes.statements + [
+                        SQLStatement(
+                            "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                            [
+                                .text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now),
+                                .integer(now), .integer(seq),
+                            ])
                     ])
+                let held = results.first?.first?.integer("n") ?? 0
+                guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit: limit) }
+                try bytes.verify(results.dropFirst().dropLast())
                 // A client's id may be one deleted before: its tombstone goes.
                 if clientChosen { try Self.feed.revived(tx, id: id) }
                 // Built from what was just inserted: no need to read the row back.

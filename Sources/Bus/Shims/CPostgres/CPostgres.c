@@ -37,6 +37,7 @@ static struct {
     int (*PQexitPipelineMode)(PGconn *conn);
     int (*PQpipelineSync)(PGconn *conn);
     int (*PQsendQueryParams)(PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat);
+    int (*PQsendQueryPrepared)(PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat);
     PGresult *(*PQgetResult)(PGconn *conn);
 } api;
 
@@ -87,6 +88,7 @@ static void load(void) {
     *(void **)&api.PQpipelineSync = dlsym(library, "PQpipelineSync");
     *(void **)&api.PQsendQueryParams = dlsym(library, "PQsendQueryParams");
     *(void **)&api.PQgetResult = dlsym(library, "PQgetResult");
+    *(void **)&api.PQsendQueryPrepared = dlsym(library, "PQsendQueryPrepared");
     loaded = 1;
 }
 
@@ -139,15 +141,18 @@ static void ignore_notice(void *arg, const char *message) { (void)arg; (void)mes
 void appd_pq_quiet(PGconn *conn) { api.PQsetNoticeProcessor(conn, ignore_notice, NULL); }
 
 int appd_pq_has_pipeline(void) {
-    return api.PQenterPipelineMode && api.PQexitPipelineMode && api.PQpipelineSync && api.PQsendQueryParams && api.PQgetResult;
+    return api.PQenterPipelineMode && api.PQexitPipelineMode && api.PQpipelineSync && api.PQsendQueryParams && api.PQsendQueryPrepared && api.PQgetResult;
 }
 
-int appd_pq_pipeline(PGconn *conn, int count, const char *const *commands, const int *nparams, const Oid *const *types,
+int appd_pq_pipeline(PGconn *conn, int count, const char *const *names, const char *const *commands, const int *nparams, const Oid *const *types,
                      const char *const *const *values, const int *const *lengths, const int *const *formats, PGresult **results) {
     for (int i = 0; i < count; i++) results[i] = NULL;
     if (!appd_pq_has_pipeline() || !api.PQenterPipelineMode(conn)) return -1;
     for (int i = 0; i < count; i++) {
-        if (!api.PQsendQueryParams(conn, commands[i], nparams[i], types[i], values[i], lengths[i], formats[i], 0)) return -1;
+        int sent = names && names[i]
+            ? api.PQsendQueryPrepared(conn, names[i], nparams[i], values[i], lengths[i], formats[i], 0)
+            : api.PQsendQueryParams(conn, commands[i], nparams[i], types[i], values[i], lengths[i], formats[i], 0);
+        if (!sent) return -1;
     }
     if (!api.PQpipelineSync(conn)) return -1;
     for (int i = 0; i < count; i++) {

@@ -16,6 +16,11 @@ final class PostgresConnection {
     /// SQL text → the name of its prepared statement on this connection: statements repeat,
     /// so each is parsed and planned once (that was most of a write's cost on the server).
     private var prepared: [String: String] = [:]
+    /// Names statements uniquely on this connection (a name dropped from `prepared` may still
+    /// exist on the server until the next DEALLOCATE ALL).
+    private var preparedSerial = 0
+    /// Statements prepared on one connection at most (then all are deallocated and prepared again).
+    private static let preparedLimit = 512
 
     /// Connects; `setup` runs once per (re)connection (session settings).
     init(conninfo: String, setup: String) throws(StorageError) {
@@ -103,20 +108,34 @@ final class PostgresConnection {
         return try outcome(result).rows
     }
 
-    /// Runs statements without preparing them, all in one round trip (libpq's pipeline mode;
-    /// one by one with a libpq older than 14): each one's rows. The first that fails throws its
+    /// Runs statements all in one round trip (libpq's pipeline mode; one by one with a libpq
+    /// older than 14): each one's rows. `prepared`: each text is prepared once per connection
+    /// (the first time costs a round trip of its own) and sent by name, as `run` does; else each
+    /// is sent as text (for texts that vary with their data). The first that fails throws its
     /// error, and those after it did not run — inside a transaction, which is then aborted.
-    func runPipelined(_ statements: [(sql: String, parameters: [SQLValue])]) throws(StorageError) -> [[Row]] {
+    func runPipelined(_ statements: [(sql: String, parameters: [SQLValue])], prepared: Bool = false) throws(StorageError) -> [[Row]] {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
         guard statements.count > 1, appd_pq_has_pipeline() == 1 else {
             var all: [[Row]] = []
-            for statement in statements { all.append(try runUnprepared(statement.sql, statement.parameters)) }
+            for statement in statements {
+                all.append(prepared ? try run(statement.sql, statement.parameters).rows : try runUnprepared(statement.sql, statement.parameters))
+            }
             return all
         }
+        if prepared, self.prepared.count + statements.count > Self.preparedLimit {
+            // Room for all of them first: emptying the cache midway would drop names already taken.
+            try executeScript("DEALLOCATE ALL")
+            self.prepared.removeAll()
+        }
+        let names = try statements.map { (statement) throws(StorageError) -> UnsafeMutablePointer<CChar>? in
+            prepared ? strdup(try prepare(statement.sql, parameters: Int32(statement.parameters.count), on: handle)) : nil
+        }
+        defer { for name in names { free(name) } }
         let marshaled = try statements.map { (statement) throws(StorageError) in try Marshaled(statement.parameters) }
         let texts = statements.map { strdup(Self.numberPlaceholders($0.sql)) }
         defer { for text in texts { free(text) } }
         var results = [OpaquePointer?](repeating: nil, count: statements.count)
+        let nameList: [UnsafePointer<CChar>?] = names.map { $0.map { UnsafePointer($0) } }
         let commands: [UnsafePointer<CChar>?] = texts.map { $0.map { UnsafePointer($0) } }
         let counts = marshaled.map(\.count)
         let types: [UnsafePointer<Oid>?] = marshaled.map { UnsafePointer($0.types) }
@@ -125,13 +144,19 @@ final class PostgresConnection {
         let formats: [UnsafePointer<Int32>?] = marshaled.map { UnsafePointer($0.formats) }
         // The buffers must outlive the call (an optimised build may free them after their last use).
         let sent = withExtendedLifetime(marshaled) {
-            appd_pq_pipeline(handle, Int32(statements.count), commands, counts, types, values, lengths, formats, &results)
+            appd_pq_pipeline(handle, Int32(statements.count), nameList, commands, counts, types, values, lengths, formats, &results)
         }
         defer { for result in results where result != nil { appd_PQclear(result) } }
         var all: [[Row]] = []
-        for result in results {
+        for (i, result) in results.enumerated() {
             guard result != nil else { break }
             if appd_PQresultStatus(result) == PGRES_PIPELINE_ABORTED { break }
+            if prepared, appd_PQresultStatus(result) == PGRES_FATAL_ERROR, appd_pq_sqlstate(result).map({ String(cString: $0) }) == "0A000" {
+                // A table it reads changed shape (a migration): the transaction is aborted, so
+                // the name cannot be deallocated now; it is prepared again under a new name next
+                // time (the old one goes with the next DEALLOCATE ALL).
+                self.prepared[statements[i].sql] = nil
+            }
             all.append(try outcome(result).rows)
         }
         guard sent == 0, all.count == statements.count else {
@@ -213,11 +238,12 @@ final class PostgresConnection {
     /// The prepared statement for `sql` (with `?` numbered as `$1`, `$2`, …), prepared on first use.
     private func prepare(_ sql: String, parameters: Int32, on handle: OpaquePointer) throws(StorageError) -> String {
         if let name = prepared[sql] { return name }
-        if prepared.count >= 512 {
+        if prepared.count >= Self.preparedLimit {
             try executeScript("DEALLOCATE ALL")
             prepared.removeAll()
         }
-        let name = "appd_\(prepared.count + 1)_\(sql.utf8.count)"
+        preparedSerial += 1
+        let name = "appd_\(preparedSerial)"
         let result = appd_PQprepare(handle, name, Self.numberPlaceholders(sql), 0, nil)
         defer { appd_PQclear(result) }
         guard appd_PQresultStatus(result) == PGRES_COMMAND_OK else { throw error(result) }

@@ -25,6 +25,13 @@ final class PostgresTransaction: OutboxTransaction {
         try run(sql, parameters).rows
     }
 
+    /// One round trip for all of them, each prepared once per connection.
+    func pipeline(_ statements: [SQLStatement]) throws -> [[Row]] {
+        let list = statements.map { (sql: $0.sql, parameters: $0.parameters) }
+        guard let attempt else { return try connection.runPipelined(list, prepared: true) }
+        return try attempt.noting { () throws(StorageError) in try connection.runPipelined(list, prepared: true) }
+    }
+
     private func run(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int) {
         guard let attempt else { return try connection.run(sql, parameters) }
         return try attempt.noting { () throws(StorageError) in try connection.run(sql, parameters) }

@@ -54,12 +54,13 @@ void appd_pq_quiet(PGconn *conn);
 /* Whether the loaded libpq has pipeline mode (14+). */
 int appd_pq_has_pipeline(void);
 
-/* Sends `count` statements (unnamed, with text or binary parameters) in one pipeline — one round
-   trip — and stores each one's result in results[i] (PGRES_PIPELINE_ABORTED after a failed one).
+/* Sends `count` statements (with text or binary parameters) in one pipeline — one round trip —
+   each the prepared statement names[i] when `names` and names[i] are not NULL, else the text
+   commands[i] (unnamed, parsed by the server each time), and stores each one's result in results[i] (PGRES_PIPELINE_ABORTED after a failed one).
    Returns 0 when every result was read and the connection is out of pipeline mode again; -1
    when libpq has no pipeline mode or the connection failed (results read so far are stored;
    the caller clears every non-NULL one either way). */
-int appd_pq_pipeline(PGconn *conn, int count, const char *const *commands, const int *nparams, const Oid *const *types,
+int appd_pq_pipeline(PGconn *conn, int count, const char *const *names, const char *const *commands, const int *nparams, const Oid *const *types,
                      const char *const *const *values, const int *const *lengths, const int *const *formats, PGresult **results);
 
 #endif

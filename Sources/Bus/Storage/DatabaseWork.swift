@@ -71,6 +71,9 @@ struct BatchOutcome {
     var kept = false
     /// Whether a write threw or was too late (without savepoints, the batch must then be run again).
     var anyUndone = false
+    /// The keyed calls' rows (`IdempotencyLog.row`) the engine inserts with its commit, when it
+    /// ran the batch with `deferKeys`.
+    var keys: [[SQLValue]] = []
 }
 
 extension DatabaseWork {
@@ -78,8 +81,11 @@ extension DatabaseWork {
     /// `savepoints`: one that throws, or whose caller's deadline passed before the commit, is
     /// undone alone. Throws when the savepoint machinery itself fails (then nothing of the batch
     /// may be committed). Both engines' writers use it.
+    /// `deferKeys`: a keyed call's row is not inserted here but left in `keys`, for the engine
+    /// to insert with its commit (one round trip less per keyed write); a key taken meanwhile
+    /// then fails the commit, and the engine runs the batch again without deferring.
     static func run<T: OutboxTransaction>(
-        _ writes: [DatabaseWork], savepoints: Bool, transaction: () -> T, control: (String) throws -> Void
+        _ writes: [DatabaseWork], savepoints: Bool, deferKeys: Bool = false, transaction: () -> T, control: (String) throws -> Void
     ) throws -> BatchOutcome {
         var outcome = BatchOutcome()
         for work in writes {
@@ -90,7 +96,13 @@ extension DatabaseWork {
             work.idempotency?.unstage()
             if savepoints { try control("SAVEPOINT w") }
             var (succeeded, complete) = work.run(transaction)
-            if succeeded, let record = work.idempotency {
+            var key: [SQLValue]?
+            if succeeded, let record = work.idempotency, deferKeys, !record.outcome.committed {
+                key = IdempotencyLog.row(record)
+                let withReply = record.staged != nil
+                let answer = complete
+                complete = { record.committed(withReply: withReply); answer() }
+            } else if succeeded, let record = work.idempotency {
                 // The call's key goes into the same transaction as its effect.
                 do {
                     let withReply = try IdempotencyLog.keep(record, in: transaction)
@@ -106,6 +118,7 @@ extension DatabaseWork {
                 if savepoints { try control("RELEASE w") }
                 outcome.events += transaction.events
                 outcome.deferred += transaction.deferred
+                if let key { outcome.keys.append(key) }
                 outcome.completions.append(complete)
                 outcome.kept = true
             } else {
@@ -132,9 +145,9 @@ extension DatabaseWork {
     /// (Closures are run again, which they allow: they only touch the transaction; a caller whose
     /// deadline claim succeeded stays claimed; a reply staged by the first run is dropped.)
     static func runBatch<T: OutboxTransaction>(
-        _ writes: [DatabaseWork], transaction: () -> T, control: (String) throws -> Void, restart: () throws -> Void
+        _ writes: [DatabaseWork], deferKeys: Bool = false, transaction: () -> T, control: (String) throws -> Void, restart: () throws -> Void
     ) throws -> BatchOutcome {
-        let first = try run(writes, savepoints: false, transaction: transaction, control: control)
+        let first = try run(writes, savepoints: false, deferKeys: deferKeys, transaction: transaction, control: control)
         guard first.anyUndone && writes.count > 1 else { return first }
         try restart()
         return try run(writes, savepoints: true, transaction: transaction, control: control)

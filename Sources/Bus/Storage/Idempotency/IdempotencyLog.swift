@@ -129,11 +129,19 @@ public struct IdempotencyLog: Sendable {
             }
             return staged != nil
         }
-        let inserted = try tx.execute(
-            "INSERT INTO appd_idempotency (scope, method, key, fingerprint, outcome, created_ns) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, method, key) DO NOTHING",
-            key + [.text(record.fingerprint), text, .integer(now.nanosecondsSinceEpoch)])
+        let inserted = try tx.execute("\(insert) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, method, key) DO NOTHING", row(record, now: now))
         guard inserted == 1 else { throw Collision() }
         return staged != nil
+    }
+
+    /// The start of the statement that keeps keyed calls' rows (`row`'s values follow).
+    static let insert = "INSERT INTO appd_idempotency (scope, method, key, fingerprint, outcome, created_ns)"
+
+    /// A keyed call's row as `keep` inserts it, with the reply its write staged (for an engine
+    /// that inserts the rows of a batch with its commit: `DatabaseWork.run(deferKeys:)`).
+    static func row(_ record: IdempotencyRecord, now: WallTime = .now()) -> [SQLValue] {
+        let text: SQLValue = record.staged.map { .text(String(decoding: JSONWriter.bytes(Outcome.reply($0).json), as: UTF8.self)) } ?? .null
+        return [.text(record.scope), .text(record.method), .text(record.key), .text(record.fingerprint), text, .integer(now.nanosecondsSinceEpoch)]
     }
 }
 

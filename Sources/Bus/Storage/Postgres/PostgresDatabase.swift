@@ -225,7 +225,11 @@ public final class PostgresDatabase: Database {
     /// One transaction for the batch: a savepoint per write (when one of them fails), the
     /// NOTIFY that tells every instance's feed, the commit; then the callers. Returns the
     /// serialization failure when the transaction lost a race (rolled back, nobody answered).
-    private func commitOnce(_ writes: [DatabaseWork]) -> StorageError? {
+    ///
+    /// Keyed calls' rows go with the commit (`deferKeys`); if one of their keys was taken
+    /// meanwhile (a retry on another instance), the commit fails on it and the batch runs once
+    /// more with each key kept in its write's own savepoint, where the collision is that call's alone.
+    private func commitOnce(_ writes: [DatabaseWork], deferKeys: Bool = true) -> StorageError? {
         let attempt = PostgresWriteAttempt()
         let connection: PostgresConnection
         do {
@@ -237,7 +241,7 @@ public final class PostgresDatabase: Database {
         let outcome: BatchOutcome
         do {
             outcome = try DatabaseWork.runBatch(
-                writes, transaction: { PostgresTransaction(connection: connection, attempt: attempt) },
+                writes, deferKeys: deferKeys, transaction: { PostgresTransaction(connection: connection, attempt: attempt) },
                 control: { sql throws(StorageError) in try attempt.noting { () throws(StorageError) in try connection.control(sql) } },
                 restart: {
                     try connection.control("ROLLBACK")
@@ -259,7 +263,8 @@ public final class PostgresDatabase: Database {
         do {
             // The batch's events, the NOTIFY that wakes every instance's feed (with the batch's
             // signals) and the COMMIT go in one round trip (pipeline mode).
-            var statements = Self.logStatements(outcome.deferred)
+            let keyStatements = Self.keyStatements(outcome.keys)
+            var statements = keyStatements + Self.logStatements(outcome.deferred)
             let logStatements = statements.count
             var notifications: [SQLValue] = []
             let eventCount = outcome.events.count + outcome.deferred.count { if case .event = $0 { true } else { false } }
@@ -271,7 +276,11 @@ public final class PostgresDatabase: Database {
             statements.append((sql: "COMMIT", parameters: []))
             let results = try attempt.noting { () throws(StorageError) in try connection.runPipelined(statements) }
             // Committed: an event that would not decode is left for the feed to read from the log.
-            feed.committed(outcome.events + results.prefix(logStatements).flatMap { $0.compactMap { try? EventLog.event($0) } })
+            feed.committed(outcome.events + results[keyStatements.count..<logStatements].flatMap { $0.compactMap { try? EventLog.event($0) } })
+        } catch let failure as StorageError where failure.kind == .constraint && !outcome.keys.isEmpty {
+            // A key was taken by another attempt of its call: each write keeps its key itself.
+            writeConnection.rollBack()
+            return commitOnce(writes, deferKeys: false)
         } catch {
             if let conflict = Self.conflict(error, attempt) { writeConnection.rollBack(); return conflict }
             abandon(writes, error, on: writeConnection)
@@ -287,6 +296,15 @@ public final class PostgresDatabase: Database {
         if let failure = error as? StorageError, failure.isSerializationFailure { return failure }
         guard attempt.conflicted else { return nil }
         return StorageError(kind: .busy, message: "a concurrent transaction changed the same data; retry (SQLSTATE 40001)")
+    }
+
+    /// The statements that keep a batch's keyed calls' rows (`DatabaseWork.run(deferKeys:)`), a
+    /// few hundred per statement; a key already there fails the statement (and the commit).
+    private static func keyStatements(_ keys: [[SQLValue]]) -> [(sql: String, parameters: [SQLValue])] {
+        stride(from: 0, to: keys.count, by: 500).map { start in
+            let chunk = keys[start..<min(start + 500, keys.count)]
+            return (sql: IdempotencyLog.insert + " VALUES " + chunk.map { _ in "(?, ?, ?, ?, ?, ?)" }.joined(separator: ", "), parameters: chunk.flatMap { $0 })
+        }
     }
 
     /// The statements that log the events a batch deferred to its commit, a few hundred per

@@ -47,6 +47,8 @@ extension PluginHarness {
             payments.revenueCatSecret = rcSecret
             payments.stripeSecrets = stripeSecrets
             payments.catalog = PaymentsCatalog(meters: [.init(name: "chat.messages", limit: meterLimit, period: .day, entitlement: "pro")])
+            payments.appStoreRootCertificates = try AppStorePayloads.rootFile()
+            payments.appStoreBundleID = AppStorePayloads.bundle
             return [auth, PaymentsPlugin(options: payments, clock: { clock.now })]
         }
         try h.bus.register(MeteredCall.self) { call, _ in

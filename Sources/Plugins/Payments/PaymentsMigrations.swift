@@ -78,5 +78,13 @@ enum PaymentsMigrations {
         Migration(plugin: "payments", version: 2, sql: """
             ALTER TABLE payments_grants ADD COLUMN scope TEXT NOT NULL DEFAULT 'all';
             """),
+        // Each account's StoreKit appAccountToken (App Store purchases are bound to accounts
+        // in payments_customers, provider 'appstore', by original transaction id).
+        Migration(plugin: "payments", version: 3, sql: """
+            CREATE TABLE payments_appstore_tokens (
+              user_id TEXT PRIMARY KEY,
+              token TEXT NOT NULL UNIQUE
+            );
+            """),
     ]
 }

@@ -4,6 +4,7 @@ import Contracts
 import PluginKit
 import Storage
 import EventDelivery
+import Crypto
 
 /// Products and entitlements from provider webhooks and admin grants (`io.appd.Payments`), the
 /// paywall gate, the expiry service, the optional HTTP webhook listener, and erasure of a
@@ -25,6 +26,14 @@ public struct PaymentsPlugin: Plugin {
         public var revenueCatAPIURL = "https://api.revenuecat.com/v1"
         /// Trusted CA certificates (PEM) for the API instead of the system store.
         public var revenueCatCAFile: String?
+        /// StoreKit 2 without a middleman: the file of the root certificates App Store payloads
+        /// must chain to (Apple Root CA - G3, DER as Apple publishes it, or PEM); nil refuses
+        /// App Store purchases. appd ships no certificate.
+        public var appStoreRootCertificates: String?
+        /// The app's bundle id: App Store payloads for another app are refused.
+        public var appStoreBundleID: String?
+        /// The App Store environments accepted (`Production`, `Sandbox`).
+        public var appStoreEnvironments: Set<String> = ["Production"]
         public init() {}
     }
 
@@ -33,7 +42,7 @@ public struct PaymentsPlugin: Plugin {
         events: PaymentsEvents.all, consumes: [AccountDeleted.self],
         configKeys: [
             "paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes", "revenuecatApiKey",
-            "revenuecatApiUrl", "revenuecatCaFile",
+            "revenuecatApiUrl", "revenuecatCaFile", "appStoreRootCertificates", "appStoreBundleId", "appStoreEnvironments",
         ])
     public var migrations: [Migration] { PaymentsMigrations.all }
 
@@ -45,8 +54,23 @@ public struct PaymentsPlugin: Plugin {
         self.clock = clock
     }
 
+    /// The App Store's verifier, when configured; throws when the root certificates cannot be
+    /// read (the plugin then does not start: a typo must not leave purchases unverifiable).
+    func appStoreVerifier() throws -> AppStoreVerifier? {
+        guard let path = options.appStoreRootCertificates else { return nil }
+        guard let bundle = options.appStoreBundleID, !bundle.isEmpty else {
+            throw PaymentsError.validation("appStoreBundleId", "is required with appStoreRootCertificates (the app's bundle id)")
+        }
+        do {
+            return AppStoreVerifier(roots: try X509Certificate.load(file: path), bundleID: bundle, environments: options.appStoreEnvironments)
+        } catch {
+            throw PaymentsError.validation("appStoreRootCertificates", "\(error)")
+        }
+    }
+
     var providers: [String: any PaymentProvider] {
         var providers: [String: any PaymentProvider] = [:]
+        if let verifier = try? appStoreVerifier() { providers["appstore"] = AppStoreProvider(verifier: verifier) }
         if let secret = options.revenueCatSecret, !secret.isEmpty { providers["revenuecat"] = RevenueCatProvider(secret: secret) }
         if !options.stripeSecrets.isEmpty { providers["stripe"] = StripeProvider(secrets: options.stripeSecrets) }
         return providers
@@ -56,7 +80,7 @@ public struct PaymentsPlugin: Plugin {
         PaymentsService(
             repository: PaymentsRepository(database: context.database), catalog: options.catalog, providers: providers, bus: context.bus,
             revenueCat: options.revenueCatAPIKey.map { RevenueCatAPI(key: $0, baseURL: options.revenueCatAPIURL, caFile: options.revenueCatCAFile) },
-            clock: clock)
+            appStore: try? appStoreVerifier(), clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {
@@ -64,6 +88,7 @@ public struct PaymentsPlugin: Plugin {
     }
 
     public func start(_ context: PluginContext) async throws {
+        _ = try appStoreVerifier()
         let service = service(context)
         let catalog = options.catalog, maxBytes = options.maxWebhookBytes
         let handlers = context.handlers
@@ -79,6 +104,12 @@ public struct PaymentsPlugin: Plugin {
         }
         handlers.handle(PaymentsInterface.Restore.self) { _, envelope in
             .init(entitlements: try await service.restore(user: try Self.user(envelope), causedBy: envelope))
+        }
+        handlers.handle(PaymentsInterface.SubmitAppStoreTransaction.self) { c, envelope in
+            try await service.submitAppStore(user: try Self.user(envelope), signed: c.signedTransaction, causedBy: envelope)
+        }
+        handlers.handle(PaymentsInterface.AppStoreAccountToken.self) { _, envelope in
+            .init(token: try await service.appStoreTokens.token(for: try Self.user(envelope)))
         }
         handlers.handle(PaymentsInterface.Grant.self) { c, envelope in
             .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
@@ -99,7 +130,7 @@ public struct PaymentsPlugin: Plugin {
             return ingested
         }
         if providers.isEmpty {
-            context.logger.info("no payment provider is configured: webhooks are refused until revenuecatWebhookSecret or stripeWebhookSecrets is set")
+            context.logger.info("no payment provider is configured: webhooks are refused until revenuecatWebhookSecret, stripeWebhookSecrets or appStoreRootCertificates is set")
         }
     }
 

@@ -20,15 +20,30 @@ struct PaymentsRepository: Sendable {
     // MARK: Provider events
 
     /// Stores and applies one verified event in one transaction. The primary key on
-    /// (provider, event id) makes a second delivery — sequential or concurrent — a no-op.
-    func ingest(_ event: ProviderEvent, body: String, accounts: ResolvedAccounts, now: Int64, causedBy cause: (any Cause)?) async throws -> Ingested {
+    /// (provider, event id) makes a second delivery — sequential or concurrent — a no-op. A
+    /// Stripe customer or an App Store purchase is bound to the account the event names, and
+    /// names it for the events that do not (`payments_customers`).
+    /// `exclusive`: a purchase already bound to another account is refused (`ForeignTransaction`)
+    /// instead of moving to this one (an app's own submission, which the App Store did not name).
+    func ingest(
+        _ event: ProviderEvent, body: String, accounts: ResolvedAccounts, exclusive: Bool = false, now: Int64, causedBy cause: (any Cause)?
+    ) async throws -> Ingested {
         try await database.write { tx in
+            // Checked first: the same signed purchase submitted again by another account is
+            // refused, not answered as a duplicate.
+            if exclusive, let original = event.subject.customerID, let user = accounts.subject,
+                let owner = try tx.query(
+                    "SELECT user_id FROM payments_customers WHERE provider = ? AND customer_id = ?", [.text(event.provider), .text(original)]
+                ).first?.text("user_id"), owner != user
+            {
+                throw PaymentsError.foreignTransaction(reason: "this purchase was submitted by another account")
+            }
             let inserted = try tx.execute(
                 "INSERT INTO payments_events (provider, event_id, type, event_time, received_at, body) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [.text(event.provider), .text(event.id), .text(event.type), .integer(event.time), .integer(now), .text(body)])
             guard inserted == 1 else { return Ingested(eventId: event.id, duplicate: true) }
             var subject = accounts.subject
-            if case .customer(let customer?, _) = event.subject {
+            if let customer = event.subject.customerID {
                 if let user = subject {
                     try tx.execute(
                         "INSERT INTO payments_customers (provider, customer_id, user_id) VALUES (?, ?, ?) ON CONFLICT (provider, customer_id) DO UPDATE SET user_id = excluded.user_id",
@@ -63,6 +78,8 @@ struct PaymentsRepository: Sendable {
                 try store.cancelRenewal(user, entitlement, source: source, time: time, reference: ref)
             case (.expire(let entitlement, _), "subject"):
                 try store.end(user, entitlement, source: source, time: time, change: "expired", reference: ref)
+            case (.revoke(let entitlement, _), "subject"):
+                try store.end(user, entitlement, source: source, time: time, change: "revoked", reference: ref)
             case (.purchaseFailed(let product, let reason), "subject"):
                 guard !store.quiet else { continue }
                 try store.tx.append(PurchaseFailed(userId: user, provider: source, product: product, reason: reason), causedBy: store.cause)
@@ -273,7 +290,7 @@ struct PaymentsRepository: Sendable {
     /// (audit and bookkeeping need them); their link to the account is removed.
     func eraseUser(_ user: String) async throws {
         try await database.write { tx in
-            for table in ["payments_entitlements", "payments_history", "payments_meters", "payments_customers", "payments_event_users"] {
+            for table in ["payments_entitlements", "payments_history", "payments_meters", "payments_customers", "payments_event_users", "payments_appstore_tokens"] {
                 try tx.execute("DELETE FROM \(table) WHERE user_id = ?", [.text(user)])
             }
         }

@@ -12,6 +12,9 @@ struct PaymentsService: Sendable {
     let bus: EventBus
     /// RevenueCat's REST API, for "Restore purchases" (nil: restore only recomputes).
     var revenueCat: RevenueCatAPI?
+    /// The App Store's signatures (nil: App Store purchases are refused).
+    var appStore: AppStoreVerifier?
+    var appStoreTokens: AppStoreAccountTokens { AppStoreAccountTokens(database: repository.database) }
     let clock: @Sendable () -> WallTime
 
     var now: Int64 { clock().nanosecondsSinceEpoch }
@@ -33,7 +36,10 @@ struct PaymentsService: Sendable {
         switch event.subject {
         case .appUser(let id): accounts.subject = try await resolve(id)
         case .customer(_, let user?): accounts.subject = try await resolve(user)
-        case .customer(_, nil), .none: break
+        case .appStore(_, let token?):
+            accounts.subject = try await appStoreTokens.user(token: token)
+            if accounts.subject == nil { unknown.append("appAccountToken \(token)") }
+        case .customer(_, nil), .appStore(_, nil), .none: break
         }
         for action in event.actions {
             if case .transfer(let from, let to, _, _, _) = action {
@@ -49,6 +55,26 @@ struct PaymentsService: Sendable {
                 "no account has the app user id \(unknown.joined(separator: ", ")): the event is stored but changed no entitlement; check the id the provider sends (appctl --json whoami shows yours)"
         }
         return ingested
+    }
+
+    /// StoreKit 2: verifies a signed transaction the signed-in `user`'s app sent and applies it
+    /// like a provider event (`transaction:<id>:<signedDate>`: the same signed transaction
+    /// again is a duplicate, a later signing of it — refunded, renewed — is applied in order).
+    func submitAppStore(user: String, signed: String, causedBy cause: (any Cause)?) async throws -> PaymentsInterface.SubmitAppStoreTransaction.Reply {
+        guard let appStore else {
+            throw PaymentsError.unknownProvider(provider: "appstore")
+        }
+        let transaction = try appStore.transaction(signed, now: clock())
+        if let token = transaction.appAccountToken, try await appStoreTokens.user(token: token) != user {
+            throw PaymentsError.foreignTransaction(reason: "its appAccountToken is not this account's (ask AppStoreAccountToken and pass it to StoreKit)")
+        }
+        let event = try transaction.submitted(catalog)
+        var accounts = ResolvedAccounts()
+        accounts.subject = user
+        _ = try await repository.ingest(event, body: signed, accounts: accounts, exclusive: true, now: now, causedBy: cause)
+        return .init(
+            transactionId: transaction.transactionID, productId: transaction.productID,
+            entitlements: try await repository.entitlements(user: user, now: now))
     }
 
     /// An app user id or email → the account's id (nil when there is no such account).
@@ -139,7 +165,9 @@ struct PaymentsService: Sendable {
         // Stored events decode without the secrets (they were verified when they arrived), so
         // events from a provider that is no longer configured still count.
         let catalog = self.catalog
-        let providers: [String: any PaymentProvider] = ["revenuecat": RevenueCatProvider(secret: ""), "stripe": StripeProvider(secrets: [])]
+        let providers: [String: any PaymentProvider] = [
+            "revenuecat": RevenueCatProvider(secret: ""), "stripe": StripeProvider(secrets: []), "appstore": AppStoreProvider(verifier: nil),
+        ]
         try await repository.restore(
             user: user,
             decode: { provider, body in try? providers[provider]?.decode(Array(body.utf8), catalog: catalog) },

@@ -17,8 +17,10 @@ public struct CompactJWS: Sendable {
     /// `base64url(header) . base64url(payload)`: the bytes the signature covers.
     public let signingInput: [UInt8]
 
-    public init(_ text: String) throws(JOSEError) {
-        guard text.utf8.count <= Self.maxBytes else { throw .malformed("longer than \(Self.maxBytes) bytes") }
+    /// `maxBytes`: larger texts are refused before decoding (the default suits ID tokens; the
+    /// App Store's payloads carry a certificate chain and nest other signed payloads).
+    public init(_ text: String, maxBytes: Int = CompactJWS.maxBytes) throws(JOSEError) {
+        guard text.utf8.count <= maxBytes else { throw .malformed("longer than \(maxBytes) bytes") }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .malformed("not three dot-separated parts") }
         guard let headerBytes = Base64.decodeURLStrict(parts[0]), let payload = Base64.decodeURLStrict(parts[1]),

@@ -10,6 +10,10 @@
 #include <openssl/ecdsa.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/objects.h>
 
 // Key construction through OpenSSL 3's parameter API, whose string-named parameters and
 // variadic helpers do not import into Swift. Each returns NULL on failure; the caller frees
@@ -87,3 +91,57 @@ static inline int appd_p256_public_point(EVP_PKEY *key, unsigned char *out, size
 
 /// The size in bits of an RSA key's modulus.
 static inline int appd_key_bits(EVP_PKEY *key) { return EVP_PKEY_get_bits(key); }
+
+// X.509, for certificate chains that sign payloads (the App Store's x5c headers).
+
+/// A certificate from its DER bytes; NULL when they are not one. Free with X509_free.
+static inline X509 *appd_x509_parse(const unsigned char *der, size_t length) {
+    const unsigned char *cursor = der;
+    X509 *certificate = d2i_X509(NULL, &cursor, (long)length);
+    // Trailing bytes after the certificate are refused: one DER value, nothing else.
+    if (certificate && cursor != der + length) { X509_free(certificate); return NULL; }
+    return certificate;
+}
+
+/// Whether `certificate` carries an extension with the dotted `oid` (e.g. "1.2.840.113635.100.6.11.1").
+static inline int appd_x509_has_extension(X509 *certificate, const char *oid) {
+    ASN1_OBJECT *object = OBJ_txt2obj(oid, 1);
+    if (!object) return 0;
+    int found = X509_get_ext_by_OBJ(certificate, object, -1) >= 0;
+    ASN1_OBJECT_free(object);
+    return found;
+}
+
+/// The certificate's public key (a new reference: free with EVP_PKEY_free); NULL if unreadable.
+static inline EVP_PKEY *appd_x509_public_key(X509 *certificate) { return X509_get_pubkey(certificate); }
+
+/// Verifies `leaf` up to one of `roots` (trusted), through `intermediates` (untrusted), as of
+/// `at` (seconds since the epoch), with X.509 strict checks. Returns 0 when it verifies, else
+/// OpenSSL's verification error (X509_V_ERR_*, > 0), or -1 when OpenSSL could not run the check.
+static inline int appd_x509_verify(X509 *leaf, X509 *const *intermediates, int intermediate_count, X509 *const *roots, int root_count, int64_t at) {
+    int result = -1;
+    X509_STORE *store = X509_STORE_new();
+    STACK_OF(X509) *untrusted = sk_X509_new_null();
+    X509_STORE_CTX *context = X509_STORE_CTX_new();
+    if (!store || !untrusted || !context) goto done;
+    for (int i = 0; i < root_count; i++) if (X509_STORE_add_cert(store, roots[i]) != 1) goto done;
+    for (int i = 0; i < intermediate_count; i++) if (!sk_X509_push(untrusted, intermediates[i])) goto done;
+    if (X509_STORE_CTX_init(context, store, leaf, untrusted) != 1) goto done;
+    X509_VERIFY_PARAM *param = X509_STORE_CTX_get0_param(context);
+    X509_VERIFY_PARAM_set_time(param, (time_t)at);
+    X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_X509_STRICT);
+    if (X509_verify_cert(context) == 1) {
+        result = 0;
+    } else {
+        int error = X509_STORE_CTX_get_error(context);
+        result = error > 0 ? error : -1;  /* a failure must never read as success */
+    }
+done:
+    X509_STORE_CTX_free(context);
+    sk_X509_free(untrusted);
+    X509_STORE_free(store);
+    return result;
+}
+
+/// OpenSSL's words for a verification error.
+static inline const char *appd_x509_error_text(int error) { return X509_verify_cert_error_string(error); }

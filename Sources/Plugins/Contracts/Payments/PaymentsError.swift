@@ -14,6 +14,7 @@ public enum PaymentsError: InterfaceError {
     case unknownAccount(email: String)
     case unknownEntitlement(entitlement: String)
     case validationFailed(field: String, reason: String)
+    case foreignTransaction(reason: String)
     case providerUnavailable(provider: String, reason: String)
 
     public static func validation(_ field: String, _ reason: String) -> PaymentsError { .validationFailed(field: field, reason: reason) }
@@ -23,11 +24,12 @@ public enum PaymentsError: InterfaceError {
         case .paymentRequired(let entitlement, _, let resetsAt):
             "this needs '\(entitlement)': the free quota is used up\(resetsAt.map { " until \($0)" } ?? ""); buy or restore it, or ask an admin to grant it"
         case .invalidSignature(let reason): "the webhook's signature does not verify (\(reason)); check the provider's secret in appd's config"
-        case .unknownProvider(provider: let provider): "'\(provider)' is not a configured payment provider; use revenuecat or stripe and set its webhook secret"
+        case .unknownProvider(provider: let provider): "'\(provider)' is not a configured payment provider; use revenuecat, stripe or appstore and set its secret or certificates (README, Payments)"
         case .malformedEvent(let reason): "the webhook body is not an event appd understands: \(reason)"
         case .unknownAccount(let email): "no account has the email '\(email)'"
         case .unknownEntitlement(entitlement: let name): "'\(name)' is not a configured entitlement; see 'appctl payments products'"
         case .validationFailed(let field, let reason): "\(field): \(reason)"
+        case .foreignTransaction(let reason): "the purchase belongs to another account: \(reason)"
         case .providerUnavailable(let provider, let reason): "\(provider) could not be asked (\(reason)); nothing changed, try again"
         }
     }

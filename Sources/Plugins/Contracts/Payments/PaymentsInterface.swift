@@ -65,6 +65,18 @@ public enum PaymentsInterface {
         # provider events and admin grants. ProviderUnavailable when RevenueCat cannot be asked.
         method Restore() -> (entitlements: []Entitlement)
 
+        # StoreKit 2, without a middleman: verifies a transaction the app got from the App Store
+        # (its jwsRepresentation: the certificate chain up to the installed Apple root, Apple's
+        # certificate markers, the ES256 signature, the bundle id and environment) and applies it
+        # to the signed-in user's entitlements, through the same product table as the other
+        # providers. A transaction whose appAccountToken is not this user's (AppStoreAccountToken),
+        # or one already bound to another account, is ForeignTransaction. Submitting the same
+        # signed transaction again changes nothing; a later one (a renewal, a refund) moves the
+        # entitlement as the App Store says.
+        method SubmitAppStoreTransaction(signedTransaction: string) -> (transactionId: string, productId: string, entitlements: []Entitlement)
+        # The UUID the app passes to StoreKit as appAccountToken for the signed-in user (made on
+        # first ask, the same afterwards): the App Store's notifications then name the account.
+        method AppStoreAccountToken() -> (token: string)
         # Admin: grants an entitlement until expiresAt (RFC 3339), or for good.
         method Grant(email: string, entitlement: string, expiresAt: ?string, reason: string) -> (entitlement: Entitlement)
 
@@ -103,6 +115,9 @@ public enum PaymentsInterface {
         error UnknownEntitlement (entitlement: string)
         # category: invalid
         error ValidationFailed (field: string, reason: string)
+        # The purchase belongs to another account (its appAccountToken, or an earlier submission).
+        # category: forbidden
+        error ForeignTransaction (reason: string)
         # A payment provider could not be reached or refused the request; nothing changed.
         # category: unavailable
         error ProviderUnavailable (provider: string, reason: string)
@@ -110,7 +125,10 @@ public enum PaymentsInterface {
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [Products.self, Status.self, Restore.self, Grant.self, Revoke.self, UserStatus.self, IngestWebhook.self]
+    public static let commands: [any Command.Type] = [
+        Products.self, Status.self, Restore.self, SubmitAppStoreTransaction.self, AppStoreAccountToken.self, Grant.self, Revoke.self, UserStatus.self,
+        IngestWebhook.self,
+    ]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = PaymentsError
     /// The interface's name, e.g. `io.appd.Todos`.
@@ -172,6 +190,37 @@ public enum PaymentsInterface {
         }
         public init() {}
     }
+    public struct SubmitAppStoreTransaction: Command {
+        public static let method = "io.appd.Payments.SubmitAppStoreTransaction"
+        public static var requirements: [Requirement] { [.session, .idempotent] }
+        public struct Reply: Codable, Sendable {
+            public var transactionId: String
+            public var productId: String
+            public var entitlements: [Entitlement]
+            public init(transactionId: String, productId: String, entitlements: [Entitlement]) {
+                self.transactionId = transactionId
+                self.productId = productId
+                self.entitlements = entitlements
+            }
+        }
+        public var signedTransaction: String
+        public init(signedTransaction: String) {
+            self.signedTransaction = signedTransaction
+        }
+    }
+
+    public struct AppStoreAccountToken: Command {
+        public static let method = "io.appd.Payments.AppStoreAccountToken"
+        public static var requirements: [Requirement] { [.session] }
+        public struct Reply: Codable, Sendable {
+            public var token: String
+            public init(token: String) {
+                self.token = token
+            }
+        }
+        public init() {}
+    }
+
     public struct Grant: Command {
         public static let method = "io.appd.Payments.Grant"
         public static var requirements: [Requirement] { [.admin, .idempotent] }

@@ -10,6 +10,9 @@ struct ProviderEvent: Sendable, Equatable {
         case appUser(String)
         /// A Stripe customer, with the user id the checkout or subscription metadata carried, if any.
         case customer(String?, user: String?)
+        /// An App Store purchase (its original transaction id: renewals keep it), with the
+        /// `appAccountToken` the app set (which names the account), if any.
+        case appStore(originalTransactionID: String, token: String?)
         /// Not about one account (informational events).
         case none
     }
@@ -21,6 +24,8 @@ struct ProviderEvent: Sendable, Equatable {
         case cancelRenewal(entitlement: String, product: String?)
         /// Access ends now.
         case expire(entitlement: String, product: String?)
+        /// Access ends now because the purchase was refunded or revoked (the audit says `revoked`).
+        case revoke(entitlement: String, product: String?)
         /// A payment failed (a billing issue); access is unchanged for now.
         case purchaseFailed(product: String?, reason: String)
         /// RevenueCat TRANSFER: the entitlements move from some app users to others.
@@ -34,6 +39,18 @@ struct ProviderEvent: Sendable, Equatable {
     var time: Int64
     var subject: Subject
     var actions: [Action]
+}
+
+extension ProviderEvent.Subject {
+    /// The provider's own id of the buyer (`payments_customers`): a Stripe customer, an App
+    /// Store purchase's original transaction.
+    var customerID: String? {
+        switch self {
+        case .customer(let id, _): id
+        case .appStore(let original, _): original
+        case .appUser, .none: nil
+        }
+    }
 }
 
 /// What a provider adapter does: checks a delivery's authenticity, then decodes it.

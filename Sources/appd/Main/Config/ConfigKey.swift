@@ -135,6 +135,16 @@ struct ConfigKey: Sendable {
         text("revenuecatCaFile", "--revenuecat-ca-file", "Trusted CA certificates (PEM) for RevenueCat's API instead of the system store.") {
             $0.payments.revenueCatCAFile = $1
         },
+        text("appStoreRootCertificates", "--app-store-root-certificates", "StoreKit 2: the root certificates App Store payloads must chain to (Apple Root CA - G3, .cer or PEM).") {
+            $0.payments.appStoreRootCertificates = $1
+        },
+        text("appStoreBundleId", "--app-store-bundle-id", "StoreKit 2: the app's bundle id (payloads for another app are refused).") {
+            $0.payments.appStoreBundleID = $1
+        },
+        list("appStoreEnvironments", "--app-store-environments", "StoreKit 2: the environments accepted, Production and/or Sandbox (default Production).") {
+            environment throws(ConfigProblem) in
+            guard environment == "Production" || environment == "Sandbox" else { throw ConfigProblem("each environment is Production or Sandbox") }
+        } set: { $0.payments.appStoreEnvironments = $1.isEmpty ? ["Production"] : Set($1) },
         list("stripeWebhookSecrets", "--stripe-webhook-secrets", "Stripe endpoint signing secrets, comma-separated (secret; prefer the environment).", secret: true) {
             secret throws(ConfigProblem) in
             guard secret.utf8.count >= 8 else { throw ConfigProblem("each secret needs at least 8 characters") }

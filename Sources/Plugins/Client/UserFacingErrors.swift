@@ -115,6 +115,7 @@ extension PaymentsError: WordedForUsers {
         switch self {
         case .paymentRequired: UserFacingText("This needs a subscription.", "Subscribe, or restore your purchases.")
         case .providerUnavailable: UserFacingText("The store can't be reached right now.", "Try again in a moment.")
+        case .foreignTransaction: UserFacingText("This purchase belongs to another account.", "Sign in with the account that made it.")
         default: nil
         }
     }

@@ -34,6 +34,16 @@ public struct PaymentsPlugin: Plugin {
         public var appStoreBundleID: String?
         /// The App Store environments accepted (`Production`, `Sandbox`).
         public var appStoreEnvironments: Set<String> = ["Production"]
+        /// The App Store Server API key (App Store Connect → Users and Access → Integrations →
+        /// In-App Purchase): issuer id, key id and the `.p8`'s PEM. All three: Restore asks Apple.
+        public var appStoreIssuerID: String?
+        public var appStoreKeyID: String?
+        public var appStorePrivateKey: String?
+        /// The App Store Server API's base URL (nil: Apple's, for the first accepted environment:
+        /// Production if accepted, else Sandbox).
+        public var appStoreAPIURL: String?
+        /// Trusted CA certificates (PEM) for the App Store Server API instead of the system store.
+        public var appStoreCAFile: String?
         public init() {}
     }
 
@@ -42,7 +52,8 @@ public struct PaymentsPlugin: Plugin {
         events: PaymentsEvents.all, consumes: [AccountDeleted.self],
         configKeys: [
             "paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes", "revenuecatApiKey",
-            "revenuecatApiUrl", "revenuecatCaFile", "appStoreRootCertificates", "appStoreBundleId", "appStoreEnvironments",
+            "revenuecatApiUrl", "revenuecatCaFile", "appStoreRootCertificates", "appStoreBundleId", "appStoreEnvironments", "appStoreIssuerId", "appStoreKeyId", "appStorePrivateKeyFile", "appStoreApiUrl",
+            "appStoreCaFile",
         ])
     public var migrations: [Migration] { PaymentsMigrations.all }
 
@@ -68,6 +79,26 @@ public struct PaymentsPlugin: Plugin {
         }
     }
 
+    /// The App Store Server API client, when its key is configured (with the App Store's root).
+    func appStoreServerAPI() throws -> AppStoreServerAPI? {
+        let parts = [options.appStoreIssuerID, options.appStoreKeyID, options.appStorePrivateKey]
+        guard parts.contains(where: { $0 != nil }) else { return nil }
+        guard let issuer = options.appStoreIssuerID, let keyID = options.appStoreKeyID, let pem = options.appStorePrivateKey else {
+            throw PaymentsError.validation("appStoreIssuerId", "the App Store Server API needs appStoreIssuerId, appStoreKeyId and appStorePrivateKeyFile together")
+        }
+        guard let bundle = options.appStoreBundleID, options.appStoreRootCertificates != nil else {
+            throw PaymentsError.validation("appStoreRootCertificates", "the App Store Server API needs appStoreRootCertificates and appStoreBundleId (its answers are verified)")
+        }
+        let key: P256PrivateKey
+        do {
+            key = try P256PrivateKey(pem: pem)
+        } catch {
+            throw PaymentsError.validation("appStorePrivateKeyFile", "is not a P-256 key in PEM (the .p8 from App Store Connect): \(error)")
+        }
+        let base = options.appStoreAPIURL ?? (options.appStoreEnvironments.contains("Production") ? AppStoreServerAPI.production : AppStoreServerAPI.sandbox)
+        return AppStoreServerAPI(issuerID: issuer, keyID: keyID, key: key, bundleID: bundle, baseURL: base, caFile: options.appStoreCAFile)
+    }
+
     var providers: [String: any PaymentProvider] {
         var providers: [String: any PaymentProvider] = [:]
         if let verifier = try? appStoreVerifier() { providers["appstore"] = AppStoreProvider(verifier: verifier) }
@@ -80,7 +111,7 @@ public struct PaymentsPlugin: Plugin {
         PaymentsService(
             repository: PaymentsRepository(database: context.database), catalog: options.catalog, providers: providers, bus: context.bus,
             revenueCat: options.revenueCatAPIKey.map { RevenueCatAPI(key: $0, baseURL: options.revenueCatAPIURL, caFile: options.revenueCatCAFile) },
-            appStore: try? appStoreVerifier(), clock: clock)
+            appStore: try? appStoreVerifier(), appStoreAPI: try? appStoreServerAPI(), clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {
@@ -89,6 +120,7 @@ public struct PaymentsPlugin: Plugin {
 
     public func start(_ context: PluginContext) async throws {
         _ = try appStoreVerifier()
+        _ = try appStoreServerAPI()
         let service = service(context)
         let catalog = options.catalog, maxBytes = options.maxWebhookBytes
         let handlers = context.handlers

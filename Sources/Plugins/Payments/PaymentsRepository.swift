@@ -67,6 +67,15 @@ struct PaymentsRepository: Sendable {
         }
     }
 
+    /// The App Store purchases (original transaction ids) bound to the account, at most 100.
+    func appStorePurchases(user: String) async throws -> [String] {
+        try await database.read { tx in
+            try tx.query(
+                "SELECT customer_id FROM payments_customers WHERE provider = 'appstore' AND user_id = ? ORDER BY customer_id LIMIT 100", [.text(user)]
+            ).compactMap { $0.text("customer_id") }
+        }
+    }
+
     /// What one event does to one account.
     static func apply(_ event: ProviderEvent, to user: String, role: String, _ store: EntitlementStore) throws {
         let source = event.provider, time = event.time, ref = event.id

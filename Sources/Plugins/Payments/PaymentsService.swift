@@ -14,6 +14,8 @@ struct PaymentsService: Sendable {
     var revenueCat: RevenueCatAPI?
     /// The App Store's signatures (nil: App Store purchases are refused).
     var appStore: AppStoreVerifier?
+    /// The App Store Server API, for "Restore purchases" (nil: restore only recomputes).
+    var appStoreAPI: AppStoreServerAPI?
     var appStoreTokens: AppStoreAccountTokens { AppStoreAccountTokens(database: repository.database) }
     let clock: @Sendable () -> WallTime
 
@@ -161,6 +163,24 @@ struct PaymentsService: Sendable {
             let body = try await revenueCat.subscriber(user)
             let snapshot = try RevenueCatSubscriber.decode(try parseWebhookJSON(Array(body.utf8)))
             _ = try await repository.ingest(snapshot, body: body, accounts: ResolvedAccounts(subject: user), now: now, causedBy: cause)
+        }
+        if let appStoreAPI, let appStore {
+            // Each App Store purchase the account holds, as the App Store's history has it now
+            // (renewals, refunds): every signed transaction verified first, then each stored and
+            // applied as a submitted one (once per signing, in signed order).
+            var events: [(ProviderEvent, String)] = []
+            for original in try await repository.appStorePurchases(user: user) {
+                guard let history = try await appStoreAPI.history(of: original, now: clock) else { continue }
+                for signed in history {
+                    let transaction = try appStore.transaction(signed, now: clock())
+                    // A product appd does not sell (a consumable, an old product) grants nothing.
+                    guard let event = try? transaction.submitted(catalog) else { continue }
+                    events.append((event, signed))
+                }
+            }
+            for (event, signed) in events {
+                _ = try await repository.ingest(event, body: signed, accounts: ResolvedAccounts(subject: user), exclusive: true, now: now, causedBy: cause)
+            }
         }
         // Stored events decode without the secrets (they were verified when they arrived), so
         // events from a provider that is no longer configured still count.

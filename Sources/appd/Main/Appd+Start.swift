@@ -247,7 +247,7 @@ extension Appd {
         settings.admission.withheldVariables.formUnion(ConfigKey.all.map(\.environment))
         // appd's own files stay hidden even where they lie in a tree a plugin sees.
         settings.sandbox.hiddenPaths += [config.dataDirectory, config.socket] + (configFile.map { [$0] } ?? [])
-        for path in [config.dataDirectory, config.resolvedBackupDirectory, config.socket] + [configFile, config.applePrivateKeyFile, config.tokenEncryptionKeyFile].compactMap({ $0 }) {
+        for path in [config.dataDirectory, config.resolvedBackupDirectory, config.socket] + [configFile, config.applePrivateKeyFile, config.tokenEncryptionKeyFile, config.appStorePrivateKeyFile].compactMap({ $0 }) {
             settings.sandbox.protected.protect(path)
         }
         for directory in config.resolvedPluginDirectories { settings.sandbox.protected.protectPluginDirectory(directory) }
@@ -324,7 +324,7 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
         UnavailablePlugin.build("todos") { TodosPlugin(
             maxTodosPerUser: config.todosPerUser, tombstoneRetention: .seconds(Int64(config.tombstoneDays) * 86_400),
             storageLimit: Int64(config.accountStorageMB) << 20) },
-        UnavailablePlugin.build("payments") { PaymentsPlugin(options: config.payments) },
+        UnavailablePlugin.build("payments") { PaymentsPlugin(options: try config.resolvedPayments()) },
         UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
         UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },
     ]

@@ -77,6 +77,8 @@ struct AppdConfig: Sendable {
     var appleTeamID: String?
     var appleKeyID: String?
     var applePrivateKeyFile: String?
+    /// The App Store Server API's `.p8` (read at start; must not be readable by others).
+    var appStorePrivateKeyFile: String?
     var applePrivateKey: String?
     var appleClientID: String?
     var appleTokenURL = "https://appleid.apple.com/auth/token"
@@ -149,6 +151,15 @@ struct AppdConfig: Sendable {
     }
 
     /// A key file's text; refused when others may read it.
+    /// The payments options with the App Store Server API's key read from its file.
+    func resolvedPayments() throws -> PaymentsPlugin.Options {
+        var options = payments
+        if let appStorePrivateKeyFile {
+            options.appStorePrivateKey = try Self.readSecretFile(appStorePrivateKeyFile, what: "appStorePrivateKeyFile")
+        }
+        return options
+    }
+
     static func readSecretFile(_ path: String, what: String) throws -> String {
         var info = stat()
         guard stat(path, &info) == 0 else { throw ConfigProblem("\(what): cannot read \(path)") }
@@ -242,6 +253,11 @@ struct AppdConfig: Sendable {
             "appStoreRootCertificates": payments.appStoreRootCertificates.map(JSONValue.string) ?? .null,
             "appStoreBundleId": payments.appStoreBundleID.map(JSONValue.string) ?? .null,
             "appStoreEnvironments": .array(payments.appStoreEnvironments.sorted().map(JSONValue.string)),
+            "appStoreIssuerId": payments.appStoreIssuerID.map(JSONValue.string) ?? .null,
+            "appStoreKeyId": payments.appStoreKeyID.map(JSONValue.string) ?? .null,
+            "appStorePrivateKeyFile": appStorePrivateKeyFile.map(JSONValue.string) ?? .null,
+            "appStoreApiUrl": payments.appStoreAPIURL.map(JSONValue.string) ?? .null,
+            "appStoreCaFile": payments.appStoreCAFile.map(JSONValue.string) ?? .null,
             "webhookListen": payments.webhookListen.map(JSONValue.string) ?? .null,
             "httpListen": httpListen.map(JSONValue.string) ?? .null,
             "httpAllowedOrigins": .array(http.allowedOrigins.sorted().map(JSONValue.string)),

@@ -145,6 +145,19 @@ struct ConfigKey: Sendable {
             environment throws(ConfigProblem) in
             guard environment == "Production" || environment == "Sandbox" else { throw ConfigProblem("each environment is Production or Sandbox") }
         } set: { $0.payments.appStoreEnvironments = $1.isEmpty ? ["Production"] : Set($1) },
+        text("appStoreIssuerId", "--app-store-issuer-id", "App Store Server API (Restore): the key's issuer id from App Store Connect.") {
+            $0.payments.appStoreIssuerID = $1
+        },
+        text("appStoreKeyId", "--app-store-key-id", "App Store Server API (Restore): the key id.") { $0.payments.appStoreKeyID = $1 },
+        text("appStorePrivateKeyFile", "--app-store-private-key-file", "App Store Server API (Restore): the SubscriptionKey_<key id>.p8 (mode 600).") {
+            $0.appStorePrivateKeyFile = $1
+        },
+        https("appStoreApiUrl", "--app-store-api-url", "App Store Server API base (default: Apple's, for the accepted environment).") {
+            $0.payments.appStoreAPIURL = $1
+        },
+        text("appStoreCaFile", "--app-store-ca-file", "Trusted CA certificates (PEM) for the App Store Server API instead of the system store.") {
+            $0.payments.appStoreCAFile = $1
+        },
         list("stripeWebhookSecrets", "--stripe-webhook-secrets", "Stripe endpoint signing secrets, comma-separated (secret; prefer the environment).", secret: true) {
             secret throws(ConfigProblem) in
             guard secret.utf8.count >= 8 else { throw ConfigProblem("each secret needs at least 8 characters") }

@@ -44,6 +44,18 @@ public struct PaymentsPlugin: Plugin {
         public var appStoreAPIURL: String?
         /// Trusted CA certificates (PEM) for the App Store Server API instead of the system store.
         public var appStoreCAFile: String?
+        /// Google Play Billing: the app's package name; the service account's JSON key (its text;
+        /// the account needs the Play Console's "View financial data" and "Manage orders"); the
+        /// audience and service account of the Pub/Sub push subscription.
+        public var googlePlayPackageName: String?
+        public var googlePlayServiceAccount: String?
+        public var googlePlayPushAudience: String?
+        public var googlePlayPushServiceAccount: String?
+        /// The Play Developer API's base (nil: Google's), Google's signing keys for pushes (nil:
+        /// Google's), and trusted CA certificates (PEM) for both instead of the system store.
+        public var googlePlayAPIURL: String?
+        public var googlePlayKeysURL: String?
+        public var googlePlayCAFile: String?
         public init() {}
     }
 
@@ -53,16 +65,21 @@ public struct PaymentsPlugin: Plugin {
         configKeys: [
             "paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes", "revenuecatApiKey",
             "revenuecatApiUrl", "revenuecatCaFile", "appStoreRootCertificates", "appStoreBundleId", "appStoreEnvironments", "appStoreIssuerId", "appStoreKeyId", "appStorePrivateKeyFile", "appStoreApiUrl",
-            "appStoreCaFile",
+            "appStoreCaFile", "googlePlayPackageName", "googlePlayServiceAccountFile", "googlePlayPushAudience", "googlePlayPushServiceAccount",
+            "googlePlayApiUrl", "googlePlayKeysUrl", "googlePlayCaFile",
         ])
     public var migrations: [Migration] { PaymentsMigrations.all }
 
     let options: Options
     let clock: @Sendable () -> WallTime
 
+    /// Made once: its access token and Google's keys are cached across every call and webhook.
+    let sharedGooglePlay: GooglePlay?
+
     public init(options: Options = Options(), clock: @escaping @Sendable () -> WallTime = { .now() }) {
         self.options = options
         self.clock = clock
+        sharedGooglePlay = try? Self.googlePlay(options, clock: clock)
     }
 
     /// The App Store's verifier, when configured; throws when the root certificates cannot be
@@ -99,6 +116,25 @@ public struct PaymentsPlugin: Plugin {
         return AppStoreServerAPI(issuerID: issuer, keyID: keyID, key: key, bundleID: bundle, baseURL: base, caFile: options.appStoreCAFile)
     }
 
+    /// Google Play Billing, when configured (package name, service account and push audience).
+    static func googlePlay(_ options: Options, clock: @escaping @Sendable () -> WallTime) throws -> GooglePlay? {
+        let parts = [options.googlePlayPackageName, options.googlePlayServiceAccount, options.googlePlayPushAudience]
+        guard parts.contains(where: { $0 != nil }) else { return nil }
+        guard let package = options.googlePlayPackageName, let json = options.googlePlayServiceAccount, let audience = options.googlePlayPushAudience else {
+            throw PaymentsError.validation(
+                "googlePlayPackageName", "Google Play needs googlePlayPackageName, googlePlayServiceAccountFile and googlePlayPushAudience together")
+        }
+        let account = try GoogleServiceAccount(json: json)
+        return GooglePlay(
+            packageName: package,
+            api: GooglePlayAPI(
+                account: account, packageName: package, baseURL: options.googlePlayAPIURL ?? GooglePlayAPI.defaultURL, caFile: options.googlePlayCAFile,
+                clock: clock),
+            push: GooglePushVerifier(
+                audience: audience, serviceAccount: options.googlePlayPushServiceAccount, keysURL: options.googlePlayKeysURL ?? GooglePushVerifier.defaultKeysURL,
+                caFile: options.googlePlayCAFile, clock: clock))
+    }
+
     var providers: [String: any PaymentProvider] {
         var providers: [String: any PaymentProvider] = [:]
         if let verifier = try? appStoreVerifier() { providers["appstore"] = AppStoreProvider(verifier: verifier) }
@@ -111,7 +147,7 @@ public struct PaymentsPlugin: Plugin {
         PaymentsService(
             repository: PaymentsRepository(database: context.database), catalog: options.catalog, providers: providers, bus: context.bus,
             revenueCat: options.revenueCatAPIKey.map { RevenueCatAPI(key: $0, baseURL: options.revenueCatAPIURL, caFile: options.revenueCatCAFile) },
-            appStore: try? appStoreVerifier(), appStoreAPI: try? appStoreServerAPI(), clock: clock)
+            appStore: try? appStoreVerifier(), appStoreAPI: try? appStoreServerAPI(), googlePlay: sharedGooglePlay, clock: clock)
     }
 
     public func gates(database: any Database) -> [any Gate] {
@@ -121,6 +157,7 @@ public struct PaymentsPlugin: Plugin {
     public func start(_ context: PluginContext) async throws {
         _ = try appStoreVerifier()
         _ = try appStoreServerAPI()
+        _ = try Self.googlePlay(options, clock: clock)
         let service = service(context)
         let catalog = options.catalog, maxBytes = options.maxWebhookBytes
         let handlers = context.handlers
@@ -143,6 +180,9 @@ public struct PaymentsPlugin: Plugin {
         handlers.handle(PaymentsInterface.AppStoreAccountToken.self) { _, envelope in
             .init(token: try await service.appStoreTokens.token(for: try Self.user(envelope)))
         }
+        handlers.handle(PaymentsInterface.SubmitGooglePlayPurchase.self) { c, envelope in
+            .init(entitlements: try await service.submitGooglePlay(user: try Self.user(envelope), productID: c.productId, token: c.purchaseToken, causedBy: envelope))
+        }
         handlers.handle(PaymentsInterface.Grant.self) { c, envelope in
             .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
         }
@@ -161,7 +201,7 @@ public struct PaymentsPlugin: Plugin {
             if let warning = ingested.warning { envelope.logger.warning("webhook event for no account", metadata: ["event.id": ingested.eventId, "reason": warning]) }
             return ingested
         }
-        if providers.isEmpty {
+        if providers.isEmpty && options.googlePlayPackageName == nil {
             context.logger.info("no payment provider is configured: webhooks are refused until revenuecatWebhookSecret, stripeWebhookSecrets or appStoreRootCertificates is set")
         }
     }

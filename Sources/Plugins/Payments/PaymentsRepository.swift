@@ -76,6 +76,16 @@ struct PaymentsRepository: Sendable {
         }
     }
 
+    /// The latest stored Google Play record of the purchase whose token has `tag`.
+    func googlePlayRecord(tag: String) async throws -> GooglePlayRecord? {
+        try await database.read { tx in
+            let body = try tx.query(
+                "SELECT body FROM payments_events WHERE provider = 'googleplay' AND event_id LIKE ? ORDER BY event_time DESC LIMIT 1", [.text(tag + ":%")]
+            ).first?.text("body")
+            return body.flatMap { try? GooglePlayRecord(json: Array($0.utf8)) }
+        }
+    }
+
     /// What one event does to one account.
     static func apply(_ event: ProviderEvent, to user: String, role: String, _ store: EntitlementStore) throws {
         let source = event.provider, time = event.time, ref = event.id

@@ -16,6 +16,8 @@ struct PaymentsService: Sendable {
     var appStore: AppStoreVerifier?
     /// The App Store Server API, for "Restore purchases" (nil: restore only recomputes).
     var appStoreAPI: AppStoreServerAPI?
+    /// Google Play Billing (nil: Google Play purchases are refused).
+    var googlePlay: GooglePlay?
     var appStoreTokens: AppStoreAccountTokens { AppStoreAccountTokens(database: repository.database) }
     let clock: @Sendable () -> WallTime
 
@@ -23,8 +25,9 @@ struct PaymentsService: Sendable {
 
     /// Verifies, decodes, resolves and stores one delivery. A forgery throws before anything is stored.
     func ingest(provider name: String, headers: [String: String], body: String, causedBy cause: (any Cause)? = nil) async throws -> Ingested {
-        guard let provider = providers[name.lowercased()] else { throw PaymentsError.unknownProvider(provider: name) }
         let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        if name.lowercased() == "googleplay" { return try await ingestGooglePlay(headers: lowered, body: body, causedBy: cause) }
+        guard let provider = providers[name.lowercased()] else { throw PaymentsError.unknownProvider(provider: name) }
         let bytes = Array(body.utf8)
         try provider.verify(headers: lowered, body: bytes, now: clock())
         let event = try provider.decode(bytes, catalog: catalog)
@@ -38,10 +41,10 @@ struct PaymentsService: Sendable {
         switch event.subject {
         case .appUser(let id): accounts.subject = try await resolve(id)
         case .customer(_, let user?): accounts.subject = try await resolve(user)
-        case .appStore(_, let token?):
+        case .storePurchase(_, let token?):
             accounts.subject = try await appStoreTokens.user(token: token)
             if accounts.subject == nil { unknown.append("appAccountToken \(token)") }
-        case .customer(_, nil), .appStore(_, nil), .none: break
+        case .customer(_, nil), .storePurchase(_, nil), .none: break
         }
         for action in event.actions {
             if case .transfer(let from, let to, _, _, _) = action {
@@ -77,6 +80,93 @@ struct PaymentsService: Sendable {
         return .init(
             transactionId: transaction.transactionID, productId: transaction.productID,
             entitlements: try await repository.entitlements(user: user, now: now))
+    }
+
+    /// A Google Play real-time developer notification (a Pub/Sub push): the push's token checked,
+    /// the purchase asked of the Play Developer API, stored once per Pub/Sub message id and
+    /// applied to the account its `obfuscatedAccountId` names or that submitted it; a new
+    /// purchase is acknowledged.
+    func ingestGooglePlay(headers: [String: String], body: String, causedBy cause: (any Cause)?) async throws -> Ingested {
+        guard let googlePlay else { throw PaymentsError.unknownProvider(provider: "googleplay") }
+        try await googlePlay.push.verify(authorization: headers["authorization"])
+        let notification = try GooglePlayNotification(Array(body.utf8))
+        guard notification.packageName == googlePlay.packageName else {
+            throw PaymentsError.malformedEvent(reason: "the notification is for \(notification.packageName), not \(googlePlay.packageName) (googlePlayPackageName)")
+        }
+        let record: GooglePlayRecord
+        switch notification.kind {
+        case .test:
+            let event = ProviderEvent(provider: "googleplay", id: notification.messageID, type: "TEST", time: now, subject: .none, actions: [])
+            return try await repository.ingest(event, body: body, accounts: ResolvedAccounts(), now: now, causedBy: cause)
+        case .subscription(let type, let token, let product):
+            record = try await googlePlay.record(
+                id: GooglePlayRecord.tag(token) + ":" + notification.messageID, type: GooglePlayNotification.subscriptionType(type), token: token,
+                productID: product, subscription: true, now: now)
+        case .oneTimeProduct(let type, let token, let product):
+            record = try await googlePlay.record(
+                id: GooglePlayRecord.tag(token) + ":" + notification.messageID, type: type == 2 ? "ONE_TIME_PRODUCT_CANCELED" : "ONE_TIME_PRODUCT_PURCHASED",
+                token: token, productID: product, subscription: false, now: now)
+        case .voided(let token, let subscription):
+            // The notification does not name the product: the purchase's earlier record does.
+            guard let earlier = try await repository.googlePlayRecord(tag: GooglePlayRecord.tag(token)) else {
+                let event = ProviderEvent(provider: "googleplay", id: notification.messageID, type: "VOIDED", time: now, subject: .none, actions: [])
+                var ingested = try await repository.ingest(event, body: body, accounts: ResolvedAccounts(), now: now, causedBy: cause)
+                ingested.warning = "a voided purchase appd never saw: stored, no entitlement changed"
+                return ingested
+            }
+            record = try await googlePlay.record(
+                id: GooglePlayRecord.tag(token) + ":" + notification.messageID, type: "VOIDED", token: token, productID: earlier.productID,
+                subscription: subscription || earlier.subscription, voided: true, now: now)
+        }
+        return try await applyGooglePlay(record, user: nil, causedBy: cause)
+    }
+
+    /// Google Play Billing: the app's purchase (its product id and purchase token) asked of the
+    /// Play Developer API and applied to the signed-in `user`'s entitlements; acknowledged.
+    func submitGooglePlay(user: String, productID: String, token: String, causedBy cause: (any Cause)?) async throws -> [Entitlement] {
+        guard let googlePlay else { throw PaymentsError.unknownProvider(provider: "googleplay") }
+        guard !token.isEmpty, token.utf8.count <= 4096 else { throw PaymentsError.validation("purchaseToken", "is 1 to 4096 bytes") }
+        guard catalog.product(productID) != nil else {
+            throw PaymentsError.validation("productId", "'\(productID)' is not a configured product (paymentsProducts); add it with its entitlement")
+        }
+        let now = self.now
+        var record = try await googlePlay.record(
+            id: "", type: "SUBMITTED", token: token, productID: productID, subscription: GooglePlay.isSubscription(productID, catalog), now: now)
+        guard record.purchase != nil else { throw PaymentsError.validation("purchaseToken", "Google Play knows no such purchase of \(productID)") }
+        // The same effect submitted again is the same event (a duplicate), whatever else changed
+        // in Google's answer (its acknowledgement, say).
+        record.id = GooglePlayRecord.tag(token) + ":state:" + GooglePlayRecord.tag("\(record.actions(catalog))")
+        if let owner = record.accountToken, try await appStoreTokens.user(token: owner) != user {
+            throw PaymentsError.foreignTransaction(reason: "its obfuscatedAccountId is not this account's (ask AppStoreAccountToken and pass it to BillingFlowParams)")
+        }
+        _ = try await applyGooglePlay(record, user: user, causedBy: cause)
+        return try await repository.entitlements(user: user, now: now)
+    }
+
+    /// Stores and applies a Google Play record (to `user`, an app's submission, or to the account
+    /// the purchase names), then acknowledges a purchase Google still waits on.
+    private func applyGooglePlay(_ record: GooglePlayRecord, user: String?, causedBy cause: (any Cause)?) async throws -> Ingested {
+        var accounts = ResolvedAccounts()
+        var warning: String?
+        if let user {
+            accounts.subject = user
+        } else if let token = record.accountToken {
+            accounts.subject = try await appStoreTokens.user(token: token)
+            if accounts.subject == nil { warning = "no account has the obfuscatedAccountId \(token): stored, no entitlement changed" }
+        }
+        var ingested = try await repository.ingest(
+            record.event(catalog), body: record.json, accounts: accounts, exclusive: user != nil, now: now, causedBy: cause)
+        if !ingested.duplicate, ingested.warning == nil { ingested.warning = warning }
+        if record.needsAcknowledgement, accounts.subject != nil || user != nil, let googlePlay {
+            // Best effort: a failure is logged; the next notification or submission tries again
+            // (Google refunds a purchase left unacknowledged for three days).
+            do {
+                try await googlePlay.api.acknowledge(productID: record.productID, token: record.purchaseToken, subscription: record.subscription)
+            } catch {
+                Logger(label: "appd.payments").warning("could not acknowledge a Google Play purchase", metadata: ["error": "\(error)", "product": record.productID])
+            }
+        }
+        return ingested
     }
 
     /// An app user id or email → the account's id (nil when there is no such account).
@@ -187,6 +277,7 @@ struct PaymentsService: Sendable {
         let catalog = self.catalog
         let providers: [String: any PaymentProvider] = [
             "revenuecat": RevenueCatProvider(secret: ""), "stripe": StripeProvider(secrets: []), "appstore": AppStoreProvider(verifier: nil),
+            "googleplay": GooglePlayStored(),
         ]
         try await repository.restore(
             user: user,

@@ -247,7 +247,7 @@ extension Appd {
         settings.admission.withheldVariables.formUnion(ConfigKey.all.map(\.environment))
         // appd's own files stay hidden even where they lie in a tree a plugin sees.
         settings.sandbox.hiddenPaths += [config.dataDirectory, config.socket] + (configFile.map { [$0] } ?? [])
-        for path in [config.dataDirectory, config.resolvedBackupDirectory, config.socket] + [configFile, config.applePrivateKeyFile, config.tokenEncryptionKeyFile, config.appStorePrivateKeyFile].compactMap({ $0 }) {
+        for path in [config.dataDirectory, config.resolvedBackupDirectory, config.socket] + [configFile, config.applePrivateKeyFile, config.tokenEncryptionKeyFile, config.appStorePrivateKeyFile, config.googlePlayServiceAccountFile].compactMap({ $0 }) {
             settings.sandbox.protected.protect(path)
         }
         for directory in config.resolvedPluginDirectories { settings.sandbox.protected.protectPluginDirectory(directory) }

@@ -51,6 +51,15 @@ public struct CompactJWS: Sendable {
         return claims
     }
 
+    /// Signs `claims` with RS256 under `header` (whose `alg` is set to RS256).
+    public static func signRS256(header: [String: JSONValue], claims: JSONValue, key: RSAPrivateKey) throws(CryptoError) -> String {
+        var header = header
+        header["alg"] = "RS256"
+        let input =
+            Base64.encode(Array(JSONValue.object(header).jsonText.utf8), urlSafe: true) + "." + Base64.encode(Array(claims.jsonText.utf8), urlSafe: true)
+        return input + "." + Base64.encode(try key.sign(Array(input.utf8)), urlSafe: true)
+    }
+
     /// Signs `claims` with ES256 under `header` (whose `alg` is set to ES256).
     public static func signES256(header: [String: JSONValue], claims: JSONValue, key: P256PrivateKey) throws(CryptoError) -> String {
         var header = header

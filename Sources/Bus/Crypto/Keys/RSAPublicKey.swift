@@ -25,6 +25,8 @@ public struct RSAPublicKey: Sendable {
         }
     }
 
+    init(key: EVPKey) { self.key = key }
+
     /// Whether `signature` is this key's PKCS#1 v1.5 signature of SHA-256(`message`).
     public func verify(signature: [UInt8], message: [UInt8]) -> Bool {
         key.verifySHA256(signature: signature, message: message)

@@ -74,9 +74,16 @@ public enum PaymentsInterface {
         # signed transaction again changes nothing; a later one (a renewal, a refund) moves the
         # entitlement as the App Store says.
         method SubmitAppStoreTransaction(signedTransaction: string) -> (transactionId: string, productId: string, entitlements: []Entitlement)
-        # The UUID the app passes to StoreKit as appAccountToken for the signed-in user (made on
-        # first ask, the same afterwards): the App Store's notifications then name the account.
+        # The UUID the app passes to StoreKit as appAccountToken — and to Google Play Billing as
+        # obfuscatedAccountId — for the signed-in user (made on first ask, the same afterwards):
+        # the stores' notifications then name the account.
         method AppStoreAccountToken() -> (token: string)
+        # Google Play Billing, without a middleman: asks the Play Developer API (as the configured
+        # service account) for the purchase the app made — a subscription, or a one-time product
+        # for a product whose period is lifetime — applies it to the signed-in user's
+        # entitlements and acknowledges it. ForeignTransaction when its obfuscatedAccountId is not
+        # this user's or another account submitted it first.
+        method SubmitGooglePlayPurchase(productId: string, purchaseToken: string) -> (entitlements: []Entitlement)
         # Admin: grants an entitlement until expiresAt (RFC 3339), or for good.
         method Grant(email: string, entitlement: string, expiresAt: ?string, reason: string) -> (entitlement: Entitlement)
 
@@ -126,7 +133,7 @@ public enum PaymentsInterface {
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
     public static let commands: [any Command.Type] = [
-        Products.self, Status.self, Restore.self, SubmitAppStoreTransaction.self, AppStoreAccountToken.self, Grant.self, Revoke.self, UserStatus.self,
+        Products.self, Status.self, Restore.self, SubmitAppStoreTransaction.self, AppStoreAccountToken.self, SubmitGooglePlayPurchase.self, Grant.self, Revoke.self, UserStatus.self,
         IngestWebhook.self,
     ]
     public static let streams: [any StreamingCommand.Type] = []
@@ -219,6 +226,23 @@ public enum PaymentsInterface {
             }
         }
         public init() {}
+    }
+
+    public struct SubmitGooglePlayPurchase: Command {
+        public static let method = "io.appd.Payments.SubmitGooglePlayPurchase"
+        public static var requirements: [Requirement] { [.session, .idempotent] }
+        public struct Reply: Codable, Sendable {
+            public var entitlements: [Entitlement]
+            public init(entitlements: [Entitlement]) {
+                self.entitlements = entitlements
+            }
+        }
+        public var productId: String
+        public var purchaseToken: String
+        public init(productId: String, purchaseToken: String) {
+            self.productId = productId
+            self.purchaseToken = purchaseToken
+        }
     }
 
     public struct Grant: Command {

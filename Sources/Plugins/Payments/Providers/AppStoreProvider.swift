@@ -115,6 +115,6 @@ struct AppStoreNotification {
         }
         return ProviderEvent(
             provider: "appstore", id: id, type: fullType, time: signedDate,
-            subject: .appStore(originalTransactionID: transaction.originalTransactionID, token: transaction.appAccountToken), actions: actions)
+            subject: .storePurchase(id: transaction.originalTransactionID, accountToken: transaction.appAccountToken), actions: actions)
     }
 }

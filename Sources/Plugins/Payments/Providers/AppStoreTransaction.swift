@@ -50,7 +50,7 @@ struct AppStoreTransaction: Sendable, Equatable {
     func submitted(_ catalog: PaymentsCatalog) throws(PaymentsError) -> ProviderEvent {
         ProviderEvent(
             provider: "appstore", id: "transaction:\(transactionID):\(signedDate / 1_000_000)", type: "TRANSACTION", time: signedDate,
-            subject: .appStore(originalTransactionID: originalTransactionID, token: appAccountToken), actions: try actions(catalog))
+            subject: .storePurchase(id: originalTransactionID, accountToken: appAccountToken), actions: try actions(catalog))
     }
 
     /// What the transaction, as signed, does to the entitlement its product grants: a revoked

@@ -10,9 +10,10 @@ struct ProviderEvent: Sendable, Equatable {
         case appUser(String)
         /// A Stripe customer, with the user id the checkout or subscription metadata carried, if any.
         case customer(String?, user: String?)
-        /// An App Store purchase (its original transaction id: renewals keep it), with the
-        /// `appAccountToken` the app set (which names the account), if any.
-        case appStore(originalTransactionID: String, token: String?)
+        /// A store purchase — the App Store's original transaction id (renewals keep it), Google
+        /// Play's purchase token — with the account token the app set (StoreKit's
+        /// `appAccountToken`, Play's `obfuscatedAccountId`), which names the account, if any.
+        case storePurchase(id: String, accountToken: String?)
         /// Not about one account (informational events).
         case none
     }
@@ -47,7 +48,7 @@ extension ProviderEvent.Subject {
     var customerID: String? {
         switch self {
         case .customer(let id, _): id
-        case .appStore(let original, _): original
+        case .storePurchase(let original, _): original
         case .appUser, .none: nil
         }
     }

@@ -79,6 +79,8 @@ struct AppdConfig: Sendable {
     var applePrivateKeyFile: String?
     /// The App Store Server API's `.p8` (read at start; must not be readable by others).
     var appStorePrivateKeyFile: String?
+    /// Google Play's service account key, JSON (read at start; must not be readable by others).
+    var googlePlayServiceAccountFile: String?
     var applePrivateKey: String?
     var appleClientID: String?
     var appleTokenURL = "https://appleid.apple.com/auth/token"
@@ -156,6 +158,9 @@ struct AppdConfig: Sendable {
         var options = payments
         if let appStorePrivateKeyFile {
             options.appStorePrivateKey = try Self.readSecretFile(appStorePrivateKeyFile, what: "appStorePrivateKeyFile")
+        }
+        if let googlePlayServiceAccountFile {
+            options.googlePlayServiceAccount = try Self.readSecretFile(googlePlayServiceAccountFile, what: "googlePlayServiceAccountFile")
         }
         return options
     }
@@ -258,6 +263,13 @@ struct AppdConfig: Sendable {
             "appStorePrivateKeyFile": appStorePrivateKeyFile.map(JSONValue.string) ?? .null,
             "appStoreApiUrl": payments.appStoreAPIURL.map(JSONValue.string) ?? .null,
             "appStoreCaFile": payments.appStoreCAFile.map(JSONValue.string) ?? .null,
+            "googlePlayPackageName": payments.googlePlayPackageName.map(JSONValue.string) ?? .null,
+            "googlePlayServiceAccountFile": googlePlayServiceAccountFile.map(JSONValue.string) ?? .null,
+            "googlePlayPushAudience": payments.googlePlayPushAudience.map(JSONValue.string) ?? .null,
+            "googlePlayPushServiceAccount": payments.googlePlayPushServiceAccount.map(JSONValue.string) ?? .null,
+            "googlePlayApiUrl": payments.googlePlayAPIURL.map(JSONValue.string) ?? .null,
+            "googlePlayKeysUrl": payments.googlePlayKeysURL.map(JSONValue.string) ?? .null,
+            "googlePlayCaFile": payments.googlePlayCAFile.map(JSONValue.string) ?? .null,
             "webhookListen": payments.webhookListen.map(JSONValue.string) ?? .null,
             "httpListen": httpListen.map(JSONValue.string) ?? .null,
             "httpAllowedOrigins": .array(http.allowedOrigins.sorted().map(JSONValue.string)),

@@ -158,6 +158,23 @@ struct ConfigKey: Sendable {
         text("appStoreCaFile", "--app-store-ca-file", "Trusted CA certificates (PEM) for the App Store Server API instead of the system store.") {
             $0.payments.appStoreCAFile = $1
         },
+        text("googlePlayPackageName", "--google-play-package-name", "Google Play Billing: the app's package name.") { $0.payments.googlePlayPackageName = $1 },
+        text("googlePlayServiceAccountFile", "--google-play-service-account-file", "Google Play Billing: the service account's JSON key (mode 600).") {
+            $0.googlePlayServiceAccountFile = $1
+        },
+        text("googlePlayPushAudience", "--google-play-push-audience", "Google Play Billing: the audience set on the Pub/Sub push subscription.") {
+            $0.payments.googlePlayPushAudience = $1
+        },
+        text("googlePlayPushServiceAccount", "--google-play-push-service-account", "Google Play Billing: the service account the push authenticates as.") {
+            $0.payments.googlePlayPushServiceAccount = $1
+        },
+        https("googlePlayApiUrl", "--google-play-api-url", "Google Play Developer API base (default: Google's).") { $0.payments.googlePlayAPIURL = $1 },
+        https("googlePlayKeysUrl", "--google-play-keys-url", "Google's signing keys for pushes (default: https://www.googleapis.com/oauth2/v3/certs).") {
+            $0.payments.googlePlayKeysURL = $1
+        },
+        text("googlePlayCaFile", "--google-play-ca-file", "Trusted CA certificates (PEM) for Google's APIs instead of the system store.") {
+            $0.payments.googlePlayCAFile = $1
+        },
         list("stripeWebhookSecrets", "--stripe-webhook-secrets", "Stripe endpoint signing secrets, comma-separated (secret; prefer the environment).", secret: true) {
             secret throws(ConfigProblem) in
             guard secret.utf8.count >= 8 else { throw ConfigProblem("each secret needs at least 8 characters") }

@@ -13,7 +13,7 @@ history again changes nothing; a notification v2 over HTTP at /webhooks/appstore
 Apple failing is ProviderUnavailable after a bounded number of tries and changes nothing; Apple
 refusing the key names the settings to check.
 
-Usage: appstore_restore.py APPD_BINARY REPO_ROOT
+Usage: appstore_restore.py APPD_BINARY REPO_ROOT [POSTGRES_URL]  (with a URL: on PostgreSQL, in a schema of its own)
 """
 import base64
 import json
@@ -149,6 +149,15 @@ class AppStoreServerAPI(BaseHTTPRequestHandler):
         pass
 
 
+def database_env(url, name):
+    """APPD_DATABASE for a fresh schema on the PostgreSQL at `url` (None: appd's SQLite)."""
+    if not url:
+        return {}
+    schema = f"appd_{name}_{os.getpid()}"
+    subprocess.run(["psql", url, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
+    return {"APPD_DATABASE": url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}%2Cpublic"}
+
+
 def pro(sock, token):
     status = call(sock, "io.appd.Payments.Status", token=token)["parameters"]
     return next((e for e in status["entitlements"] if e["name"] == "pro"), None)
@@ -156,6 +165,7 @@ def pro(sock, token):
 
 def main():
     appd, repo = sys.argv[1], sys.argv[2]
+    database = sys.argv[3] if len(sys.argv) > 3 else None
     root_pem, chain = fixtures(repo)
     signer = Signer(chain)
     with tempfile.TemporaryDirectory() as directory:
@@ -181,7 +191,7 @@ def main():
              "--http-listen", f"127.0.0.1:{http_port}", "--app-store-root-certificates", root_file, "--app-store-bundle-id", BUNDLE,
              "--app-store-issuer-id", ISSUER, "--app-store-key-id", KEY_ID, "--app-store-private-key-file", p8,
              "--app-store-api-url", f"https://localhost:{server.server_address[1]}", "--app-store-ca-file", cert],
-            stderr=subprocess.PIPE, text=True)
+            env=dict(os.environ, **database_env(database, "appstore")), stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 20
         while time.time() < deadline and not os.path.exists(sock):
             time.sleep(0.05)

@@ -14,7 +14,7 @@ pushes are refused and change nothing; a voided purchase revokes; a one-time pro
 lifetime entitlement; Google failing is ProviderUnavailable after bounded tries; the access
 token is fetched once and reused.
 
-Usage: googleplay.py APPD_BINARY
+Usage: googleplay.py APPD_BINARY [POSTGRES_URL]  (with a URL: on PostgreSQL, in a schema of its own)
 """
 import base64
 import json
@@ -149,6 +149,15 @@ def subscription(state_name, expires_ms, account, renewing=True, acknowledged=Fa
                            "autoRenewingPlan": {"autoRenewEnabled": renewing}}]}
 
 
+def database_env(url, name):
+    """APPD_DATABASE for a fresh schema on the PostgreSQL at `url` (None: appd's SQLite)."""
+    if not url:
+        return {}
+    schema = f"appd_{name}_{os.getpid()}"
+    subprocess.run(["psql", url, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
+    return {"APPD_DATABASE": url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}%2Cpublic"}
+
+
 def pro(sock, token):
     status = call(sock, "io.appd.Payments.Status", token=token)["parameters"]
     return next((e for e in status["entitlements"] if e["name"] == "pro"), None)
@@ -171,6 +180,7 @@ def push(port, notification, message_id, authorization):
 
 def main():
     appd = sys.argv[1]
+    database = sys.argv[2] if len(sys.argv) > 2 else None
     with tempfile.TemporaryDirectory() as directory:
         cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
@@ -197,7 +207,7 @@ def main():
              "--google-play-service-account-file", account_file, "--google-play-push-audience", AUDIENCE,
              "--google-play-push-service-account", PUSH_ACCOUNT, "--google-play-api-url", base,
              "--google-play-keys-url", base + "/certs", "--google-play-ca-file", cert],
-            stderr=subprocess.PIPE, text=True)
+            env=dict(os.environ, **database_env(database, "googleplay")), stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 20
         while time.time() < deadline and not os.path.exists(sock):
             time.sleep(0.05)

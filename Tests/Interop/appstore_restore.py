@@ -19,23 +19,20 @@ import base64
 import json
 import os
 import re
-import socket
-import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
-from harness import call, check, finish, free_port
+from harness import call, check, database_env, finish, free_port, tls_server
 
 BUNDLE = "com.example.app"
 ISSUER = "57246542-96fe-1a63-e053-0824d011072a"
@@ -149,15 +146,6 @@ class AppStoreServerAPI(BaseHTTPRequestHandler):
         pass
 
 
-def database_env(url, name):
-    """APPD_DATABASE for a fresh schema on the PostgreSQL at `url` (None: appd's SQLite)."""
-    if not url:
-        return {}
-    schema = f"appd_{name}_{os.getpid()}"
-    subprocess.run(["psql", url, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
-    return {"APPD_DATABASE": url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}%2Cpublic"}
-
-
 def pro(sock, token):
     status = call(sock, "io.appd.Payments.Status", token=token)["parameters"]
     return next((e for e in status["entitlements"] if e["name"] == "pro"), None)
@@ -169,20 +157,12 @@ def main():
     root_pem, chain = fixtures(repo)
     signer = Signer(chain)
     with tempfile.TemporaryDirectory() as directory:
-        cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
-                        "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
-                       check=True, capture_output=True)
         root_file = os.path.join(directory, "AppleRootCA-test.pem")
         open(root_file, "w").write(root_pem)
         p8 = os.path.join(directory, f"SubscriptionKey_{KEY_ID}.p8")
         with open(os.open(p8, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
             f.write(api_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-        server = ThreadingHTTPServer(("127.0.0.1", 0), AppStoreServerAPI)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server, cert, base = tls_server(AppStoreServerAPI, directory)
 
         sock = os.path.join(directory, "appd.sock")
         http_port = free_port()
@@ -190,7 +170,7 @@ def main():
             [appd, "--socket", sock, "--data-dir", os.path.join(directory, "data"), "--log-level", "notice",
              "--http-listen", f"127.0.0.1:{http_port}", "--app-store-root-certificates", root_file, "--app-store-bundle-id", BUNDLE,
              "--app-store-issuer-id", ISSUER, "--app-store-key-id", KEY_ID, "--app-store-private-key-file", p8,
-             "--app-store-api-url", f"https://localhost:{server.server_address[1]}", "--app-store-ca-file", cert],
+             "--app-store-api-url", base, "--app-store-ca-file", cert],
             env=dict(os.environ, **database_env(database, "appstore")), stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 20
         while time.time() < deadline and not os.path.exists(sock):

@@ -19,23 +19,20 @@ Usage: googleplay.py APPD_BINARY [POSTGRES_URL]  (with a URL: on PostgreSQL, in 
 import base64
 import json
 import os
-import socket
-import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from harness import call, check, finish, free_port
+from harness import call, check, database_env, finish, free_port, tls_server
 
 PACKAGE = "com.example.app"
 AUDIENCE = "https://appd.example.com/webhooks/googleplay"
@@ -149,15 +146,6 @@ def subscription(state_name, expires_ms, account, renewing=True, acknowledged=Fa
                            "autoRenewingPlan": {"autoRenewEnabled": renewing}}]}
 
 
-def database_env(url, name):
-    """APPD_DATABASE for a fresh schema on the PostgreSQL at `url` (None: appd's SQLite)."""
-    if not url:
-        return {}
-    schema = f"appd_{name}_{os.getpid()}"
-    subprocess.run(["psql", url, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
-    return {"APPD_DATABASE": url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}%2Cpublic"}
-
-
 def pro(sock, token):
     status = call(sock, "io.appd.Payments.Status", token=token)["parameters"]
     return next((e for e in status["entitlements"] if e["name"] == "pro"), None)
@@ -182,16 +170,7 @@ def main():
     appd = sys.argv[1]
     database = sys.argv[2] if len(sys.argv) > 2 else None
     with tempfile.TemporaryDirectory() as directory:
-        cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
-                        "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
-                       check=True, capture_output=True)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Google)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        base = f"https://localhost:{server.server_address[1]}"
+        server, cert, base = tls_server(Google, directory)
         state["token_uri"] = base + "/token"
         account_file = os.path.join(directory, "service-account.json")
         with open(os.open(account_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:

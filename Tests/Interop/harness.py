@@ -146,3 +146,37 @@ def plugin_venv(directory, *packages):
     subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
     subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", *packages], check=True)
     return venv
+
+
+def tls_server(handler, directory):
+    """An http.server over TLS on loopback with a throwaway certificate for `localhost`, serving
+    `handler` on a thread: (server, the certificate file to trust, its https base URL)."""
+    import os
+    import ssl
+    import subprocess
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    cert, key = os.path.join(directory, "tls-cert.pem"), os.path.join(directory, "tls-key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, cert, f"https://localhost:{server.server_address[1]}"
+
+
+def database_env(url, name):
+    """APPD_DATABASE for a fresh schema `appd_<name>_<pid>` on the PostgreSQL at `url` (None:
+    appd's own SQLite, nothing to set)."""
+    import os
+    import subprocess
+
+    if not url:
+        return {}
+    schema = f"appd_{name}_{os.getpid()}"
+    subprocess.run(["psql", url, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
+    return {"APPD_DATABASE": url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}%2Cpublic"}

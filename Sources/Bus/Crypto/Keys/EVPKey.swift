@@ -10,6 +10,19 @@ final class EVPKey: @unchecked Sendable {  // safe: the key is never changed aft
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
     deinit { EVP_PKEY_free(pointer) }
 
+    /// The private key in a PEM file's text (PKCS#8, or the algorithm's own form); any kind,
+    /// which the caller checks.
+    convenience init(privatePEM pem: String) throws(CryptoError) {
+        let bytes = Array(pem.utf8)
+        let pointer: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        }
+        guard let pointer else { throw CryptoError("not a PEM private key") }
+        self.init(pointer)
+    }
+
     /// Verifies `signature` over SHA-256 of `message` (PKCS#1 v1.5 for RSA, DER ECDSA for EC).
     func verifySHA256(signature: [UInt8], message: [UInt8]) -> Bool {
         guard let context = EVP_MD_CTX_new() else { return false }

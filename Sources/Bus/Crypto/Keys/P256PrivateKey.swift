@@ -9,14 +9,8 @@ public struct P256PrivateKey: Sendable {
     /// The key in a PEM file's text: PKCS#8 (`-----BEGIN PRIVATE KEY-----`, Apple's `.p8`) or
     /// SEC 1 (`-----BEGIN EC PRIVATE KEY-----`). Refuses any other kind of key.
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let pointer: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let pointer else { throw CryptoError("not a PEM private key") }
-        let key = EVPKey(pointer)
+        let key = try EVPKey(privatePEM: pem)
+        let pointer = key.pointer
         guard appd_is_p256(pointer) == 1 else { throw CryptoError("the key is not an EC key on P-256") }
         self.key = key
     }

@@ -11,14 +11,8 @@ public struct RSAPrivateKey: Sendable {
     /// account's JSON key holds) or PKCS#1 (`-----BEGIN RSA PRIVATE KEY-----`). Refuses any
     /// other kind of key and moduli under `RSAPublicKey.minimumBits`.
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let pointer: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let pointer else { throw CryptoError("not a PEM private key") }
-        let key = EVPKey(pointer)
+        let key = try EVPKey(privatePEM: pem)
+        let pointer = key.pointer
         guard EVP_PKEY_get_base_id(pointer) == EVP_PKEY_RSA else { throw CryptoError("the key is not an RSA key") }
         guard appd_key_bits(pointer) >= Int32(RSAPublicKey.minimumBits) else {
             throw CryptoError("an RSA key needs a modulus of at least \(RSAPublicKey.minimumBits) bits")

@@ -39,9 +39,8 @@ actor GooglePlayAPI {
     let baseURL: String
     let caFile: String?
     let clock: @Sendable () -> WallTime
-    var timeout: Duration = .seconds(10)
-    var attempts = 3
-    var pause: Duration = .milliseconds(200)
+    /// Timeout and tries per request.
+    let asking: StoreRequest
 
     private var accessToken: (value: String, expiresAt: Int64)?
 
@@ -54,6 +53,7 @@ actor GooglePlayAPI {
         self.baseURL = baseURL
         self.caFile = caFile
         self.clock = clock
+        asking = StoreRequest(caFile: caFile, maxResponseBytes: 1 << 20)
     }
 
     /// A subscription purchase (`SubscriptionPurchaseV2`); nil when Google knows no such token.
@@ -118,16 +118,10 @@ actor GooglePlayAPI {
     /// One request, tried again while Google fails or throttles; nil for 404, an empty object
     /// for an empty 2xx body.
     private func fetch(_ request: HTTPRequest, what: String) async throws(PaymentsError) -> JSONValue? {
-        var last = "no answer"
-        for attempt in 0..<max(1, attempts) {
-            if attempt > 0 { try? await Task.sleep(for: pause * (1 << (attempt - 1))) }
-            let head: HTTPHead, body: [UInt8]
-            do {
-                (head, body) = try await HTTPClient.oneShot(limit: timeout, caFile: caFile, maxResponseBytes: 1 << 20).fetch(request)
-            } catch {
-                last = "\(error)"
-                continue
-            }
+        switch try await asking.send({ request }) {
+        case .gaveUp(let reason):
+            throw .providerUnavailable(provider: "googleplay", reason: "\(what) could not be asked (\(reason))")
+        case .answered(let head, let body):
             switch head.status {
             case 200...299:
                 if body.isEmpty { return .object([:]) }
@@ -141,12 +135,9 @@ actor GooglePlayAPI {
                 throw .providerUnavailable(
                     provider: "googleplay",
                     reason: "\(what) refused the request (HTTP \(head.status)): check googlePlayServiceAccountFile, googlePlayPackageName and the account's Play Console permissions")
-            case 429, 500...599:
-                last = "HTTP \(head.status)"
             default:
                 throw .providerUnavailable(provider: "googleplay", reason: "\(what) answered HTTP \(head.status)")
             }
         }
-        throw .providerUnavailable(provider: "googleplay", reason: "\(what) could not be asked after \(max(1, attempts)) tries (\(last))")
     }
 }

@@ -18,11 +18,8 @@ struct AppStoreServerAPI: Sendable {
     /// (Sandbox), or a proxy or test server.
     var baseURL: String
     var caFile: String?
-    var timeout: Duration = .seconds(10)
-    /// Tries per request when Apple fails (5xx), throttles (429) or cannot be reached.
-    var attempts = 3
-    /// The first pause between tries (doubling each time).
-    var pause: Duration = .milliseconds(200)
+    /// Timeout and tries per request.
+    var asking = StoreRequest()
     /// Pages of one purchase's history at most (Apple sends up to 20 transactions a page).
     var maxPages = 50
 
@@ -71,17 +68,17 @@ struct AppStoreServerAPI: Sendable {
             throw .providerUnavailable(provider: "appstore", reason: "appStoreApiUrl is not an http(s) URL")
         }
         request.method = "GET"
-        var last = "no answer"
-        for attempt in 0..<max(1, attempts) {
-            if attempt > 0 { try? await Task.sleep(for: pause * (1 << (attempt - 1))) }
-            request.headers = [("Authorization", "Bearer " + (try token(now: now()))), ("Accept", "application/json")]
-            let head: HTTPHead, body: [UInt8]
-            do {
-                (head, body) = try await HTTPClient.oneShot(limit: timeout, caFile: caFile, maxResponseBytes: 4 << 20).fetch(request)
-            } catch {
-                last = "\(error)"
-                continue
-            }
+        var asking = self.asking
+        asking.caFile = caFile
+        let outcome = try await asking.send { () throws(PaymentsError) in
+            var signed = request
+            signed.headers = [("Authorization", "Bearer " + (try token(now: now()))), ("Accept", "application/json")]
+            return signed
+        }
+        switch outcome {
+        case .gaveUp(let reason):
+            throw .providerUnavailable(provider: "appstore", reason: "the App Store could not be asked (\(reason))")
+        case .answered(let head, let body):
             switch head.status {
             case 200:
                 guard let value = try? JSONParser.parse(body, maxDepth: 32), value.objectValue != nil else {
@@ -93,12 +90,9 @@ struct AppStoreServerAPI: Sendable {
             case 401, 403:
                 throw .providerUnavailable(
                     provider: "appstore", reason: "the App Store refused the key (HTTP \(head.status)): check appStoreIssuerId, appStoreKeyId and appStorePrivateKeyFile")
-            case 429, 500...599:
-                last = "HTTP \(head.status)"
             default:
                 throw .providerUnavailable(provider: "appstore", reason: "the App Store answered HTTP \(head.status)")
             }
         }
-        throw .providerUnavailable(provider: "appstore", reason: "the App Store could not be asked after \(max(1, attempts)) tries (\(last))")
     }
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Made by Fixtures/make_appstore_chains.py; do not edit by hand.
+// Made by Tests/Interop/make_appstore_chains.py; do not edit by hand.
 
 /// Throwaway chains shaped like the App Store's signing chain (and hostile variants).
 enum AppStoreChains {

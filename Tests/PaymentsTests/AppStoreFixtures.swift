@@ -82,6 +82,6 @@ enum AppStorePayloads {
         defer { close(fd) }
         let bytes = Array(AppStoreChains.trustedRoot.utf8)
         guard write(fd, bytes, bytes.count) == bytes.count else { return nil }
-        return String(cString: template)
+        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 }

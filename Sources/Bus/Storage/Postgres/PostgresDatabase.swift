@@ -277,7 +277,7 @@ public final class PostgresDatabase: Database {
             let results = try attempt.noting { () throws(StorageError) in try connection.runPipelined(statements) }
             // Committed: an event that would not decode is left for the feed to read from the log.
             feed.committed(outcome.events + results[keyStatements.count..<logStatements].flatMap { $0.compactMap { try? EventLog.event($0) } })
-        } catch let failure as StorageError where failure.kind == .constraint && !outcome.keys.isEmpty {
+        } catch where error.kind == .constraint && !outcome.keys.isEmpty {
             // A key was taken by another attempt of its call: each write keeps its key itself.
             writeConnection.rollBack()
             return commitOnce(writes, deferKeys: false)

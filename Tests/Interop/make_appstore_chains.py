@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes AppStoreChains.swift: throwaway certificate chains shaped like Apple's App Store
 signing chain (root → intermediate with 1.2.840.113635.100.6.2.1 → leaf with
-1.2.840.113635.100.6.11.1, all P-256), and hostile variants, as fixtures for AppStoreTests.
-Run it again to make new ones (needs python3-cryptography)."""
+1.2.840.113635.100.6.11.1, all P-256), and hostile variants, as fixtures for the payments
+tests. Run it again to make new ones (needs python3-cryptography):
+    python3 Tests/Interop/make_appstore_chains.py Tests/PaymentsTests/AppStoreChains.swift"""
 import datetime, sys
 from cryptography import x509
 from cryptography.x509.oid import NameOID
@@ -64,7 +65,7 @@ chains = {
     "expiredIntermediate": (under_expired, expired_inter, root, "underExpiredLeaf"),
     "intermediateWithoutOID": (under_plain, plain_inter, root, "underPlainLeaf"),
 }
-out = ["// SPDX-License-Identifier: Apache-2.0", "// Made by Fixtures/make_appstore_chains.py; do not edit by hand.", "",
+out = ["// SPDX-License-Identifier: Apache-2.0", "// Made by Tests/Interop/make_appstore_chains.py; do not edit by hand.", "",
        "/// Throwaway chains shaped like the App Store's signing chain (and hostile variants).",
        "enum AppStoreChains {", f"    static let trustedRoot = \"\"\"\n{pem(root)}\"\"\"", ""]
 for label, (l, i, r, key) in chains.items():

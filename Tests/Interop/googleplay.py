@@ -214,6 +214,16 @@ def main():
             reply = call(sock, "io.appd.Payments.SubmitGooglePlayPurchase", {"productId": "pro_monthly", "purchaseToken": "tok-sub-1"}, token=bob)
             check("another account's purchase is ForeignTransaction", reply.get("error") == "io.appd.Payments.ForeignTransaction", str(reply))
 
+            # A renewal pushed by Pub/Sub: the new period from Google's answer.
+            purchases["tok-sub-1"] = subscription("SUBSCRIPTION_STATE_ACTIVE", now + 2 * month, ada_account, acknowledged=True)
+            renewed = {"version": "1.0", "packageName": PACKAGE, "eventTimeMillis": str(now),
+                       "subscriptionNotification": {"version": "1.0", "notificationType": 2, "purchaseToken": "tok-sub-1", "subscriptionId": "pro_monthly"}}
+            status, answer = push(http_port, renewed, "msg-renew", "Bearer " + push_token())
+            entitlement = pro(sock, ada)
+            expected = time.strftime("%Y-%m-%dT%H:%M", time.gmtime((now + 2 * month) / 1000))
+            check("a renewal push extends pro to Google's new expiry", status == 200 and entitlement["expiresAt"].startswith(expected),
+                  f"{status} {answer} {entitlement}")
+
             # A cancellation pushed by Pub/Sub: access stays until expiry, without renewal.
             purchases["tok-sub-1"] = subscription("SUBSCRIPTION_STATE_CANCELED", now + month, ada_account, renewing=False, acknowledged=True)
             canceled = {"version": "1.0", "packageName": PACKAGE, "eventTimeMillis": str(now),
@@ -234,7 +244,18 @@ def main():
             status, answer = push(http_port, canceled, "msg-1", "Bearer " + push_token())
             check("the same message again is a duplicate", status == 200 and answer["duplicate"], f"{status} {answer}")
 
-            # A refund: the voided purchase notification revokes.
+            # The user turns renewal back on, and that notification never comes: Restore asks Google.
+            purchases["tok-sub-1"] = subscription("SUBSCRIPTION_STATE_ACTIVE", now + 2 * month, ada_account, acknowledged=True)
+            reply = call(sock, "io.appd.Payments.Restore", token=ada)
+            entitlement = pro(sock, ada)
+            check("Restore asks Google and applies what changed (renewing again, as it was before the cancellation)",
+                  "error" not in reply and entitlement["active"] and entitlement["willRenew"], f"{reply} {entitlement}")
+            history = len(entitlement["history"])
+            call(sock, "io.appd.Payments.Restore", token=ada)
+            check("a second Restore with nothing new changes nothing", len(pro(sock, ada)["history"]) == history, str(pro(sock, ada)))
+
+            # A refund: Google revokes the subscription, and the voided purchase notification says so.
+            purchases["tok-sub-1"] = subscription("SUBSCRIPTION_STATE_EXPIRED", now + 2 * month, ada_account, renewing=False, acknowledged=True)
             voided = {"version": "1.0", "packageName": PACKAGE, "eventTimeMillis": str(now + 1000),
                       "voidedPurchaseNotification": {"purchaseToken": "tok-sub-1", "orderId": "GPA.1234-5678-9012-34567", "productType": 1, "refundType": 1}}
             status, answer = push(http_port, voided, "msg-2", "Bearer " + push_token())

@@ -183,4 +183,46 @@ import TestSupport
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_event_users WHERE event_id = 'n-stray'") == 0)
         await h.database.close()
     }
+
+    /// A lifetime purchase and a subscription granting the same entitlement from the same store:
+    /// the subscription's renewal does not shorten the lifetime hold, nor its expiry or refund end it.
+    @Test func aSubscriptionEndingDoesNotEndALifetimePurchase() async throws {
+        let h = try await Harness.make()
+        let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
+        let token = try await token(h, caller)
+        let t0 = h.clock.now.nanosecondsSinceEpoch / 1_000_000
+        _ = try await submit(
+            h, caller,
+            AppStorePayloads.transaction(id: "800", original: "800", purchasedMillis: t0, expiresMillis: t0 + month, signedMillis: t0, token: token))
+        _ = try await submit(
+            h, caller,
+            AppStorePayloads.transaction(
+                id: "801", original: "801", product: "pro_lifetime", type: "Non-Consumable", purchasedMillis: t0 + 10, signedMillis: t0 + 10, token: token))
+        var pro = try #require(try await h.pro(caller))
+        #expect(pro.active && pro.expiresAt == nil && pro.product == "pro_lifetime")
+        _ = try await submit(
+            h, caller,
+            AppStorePayloads.transaction(
+                id: "802", original: "800", purchasedMillis: t0 + month, expiresMillis: t0 + 2 * month, signedMillis: t0 + 20, token: token))
+        pro = try #require(try await h.pro(caller))
+        #expect(pro.active && pro.expiresAt == nil, "a renewal does not shorten the lifetime hold: \(pro)")
+        _ = try await notify(
+            h,
+            try AppStorePayloads.notification(
+                "n-refund-800", type: "REFUND", signedMillis: t0 + 30,
+                transaction: try AppStoreChains.good.sign(
+                    AppStorePayloads.transaction(
+                        id: "802", original: "800", purchasedMillis: t0 + month, expiresMillis: t0 + 2 * month, signedMillis: t0 + 30, token: token,
+                        revokedMillis: t0 + 25))))
+        pro = try #require(try await h.pro(caller))
+        #expect(pro.active && pro.expiresAt == nil && pro.product == "pro_lifetime", "the subscription's refund leaves the lifetime purchase: \(pro)")
+        // The lifetime purchase refunded: now it ends.
+        _ = try await submit(
+            h, caller,
+            AppStorePayloads.transaction(
+                id: "801", original: "801", product: "pro_lifetime", type: "Non-Consumable", purchasedMillis: t0 + 10, signedMillis: t0 + 40, token: token,
+                revokedMillis: t0 + 35))
+        #expect(try await h.pro(caller)?.active == false)
+        await h.database.close()
+    }
 }

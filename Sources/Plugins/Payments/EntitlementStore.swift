@@ -85,6 +85,8 @@ struct EntitlementStore {
     ) throws {
         let existing = try row(user, entitlement, source)
         if let existing, existing.lastEventTime > time { return }  // a late, older event
+        // A subscription of the same store does not shorten what a lifetime product grants.
+        if let existing, holdsForGood(existing, against: product), expiresAt != nil { return }
         let wasActive = existing.map(grants) ?? false
         let row = EntitlementRow(
             user: user, entitlement: entitlement, source: source, active: true, product: product ?? existing?.product, expiresAt: expiresAt,
@@ -102,9 +104,18 @@ struct EntitlementStore {
         try record("cancelled", row, reference: reference)
     }
 
-    /// Access from this source ends now (`expired` from a provider, `revoked` by an admin or a transfer).
-    func end(_ user: String, _ entitlement: String, source: String, time: Int64, change: String, reference: String?) throws {
-        guard var row = try row(user, entitlement, source), row.lastEventTime <= time else { return }
+    /// Whether `row` is an active lifetime hold by a product other than `product` (which then
+    /// neither ends nor shortens it: a subscription ending, or refunded, is not the lifetime
+    /// purchase ending).
+    private func holdsForGood(_ row: EntitlementRow, against product: String?) -> Bool {
+        guard let product, let held = row.product else { return false }
+        return row.active && row.expiresAt == nil && held != product
+    }
+
+    /// Access from this source ends now (`expired` from a provider, `revoked` by an admin or a
+    /// transfer); `product`: the product whose purchase ended, when the provider names one.
+    func end(_ user: String, _ entitlement: String, source: String, product: String? = nil, time: Int64, change: String, reference: String?) throws {
+        guard var row = try row(user, entitlement, source), row.lastEventTime <= time, !holdsForGood(row, against: product) else { return }
         let wasActive = row.active
         row.active = false
         row.willRenew = false

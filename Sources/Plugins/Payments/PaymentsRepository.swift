@@ -69,10 +69,23 @@ struct PaymentsRepository: Sendable {
 
     /// The App Store purchases (original transaction ids) bound to the account, at most 100.
     func appStorePurchases(user: String) async throws -> [String] {
+        try await storePurchases(user: user, provider: "appstore")
+    }
+
+    /// The store purchases (App Store original transaction ids, Google Play purchase tokens)
+    /// bound to the account, at most 100.
+    func storePurchases(user: String, provider: String) async throws -> [String] {
         try await database.read { tx in
             try tx.query(
-                "SELECT customer_id FROM payments_customers WHERE provider = 'appstore' AND user_id = ? ORDER BY customer_id LIMIT 100", [.text(user)]
+                "SELECT customer_id FROM payments_customers WHERE provider = ? AND user_id = ? ORDER BY customer_id LIMIT 100", [.text(provider), .text(user)]
             ).compactMap { $0.text("customer_id") }
+        }
+    }
+
+    /// The account a store purchase is bound to, if any.
+    func storePurchaseOwner(provider: String, id: String) async throws -> String? {
+        try await database.read { tx in
+            try tx.query("SELECT user_id FROM payments_customers WHERE provider = ? AND customer_id = ?", [.text(provider), .text(id)]).first?.text("user_id")
         }
     }
 
@@ -95,10 +108,10 @@ struct PaymentsRepository: Sendable {
                 try store.activate(user, entitlement, source: source, product: product, expiresAt: expiresAt, willRenew: willRenew, time: time, reference: ref)
             case (.cancelRenewal(let entitlement, _), "subject"):
                 try store.cancelRenewal(user, entitlement, source: source, time: time, reference: ref)
-            case (.expire(let entitlement, _), "subject"):
-                try store.end(user, entitlement, source: source, time: time, change: "expired", reference: ref)
-            case (.revoke(let entitlement, _), "subject"):
-                try store.end(user, entitlement, source: source, time: time, change: "revoked", reference: ref)
+            case (.expire(let entitlement, let product), "subject"):
+                try store.end(user, entitlement, source: source, product: product, time: time, change: "expired", reference: ref)
+            case (.revoke(let entitlement, let product), "subject"):
+                try store.end(user, entitlement, source: source, product: product, time: time, change: "revoked", reference: ref)
             case (.purchaseFailed(let product, let reason), "subject"):
                 guard !store.quiet else { continue }
                 try store.tx.append(PurchaseFailed(userId: user, provider: source, product: product, reason: reason), causedBy: store.cause)

@@ -133,9 +133,7 @@ struct PaymentsService: Sendable {
         var record = try await googlePlay.record(
             id: "", type: "SUBMITTED", token: token, productID: productID, subscription: GooglePlay.isSubscription(productID, catalog), now: now)
         guard record.purchase != nil else { throw PaymentsError.validation("purchaseToken", "Google Play knows no such purchase of \(productID)") }
-        // The same effect submitted again is the same event (a duplicate), whatever else changed
-        // in Google's answer (its acknowledgement, say).
-        record.id = GooglePlayRecord.tag(token) + ":state:" + GooglePlayRecord.tag("\(record.actions(catalog))")
+        record.id = record.stateID
         if let owner = record.accountToken, try await appStoreTokens.user(token: owner) != user {
             throw PaymentsError.foreignTransaction(reason: "its obfuscatedAccountId is not this account's (ask AppStoreAccountToken and pass it to BillingFlowParams)")
         }
@@ -144,8 +142,17 @@ struct PaymentsService: Sendable {
     }
 
     /// Stores and applies a Google Play record (to `user`, an app's submission, or to the account
-    /// the purchase names), then acknowledges a purchase Google still waits on.
+    /// the purchase names), then acknowledges a purchase Google still waits on. A state asked for
+    /// (`user` set) of a purchase already this user's, that does to the entitlement what its
+    /// latest record did, is not stored again: submitting or restoring it twice changes nothing.
     private func applyGooglePlay(_ record: GooglePlayRecord, user: String?, causedBy cause: (any Cause)?) async throws -> Ingested {
+        if let user, let latest = try await repository.googlePlayRecord(tag: GooglePlayRecord.tag(record.purchaseToken)),
+            latest.voided == record.voided, latest.actions(catalog) == record.actions(catalog),
+            try await repository.storePurchaseOwner(provider: "googleplay", id: record.purchaseToken) == user
+        {
+            try await acknowledgeIfNeeded(record)
+            return Ingested(eventId: latest.id, duplicate: true)
+        }
         var accounts = ResolvedAccounts()
         var warning: String?
         if let user {
@@ -157,16 +164,20 @@ struct PaymentsService: Sendable {
         var ingested = try await repository.ingest(
             record.event(catalog), body: record.json, accounts: accounts, exclusive: user != nil, now: now, causedBy: cause)
         if !ingested.duplicate, ingested.warning == nil { ingested.warning = warning }
-        if record.needsAcknowledgement, accounts.subject != nil || user != nil, let googlePlay {
-            // Best effort: a failure is logged; the next notification or submission tries again
-            // (Google refunds a purchase left unacknowledged for three days).
-            do {
-                try await googlePlay.api.acknowledge(productID: record.productID, token: record.purchaseToken, subscription: record.subscription)
-            } catch {
-                Logger(label: "appd.payments").warning("could not acknowledge a Google Play purchase", metadata: ["error": "\(error)", "product": record.productID])
-            }
-        }
+        if accounts.subject != nil || user != nil { try await acknowledgeIfNeeded(record) }
         return ingested
+    }
+
+    /// Acknowledges a purchase Google still waits on. Best effort: a failure is logged; the next
+    /// notification, submission or restore tries again (Google refunds a purchase left
+    /// unacknowledged for three days).
+    private func acknowledgeIfNeeded(_ record: GooglePlayRecord) async throws {
+        guard record.needsAcknowledgement, let googlePlay else { return }
+        do {
+            try await googlePlay.api.acknowledge(productID: record.productID, token: record.purchaseToken, subscription: record.subscription)
+        } catch {
+            Logger(label: "appd.payments").warning("could not acknowledge a Google Play purchase", metadata: ["error": "\(error)", "product": record.productID])
+        }
     }
 
     /// An app user id or email → the account's id (nil when there is no such account).
@@ -270,6 +281,18 @@ struct PaymentsService: Sendable {
             }
             for (event, signed) in events {
                 _ = try await repository.ingest(event, body: signed, accounts: ResolvedAccounts(subject: user), exclusive: true, now: now, causedBy: cause)
+            }
+        }
+        if let googlePlay {
+            // Each Google Play purchase the account holds, as Google reports it now (a renewal
+            // or a cancellation whose notification never came), applied like a submission.
+            for token in try await repository.storePurchases(user: user, provider: "googleplay") {
+                guard let earlier = try await repository.googlePlayRecord(tag: GooglePlayRecord.tag(token)) else { continue }
+                var record = try await googlePlay.record(
+                    id: "", type: "RESTORED", token: token, productID: earlier.productID, subscription: earlier.subscription, now: now)
+                guard record.purchase != nil else { continue }
+                record.id = record.stateID
+                _ = try await applyGooglePlay(record, user: user, causedBy: cause)
             }
         }
         // Stored events decode without the secrets (they were verified when they arrived), so

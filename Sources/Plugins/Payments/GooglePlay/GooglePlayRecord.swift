@@ -101,6 +101,9 @@ struct GooglePlayRecord: Sendable, Equatable {
         }
     }
 
+    /// The event id of a state asked for rather than notified (a submission, a restore).
+    var stateID: String { Self.tag(purchaseToken) + ":state:\(time / 1_000_000)" }
+
     /// A short, stable name for a purchase token in event ids (tokens run to hundreds of characters).
     static func tag(_ token: String) -> String {
         Digest.sha256(Array(token.utf8)).prefix(12).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()

@@ -3,6 +3,7 @@ import Bus
 import Contracts
 import Crypto
 import Synchronization
+import PluginKit
 import Testing
 import TestSupport
 @testable import Auth
@@ -27,7 +28,7 @@ final class TestIdentityProvider: Sendable {
     }
 
     /// What AuthPlugin fetches instead of an HTTPS URL.
-    var fetch: ProviderKeys.Fetch {
+    var fetch: PublishedKeys.Fetch {
         { [self] _ in
             try self.state.withLock { state in
                 state.fetches += 1
@@ -37,7 +38,7 @@ final class TestIdentityProvider: Sendable {
                     return ["kty": "EC", "crv": "P-256", "use": "sig", "kid": .string(entry.id),
                             "x": .string(Base64.encode(x, urlSafe: true)), "y": .string(Base64.encode(y, urlSafe: true))]
                 }
-                return ProviderKeys.Document(body: Array(JSONValue.object(["keys": .array(keys)]).jsonText.utf8), lifetime: state.lifetime)
+                return PublishedKeys.Document(body: Array(JSONValue.object(["keys": .array(keys)]).jsonText.utf8), lifetime: state.lifetime)
             }
         }
     }
@@ -229,11 +230,11 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
     }
 
     @Test func theKeysLiveAsLongAsTheProviderSays() {
-        #expect(ProviderKeys.lifetime(cacheControl: "public, max-age=21600, must-revalidate", age: "600") == .seconds(21000))
-        #expect(ProviderKeys.lifetime(cacheControl: "max-age=100", age: "500") == .zero)
-        #expect(ProviderKeys.lifetime(cacheControl: "no-store", age: nil) == .zero)
-        #expect(ProviderKeys.lifetime(cacheControl: "private", age: nil) == nil)
-        #expect(ProviderKeys.lifetime(cacheControl: nil, age: "5") == nil)
+        #expect(PublishedKeys.lifetime(cacheControl: "public, max-age=21600, must-revalidate", age: "600") == .seconds(21000))
+        #expect(PublishedKeys.lifetime(cacheControl: "max-age=100", age: "500") == .zero)
+        #expect(PublishedKeys.lifetime(cacheControl: "no-store", age: nil) == .zero)
+        #expect(PublishedKeys.lifetime(cacheControl: "private", age: nil) == nil)
+        #expect(PublishedKeys.lifetime(cacheControl: nil, age: "5") == nil)
     }
 
     @Test func anUnconfiguredProviderAndAnUnknownProviderAreRefused() async throws {

@@ -27,7 +27,7 @@ public struct AuthPlugin: Plugin {
     /// `keyFetch` replaces the HTTPS fetch of the providers' keys, `applePost` the POSTs to
     /// Apple's token and revoke endpoints (tests).
     init(
-        options: AuthService.Options, keyFetch: ProviderKeys.Fetch?, applePost: AppleClient.Post? = nil, clock: @escaping @Sendable () -> WallTime
+        options: AuthService.Options, keyFetch: PublishedKeys.Fetch?, applePost: AppleClient.Post? = nil, clock: @escaping @Sendable () -> WallTime
     ) throws {
         for provider in IdentityProvider.allCases where options.identity[provider].enabled {
             guard options.identity[provider].keysURL.hasPrefix("https://") else {

@@ -2,6 +2,7 @@
 import Bus
 import Contracts
 import Crypto
+import PluginKit
 
 /// Who an ID token says the user is, once every check has passed.
 struct VerifiedIdentity: Sendable, Equatable {
@@ -22,14 +23,19 @@ struct VerifiedIdentity: Sendable, Equatable {
 /// check failed (InvalidIdToken's reason).
 struct IdTokenVerifier: Sendable {
     let options: IdentityOptions
-    private let keys: [IdentityProvider: ProviderKeys]
+    private let keys: [IdentityProvider: PublishedKeys]
 
-    init(options: IdentityOptions, fetch: ProviderKeys.Fetch? = nil) {
+    init(options: IdentityOptions, fetch: PublishedKeys.Fetch? = nil) {
         self.options = options
-        let fetch = fetch ?? ProviderKeys.https(caFile: options.caFile, timeout: options.fetchTimeout)
-        var keys: [IdentityProvider: ProviderKeys] = [:]
+        let fetch = fetch ?? PublishedKeys.https(caFile: options.caFile, timeout: options.fetchTimeout)
+        var keys: [IdentityProvider: PublishedKeys] = [:]
         for provider in IdentityProvider.allCases where options[provider].enabled {
-            keys[provider] = ProviderKeys(provider: provider, options: options, fetch: fetch)
+            var settings = PublishedKeys.Settings(url: options[provider].keysURL)
+            settings.defaultLifetime = options.defaultKeyLifetime
+            settings.minimumRefetchInterval = options.minimumRefetchInterval
+            settings.maximumStaleness = options.maximumKeyStaleness
+            settings.fetchTimeout = options.fetchTimeout
+            keys[provider] = PublishedKeys(provider.rawValue, settings: settings, fetch: fetch, logger: Logger(label: "appd.auth"))
         }
         self.keys = keys
     }
@@ -55,7 +61,15 @@ struct IdTokenVerifier: Sendable {
         }
         // Before any key is fetched: only the algorithms a provider key can name get that far.
         guard jws.algorithm == "RS256" || jws.algorithm == "ES256" else { throw AuthError.invalidIdToken(reason: .algorithm) }
-        let key = try await keys.key(for: jws, now: now)
+        let key: JSONWebKey
+        do {
+            key = try await keys.key(for: jws, now: now)
+        } catch {
+            switch error {
+            case .unavailable: throw AuthError.identityProviderUnavailable(provider)
+            case .unknownKey: throw AuthError.invalidIdToken(reason: .unknownKey)
+            }
+        }
         do {
             try key.verify(jws)
         } catch {

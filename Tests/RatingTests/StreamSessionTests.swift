@@ -152,8 +152,11 @@ extension EventContractTests {
         _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": "ada's only"], as: ada.caller)
         let seen = try await collect(dispatcher, as: ada.caller, since: 0, topics: [">"]) { Self.titles($0).contains("ada's only") }
         #expect(Self.titles(seen) == ["ada's only"])
+        // Only the owner index was read, and none of bob's rows: at most ada's own events (on
+        // PostgreSQL the newest may reach the stream live, before the horizon passes them).
         let read = replay.rows.withLock { $0 }
-        #expect(read.all == 0 && read.owned == seen.count, "\(read), \(seen.count) delivered")
+        let adas = try await h.context.eventLog.events(about: ada.userId, after: 0, limit: 1_000).count
+        #expect(read.all == 0 && read.owned <= adas && adas < 20, "\(read), \(seen.count) delivered, \(adas) about ada")
         await h.database.close()
     }
 }

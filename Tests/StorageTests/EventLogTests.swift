@@ -244,6 +244,16 @@ final class Seen: Sendable {
         #expect(logged.keys.contains { $0.hasPrefix("redacted:") }, "\(logged)")
         await database.close()
     }
+
+    /// An event about an erased owner logged after the erasure (a consumer still catching up)
+    /// is a tombstone too; only the erasing write's own notice keeps its payload.
+    @Test func eventsAboutAnErasedOwnerAreLoggedRedactedWhoeverLogsThem() async throws {
+        let (dir, database) = try await notesDatabase(bus: nil)
+        defer { removeDirectory(dir) }
+        let (readable, total) = try await eraseWhileOthersLog(erasing: database, appending: [database])
+        #expect(readable == ["the notice"] && total == 4 * 20 + 2, "\(readable), \(total) logged")
+        await database.close()
+    }
 }
 
 @Suite struct EventLogUpgradeTests {

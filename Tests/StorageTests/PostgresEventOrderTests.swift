@@ -168,6 +168,15 @@ extension PostgresTests {
         await db.close()
     }
 
+    /// Two instances' batches log events about an owner while a third erases it: whichever
+    /// commits first, no event about the owner stays readable but the erasure's own notice.
+    @Test func anErasureRacingOtherInstancesLeavesNoEventAboutTheOwnerReadable() async throws {
+        let dbs = try await instances(3)
+        let (readable, total) = try await eraseWhileOthersLog(erasing: dbs[2], appending: [dbs[0], dbs[1]])
+        #expect(readable == ["the notice"] && total == 2 * 4 * 20 + 2, "\(readable), \(total) logged")
+        for db in dbs { await db.close() }
+    }
+
     @Test func concurrentAppendsOnThreeInstancesReachEveryReaderOnceInOrder() async throws {
         // A live subscriber on the third instance: events written through A, B and itself arrive on its bus.
         let bus = EventBus()

@@ -76,3 +76,47 @@ func eraseBetweenAppends(_ database: any Database) async throws -> [String: Bool
     }
     return out
 }
+
+/// Erasure racing other writes, the same on both engines: writers on `appending` log events
+/// about u1 while one write on `erasing` erases u1, holds its transaction open a moment (on
+/// PostgreSQL, where other instances' batches commit meanwhile) and logs its own notice; then a
+/// late event about u1 is logged (a consumer catching up). Returns the texts of the u1 events
+/// left readable (only the notice may be) and how many u1 events were logged.
+func eraseWhileOthersLog(erasing: any Database, appending: [any Database]) async throws -> (readable: [String], total: Int) {
+    @Sendable func count() async throws -> Int64 {
+        try await erasing.read { tx -> Int64 in try tx.query("SELECT COUNT(*) AS n FROM appd_events WHERE owner = 'u1'").first?.integer("n") ?? 0 }
+    }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for (n, database) in appending.enumerated() {
+            for writer in 0..<4 {
+                group.addTask {
+                    for i in 0..<20 {
+                        try await database.write { tx in try tx.append(NoteAbout(userId: "u1", text: "w\(n).\(writer).\(i)"), causedBy: nil) }
+                    }
+                }
+            }
+        }
+        group.addTask {
+            // Midway through the others' writes.
+            var waited = 0
+            while try await count() < 10, waited < 5_000 {
+                try await Task.sleep(for: .milliseconds(1))
+                waited += 1
+            }
+            try await erasing.write { tx in
+                print("DEBUG erasing at", try tx.query("SELECT COUNT(*) AS n FROM appd_events WHERE owner = 'u1'").first?.integer("n") ?? -1, ContinuousClock.now)
+                try tx.redactEvents(about: "u1")
+                if tx.dialect == .postgres { try tx.execute("SELECT pg_sleep(0.1)") }
+                try tx.append(NoteAbout(userId: "u1", text: "the notice"), causedBy: nil)
+            }
+        }
+        try await group.waitForAll()
+    }
+    print("DEBUG all done", try await count(), ContinuousClock.now)
+    try await erasing.write { tx in try tx.append(NoteAbout(userId: "u1", text: "late"), causedBy: nil) }
+    let rows = try await erasing.read { tx in try tx.query("SELECT payload, redacted FROM appd_events WHERE owner = 'u1'") }
+    let readable = try rows.filter { $0.integer("redacted") != 1 }.map { row in
+        (try JSONParser.parse(Array((row.text("payload") ?? "{}").utf8)))["text"]?.stringValue ?? "?"
+    }
+    return (readable, rows.count)
+}

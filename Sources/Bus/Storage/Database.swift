@@ -83,11 +83,14 @@ public protocol Transaction {
     func append(_ event: BusEvent) throws -> Int64
     /// Appends a durable event whose sequence number is assigned when the transaction commits
     /// (an engine may then log every event of a batch in one statement). Erasure keeps its
-    /// meaning: a `redactEvents(about:)` after it in the same batch redacts it.
+    /// meaning: an event about an erased owner is logged redacted (see `redactEvents`).
     func appendAtCommit(_ event: BusEvent) throws
     /// Erasure: replaces the payload of every logged event about `userID` with a tombstone
-    /// (topic, sequence and time stay), and of every one appended before this in the same
-    /// transaction or batch. Returns how many logged events were redacted.
+    /// (topic, sequence and time stay), and remembers `userID` as erased: any event about them
+    /// logged after this — by another write of the batch, a consumer still catching up, a write
+    /// committing on another instance at the same moment — is logged as a tombstone too. Only
+    /// the events this same write appends after the erasure (the deletion's own notice) keep
+    /// their payload. Returns how many logged events were redacted.
     @discardableResult
     func redactEvents(about userID: String) throws -> Int
     /// The keyed call this write belongs to (see `IdempotencyRecord`), if any; nil in reads.
@@ -139,7 +142,8 @@ extension Transaction {
 
     @discardableResult
     public func redactEvents(about userID: String) throws -> Int {
-        try execute(EventLog.redact, [.text(userID)])
+        try execute(EventLog.erase, [.text(userID)])
+        return try execute(EventLog.redact, [.text(userID)])
     }
 
     public var idempotency: IdempotencyRecord? { nil }

@@ -52,11 +52,16 @@ extension OutboxTransaction {
     var deferred: [DeferredEntry] { [] }
 }
 
-/// An event to log at the commit, or an erasure that covers the events deferred before it.
-enum DeferredEntry {
-    /// The event and its `EventLog.insert` parameters (checked and encoded when it was appended).
-    case event(BusEvent, [SQLValue])
-    case redaction(owner: String)
+/// An event to log at the commit.
+struct DeferredEntry {
+    var event: BusEvent
+    /// Its `EventLog.insert` parameters (checked and encoded when it was appended).
+    var parameters: [SQLValue]
+    /// Its index in the transaction (its position is `appd_event_position()` plus it).
+    var index: Int64
+    /// Appended by the write that erased its owner, after the erasure: it keeps its payload
+    /// (see `Transaction.redactEvents`).
+    var keptThroughErasure: Bool
 }
 
 /// What running a batch's writes inside its transaction left to do after the commit.

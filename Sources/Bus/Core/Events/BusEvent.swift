@@ -77,6 +77,14 @@ public struct BusEvent: Sendable, Cause {
         return copy
     }
 
+    /// The event as the log keeps it once its owner's account is erased: topic, time and
+    /// position, no payload.
+    public func tombstone(at sequence: Int64) -> BusEvent {
+        BusEvent(
+            stored: id, correlationID: correlationID, causationID: causationID, topic: topic, version: version, owner: owner,
+            sequence: sequence, timestamp: timestamp, payload: .object([:]), redacted: true)
+    }
+
     /// The payload as `E` (brought forward from an older version), or nil when the topic
     /// differs, the event was redacted, or the payload does not decode.
     public func decode<E: Event>(as type: E.Type = E.self) -> E? {

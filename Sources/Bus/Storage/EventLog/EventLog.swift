@@ -19,6 +19,9 @@ public struct EventLog: EventReplay {
           owner TEXT,
           redacted INTEGER NOT NULL DEFAULT 0
         );
+        CREATE TABLE IF NOT EXISTS appd_erased_owners (
+          owner TEXT PRIMARY KEY
+        );
         CREATE TABLE IF NOT EXISTS appd_consumers (
           name TEXT PRIMARY KEY,
           seq INTEGER NOT NULL
@@ -55,6 +58,19 @@ public struct EventLog: EventReplay {
 
     /// Erasure of the logged events about one owner.
     static let redact = "UPDATE appd_events SET payload = '{}', redacted = 1 WHERE owner = ? AND redacted = 0"
+
+    /// Remembers an owner as erased: an event about them logged later (a consumer still
+    /// catching up, a write committing on another instance meanwhile) is logged redacted.
+    static let erase = "INSERT INTO appd_erased_owners (owner) VALUES (?) ON CONFLICT DO NOTHING"
+
+    /// A row when the owner was erased.
+    static let isErased = "SELECT 1 AS erased FROM appd_erased_owners WHERE owner = ?"
+
+    /// `insert` for an event whose owner was erased: its payload is the tombstone's.
+    static let insertRedacted = """
+        INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted)
+        VALUES (?, ?, '{}', ?, ?, ?, ?, ?, 1)
+        """
 
     /// `insert`'s parameters for `event`, after checking its topic; `payload`: the event's JSON
     /// text when the caller has it already.

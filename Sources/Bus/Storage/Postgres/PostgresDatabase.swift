@@ -263,11 +263,13 @@ public final class PostgresDatabase: Database {
         do {
             // The batch's events, the NOTIFY that wakes every instance's feed (with the batch's
             // signals) and the COMMIT go in one round trip (pipeline mode).
+            let owners = Set(outcome.deferred.lazy.filter { !$0.keptThroughErasure }.compactMap(\.event.owner)).sorted()
+            let lockStatements = owners.isEmpty ? [] : [(sql: PostgresSchema.erasureLock(owners: owners.count, shared: true), parameters: owners.map { SQLValue.text($0) })]
             let keyStatements = Self.keyStatements(outcome.keys)
-            var statements = keyStatements + Self.logStatements(outcome.deferred)
-            let logStatements = statements.count
+            var statements = lockStatements + keyStatements + Self.logStatements(outcome.deferred)
+            let firstLog = lockStatements.count + keyStatements.count, logStatements = statements.count
             var notifications: [SQLValue] = []
-            let eventCount = outcome.events.count + outcome.deferred.count { if case .event = $0 { true } else { false } }
+            let eventCount = outcome.events.count + outcome.deferred.count
             if eventCount > 0 { notifications += [.text(namespace.channel), .text(PostgresEventFeed.payload(events: eventCount))] }
             for message in Set(attempt.signals) { notifications += [.text(namespace.signalChannel), .text(message)] }
             if !notifications.isEmpty {
@@ -276,7 +278,7 @@ public final class PostgresDatabase: Database {
             statements.append((sql: "COMMIT", parameters: []))
             let results = try attempt.noting { () throws(StorageError) in try connection.runPipelined(statements) }
             // Committed: an event that would not decode is left for the feed to read from the log.
-            feed.committed(outcome.events + results[keyStatements.count..<logStatements].flatMap { $0.compactMap { try? EventLog.event($0) } })
+            feed.committed(outcome.events + results[firstLog..<logStatements].flatMap { $0.compactMap { try? EventLog.event($0) } })
         } catch where error.kind == .constraint && !outcome.keys.isEmpty {
             // A key was taken by another attempt of its call: each write keeps its key itself.
             writeConnection.rollBack()
@@ -308,29 +310,30 @@ public final class PostgresDatabase: Database {
     }
 
     /// The statements that log the events a batch deferred to its commit, a few hundred per
-    /// statement, each at `appd_event_position()` plus the index it was given when appended (its
-    /// parameters' last) and redacted if an erasure of its owner came after it in the batch; each
-    /// returns its events as logged.
+    /// statement, each at `appd_event_position()` plus the index it was given when appended, and
+    /// as a tombstone when its owner was erased (`appd_erased_owners`, this transaction's own
+    /// erasures included) unless the erasing write appended it after the erasure. Each returns
+    /// its events as logged, in order. An erasure committing on another instance at the same
+    /// moment cannot slip between: the check reads the erased owners and the erasure's `UPDATE`
+    /// reads the owner's events, so under SERIALIZABLE one of the two transactions fails with a
+    /// serialization failure and runs again, seeing the other; the erasure lock taken before
+    /// these statements (`PostgresSchema.erasureLock`) makes it the batch.
     private static func logStatements(_ entries: [DeferredEntry]) -> [(sql: String, parameters: [SQLValue])] {
-        var lastErasure: [String: Int] = [:]
-        for (i, entry) in entries.enumerated() {
-            if case .redaction(let owner) = entry { lastErasure[owner] = i }
-        }
-        var rows: [[SQLValue]] = []
-        for (i, entry) in entries.enumerated() {
-            guard case .event(let event, var parameters) = entry, let index = parameters.popLast() else { continue }
-            let erased = event.owner.map { (lastErasure[$0] ?? -1) > i } ?? false
-            if erased { parameters[2] = .text("{}") }  // the payload, as `redactEvents` leaves it
-            rows.append(parameters + [.integer(erased ? 1 : 0), index])
-        }
+        let row = "(?::text, ?::bigint, ?::text, ?::text, ?::text, ?::text, ?::bigint, ?::text, ?::bigint, ?::bigint)"
         var statements: [(sql: String, parameters: [SQLValue])] = []
         var start = 0
-        while start < rows.count {
-            let chunk = rows[start..<min(start + 500, rows.count)]
+        while start < entries.count {
+            let chunk = entries[start..<min(start + 500, entries.count)]
             let sql = """
-                INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted, seq) VALUES
-                """ + chunk.map { _ in "(?, ?, ?, ?, ?, ?, ?, ?, ?, appd_event_position() + ?)" }.joined(separator: ", ") + " RETURNING *"
-            statements.append((sql: sql, parameters: chunk.flatMap { $0 }))
+                INSERT INTO appd_events (topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted, seq)
+                SELECT topic, time_ns, CASE WHEN erased THEN '{}' ELSE payload END, correlation, causation, message_id, version, owner,
+                  CASE WHEN erased THEN 1 ELSE 0 END, appd_event_position() + i
+                FROM (SELECT v.*, v.kept = 0 AND EXISTS (SELECT 1 FROM appd_erased_owners e WHERE e.owner = v.owner) AS erased
+                  FROM (VALUES \(Array(repeating: row, count: chunk.count).joined(separator: ", ")))
+                  AS v(topic, time_ns, payload, correlation, causation, message_id, version, owner, kept, i)) AS r
+                RETURNING *
+                """
+            statements.append((sql: sql, parameters: chunk.flatMap { $0.parameters + [.integer($0.keptThroughErasure ? 1 : 0), .integer($0.index)] }))
             start += chunk.count
         }
         return statements

@@ -30,6 +30,18 @@ enum PostgresSchema {
         WHERE base + (pg_current_xact_id()::text::bigint << 20) <= (SELECT COALESCE(MAX(seq), 0) FROM appd_events)
         """
 
+    /// Takes the erasure locks of `owners` owners (one text parameter each) until the
+    /// transaction ends: exclusive for the erasure of one (`Transaction.redactEvents`), shared
+    /// for a batch about to log events about them. Without it SERIALIZABLE still lets no event
+    /// slip past an erasure (see `PostgresDatabase.logStatements`), but the long transaction
+    /// loses: under a stream of events about the owner an account deletion could fail again and
+    /// again. With it the batches wait for the erasure, then run again and see the owner erased.
+    static func erasureLock(owners: Int, shared: Bool) -> String {
+        let lock = shared ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"
+        let values = Array(repeating: "(?::text)", count: owners).joined(separator: ", ")
+        return "SELECT count(\(lock)(k)) AS locked FROM (SELECT DISTINCT hashtextextended(current_schema() || ' erasure ' || o, 0) AS k FROM (VALUES \(values)) AS v(o)) AS s"
+    }
+
     static func create(on connection: PostgresConnection, namespace: PostgresNamespace) throws(StorageError) {
         do throws(StorageError) {
             try connection.control("BEGIN")

@@ -9,6 +9,8 @@ final class PostgresTransaction: OutboxTransaction {
     private(set) var events: [BusEvent] = []
     var idempotency: IdempotencyRecord?
     private(set) var deferred: [DeferredEntry] = []
+    /// The owners this write erased: its own events about them after the erasure keep their payload.
+    private var erasedHere: Set<String> = []
 
     init(connection: PostgresConnection, attempt: PostgresWriteAttempt?) {
         self.connection = connection
@@ -44,7 +46,7 @@ final class PostgresTransaction: OutboxTransaction {
         guard let attempt else {
             throw StorageError(kind: .other, message: "events can only be appended in a write transaction")
         }
-        deferred.append(.event(event, try EventLog.parameters(event) + [.integer(try attempt.take(1))]))
+        try deferEvent(event, index: try attempt.take(1))
     }
 
     /// Sent with the batch's commit (one `pg_notify` each, in the statement that tells the
@@ -60,8 +62,20 @@ final class PostgresTransaction: OutboxTransaction {
         attempt.signals.append(message)
     }
 
+    private func deferEvent(_ event: BusEvent, index: Int64) throws {
+        deferred.append(
+            DeferredEntry(
+                event: event, parameters: try EventLog.parameters(event), index: index,
+                keptThroughErasure: event.owner.map(erasedHere.contains) ?? false))
+    }
+
+    /// A batch logging an event about the owner at the same moment either commits first (and
+    /// this redacts its row) or sees the owner erased (see `PostgresDatabase.logStatements`);
+    /// the owner's erasure lock, held to the commit, makes the batches wait and retry, not this.
     func redactEvents(about userID: String) throws -> Int {
-        deferred.append(.redaction(owner: userID))
+        _ = try run(PostgresSchema.erasureLock(owners: 1, shared: false), [.text(userID)])
+        _ = try run(EventLog.erase, [.text(userID)])
+        erasedHere.insert(userID)
         return try run(EventLog.redact, [.text(userID)]).changed
     }
 
@@ -75,7 +89,7 @@ final class PostgresTransaction: OutboxTransaction {
         }
         let index = try attempt.take(1)
         let position = try attempt.position(of: index, on: connection)
-        deferred.append(.event(event, try EventLog.parameters(event) + [.integer(index)]))
+        try deferEvent(event, index: index)
         return position
     }
 }

@@ -7,6 +7,8 @@ final class SQLiteTransaction: OutboxTransaction {
     private let logEvents: Bool
     private(set) var events: [BusEvent] = []
     var idempotency: IdempotencyRecord?
+    /// The owners this write erased: its own events about them after the erasure keep their payload.
+    private var erasedHere: Set<String> = []
 
     init(connection: SQLiteConnection, logEvents: Bool) {
         self.connection = connection
@@ -55,9 +57,23 @@ final class SQLiteTransaction: OutboxTransaction {
         }
         // Encoded once: the log's row and the bus's delivery share the JSON.
         let payload = try event.jsonBytes()
-        _ = try run(EventLog.insert, try EventLog.parameters(event, payload: payload))
+        var parameters = try EventLog.parameters(event, payload: payload)
+        if let owner = event.owner, !erasedHere.contains(owner), !(try run(EventLog.isErased, [.text(owner)])).isEmpty {
+            parameters.remove(at: 2)  // the payload
+            _ = try run(EventLog.insertRedacted, parameters)
+            let sequence = connection.lastInsertRowID
+            events.append(event.tombstone(at: sequence))
+            return sequence
+        }
+        _ = try run(EventLog.insert, parameters)
         let sequence = connection.lastInsertRowID
         events.append(event.logged(at: sequence, payload: payload))
         return sequence
+    }
+
+    func redactEvents(about userID: String) throws -> Int {
+        _ = try run(EventLog.erase, [.text(userID)])
+        erasedHere.insert(userID)
+        return try execute(EventLog.redact, [.text(userID)])
     }
 }

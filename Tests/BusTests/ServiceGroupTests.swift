@@ -37,15 +37,23 @@ struct DrainingService: Service {
 }
 
 /// Takes `delay` to stop even once cancelled (work that ignores cancellation).
+/// Stops only once the group has said it is still waiting for it (past the graceful timeout
+/// and the cancellation), whatever the cancellation says.
 struct SlowToStopService: Service {
     let stopped: GateLog
-    let delay: Duration
+    let log: InMemoryLogHandler
     var name: String { "slow-to-stop" }
     func run() async throws {
         await gracefulShutdown()
-        let delay = self.delay
+        let log = self.log
         // A wait that cancellation cannot cut short.
-        await Task.detached { try? await Task.sleep(for: delay) }.value
+        await Task.detached {
+            var polls = 0
+            while polls < 2_000, !log.records.contains(where: { $0.message.contains("still waiting") }) {
+                try? await Task.sleep(for: .milliseconds(5))
+                polls += 1
+            }
+        }.value
         stopped.append("stopped")
     }
 }
@@ -143,7 +151,7 @@ struct SignalsAtStart: Service {
         let log = InMemoryLogHandler()
         let stopped = GateLog()
         let group = ServiceGroup(
-            services: [SlowToStopService(stopped: stopped, delay: .milliseconds(400))], signals: [], gracefulTimeout: .milliseconds(50),
+            services: [SlowToStopService(stopped: stopped, log: log)], signals: [], gracefulTimeout: .milliseconds(50),
             logger: Logger(label: "test", handler: log))
         let running = Task { try await group.run() }
         try await waitUntilRunning(group)

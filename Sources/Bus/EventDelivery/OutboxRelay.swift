@@ -27,6 +27,7 @@ public struct OutboxRelay: Sendable {
 
     /// Starts relaying in a task of its own; await its value to know everything was published.
     public func start() -> Task<Void, Never> {
+        // Unstructured: returned to the caller, which owns it (a service awaits or cancels it).
         Task { await run() }
     }
 }

@@ -209,6 +209,7 @@ struct ChatService: Sendable {
             case .failed(let reason): ("failed", reason)
             }
         let repository = self.repository, now = self.now
+        // Unstructured: awaited at once; its own task so that a client leaving mid-reply does not cancel storing the reply.
         let message = try await Task {
             try await repository.finishReply(
                 owner: owner, conversation: prepared.conversation, id: prepared.replyID, text: streamed.text, status: status, error: error,

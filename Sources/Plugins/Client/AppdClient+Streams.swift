@@ -12,6 +12,7 @@ extension AppdClient {
     /// task) closes the connection, which cancels the call on appd.
     public func stream<C: StreamingCommand>(_ command: C) -> AsyncThrowingStream<C.Reply, any Error> {
         AsyncThrowingStream { continuation in
+            // Unstructured: the stream's producer (AsyncThrowingStream's builder is synchronous); cancelled when the consumer stops.
             let task = Task {
                 do {
                     let body = try encode(command)
@@ -34,6 +35,7 @@ extension AppdClient {
     /// repeat. Errors that a retry cannot fix (not signed in, bad topics) end the stream.
     public func subscribe(topics: [String], since: Int64? = nil) -> AsyncThrowingStream<SubscribedEvent, any Error> {
         AsyncThrowingStream { continuation in
+            // Unstructured: the stream's producer (AsyncThrowingStream's builder is synchronous); cancelled when the consumer stops.
             let task = Task {
                 var last = since
                 var attempt = 0

@@ -21,6 +21,7 @@ extension AppdClient {
     public func subscribe<E: Event>(to type: E.Type, since: Int64? = nil) -> AsyncThrowingStream<TypedEvent<E>, any Error> {
         let events = subscribe(topics: [E.topic], since: since)
         return AsyncThrowingStream { continuation in
+            // Unstructured: the stream's producer (AsyncThrowingStream's builder is synchronous); cancelled when the consumer stops.
             let task = Task {
                 do {
                     for try await delivered in events where delivered.topic == E.topic && delivered.redacted != true {

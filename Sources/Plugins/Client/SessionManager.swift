@@ -47,6 +47,7 @@ public actor SessionManager {
         listeners[id] = continuation
         continuation.yield(state)
         continuation.onTermination = { [weak self] _ in
+            // Unstructured: `onTermination` is synchronous: this hops onto the actor to forget the listener.
             Task { await self?.forget(id) }
         }
         return stream
@@ -111,6 +112,7 @@ public actor SessionManager {
         if let session, session.accessToken != stale { return session }
         if let refreshing { return try await refreshing.value }
         guard let refreshToken = session?.refreshToken else { throw AppdClientError.notSignedIn }
+        // Unstructured: one refresh shared by every concurrent caller (kept in `refreshing`), each awaiting it.
         let task = Task { try await refresh(refreshToken) }
         refreshing = task
         defer { refreshing = nil }

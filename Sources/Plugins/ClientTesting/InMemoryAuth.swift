@@ -47,6 +47,7 @@ public actor InMemoryAuth: AuthServing {
         let id = nextListener
         nextListener += 1
         listeners[id] = continuation
+        // Unstructured: `onTermination` is synchronous: this hops onto the actor to forget the listener.
         continuation.onTermination = { _ in Task { await self.forget(id) } }
         continuation.yield(state)
         return stream

@@ -80,6 +80,7 @@ public actor InMemoryChat: ChatServing {
 
     public nonisolated func conversationSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Int64.self, throwing: (any Error).self)
+        // Unstructured: the stream is returned synchronously; the listener is registered on the actor in this hop.
         Task { await self.listen(continuation, after: cursor) }
         return stream
     }
@@ -91,6 +92,7 @@ public actor InMemoryChat: ChatServing {
 
     public nonisolated func send(conversationId: String, text: String, model: String?) -> AsyncThrowingStream<SendReply, any Error> {
         AsyncThrowingStream { continuation in
+            // Unstructured: the stream's producer (AsyncThrowingStream's builder is synchronous); cancelled when the consumer stops.
             let task = Task {
                 do {
                     let (id, words) = try await self.start(conversationId: conversationId, text: text)
@@ -119,6 +121,7 @@ public actor InMemoryChat: ChatServing {
 
     private func listen(_ continuation: AsyncThrowingStream<Int64, any Error>.Continuation, after cursor: Int64) {
         let id = feed.listen(continuation, after: cursor)
+        // Unstructured: `onTermination` is synchronous: this hops onto the actor to forget the listener.
         continuation.onTermination = { _ in Task { await self.forget(id) } }
     }
 

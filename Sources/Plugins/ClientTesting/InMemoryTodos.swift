@@ -117,6 +117,7 @@ public actor InMemoryTodos: TodosServing {
 
     public nonisolated func changeSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Int64.self, throwing: (any Error).self)
+        // Unstructured: the stream is returned synchronously; the listener is registered on the actor in this hop.
         Task { await self.listen(continuation, after: cursor) }
         return stream
     }
@@ -126,6 +127,7 @@ public actor InMemoryTodos: TodosServing {
     private func listen(_ continuation: AsyncThrowingStream<Int64, any Error>.Continuation, after cursor: Int64) {
         guard reachable else { return continuation.finish(throwing: AppdClientError.transport("offline")) }
         let id = feed.listen(continuation, after: cursor)
+        // Unstructured: `onTermination` is synchronous: this hops onto the actor to forget the listener.
         continuation.onTermination = { _ in Task { await self.forget(id) } }
     }
 

@@ -140,6 +140,7 @@ public actor PluginHost: Service {
 
     private func launch(_ services: [any Service], of name: String) {
         for service in services {
+            // Unstructured: plugins start and stop one by one at run time (reload), not with one scope; kept in `entries`, cancelled at unload.
             let task = Task { await self.supervise(service, of: name) }
             entries[name]?.services.append(task)
         }

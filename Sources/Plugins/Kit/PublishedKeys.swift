@@ -86,6 +86,7 @@ public actor PublishedKeys {
     private func refresh(now: Int64) async {
         lastAttempt = now
         // Awaited right here by every caller (through `inFlight`): it ends before `refresh` does.
+        // Unstructured: one fetch shared by every concurrent caller (kept in `inFlight`), each awaiting it.
         let task = Task { await self.fetchAndInstall(now: now) }
         inFlight = task
         await task.value

@@ -147,6 +147,7 @@ actor ExternalPlugin {
         do throws(PluginStartError) {
             let plan = try prepare(data: pluginData)
             let spawned = try await PluginProcess.spawn(name: name, plan: plan.plan, listenFD: listenFD, logger: logger) { [weak self] status in
+                // Unstructured: the reaper calls back on its own thread, outside any task: this hops onto the actor.
                 Task { await self?.exited(generation: generation, status: status) }
             }
             plan.command?.close()
@@ -158,6 +159,7 @@ actor ExternalPlugin {
             }
             process = spawned
             peers.started(spawned.pid, scope: manifest.scope)
+            // Unstructured: lives as long as this process generation; kept in `memoryWatch`, cancelled when it stops.
             memoryWatch = Task { [weak self] in await self?.watchMemory(spawned, generation: generation, data: pluginData) }
         } catch {
             close(listenFD)
@@ -183,6 +185,7 @@ actor ExternalPlugin {
             // After a restart the last failure stays shown (why it was restarted) until a
             // manual restart.
             logger.notice("external plugin started", metadata: ["plugin": "\(name)", "pid": "\(process.map { $0.pluginPID ?? $0.pid } ?? 0)", "interfaces": "\(interfaces.joined(separator: ","))"])
+            // Unstructured: lives as long as this process generation; kept in `health`, cancelled when it stops.
             health = Task { [weak self] in await self?.checkHealth(generation: generation) }
         } catch let problem as ManifestProblem {
             guard generation == self.generation, !stopping, process != nil else { return }
@@ -276,6 +279,7 @@ actor ExternalPlugin {
             gateway.down("it failed: \(description)")
             logger.error("external plugin failed; not restarting it", metadata: ["plugin": "\(manifest.name)"])
         case .restart(let delay):
+            // Unstructured: a restart after a back-off must not hold the exit handler; kept in `pendingRestart`, cancelled by stop.
             pendingRestart = Task { [weak self] in
                 try? await Task.sleep(for: delay)
                 await self?.restartAfterFailure(generation: generation)

@@ -98,6 +98,7 @@ extension EventBus {
     ) -> Listener {
         let subscription = subscribe(filter, options: options)
         let log = logger
+        // Unstructured: a listener lives until its owner cancels the returned `Listener` (which holds this task).
         let task = Task {
             do {
                 for try await event in subscription {

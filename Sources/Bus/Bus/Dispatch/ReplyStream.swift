@@ -151,6 +151,7 @@ final class ReplyChannel<Element: Sendable>: Sendable {
             channel.state.withLock { $0.deferred = body }
             return ReplyStream(channel: channel)
         }
+        // Unstructured: the producer runs while the caller reads the stream; the channel cancels it when the reader leaves.
         let task = Task {
             let outcome: (any Error)?
             do {
@@ -238,6 +239,7 @@ final class ReplyChannel<Element: Sendable>: Sendable {
         let end = StreamEnd(error: outcome, used: used)
         // In a task of their own: a producer cancelled because its client left must not
         // cancel what the observers commit (a refund) with it.
+        // Unstructured: awaited at once; its own task only so that the producer's cancellation does not reach the observers.
         await Task { for observer in observers { await observer(end) } }.value
     }
 

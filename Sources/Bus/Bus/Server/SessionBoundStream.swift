@@ -90,6 +90,7 @@ final class SessionChecks: Sendable {
             return true
         }
         guard start else { return }
+        // Unstructured: the recheck lives as long as the stream, not the call that opened it; cancelled when the stream ends.
         let task = Task { [self] in
             while true {
                 do {

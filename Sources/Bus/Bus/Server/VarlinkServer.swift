@@ -259,6 +259,7 @@ public final class VarlinkServer: Service {
     /// A new worker for `connection` (the registry keeps it: call under its lock). It runs on
     /// this I/O thread (see EventLoopExecutor); deadline tasks too.
     private func worker(for connection: VarlinkConnection) -> Task<Void, Never> {
+        // Unstructured: a connection's worker lives as long as the connection; the registry keeps it and cancels it at close or shutdown.
         Task(executorPreference: loop.executor) { [self] in
             var handedOn = false
             await Deadline.on(loop) {

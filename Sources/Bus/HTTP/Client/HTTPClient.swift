@@ -48,6 +48,7 @@ public struct HTTPClient: Sendable {
             stop?.remove(stopping)
             outbound.loop.execute { exchange.close() }
         }
+        // Unstructured: the exchange outlives this synchronous call; the stream's termination closes it.
         Task { await exchange.start() }
         return stream
     }

@@ -20,6 +20,7 @@ public struct Alarm: Sendable {
         if let timers = Deadline.timers {
             kind = .timer(timers, timers.schedule(deadline, fire: fire))
         } else {
+            // Unstructured: an alarm outside a loop (no shared timer list) fires from its own sleeping task; cancel() cancels it.
             kind = .task(Task(executorPreference: Deadline.executor) {
                 try? await Task.sleep(until: deadline, clock: .continuous)
                 if !Task.isCancelled { fire() }

@@ -31,6 +31,7 @@ public func withTimeout<R: Sendable>(
 /// Sleeps for `duration` even when the calling task is cancelled: for the bounded waits of a
 /// shutdown that was itself started by cancellation (a drain must still wait, not spin).
 public func sleepIgnoringCancellation(for duration: Duration) async {
+    // Unstructured: detached so that the caller's cancellation does not cut the sleep short; awaited at once.
     await Task.detached { try? await Task.sleep(for: duration) }.value
 }
 

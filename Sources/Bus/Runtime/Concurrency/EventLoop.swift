@@ -132,6 +132,7 @@ public final class EventLoop: Sendable {
     /// loop too (`Deadline.on`): how a server handles what it read without a thread hop.
     @discardableResult
     public func task(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        // Unstructured: returned to the caller, which owns it (a server keeps its connections' tasks and cancels them).
         Task(executorPreference: executor) { [self] in await Deadline.on(self, operation) }
     }
 

@@ -24,6 +24,7 @@ public final class RepeatingAlarm: Sendable {
         if let timers = Deadline.timers {
             kind = .timers(timers)
         } else {
+            // Unstructured: a repeating alarm outside a loop ticks from its own task; cancel() cancels it.
             kind = .task(Task(executorPreference: Deadline.executor) {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)

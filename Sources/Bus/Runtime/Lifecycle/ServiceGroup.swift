@@ -8,16 +8,26 @@ import Musl
 #endif
 
 /// Runs services until a shutdown signal or a service failure, then stops them in reverse
-/// start order, in swift-service-lifecycle's shape:
+/// start order, in swift-service-lifecycle's shape: every service is a child task of one task
+/// group (`run` returns only when all have ended), and what can end the running phase — a
+/// service ending, a signal, `triggerShutdown` — arrives as one async sequence of events.
 ///
+/// Stopping, service by service:
 /// 1. **graceful**: the service's `ShutdownSignal` is triggered (it stops taking work, drains
 ///    and returns); it has `gracefulTimeout` to do so;
-/// 2. **cancellation**: a service still running is cancelled;
+/// 2. **cancellation**: a service still running is cancelled (its child task only);
 /// 3. **waiting**: the group does not move on, and `run` does not return, while the service
 ///    still runs (it logs every `gracefulTimeout` which one it is waiting for), so nothing the
 ///    service uses (the database) is closed under it.
 public actor ServiceGroup {
     public enum State: Sendable, Equatable { case idle, running, shuttingDown, finished }
+
+    /// What the running phase waits for.
+    private enum Event: Sendable {
+        case ended(index: Int, error: (any Error)?)
+        case signal(Int32)
+        case shutdown
+    }
 
     private let services: [any Service]
     private let signals: [Int32]
@@ -25,12 +35,10 @@ public actor ServiceGroup {
     private let logger: Logger
     private let onShutdown: @Sendable () -> Void
     public private(set) var state = State.idle
-    private var running: [(service: any Service, shutdown: ShutdownSignal, task: Task<Void, any Error>)] = []
     private var failure: ServiceFailed?
     /// Shutdown was asked for before `run`: it then starts nothing.
     private var shutdownBeforeRun = false
-    private var wakeUp: CheckedContinuation<Void, Never>?
-    private var signalWatches: [SignalWatch] = []
+    private var events: AsyncStream<Event>.Continuation?
 
     public init(
         services: [any Service], signals: [Int32] = [SIGTERM, SIGINT], gracefulTimeout: Duration = .seconds(10),
@@ -52,28 +60,49 @@ public actor ServiceGroup {
             return
         }
         state = .running
-        installSignalHandlers()
-        for service in services {
-            let name = service.name
-            let shutdown = ShutdownSignal()
-            let task = Task { [weak self] in
-                do {
-                    try await ShutdownSignal.$current.withValue(shutdown) { try await service.run() }
-                    await self?.serviceEnded(name, error: nil)
-                } catch {
-                    await self?.serviceEnded(name, error: error)
-                    throw error
-                }
-            }
-            running.append((service, shutdown, task))
-        }
-        if state == .running {
-            await withCheckedContinuation { wakeUp = $0 }
-        }
-        await stopAll()
+        let (stream, sink) = AsyncStream<Event>.makeStream()
+        events = sink
+        let signalWatches = watchSignals(into: sink)
+        await runServices(stream, sink)
         for watch in signalWatches { watch.cancel() }
+        sink.finish()
+        events = nil
         state = .finished
         if let failure { throw failure }
+    }
+
+    /// The task group: every service a child; the running phase ends at the first event that
+    /// stops the group, then each service is stopped in reverse start order.
+    private nonisolated func runServices(_ stream: AsyncStream<Event>, _ sink: AsyncStream<Event>.Continuation) async {
+        // Per service: asked to stop, told to stop now (cancelled), and ended.
+        let graceful = services.map { _ in ShutdownSignal() }
+        let cancelled = services.map { _ in ShutdownSignal() }
+        let ended = services.map { _ in ShutdownSignal() }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, service) in services.enumerated() {
+                group.addTask {
+                    let error = await Self.run(service, graceful: graceful[index], cancelled: cancelled[index])
+                    ended[index].trigger()
+                    sink.yield(.ended(index: index, error: error))
+                }
+            }
+            for await event in stream {
+                if await !handle(event) { break }
+            }
+            for index in services.indices.reversed() {
+                await stop(services[index].name, graceful: graceful[index], cancelled: cancelled[index], ended: ended[index])
+            }
+        }
+    }
+
+    /// Whether the group still runs after `event`.
+    private func handle(_ event: Event) -> Bool {
+        switch event {
+        case .ended(let index, let error): serviceEnded(services[index].name, error: error)
+        case .signal(let number): signalled(number)
+        case .shutdown: break
+        }
+        return state == .running
     }
 
     /// Asks the group to stop (what SIGTERM does). Idempotent; before `run`, `run` then
@@ -83,8 +112,36 @@ public actor ServiceGroup {
         guard state == .running else { return }
         state = .shuttingDown
         onShutdown()
-        wakeUp?.resume()
-        wakeUp = nil
+        events?.yield(.shutdown)
+    }
+
+    /// Runs one service under its graceful-shutdown signal until it returns, or until
+    /// `cancelled` is triggered: then its task is cancelled and still waited for. Returns what
+    /// it threw.
+    private static func run(_ service: any Service, graceful: ShutdownSignal, cancelled: ShutdownSignal) async -> (any Error)? {
+        await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+            group.addTask {
+                do {
+                    try await ShutdownSignal.$current.withValue(graceful) { try await service.run() }
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                await cancelled.wait()
+                return nil
+            }
+            // The first to end is the service (then the other waits no more) or the order to
+            // cancel it (then the service's own end follows).
+            var outcome: Result<Void, any Error>?
+            while outcome == nil, let next = await group.next() {
+                outcome = next
+                group.cancelAll()
+            }
+            if case .failure(let error) = outcome { return error }
+            return nil
+        }
     }
 
     private func serviceEnded(_ name: String, error: (any Error)?) {
@@ -98,42 +155,35 @@ public actor ServiceGroup {
         triggerShutdown()
     }
 
-    /// Stops each service in reverse start order: graceful first, then cancelled, then waited for.
-    private func stopAll() async {
-        for (service, shutdown, task) in running.reversed() {
-            shutdown.trigger()
-            if await finished(task, within: gracefulTimeout) { continue }
-            logger.warning("service did not finish gracefully in time; cancelling it", metadata: ["service": service.name, "timeout": "\(gracefulTimeout)"])
-            task.cancel()
-            while await !finished(task, within: gracefulTimeout) {
-                logger.error("still waiting for a cancelled service to stop", metadata: ["service": service.name])
-            }
+    /// Stops one service: graceful first, then cancelled, then waited for.
+    private nonisolated func stop(_ name: String, graceful: ShutdownSignal, cancelled: ShutdownSignal, ended: ShutdownSignal) async {
+        graceful.trigger()
+        if await Self.triggered(ended, within: gracefulTimeout) { return }
+        logger.warning("service did not finish gracefully in time; cancelling it", metadata: ["service": name, "timeout": "\(gracefulTimeout)"])
+        cancelled.trigger()
+        while await !Self.triggered(ended, within: gracefulTimeout) {
+            logger.error("still waiting for a cancelled service to stop", metadata: ["service": name])
         }
     }
 
-    /// Whether `task` ended within `limit` (the task itself is not touched).
-    private nonisolated func finished(_ task: Task<Void, any Error>, within limit: Duration) async -> Bool {
-        do {
-            try await withTimeout(limit, timeoutError: { CancellationError() }) { _ = await task.result }
-            return true
-        } catch {
-            return false
-        }
+    /// Whether `signal` was triggered within `limit`.
+    private static func triggered(_ signal: ShutdownSignal, within limit: Duration) async -> Bool {
+        _ = try? await withTimeout(limit, timeoutError: { CancellationError() }) { await signal.wait() }
+        return signal.isTriggered
     }
 
     /// Caught from before any service starts (see `Signals`): a SIGTERM that arrives the
     /// instant the socket serves is acted on, never lost.
-    private func installSignalHandlers() {
+    private func watchSignals(into sink: AsyncStream<Event>.Continuation) -> [SignalWatch] {
+        var watches: [SignalWatch] = []
         for number in signals {
             do {
-                signalWatches.append(try Signals.watch(number) { [weak self] in
-                    guard let self else { return }
-                    Task { await self.signalled(number) }
-                })
+                watches.append(try Signals.watch(number) { sink.yield(.signal(number)) })
             } catch {
                 logger.error("cannot catch a shutdown signal; stop appd with io.appd.Daemon.Shutdown", metadata: ["signal": "\(number)", "error": "\(error)"])
             }
         }
+        return watches
     }
 
     private func signalled(_ number: Int32) {

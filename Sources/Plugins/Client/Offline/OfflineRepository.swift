@@ -58,6 +58,7 @@ public actor OfflineRepository<Kind: OfflineKind> {
         let id = nextListener
         nextListener += 1
         listeners[id] = continuation
+        // Unstructured: `onTermination` is synchronous: this hops onto the actor to forget the listener.
         continuation.onTermination = { [weak self] _ in Task { await self?.forget(id) } }
         continuation.yield(snapshot(pulled: []))
         return stream
@@ -126,6 +127,7 @@ public actor OfflineRepository<Kind: OfflineKind> {
             again = true
             return try await running.value
         }
+        // Unstructured: one round of sync shared by every concurrent caller (kept in `running`), each awaiting it.
         let task = Task { try await self.rounds() }
         running = task
         return try await task.value

@@ -58,6 +58,7 @@ extension AppdClient {
     func sequenceNumbers(of topics: [String], after cursor: Int64) -> AsyncThrowingStream<Int64, any Error> {
         let events = subscribe(topics: topics, since: cursor)
         return AsyncThrowingStream { continuation in
+            // Unstructured: the stream's producer (AsyncThrowingStream's builder is synchronous); cancelled when the consumer stops.
             let task = Task {
                 do {
                     for try await event in events {

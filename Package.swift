@@ -85,6 +85,8 @@ let package = Package(
             swiftSettings: strict),
         // Rating prompts from bus signals (io.appd.Rating).
         .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
+        // Files the signed-in user stores, their bytes over HTTP (io.appd.Files).
+        .target(name: "Files", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "HTTP", "Crypto", "Runtime", "PluginKit"], path: "Sources/Plugins/Files", swiftSettings: strict),
         // Per-user settings the plugins declare, versioned (io.appd.Settings).
         .target(name: "Settings", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Settings", swiftSettings: strict),
         // The SDK of an external plugin written in Swift: one call serves its interfaces with
@@ -107,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "appd",
             dependencies: [
-                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "Console", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating", "Settings", "CSystem",
+                "Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "ExternalPlugins", "AppAPI", "Backups", "Console", "HTTP", "Auth", "Todos", "Payments", "Chat", "Rating", "Settings", "Files", "CSystem",
             ],
             path: "Sources/appd/Main", swiftSettings: strict),
 
@@ -143,6 +145,7 @@ let package = Package(
             name: "ExternalPluginsTests", dependencies: ["TestSupport", "Contracts", "ExternalPlugins", "PluginKit", "Bus"], path: "Tests/ExternalPluginsTests",
             swiftSettings: strict),
         .testTarget(name: "AuthTests", dependencies: ["TestSupport", "Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
+        .testTarget(name: "FilesTests", dependencies: ["TestSupport", "Contracts", "Files", "Auth", "Bus", "Storage", "PluginKit", "HTTP"], path: "Tests/FilesTests", swiftSettings: strict),
         .testTarget(name: "TodosTests", dependencies: ["TestSupport", "Contracts", "Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
         .testTarget(
             name: "PaymentsTests", dependencies: ["TestSupport", "Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",

@@ -89,7 +89,7 @@ struct APIFixture {
             return [:]
         }
         let api = HTTPAPI(
-            dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [("database", true, "")] }, webhooks: nil,
+            dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [("database", true, "")] },
             logger: Logger(label: "t", handler: log))
         try bus.answer(Quick.self) { command, _ in Quick.Reply(text: command.text, inTask: withUnsafeCurrentTask { $0 != nil }) }
         self.api = api

@@ -59,7 +59,7 @@ import TestSupport
             var options = HTTPAPIOptions()
             options.callTimeout = callTimeout
             let api = HTTPAPI(
-                dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [] }, webhooks: nil,
+                dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [] },
                 logger: Logger(label: "t", handler: InMemoryLogHandler()))
             server = try RunningServer(limits: options.limits) { request, body in api.handling(request, body) }
         }

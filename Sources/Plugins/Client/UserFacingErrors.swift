@@ -37,7 +37,7 @@ public struct UserFacingText: Sendable, Equatable {
 enum ContractCategories {
     static let idls = [
         AuthInterface.idl, TodosInterface.idl, ChatInterface.idl, PaymentsInterface.idl, RatingInterface.idl, SettingsInterface.idl,
-        DaemonInterface.idl, BackupInterface.idl, ExportInterface.idl, ConsoleInterface.idl,
+        FilesInterface.idl, DaemonInterface.idl, BackupInterface.idl, ExportInterface.idl, ConsoleInterface.idl,
     ]
 
     static let all: [String: ErrorCategory] = {
@@ -123,6 +123,18 @@ extension PaymentsError: WordedForUsers {
 
 extension RatingError: WordedForUsers { public var userFacing: UserFacingText? { nil } }
 extension SettingsError: WordedForUsers { public var userFacing: UserFacingText? { nil } }
+
+extension FilesError: WordedForUsers {
+    public var userFacing: UserFacingText? {
+        switch self {
+        case .validationFailed(let field, let reason): UserFacingText("The \(field) \(reason).")
+        case .notFound: UserFacingText("This file no longer exists.", "Refresh the list.")
+        case .quotaExceeded: UserFacingText("Your storage is full.", "Delete some files to add more.")
+        case .tooLarge: UserFacingText("This file is too large.", "Choose a smaller one, or compress it.")
+        case .typeRefused: UserFacingText("This kind of file can't be uploaded.", "Choose a photo or a PDF.")
+        }
+    }
+}
 
 extension AppdClientError: LocalizedError {
     public var errorDescription: String? {

@@ -12,9 +12,13 @@ public struct PluginHTTPRoute: Sendable {
 
     public let match: Match
     public let handler: HTTPServer.Handler
+    /// A body larger than the server's `maxBodyBytes` this route takes (a `.prefix` route's
+    /// uploads), up to this; nil: the server's bound.
+    public let maxBodyBytes: Int?
 
-    public init(_ match: Match, handler: @escaping HTTPServer.Handler) {
+    public init(_ match: Match, maxBodyBytes: Int? = nil, handler: @escaping HTTPServer.Handler) {
         self.match = match
+        self.maxBodyBytes = maxBodyBytes
         self.handler = handler
     }
 

@@ -8,7 +8,7 @@ import HTTP
 /// as a JSON object, through the same `VarlinkDispatcher` (IDL validation, gates, deadline)
 /// as the socket; `Authorization: Bearer` plays `Authenticate`; streaming methods answer as
 /// server-sent events. Beside them: `/openapi.json`, `/healthz`, `/readyz`, `/metrics`, and
-/// the payment providers' `/webhooks/<provider>`.
+/// the paths the running plugins serve themselves (`pluginRoute`: webhooks, file bytes).
 ///
 /// Admin methods, capability methods, appd's own control interfaces and external plugins'
 /// methods their manifest does not mark for HTTP are not routed: 404, as if absent.
@@ -21,7 +21,8 @@ public final class HTTPAPI: Sendable {
     /// Whether a method (full name) may be routed, beyond the rules every method follows.
     let exposed: @Sendable (String) -> Bool
     let readiness: Readiness
-    let webhooks: HTTPServer.Handler?
+    /// The handler of a path a plugin serves (`/webhooks/<provider>`, `/files/<id>`), if any.
+    let pluginRoute: @Sendable (String) -> HTTPServer.Handler?
     let logger: Logger
     /// The client networks' buckets for the abuse-prone methods (shared across instances by `SharedRateLimits`).
     public let limiter: RateLimiter
@@ -32,13 +33,13 @@ public final class HTTPAPI: Sendable {
 
     public init(
         dispatcher: VarlinkDispatcher, options: HTTPAPIOptions, exposed: @escaping @Sendable (String) -> Bool, readiness: @escaping Readiness,
-        webhooks: HTTPServer.Handler?, logger: Logger
+        pluginRoute: @escaping @Sendable (String) -> HTTPServer.Handler? = { _ in nil }, logger: Logger
     ) {
         self.dispatcher = dispatcher
         self.options = options
         self.exposed = exposed
         self.readiness = readiness
-        self.webhooks = webhooks
+        self.pluginRoute = pluginRoute
         self.logger = logger
         self.limiter = RateLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
         self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient, serverLimit: options.limits.maxStreams)
@@ -157,9 +158,14 @@ public final class HTTPAPI: Sendable {
         case "/openapi.json": return ("openapi", .now(get(request) ?? openAPI()))
         default: break
         }
-        if request.path.hasPrefix("/webhooks/") {
-            guard let webhooks else { return ("webhooks", .now(APIErrorStatus.refusal(404, "NotFound", ["reason": "no webhooks are served here"]))) }
-            return ("webhooks", .later { await webhooks(request, body) })
+        if request.path.hasPrefix("/webhooks/") || !request.path.hasPrefix("/v1/") {
+            // Labelled by the first segment only: the routes are the plugins' few, not the paths.
+            let label = String(request.path.dropFirst().prefix { $0 != "/" })
+            guard let handler = pluginRoute(request.path) else {
+                if label == "webhooks" { return ("webhooks", .now(APIErrorStatus.refusal(404, "NotFound", ["reason": "no such webhook"]))) }
+                return ("other", .now(APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"])))
+            }
+            return (label, .later { await handler(request, body) })
         }
         if request.path.hasPrefix("/v1/") { return ("call", call(request, body, client: client)) }
         return ("other", .now(APIErrorStatus.refusal(404, "NotFound", ["reason": "see /openapi.json for the routes"])))

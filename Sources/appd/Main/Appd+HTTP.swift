@@ -20,19 +20,16 @@ extension Appd {
         guard let listen = config.httpListen else { return nil }
         let (address, fd) = try bind(
             listen, key: "httpListen", backlog: config.listenBacklog, logger: logger, warning: "the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front")
-        // What the running plugins serve (auth: /webhooks/apple; payments: /webhooks/<provider>).
+        // What the running plugins serve (auth: /webhooks/apple; payments: /webhooks/<provider>;
+        // files: /files), with the larger bodies some of them take (an upload).
         let routes = await host.httpRoutes()
-        var webhooks: HTTPServer.Handler?
-        if !routes.isEmpty {
-            webhooks = { request, body in
-                guard let route = PluginHTTPRoute.resolve(request.path, in: routes) else {
-                    return HTTPResponse.refusal(404, "NotFound", reason: "no such webhook")
-                }
-                return await route.handler(request, body)
-            }
+        var options = config.http
+        options.limits.largeBodies += routes.compactMap { route in
+            guard let bytes = route.maxBodyBytes, case .prefix(let prefix) = route.match else { return nil }
+            return HTTPServerLimits.LargeBody(pathPrefix: prefix, maxBytes: bytes)
         }
         let api = HTTPAPI(
-            dispatcher: dispatcher, options: config.http,
+            dispatcher: dispatcher, options: options,
             // External plugins' methods only when their manifest marks them; built-in ones unless
             // what they require keeps them off the network (admin, a capability, the socket).
             exposed: { method in external.httpExposed(method) ?? true },
@@ -48,7 +45,7 @@ extension Appd {
                 checks.append(("plugins", down.isEmpty, down.map { "\($0.name) is \($0.state.rawValue)" }.joined(separator: "; ")))
                 return checks
             },
-            webhooks: webhooks, logger: Logger(label: "appd.http"))
+            pluginRoute: { path in PluginHTTPRoute.resolve(path, in: routes)?.handler }, logger: Logger(label: "appd.http"))
         do {
             return try HTTPAPIService(api: api, host: address.host, listenFD: fd, logger: Logger(label: "appd.http"))
         } catch {

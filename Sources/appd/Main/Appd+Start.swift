@@ -6,6 +6,7 @@ import Glibc
 import Auth
 import Backups
 import Bus
+import Files
 import Chat
 import Payments
 import Rating
@@ -327,6 +328,7 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
         UnavailablePlugin.build("payments") { PaymentsPlugin(options: try config.resolvedPayments()) },
         UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
         UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },
+        UnavailablePlugin.build("files") { try FilesPlugin(options: try config.files.options(dataDirectory: config.dataDirectory)) },
     ]
     // Settings last: it keeps the keys the others declare.
     return features + [SettingsPlugin(declared: features.flatMap(\.manifest.settings))]

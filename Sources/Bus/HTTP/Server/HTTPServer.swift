@@ -113,7 +113,7 @@ public final class HTTPServer: Sendable {
     }
 
     private func read(_ connection: HTTPServerConnection, hangup: Bool, _ scratch: inout [UInt8]) {
-        let end = connection.channel.read(into: &scratch, limit: limits.maxHeadBytes + limits.maxBodyBytes + 1, toEnd: hangup) { bytes in
+        let end = connection.channel.read(into: &scratch, limit: limits.maxHeadBytes + limits.largestBodyBytes + 1, toEnd: hangup) { bytes in
             connection.received(bytes)
             return true
         }
@@ -132,7 +132,7 @@ public final class HTTPServer: Sendable {
             if failed {
                 // A reset: the response has nowhere to go.
                 finish(connection)
-            } else if ended || connection.unreadInput > limits.maxHeadBytes + limits.maxBodyBytes {
+            } else if ended || connection.unreadInput > limits.maxHeadBytes + limits.largestBodyBytes {
                 // The client closed its side (it is answered, then the connection closes), or
                 // sends too far ahead: stop reading until the response is out.
                 connection.channel.watchReads(false)

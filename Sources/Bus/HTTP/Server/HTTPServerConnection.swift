@@ -106,8 +106,11 @@ final class HTTPServerConnection: Sendable {
                     return s.input.count > limits.maxHeadBytes ? tooLarge() : .more
                 }
                 guard end <= limits.maxHeadBytes else { return tooLarge() }
-                switch HTTPServerRequest.parse(head: s.input[0..<end], maxBodyBytes: limits.maxBodyBytes) {
+                switch HTTPServerRequest.parse(head: s.input[0..<end], maxBodyBytes: limits.largestBodyBytes) {
                 case .failure(let refusal): return .refuse(refusal.response)
+                case .success(let request) where !limits.largeBodies.isEmpty && request.contentLength > limits.maxBodyBytes(forPath: request.path):
+                    let bound = limits.maxBodyBytes(forPath: request.path)
+                    return .refuse(HTTPResponse.refusal(413, "PayloadTooLarge", reason: "the body is over \(bound) bytes"))
                 case .success(var request):
                     request.peerAddress = peerAddress
                     s.head = (request, end + 4)

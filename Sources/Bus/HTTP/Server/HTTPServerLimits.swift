@@ -6,6 +6,9 @@ public struct HTTPServerLimits: Sendable {
     public var maxHeadBytes = 16 * 1024
     /// A request body must fit in this (413 otherwise).
     public var maxBodyBytes = 1024 * 1024
+    /// Paths whose requests may carry a larger body than `maxBodyBytes` (a file upload), each
+    /// with its own bound: the longest matching prefix decides.
+    public var largeBodies: [LargeBody] = []
     /// Open connections; one more is answered 503 and closed.
     public var maxConnections = 1024
     /// Connections reading their request (or idle between requests) at once; one more
@@ -30,4 +33,23 @@ public struct HTTPServerLimits: Sendable {
     /// How long `run` waits, when cancelled, for requests being handled.
     public var drainTimeout: Duration = .seconds(5)
     public init() {}
+
+    /// A path prefix whose requests' bodies may reach `maxBytes`.
+    public struct LargeBody: Sendable, Equatable {
+        public var pathPrefix: String
+        public var maxBytes: Int
+        public init(pathPrefix: String, maxBytes: Int) {
+            self.pathPrefix = pathPrefix
+            self.maxBytes = maxBytes
+        }
+    }
+
+    /// The bound of a body sent to `path`.
+    public func maxBodyBytes(forPath path: String) -> Int {
+        guard !largeBodies.isEmpty else { return maxBodyBytes }
+        return largeBodies.filter { path.hasPrefix($0.pathPrefix) }.max { $0.pathPrefix.utf8.count < $1.pathPrefix.utf8.count }?.maxBytes ?? maxBodyBytes
+    }
+
+    /// The largest body any path may get: what a connection may buffer.
+    public var largestBodyBytes: Int { largeBodies.reduce(maxBodyBytes) { max($0, $1.maxBytes) } }
 }

@@ -5,6 +5,7 @@ import Glibc
 import Auth
 import Console
 import Bus
+import Files
 import Crypto
 import Storage
 import PluginKit
@@ -112,6 +113,8 @@ struct AppdConfig: Sendable {
     var pluginSandbox = PluginSandbox()
     /// When rating asks for a rating.
     var rating = RatingRules()
+    /// Stored files (`files*` keys).
+    var files = FilesSettings()
 
     /// The identity options with Apple's server side resolved: the private key and the sealing
     /// key read from their files (which must not be readable by others) or the environment.
@@ -334,6 +337,14 @@ struct AppdConfig: Sendable {
             "ratingNegativeCooldownHours": .int(Int64(rating.negativeCooldownHours)),
             "ratingMinDaysBetweenPrompts": .int(Int64(rating.minDaysBetweenPrompts)),
             "ratingMaxPromptsPerYear": .int(Int64(rating.maxPromptsPerYear)),
+            "filesDirectory": .string(files.directory ?? dataDirectory + "/plugin-data/files"),
+            "filesMaxMB": .int(Int64(files.maxMB)),
+            "filesQuotaMB": .int(Int64(files.quotaMB)),
+            "filesUploadsInFlight": .int(Int64(files.uploadsInFlight)),
+            "filesAllowedTypes": .array(files.allowedTypes.map(JSONValue.string)),
+            "filesMaxMegapixels": .int(Int64(files.maxMegapixels)),
+            "filesKeepMetadata": .bool(files.keepMetadata),
+            "filesUrlKeyFile": files.urlKeyFile.map(JSONValue.string) ?? .null,
         ]
     }
 }

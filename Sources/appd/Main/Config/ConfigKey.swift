@@ -333,7 +333,7 @@ struct ConfigKey: Sendable {
         integer("ratingMinDaysBetweenPrompts", "--rating-min-days-between-prompts", "Rating: days between prompts (default: 90).") { $0.rating.minDaysBetweenPrompts = $1 },
         integer("ratingMaxPromptsPerYear", "--rating-max-prompts-per-year", "Rating: prompts in any 365 days (default: 3).") { $0.rating.maxPromptsPerYear = $1 },
         text("chatCaFile", "--chat-ca-file", "Trusted CA certificates (PEM) for the endpoint instead of the system store.") { $0.chatCAFile = $1 },
-    ] + identity + sync + operations
+    ] + identity + sync + files + operations
 }
 
 /// What is wrong with one value (the loader adds which key and where it came from).

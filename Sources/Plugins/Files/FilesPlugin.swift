@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bus
+import Contracts
+import Crypto
+import EventDelivery
+import PluginKit
+import Storage
+
+/// Files the signed-in user stores (`io.appd.Files`): profile pictures, images in chat,
+/// attachments. Their bytes go over HTTP (`FileTransfers` at `/files`), their descriptions are
+/// rows, and an account's files are erased with it.
+public struct FilesPlugin: Plugin {
+    public let manifest = PluginManifest(
+        name: "files", version: "0.1.0", dependencies: ["auth"], interface: FilesInterface.idl, events: FilesEvents.all, consumes: [AccountDeleted.self],
+        configKeys: ["filesDirectory", "filesMaxBytes", "filesQuotaBytes", "filesUploadsInFlight", "filesAllowedTypes", "filesMaxPixels", "filesKeepMetadata", "filesURLKeyFile"])
+    public var migrations: [Migration] { FilesMigrations.all }
+
+    let options: FilesOptions
+    let uploads = UploadsInFlight()
+    let signer: FileURLSigner
+
+    /// Makes the directory and, unless the options carry one, the URL key kept in it.
+    public init(options: FilesOptions) throws {
+        self.options = options
+        let blobs = FileBlobs(directory: options.directory)
+        try blobs.prepare()
+        self.signer = FileURLSigner(key: try options.urlKey ?? Self.keptKey(in: options.directory))
+    }
+
+    public func start(_ context: PluginContext) async throws {
+        let repository = FilesRepository(database: context.database)
+        let signer = self.signer, quota = options.quotaBytes
+        context.handlers.handle(FilesInterface.List.self) { c, e in
+            let limit = c.limit ?? 50
+            guard (1...200).contains(limit) else { throw FilesError.validation("limit", "is 1 to 200") }
+            var after: (Int64, String)?
+            if let cursor = c.cursor {
+                let parts = cursor.split(separator: ".", maxSplits: 1)
+                guard parts.count == 2, let created = Int64(parts[0]), FileTransfers.isFileID(String(parts[1])) else {
+                    throw FilesError.validation("cursor", "is not one a List returned")
+                }
+                after = (created, String(parts[1]))
+            }
+            let page = try await repository.list(owner: try user(e), after: after, limit: limit)
+            let next = page.count == limit ? page.last.map { "\($0.createdNs).\($0.file.id)" } : nil
+            return .init(files: page.map(\.file), nextCursor: next)
+        }
+        context.handlers.handle(FilesInterface.Get.self) { c, e in
+            guard let file = try await repository.file(c.id, owner: try user(e)) else { throw FilesError.notFound }
+            return .init(file: file)
+        }
+        context.handlers.handle(FilesInterface.SignURL.self) { c, e in
+            let seconds = c.seconds ?? 300
+            guard (1...86_400).contains(seconds) else { throw FilesError.validation("seconds", "is 1 to 86400") }
+            guard try await repository.file(c.id, owner: try user(e)) != nil else { throw FilesError.notFound }
+            let expires = WallTime.now().nanosecondsSinceEpoch / 1_000_000_000 + Int64(seconds)
+            return .init(path: signer.path(for: c.id, expires: expires), expiresAt: WallTime(nanosecondsSinceEpoch: expires * 1_000_000_000).rfc3339)
+        }
+        let blobs = FileBlobs(directory: options.directory), logger = context.logger
+        context.handlers.handle(FilesInterface.Delete.self) { c, e in
+            guard try await repository.delete(c.id, owner: try user(e), causedBy: e) else { throw FilesError.notFound }
+            // The row is gone (the file with it); bytes left behind by a failure here are only disk.
+            do { try await blobs.remove([c.id]) } catch { logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"]) }
+            return Empty()
+        }
+        context.handlers.handle(FilesInterface.Usage.self) { _, e in
+            let (files, bytes) = try await repository.usage(owner: try user(e))
+            return .init(files: files, bytes: bytes, quotaBytes: quota)
+        }
+    }
+
+    public func services(_ context: PluginContext) -> [any Service] {
+        let repository = FilesRepository(database: context.database), blobs = FileBlobs(directory: options.directory)
+        do {
+            return [
+                try DurableConsumer(name: "files.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
+                    deleted, _ in
+                    let ids = try await repository.erase(owner: deleted.userId)
+                    try await blobs.remove(ids)
+                }
+            ]
+        } catch {
+            return [FailedService(name: "files.accountDeleted", error: error)]
+        }
+    }
+
+    public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
+        let transfers = FileTransfers(
+            repository: FilesRepository(database: context.database), blobs: FileBlobs(directory: options.directory), signer: signer, options: options,
+            bus: context.bus, uploads: uploads)
+        return [PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes)) { request, body in await transfers.handle(request, body) }]
+    }
+
+    /// What the account stored: each file's description (its bytes are at `GET /files/<id>`).
+    public func exportUserData(_ user: String, _ context: PluginContext) async throws -> JSONValue? {
+        try await UserDataQuery.run(
+            [UserDataQuery("files", "SELECT id, name, content_type, bytes, sha256, width, height, created_ns FROM files WHERE owner = ? ORDER BY created_ns", times: ["created_ns"])],
+            user: user, in: context.database)
+    }
+
+    /// The URL key kept in the files directory: made once (32 random bytes, 0600), read after.
+    static func keptKey(in directory: String) throws -> [UInt8] {
+        let path = directory + "/.url-key"
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd >= 0 {
+            defer { close(fd) }
+            var key = [UInt8](repeating: 0, count: 64)
+            let n = key.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n >= 32 else { throw FileBlobError("\(path) holds \(max(n, 0)) bytes, not a key of 32; remove it to make a new one (signed URLs made before stop working)") }
+            return Array(key.prefix(n))
+        }
+        let key = try Digest.randomBytes(32)
+        let out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard out >= 0 else { throw FileBlobError("cannot create \(path): \(FileBlobs.errorText())") }
+        defer { close(out) }
+        guard key.withUnsafeBytes({ write(out, $0.baseAddress, $0.count) }) == key.count, fsync(out) == 0 else {
+            throw FileBlobError("cannot write \(path): \(FileBlobs.errorText())")
+        }
+        return key
+    }
+}
+
+private func user(_ envelope: Envelope) throws(FilesError) -> String {
+    try envelope.signedInUser(or: FilesError.validationFailed(field: "session", reason: "sign in first"))
+}

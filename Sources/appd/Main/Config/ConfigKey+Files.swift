@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+import Files
+
+/// The keys of stored files (part of `ConfigKey.all`; docs/files.md).
+extension ConfigKey {
+    static let files: [ConfigKey] = [
+        text("filesDirectory", "--files-directory", "Where stored files' bytes live (default: <dataDirectory>/plugin-data/files, in backups).") {
+            $0.files.directory = $1
+        },
+        integer("filesMaxMB", "--files-max-mb", "Largest file one upload may store, in MiB (default: 10).") { $0.files.maxMB = $1 },
+        integer("filesQuotaMB", "--files-quota-mb", "What one account may store in all, in MiB (default: 100).") { $0.files.quotaMB = $1 },
+        integer("filesUploadsInFlight", "--files-uploads-in-flight", "Uploads one account may have running at once on one instance (default: 4).") {
+            $0.files.uploadsInFlight = $1
+        },
+        list(
+            "filesAllowedTypes", "--files-allowed-types",
+            "Types accepted, as read from the bytes (default: image/jpeg, image/png, image/gif, image/webp, image/heic, application/pdf).",
+            check: { type throws(ConfigProblem) in
+                guard FilesOptions.knownTypes.contains(type) else { throw ConfigProblem("knows \(FilesOptions.knownTypes.joined(separator: ", ")); not \(type)") }
+            }
+        ) { $0.files.allowedTypes = $1 },
+        integer("filesMaxMegapixels", "--files-max-megapixels", "Largest image accepted, in millions of pixels; larger ones are refused unread (default: 50).") {
+            $0.files.maxMegapixels = $1
+        },
+        flag("filesKeepMetadata", "--files-keep-metadata", "Keep photos' EXIF (GPS among it), XMP and text as uploaded (default: false, stripped).") {
+            $0.files.keepMetadata = $1
+        },
+        text("filesUrlKeyFile", "--files-url-key-file", "A file holding the key of signed download URLs (32+ bytes); set the same on every instance (default: one made in filesDirectory).") {
+            $0.files.urlKeyFile = $1
+        },
+    ]
+}

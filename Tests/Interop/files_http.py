@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Stored files with the real appd over HTTP: a real photo made by Pillow (EXIF with GPS, the
+camera's make and an orientation) uploaded with POST /files, then downloaded with curl — whole,
+as a range, resumed with `curl -C -` after a cut — and decoded by Pillow: the same pixels' size,
+the orientation kept, GPS and make gone. Another account gets 404, a signed URL opens the file
+without a token until it is tampered with, an upload over filesMaxMB is refused by the server
+before its body is read, HTML declared as HTML is refused, and deleting the account removes the
+bytes from disk.
+
+Usage: files_http.py APPD_BINARY
+"""
+import http.client
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from PIL import Image
+
+from harness import call, check, finish, free_port, post, wait_for
+
+PASSWORD = "correct horse battery"
+
+
+def request(port, method, path, body=None, headers=None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request(method, path, body, headers or {})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, dict(response.getheaders()), data
+
+
+def curl(*args):
+    return subprocess.run(["curl", "-s", "-S", *args], capture_output=True, timeout=60)
+
+
+def photo():
+    image = Image.new("RGB", (1200, 800))
+    image.putdata([((x * 7) % 256, (y * 3) % 256, (x + y) % 256) for y in range(800) for x in range(1200)])
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    exif[0x010F] = "ACME Camera Co"
+    gps = exif.get_ifd(0x8825)
+    gps[1], gps[2], gps[3], gps[4] = "N", (52.0, 31.0, 12.0), "E", (13.0, 24.0, 18.0)
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=90, exif=exif.tobytes())
+    return out.getvalue()
+
+
+def main():
+    appd = sys.argv[1]
+    root = tempfile.mkdtemp(prefix="appd-files-")
+    sock, port = os.path.join(root, "appd.sock"), free_port()
+    data = os.path.join(root, "data")
+    proc = subprocess.Popen([appd, "--socket", sock, "--data-dir", data, "--http-listen", f"127.0.0.1:{port}", "--files-max-mb", "2", "--log-level", "warning"],
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: os.path.exists(sock) and "error" not in call(sock, "io.appd.Daemon.Ping", timeout=2))
+        tokens = {}
+        for email in ["ada@example.com", "bob@example.com"]:
+            call(sock, "io.appd.Auth.SignUp", {"email": email, "password": PASSWORD})
+            tokens[email] = call(sock, "io.appd.Auth.SignIn", {"email": email, "password": PASSWORD})["parameters"]["session"]["accessToken"]
+        ada, bob = tokens["ada@example.com"], tokens["bob@example.com"]
+        original = photo()
+        status, headers, body = request(port, "POST", "/files?name=IMG_0001.jpg", original,
+                                        {"Authorization": f"Bearer {ada}", "Content-Type": "image/jpeg", "Idempotency-Key": "upload-1"})
+        reply = json.loads(body or b"{}")
+        check("a photo is stored: 201, its id, size and type read from the bytes", status == 201
+              and reply.get("file", {}).get("width") == 1200 and reply["file"].get("height") == 800 and reply["file"].get("contentType") == "image/jpeg",
+              f"{status} {body[:300]}")
+        file_id = reply.get("file", {}).get("id", "f_missing")
+        again = request(port, "POST", "/files?name=IMG_0001.jpg", original,
+                        {"Authorization": f"Bearer {ada}", "Content-Type": "image/jpeg", "Idempotency-Key": "upload-1"})
+        check("the same upload retried with its key is the same file (200)", again[0] == 200 and json.loads(again[2])["file"]["id"] == file_id, str(again[:2]))
+
+        target = os.path.join(root, "got.jpg")
+        got = curl("-o", target, "-w", "%{http_code}", "-H", f"Authorization: Bearer {ada}", f"http://127.0.0.1:{port}/files/{file_id}")
+        downloaded = open(target, "rb").read() if os.path.exists(target) else b""
+        check("curl downloads it", got.stdout == b"200" and len(downloaded) == reply["file"]["bytes"], f"{got.stdout} {got.stderr[:200]}")
+        image = Image.open(io.BytesIO(downloaded))
+        image.load()
+        exif = dict(image.getexif())
+        check("Pillow decodes every pixel of it, the size unchanged", image.size == (1200, 800))
+        check("the orientation is kept, GPS and the camera's make are gone", exif == {0x0112: 6} and b"ACME" not in downloaded, str(exif))
+        ranged = curl("-r", "0-99", "-H", f"Authorization: Bearer {ada}", f"http://127.0.0.1:{port}/files/{file_id}")
+        check("a range is those bytes", ranged.stdout == downloaded[:100], f"{len(ranged.stdout)} bytes")
+        partial = os.path.join(root, "partial.jpg")
+        with open(partial, "wb") as f:
+            f.write(downloaded[:1234])
+        resumed = curl("-C", "-", "-o", partial, "-H", f"Authorization: Bearer {ada}", f"http://127.0.0.1:{port}/files/{file_id}")
+        check("curl -C - resumes a cut download to the same bytes", resumed.returncode == 0 and open(partial, "rb").read() == downloaded, resumed.stderr[:200])
+        head = request(port, "HEAD", f"/files/{file_id}", headers={"Authorization": f"Bearer {ada}"})
+        check("HEAD says the length and sends no body", head[0] == 200 and head[1].get("Content-Length") == str(len(downloaded)) and head[2] == b"", str(head[:2]))
+        check("the download may not be sniffed into something else", head[1].get("X-Content-Type-Options") == "nosniff")
+        check("another account gets 404, no token 401",
+              request(port, "GET", f"/files/{file_id}", headers={"Authorization": f"Bearer {bob}"})[0] == 404
+              and request(port, "GET", f"/files/{file_id}")[0] == 401)
+
+        signed = call(sock, "io.appd.Files.SignURL", {"id": file_id, "seconds": 120}, token=ada)["parameters"]
+        opened = request(port, "GET", signed["path"])
+        check("a signed URL opens it without a token", opened[0] == 200 and opened[2] == downloaded, str(opened[:2]))
+        tampered = signed["path"].replace("expires=", "expires=9")
+        check("a tampered one does not", request(port, "GET", tampered)[0] == 403)
+
+        big = b"\xff\xd8\xff" + os.urandom(3 * 1024 * 1024)
+        refused = request(port, "POST", "/files", big, {"Authorization": f"Bearer {ada}", "Content-Type": "image/jpeg"})
+        check("an upload over filesMaxMB is refused (413)", refused[0] == 413, str(refused[:2]))
+        html = request(port, "POST", "/files?name=x.html", b"<html><script>alert(1)</script></html>",
+                       {"Authorization": f"Bearer {ada}", "Content-Type": "text/html"})
+        check("HTML is not a file type appd stores (415)", html[0] == 415, str(html))
+
+        status, usage = post(port, "io.appd.Files.Usage", {}, token=ada)
+        check("the account's usage counts the stored bytes", status == 200 and usage == {"files": 1, "bytes": len(downloaded), "quotaBytes": 100 << 20}, str(usage))
+        blobs = os.path.join(data, "plugin-data", "files")
+        stored = lambda: [f for _, _, files in os.walk(blobs) for f in files if f.startswith("f_")]
+        check("one file's bytes are on disk", len(stored()) == 1, str(stored()))
+        call(sock, "io.appd.Auth.DeleteAccount", {"password": PASSWORD}, token=ada)
+        check("deleting the account removes them", wait_for(lambda: stored() == []), str(stored()))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(root, ignore_errors=True)
+    finish()
+
+
+if __name__ == "__main__":
+    main()

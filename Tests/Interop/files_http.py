@@ -6,7 +6,9 @@ as a range, resumed with `curl -C -` after a cut — and decoded by Pillow: the 
 the orientation kept, GPS and make gone. Another account gets 404, a signed URL opens the file
 without a token until it is tampered with, an upload over filesMaxMB is refused by the server
 before its body is read, HTML declared as HTML is refused, and deleting the account removes the
-bytes from disk.
+bytes from disk. Resumable: a real tus client (tuspy) sends a photo in chunks, a PATCH is cut
+mid-body on the wire, a new client resumes from the offset HEAD gives, and the file it becomes
+decodes.
 
 Usage: files_http.py APPD_BINARY
 """
@@ -15,12 +17,14 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 from PIL import Image
+from tusclient import client as tus
 
 from harness import call, check, finish, free_port, post, wait_for
 
@@ -41,8 +45,12 @@ def curl(*args):
 
 
 def photo():
-    image = Image.new("RGB", (1200, 800))
-    image.putdata([((x * 7) % 256, (y * 3) % 256, (x + y) % 256) for y in range(800) for x in range(1200)])
+    return photo_of(1200, 800)
+
+
+def photo_of(width, height):
+    image = Image.new("RGB", (width, height))
+    image.putdata([((x * 7) % 256, (y * 3) % 256, (x * y) % 256) for y in range(height) for x in range(width)])
     exif = Image.Exif()
     exif[0x0112] = 6
     exif[0x010F] = "ACME Camera Co"
@@ -115,13 +123,42 @@ def main():
                        {"Authorization": f"Bearer {ada}", "Content-Type": "text/html"})
         check("HTML is not a file type appd stores (415)", html[0] == 415, str(html))
 
+        # Resumable: bob's photo in 64 KiB chunks with tuspy, a cut PATCH, a resumption.
+        big_photo = photo_of(900, 900)
+        endpoint = f"http://127.0.0.1:{port}/files/uploads"
+        first = tus.TusClient(endpoint, headers={"Authorization": f"Bearer {bob}"}).uploader(
+            file_stream=io.BytesIO(big_photo), chunk_size=64 * 1024, metadata={"filename": "big.jpg", "filetype": "image/jpeg"})
+        first.upload_chunk()
+        first.upload_chunk()
+        upload_path = first.url.split(f":{port}", 1)[1]
+        offset = lambda: int(request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0"})[1].get("Upload-Offset", -1))
+        check("tuspy created the upload and sent two chunks", offset() == 2 * 64 * 1024, str(offset()))
+        cut = socket.create_connection(("127.0.0.1", port))
+        cut.sendall((f"PATCH {upload_path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {bob}\r\nTus-Resumable: 1.0.0\r\n"
+                     f"Content-Type: application/offset+octet-stream\r\nUpload-Offset: {offset()}\r\nContent-Length: 50000\r\n\r\n").encode()
+                    + big_photo[offset():offset() + 20000])
+        cut.close()
+        check("a PATCH cut mid-body leaves the upload where it was", wait_for(lambda: offset() == 2 * 64 * 1024), str(offset()))
+        resumed = tus.TusClient(endpoint, headers={"Authorization": f"Bearer {bob}"}).uploader(
+            file_stream=io.BytesIO(big_photo), url=first.url, chunk_size=64 * 1024)
+        check("a new client resumes from the offset HEAD gives", resumed.offset == 2 * 64 * 1024, str(resumed.offset))
+        resumed.upload()
+        done = request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0"})
+        file_path = done[1].get("Appd-File", "")
+        check("the complete upload is a file, named by Appd-File", done[0] == 200 and file_path.startswith("/files/f_"), str(done[:2]))
+        fetched = request(port, "GET", file_path, headers={"Authorization": f"Bearer {bob}"})
+        decoded = Image.open(io.BytesIO(fetched[2]))
+        decoded.load()
+        check("and it decodes: 900×900, its GPS stripped", fetched[0] == 200 and decoded.size == (900, 900) and dict(decoded.getexif()) == {0x0112: 6}, str(fetched[:2]))
+
         status, usage = post(port, "io.appd.Files.Usage", {}, token=ada)
         check("the account's usage counts the stored bytes", status == 200 and usage == {"files": 1, "bytes": len(downloaded), "quotaBytes": 100 << 20}, str(usage))
         blobs = os.path.join(data, "plugin-data", "files")
         stored = lambda: [f for _, _, files in os.walk(blobs) for f in files if f.startswith("f_")]
-        check("one file's bytes are on disk", len(stored()) == 1, str(stored()))
+        check("ada's and bob's files' bytes are on disk, no partial upload left", len(stored()) == 2
+              and not os.listdir(os.path.join(blobs, ".incoming")), str(stored()))
         call(sock, "io.appd.Auth.DeleteAccount", {"password": PASSWORD}, token=ada)
-        check("deleting the account removes them", wait_for(lambda: stored() == []), str(stored()))
+        check("deleting ada's account removes hers, bob's stays", wait_for(lambda: stored() == [file_path.rsplit("/", 1)[1]]), str(stored()))
     finally:
         proc.terminate()
         try:

@@ -63,9 +63,10 @@ struct FileBlobs: Sendable {
     }
 
     /// The whole file; nil when it is not there.
-    func read(id: String) async throws -> [UInt8]? {
-        let path = path(of: id)
-        return try await Self.pool.run { () throws -> [UInt8]? in
+    func read(id: String) async throws -> [UInt8]? { try await readFile(path(of: id)) }
+
+    private func readFile(_ path: String) async throws -> [UInt8]? {
+        try await Self.pool.run { () throws -> [UInt8]? in
             let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else {
                 if errno == ENOENT { return nil }
@@ -83,6 +84,43 @@ struct FileBlobs: Sendable {
                 done += n
             }
             return bytes
+        }
+    }
+
+    /// Where the bytes of upload `id` are gathered until it is complete.
+    func partialPath(of id: String) -> String { directory + "/.incoming/" + id }
+
+    /// Writes `bytes` at `offset` of upload `id`'s partial file (created when new) and makes
+    /// them durable; what was there past `offset` is cut first (a retry after a cut body).
+    func write(_ bytes: [UInt8], upload id: String, at offset: Int64) async throws {
+        let path = partialPath(of: id)
+        try await Self.pool.run {
+            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { throw FileBlobError("cannot open \(path): \(Self.errorText())") }
+            defer { close(fd) }
+            guard ftruncate(fd, off_t(offset)) == 0 else { throw FileBlobError("cannot cut \(path) to \(offset) bytes: \(Self.errorText())") }
+            var written = 0
+            while written < bytes.count {
+                let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, bytes.count - written, off_t(offset) + off_t(written)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw FileBlobError("cannot write \(path): \(Self.errorText())") }
+                written += n
+            }
+            guard fsync(fd) == 0 else { throw FileBlobError("cannot make \(path) durable: \(Self.errorText())") }
+        }
+    }
+
+    /// The bytes gathered for upload `id` (nil: none).
+    func readPartial(upload id: String) async throws -> [UInt8]? {
+        try await readFile(partialPath(of: id))
+    }
+
+    func removePartials(_ ids: [String]) async throws {
+        let paths = ids.map(partialPath(of:))
+        try await Self.pool.run {
+            for path in paths where unlink(path) != 0 && errno != ENOENT {
+                throw FileBlobError("cannot remove \(path): \(Self.errorText())")
+            }
         }
     }
 

@@ -17,9 +17,24 @@ struct FileTransfers: Sendable {
     let options: FilesOptions
     let bus: EventBus
     let uploads: UploadsInFlight
+    let resumable: UploadsRepository
+    let busy: BusyUploads
 
     func handle(_ request: HTTPServerRequest, _ body: [UInt8]) async -> HTTPResponse {
         let path = request.path
+        if path == "/files/uploads" || path.hasPrefix("/files/uploads/") {
+            var owner: String?
+            if request.method != "OPTIONS" && request.headers["tus-resumable"] == TusUploads.version {
+                switch await signedInUser(request) {
+                case .success(let user): owner = user
+                case .failure(let refusal):
+                    var response = refusal.response
+                    response.headers.append(("Tus-Resumable", TusUploads.version))
+                    return response
+                }
+            }
+            return await TusUploads(transfers: self, uploads: resumable, busy: busy).handle(request, body, owner: owner)
+        }
         if path == "/files" || path == "/files/" {
             guard request.method == "POST" else { return Self.methodNotAllowed("POST") }
             return await upload(request, body)
@@ -44,7 +59,10 @@ struct FileTransfers: Sendable {
         }
         defer { uploads.end(owner) }
         do {
-            let (file, created) = try await store(body, request: request, owner: owner)
+            let declared = Self.mediaType(request.headers["content-type"] ?? "")
+            guard !declared.isEmpty else { throw FilesError.validation("Content-Type", "is required: the file's type, e.g. image/jpeg") }
+            let (file, created) = try await store(
+                body, declared: declared, name: request.query["name"], idempotencyKey: request.headers["idempotency-key"], owner: owner)
             return HTTPResponse(status: created ? 201 : 200, body: ["file": try JSONValue(encoding: file)], headers: [("Location", "/files/\(file.id)")])
         } catch {
             return Self.failure(error)
@@ -53,12 +71,13 @@ struct FileTransfers: Sendable {
 
     /// Checks the bytes, strips their metadata, writes them, then records them (if the account
     /// has room); a failed record removes the bytes again.
-    func store(_ body: [UInt8], request: HTTPServerRequest, owner: String) async throws -> (StoredFile, Bool) {
+    /// `declared`: the type the client says (nil: none said, the bytes decide).
+    func store(_ body: [UInt8], declared given: String?, name: String?, idempotencyKey key: String?, owner: String) async throws -> (StoredFile, Bool) {
         guard Int64(body.count) <= options.maxFileBytes else { throw FilesError.tooLarge(limitBytes: options.maxFileBytes) }
         guard !body.isEmpty else { throw FilesError.validation("file", "is empty: send the file's bytes as the request body") }
-        let declared = Self.mediaType(request.headers["content-type"] ?? "")
-        guard !declared.isEmpty else { throw FilesError.validation("Content-Type", "is required: the file's type, e.g. image/jpeg") }
-        guard let sniffed = ContentSniffer.sniff(body) else {
+        let sniffed = ContentSniffer.sniff(body)
+        let declared = given ?? sniffed?.contentType ?? "application/octet-stream"
+        guard let sniffed else {
             throw FilesError.typeRefused(declared: declared, detected: nil, reason: "the bytes are not of a type appd recognises (JPEG, PNG, GIF, WebP, HEIC, PDF)")
         }
         guard sniffed.contentType == declared || (declared == "image/heif" && sniffed.contentType == "image/heic") else {
@@ -83,8 +102,7 @@ struct FileTransfers: Sendable {
             }
             bytes = stripped
         }
-        let name = try Self.fileName(request.query["name"], type: sniffed.contentType)
-        let key = request.headers["idempotency-key"]
+        let name = try Self.fileName(name, type: sniffed.contentType)
         if let key, key.utf8.count > 255 || key.isEmpty { throw FilesError.validation("Idempotency-Key", "needs 1 to 255 bytes") }
         let id = "f_" + Base64.encode(try Digest.randomBytes(16), urlSafe: true).filter { $0 != "=" }
         let file = StoredFile(
@@ -170,11 +188,7 @@ struct FileTransfers: Sendable {
     private func signedInUser(_ request: HTTPServerRequest) async -> Result<String, Refusal> {
         guard let authorization = request.headers["authorization"], authorization.lowercased().hasPrefix("bearer "),
             case let token = String(authorization.dropFirst(7)).trimmingWhitespace(), !token.isEmpty
-        else {
-            return .failure(Refusal(response: HTTPResponse(
-                status: 401, body: ["error": "io.appd.Auth.Unauthenticated", "parameters": ["reason": "use Authorization: Bearer <accessToken from SignIn>, or a URL from SignURL"]],
-                headers: [("WWW-Authenticate", "Bearer")])))
-        }
+        else { return .failure(Refusal(response: Self.unauthenticated())) }
         do {
             let reply = try await bus.send(AuthInterface.WhoAmI(), as: Caller(sessionToken: SessionToken(token), remoteAddress: request.peerAddress))
             return .success(reply.user.id)
@@ -223,6 +237,12 @@ struct FileTransfers: Sendable {
         out.reserveCapacity(bytes.count * 2)
         for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    static func unauthenticated() -> HTTPResponse {
+        HTTPResponse(
+            status: 401, body: ["error": "io.appd.Auth.Unauthenticated", "parameters": ["reason": "use Authorization: Bearer <accessToken from SignIn>, or a URL from SignURL"]],
+            headers: [("WWW-Authenticate", "Bearer")])
     }
 
     static func methodNotAllowed(_ allow: String) -> HTTPResponse {

@@ -19,6 +19,22 @@ enum FilesMigrations {
             );
             CREATE INDEX files_owner_created ON files(owner, created_ns, id);
             CREATE UNIQUE INDEX files_owner_key ON files(owner, idempotency_key);
-            """)
+            """),
+        // Resumable uploads (tus 1.0): the bytes received so far are in `.incoming/<id>`.
+        Migration(plugin: "files", version: 2, sql: """
+            CREATE TABLE files_uploads (
+              id TEXT PRIMARY KEY,
+              owner TEXT NOT NULL,
+              length INTEGER NOT NULL,
+              received INTEGER NOT NULL DEFAULT 0,
+              name TEXT,
+              content_type TEXT,
+              created_ns INTEGER NOT NULL,
+              expires_ns INTEGER NOT NULL,
+              file_id TEXT
+            );
+            CREATE INDEX files_uploads_owner ON files_uploads(owner);
+            CREATE INDEX files_uploads_expires ON files_uploads(expires_ns);
+            """),
     ]
 }

@@ -10,6 +10,10 @@ public struct FilesOptions: Sendable {
     public var quotaBytes: Int64 = 100 * 1024 * 1024
     /// Uploads one account may have in flight on this instance.
     public var uploadsInFlight = 4
+    /// Resumable uploads (tus) one account may have started and not finished.
+    public var pendingUploads = 16
+    /// How long a resumable upload may take from its creation; then it and its bytes go.
+    public var uploadLifetime: Duration = .seconds(24 * 3600)
     /// The types accepted, as sniffed from the bytes (a subset of `ContentSniffer.known`).
     public var allowedTypes: [String] = ContentSniffer.known
     /// An image's width × height bound: a larger one is refused from its header, never decoded.

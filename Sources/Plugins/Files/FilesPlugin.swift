@@ -15,11 +15,12 @@ import Storage
 public struct FilesPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "files", version: "0.1.0", dependencies: ["auth"], interface: FilesInterface.idl, events: FilesEvents.all, consumes: [AccountDeleted.self],
-        configKeys: ["filesDirectory", "filesMaxBytes", "filesQuotaBytes", "filesUploadsInFlight", "filesAllowedTypes", "filesMaxPixels", "filesKeepMetadata", "filesURLKeyFile"])
+        configKeys: ["filesDirectory", "filesMaxMB", "filesQuotaMB", "filesUploadsInFlight", "filesPendingUploads", "filesUploadHours", "filesAllowedTypes", "filesMaxMegapixels", "filesKeepMetadata", "filesUrlKeyFile"])
     public var migrations: [Migration] { FilesMigrations.all }
 
     let options: FilesOptions
     let uploads = UploadsInFlight()
+    let busy = BusyUploads()
     let signer: FileURLSigner
 
     /// Makes the directory and, unless the options carry one, the URL key kept in it.
@@ -74,23 +75,27 @@ public struct FilesPlugin: Plugin {
 
     public func services(_ context: PluginContext) -> [any Service] {
         let repository = FilesRepository(database: context.database), blobs = FileBlobs(directory: options.directory)
+        let resumable = UploadsRepository(database: context.database)
+        let sweeper = UploadSweeper(uploads: resumable, blobs: blobs, logger: context.logger)
         do {
             return [
                 try DurableConsumer(name: "files.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
                     deleted, _ in
                     let ids = try await repository.erase(owner: deleted.userId)
                     try await blobs.remove(ids)
-                }
+                    try await blobs.removePartials(try await resumable.erase(owner: deleted.userId))
+                },
+                sweeper,
             ]
         } catch {
-            return [FailedService(name: "files.accountDeleted", error: error)]
+            return [FailedService(name: "files.accountDeleted", error: error), sweeper]
         }
     }
 
     public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
         let transfers = FileTransfers(
             repository: FilesRepository(database: context.database), blobs: FileBlobs(directory: options.directory), signer: signer, options: options,
-            bus: context.bus, uploads: uploads)
+            bus: context.bus, uploads: uploads, resumable: UploadsRepository(database: context.database), busy: busy)
         return [PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes)) { request, body in await transfers.handle(request, body) }]
     }
 

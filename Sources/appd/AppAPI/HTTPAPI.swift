@@ -146,7 +146,11 @@ public final class HTTPAPI: Sendable {
     }
 
     private func route(_ request: HTTPServerRequest, _ body: [UInt8], client: String) -> (String, HTTPHandling) {
-        if request.method == "OPTIONS" { return ("preflight", .now(CORSPolicy(allowed: options.allowedOrigins).preflight(request))) }
+        // A browser's CORS preflight; an OPTIONS that is not one goes to the plugin serving the
+        // path, if any (tus clients ask a server's capabilities so).
+        if request.method == "OPTIONS" && (request.headers["access-control-request-method"] != nil || pluginRoute(request.path) == nil) {
+            return ("preflight", .now(CORSPolicy(allowed: options.allowedOrigins).preflight(request)))
+        }
         switch request.path {
         case "/healthz": return ("healthz", .now(get(request) ?? HTTPResponse(status: 200, body: ["status": "ok"])))
         case "/readyz":

@@ -341,6 +341,8 @@ struct AppdConfig: Sendable {
             "filesMaxMB": .int(Int64(files.maxMB)),
             "filesQuotaMB": .int(Int64(files.quotaMB)),
             "filesUploadsInFlight": .int(Int64(files.uploadsInFlight)),
+            "filesPendingUploads": .int(Int64(files.pendingUploads)),
+            "filesUploadHours": .int(Int64(files.uploadHours)),
             "filesAllowedTypes": .array(files.allowedTypes.map(JSONValue.string)),
             "filesMaxMegapixels": .int(Int64(files.maxMegapixels)),
             "filesKeepMetadata": .bool(files.keepMetadata),

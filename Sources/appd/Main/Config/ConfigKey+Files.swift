@@ -12,6 +12,12 @@ extension ConfigKey {
         integer("filesUploadsInFlight", "--files-uploads-in-flight", "Uploads one account may have running at once on one instance (default: 4).") {
             $0.files.uploadsInFlight = $1
         },
+        integer("filesPendingUploads", "--files-pending-uploads", "Resumable (tus) uploads one account may have under way (default: 16).") {
+            $0.files.pendingUploads = $1
+        },
+        integer("filesUploadHours", "--files-upload-hours", "Hours a resumable upload may take before it ends and its bytes are freed (default: 24).") {
+            $0.files.uploadHours = $1
+        },
         list(
             "filesAllowedTypes", "--files-allowed-types",
             "Types accepted, as read from the bytes (default: image/jpeg, image/png, image/gif, image/webp, image/heic, application/pdf).",

@@ -10,6 +10,8 @@ struct FilesSettings: Sendable {
     var maxMB = 10
     var quotaMB = 100
     var uploadsInFlight = 4
+    var pendingUploads = 16
+    var uploadHours = 24
     var allowedTypes = FilesOptions.knownTypes
     var maxMegapixels = 50
     var keepMetadata = false
@@ -20,6 +22,8 @@ struct FilesSettings: Sendable {
         options.maxFileBytes = Int64(maxMB) << 20
         options.quotaBytes = Int64(quotaMB) << 20
         options.uploadsInFlight = uploadsInFlight
+        options.pendingUploads = pendingUploads
+        options.uploadLifetime = .seconds(Int64(uploadHours) * 3600)
         options.allowedTypes = allowedTypes
         options.maxPixels = maxMegapixels * 1_000_000
         options.keepMetadata = keepMetadata

@@ -12,6 +12,9 @@ import Synchronization
 /// running what it downloads (RFC 9110; docs/files.md).
 struct FileTransfers: Sendable {
     let repository: FilesRepository
+    /// Finished files' bytes.
+    let store: any FileStore
+    /// Resumable uploads' bytes so far (always on this machine's disk).
     let blobs: FileBlobs
     let signer: FileURLSigner
     let options: FilesOptions
@@ -108,16 +111,16 @@ struct FileTransfers: Sendable {
         let file = StoredFile(
             id: id, name: name, contentType: sniffed.contentType, bytes: Int64(bytes.count), sha256: Self.hex(Digest.sha256(bytes)),
             width: sniffed.width, height: sniffed.height, createdAt: "")
-        try await blobs.write(bytes, id: id)
+        try await store.write(bytes, id: id)
         let now = WallTime.now()
         do {
             var recorded = file
             recorded.createdAt = now.rfc3339
             let (stored, created) = try await repository.insert(recorded, owner: owner, createdNs: now.nanosecondsSinceEpoch, idempotencyKey: key, quota: options.quotaBytes)
-            if !created { try? await blobs.remove([id]) }
+            if !created { try? await store.remove([id]) }
             return (stored, created)
         } catch {
-            try? await blobs.remove([id])
+            try? await store.remove([id])
             throw error
         }
     }
@@ -155,7 +158,7 @@ struct FileTransfers: Sendable {
         if let match = request.headers["if-none-match"], Self.matches(match, etag) { return HTTPResponse(status: 304, headers: headers) }
         let bytes: [UInt8]
         do {
-            guard let read = try await blobs.read(id: id) else {
+            guard let read = try await store.read(id: id) else {
                 return HTTPResponse(status: 503, body: ["error": "io.appd.Files.Unavailable", "parameters": ["reason": "the file's bytes are missing from storage; tell the operator"]])
             }
             bytes = read

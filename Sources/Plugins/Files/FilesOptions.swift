@@ -23,6 +23,10 @@ public struct FilesOptions: Sendable {
     /// The HMAC key of signed download URLs (at least 32 bytes). Nil: a key made once and kept
     /// in `directory` (one instance; several instances must share one, set here).
     public var urlKey: [UInt8]?
+    /// S3-compatible object storage for finished files instead of `directory` (several
+    /// instances need it: each sees the others' files). Resumable uploads in progress stay in
+    /// `directory`.
+    public var s3: S3Options?
 
     public init(directory: String) { self.directory = directory }
 

@@ -15,13 +15,16 @@ import Storage
 public struct FilesPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "files", version: "0.1.0", dependencies: ["auth"], interface: FilesInterface.idl, events: FilesEvents.all, consumes: [AccountDeleted.self],
-        configKeys: ["filesDirectory", "filesMaxMB", "filesQuotaMB", "filesUploadsInFlight", "filesPendingUploads", "filesUploadHours", "filesAllowedTypes", "filesMaxMegapixels", "filesKeepMetadata", "filesUrlKeyFile"])
+        configKeys: ["filesDirectory", "filesMaxMB", "filesQuotaMB", "filesUploadsInFlight", "filesPendingUploads", "filesUploadHours", "filesAllowedTypes", "filesMaxMegapixels", "filesKeepMetadata", "filesUrlKeyFile", "filesS3Endpoint", "filesS3Bucket", "filesS3Region", "filesS3AccessKeyId", "filesS3SecretKeyFile",
+                     "filesS3PathStyle", "filesS3Prefix", "filesS3PartMB", "filesS3CaFile"])
     public var migrations: [Migration] { FilesMigrations.all }
 
     let options: FilesOptions
     let uploads = UploadsInFlight()
     let busy = BusyUploads()
     let signer: FileURLSigner
+    /// Where finished files' bytes are: the directory, or the bucket.
+    let store: any FileStore
 
     /// Makes the directory and, unless the options carry one, the URL key kept in it.
     public init(options: FilesOptions) throws {
@@ -29,6 +32,7 @@ public struct FilesPlugin: Plugin {
         let blobs = FileBlobs(directory: options.directory)
         try blobs.prepare()
         self.signer = FileURLSigner(key: try options.urlKey ?? Self.keptKey(in: options.directory))
+        self.store = try options.s3.map { try S3FileStore($0) } ?? blobs
     }
 
     public func start(_ context: PluginContext) async throws {
@@ -60,11 +64,11 @@ public struct FilesPlugin: Plugin {
             let expires = WallTime.now().nanosecondsSinceEpoch / 1_000_000_000 + Int64(seconds)
             return .init(path: signer.path(for: c.id, expires: expires), expiresAt: WallTime(nanosecondsSinceEpoch: expires * 1_000_000_000).rfc3339)
         }
-        let blobs = FileBlobs(directory: options.directory), logger = context.logger
+        let store = self.store, logger = context.logger
         context.handlers.handle(FilesInterface.Delete.self) { c, e in
             guard try await repository.delete(c.id, owner: try user(e), causedBy: e) else { throw FilesError.notFound }
             // The row is gone (the file with it); bytes left behind by a failure here are only disk.
-            do { try await blobs.remove([c.id]) } catch { logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"]) }
+            do { try await store.remove([c.id]) } catch { logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"]) }
             return Empty()
         }
         context.handlers.handle(FilesInterface.Usage.self) { _, e in
@@ -74,7 +78,7 @@ public struct FilesPlugin: Plugin {
     }
 
     public func services(_ context: PluginContext) -> [any Service] {
-        let repository = FilesRepository(database: context.database), blobs = FileBlobs(directory: options.directory)
+        let repository = FilesRepository(database: context.database), blobs = FileBlobs(directory: options.directory), store = self.store
         let resumable = UploadsRepository(database: context.database)
         let sweeper = UploadSweeper(uploads: resumable, blobs: blobs, logger: context.logger)
         do {
@@ -82,7 +86,7 @@ public struct FilesPlugin: Plugin {
                 try DurableConsumer(name: "files.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
                     deleted, _ in
                     let ids = try await repository.erase(owner: deleted.userId)
-                    try await blobs.remove(ids)
+                    try await store.remove(ids)
                     try await blobs.removePartials(try await resumable.erase(owner: deleted.userId))
                 },
                 sweeper,
@@ -94,7 +98,7 @@ public struct FilesPlugin: Plugin {
 
     public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
         let transfers = FileTransfers(
-            repository: FilesRepository(database: context.database), blobs: FileBlobs(directory: options.directory), signer: signer, options: options,
+            repository: FilesRepository(database: context.database), store: store, blobs: FileBlobs(directory: options.directory), signer: signer, options: options,
             bus: context.bus, uploads: uploads, resumable: UploadsRepository(database: context.database), busy: busy)
         return [PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes)) { request, body in await transfers.handle(request, body) }]
     }

@@ -347,6 +347,15 @@ struct AppdConfig: Sendable {
             "filesMaxMegapixels": .int(Int64(files.maxMegapixels)),
             "filesKeepMetadata": .bool(files.keepMetadata),
             "filesUrlKeyFile": files.urlKeyFile.map(JSONValue.string) ?? .null,
+            "filesS3Endpoint": files.s3Endpoint.map(JSONValue.string) ?? .null,
+            "filesS3Bucket": files.s3Bucket.map(JSONValue.string) ?? .null,
+            "filesS3Region": .string(files.s3Region),
+            "filesS3AccessKeyId": files.s3AccessKeyID.map(JSONValue.string) ?? .null,
+            "filesS3SecretKeyFile": files.s3SecretKeyFile.map(JSONValue.string) ?? .null,
+            "filesS3PathStyle": .bool(files.s3PathStyle),
+            "filesS3Prefix": .string(files.s3Prefix),
+            "filesS3PartMB": .int(Int64(files.s3PartMB)),
+            "filesS3CaFile": files.s3CAFile.map(JSONValue.string) ?? .null,
         ]
     }
 }

@@ -34,5 +34,20 @@ extension ConfigKey {
         text("filesUrlKeyFile", "--files-url-key-file", "A file holding the key of signed download URLs (32+ bytes); set the same on every instance (default: one made in filesDirectory).") {
             $0.files.urlKeyFile = $1
         },
+        text("filesS3Endpoint", "--files-s3-endpoint", "Keep files in S3-compatible storage at this URL, e.g. https://s3.eu-central-1.amazonaws.com (default: off, the directory).") {
+            $0.files.s3Endpoint = $1
+        },
+        text("filesS3Bucket", "--files-s3-bucket", "The bucket (with filesS3Endpoint).") { $0.files.s3Bucket = $1 },
+        text("filesS3Region", "--files-s3-region", "The region requests are signed for (default: us-east-1).") { $0.files.s3Region = $1 },
+        text("filesS3AccessKeyId", "--files-s3-access-key-id", "The access key id (with filesS3SecretKeyFile).") { $0.files.s3AccessKeyID = $1 },
+        text("filesS3SecretKeyFile", "--files-s3-secret-key-file", "A file holding the secret access key.") { $0.files.s3SecretKeyFile = $1 },
+        flag("filesS3PathStyle", "--files-s3-path-style", "endpoint/bucket/key (true, the default) or bucket.endpoint/key (false, AWS's virtual-host style).") {
+            $0.files.s3PathStyle = $1
+        },
+        text("filesS3Prefix", "--files-s3-prefix", "Put before every object's key, e.g. appd/ (default: none).") { $0.files.s3Prefix = $1 },
+        integer("filesS3PartMB", "--files-s3-part-mb", "Files larger than this go up as a multipart upload in parts of this size, in MiB (default: 8, at least 5).") {
+            $0.files.s3PartMB = $1
+        },
+        text("filesS3CaFile", "--files-s3-ca-file", "Trusted CA certificates (PEM) for a private endpoint (default: the system's).") { $0.files.s3CAFile = $1 },
     ]
 }

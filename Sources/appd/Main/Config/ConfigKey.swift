@@ -337,7 +337,8 @@ struct ConfigKey: Sendable {
 }
 
 /// What is wrong with one value (the loader adds which key and where it came from).
-struct ConfigProblem: Error {
+struct ConfigProblem: Error, CustomStringConvertible {
     let reason: String
     init(_ reason: String) { self.reason = reason }
+    var description: String { reason }
 }

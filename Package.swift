@@ -56,6 +56,8 @@ let package = Package(
         // libpq is loaded when PostgreSQL is first used (dlopen), not linked: see CPostgres.h.
         .target(name: "CPostgres", path: "Sources/Bus/Shims/CPostgres", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "COpenSSL", path: "Sources/Bus/Shims/COpenSSL", pkgConfig: "libcrypto"),
+        // Thumbnails with the system's libjpeg (turbo) and libpng.
+        .target(name: "CImage", path: "Sources/Bus/Shims/CImage", linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("png16")]),
         .target(name: "CNet", path: "Sources/Bus/Shims/CNet", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         // MARK: Sources/Plugins — the features
@@ -86,7 +88,7 @@ let package = Package(
         // Rating prompts from bus signals (io.appd.Rating).
         .target(name: "Rating", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Rating", swiftSettings: strict),
         // Files the signed-in user stores, their bytes over HTTP (io.appd.Files).
-        .target(name: "Files", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "HTTP", "Crypto", "Runtime", "PluginKit"], path: "Sources/Plugins/Files", swiftSettings: strict),
+        .target(name: "Files", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "HTTP", "Crypto", "Runtime", "PluginKit", "CImage"], path: "Sources/Plugins/Files", swiftSettings: strict),
         // Per-user settings the plugins declare, versioned (io.appd.Settings).
         .target(name: "Settings", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Settings", swiftSettings: strict),
         // The SDK of an external plugin written in Swift: one call serves its interfaces with

@@ -110,6 +110,24 @@ def main():
               request(port, "GET", f"/files/{file_id}", headers={"Authorization": f"Bearer {bob}"})[0] == 404
               and request(port, "GET", f"/files/{file_id}")[0] == 401)
 
+        check("thumbnails of 256 and 1024 were made", reply["file"].get("thumbnails") == [256, 1024], str(reply["file"]))
+        thumb = request(port, "GET", f"/files/{file_id}?thumbnail=256", headers={"Authorization": f"Bearer {ada}"})
+        small = Image.open(io.BytesIO(thumb[2]))
+        small.load()
+        check("Pillow decodes the 256 thumbnail: 256×170, upright by its orientation", thumb[0] == 200 and small.size == (256, 170)
+              and dict(small.getexif()) == {0x0112: 6}, f"{thumb[:2]} {small.size} {dict(small.getexif())}")
+        drawing = Image.new("RGBA", (600, 400), (0, 0, 0, 0))
+        drawing.putdata([(x % 256, y % 256, 200, (x + y) % 256) for y in range(400) for x in range(600)])
+        png = io.BytesIO()
+        drawing.save(png, "PNG")
+        status, _, body = request(port, "POST", "/files?name=drawing.png", png.getvalue(), {"Authorization": f"Bearer {ada}", "Content-Type": "image/png"})
+        png_file = json.loads(body).get("file", {}) if status == 201 else {}
+        png_thumb = request(port, "GET", f"/files/{png_file.get('id', 'f_missing')}?thumbnail=256", headers={"Authorization": f"Bearer {ada}"})
+        decoded_png = Image.open(io.BytesIO(png_thumb[2])) if png_thumb[0] == 200 else None
+        check("a transparent PNG gets a JPEG thumbnail over white", png_file.get("thumbnails") == [256] and decoded_png is not None
+              and decoded_png.format == "JPEG" and decoded_png.size == (256, 170), f"{status} {png_file}")
+        call(sock, "io.appd.Files.Delete", {"id": png_file.get("id", "f_missing")}, token=ada)
+
         signed = call(sock, "io.appd.Files.SignURL", {"id": file_id, "seconds": 120}, token=ada)["parameters"]
         opened = request(port, "GET", signed["path"])
         check("a signed URL opens it without a token", opened[0] == 200 and opened[2] == downloaded, str(opened[:2]))
@@ -154,11 +172,12 @@ def main():
         status, usage = post(port, "io.appd.Files.Usage", {}, token=ada)
         check("the account's usage counts the stored bytes", status == 200 and usage == {"files": 1, "bytes": len(downloaded), "quotaBytes": 100 << 20}, str(usage))
         blobs = os.path.join(data, "plugin-data", "files")
-        stored = lambda: [f for _, _, files in os.walk(blobs) for f in files if f.startswith("f_")]
-        check("ada's and bob's files' bytes are on disk, no partial upload left", len(stored()) == 2
-              and not os.listdir(os.path.join(blobs, ".incoming")), str(stored()))
+        stored = lambda: sorted(f for _, _, files in os.walk(blobs) for f in files if f.startswith("f_"))
+        check("ada's and bob's files' bytes (and thumbnails) are on disk, no partial upload left",
+              len([f for f in stored() if ".t" not in f]) == 2 and not os.listdir(os.path.join(blobs, ".incoming")), str(stored()))
         call(sock, "io.appd.Auth.DeleteAccount", {"password": PASSWORD}, token=ada)
-        check("deleting ada's account removes hers, bob's stays", wait_for(lambda: stored() == [file_path.rsplit("/", 1)[1]]), str(stored()))
+        bobs = file_path.rsplit("/", 1)[1]
+        check("deleting ada's account removes hers and their thumbnails, bob's stay", wait_for(lambda: stored() == [bobs, bobs + ".t256"]), str(stored()))
     finally:
         proc.terminate()
         try:

@@ -108,21 +108,45 @@ struct FileTransfers: Sendable {
         let name = try Self.fileName(name, type: sniffed.contentType)
         if let key, key.utf8.count > 255 || key.isEmpty { throw FilesError.validation("Idempotency-Key", "needs 1 to 255 bytes") }
         let id = "f_" + Base64.encode(try Digest.randomBytes(16), urlSafe: true).filter { $0 != "=" }
+        let thumbnails = try await thumbnails(of: bytes, sniffed)
         let file = StoredFile(
             id: id, name: name, contentType: sniffed.contentType, bytes: Int64(bytes.count), sha256: Self.hex(Digest.sha256(bytes)),
-            width: sniffed.width, height: sniffed.height, createdAt: "")
+            width: sniffed.width, height: sniffed.height, thumbnails: thumbnails.map(\.side), createdAt: "")
         try await store.write(bytes, id: id)
+        let names = FilesRepository.storedNames(file)
         let now = WallTime.now()
         do {
+            for (side, jpeg) in thumbnails { try await store.write(jpeg, id: FilesRepository.thumbnailName(id, side)) }
             var recorded = file
             recorded.createdAt = now.rfc3339
             let (stored, created) = try await repository.insert(recorded, owner: owner, createdNs: now.nanosecondsSinceEpoch, idempotencyKey: key, quota: options.quotaBytes)
-            if !created { try? await store.remove([id]) }
+            if !created { try? await store.remove(names) }
             return (stored, created)
         } catch {
-            try? await store.remove([id])
+            try? await store.remove(names)
             throw error
         }
+    }
+
+    /// The thumbnails of an image, for each configured side it is larger than (with its
+    /// orientation, as the image's). An image that does not decode is refused: its header
+    /// promised an image. One with more pixels than thumbnails are made of gets none.
+    private func thumbnails(of bytes: [UInt8], _ sniffed: SniffedContent) async throws -> [(side: Int, jpeg: [UInt8])] {
+        guard Thumbnailer.makes(sniffed.contentType), let width = sniffed.width, let height = sniffed.height,
+            width * height <= options.thumbnailMaxSourcePixels
+        else { return [] }
+        let orientation = sniffed.contentType == "image/jpeg" ? ImageMetadata.orientation(ofJPEG: bytes) : nil
+        var made: [(side: Int, jpeg: [UInt8])] = []
+        for side in options.thumbnailSizes.sorted() where max(width, height) > side {
+            do {
+                let jpeg = try await Thumbnailer.make(
+                    bytes, contentType: sniffed.contentType, maxSide: side, maxSourcePixels: options.thumbnailMaxSourcePixels, timeout: .seconds(20))
+                made.append((side, orientation.map { ImageMetadata.withOrientation(jpeg, $0) } ?? jpeg))
+            } catch let error as ThumbnailError {
+                throw FilesError.validation("file", "does not decode as the \(sniffed.contentType) its header says it is (\(error))")
+            }
+        }
+        return made
     }
 
     // MARK: Download
@@ -148,8 +172,17 @@ struct FileTransfers: Sendable {
         } catch {
             return Self.failure(error)
         }
-        guard let file else { return Self.failure(FilesError.notFound) }
-        let etag = "\"\(file.sha256)\""
+        guard var file else { return Self.failure(FilesError.notFound) }
+        var blobName = file.id, etag = "\"\(file.sha256)\""
+        if let asked = request.query["thumbnail"] {
+            // One of the file's thumbnails, by its side.
+            guard let side = Int(asked), file.thumbnails.contains(side) else {
+                return Self.failure(FilesError.validation("thumbnail", "is one of the sides this file has: \(file.thumbnails.map(String.init).joined(separator: ", "))"))
+            }
+            blobName = FilesRepository.thumbnailName(file.id, side)
+            etag = "\"\(file.sha256)-t\(side)\""
+            file.contentType = "image/jpeg"
+        }
         var headers: [(name: String, value: String)] = [
             ("Content-Type", file.contentType), ("ETag", etag), ("Cache-Control", cacheControl), ("Accept-Ranges", "bytes"),
             ("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "default-src 'none'; sandbox"),
@@ -158,7 +191,7 @@ struct FileTransfers: Sendable {
         if let match = request.headers["if-none-match"], Self.matches(match, etag) { return HTTPResponse(status: 304, headers: headers) }
         let bytes: [UInt8]
         do {
-            guard let read = try await store.read(id: id) else {
+            guard let read = try await store.read(id: blobName) else {
                 return HTTPResponse(status: 503, body: ["error": "io.appd.Files.Unavailable", "parameters": ["reason": "the file's bytes are missing from storage; tell the operator"]])
             }
             bytes = read

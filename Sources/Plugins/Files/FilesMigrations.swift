@@ -36,5 +36,7 @@ enum FilesMigrations {
             CREATE INDEX files_uploads_owner ON files_uploads(owner);
             CREATE INDEX files_uploads_expires ON files_uploads(expires_ns);
             """),
+        // The sides of the thumbnails made of a file, comma-separated (`256,1024`).
+        Migration(plugin: "files", version: 3, sql: "ALTER TABLE files ADD COLUMN thumbnails TEXT NOT NULL DEFAULT ''"),
     ]
 }

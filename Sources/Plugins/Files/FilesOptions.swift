@@ -18,6 +18,11 @@ public struct FilesOptions: Sendable {
     public var allowedTypes: [String] = ContentSniffer.known
     /// An image's width × height bound: a larger one is refused from its header, never decoded.
     public var maxPixels = 50_000_000
+    /// The thumbnails made of each JPEG and PNG: JPEGs fitting squares of these sides, each
+    /// only when the image is larger.
+    public var thumbnailSizes = [256, 1024]
+    /// An image with more pixels gets no thumbnail (its own bytes serve).
+    public var thumbnailMaxSourcePixels = 40_000_000
     /// Keep JPEG and PNG metadata (EXIF with GPS, XMP, text) as uploaded; off by default.
     public var keepMetadata = false
     /// The HMAC key of signed download URLs (at least 32 bytes). Nil: a key made once and kept

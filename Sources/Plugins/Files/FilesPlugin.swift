@@ -15,7 +15,7 @@ import Storage
 public struct FilesPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "files", version: "0.1.0", dependencies: ["auth"], interface: FilesInterface.idl, events: FilesEvents.all, consumes: [AccountDeleted.self],
-        configKeys: ["filesDirectory", "filesMaxMB", "filesQuotaMB", "filesUploadsInFlight", "filesPendingUploads", "filesUploadHours", "filesAllowedTypes", "filesMaxMegapixels", "filesKeepMetadata", "filesUrlKeyFile", "filesS3Endpoint", "filesS3Bucket", "filesS3Region", "filesS3AccessKeyId", "filesS3SecretKeyFile",
+        configKeys: ["filesDirectory", "filesMaxMB", "filesQuotaMB", "filesUploadsInFlight", "filesPendingUploads", "filesUploadHours", "filesAllowedTypes", "filesMaxMegapixels", "filesThumbnailSizes", "filesThumbnailMaxMegapixels", "filesKeepMetadata", "filesUrlKeyFile", "filesS3Endpoint", "filesS3Bucket", "filesS3Region", "filesS3AccessKeyId", "filesS3SecretKeyFile",
                      "filesS3PathStyle", "filesS3Prefix", "filesS3PartMB", "filesS3CaFile"])
     public var migrations: [Migration] { FilesMigrations.all }
 
@@ -66,9 +66,12 @@ public struct FilesPlugin: Plugin {
         }
         let store = self.store, logger = context.logger
         context.handlers.handle(FilesInterface.Delete.self) { c, e in
-            guard try await repository.delete(c.id, owner: try user(e), causedBy: e) else { throw FilesError.notFound }
+            let owner = try user(e)
+            guard let file = try await repository.file(c.id, owner: owner), try await repository.delete(c.id, owner: owner, causedBy: e) else {
+                throw FilesError.notFound
+            }
             // The row is gone (the file with it); bytes left behind by a failure here are only disk.
-            do { try await store.remove([c.id]) } catch { logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"]) }
+            do { try await store.remove(FilesRepository.storedNames(file)) } catch { logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"]) }
             return Empty()
         }
         context.handlers.handle(FilesInterface.Usage.self) { _, e in

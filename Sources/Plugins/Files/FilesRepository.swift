@@ -8,7 +8,7 @@ import Storage
 struct FilesRepository: Sendable {
     let database: any Database
 
-    static let columns = "id, name, content_type, bytes, sha256, width, height, created_ns"
+    static let columns = "id, name, content_type, bytes, sha256, width, height, thumbnails, created_ns"
 
     /// Records a file written to the blobs, if the account has room for it. A second upload
     /// with the same idempotency key returns the first one's file (and `created` false: its
@@ -23,10 +23,11 @@ struct FilesRepository: Sendable {
             let used = try tx.query("SELECT COALESCE(SUM(bytes), 0) AS used FROM files WHERE owner = ?", [.text(owner)]).first?.integer("used") ?? 0
             guard used + file.bytes <= quota else { throw FilesError.quotaExceeded(quotaBytes: quota) }
             try tx.execute(
-                "INSERT INTO files (id, owner, name, content_type, bytes, sha256, width, height, created_ns, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files (id, owner, name, content_type, bytes, sha256, width, height, thumbnails, created_ns, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     .text(file.id), .text(owner), .text(file.name), .text(file.contentType), .integer(file.bytes), .text(file.sha256),
-                    file.width.map { .integer(Int64($0)) } ?? .null, file.height.map { .integer(Int64($0)) } ?? .null, .integer(createdNs),
+                    file.width.map { .integer(Int64($0)) } ?? .null, file.height.map { .integer(Int64($0)) } ?? .null,
+                    .text(file.thumbnails.map(String.init).joined(separator: ",")), .integer(createdNs),
                     idempotencyKey.map { .text($0) } ?? .null,
                 ])
             try tx.append(FileUploaded(userId: owner, fileId: file.id, contentType: file.contentType, bytes: file.bytes), causedBy: nil)
@@ -77,14 +78,20 @@ struct FilesRepository: Sendable {
         }
     }
 
-    /// Forgets every file of an erased account; returns their ids (for the blobs).
+    /// Forgets every file of an erased account; returns the names of their bytes in the store
+    /// (each file and its thumbnails).
     func erase(owner: String) async throws -> [String] {
         try await database.write { tx in
-            let ids = try tx.query("SELECT id FROM files WHERE owner = ?", [.text(owner)]).compactMap { $0.text("id") }
+            let rows = try tx.query("SELECT \(Self.columns) FROM files WHERE owner = ?", [.text(owner)])
             try tx.execute("DELETE FROM files WHERE owner = ?", [.text(owner)])
-            return ids
+            return try rows.flatMap { Self.storedNames(try Self.file($0)) }
         }
     }
+
+    /// The names of a file's bytes in the store: its own and its thumbnails'.
+    static func storedNames(_ file: StoredFile) -> [String] { [file.id] + file.thumbnails.map { thumbnailName(file.id, $0) } }
+
+    static func thumbnailName(_ id: String, _ side: Int) -> String { "\(id).t\(side)" }
 
     static func file(_ row: Row) throws -> StoredFile {
         guard let id = row.text("id"), let name = row.text("name"), let type = row.text("content_type"), let bytes = row.integer("bytes"),
@@ -92,6 +99,7 @@ struct FilesRepository: Sendable {
         else { throw StorageError(kind: .corrupt, message: "a files row is incomplete") }
         return StoredFile(
             id: id, name: name, contentType: type, bytes: bytes, sha256: sha, width: row.integer("width").map(Int.init), height: row.integer("height").map(Int.init),
+            thumbnails: (row.text("thumbnails") ?? "").split(separator: ",").compactMap { Int($0) },
             createdAt: WallTime(nanosecondsSinceEpoch: created).rfc3339)
     }
 }

@@ -52,6 +52,30 @@ enum ImageMetadata {
         return nil
     }
 
+    /// A JPEG's EXIF orientation (1–8), if it says one.
+    static func orientation(ofJPEG b: [UInt8]) -> UInt16? {
+        var i = 2
+        while i + 4 <= b.count, b[i] == 0xFF {
+            let marker = b[i + 1]
+            if marker == 0xDA || marker == 0xD9 { return nil }
+            let length = Int(ContentSniffer.be16(b, i + 2))
+            guard length >= 2, i + 2 + length <= b.count else { return nil }
+            if marker == 0xE1, let value = exifOrientation(Array(b[i + 4..<i + 2 + length])) { return value }
+            i += 2 + length
+        }
+        return nil
+    }
+
+    /// `jpeg` (as libjpeg writes it: SOI, JFIF, …) with an EXIF of `value` after its JFIF.
+    static func withOrientation(_ jpeg: [UInt8], _ value: UInt16) -> [UInt8] {
+        guard value != 1, jpeg.count > 4 else { return jpeg }
+        var at = 2
+        if jpeg[2] == 0xFF && jpeg[3] == 0xE0 { at = 4 + Int(ContentSniffer.be16(jpeg, 4)) }
+        var out = jpeg
+        out.insert(contentsOf: orientationSegment(value), at: at)
+        return out
+    }
+
     /// The orientation tag (0x0112) of IFD0 in an APP1 segment's body, if it is EXIF.
     private static func exifOrientation(_ body: [UInt8]) -> UInt16? {
         guard body.count >= 14, body.starts(with: Array("Exif".utf8) + [0, 0]) else { return nil }

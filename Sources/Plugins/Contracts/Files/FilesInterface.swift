@@ -13,7 +13,8 @@ public enum FilesInterface {
         interface io.appd.Files
 
         # sha256: the stored bytes' digest, hex (after metadata was stripped). width, height: an
-        # image's pixels.
+        # image's pixels. thumbnails: the sides of the JPEG thumbnails made of it (GET
+        # /files/<id>?thumbnail=<side>).
         type File (
           id: string,
           name: string,
@@ -22,6 +23,7 @@ public enum FilesInterface {
           sha256: string,
           width: ?int,
           height: ?int,
+          thumbnails: []int,
           createdAt: string
         )
 
@@ -145,8 +147,13 @@ public struct StoredFile: Codable, Sendable, Hashable, Identifiable {
     public var sha256: String
     public var width: Int?
     public var height: Int?
+    /// The sides of the thumbnails made of it.
+    public var thumbnails: [Int]
     public var createdAt: String
-    public init(id: String, name: String, contentType: String, bytes: Int64, sha256: String, width: Int? = nil, height: Int? = nil, createdAt: String) {
+    public init(
+        id: String, name: String, contentType: String, bytes: Int64, sha256: String, width: Int? = nil, height: Int? = nil, thumbnails: [Int] = [],
+        createdAt: String
+    ) {
         self.id = id
         self.name = name
         self.contentType = contentType
@@ -154,6 +161,7 @@ public struct StoredFile: Codable, Sendable, Hashable, Identifiable {
         self.sha256 = sha256
         self.width = width
         self.height = height
+        self.thumbnails = thumbnails
         self.createdAt = createdAt
     }
 }

@@ -346,6 +346,8 @@ struct AppdConfig: Sendable {
             "filesAllowedTypes": .array(files.allowedTypes.map(JSONValue.string)),
             "filesMaxMegapixels": .int(Int64(files.maxMegapixels)),
             "filesKeepMetadata": .bool(files.keepMetadata),
+            "filesThumbnailSizes": .array(files.thumbnailSizes.map { .int(Int64($0)) }),
+            "filesThumbnailMaxMegapixels": .int(Int64(files.thumbnailMaxMegapixels)),
             "filesUrlKeyFile": files.urlKeyFile.map(JSONValue.string) ?? .null,
             "filesS3Endpoint": files.s3Endpoint.map(JSONValue.string) ?? .null,
             "filesS3Bucket": files.s3Bucket.map(JSONValue.string) ?? .null,

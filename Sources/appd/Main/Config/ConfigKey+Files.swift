@@ -28,6 +28,15 @@ extension ConfigKey {
         integer("filesMaxMegapixels", "--files-max-megapixels", "Largest image accepted, in millions of pixels; larger ones are refused unread (default: 50).") {
             $0.files.maxMegapixels = $1
         },
+        list(
+            "filesThumbnailSizes", "--files-thumbnail-sizes", "Sides of the JPEG thumbnails made of each JPEG and PNG, e.g. 256,1024 (default); empty: none.",
+            check: { side throws(ConfigProblem) in
+                guard let n = Int(side), (16...4096).contains(n) else { throw ConfigProblem("needs sides from 16 to 4096 pixels; not \(side)") }
+            }
+        ) { $0.files.thumbnailSizes = $1.compactMap { Int($0) } },
+        integer("filesThumbnailMaxMegapixels", "--files-thumbnail-max-megapixels", "Images with more millions of pixels get no thumbnails (default: 40).") {
+            $0.files.thumbnailMaxMegapixels = $1
+        },
         flag("filesKeepMetadata", "--files-keep-metadata", "Keep photos' EXIF (GPS among it), XMP and text as uploaded (default: false, stripped).") {
             $0.files.keepMetadata = $1
         },

@@ -15,6 +15,8 @@ struct FilesSettings: Sendable {
     var allowedTypes = FilesOptions.knownTypes
     var maxMegapixels = 50
     var keepMetadata = false
+    var thumbnailSizes = [256, 1024]
+    var thumbnailMaxMegapixels = 40
     var urlKeyFile: String?
     var s3Endpoint: String?
     var s3Bucket: String?
@@ -36,6 +38,8 @@ struct FilesSettings: Sendable {
         options.allowedTypes = allowedTypes
         options.maxPixels = maxMegapixels * 1_000_000
         options.keepMetadata = keepMetadata
+        options.thumbnailSizes = thumbnailSizes
+        options.thumbnailMaxSourcePixels = thumbnailMaxMegapixels * 1_000_000
         if let urlKeyFile {
             let key = try Self.read(urlKeyFile, key: "filesUrlKeyFile")
             guard key.count >= 32 else { throw ConfigProblem("filesUrlKeyFile: \(urlKeyFile) holds \(key.count) bytes; a key needs at least 32") }

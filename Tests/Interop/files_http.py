@@ -12,7 +12,6 @@ decodes.
 
 Usage: files_http.py APPD_BINARY
 """
-import http.client
 import io
 import json
 import os
@@ -26,18 +25,9 @@ import time
 from PIL import Image
 from tusclient import client as tus
 
-from harness import call, check, finish, free_port, post, wait_for
+from harness import call, check, finish, free_port, http_request, post, wait_for
 
 PASSWORD = "correct horse battery"
-
-
-def request(port, method, path, body=None, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request(method, path, body, headers or {})
-    response = conn.getresponse()
-    data = response.read()
-    conn.close()
-    return response.status, dict(response.getheaders()), data
 
 
 def curl(*args):
@@ -76,14 +66,14 @@ def main():
             tokens[email] = call(sock, "io.appd.Auth.SignIn", {"email": email, "password": PASSWORD})["parameters"]["session"]["accessToken"]
         ada, bob = tokens["ada@example.com"], tokens["bob@example.com"]
         original = photo()
-        status, headers, body = request(port, "POST", "/files?name=IMG_0001.jpg", original,
+        status, headers, body = http_request(port, "POST", "/files?name=IMG_0001.jpg", original,
                                         {"Authorization": f"Bearer {ada}", "Content-Type": "image/jpeg", "Idempotency-Key": "upload-1"})
         reply = json.loads(body or b"{}")
         check("a photo is stored: 201, its id, size and type read from the bytes", status == 201
               and reply.get("file", {}).get("width") == 1200 and reply["file"].get("height") == 800 and reply["file"].get("contentType") == "image/jpeg",
               f"{status} {body[:300]}")
         file_id = reply.get("file", {}).get("id", "f_missing")
-        again = request(port, "POST", "/files?name=IMG_0001.jpg", original,
+        again = http_request(port, "POST", "/files?name=IMG_0001.jpg", original,
                         {"Authorization": f"Bearer {ada}", "Content-Type": "image/jpeg", "Idempotency-Key": "upload-1"})
         check("the same upload retried with its key is the same file (200)", again[0] == 200 and json.loads(again[2])["file"]["id"] == file_id, str(again[:2]))
 
@@ -103,15 +93,15 @@ def main():
             f.write(downloaded[:1234])
         resumed = curl("-C", "-", "-o", partial, "-H", f"Authorization: Bearer {ada}", f"http://127.0.0.1:{port}/files/{file_id}")
         check("curl -C - resumes a cut download to the same bytes", resumed.returncode == 0 and open(partial, "rb").read() == downloaded, resumed.stderr[:200])
-        head = request(port, "HEAD", f"/files/{file_id}", headers={"Authorization": f"Bearer {ada}"})
+        head = http_request(port, "HEAD", f"/files/{file_id}", headers={"Authorization": f"Bearer {ada}"})
         check("HEAD says the length and sends no body", head[0] == 200 and head[1].get("Content-Length") == str(len(downloaded)) and head[2] == b"", str(head[:2]))
         check("the download may not be sniffed into something else", head[1].get("X-Content-Type-Options") == "nosniff")
         check("another account gets 404, no token 401",
-              request(port, "GET", f"/files/{file_id}", headers={"Authorization": f"Bearer {bob}"})[0] == 404
-              and request(port, "GET", f"/files/{file_id}")[0] == 401)
+              http_request(port, "GET", f"/files/{file_id}", headers={"Authorization": f"Bearer {bob}"})[0] == 404
+              and http_request(port, "GET", f"/files/{file_id}")[0] == 401)
 
         check("thumbnails of 256 and 1024 were made", reply["file"].get("thumbnails") == [256, 1024], str(reply["file"]))
-        thumb = request(port, "GET", f"/files/{file_id}?thumbnail=256", headers={"Authorization": f"Bearer {ada}"})
+        thumb = http_request(port, "GET", f"/files/{file_id}?thumbnail=256", headers={"Authorization": f"Bearer {ada}"})
         small = Image.open(io.BytesIO(thumb[2]))
         small.load()
         check("Pillow decodes the 256 thumbnail: 256×170, upright by its orientation", thumb[0] == 200 and small.size == (256, 170)
@@ -120,24 +110,24 @@ def main():
         drawing.putdata([(x % 256, y % 256, 200, (x + y) % 256) for y in range(400) for x in range(600)])
         png = io.BytesIO()
         drawing.save(png, "PNG")
-        status, _, body = request(port, "POST", "/files?name=drawing.png", png.getvalue(), {"Authorization": f"Bearer {ada}", "Content-Type": "image/png"})
+        status, _, body = http_request(port, "POST", "/files?name=drawing.png", png.getvalue(), {"Authorization": f"Bearer {ada}", "Content-Type": "image/png"})
         png_file = json.loads(body).get("file", {}) if status == 201 else {}
-        png_thumb = request(port, "GET", f"/files/{png_file.get('id', 'f_missing')}?thumbnail=256", headers={"Authorization": f"Bearer {ada}"})
+        png_thumb = http_request(port, "GET", f"/files/{png_file.get('id', 'f_missing')}?thumbnail=256", headers={"Authorization": f"Bearer {ada}"})
         decoded_png = Image.open(io.BytesIO(png_thumb[2])) if png_thumb[0] == 200 else None
         check("a transparent PNG gets a JPEG thumbnail over white", png_file.get("thumbnails") == [256] and decoded_png is not None
               and decoded_png.format == "JPEG" and decoded_png.size == (256, 170), f"{status} {png_file}")
         call(sock, "io.appd.Files.Delete", {"id": png_file.get("id", "f_missing")}, token=ada)
 
         signed = call(sock, "io.appd.Files.SignURL", {"id": file_id, "seconds": 120}, token=ada)["parameters"]
-        opened = request(port, "GET", signed["path"])
+        opened = http_request(port, "GET", signed["path"])
         check("a signed URL opens it without a token", opened[0] == 200 and opened[2] == downloaded, str(opened[:2]))
         tampered = signed["path"].replace("expires=", "expires=9")
-        check("a tampered one does not", request(port, "GET", tampered)[0] == 403)
+        check("a tampered one does not", http_request(port, "GET", tampered)[0] == 403)
 
         big = b"\xff\xd8\xff" + os.urandom(3 * 1024 * 1024)
-        refused = request(port, "POST", "/files", big, {"Authorization": f"Bearer {ada}", "Content-Type": "image/jpeg"})
+        refused = http_request(port, "POST", "/files", big, {"Authorization": f"Bearer {ada}", "Content-Type": "image/jpeg"})
         check("an upload over filesMaxMB is refused (413)", refused[0] == 413, str(refused[:2]))
-        html = request(port, "POST", "/files?name=x.html", b"<html><script>alert(1)</script></html>",
+        html = http_request(port, "POST", "/files?name=x.html", b"<html><script>alert(1)</script></html>",
                        {"Authorization": f"Bearer {ada}", "Content-Type": "text/html"})
         check("HTML is not a file type appd stores (415)", html[0] == 415, str(html))
 
@@ -149,7 +139,7 @@ def main():
         first.upload_chunk()
         first.upload_chunk()
         upload_path = first.url.split(f":{port}", 1)[1]
-        offset = lambda: int(request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0"})[1].get("Upload-Offset", -1))
+        offset = lambda: int(http_request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0"})[1].get("Upload-Offset", -1))
         check("tuspy created the upload and sent two chunks", offset() == 2 * 64 * 1024, str(offset()))
         cut = socket.create_connection(("127.0.0.1", port))
         cut.sendall((f"PATCH {upload_path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {bob}\r\nTus-Resumable: 1.0.0\r\n"
@@ -161,10 +151,10 @@ def main():
             file_stream=io.BytesIO(big_photo), url=first.url, chunk_size=64 * 1024)
         check("a new client resumes from the offset HEAD gives", resumed.offset == 2 * 64 * 1024, str(resumed.offset))
         resumed.upload()
-        done = request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0"})
+        done = http_request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0"})
         file_path = done[1].get("Appd-File", "")
         check("the complete upload is a file, named by Appd-File", done[0] == 200 and file_path.startswith("/files/f_"), str(done[:2]))
-        fetched = request(port, "GET", file_path, headers={"Authorization": f"Bearer {bob}"})
+        fetched = http_request(port, "GET", file_path, headers={"Authorization": f"Bearer {bob}"})
         decoded = Image.open(io.BytesIO(fetched[2]))
         decoded.load()
         check("and it decodes: 900×900, its GPS stripped", fetched[0] == 200 and decoded.size == (900, 900) and dict(decoded.getexif()) == {0x0112: 6}, str(fetched[:2]))

@@ -11,7 +11,6 @@ A wrong secret is the store's refusal, never a stored file.
 Usage: files_s3.py APPD_BINARY [POSTGRES_URL]
 """
 import hashlib
-import http.client
 import json
 import os
 import shutil
@@ -22,18 +21,9 @@ import tempfile
 import boto3
 from botocore.exceptions import ClientError
 
-from harness import call, check, database_env, finish, free_port, wait_for
+from harness import call, check, database_env, finish, free_port, http_request, wait_for
 
 PASSWORD = "correct horse battery"
-
-
-def request(port, method, path, body=None, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request(method, path, body, headers or {})
-    response = conn.getresponse()
-    data = response.read()
-    conn.close()
-    return response.status, dict(response.getheaders()), data
 
 
 def main():
@@ -81,31 +71,31 @@ def main():
         auth = {"Authorization": f"Bearer {token}"}
 
         small = b"%PDF-1.7\n" + os.urandom(50_000)
-        status, _, body = request(port, "POST", "/files?name=small.pdf", small, {**auth, "Content-Type": "application/pdf"})
+        status, _, body = http_request(port, "POST", "/files?name=small.pdf", small, {**auth, "Content-Type": "application/pdf"})
         small_id = json.loads(body).get("file", {}).get("id", "f_missing") if status == 201 else "f_missing"
         check("a small file is stored (201)", status == 201, f"{status} {body[:300]}")
         stored = s3.get_object(Bucket="appd-files", Key=f"appd/files/{small_id}")
         check("it is one object in the bucket, byte for byte", stored["Body"].read() == small)
 
         large = b"%PDF-1.7\n" + os.urandom(12 * 1024 * 1024)
-        status, _, body = request(port, "POST", "/files?name=large.pdf", large, {**auth, "Content-Type": "application/pdf"})
+        status, _, body = http_request(port, "POST", "/files?name=large.pdf", large, {**auth, "Content-Type": "application/pdf"})
         large_id = json.loads(body).get("file", {}).get("id", "f_missing") if status == 201 else "f_missing"
         check("a 12 MiB file is stored (201)", status == 201, f"{status} {body[:300]}")
         head = s3.head_object(Bucket="appd-files", Key=f"appd/files/{large_id}")
         check("it went up in three parts (a multipart ETag)", head["ETag"].strip('"').endswith("-3") and head["ContentLength"] == len(large), str(head.get("ETag")))
-        got = request(port, "GET", f"/files/{large_id}", headers=auth)
+        got = http_request(port, "GET", f"/files/{large_id}", headers=auth)
         check("appd gives it back from the bucket", got[0] == 200 and hashlib.sha256(got[2]).digest() == hashlib.sha256(large).digest(), str(got[:2]))
-        ranged = request(port, "GET", f"/files/{large_id}", headers={**auth, "Range": "bytes=100-199"})
+        ranged = http_request(port, "GET", f"/files/{large_id}", headers={**auth, "Range": "bytes=100-199"})
         check("and a range of it", ranged[0] == 206 and ranged[2] == large[100:200])
 
         if len(instances) > 1:
             other_sock, other_port = instances[1]
             listed = call(other_sock, "io.appd.Files.List", {}, token=token)["parameters"]["files"]
             check("the other instance lists both files", sorted(f["id"] for f in listed) == sorted([small_id, large_id]), str(listed)[:300])
-            there = request(other_port, "GET", f"/files/{small_id}", headers=auth)
+            there = http_request(other_port, "GET", f"/files/{small_id}", headers=auth)
             check("and serves one uploaded on the first", there[0] == 200 and there[2] == small, str(there[:2]))
             signed = call(sock, "io.appd.Files.SignURL", {"id": small_id}, token=token)["parameters"]["path"]
-            check("a URL signed on the first opens on the second", request(other_port, "GET", signed)[0] == 200)
+            check("a URL signed on the first opens on the second", http_request(other_port, "GET", signed)[0] == 200)
 
         call(sock, "io.appd.Files.Delete", {"id": large_id}, token=token)
         try:
@@ -127,7 +117,7 @@ def main():
         wait_for(lambda: os.path.exists(wrong_sock) and "error" not in call(wrong_sock, "io.appd.Daemon.Ping", timeout=2), timeout=60)
         call(wrong_sock, "io.appd.Auth.SignUp", {"email": "eve@example.com", "password": PASSWORD})
         eve = call(wrong_sock, "io.appd.Auth.SignIn", {"email": "eve@example.com", "password": PASSWORD})["parameters"]["session"]["accessToken"]
-        refused = request(wrong_port, "POST", "/files", small, {"Authorization": f"Bearer {eve}", "Content-Type": "application/pdf"})
+        refused = http_request(wrong_port, "POST", "/files", small, {"Authorization": f"Bearer {eve}", "Content-Type": "application/pdf"})
         usage = call(wrong_sock, "io.appd.Files.Usage", {}, token=eve)["parameters"]
         check("a wrong secret: the upload fails (503), nothing is recorded", refused[0] == 503 and usage["files"] == 0, f"{refused[:2]} {usage}")
     finally:

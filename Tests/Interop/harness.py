@@ -91,6 +91,17 @@ def post(port, method, body, token=None, headers=None, timeout=30):
     return response.status, json.loads(data) if data else {}
 
 
+def http_request(port, method, path, body=None, headers=None, timeout=60):
+    """(status, headers, body) of one request to 127.0.0.1:`port`, whatever the path."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.request(method, path, body, headers or {})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, dict(response.getheaders()), data
+
+
 def wait_for(condition, timeout=20, every=0.05):
     """Checks `condition` until it gives something truthy (returned) or `timeout` seconds pass
     (then its last value): the one way the suites wait for what another process makes true."""

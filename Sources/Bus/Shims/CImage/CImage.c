@@ -25,6 +25,17 @@ static void appd_jpeg_fail(j_common_ptr info) {
 
 static void appd_jpeg_quiet(j_common_ptr info, int level) { (void)info; (void)level; }
 
+/* libjpeg's error manager that writes the reason into `message` and jumps back (the caller's
+   setjmp), and says nothing of warnings. */
+static struct jpeg_error_mgr *appd_jpeg_errors(struct appd_jpeg_error *failure, char *message, size_t message_length) {
+    struct jpeg_error_mgr *manager = jpeg_std_error(&failure->manager);
+    manager->error_exit = appd_jpeg_fail;
+    manager->emit_message = appd_jpeg_quiet;
+    failure->message = message;
+    failure->message_length = message_length;
+    return manager;
+}
+
 /* Box-averages `src` (sw × sh, 3 bytes a pixel) into `dst` (dw × dh). */
 static void appd_downsample(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh) {
     for (int y = 0; y < dh; y++) {
@@ -52,11 +63,7 @@ int appd_image_encode_rgb(const uint8_t *rgb, int width, int height, int quality
     unsigned char *buffer = NULL;
     unsigned long size = 0;
     memset(&info, 0, sizeof info);
-    info.err = jpeg_std_error(&failure.manager);
-    failure.manager.error_exit = appd_jpeg_fail;
-    failure.manager.emit_message = appd_jpeg_quiet;
-    failure.message = error;
-    failure.message_length = error_length;
+    info.err = appd_jpeg_errors(&failure, error, error_length);
     if (setjmp(failure.jump)) {
         jpeg_destroy_compress(&info);
         free(buffer);
@@ -88,11 +95,7 @@ static uint8_t *appd_decode_jpeg(const uint8_t *data, size_t length, int max_sid
     struct appd_jpeg_error failure;
     uint8_t *volatile pixels = NULL;
     memset(&info, 0, sizeof info);
-    info.err = jpeg_std_error(&failure.manager);
-    failure.manager.error_exit = appd_jpeg_fail;
-    failure.manager.emit_message = appd_jpeg_quiet;
-    failure.message = error;
-    failure.message_length = error_length;
+    info.err = appd_jpeg_errors(&failure, error, error_length);
     if (setjmp(failure.jump)) {
         jpeg_destroy_decompress(&info);
         free(pixels);

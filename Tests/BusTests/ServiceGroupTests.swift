@@ -58,6 +58,17 @@ struct SlowToStopService: Service {
     }
 }
 
+/// Once cancelled, takes a while (300 ms that cancellation cannot cut short) to stop.
+struct SlowAfterCancellationService: Service {
+    let stopped: GateLog
+    var name: String { "slow-after-cancellation" }
+    func run() async throws {
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
+        await Task.detached { try? await Task.sleep(for: .milliseconds(300)) }.value
+        stopped.append("stopped")
+    }
+}
+
 struct FailingService: Service {
     struct Boom: Error {}
     var name: String { "failing" }
@@ -173,6 +184,22 @@ struct SignalsAtStart: Service {
     }
 
     /// Waits (bounded) until the group has started its services.
+    /// Cancelling the task that runs the group cancels its services (they are its children) and
+    /// still waits for each, a graceful timeout at a time, without spinning.
+    @Test func cancellingTheGroupsTaskStopsItsServicesAndWaitsForThem() async throws {
+        let log = InMemoryLogHandler()
+        let stopped = GateLog()
+        let group = ServiceGroup(
+            services: [SlowAfterCancellationService(stopped: stopped)], signals: [], gracefulTimeout: .milliseconds(50), logger: Logger(label: "test", handler: log))
+        let running = Task { try await group.run() }
+        try await waitUntilRunning(group)
+        running.cancel()
+        try await running.value
+        #expect(stopped.all == ["stopped"])
+        let waits = log.records.filter { $0.message.contains("still waiting") }.count
+        #expect(waits >= 1 && waits < 20, "\(waits) times")
+    }
+
     func waitUntilRunning(_ group: ServiceGroup) async throws {
         try #require(await eventually { await group.state == .running })
     }

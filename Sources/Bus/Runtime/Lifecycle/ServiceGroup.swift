@@ -166,9 +166,11 @@ public actor ServiceGroup {
         }
     }
 
-    /// Whether `signal` was triggered within `limit`.
+    /// Whether `signal` was triggered within `limit`. The wait itself is not cut short when the
+    /// group's own task is cancelled: stopping must still wait for each service, not spin.
     private static func triggered(_ signal: ShutdownSignal, within limit: Duration) async -> Bool {
-        _ = try? await withTimeout(limit, timeoutError: { CancellationError() }) { await signal.wait() }
+        // Unstructured: detached so that the caller's cancellation does not end the wait; awaited at once.
+        await Task.detached { _ = try? await withTimeout(limit, timeoutError: { CancellationError() }) { await signal.wait() } }.value
         return signal.isTriggered
     }
 

@@ -58,13 +58,23 @@ struct SlowToStopService: Service {
     }
 }
 
-/// Once cancelled, takes a while (300 ms that cancellation cannot cut short) to stop.
+/// Once cancelled, stops only after the group has said it is still waiting for it (a wait
+/// cancellation cannot cut short), then a little more.
 struct SlowAfterCancellationService: Service {
     let stopped: GateLog
+    let log: InMemoryLogHandler
     var name: String { "slow-after-cancellation" }
     func run() async throws {
         while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
-        await Task.detached { try? await Task.sleep(for: .milliseconds(300)) }.value
+        let log = self.log
+        await Task.detached {
+            var polls = 0
+            while polls < 2_000, !log.records.contains(where: { $0.message.contains("still waiting") }) {
+                try? await Task.sleep(for: .milliseconds(5))
+                polls += 1
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }.value
         stopped.append("stopped")
     }
 }
@@ -190,13 +200,14 @@ struct SignalsAtStart: Service {
         let log = InMemoryLogHandler()
         let stopped = GateLog()
         let group = ServiceGroup(
-            services: [SlowAfterCancellationService(stopped: stopped)], signals: [], gracefulTimeout: .milliseconds(50), logger: Logger(label: "test", handler: log))
+            services: [SlowAfterCancellationService(stopped: stopped, log: log)], signals: [], gracefulTimeout: .milliseconds(50), logger: Logger(label: "test", handler: log))
         let running = Task { try await group.run() }
         try await waitUntilRunning(group)
         running.cancel()
         try await running.value
         #expect(stopped.all == ["stopped"])
         let waits = log.records.filter { $0.message.contains("still waiting") }.count
+        // One or two at 50 ms apart; a spin says it thousands of times in those 20 ms.
         #expect(waits >= 1 && waits < 20, "\(waits) times")
     }
 

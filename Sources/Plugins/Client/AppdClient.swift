@@ -121,7 +121,11 @@ public final class AppdClient: Sendable {
     }
 
     private func send(_ method: String, body: [UInt8], token: String?, idempotencyKey: String?) async throws -> Response {
-        let request = try request(method, body: body, token: token, idempotencyKey: idempotencyKey)
+        try await exchange(try request(method, body: body, token: token, idempotencyKey: idempotencyKey))
+    }
+
+    /// Sends `request` and reads the whole answer.
+    func exchange(_ request: URLRequest) async throws -> Response {
         let (data, response) = try await urlSession.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw AppdClientError.unexpectedReply("not an HTTP response") }
         var headers: [String: String] = [:]

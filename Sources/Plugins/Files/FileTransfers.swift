@@ -76,6 +76,9 @@ struct FileTransfers: Sendable {
     /// has room); a failed record removes the bytes again.
     /// `declared`: the type the client says (nil: none said, the bytes decide).
     func store(_ body: [UInt8], declared given: String?, name: String?, idempotencyKey key: String?, owner: String) async throws -> (StoredFile, Bool) {
+        if let key, key.utf8.count > 255 || key.isEmpty { throw FilesError.validation("Idempotency-Key", "needs 1 to 255 bytes") }
+        // A retry of a stored upload: its file, without checking and storing the bytes again.
+        if let key, let earlier = try await repository.file(owner: owner, idempotencyKey: key) { return (earlier, false) }
         guard Int64(body.count) <= options.maxFileBytes else { throw FilesError.tooLarge(limitBytes: options.maxFileBytes) }
         guard !body.isEmpty else { throw FilesError.validation("file", "is empty: send the file's bytes as the request body") }
         let sniffed = ContentSniffer.sniff(body)
@@ -106,7 +109,6 @@ struct FileTransfers: Sendable {
             bytes = stripped
         }
         let name = try Self.fileName(name, type: sniffed.contentType)
-        if let key, key.utf8.count > 255 || key.isEmpty { throw FilesError.validation("Idempotency-Key", "needs 1 to 255 bytes") }
         let id = "f_" + Base64.encode(try Digest.randomBytes(16), urlSafe: true).filter { $0 != "=" }
         let thumbnails = try await thumbnails(of: bytes, sniffed)
         let file = StoredFile(

@@ -42,6 +42,13 @@ struct FilesRepository: Sendable {
         }
     }
 
+    /// The owner's file stored by the upload with `idempotencyKey`, if any.
+    func file(owner: String, idempotencyKey key: String) async throws -> StoredFile? {
+        try await database.read { tx in
+            try tx.query("SELECT \(Self.columns) FROM files WHERE owner = ? AND idempotency_key = ?", [.text(owner), .text(key)]).first.map(Self.file)
+        }
+    }
+
     /// File `id` whoever owns it: for a signed URL, which names the file it opens.
     func file(_ id: String) async throws -> StoredFile? {
         try await database.read { tx in try tx.query("SELECT \(Self.columns) FROM files WHERE id = ?", [.text(id)]).first.map(Self.file) }

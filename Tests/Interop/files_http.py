@@ -12,6 +12,7 @@ decodes.
 
 Usage: files_http.py APPD_BINARY
 """
+import hashlib
 import io
 import json
 import os
@@ -51,13 +52,66 @@ def photo_of(width, height):
     return out.getvalue()
 
 
+def start(appd, data, sock, port):
+    proc = subprocess.Popen([appd, "--socket", sock, "--data-dir", data, "--http-listen", f"127.0.0.1:{port}", "--files-max-mb", "60",
+                             "--files-quota-mb", "200", "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: os.path.exists(sock) and "error" not in call(sock, "io.appd.Daemon.Ping", timeout=2), timeout=30)
+    return proc
+
+
+def resumable_through_cuts_and_a_crash(appd, procs, data, sock, port, token):
+    """Sends 50 MB with tuspy in 1 MiB chunks; ten times a PATCH is cut on the wire at a random
+    point, and once appd is killed (SIGKILL) and started again; each time a new client resumes
+    from HEAD. `procs`: the appd processes started, the one running last (each one started is
+    added). Returns whether the stored file is the bytes sent."""
+    import random
+    procs[-1].terminate()
+    procs[-1].wait(timeout=15)
+    procs.append(start(appd, data, sock, port))  # with room for 50 MB
+    payload = b"%PDF-1.7\n" + os.urandom(50 * 1000 * 1000)
+    endpoint = f"http://127.0.0.1:{port}/files/uploads"
+    headers = {"Authorization": f"Bearer {token}"}
+    uploader = tus.TusClient(endpoint, headers=headers).uploader(
+        file_stream=io.BytesIO(payload), chunk_size=1 << 20, metadata={"filename": "big.pdf", "filetype": "application/pdf"})
+    url = uploader.create_url()
+    path = url.split(f":{port}", 1)[1]
+    offset = lambda: int(http_request(port, "HEAD", path, headers={**headers, "Tus-Resumable": "1.0.0"})[1].get("Upload-Offset", -1))
+    rng = random.Random(61)
+    for cut in range(11):
+        # A few chunks by a fresh client resuming from HEAD, then a cut or the crash.
+        client = tus.TusClient(endpoint, headers=headers).uploader(file_stream=io.BytesIO(payload), url=url, chunk_size=1 << 20)
+        for _ in range(rng.randint(1, 3)):
+            if client.offset < len(payload):
+                client.upload_chunk()
+        if cut == 5:
+            procs[-1].kill()
+            procs[-1].wait(timeout=15)
+            os.unlink(sock)  # a killed appd leaves its socket file
+            procs.append(start(appd, data, sock, port))
+            continue
+        at = offset()
+        wire = socket.create_connection(("127.0.0.1", port))
+        wire.sendall((f"PATCH {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nTus-Resumable: 1.0.0\r\n"
+                      f"Content-Type: application/offset+octet-stream\r\nUpload-Offset: {at}\r\nContent-Length: {1 << 20}\r\n\r\n").encode()
+                     + payload[at:at + rng.randint(1, (1 << 20) - 1)])
+        wire.close()
+    tus.TusClient(endpoint, headers=headers).uploader(file_stream=io.BytesIO(payload), url=url, chunk_size=1 << 20).upload()
+    done = http_request(port, "HEAD", path, headers={**headers, "Tus-Resumable": "1.0.0"})
+    file_path = done[1].get("Appd-File", "")
+    stored = http_request(port, "GET", file_path, headers=headers) if file_path else (0, {}, b"")
+    same = stored[0] == 200 and hashlib.sha256(stored[2]).digest() == hashlib.sha256(payload).digest()
+    if file_path:
+        call(sock, "io.appd.Files.Delete", {"id": file_path.rsplit("/", 1)[1]}, token=token)
+    return same
+
+
 def main():
     appd = sys.argv[1]
     root = tempfile.mkdtemp(prefix="appd-files-")
     sock, port = os.path.join(root, "appd.sock"), free_port()
     data = os.path.join(root, "data")
-    proc = subprocess.Popen([appd, "--socket", sock, "--data-dir", data, "--http-listen", f"127.0.0.1:{port}", "--files-max-mb", "2", "--log-level", "warning"],
-                            stderr=subprocess.DEVNULL)
+    procs = [subprocess.Popen([appd, "--socket", sock, "--data-dir", data, "--http-listen", f"127.0.0.1:{port}", "--files-max-mb", "2", "--log-level", "warning"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         wait_for(lambda: os.path.exists(sock) and "error" not in call(sock, "io.appd.Daemon.Ping", timeout=2))
         tokens = {}
@@ -159,8 +213,12 @@ def main():
         decoded.load()
         check("and it decodes: 900×900, its GPS stripped", fetched[0] == 200 and decoded.size == (900, 900) and dict(decoded.getexif()) == {0x0112: 6}, str(fetched[:2]))
 
+        # 50 MB resumably through ten cuts at random points and a kill -9 of appd: the same bytes.
+        upload_ok = resumable_through_cuts_and_a_crash(appd, procs, data, sock, port, bob)
+        check("50 MB through ten cut connections and a kill -9 of appd: the stored file's SHA-256 is the sent bytes'", upload_ok, str(upload_ok))
+
         status, usage = post(port, "io.appd.Files.Usage", {}, token=ada)
-        check("the account's usage counts the stored bytes", status == 200 and usage == {"files": 1, "bytes": len(downloaded), "quotaBytes": 100 << 20}, str(usage))
+        check("the account's usage counts the stored bytes", status == 200 and usage == {"files": 1, "bytes": len(downloaded), "quotaBytes": 200 << 20}, str(usage))
         blobs = os.path.join(data, "plugin-data", "files")
         stored = lambda: sorted(f for _, _, files in os.walk(blobs) for f in files if f.startswith("f_"))
         check("ada's and bob's files' bytes (and thumbnails) are on disk, no partial upload left",
@@ -169,11 +227,12 @@ def main():
         bobs = file_path.rsplit("/", 1)[1]
         check("deleting ada's account removes hers and their thumbnails, bob's stay", wait_for(lambda: stored() == [bobs, bobs + ".t256"]), str(stored()))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for proc in procs:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         shutil.rmtree(root, ignore_errors=True)
     finish()
 

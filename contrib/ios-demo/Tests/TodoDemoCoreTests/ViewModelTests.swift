@@ -63,6 +63,8 @@ import Testing
         defer { observing.cancel() }
         await list.add("plan the trip")
         await list.refresh()
+        // The list shows what the observing task hands it: wait for the sent todo to arrive.
+        try await until { list.todos.first?.version == 1 && list.unsent == 0 }
         let todo = try #require(list.todos.first)
         _ = try await server.update(id: todo.id, TodoEdit(title: "plan the trip (web)"))
         await list.rename(todo, to: "plan the trip (phone)")

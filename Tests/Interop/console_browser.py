@@ -145,7 +145,7 @@ def main():
         cookie = driver.get_cookie("appd_console")
         check("the session cookie is HttpOnly, SameSite=Strict, Path=/console", cookie and cookie.get("httpOnly") and cookie.get("sameSite") == "Strict" and cookie.get("path") == "/console",
               str(cookie))
-        builtin = ["auth", "todos", "payments", "chat", "rating", "settings"]
+        builtin = ["auth", "todos", "payments", "chat", "rating", "settings", "files"]
         overview = wait_for(lambda: all(text(f'#plugins tr[data-plugin="{name}"] td.state-running') == "running" for name in builtin + ["greeter"]), 10)
         check("the overview's plugins table shows the built-in plugins and the greeter running", overview, text("#plugins"))
         check("the overview shows the version, uptime and the event log's head", "Version" in text("#daemon-facts") and "Uptime" in text("#daemon-facts")

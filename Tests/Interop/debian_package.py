@@ -161,7 +161,7 @@ def run_installed():
         check("a conffile change and the unit's reload take effect (logLevel info -> debug)",
               reloaded.returncode == 0 and "logLevel info -> debug" in open(log_path).read(), open(log_path).read()[-1500:])
         plugins = ctl("--json", "plugins").stdout
-        check("its six plugins run", all(f'"{name}"' in plugins for name in ("auth", "todos", "payments", "chat", "rating", "settings"))
+        check("its seven plugins run", all(f'"{name}"' in plugins for name in ("auth", "todos", "payments", "chat", "rating", "settings", "files"))
               and plugins.count('"running"') >= 5, plugins[-1500:])
         home = tempfile.mkdtemp(prefix="appd-deb-home-")
         env_home = dict(os.environ, HOME=home, XDG_CONFIG_HOME=home)

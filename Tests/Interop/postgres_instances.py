@@ -420,9 +420,10 @@ def main():
         for t in threads:
             t.join()
         try:
-            # One row per built-in plugin: auth, todos, payments, chat, rating, settings.
+            # One row per built-in plugin: auth, todos, payments, chat, rating, settings, files.
+            rows = psql(url, "SELECT count(*) FROM appd_schema")
             check("two instances started at once on a new database both serve",
-                  all(i.proc.poll() is None for i in (a, b)) and psql(url, "SELECT count(*) FROM appd_schema") == "6")
+                  all(i.proc.poll() is None for i in (a, b)) and rows == "7", f"{rows} plugins' schemas")
             status = call(a.sock, "io.appd.Daemon.Status")["parameters"]
             check("appctl status names the shared database", status.get("paths", {}).get("database") == url, status.get("paths"))
             holder = what_must_hold(a, b, url)

@@ -118,7 +118,7 @@ import Testing
         #expect(await h.http("GET", signed.path.replacing("expires=\(expires)", with: "expires=\(expires + 3600)")).status == 403)
         #expect(await h.http("GET", "/files/\(file.id)?expires=\(expires)&sig=AAAA").status == 403)
         // One that expired.
-        let past = FileURLSigner(key: h.files.signer.key).path(for: file.id, expires: WallTime.now().nanosecondsSinceEpoch / 1_000_000_000 - 1)
+        let past = FileURLSigner(key: try h.files.signer.key).path(for: file.id, expires: WallTime.now().nanosecondsSinceEpoch / 1_000_000_000 - 1)
         #expect(await h.http("GET", past).status == 403)
         // Only the owner may sign.
         await #expect(throws: FilesError.notFound) { try await h.bus.send(FilesInterface.SignURL(id: file.id), as: bob.caller) }

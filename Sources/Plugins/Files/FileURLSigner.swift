@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import BusCore
 import Crypto
+import Synchronization
 
 /// Signed download URLs: `/files/<id>?expires=<unix seconds>&sig=<HMAC-SHA256>`, the MAC over
 /// the purpose, the file and the expiry, so a URL opens one file, for downloading, until it
@@ -21,5 +22,14 @@ struct FileURLSigner: Sendable {
 
     private func signature(id: String, expires: Int64) -> String {
         String(Base64.encode(Digest.hmacSHA256(key: key, data: Array("\(Self.purpose)\n\(id)\n\(expires)".utf8)), urlSafe: true).prefix { $0 != "=" })
+    }
+}
+
+/// The running plugin's signer, set once it starts.
+final class SignerBox: Sendable {
+    private let value = Mutex<FileURLSigner?>(nil)
+    var signer: FileURLSigner? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }

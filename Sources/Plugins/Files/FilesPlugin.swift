@@ -22,22 +22,32 @@ public struct FilesPlugin: Plugin {
     let options: FilesOptions
     let uploads = UploadsInFlight()
     let busy = BusyUploads()
-    let signer: FileURLSigner
+    /// The signed URLs' signer, set when the plugin starts (its key may be a file it makes).
+    private let signers = SignerBox()
     /// Where finished files' bytes are: the directory, or the bucket.
     let store: any FileStore
 
-    /// Makes the directory and, unless the options carry one, the URL key kept in it.
+    /// Checks the options; touches no disk (an `appd restore` builds the plugins too).
     public init(options: FilesOptions) throws {
         self.options = options
-        let blobs = FileBlobs(directory: options.directory)
-        try blobs.prepare()
-        self.signer = FileURLSigner(key: try options.urlKey ?? Self.keptKey(in: options.directory))
-        self.store = try options.s3.map { try S3FileStore($0) } ?? blobs
+        self.store = try options.s3.map { try S3FileStore($0) } ?? FileBlobs(directory: options.directory)
     }
 
+    /// The signer of the running plugin.
+    var signer: FileURLSigner {
+        get throws {
+            guard let signer = signers.signer else { throw FileBlobError("the files plugin has not started") }
+            return signer
+        }
+    }
+
+    /// Makes the directory and, unless the options carry one, the URL key kept in it.
     public func start(_ context: PluginContext) async throws {
+        try FileBlobs(directory: options.directory).prepare()
+        let signer = FileURLSigner(key: try options.urlKey ?? Self.keptKey(in: options.directory))
+        signers.signer = signer
         let repository = FilesRepository(database: context.database)
-        let signer = self.signer, quota = options.quotaBytes
+        let quota = options.quotaBytes
         context.handlers.handle(FilesInterface.List.self) { c, e in
             let limit = c.limit ?? 50
             guard (1...200).contains(limit) else { throw FilesError.validation("limit", "is 1 to 200") }
@@ -100,6 +110,7 @@ public struct FilesPlugin: Plugin {
     }
 
     public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
+        guard let signer = try? signer else { return [] }
         let transfers = FileTransfers(
             repository: FilesRepository(database: context.database), store: store, blobs: FileBlobs(directory: options.directory), signer: signer, options: options,
             bus: context.bus, uploads: uploads, resumable: UploadsRepository(database: context.database), busy: busy)

@@ -68,6 +68,15 @@ public struct CryptoError: Error, Equatable, CustomStringConvertible {
 }
 
 extension Digest {
+    /// `bytes` as lowercase hex, two digits each.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// SHA-256 of a file's contents, read 1 MiB at a time (a database file does not have to fit
     /// in memory), as lowercase hex; throws with the path and errno when it cannot be read.
     public static func sha256Hex(ofFile path: String) throws(CryptoError) -> String {
@@ -90,6 +99,6 @@ extension Digest {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         guard EVP_DigestFinal_ex(context, &out, &length) == 1 else { throw CryptoError("SHA-256 failed") }
-        return out.prefix(Int(length)).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        return hex(Array(out.prefix(Int(length))))
     }
 }

@@ -112,7 +112,7 @@ struct FileTransfers: Sendable {
         let id = "f_" + Base64.encode(try Digest.randomBytes(16), urlSafe: true).filter { $0 != "=" }
         let thumbnails = try await thumbnails(of: bytes, sniffed)
         let file = StoredFile(
-            id: id, name: name, contentType: sniffed.contentType, bytes: Int64(bytes.count), sha256: Self.hex(Digest.sha256(bytes)),
+            id: id, name: name, contentType: sniffed.contentType, bytes: Int64(bytes.count), sha256: Digest.hex(Digest.sha256(bytes)),
             width: sniffed.width, height: sniffed.height, thumbnails: thumbnails.map(\.side), createdAt: "")
         try await store.write(bytes, id: id)
         let names = FilesRepository.storedNames(file)
@@ -269,14 +269,6 @@ struct FileTransfers: Sendable {
         return HTTPResponse(status: status, body: ["error": .string(wire.wireName), "parameters": .object(wire.wireParameters)], headers: headers)
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     static func unauthenticated() -> HTTPResponse {
         HTTPResponse(
             status: 401, body: ["error": "io.appd.Auth.Unauthenticated", "parameters": ["reason": "use Authorization: Bearer <accessToken from SignIn>, or a URL from SignURL"]],
@@ -289,8 +281,11 @@ struct FileTransfers: Sendable {
 
     /// `f_` and 22 base64url characters: what `store` makes, and so nothing that could name a
     /// path outside the directory.
-    static func isFileID(_ id: String) -> Bool {
-        id.utf8.count == 24 && id.hasPrefix("f_") && id.utf8.dropFirst(2).allSatisfy { c in
+    static func isFileID(_ id: String) -> Bool { isID(id, prefix: "f_") }
+
+    /// `prefix` and 22 base64url characters (16 random bytes): the ids files and uploads get.
+    static func isID(_ id: String, prefix: String) -> Bool {
+        id.utf8.count == prefix.utf8.count + 22 && id.hasPrefix(prefix) && id.utf8.dropFirst(prefix.utf8.count).allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F
         }
     }
@@ -318,12 +313,7 @@ struct FileTransfers: Sendable {
     static func disposition(_ file: StoredFile) -> String {
         let kind = file.contentType.hasPrefix("image/") ? "inline" : "attachment"
         let ascii = String(file.name.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
-        var encoded = ""
-        for byte in file.name.utf8 {
-            let unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || [0x2D, 0x2E, 0x5F, 0x7E].contains(byte)
-            encoded += unreserved ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-        }
-        return "\(kind); filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"
+        return "\(kind); filename=\"\(ascii)\"; filename*=UTF-8''\(S3Signer.encode(file.name, slash: true))"
     }
 
     /// Whether an If-None-Match list names `etag` (weak comparison, `*` matches any).
@@ -333,10 +323,6 @@ struct FileTransfers: Sendable {
             return tag == "*" || tag == etag || tag == "W/" + etag
         }
     }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
 
 /// How many uploads each account has in flight on this instance.

@@ -19,7 +19,7 @@ struct S3Signer: Sendable {
     ) -> [(String, String)] {
         let stamp = Self.timestamp(time)
         let day = String(stamp.prefix(8))
-        let payloadHash = Self.hex(Digest.sha256(payload))
+        let payloadHash = Digest.hex(Digest.sha256(payload))
         var signed = headers.map { ($0.0.lowercased(), $0.1.trimmingWhitespace()) }
         signed += [("x-amz-content-sha256", payloadHash), ("x-amz-date", stamp)]
         signed.sort { $0.0 < $1.0 }
@@ -31,17 +31,18 @@ struct S3Signer: Sendable {
             method, Self.encode(path, slash: false), canonicalQuery, signed.map { "\($0.0):\($0.1)\n" }.joined(), signedNames, payloadHash,
         ].joined(separator: "\n")
         let scope = "\(day)/\(region)/\(service)/aws4_request"
-        let toSign = "AWS4-HMAC-SHA256\n\(stamp)\n\(scope)\n\(Self.hex(Digest.sha256(Array(canonical.utf8))))"
+        let toSign = "AWS4-HMAC-SHA256\n\(stamp)\n\(scope)\n\(Digest.hex(Digest.sha256(Array(canonical.utf8))))"
         var key = Digest.hmacSHA256(key: Array("AWS4\(secretAccessKey)".utf8), data: Array(day.utf8))
         for part in [region, service, "aws4_request"] { key = Digest.hmacSHA256(key: key, data: Array(part.utf8)) }
-        let signature = Self.hex(Digest.hmacSHA256(key: key, data: Array(toSign.utf8)))
+        let signature = Digest.hex(Digest.hmacSHA256(key: key, data: Array(toSign.utf8)))
         return [
             ("x-amz-date", stamp), ("x-amz-content-sha256", payloadHash),
             ("Authorization", "AWS4-HMAC-SHA256 Credential=\(accessKeyID)/\(scope), SignedHeaders=\(signedNames), Signature=\(signature)"),
         ]
     }
 
-    /// RFC 3986 percent-encoding of everything but unreserved characters (and `/` in a path).
+    /// RFC 3986 percent-encoding of everything but unreserved characters (and `/` in a path);
+    /// also what RFC 8187's `filename*` takes.
     static func encode(_ text: String, slash: Bool) -> String {
         var out = ""
         for byte in text.utf8 {
@@ -62,6 +63,4 @@ struct S3Signer: Sendable {
         let digits = text.prefix(19).filter { $0 != "-" && $0 != ":" }
         return String(digits) + "Z"
     }
-
-    static func hex(_ bytes: [UInt8]) -> String { FileTransfers.hex(bytes) }
 }

@@ -190,11 +190,7 @@ struct TusUploads: Sendable {
         return response
     }
 
-    static func isUploadID(_ id: String) -> Bool {
-        id.utf8.count == 24 && id.hasPrefix("u_") && id.utf8.dropFirst(2).allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F
-        }
-    }
+    static func isUploadID(_ id: String) -> Bool { FileTransfers.isID(id, prefix: "u_") }
 
     /// `Upload-Metadata`: comma-separated `key base64value` pairs (a key alone has an empty
     /// value); each value at most 1 KiB decoded.

@@ -106,7 +106,7 @@ struct GooglePlayRecord: Sendable, Equatable {
 
     /// A short, stable name for a purchase token in event ids (tokens run to hundreds of characters).
     static func tag(_ token: String) -> String {
-        Digest.sha256(Array(token.utf8)).prefix(12).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        Digest.hex(Array(Digest.sha256(Array(token.utf8)).prefix(12)))
     }
 }
 

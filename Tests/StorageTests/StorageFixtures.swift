@@ -104,7 +104,6 @@ func eraseWhileOthersLog(erasing: any Database, appending: [any Database]) async
                 waited += 1
             }
             try await erasing.write { tx in
-                print("DEBUG erasing at", try tx.query("SELECT COUNT(*) AS n FROM appd_events WHERE owner = 'u1'").first?.integer("n") ?? -1, ContinuousClock.now)
                 try tx.redactEvents(about: "u1")
                 if tx.dialect == .postgres { try tx.execute("SELECT pg_sleep(0.1)") }
                 try tx.append(NoteAbout(userId: "u1", text: "the notice"), causedBy: nil)
@@ -112,7 +111,6 @@ func eraseWhileOthersLog(erasing: any Database, appending: [any Database]) async
         }
         try await group.waitForAll()
     }
-    print("DEBUG all done", try await count(), ContinuousClock.now)
     try await erasing.write { tx in try tx.append(NoteAbout(userId: "u1", text: "late"), causedBy: nil) }
     let rows = try await erasing.read { tx in try tx.query("SELECT payload, redacted FROM appd_events WHERE owner = 'u1'") }
     let readable = try rows.filter { $0.integer("redacted") != 1 }.map { row in

@@ -194,24 +194,34 @@ public final class PostgresDatabase: Database {
     /// (`busy`: retry).
     private func commit(_ writes: [DatabaseWork]) {
         guard !writes.isEmpty else { return }
+        var erasing: [String] = []
         for attempt in 1...Self.attempts {
             let escalated = attempt >= Self.escalateAt
             var held: Int?
-            if escalated {
+            if escalated || !erasing.isEmpty {
                 do {
-                    try writeConnection.open().run("SELECT pg_advisory_lock(?, ?)", namespace.escalationLock)
+                    let link = try writeConnection.open()
+                    if escalated { try link.run("SELECT pg_advisory_lock(?, ?)", namespace.escalationLock) }
+                    if !erasing.isEmpty {
+                        try link.run(PostgresSchema.erasureLock(owners: erasing.count, .beforeTransaction), erasing.map { SQLValue.text($0) })
+                    }
                     held = writeConnection.opens
                 } catch {
                     abandon(writes, error, on: writeConnection)
                     return
                 }
             }
-            let conflict = commitOnce(writes)
-            // Released on the connection that took it (a broken link released it already).
+            let tried = PostgresWriteAttempt()
+            let conflict = commitOnce(writes, tried)
+            // Released on the connection that took them (a broken link released them already).
             if let held, writeConnection.opens == held, let link = try? writeConnection.open() {
-                _ = try? link.run("SELECT pg_advisory_unlock(?, ?)", namespace.escalationLock)
+                if escalated { _ = try? link.run("SELECT pg_advisory_unlock(?, ?)", namespace.escalationLock) }
+                if !erasing.isEmpty {
+                    _ = try? link.run(PostgresSchema.erasureLock(owners: erasing.count, .release), erasing.map { SQLValue.text($0) })
+                }
             }
             guard let conflict else { return }
+            erasing = tried.erasures.sorted()
             Metrics.shared.increment("appd_write_conflicts_total", help: "Write batches run again after a serialization failure or deadlock with a concurrent transaction.")
             if attempt == Self.attempts {
                 logger.warning("a write batch kept conflicting with concurrent transactions; its callers are told to retry", metadata: ["attempts": "\(attempt)", "writes": "\(writes.count)"])
@@ -229,8 +239,7 @@ public final class PostgresDatabase: Database {
     /// Keyed calls' rows go with the commit (`deferKeys`); if one of their keys was taken
     /// meanwhile (a retry on another instance), the commit fails on it and the batch runs once
     /// more with each key kept in its write's own savepoint, where the collision is that call's alone.
-    private func commitOnce(_ writes: [DatabaseWork], deferKeys: Bool = true) -> StorageError? {
-        let attempt = PostgresWriteAttempt()
+    private func commitOnce(_ writes: [DatabaseWork], _ attempt: PostgresWriteAttempt, deferKeys: Bool = true) -> StorageError? {
         let connection: PostgresConnection
         do {
             connection = try writeConnection.beginTransaction(Self.begin)
@@ -264,7 +273,7 @@ public final class PostgresDatabase: Database {
             // The batch's events, the NOTIFY that wakes every instance's feed (with the batch's
             // signals) and the COMMIT go in one round trip (pipeline mode).
             let owners = Set(outcome.deferred.lazy.filter { !$0.keptThroughErasure }.compactMap(\.event.owner)).sorted()
-            let lockStatements = owners.isEmpty ? [] : [(sql: PostgresSchema.erasureLock(owners: owners.count, shared: true), parameters: owners.map { SQLValue.text($0) })]
+            let lockStatements = owners.isEmpty ? [] : [(sql: PostgresSchema.erasureLock(owners: owners.count, .shared), parameters: owners.map { SQLValue.text($0) })]
             let keyStatements = Self.keyStatements(outcome.keys)
             var statements = lockStatements + keyStatements + Self.logStatements(outcome.deferred)
             let firstLog = lockStatements.count + keyStatements.count, logStatements = statements.count
@@ -282,7 +291,8 @@ public final class PostgresDatabase: Database {
         } catch where error.kind == .constraint && !outcome.keys.isEmpty {
             // A key was taken by another attempt of its call: each write keeps its key itself.
             writeConnection.rollBack()
-            return commitOnce(writes, deferKeys: false)
+            attempt.restarted()
+            return commitOnce(writes, attempt, deferKeys: false)
         } catch {
             if let conflict = Self.conflict(error, attempt) { writeConnection.rollBack(); return conflict }
             abandon(writes, error, on: writeConnection)

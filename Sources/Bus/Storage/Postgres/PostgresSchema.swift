@@ -30,16 +30,40 @@ enum PostgresSchema {
         WHERE base + (pg_current_xact_id()::text::bigint << 20) <= (SELECT COALESCE(MAX(seq), 0) FROM appd_events)
         """
 
-    /// Takes the erasure locks of `owners` owners (one text parameter each) until the
-    /// transaction ends: exclusive for the erasure of one (`Transaction.redactEvents`), shared
-    /// for a batch about to log events about them. Without it SERIALIZABLE still lets no event
-    /// slip past an erasure (see `PostgresDatabase.logStatements`), but the long transaction
-    /// loses: under a stream of events about the owner an account deletion could fail again and
-    /// again. With it the batches wait for the erasure, then run again and see the owner erased.
-    static func erasureLock(owners: Int, shared: Bool) -> String {
-        let lock = shared ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"
+    /// How `erasureLock` holds the locks.
+    enum ErasureLockMode {
+        /// A batch about to log events about the owners: shared, until the transaction ends.
+        case shared
+        /// The erasure of an owner (`Transaction.redactEvents`): exclusive, until the transaction ends.
+        case exclusive
+        /// An erasure that lost a race, run again: exclusive, taken *before* its transaction
+        /// begins (so its snapshot comes after every batch that held the lock) and released
+        /// with `release` after the commit.
+        case beforeTransaction
+        case release
+
+        var function: String {
+            switch self {
+            case .shared: "pg_advisory_xact_lock_shared"
+            case .exclusive: "pg_advisory_xact_lock"
+            case .beforeTransaction: "pg_advisory_lock"
+            case .release: "pg_advisory_unlock"
+            }
+        }
+    }
+
+    /// Takes (or releases) the erasure locks of `owners` owners, one text parameter each.
+    /// Without them SERIALIZABLE still lets no event slip past an erasure (see
+    /// `PostgresDatabase.logStatements`), but the long transaction loses: under a stream of
+    /// events about the owner an account deletion could fail again and again. With them the
+    /// batches wait for the erasure, then run again and see the owner erased. An erasure's
+    /// snapshot is taken when its first statement starts, so a batch that held the shared lock
+    /// while the erasure waited commits rows the erasure cannot see, and the erasure loses once;
+    /// its next attempt takes the lock before it begins (`beforeTransaction`) and cannot lose
+    /// that way again.
+    static func erasureLock(owners: Int, _ mode: ErasureLockMode) -> String {
         let values = Array(repeating: "(?::text)", count: owners).joined(separator: ", ")
-        return "SELECT count(\(lock)(k)) AS locked FROM (SELECT DISTINCT hashtextextended(current_schema() || ' erasure ' || o, 0) AS k FROM (VALUES \(values)) AS v(o)) AS s"
+        return "SELECT count(\(mode.function)(k)) AS locked FROM (SELECT DISTINCT hashtextextended(current_schema() || ' erasure ' || o, 0) AS k FROM (VALUES \(values)) AS v(o)) AS s"
     }
 
     static func create(on connection: PostgresConnection, namespace: PostgresNamespace) throws(StorageError) {

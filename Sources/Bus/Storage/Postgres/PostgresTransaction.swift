@@ -73,7 +73,8 @@ final class PostgresTransaction: OutboxTransaction {
     /// this redacts its row) or sees the owner erased (see `PostgresDatabase.logStatements`);
     /// the owner's erasure lock, held to the commit, makes the batches wait and retry, not this.
     func redactEvents(about userID: String) throws -> Int {
-        _ = try run(PostgresSchema.erasureLock(owners: 1, shared: false), [.text(userID)])
+        attempt?.erasures.insert(userID)
+        _ = try run(PostgresSchema.erasureLock(owners: 1, .exclusive), [.text(userID)])
         _ = try run(EventLog.erase, [.text(userID)])
         erasedHere.insert(userID)
         return try run(EventLog.redact, [.text(userID)]).changed

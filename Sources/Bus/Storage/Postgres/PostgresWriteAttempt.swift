@@ -27,6 +27,10 @@ final class PostgresWriteAttempt {
     /// Messages for every instance, sent with the commit (`Transaction.signal`).
     var signals: [String] = []
 
+    /// The owners this attempt erased (`Transaction.redactEvents`): if it loses a race, the
+    /// next attempt takes their erasure locks before it begins (`PostgresSchema.erasureLock`).
+    var erasures: Set<String> = []
+
     /// `appd_event_position()` of this transaction, once asked for (one round trip per
     /// transaction, not per event).
     private var first: Int64?

@@ -62,12 +62,13 @@ import Testing
     }
 
     static let user = User(
-        id: "u_1", email: awkward, displayName: "Ann \"A\" Lee ✓", onboarded: true, emailVerified: true, guest: false, createdAt: "2026-12-04T06:00:00Z")
+        id: "u_1", email: awkward, displayName: "Ann \"A\" Lee ✓", onboarded: true, emailVerified: true, guest: false, avatarFileId: "f_1",
+        createdAt: "2026-12-04T06:00:00Z")
     static let bareUser = User(id: "", email: "", onboarded: false, emailVerified: false, guest: true, createdAt: "")
 
     @Test func authRepliesWriteTheBytesOfTheirCodableConformance() throws {
         #expect(Self.absentMembers(of: Self.user) == [])
-        #expect(Self.absentMembers(of: Self.bareUser) == ["displayName"], "the check sees an absent member")
+        #expect(Self.absentMembers(of: Self.bareUser) == ["displayName", "avatarFileId"], "the check sees an absent member")
         for user in [Self.user, Self.bareUser] {
             let session = Session(accessToken: "a.\\b", refreshToken: "r", expiresAt: "2026-12-05T09:00:00Z", user: user)
             try Self.expectSameBytes(user)

@@ -159,5 +159,7 @@ enum AuthMigrations {
             ALTER TABLE auth_rotated_refresh ADD COLUMN handed_out TEXT;
             CREATE INDEX auth_rotated_refresh_held ON auth_rotated_refresh(rotated_at) WHERE handed_out IS NOT NULL;
             """),
+        // The profile picture: a file of the files plugin (`SetAvatar`).
+        Migration(plugin: "auth", version: 12, sql: "ALTER TABLE auth_users ADD COLUMN avatar_file_id TEXT"),
     ]
 }

@@ -130,6 +130,9 @@ public struct AuthPlugin: Plugin {
         handlers.handle(AuthInterface.UpdateProfile.self) { command, envelope in
             .init(user: try await service.updateProfile(userID: try Self.signedIn(envelope).1.userID, displayName: command.displayName))
         }
+        handlers.handle(AuthInterface.SetAvatar.self) { [bus = context.bus] command, envelope in
+            .init(user: try await service.setAvatar(userID: try Self.signedIn(envelope).1.userID, fileID: command.fileId, bus: bus, causedBy: envelope))
+        }
         registerAccountMethods(service, on: handlers)
         handlers.handleInProcess(LookupAccount.self) { command, _ in
             var record: UserRecord?

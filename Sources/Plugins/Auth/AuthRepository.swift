@@ -10,6 +10,7 @@ struct UserRecord: Sendable {
     let email: String
     let passwordHash: String
     let displayName: String?
+    let avatarFileID: String?
     let onboardedAt: Int64?
     let disabled: Bool
     let emailVerified: Bool
@@ -28,7 +29,7 @@ struct UserRecord: Sendable {
 
     var user: User {
         User(
-            id: id, email: address ?? "", displayName: displayName, onboarded: onboardedAt != nil, emailVerified: emailVerified, guest: guest,
+            id: id, email: address ?? "", displayName: displayName, onboarded: onboardedAt != nil, emailVerified: emailVerified, guest: guest, avatarFileId: avatarFileID,
             createdAt: WallTime(nanosecondsSinceEpoch: createdAt).rfc3339)
     }
 
@@ -40,6 +41,7 @@ struct UserRecord: Sendable {
         self.email = email
         self.passwordHash = hash
         self.displayName = row.text("display_name")
+        self.avatarFileID = row.text("avatar_file_id")
         self.onboardedAt = row.integer("onboarded_at")
         self.disabled = row.integer("disabled") == 1
         self.emailVerified = row.integer("email_verified") == 1
@@ -200,6 +202,15 @@ struct AuthRepository: Sendable {
                 "UPDATE auth_users SET onboarded_at = ?, updated_at = ? WHERE id = ? AND onboarded_at IS NULL",
                 [.integer(now), .integer(now), .text(userID)])
             if changed > 0 { try tx.append(OnboardingCompleted(userId: userID), causedBy: cause) }
+            return try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init)
+        }
+    }
+
+    /// Sets (or, with nil, clears) the account's profile picture.
+    func setAvatar(userID: String, fileID: String?, now: Int64) async throws -> UserRecord? {
+        try await write(account: userID) { tx in
+            try tx.execute(
+                "UPDATE auth_users SET avatar_file_id = ?, updated_at = ? WHERE id = ?", [fileID.map { .text($0) } ?? .null, .integer(now), .text(userID)])
             return try tx.query("SELECT * FROM auth_users WHERE id = ?", [.text(userID)]).first.flatMap(UserRecord.init)
         }
     }

@@ -249,6 +249,7 @@ struct FileTransfers: Sendable {
             case .tooLarge: status = 413
             case .typeRefused: status = 415
             case .validationFailed: status = 400
+            case .inUse: status = 409
             }
         case let error as AuthError:
             switch error {

@@ -38,5 +38,10 @@ enum FilesMigrations {
             """),
         // The sides of the thumbnails made of a file, comma-separated (`256,1024`).
         Migration(plugin: "files", version: 3, sql: "ALTER TABLE files ADD COLUMN thumbnails TEXT NOT NULL DEFAULT ''"),
+        // The item a file goes with (`AttachFile`: `auth.avatar`, `chat.<conversation>`, …).
+        Migration(plugin: "files", version: 4, sql: """
+            ALTER TABLE files ADD COLUMN used_by TEXT;
+            CREATE INDEX files_owner_used_by ON files(owner, used_by);
+            """),
     ]
 }

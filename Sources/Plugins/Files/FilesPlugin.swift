@@ -77,12 +77,30 @@ public struct FilesPlugin: Plugin {
         let store = self.store, logger = context.logger
         context.handlers.handle(FilesInterface.Delete.self) { c, e in
             let owner = try user(e)
-            guard let file = try await repository.file(c.id, owner: owner), try await repository.delete(c.id, owner: owner, causedBy: e) else {
-                throw FilesError.notFound
-            }
+            guard let file = try await repository.delete(c.id, owner: owner, causedBy: e) else { throw FilesError.notFound }
             // The row is gone (the file with it); bytes left behind by a failure here are only disk.
             do { try await store.remove(FilesRepository.storedNames(file)) } catch { logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"]) }
             return Empty()
+        }
+        context.handlers.handleInProcess(AttachFile.self) { c, _ in
+            try await repository.attach(c.id, owner: c.owner, item: c.item, images: c.images)
+        }
+        context.handlers.handleInProcess(ReleaseFiles.self) { c, e in
+            let released = try await repository.release(owner: c.owner, item: c.item, keeping: c.keeping, causedBy: e)
+            do { try await store.remove(released.flatMap(FilesRepository.storedNames)) } catch {
+                logger.error("a released file's bytes could not be removed", metadata: ["item": "\(c.item)", "error": "\(error)"])
+            }
+            return .init(deleted: released.count)
+        }
+        context.handlers.handleInProcess(ReadFile.self) { c, _ in
+            guard let file = try await repository.file(c.id, owner: c.owner) else { throw FilesError.notFound }
+            let side = c.thumbnail.flatMap { file.thumbnails.contains($0) ? $0 : nil }
+            if side == nil, file.bytes > Int64(c.maxBytes) { throw FilesError.tooLarge(limitBytes: Int64(c.maxBytes)) }
+            guard let bytes = try await store.read(id: side.map { FilesRepository.thumbnailName(file.id, $0) } ?? file.id) else {
+                throw FileBlobError("the bytes of \(file.id) are missing from the store")
+            }
+            guard bytes.count <= c.maxBytes else { throw FilesError.tooLarge(limitBytes: Int64(c.maxBytes)) }
+            return .init(file: file, contentType: side == nil ? file.contentType : "image/jpeg", bytes: bytes)
         }
         context.handlers.handle(FilesInterface.Usage.self) { _, e in
             let (files, bytes) = try await repository.usage(owner: try user(e))
@@ -120,7 +138,7 @@ public struct FilesPlugin: Plugin {
     /// What the account stored: each file's description (its bytes are at `GET /files/<id>`).
     public func exportUserData(_ user: String, _ context: PluginContext) async throws -> JSONValue? {
         try await UserDataQuery.run(
-            [UserDataQuery("files", "SELECT id, name, content_type, bytes, sha256, width, height, created_ns FROM files WHERE owner = ? ORDER BY created_ns", times: ["created_ns"])],
+            [UserDataQuery("files", "SELECT id, name, content_type, bytes, sha256, width, height, used_by, created_ns FROM files WHERE owner = ? ORDER BY created_ns", times: ["created_ns"])],
             user: user, in: context.database)
     }
 

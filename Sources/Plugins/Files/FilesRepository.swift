@@ -8,7 +8,7 @@ import Storage
 struct FilesRepository: Sendable {
     let database: any Database
 
-    static let columns = "id, name, content_type, bytes, sha256, width, height, thumbnails, created_ns"
+    static let columns = "id, name, content_type, bytes, sha256, width, height, thumbnails, used_by, created_ns"
 
     /// Records a file written to the blobs, if the account has room for it. A second upload
     /// with the same idempotency key returns the first one's file (and `created` false: its
@@ -76,12 +76,49 @@ struct FilesRepository: Sendable {
         }
     }
 
-    /// Forgets the owner's file `id`; false when there was none.
-    func delete(_ id: String, owner: String, causedBy cause: (any Cause)?) async throws -> Bool {
+    /// Forgets the owner's file `id` and returns it; nil when there was none. One an item uses
+    /// is refused (`inUse`): it goes with the item.
+    func delete(_ id: String, owner: String, causedBy cause: (any Cause)?) async throws -> StoredFile? {
         try await database.write { tx in
-            guard try tx.execute("DELETE FROM files WHERE id = ? AND owner = ?", [.text(id), .text(owner)]) == 1 else { return false }
+            guard let file = try tx.query("SELECT \(Self.columns) FROM files WHERE id = ? AND owner = ?", [.text(id), .text(owner)]).first.map(Self.file) else {
+                return nil
+            }
+            if let item = file.usedBy { throw FilesError.inUse(usedBy: item) }
+            try tx.execute("DELETE FROM files WHERE id = ? AND owner = ?", [.text(id), .text(owner)])
             try tx.append(FileDeleted(userId: owner, fileId: id), causedBy: cause)
-            return true
+            return file
+        }
+    }
+
+    /// Attaches the owner's file `id` to `item` (see `AttachFile`).
+    func attach(_ id: String, owner: String, item: String, images: Bool) async throws -> StoredFile {
+        try await database.write { tx in
+            guard var file = try tx.query("SELECT \(Self.columns) FROM files WHERE id = ? AND owner = ?", [.text(id), .text(owner)]).first.map(Self.file) else {
+                throw FilesError.notFound
+            }
+            if let used = file.usedBy, used != item { throw FilesError.inUse(usedBy: used) }
+            if images, !file.contentType.hasPrefix("image/") {
+                throw FilesError.typeRefused(declared: file.contentType, detected: file.contentType, reason: "only an image can go here; this file is \(file.contentType)")
+            }
+            if file.usedBy == nil {
+                try tx.execute("UPDATE files SET used_by = ? WHERE id = ?", [.text(item), .text(id)])
+                file.usedBy = item
+            }
+            return file
+        }
+    }
+
+    /// Forgets the owner's files attached to `item` but `keeping`, and returns them (their
+    /// bytes are the caller's to remove).
+    func release(owner: String, item: String, keeping: String?, causedBy cause: (any Cause)?) async throws -> [StoredFile] {
+        try await database.write { tx in
+            let files = try tx.query("SELECT \(Self.columns) FROM files WHERE owner = ? AND used_by = ?", [.text(owner), .text(item)]).map(Self.file)
+                .filter { $0.id != keeping }
+            for file in files {
+                try tx.execute("DELETE FROM files WHERE id = ?", [.text(file.id)])
+                try tx.append(FileDeleted(userId: owner, fileId: file.id), causedBy: cause)
+            }
+            return files
         }
     }
 
@@ -106,7 +143,7 @@ struct FilesRepository: Sendable {
         else { throw StorageError(kind: .corrupt, message: "a files row is incomplete") }
         return StoredFile(
             id: id, name: name, contentType: type, bytes: bytes, sha256: sha, width: row.integer("width").map(Int.init), height: row.integer("height").map(Int.init),
-            thumbnails: (row.text("thumbnails") ?? "").split(separator: ",").compactMap { Int($0) },
+            thumbnails: (row.text("thumbnails") ?? "").split(separator: ",").compactMap { Int($0) }, usedBy: row.text("used_by"),
             createdAt: WallTime(nanosecondsSinceEpoch: created).rfc3339)
     }
 }

@@ -8,6 +8,7 @@ import BusCore
 
 extension User: JSONObjectWritable {
     public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("avatarFileId", avatarFileId)
         object.member("createdAt", createdAt)
         object.member("displayName", displayName)
         object.member("email", email)

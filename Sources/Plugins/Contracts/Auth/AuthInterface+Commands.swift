@@ -85,6 +85,14 @@ extension AuthInterface {
         }
     }
 
+    public struct SetAvatar: Command {
+        public static let method = "io.appd.Auth.SetAvatar"
+        public static let requirements: [Requirement] = [.session, .idempotent]
+        public typealias Reply = UserReply
+        public var fileId: String?
+        public init(fileId: String?) { self.fileId = fileId }
+    }
+
     public struct ChangePassword: Command {
         public static let method = "io.appd.Auth.ChangePassword"
         public static let requirements: [Requirement] = [.session]

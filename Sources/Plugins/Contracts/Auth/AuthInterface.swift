@@ -18,6 +18,8 @@ public enum AuthInterface {
           emailVerified: bool,
           # A guest account (SignInAnonymously): no email ("") and no credentials until upgraded.
           guest: bool,
+          # The profile picture: a file of io.appd.Files (SetAvatar), GET /files/<id> or SignURL.
+          avatarFileId: ?string,
           createdAt: string
         )
 
@@ -150,6 +152,12 @@ public enum AuthInterface {
 
         # Changes the display name (absent or null clears it).
         method UpdateProfile(displayName: ?string) -> (user: User)
+
+        # Makes an image the user uploaded (POST /files) their profile picture; null removes it.
+        # The file then goes with the account's profile: the previous picture is deleted, and
+        # Files.Delete refuses this one while it is the picture. A file that is not the user's is
+        # ValidationFailed (fileId), as is one that is not an image or is in use elsewhere.
+        method SetAvatar(fileId: ?string) -> (user: User)
 
         # Changes the password; every other session of the account is revoked.
         method ChangePassword(
@@ -291,7 +299,7 @@ public enum AuthInterface {
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self, EnableUser.self, GetUser.self, DeleteUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self, UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self]
+    public static let commands: [any Command.Type] = [SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, SetAvatar.self, ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self, EnableUser.self, GetUser.self, DeleteUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self, UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = AuthError
     /// The interface's name, e.g. `io.appd.Todos`.

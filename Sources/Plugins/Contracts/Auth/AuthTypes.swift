@@ -7,14 +7,19 @@ public struct User: Codable, Sendable, Hashable, Identifiable {
     public var onboarded: Bool
     public var emailVerified: Bool
     public var guest: Bool
+    /// The profile picture (`SetAvatar`), a file of `io.appd.Files`.
+    public var avatarFileId: String?
     public var createdAt: String
-    public init(id: String, email: String, displayName: String? = nil, onboarded: Bool, emailVerified: Bool, guest: Bool, createdAt: String) {
+    public init(
+        id: String, email: String, displayName: String? = nil, onboarded: Bool, emailVerified: Bool, guest: Bool, avatarFileId: String? = nil, createdAt: String
+    ) {
         self.id = id
         self.email = email
         self.displayName = displayName
         self.onboarded = onboarded
         self.emailVerified = emailVerified
         self.guest = guest
+        self.avatarFileId = avatarFileId
         self.createdAt = createdAt
     }
 }

@@ -13,6 +13,8 @@ public enum FilesError: InterfaceError {
     case tooLarge(limitBytes: Int64)
     /// The bytes are not of an allowed type, or not of the type declared.
     case typeRefused(declared: String, detected: String?, reason: String)
+    /// The file goes with an item (`StoredFile.usedBy`).
+    case inUse(usedBy: String)
 
     public static func validation(_ field: String, _ reason: String) -> FilesError { .validationFailed(field: field, reason: reason) }
 
@@ -23,6 +25,7 @@ public enum FilesError: InterfaceError {
         case .quotaExceeded(let quota): "this account stores \(quota) bytes, as many as it may; delete files first"
         case .tooLarge(let limit): "a file may be at most \(limit) bytes"
         case .typeRefused(_, _, let reason): reason
+        case .inUse(let item): "the file goes with \(item); change or delete that instead"
         }
     }
 }

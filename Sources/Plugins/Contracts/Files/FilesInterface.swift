@@ -14,7 +14,8 @@ public enum FilesInterface {
 
         # sha256: the stored bytes' digest, hex (after metadata was stripped). width, height: an
         # image's pixels. thumbnails: the sides of the JPEG thumbnails made of it (GET
-        # /files/<id>?thumbnail=<side>).
+        # /files/<id>?thumbnail=<side>). usedBy: the item it goes with (auth.avatar, a chat
+        # conversation, a todo), deleted with it; none for a file of its own.
         type File (
           id: string,
           name: string,
@@ -24,6 +25,7 @@ public enum FilesInterface {
           width: ?int,
           height: ?int,
           thumbnails: []int,
+          usedBy: ?string,
           createdAt: string
         )
 
@@ -37,6 +39,7 @@ public enum FilesInterface {
         # 86400, 300 when omitted.
         method SignURL(id: string, seconds: ?int) -> (path: string, expiresAt: string)
 
+        # A file an item uses (usedBy) is InUse: it goes with the item.
         method Delete(id: string) -> ()
 
         # What the account stores, and how much it may.
@@ -55,6 +58,9 @@ public enum FilesInterface {
         # The bytes are not of a type the operator allows, or not of the type declared.
         # category: invalid
         error TypeRefused (declared: string, detected: ?string, reason: string)
+        # The file goes with an item (an avatar, a conversation, a todo): change or delete that.
+        # category: conflict
+        error InUse (usedBy: string)
 
         """
 
@@ -149,10 +155,12 @@ public struct StoredFile: Codable, Sendable, Hashable, Identifiable {
     public var height: Int?
     /// The sides of the thumbnails made of it.
     public var thumbnails: [Int]
+    /// The item it goes with (`AttachFile`), if any.
+    public var usedBy: String?
     public var createdAt: String
     public init(
         id: String, name: String, contentType: String, bytes: Int64, sha256: String, width: Int? = nil, height: Int? = nil, thumbnails: [Int] = [],
-        createdAt: String
+        usedBy: String? = nil, createdAt: String
     ) {
         self.id = id
         self.name = name
@@ -162,6 +170,7 @@ public struct StoredFile: Codable, Sendable, Hashable, Identifiable {
         self.width = width
         self.height = height
         self.thumbnails = thumbnails
+        self.usedBy = usedBy
         self.createdAt = createdAt
     }
 }

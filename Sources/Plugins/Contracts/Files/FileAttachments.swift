@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+import BusCore
+
+/// Commands the files plugin serves other plugins in the process (they are in no IDL, so no
+/// client can call them): a plugin that keeps a user's file with one of its items — the
+/// account's avatar, a chat conversation's images, a todo's attachments — attaches it, reads
+/// it, and releases the item's files when the item goes. A file belongs to at most one item
+/// (`StoredFile.usedBy`); while it does, `Files.Delete` refuses it (`InUse`): it goes with its item.
+public enum FileAttachments {}
+
+/// Attaches the owner's file `id` to `item` (a name the calling plugin owns, e.g. `auth.avatar`
+/// or `chat.c_…`); attaching it to the item it is attached to already is a no-op. Throws
+/// `FilesError.notFound` for a file the owner does not have, `.inUse` when it is another
+/// item's, `.typeRefused` when `images` and it is not an image.
+public struct AttachFile: Command {
+    public static let method = "io.appd.Files.Attach"
+    public typealias Reply = StoredFile
+    public var owner: String
+    public var id: String
+    public var item: String
+    public var images: Bool
+    public init(owner: String, id: String, item: String, images: Bool = false) {
+        self.owner = owner
+        self.id = id
+        self.item = item
+        self.images = images
+    }
+}
+
+/// The item is gone (or has another file now): deletes the owner's files attached to it but
+/// `keeping`, rows and bytes, each with `files.deleted`.
+public struct ReleaseFiles: Command {
+    public static let method = "io.appd.Files.Release"
+    public struct Reply: Codable, Sendable, Equatable {
+        public var deleted: Int
+        public init(deleted: Int) { self.deleted = deleted }
+    }
+    public var owner: String
+    public var item: String
+    public var keeping: String?
+    public init(owner: String, item: String, keeping: String? = nil) {
+        self.owner = owner
+        self.item = item
+        self.keeping = keeping
+    }
+}
+
+/// The bytes of the owner's file `id` for a plugin that passes them on (chat, to a model):
+/// its thumbnail of `side` when it has one, else the file itself. Throws `FilesError.tooLarge`
+/// when what would be read is over `maxBytes`.
+public struct ReadFile: Command {
+    public static let method = "io.appd.Files.Read"
+    public static let readsOnly = true
+    public struct Reply: Codable, Sendable, Equatable {
+        public var file: StoredFile
+        /// The type of `bytes`: the file's, or `image/jpeg` for a thumbnail.
+        public var contentType: String
+        public var bytes: [UInt8]
+        public init(file: StoredFile, contentType: String, bytes: [UInt8]) {
+            self.file = file
+            self.contentType = contentType
+            self.bytes = bytes
+        }
+    }
+    public var owner: String
+    public var id: String
+    public var thumbnail: Int?
+    public var maxBytes: Int
+    public init(owner: String, id: String, thumbnail: Int? = nil, maxBytes: Int) {
+        self.owner = owner
+        self.id = id
+        self.thumbnail = thumbnail
+        self.maxBytes = maxBytes
+    }
+}

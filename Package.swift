@@ -153,7 +153,7 @@ let package = Package(
             name: "PaymentsTests", dependencies: ["TestSupport", "Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",
             swiftSettings: strict),
         .testTarget(
-            name: "ChatTests", dependencies: ["TestSupport", "Contracts", "Chat", "Settings", "HTTP", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
+            name: "ChatTests", dependencies: ["TestSupport", "Contracts", "Chat", "Files", "Settings", "HTTP", "Payments", "Auth", "Bus", "CSystem", "Storage", "PluginKit", "Crypto"], path: "Tests/ChatTests",
             swiftSettings: strict),
         .testTarget(
             name: "RatingTests", dependencies: ["TestSupport", "Contracts", "Rating", "Todos", "Chat", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"],

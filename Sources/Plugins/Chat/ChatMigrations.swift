@@ -59,5 +59,7 @@ enum ChatMigrations {
             ALTER TABLE chat_messages ADD COLUMN model TEXT;
             ALTER TABLE chat_messages ADD COLUMN memory_pending INTEGER NOT NULL DEFAULT 0;
             """),
+        // A user message's images (file ids of the files plugin, comma-separated).
+        Migration(plugin: "chat", version: 5, sql: "ALTER TABLE chat_messages ADD COLUMN images TEXT"),
     ]
 }

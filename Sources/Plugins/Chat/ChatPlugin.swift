@@ -34,6 +34,9 @@ public struct ChatPlugin: Plugin {
         /// The bytes of text one account may keep: its todos, chats and memories together
         /// (`accountStorageMB`; 0: no limit).
         public var storageLimit: Int64 = 100 << 20
+        /// appd's public address (`https://api.example.com`): images reach the model as signed
+        /// URLs under it. Nil: as `data:` URLs of their bytes (`ChatImages`).
+        public var imageBaseURL: String?
         public init() {}
     }
 
@@ -57,7 +60,7 @@ public struct ChatPlugin: Plugin {
         manifest = PluginManifest(
             name: "chat", version: "0.1.0", dependencies: ["auth"], interface: ChatInterface.idl,
             events: ChatEvents.all, consumes: [AccountDeleted.self, ChatReplyCompleted.self],
-            configKeys: ["chatProvider", "chatBaseURL", "chatModel", "chatModels", "chatApiKey", "chatSystemPrompt", "chatContextCharacters", "chatMeter"],
+            configKeys: ["chatProvider", "chatBaseURL", "chatModel", "chatModels", "chatApiKey", "chatSystemPrompt", "chatContextCharacters", "chatMeter", "chatImageBaseURL"],
             settings: Self.settings(options.models))
         if let provider {
             self.provider = provider
@@ -88,7 +91,7 @@ public struct ChatPlugin: Plugin {
     func service(_ context: PluginContext) -> ChatService {
         ChatService(
             repository: ChatRepository(database: context.database, storageLimit: options.storageLimit), provider: provider, options: options, running: running, clock: clock,
-            lookups: .bus(context.bus), logger: context.logger)
+            lookups: .bus(context.bus, images: ChatImages(baseURL: options.imageBaseURL)), logger: context.logger)
     }
 
     public func start(_ context: PluginContext) async throws {
@@ -111,6 +114,7 @@ public struct ChatPlugin: Plugin {
             let user = try owner(e)
             let id = try await repository.resolveConversation(owner: user, id: c.id, field: "id")
             try await repository.deleteConversation(owner: user, id: id, expected: c.expectedVersion, now: service.now, causedBy: e)
+            await service.releaseImages(owner: user, conversation: id)
             return Empty()
         }
         handlers.handle(ChatInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
@@ -121,7 +125,9 @@ public struct ChatPlugin: Plugin {
         }
         let sendNeeds = ChatInterface.needs + (options.meter.map { [Requirement.meter($0)] } ?? [])
         handlers.handle(ChatInterface.Send.self, requirements: sendNeeds) { c, e, writer in
-            try await service.send(owner: try owner(e), conversation: c.conversationId, text: c.text, model: c.model, temperature: c.temperature, writer: writer, causedBy: e)
+            try await service.send(
+                owner: try owner(e), conversation: c.conversationId, text: c.text, images: c.images, model: c.model, temperature: c.temperature, writer: writer,
+                causedBy: e)
         }
         let running = self.running
         handlers.handle(ChatInterface.Cancel.self) { c, e in

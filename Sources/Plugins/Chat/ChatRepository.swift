@@ -31,7 +31,13 @@ struct ChatRepository: Sendable {
         }
         return ChatMessage(
             id: id, conversationId: conversation, role: role, text: text, status: status, error: row.text("error"), usage: usage,
-            feedback: row.text("feedback"), model: row.text("model"), createdAt: created)
+            feedback: row.text("feedback"), model: row.text("model"), images: Self.images(row), createdAt: created)
+    }
+
+    /// A message's images (`images`, comma-separated file ids); nil when none.
+    static func images(_ row: Row) -> [String]? {
+        guard let text = row.text("images"), !text.isEmpty else { return nil }
+        return text.split(separator: ",").map(String.init)
     }
 
     /// The full id of the owner's conversation for an id or a unique prefix of it (4 or more
@@ -111,13 +117,15 @@ struct ChatRepository: Sendable {
 
     /// Commits the user's message (and `chat.messageSent`) before the provider is called.
     /// A conversation without a title takes the first words of its first message.
-    func addUserMessage(owner: String, conversation: String, id: String, text: String, now: Int64, causedBy cause: (any Cause)?) async throws -> ChatMessage {
+    func addUserMessage(
+        owner: String, conversation: String, id: String, text: String, images: [String] = [], now: Int64, causedBy cause: (any Cause)?
+    ) async throws -> ChatMessage {
         try await database.write { tx in
             let row = try Self.ownedConversation(tx, owner: owner, id: conversation)
             try AccountBytes.charge(tx, owner: owner, part: "chat", delta: AccountBytes.size(text), limit: storageLimit)
             try tx.execute(
-                "INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, created_at) VALUES (?, ?, ?, 'user', ?, 'complete', ?)",
-                [.text(id), .text(conversation), .text(owner), .text(text), .integer(now)])
+                "INSERT INTO chat_messages (id, conversation_id, owner, role, text, status, images, created_at) VALUES (?, ?, ?, 'user', ?, 'complete', ?, ?)",
+                [.text(id), .text(conversation), .text(owner), .text(text), images.isEmpty ? .null : .text(images.joined(separator: ",")), .integer(now)])
             if row.text("title") == nil {
                 let words = text.split(whereSeparator: { $0.isWhitespace }).prefix(8).joined(separator: " ")
                 try tx.execute("UPDATE chat_conversations SET title = ? WHERE id = ?", [.text(String(words.prefix(80))), .text(conversation)])
@@ -134,20 +142,20 @@ struct ChatRepository: Sendable {
     }
 
     /// The most recent messages of the conversation that fit `budget` characters (Unicode
-    /// scalars, so combining marks count), oldest
+    /// scalars, so combining marks count), each with its images as file ids, oldest
     /// first (failed replies with no text are left out).
     func context(owner: String, conversation: String, budget: Int) async throws -> [ChatTurn] {
         try await database.read { tx in
             _ = try Self.ownedConversation(tx, owner: owner, id: conversation)
             var turns: [ChatTurn] = []
             var used = 0
-            for row in try tx.query("SELECT role, text FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 500", [.text(conversation)]) {
+            for row in try tx.query("SELECT role, text, images FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 500", [.text(conversation)]) {
                 guard let text = row.text("text"), !text.isEmpty, let role = row.text("role").flatMap(ChatTurn.Role.init(rawValue:)) else { continue }
                 // The newest message always goes in, even past the budget.
                 let size = TextLimit.characters(of: text)
                 if !turns.isEmpty && used + size > budget { break }
                 used += size
-                turns.append(ChatTurn(role: role, text: text))
+                turns.append(ChatTurn(role: role, text: text, images: Self.images(row) ?? []))
             }
             return turns.reversed()
         }

@@ -104,14 +104,14 @@ struct ChatService: Sendable {
 
     /// `conversation`: the id (or client id) the caller gave.
     func send(
-        owner: String, conversation requested: String, text raw: String, model: String?, temperature: Double?, writer: ReplyWriter<SendReply>,
-        causedBy cause: (any Cause)?
+        owner: String, conversation requested: String, text raw: String, images: [String]? = nil, model: String?, temperature: Double?,
+        writer: ReplyWriter<SendReply>, causedBy cause: (any Cause)?
     ) async throws -> SendReply {
         // 1. The lookups and the user's message, in a task that ends before the reply streams: a
         //    reply can take minutes, and the lookups' depth (calls to settings and payments over
         //    the bus) would be held by this task for as long (see `inTaskOfItsOwn`).
         let prepared = try await inTaskOfItsOwn { [self] in
-            try await prepare(owner: owner, conversation: requested, text: raw, model: model, temperature: temperature, causedBy: cause)
+            try await prepare(owner: owner, conversation: requested, text: raw, images: images, model: model, temperature: temperature, causedBy: cause)
         }
         return try await reply(prepared, owner: owner, writer: writer, causedBy: cause)
     }
@@ -119,18 +119,49 @@ struct ChatService: Sendable {
     /// Checks the message, settles the model and the context, and commits the user's message
     /// (before the provider is called).
     private func prepare(
-        owner: String, conversation requested: String, text raw: String, model requestedModel: String?, temperature: Double?, causedBy cause: (any Cause)?
+        owner: String, conversation requested: String, text raw: String, images requestedImages: [String]?, model requestedModel: String?, temperature: Double?,
+        causedBy cause: (any Cause)?
     ) async throws -> PreparedReply {
         let conversation = try await repository.resolveConversation(owner: owner, id: requested, field: "conversationId")
         let text = try text(raw)
+        let images = try ChatImages.ids(requestedImages)
         let replyOptions = ReplyOptions(model: try await model(requestedModel, for: owner).name, temperature: try Self.temperature(temperature))
         let remembers = try await memoryInUse(owner: owner, conversation: conversation)
-        _ = try await repository.addUserMessage(owner: owner, conversation: conversation, id: try Self.newRecordID("m_"), text: text, now: now, causedBy: cause)
+        // The images go with the conversation before the message that shows them is committed.
+        for image in images { try await lookups.attachImage(owner, image, conversation) }
+        _ = try await repository.addUserMessage(
+            owner: owner, conversation: conversation, id: try Self.newRecordID("m_"), text: text, images: images, now: now, causedBy: cause)
         let replyID = try Self.newRecordID("m_")
-        var turns = try await repository.context(owner: owner, conversation: conversation, budget: options.contextCharacters)
+        var turns = try await withImageURLs(try await repository.context(owner: owner, conversation: conversation, budget: options.contextCharacters), owner: owner)
         if remembers, let known = try await memoryTurn(owner: owner) { turns.insert(known, at: 0) }
         if let prompt = options.systemPrompt, !prompt.isEmpty { turns.insert(ChatTurn(role: .system, text: prompt), at: 0) }
         return PreparedReply(conversation: conversation, replyID: replyID, options: replyOptions, turns: turns, remembers: remembers)
+    }
+
+    /// The context's images (file ids, `ChatRepository.context`) as URLs the model opens: the
+    /// newest `ChatImages.perRequest`; older ones, and those gone, leave their text only.
+    private func withImageURLs(_ turns: [ChatTurn], owner: String) async throws -> [ChatTurn] {
+        var left = ChatImages.perRequest
+        var turns = turns
+        for index in turns.indices.reversed() where !turns[index].images.isEmpty {
+            var urls: [String] = []
+            for file in turns[index].images where left > 0 {
+                if let url = try await lookups.imageURL(owner, file) {
+                    urls.append(url)
+                    left -= 1
+                }
+            }
+            turns[index].images = urls
+        }
+        return turns
+    }
+
+    /// The conversation is deleted: the images that went with it go too (a failure is logged;
+    /// the files stay the user's, listed with their usedBy).
+    func releaseImages(owner: String, conversation: String) async {
+        do { try await lookups.releaseImages(owner, conversation) } catch {
+            logger.error("a deleted conversation's images could not be deleted", metadata: ["conversation": "\(conversation)", "error": "\(error)"])
+        }
     }
 
     /// 2. and 3.: streams the reply and commits it. Each step a function of its own: a stream

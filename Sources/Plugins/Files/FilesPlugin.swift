@@ -102,6 +102,11 @@ public struct FilesPlugin: Plugin {
             guard bytes.count <= c.maxBytes else { throw FilesError.tooLarge(limitBytes: Int64(c.maxBytes)) }
             return .init(file: file, contentType: side == nil ? file.contentType : "image/jpeg", bytes: bytes)
         }
+        context.handlers.handleInProcess(SignFileURL.self) { c, _ in
+            guard (1...86_400).contains(c.seconds) else { throw FilesError.validation("seconds", "is 1 to 86400") }
+            guard try await repository.file(c.id, owner: c.owner) != nil else { throw FilesError.notFound }
+            return .init(path: signer.path(for: c.id, expires: WallTime.now().nanosecondsSinceEpoch / 1_000_000_000 + Int64(c.seconds)))
+        }
         context.handlers.handle(FilesInterface.Usage.self) { _, e in
             let (files, bytes) = try await repository.usage(owner: try user(e))
             return .init(files: files, bytes: bytes, quotaBytes: quota)

@@ -6,9 +6,13 @@ public struct ChatTurn: Sendable, Equatable {
     public enum Role: String, Sendable { case system, user, assistant }
     public var role: Role
     public var text: String
-    public init(role: Role, text: String) {
+    /// Images given with a user's turn, as URLs the model can open: `data:` URLs or signed
+    /// `https:` URLs (`ChatPlugin.Options.imageBaseURL`).
+    public var images: [String]
+    public init(role: Role, text: String, images: [String] = []) {
         self.role = role
         self.text = text
+        self.images = images
     }
 }
 

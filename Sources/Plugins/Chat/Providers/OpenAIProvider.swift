@@ -54,10 +54,17 @@ public struct OpenAIProvider: LLMProvider {
     func body(_ turns: [ChatTurn], _ replyOptions: ReplyOptions = ReplyOptions()) -> [UInt8] {
         var body: [String: JSONValue] = [
             "model": .string(replyOptions.model ?? options.model), "stream": true, "stream_options": ["include_usage": true],
-            "messages": .array(turns.map { ["role": .string($0.role.rawValue), "content": .string($0.text)] }),
+            "messages": .array(turns.map { ["role": .string($0.role.rawValue), "content": Self.content(of: $0)] }),
         ]
         if let temperature = replyOptions.temperature { body["temperature"] = .double(temperature) }
         return JSONWriter.bytes(.object(body))
+    }
+
+    /// A turn's `content`: its text, or with images the parts of the Chat Completions API
+    /// (a `text` part, then an `image_url` part per image).
+    static func content(of turn: ChatTurn) -> JSONValue {
+        guard !turn.images.isEmpty else { return .string(turn.text) }
+        return .array([["type": "text", "text": .string(turn.text)]] + turn.images.map { ["type": "image_url", "image_url": ["url": .string($0)]] })
     }
 
     public func reply(to turns: [ChatTurn], options replyOptions: ReplyOptions, stop: StopSignal?, chunk: (ProviderChunk) async throws -> Void) async throws {

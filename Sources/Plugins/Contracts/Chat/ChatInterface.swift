@@ -55,6 +55,9 @@ public enum ChatInterface {
           feedback: ?string,
           # The model that wrote an assistant message.
           model: ?string,
+          # A user message's images: files of io.appd.Files (GET /files/<id>), which go with
+          # the conversation.
+          images: ?[]string,
           createdAt: string
         )
 
@@ -107,7 +110,10 @@ public enum ChatInterface {
         # model: one of Models (else the setting chat.model, else the default); a model not on
         # the list is ModelNotAllowed, one needing an entitlement the user lacks PaymentRequired.
         # temperature: 0 to 2.
-        method Send(conversationId: string, text: string, model: ?string, temperature: ?float) -> (messageId: string, delta: ?string, message: ?Message)
+        # images: up to 4 images the user uploaded (POST /files), passed to the model with the
+        # text; they then go with the conversation (deleted with it). One that is not the
+        # user's, not an image or already used elsewhere is ValidationFailed (images).
+        method Send(conversationId: string, text: string, model: ?string, temperature: ?float, images: ?[]string) -> (messageId: string, delta: ?string, message: ?Message)
 
         # Cancels a reply that is still streaming; it is stored as cancelled with its text so far.
         method Cancel(messageId: string) -> ()
@@ -274,11 +280,13 @@ public enum ChatInterface {
         public var text: String
         public var model: String?
         public var temperature: Double?
-        public init(conversationId: String, text: String, model: String? = nil, temperature: Double? = nil) {
+        public var images: [String]?
+        public init(conversationId: String, text: String, model: String? = nil, temperature: Double? = nil, images: [String]? = nil) {
             self.conversationId = conversationId
             self.text = text
             self.model = model
             self.temperature = temperature
+            self.images = images
         }
     }
     public struct Cancel: Command {
@@ -360,10 +368,12 @@ public struct ChatMessage: Codable, Sendable, Hashable, Identifiable {
     public var usage: Usage?
     public var feedback: String?
     public var model: String?
+    /// A user message's images (files of `io.appd.Files`).
+    public var images: [String]?
     public var createdAt: String
     public init(
         id: String, conversationId: String, role: String, text: String, status: String, error: String? = nil, usage: Usage? = nil, feedback: String? = nil,
-        model: String? = nil, createdAt: String
+        model: String? = nil, images: [String]? = nil, createdAt: String
     ) {
         self.id = id
         self.conversationId = conversationId
@@ -374,6 +384,7 @@ public struct ChatMessage: Codable, Sendable, Hashable, Identifiable {
         self.usage = usage
         self.feedback = feedback
         self.model = model
+        self.images = images
         self.createdAt = createdAt
     }
 }

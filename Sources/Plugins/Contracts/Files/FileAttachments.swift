@@ -73,3 +73,23 @@ public struct ReadFile: Command {
         self.maxBytes = maxBytes
     }
 }
+
+/// A signed path to the owner's file `id` (as `Files.SignURL` gives its owner), for a plugin
+/// that hands the file to a third party which fetches it itself (chat's model, with
+/// `chatImageBaseURL`): `path` with `?expires=` and `?sig=`, valid for `seconds`.
+public struct SignFileURL: Command {
+    public static let method = "io.appd.Files.SignFileURL"
+    public static let readsOnly = true
+    public struct Reply: Codable, Sendable, Equatable {
+        public var path: String
+        public init(path: String) { self.path = path }
+    }
+    public var owner: String
+    public var id: String
+    public var seconds: Int
+    public init(owner: String, id: String, seconds: Int) {
+        self.owner = owner
+        self.id = id
+        self.seconds = seconds
+    }
+}

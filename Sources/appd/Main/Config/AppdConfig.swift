@@ -317,6 +317,7 @@ struct AppdConfig: Sendable {
             "chatSystemPrompt": chat.systemPrompt.map(JSONValue.string) ?? .null,
             "chatContextCharacters": .int(Int64(chat.contextCharacters)),
             "chatMeter": chat.meter.map(JSONValue.string) ?? .null,
+            "chatImageBaseURL": chat.imageBaseURL.map(JSONValue.string) ?? .null,
             "chatEchoDelayMilliseconds": .int(chatEchoDelay.components.seconds * 1000 + chatEchoDelay.components.attoseconds / 1_000_000_000_000_000),
             "chatConnectTimeoutSeconds": seconds(chatTimeouts.connect),
             "chatFirstByteTimeoutSeconds": seconds(chatTimeouts.firstByte),

@@ -293,6 +293,18 @@ struct ConfigKey: Sendable {
             guard let text = value.stringValue else { throw ConfigProblem("needs a meter name") }
             config.chat.meter = text.isEmpty ? nil : text
         },
+        ConfigKey(
+            name: "chatImageBaseURL", flag: "--chat-image-base-url",
+            help: "appd's public https address: chat images reach the model as signed URLs under it (default: none, as data: URLs)."
+        ) { config, value throws(ConfigProblem) in
+            if value == .null { config.chat.imageBaseURL = nil; return }
+            guard let text = value.stringValue else { throw ConfigProblem("needs a URL such as https://api.example.com") }
+            if text.isEmpty { config.chat.imageBaseURL = nil; return }
+            guard text.hasPrefix("https://") || text.hasPrefix("http://"), !text.dropFirst(8).contains("?"), !text.contains("#") else {
+                throw ConfigProblem("needs an http(s) URL without a query, such as https://api.example.com")
+            }
+            config.chat.imageBaseURL = text.hasSuffix("/") ? String(text.dropLast()) : text
+        },
         integer("chatEchoDelayMilliseconds", "--chat-echo-delay-ms", "The echo provider's pause between words (default: 20).") { $0.chatEchoDelay = .milliseconds($1) },
         seconds("chatConnectTimeoutSeconds", "--chat-connect-timeout", "Connecting to the endpoint (default: 5).") { $0.chatTimeouts.connect = $1 },
         seconds("chatFirstByteTimeoutSeconds", "--chat-first-byte-timeout", "Waiting for the first byte of a reply (default: 60).") { $0.chatTimeouts.firstByte = $1 },

@@ -95,7 +95,7 @@ import TestSupport
         #expect(parts.first?["type"]?.stringValue == "text" && parts.first?["text"]?.stringValue == "What is this?")
         let stored = try #require(try await h.plugin(FilesPlugin.self).store.read(id: photo.id))
         #expect(parts.count == 2 && parts[1]["type"]?.stringValue == "image_url")
-        #expect(parts[1]["image_url"]?["url"]?.stringValue == "data:image/png;base64," + Base64.encode(stored))
+        #expect(parts[1]["image_url"]?["url"]?.stringValue == "data:image/png;base64," + Base64.encode(stored, padded: true))
         // The message shows it; the file goes with the conversation.
         let history = try await h.bus.send(ChatInterface.History(conversationId: conversation.id), as: ada.caller).messages
         #expect(history.first?.images == [photo.id] && history.last?.images == nil)

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import BusCore
 /// Base64 (RFC 4648) in the two alphabets appd needs: standard without padding (PHC strings)
-/// and URL-safe without padding (tokens).
+/// or with it (data: URLs, file pieces over the bus), and URL-safe without padding (tokens).
 public enum Base64 {
     static let standard = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     static let url = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    public static func encode(_ bytes: [UInt8], urlSafe: Bool = false) -> String {
+    public static func encode(_ bytes: [UInt8], urlSafe: Bool = false, padded: Bool = false) -> String {
         let alphabet = urlSafe ? url : standard
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
@@ -28,6 +28,7 @@ public enum Base64 {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
             out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
         }
+        if padded { out += Array(repeating: UInt8(ascii: "="), count: (4 - out.count % 4) % 4) }
         return String(decoding: out, as: UTF8.self)
     }
 

@@ -34,7 +34,7 @@ struct ChatImages: Sendable {
                 return baseURL + signed.path
             }
             let read = try await bus.send(ReadFile(owner: owner, id: file, thumbnail: Self.thumbnail, maxBytes: Self.maxDataBytes), as: .plugin("chat"))
-            return "data:\(read.contentType);base64,\(Base64.encode(read.bytes))"
+            return "data:\(read.contentType);base64,\(Base64.encode(read.bytes, padded: true))"
         } catch FilesError.notFound {
             return nil
         } catch FilesError.tooLarge {

@@ -133,6 +133,7 @@ extension FilesError: WordedForUsers {
         case .tooLarge: UserFacingText("This file is too large.", "Choose a smaller one, or compress it.")
         case .typeRefused: UserFacingText("This kind of file can't be uploaded.", "Choose a photo or a PDF.")
         case .inUse: UserFacingText("This file is still in use.", "Remove it where it's shown first.")
+        case .offsetMismatch: UserFacingText("The upload was interrupted.", "Try again.")
         }
     }
 }

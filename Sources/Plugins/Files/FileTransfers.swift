@@ -36,7 +36,7 @@ struct FileTransfers: Sendable {
                     return response
                 }
             }
-            return await TusUploads(transfers: self, uploads: resumable, busy: busy).handle(request, body, owner: owner)
+            return await TusUploads(core: ResumableUploads(transfers: self, uploads: resumable, busy: busy)).handle(request, body, owner: owner)
         }
         if path == "/files" || path == "/files/" {
             guard request.method == "POST" else { return Self.methodNotAllowed("POST") }
@@ -249,7 +249,7 @@ struct FileTransfers: Sendable {
             case .tooLarge: status = 413
             case .typeRefused: status = 415
             case .validationFailed: status = 400
-            case .inUse: status = 409
+            case .inUse, .offsetMismatch: status = 409
             }
         case let error as AuthError:
             switch error {

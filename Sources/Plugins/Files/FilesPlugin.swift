@@ -111,6 +111,7 @@ public struct FilesPlugin: Plugin {
             let (files, bytes) = try await repository.usage(owner: try user(e))
             return .init(files: files, bytes: bytes, quotaBytes: quota)
         }
+        if let transfers = transfers(context) { registerPieces(ResumableUploads(transfers: transfers, uploads: UploadsRepository(database: context.database), busy: busy), on: context.handlers) }
     }
 
     public func services(_ context: PluginContext) -> [any Service] {
@@ -133,11 +134,16 @@ public struct FilesPlugin: Plugin {
     }
 
     public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
-        guard let signer = try? signer else { return [] }
-        let transfers = FileTransfers(
+        guard let transfers = transfers(context) else { return [] }
+        return [PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes)) { request, body in await transfers.handle(request, body) }]
+    }
+
+    /// The bytes' way in and out, once the plugin has started (its signer is made then).
+    func transfers(_ context: PluginContext) -> FileTransfers? {
+        guard let signer = try? signer else { return nil }
+        return FileTransfers(
             repository: FilesRepository(database: context.database), store: store, blobs: FileBlobs(directory: options.directory), signer: signer, options: options,
             bus: context.bus, uploads: uploads, resumable: UploadsRepository(database: context.database), busy: busy)
-        return [PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes)) { request, body in await transfers.handle(request, body) }]
     }
 
     /// What the account stored: each file's description (its bytes are at `GET /files/<id>`).
@@ -169,6 +175,6 @@ public struct FilesPlugin: Plugin {
     }
 }
 
-private func user(_ envelope: Envelope) throws(FilesError) -> String {
+func user(_ envelope: Envelope) throws(FilesError) -> String {
     try envelope.signedInUser(or: FilesError.validationFailed(field: "session", reason: "sign in first"))
 }

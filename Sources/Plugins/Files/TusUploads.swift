@@ -12,10 +12,8 @@ import Synchronization
 /// much arrived and goes on from there. The last byte makes it a file, checked and stored as
 /// a single upload is (`FileTransfers.store`); `Appd-File` names it.
 struct TusUploads: Sendable {
-    let transfers: FileTransfers
-    let uploads: UploadsRepository
-    /// The uploads a request is writing to right now (a second one at once is refused).
-    let busy: BusyUploads
+    let core: ResumableUploads
+    var transfers: FileTransfers { core.transfers }
 
     static let version = "1.0.0"
     static let extensions = "creation,termination,expiration"
@@ -38,10 +36,9 @@ struct TusUploads: Sendable {
         }
         let id = String(rest.dropFirst())
         guard Self.isUploadID(id) else { return answer(FileTransfers.failure(FilesError.notFound)) }
-        let now = WallTime.now().nanosecondsSinceEpoch
         let upload: PendingUpload
         do {
-            guard let found = try await uploads.upload(id, owner: owner, now: now) else { return answer(FileTransfers.failure(FilesError.notFound)) }
+            guard let found = try await core.upload(id, owner: owner) else { return answer(FileTransfers.failure(FilesError.notFound)) }
             upload = found
         } catch {
             return answer(FileTransfers.failure(error))
@@ -53,8 +50,7 @@ struct TusUploads: Sendable {
             return await append(request, body, to: upload)
         case "DELETE":
             do {
-                try await uploads.delete(id)
-                try? await transfers.blobs.removePartials([id])
+                try await core.delete(upload)
                 return answer(HTTPResponse(status: 204))
             } catch {
                 return answer(FileTransfers.failure(error))
@@ -73,7 +69,6 @@ struct TusUploads: Sendable {
         guard let text = request.headers["upload-length"], let length = Int64(text), length >= 0, text.utf8.count <= 19 else {
             return answer(FileTransfers.failure(FilesError.validation("Upload-Length", "is required: the file's size in bytes (Upload-Defer-Length is not offered)")))
         }
-        guard length <= transfers.options.maxFileBytes else { return answer(FileTransfers.failure(FilesError.tooLarge(limitBytes: transfers.options.maxFileBytes))) }
         guard length > 0 else { return answer(FileTransfers.failure(FilesError.validation("Upload-Length", "is 0: there is nothing to store"))) }
         let metadata: [String: String]
         switch Self.metadata(request.headers["upload-metadata"]) {
@@ -81,16 +76,9 @@ struct TusUploads: Sendable {
         case .failure(let problem): return answer(FileTransfers.failure(problem))
         }
         let declared = (metadata["filetype"] ?? metadata["type"] ?? metadata["contentType"]).map(FileTransfers.mediaType).flatMap { $0.isEmpty ? nil : $0 }
-        let name = metadata["filename"] ?? metadata["name"]
         do {
-            let id = "u_" + Base64.encode(try Digest.randomBytes(16), urlSafe: true).filter { $0 != "=" }
-            let now = WallTime.now().nanosecondsSinceEpoch
-            let lifetime = transfers.options.uploadLifetime.components
-            let expires = now + lifetime.seconds * 1_000_000_000 + lifetime.attoseconds / 1_000_000_000
-            try await uploads.create(
-                PendingUpload(id: id, owner: owner, length: length, received: 0, name: name, contentType: declared, expiresNs: expires),
-                createdNs: now, quota: transfers.options.quotaBytes, pending: transfers.options.pendingUploads)
-            return answer(HTTPResponse(status: 201, headers: [("Location", "/files/uploads/\(id)"), ("Upload-Expires", HTTPDate.format(expires))]))
+            let upload = try await core.create(owner: owner, length: length, name: metadata["filename"] ?? metadata["name"], declared: declared)
+            return answer(HTTPResponse(status: 201, headers: [("Location", "/files/uploads/\(upload.id)"), ("Upload-Expires", HTTPDate.format(upload.expiresNs))]))
         } catch {
             return answer(FileTransfers.failure(error))
         }
@@ -104,9 +92,10 @@ struct TusUploads: Sendable {
         ]
         if upload.received == upload.length {
             // Complete: its file, made now if a failure stopped that before.
-            switch await finish(upload) {
-            case .success(let file): headers.append(("Appd-File", "/files/\(file)"))
-            case .failure(let refusal): return answer(refusal.response)
+            do {
+                headers.append(("Appd-File", "/files/\(try await core.finish(upload))"))
+            } catch {
+                return answer(FileTransfers.failure(error))
             }
         }
         return answer(HTTPResponse(status: 200, headers: headers))
@@ -120,62 +109,18 @@ struct TusUploads: Sendable {
         guard let offset = request.headers["upload-offset"].flatMap({ Int64($0) }), offset >= 0 else {
             return answer(FileTransfers.failure(FilesError.validation("Upload-Offset", "is required: where these bytes start (HEAD says how much arrived)")))
         }
-        guard offset == upload.received, upload.fileID == nil else {
-            return answer(HTTPResponse(status: 409, body: ["error": "io.appd.Files.OffsetMismatch", "parameters": ["offset": .int(upload.received)]],
-                                       headers: [("Upload-Offset", "\(upload.received)")]))
-        }
-        guard offset + Int64(body.count) <= upload.length else {
-            return answer(FileTransfers.failure(FilesError.validation("body", "runs past Upload-Length (\(upload.length) bytes)")))
-        }
-        guard busy.begin(upload.id) else {
-            return answer(HTTPResponse(status: 409, body: ["error": "io.appd.Files.UploadBusy", "parameters": ["reason": "another request is writing to this upload; HEAD, then go on"]]))
-        }
-        defer { busy.end(upload.id) }
         do {
-            if !body.isEmpty {
-                try await transfers.blobs.write(body, upload: upload.id, at: offset)
-                guard try await uploads.advance(upload.id, from: offset, to: offset + Int64(body.count)) else {
-                    return answer(HTTPResponse(status: 409, body: ["error": "io.appd.Files.OffsetMismatch", "parameters": ["reason": "the upload moved meanwhile; HEAD, then go on"]]))
-                }
-            }
+            let (received, file) = try await core.append(body, at: offset, to: upload)
+            var headers: [(name: String, value: String)] = [("Upload-Offset", "\(received)"), ("Upload-Expires", HTTPDate.format(upload.expiresNs))]
+            if let file { headers.append(("Appd-File", "/files/\(file)")) }
+            return answer(HTTPResponse(status: 204, headers: headers))
+        } catch ResumableUploads.Refused.offsetMismatch(let received) {
+            return answer(HTTPResponse(status: 409, body: ["error": "io.appd.Files.OffsetMismatch", "parameters": ["offset": .int(received)]],
+                                       headers: [("Upload-Offset", "\(received)")]))
+        } catch ResumableUploads.Refused.busy {
+            return answer(HTTPResponse(status: 409, body: ["error": "io.appd.Files.UploadBusy", "parameters": ["reason": "another request is writing to this upload; HEAD, then go on"]]))
         } catch {
             return answer(FileTransfers.failure(error))
-        }
-        let received = offset + Int64(body.count)
-        var headers: [(name: String, value: String)] = [("Upload-Offset", "\(received)"), ("Upload-Expires", HTTPDate.format(upload.expiresNs))]
-        if received == upload.length {
-            var done = upload
-            done.received = received
-            switch await finish(done) {
-            case .success(let file): headers.append(("Appd-File", "/files/\(file)"))
-            case .failure(let refusal): return answer(refusal.response)
-            }
-        }
-        return answer(HTTPResponse(status: 204, headers: headers))
-    }
-
-    struct Refusal: Error { let response: HTTPResponse }
-
-    /// The complete upload as a file: checked and stored as a single upload is, keyed by the
-    /// upload so that doing it twice (a retry after a failure in between) stores it once. Bytes
-    /// that are not an acceptable file end the upload.
-    private func finish(_ upload: PendingUpload) async -> Result<String, Refusal> {
-        if let file = upload.fileID { return .success(file) }
-        do {
-            guard let bytes = try await transfers.blobs.readPartial(upload: upload.id), Int64(bytes.count) == upload.length else {
-                return .failure(Refusal(response: FileTransfers.failure(FileBlobError("the upload's bytes are missing"))))
-            }
-            let (file, _) = try await transfers.store(bytes, declared: upload.contentType, name: upload.name, idempotencyKey: "tus:" + upload.id, owner: upload.owner)
-            try await uploads.completed(upload.id, file: file.id)
-            try? await transfers.blobs.removePartials([upload.id])
-            return .success(file.id)
-        } catch let error as FilesError {
-            // Not a file appd keeps (its type, its size, the quota): the upload ends with it.
-            try? await uploads.delete(upload.id)
-            try? await transfers.blobs.removePartials([upload.id])
-            return .failure(Refusal(response: FileTransfers.failure(error)))
-        } catch {
-            return .failure(Refusal(response: FileTransfers.failure(error)))
         }
     }
 

@@ -15,6 +15,8 @@ public enum FilesError: InterfaceError {
     case typeRefused(declared: String, detected: String?, reason: String)
     /// The file goes with an item (`StoredFile.usedBy`).
     case inUse(usedBy: String)
+    /// The piece does not start where the upload is (or another is being written): go on from `offset`.
+    case offsetMismatch(offset: Int64)
 
     public static func validation(_ field: String, _ reason: String) -> FilesError { .validationFailed(field: field, reason: reason) }
 
@@ -26,6 +28,7 @@ public enum FilesError: InterfaceError {
         case .tooLarge(let limit): "a file may be at most \(limit) bytes"
         case .typeRefused(_, _, let reason): reason
         case .inUse(let item): "the file goes with \(item); change or delete that instead"
+        case .offsetMismatch(let offset): "the upload is at byte \(offset); go on from there"
         }
     }
 }

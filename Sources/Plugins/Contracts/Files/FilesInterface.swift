@@ -45,6 +45,24 @@ public enum FilesInterface {
         # What the account stores, and how much it may.
         method Usage() -> (files: int, bytes: int, quotaBytes: int)
 
+        # Resumable uploads over the bus (appctl files put; apps use POST /files or tus at
+        # /files/uploads, the same uploads): CreateUpload with the file's size in bytes, then
+        # AppendUpload the pieces in order, each at the offset reached, data the piece in base64
+        # (at most 524288 bytes decoded). After a failure UploadStatus says where to go on. The
+        # last piece makes the file, checked as POST /files checks it. An upload not finished
+        # within filesUploadHours is deleted.
+        method CreateUpload(bytes: int, name: ?string, contentType: ?string) -> (uploadId: string, expiresAt: string)
+
+        method UploadStatus(uploadId: string) -> (offset: int, bytes: int, file: ?File)
+
+        method AppendUpload(uploadId: string, offset: int, data: string) -> (offset: int, file: ?File)
+
+        # A piece of a file's bytes over the bus (appctl files get; apps use GET /files/<id>):
+        # from offset (0 when omitted), at most limit bytes (1 to 524288, the most when
+        # omitted), in base64. total: the file's size; the piece ends it when offset plus its
+        # length reaches total.
+        method Download(id: string, offset: ?int, limit: ?int) -> (data: string, offset: int, total: int)
+
         # category: invalid
         error ValidationFailed (field: string, reason: string)
         # category: notFound
@@ -61,11 +79,21 @@ public enum FilesInterface {
         # The file goes with an item (an avatar, a conversation, a todo): change or delete that.
         # category: conflict
         error InUse (usedBy: string)
+        # The piece does not start where the upload is, or another piece is being written to it
+        # right now: go on from offset.
+        # category: conflict
+        error OffsetMismatch (offset: int)
 
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [List.self, Get.self, SignURL.self, Delete.self, Usage.self]
+    public static let commands: [any Command.Type] = [
+        List.self, Get.self, SignURL.self, Delete.self, Usage.self, CreateUpload.self, UploadStatus.self, AppendUpload.self, Download.self,
+    ]
+
+    /// The most bytes one `AppendUpload` piece or `Download` reply carries (decoded): its
+    /// base64 and the envelope fit in the socket's default message of 1 MiB.
+    public static let pieceBytes = 524_288
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = FilesError
     public static var name: String { Errors.interface }
@@ -141,6 +169,90 @@ public enum FilesInterface {
             }
         }
         public init() {}
+    }
+}
+
+extension FilesInterface {
+    public struct CreateUpload: Command {
+        public static let method = "io.appd.Files.CreateUpload"
+        public static var requirements: [Requirement] { [.session, .idempotent] }
+        public struct Reply: Codable, Sendable, Equatable {
+            public var uploadId: String
+            public var expiresAt: String
+            public init(uploadId: String, expiresAt: String) {
+                self.uploadId = uploadId
+                self.expiresAt = expiresAt
+            }
+        }
+        public var bytes: Int64
+        public var name: String?
+        public var contentType: String?
+        public init(bytes: Int64, name: String? = nil, contentType: String? = nil) {
+            self.bytes = bytes
+            self.name = name
+            self.contentType = contentType
+        }
+    }
+    public struct UploadStatus: Command {
+        public static let method = "io.appd.Files.UploadStatus"
+        public static var requirements: [Requirement] { [.session] }
+        public struct Reply: Codable, Sendable, Equatable {
+            public var offset: Int64
+            public var bytes: Int64
+            public var file: StoredFile?
+            public init(offset: Int64, bytes: Int64, file: StoredFile? = nil) {
+                self.offset = offset
+                self.bytes = bytes
+                self.file = file
+            }
+        }
+        public var uploadId: String
+        public init(uploadId: String) { self.uploadId = uploadId }
+    }
+    public struct AppendUpload: Command {
+        public static let method = "io.appd.Files.AppendUpload"
+        public static var requirements: [Requirement] { [.session] }
+        public struct Reply: Codable, Sendable, Equatable {
+            public var offset: Int64
+            public var file: StoredFile?
+            public init(offset: Int64, file: StoredFile? = nil) {
+                self.offset = offset
+                self.file = file
+            }
+        }
+        public var uploadId: String
+        public var offset: Int64
+        /// The piece, base64.
+        public var data: String
+        public init(uploadId: String, offset: Int64, data: String) {
+            self.uploadId = uploadId
+            self.offset = offset
+            self.data = data
+        }
+    }
+    public struct Download: Command {
+        public static let method = "io.appd.Files.Download"
+        public static let readsOnly = true
+        public static var requirements: [Requirement] { [.session] }
+        public struct Reply: Codable, Sendable, Equatable {
+            /// The piece, base64.
+            public var data: String
+            public var offset: Int64
+            public var total: Int64
+            public init(data: String, offset: Int64, total: Int64) {
+                self.data = data
+                self.offset = offset
+                self.total = total
+            }
+        }
+        public var id: String
+        public var offset: Int64?
+        public var limit: Int?
+        public init(id: String, offset: Int64? = nil, limit: Int? = nil) {
+            self.id = id
+            self.offset = offset
+            self.limit = limit
+        }
     }
 }
 

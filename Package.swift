@@ -171,7 +171,7 @@ let package = Package(
         .testTarget(name: "AppctlKitTests", dependencies: ["AppctlKit"], path: "Tests/AppctlKitTests", exclude: ["help.golden"], swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "Contracts", "HTTP", "AppAPI", "Bus", "CSystem"], path: "Tests/HTTPTests", swiftSettings: strict),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], path: "Tests/CryptoTests", swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "BusCore", "TestSupport"], path: "Tests/CryptoTests", swiftSettings: strict),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Contracts", "Storage", "EventDelivery", "Bus"], path: "Tests/StorageTests", swiftSettings: strict),
         // Runs the real appd and appctl binaries (built beside the tests by `swift test`).
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "AppdClient", "Contracts"], path: "Tests/EndToEndTests", exclude: [], swiftSettings: strict),

@@ -3,6 +3,7 @@ import TestSupport
 import Synchronization
 import Testing
 @testable import Crypto
+import BusCore
 
 func hex(_ text: String) -> [UInt8] {
     let digits = Array(text.filter { !$0.isWhitespace })

@@ -105,6 +105,46 @@ def resumable_through_cuts_and_a_crash(appd, procs, data, sock, port, token):
     return same
 
 
+def appctl_put_resume_get_rm(appd, sock, root, email):
+    """appctl files put/ls/get/rm against the real daemon: an upload interrupted after its
+    first piece (made with the bus methods, as an interrupted put leaves it) is finished by
+    `appctl files put --resume`; get writes the same bytes; rm deletes it."""
+    import base64
+    appctl = os.path.join(os.path.dirname(os.path.abspath(appd)), "appctl")
+    env = {**os.environ, "XDG_CONFIG_HOME": os.path.join(root, "appctl-config")}
+    run = lambda *args, stdin=None: subprocess.run([appctl, "--socket", sock, *args], input=stdin, capture_output=True, env=env, timeout=60)
+    login = run("login", email, "--password-stdin", stdin=PASSWORD.encode())
+    check("appctl logs in", login.returncode == 0, login.stderr.decode()[:300])
+    token = call(sock, "io.appd.Auth.SignIn", {"email": email, "password": PASSWORD})["parameters"]["session"]["accessToken"]
+    payload = b"%PDF-1.7\n" + os.urandom(1_500_000)
+    path = os.path.join(root, "report.pdf")
+    with open(path, "wb") as f:
+        f.write(payload)
+    created = call(sock, "io.appd.Files.CreateUpload", {"bytes": len(payload), "name": "report.pdf", "contentType": "application/pdf"}, token=token)
+    upload = created.get("parameters", {}).get("uploadId", "u_missing")
+    first = call(sock, "io.appd.Files.AppendUpload", {"uploadId": upload, "offset": 0, "data": base64.b64encode(payload[:400_000]).decode()}, token=token)
+    check("a first piece goes up over the socket", first.get("parameters", {}).get("offset") == 400_000, str(first)[:300])
+    again = call(sock, "io.appd.Files.AppendUpload", {"uploadId": upload, "offset": 0, "data": base64.b64encode(payload[:10]).decode()}, token=token)
+    check("a piece at the wrong offset is OffsetMismatch with where the upload is",
+          again.get("error") == "io.appd.Files.OffsetMismatch" and again.get("parameters", {}).get("offset") == 400_000, str(again)[:300])
+    put = run("files", "put", path, "--resume", upload, "--json")
+    stored = json.loads(put.stdout or b"{}")
+    check("appctl files put --resume finishes it from where the daemon says", put.returncode == 0 and stored.get("bytes") == len(payload)
+          and stored.get("sha256") == hashlib.sha256(payload).hexdigest(), (put.stdout + put.stderr).decode()[:300])
+    listed = run("files", "ls", "--json")
+    check("appctl files ls lists it", stored.get("id", "f_missing") in listed.stdout.decode(), listed.stdout.decode()[:300])
+    out = os.path.join(root, "back.pdf")
+    got = run("files", "get", stored.get("id", "f_missing"), "--output", out)
+    check("appctl files get writes the same bytes", got.returncode == 0 and open(out, "rb").read() == payload if os.path.exists(out) else False,
+          got.stderr.decode()[:300])
+    plain = run("files", "put", path)
+    second = plain.stdout.decode().split()[0] if plain.returncode == 0 and plain.stdout else "f_missing"
+    check("appctl files put uploads a file in one go", plain.returncode == 0 and second.startswith("f_"), (plain.stdout + plain.stderr).decode()[:300])
+    removed = [run("files", "rm", stored.get("id", "f_missing")), run("files", "rm", second)]
+    check("appctl files rm deletes them", all(r.returncode == 0 for r in removed) and stored.get("id", "f_missing") not in run("files", "ls", "--json").stdout.decode(),
+          str([r.stderr for r in removed]))
+
+
 def main():
     appd = sys.argv[1]
     root = tempfile.mkdtemp(prefix="appd-files-")
@@ -216,6 +256,14 @@ def main():
         # 50 MB resumably through ten cuts at random points and a kill -9 of appd: the same bytes.
         upload_ok = resumable_through_cuts_and_a_crash(appd, procs, data, sock, port, bob)
         check("50 MB through ten cut connections and a kill -9 of appd: the stored file's SHA-256 is the sent bytes'", upload_ok, str(upload_ok))
+
+        appctl_put_resume_get_rm(appd, sock, root, "bob@example.com")
+
+        # ada's photo as her profile picture: shown by WhoAmI, kept while it is.
+        status, set_reply = post(port, "io.appd.Auth.SetAvatar", {"fileId": file_id}, token=ada)
+        check("SetAvatar over HTTP makes the photo ada's avatar", status == 200 and set_reply.get("user", {}).get("avatarFileId") == file_id, f"{status} {set_reply}")
+        status, refused = post(port, "io.appd.Files.Delete", {"id": file_id}, token=ada)
+        check("the avatar's file cannot be deleted on its own (409 InUse)", status == 409 and refused.get("error") == "io.appd.Files.InUse", f"{status} {refused}")
 
         status, usage = post(port, "io.appd.Files.Usage", {}, token=ada)
         check("the account's usage counts the stored bytes", status == 200 and usage == {"files": 1, "bytes": len(downloaded), "quotaBytes": 200 << 20}, str(usage))

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import BusCore
 /// Base64 (RFC 4648) in the two alphabets appd needs: standard without padding (PHC strings)
 /// or with it (data: URLs, file pieces over the bus), and URL-safe without padding (tokens).
 public enum Base64 {

@@ -35,4 +35,37 @@ import TestSupport
         await #expect(throws: FilesError.notFound) { _ = try await appd.download(file: file.id) }
         #expect(await daemon.stop() == 0)
     }
+
+    /// The README's iOS walk-through: a photo as the avatar, then in a chat message.
+    @Test func aPhotoBecomesTheAvatarAndGoesToTheChat() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"])
+        let appd = AppdClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        _ = try await appd.auth.signUp(email: "ada@example.com", password: "correct horse battery")
+        _ = try await appd.auth.completeOnboarding()
+        // A real 2 × 2 PNG.
+        let png = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEUlEQVR4nGP4z8AARGDiPwMAHfAD/aAzCYkAAAAASUVORK5CYII=")!
+        let avatar = try await appd.upload(png, contentType: "image/png", name: "me.png")
+        let user = try await appd.auth.setAvatar(fileId: avatar.id)
+        #expect(user.avatarFileId == avatar.id)
+        // The session's user is the updated one (what a profile screen shows).
+        var states = await appd.authStates().makeAsyncIterator()
+        guard case .signedIn(let shown)? = await states.next() else { Issue.record("not signed in"); return }
+        #expect(shown.avatarFileId == avatar.id)
+        #expect(try await appd.download(file: try #require(user.avatarFileId)) == png)
+
+        let photo = try await appd.upload(png, contentType: "image/png", name: "cat.png")
+        let conversation = try await appd.chat.createConversation(title: "look")
+        var stored: ChatMessage?
+        for try await reply in appd.chat.send(conversationId: conversation.id, text: "What is this?", images: [photo.id]) {
+            if let message = reply.message { stored = message }
+        }
+        #expect(stored?.status == "complete")
+        let history = try await appd.chat.history(conversationId: conversation.id).messages
+        #expect(history.first?.images == [photo.id])
+        // The photo goes with the conversation.
+        try await appd.chat.delete(conversationId: conversation.id)
+        await #expect(throws: FilesError.notFound) { _ = try await appd.download(file: photo.id) }
+        #expect(await daemon.stop() == 0)
+    }
 }

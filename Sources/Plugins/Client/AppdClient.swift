@@ -149,7 +149,7 @@ public final class AppdClient: Sendable {
     }
 
     /// Replies that carry a session make it the one in use, and those that carry the signed-in
-    /// user (`WhoAmI`, `CompleteOnboarding`, `UpdateProfile`, `UpgradeGuest`) update it; signing
+    /// user (`WhoAmI`, `CompleteOnboarding`, `UpdateProfile`, `SetAvatar`, `UpgradeGuest`) update it; signing
     /// out forgets it.
     private func adoptSession<C: Command>(of command: C, _ reply: C.Reply) async {
         if let session = (reply as? any CarriesSession)?.newSession {

@@ -112,6 +112,15 @@ public actor InMemoryAuth: AuthServing {
         return user
     }
 
+    /// Any id is taken as an image the user uploaded (files are not simulated here).
+    public func setAvatar(fileId: String?) throws -> User {
+        guard var user = current else { throw AppdClientError.notSignedIn }
+        user.avatarFileId = fileId
+        accounts[user.id]?.user = user
+        signIn(user)
+        return user
+    }
+
     public func requestPasswordReset(email: String) {}
 
     public func signOut() {

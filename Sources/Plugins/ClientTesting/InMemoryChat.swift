@@ -90,12 +90,12 @@ public actor InMemoryChat: ChatServing {
         return ChatInterface.History.Reply(messages: messages[conversationId] ?? [])
     }
 
-    public nonisolated func send(conversationId: String, text: String, model: String?) -> AsyncThrowingStream<SendReply, any Error> {
+    public nonisolated func send(conversationId: String, text: String, model: String?, images: [String]) -> AsyncThrowingStream<SendReply, any Error> {
         AsyncThrowingStream { continuation in
             // Unstructured: the stream's producer (AsyncThrowingStream's builder is synchronous); cancelled when the consumer stops.
             let task = Task {
                 do {
-                    let (id, words) = try await self.start(conversationId: conversationId, text: text)
+                    let (id, words) = try await self.start(conversationId: conversationId, text: text, images: images)
                     continuation.yield(SendReply(messageId: id))
                     var sent = ""
                     for word in words {
@@ -134,16 +134,18 @@ public actor InMemoryChat: ChatServing {
         try outcomes.once(key, body)
     }
 
-    private func start(conversationId: String, text: String) throws -> (String, [String]) {
+    private func start(conversationId: String, text: String, images: [String]) throws -> (String, [String]) {
         if let failure = nextFailure {
             nextFailure = nil
             throw failure
         }
         guard conversations[conversationId] != nil else { throw ChatError.notFound }
         guard !text.isEmpty else { throw ChatError.validationFailed(field: "text", reason: "must not be empty") }
+        guard images.count <= 4 else { throw ChatError.validationFailed(field: "images", reason: "holds at most 4 images") }
         let now = WallTime.now().rfc3339
         messages[conversationId, default: []].append(
-            ChatMessage(id: "m_" + UUID().uuidString.lowercased(), conversationId: conversationId, role: "user", text: text, status: "complete", createdAt: now))
+            ChatMessage(id: "m_" + UUID().uuidString.lowercased(), conversationId: conversationId, role: "user", text: text, status: "complete", images: images.isEmpty ? nil : images,
+                createdAt: now))
         var words: [String] = []
         for piece in reply(text).split(separator: " ", omittingEmptySubsequences: false) {
             words.append((words.isEmpty ? "" : " ") + piece)

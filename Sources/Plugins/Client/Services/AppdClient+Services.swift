@@ -100,6 +100,9 @@ public struct AppdAuth: AuthServing {
     public func completeOnboarding() async throws -> User {
         try await client.call(AuthInterface.CompleteOnboarding()).user
     }
+    public func setAvatar(fileId: String?) async throws -> User {
+        try await client.call(AuthInterface.SetAvatar(fileId: fileId)).user
+    }
     public func requestPasswordReset(email: String) async throws {
         _ = try await client.call(AuthInterface.RequestPasswordReset(email: email))
     }
@@ -135,8 +138,8 @@ public struct AppdChat: ChatServing {
     public func history(conversationId: String, cursor: String?, limit: Int?) async throws -> ChatInterface.History.Reply {
         try await client.call(ChatInterface.History(conversationId: conversationId, cursor: cursor, limit: limit))
     }
-    public func send(conversationId: String, text: String, model: String?) -> AsyncThrowingStream<SendReply, any Error> {
-        client.stream(ChatInterface.Send(conversationId: conversationId, text: text, model: model))
+    public func send(conversationId: String, text: String, model: String?, images: [String]) -> AsyncThrowingStream<SendReply, any Error> {
+        client.stream(ChatInterface.Send(conversationId: conversationId, text: text, model: model, images: images.isEmpty ? nil : images))
     }
     public func cancel(messageId: String) async throws {
         _ = try await client.call(ChatInterface.Cancel(messageId: messageId))

@@ -18,6 +18,9 @@ public protocol AuthServing: Sendable {
     func upgradeGuest(email: String, password: String) async throws -> User
     func currentUser() async throws -> User
     func completeOnboarding() async throws -> User
+    /// Makes an uploaded image (`AppdClient.upload`) the profile picture (nil: none); the
+    /// previous one is deleted.
+    func setAvatar(fileId: String?) async throws -> User
     func requestPasswordReset(email: String) async throws
     func signOut() async
     /// Deletes the account (its password, when it has one) and signs out.

@@ -16,8 +16,10 @@ public protocol ChatServing: Sendable {
     func conversationSignals(after cursor: Int64) -> AsyncThrowingStream<Int64, any Error>
     func history(conversationId: String, cursor: String?, limit: Int?) async throws -> ChatInterface.History.Reply
     /// Sends a message and streams the reply: the reply's id first, then each piece of text,
-    /// then the stored message. Stopping the iteration cancels the reply.
-    func send(conversationId: String, text: String, model: String?) -> AsyncThrowingStream<SendReply, any Error>
+    /// then the stored message. Stopping the iteration cancels the reply. `images`: up to four
+    /// uploaded images (`AppdClient.upload`) the model sees with the text; they then go with
+    /// the conversation.
+    func send(conversationId: String, text: String, model: String?, images: [String]) -> AsyncThrowingStream<SendReply, any Error>
     func cancel(messageId: String) async throws
 }
 
@@ -37,7 +39,10 @@ extension ChatServing {
     public func history(conversationId: String) async throws -> ChatInterface.History.Reply {
         try await history(conversationId: conversationId, cursor: nil, limit: nil)
     }
-    public func send(conversationId: String, text: String) -> AsyncThrowingStream<SendReply, any Error> {
-        send(conversationId: conversationId, text: text, model: nil)
+    public func send(conversationId: String, text: String, images: [String] = []) -> AsyncThrowingStream<SendReply, any Error> {
+        send(conversationId: conversationId, text: text, model: nil, images: images)
+    }
+    public func send(conversationId: String, text: String, model: String?) -> AsyncThrowingStream<SendReply, any Error> {
+        send(conversationId: conversationId, text: text, model: model, images: [])
     }
 }

@@ -147,7 +147,7 @@ let package = Package(
             name: "ExternalPluginsTests", dependencies: ["TestSupport", "Contracts", "ExternalPlugins", "PluginKit", "Bus"], path: "Tests/ExternalPluginsTests",
             swiftSettings: strict),
         .testTarget(name: "AuthTests", dependencies: ["TestSupport", "Contracts", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/AuthTests", swiftSettings: strict),
-        .testTarget(name: "FilesTests", dependencies: ["TestSupport", "Contracts", "Files", "Auth", "Bus", "Storage", "PluginKit", "HTTP"], path: "Tests/FilesTests", swiftSettings: strict),
+        .testTarget(name: "FilesTests", dependencies: ["TestSupport", "Contracts", "Files", "Todos", "Auth", "Bus", "Storage", "PluginKit", "HTTP"], path: "Tests/FilesTests", swiftSettings: strict),
         .testTarget(name: "TodosTests", dependencies: ["TestSupport", "Contracts", "Todos", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/TodosTests", swiftSettings: strict),
         .testTarget(
             name: "PaymentsTests", dependencies: ["TestSupport", "Contracts", "Payments", "Auth", "Bus", "Storage", "PluginKit", "Crypto"], path: "Tests/PaymentsTests",

@@ -95,7 +95,7 @@ import Testing
     }
 
     @Test func aFieldOnlyOneSideHasIsFound() throws {
-        let idl = try interface { $0.replacingOccurrences(of: "  version: int\n", with: "  version: int,\n  pinned: bool\n") }
+        let idl = try interface { $0.replacingOccurrences(of: "  version: int,\n", with: "  version: int,\n  pinned: bool,\n") }
         let found = idl.differences(method: TodosInterface.Get.method, input: TodosInterface.Get.self, reply: TodosInterface.Get.Reply.self)
         #expect(found == ["io.appd.Todos.Get reply.todo.pinned: declared (bool), missing from the type"])
         let renamed = try interface { $0.replacingOccurrences(of: "method Get(id: string)", with: "method Get(todoId: string)") }

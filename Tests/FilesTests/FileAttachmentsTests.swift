@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#if canImport(Glibc)
+import Glibc
+#endif
 import Auth
 import Bus
 import Contracts
@@ -6,6 +9,7 @@ import Contracts
 import PluginKit
 import TestSupport
 import Testing
+import Todos
 
 /// Files that go with another plugin's item: the avatar (auth over the bus, as appd wires it)
 /// and the in-process commands chat and todos use.
@@ -73,6 +77,49 @@ import Testing
         #expect(try await h.bus.send(ReleaseFiles(owner: ada.userId, item: "chat.c_1"), as: .plugin("chat")).deleted == 1)
         #expect(try await h.bus.send(FilesInterface.List(), as: ada.caller).files.map(\.id) == [other.id])
         #expect(try await h.files.store.read(id: photo.id) == nil)
+        await h.database.close()
+    }
+
+    @Test func aTodosAttachmentsGoWithItWhenDetachedDeletedOrCleared() async throws {
+        var template = Array("/tmp/appd-todo-files-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw HarnessError("cannot create a temporary directory") }
+        var options = FilesOptions(directory: String(cString: made) + "/files")
+        options.thumbnailSizes = []
+        let chosen = options
+        let h = try await PluginHarness.make { clock in [try AuthPlugin.testing(clock: clock), TodosPlugin(), try FilesPlugin(options: chosen)] }
+        let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
+        let photo = try #require(await h.upload(Samples.jpeg(), type: "image/jpeg", as: ada).file)
+        let report = try #require(await h.upload(Samples.pdf, type: "application/pdf", as: ada).file)
+        let todo = try await h.bus.send(TodosInterface.Add(title: "taxes"), as: ada.caller).todo
+
+        var attached = try await h.bus.send(TodosInterface.Attach(id: todo.id, fileId: photo.id, expectedVersion: todo.version), as: ada.caller).todo
+        attached = try await h.bus.send(TodosInterface.Attach(id: todo.id, fileId: report.id), as: ada.caller).todo
+        #expect(attached.attachments == [photo.id, report.id] && attached.version == todo.version + 2)
+        // Again: nothing changes.
+        #expect(try await h.bus.send(TodosInterface.Attach(id: todo.id, fileId: report.id), as: ada.caller).todo == attached)
+        #expect(try await h.bus.send(FilesInterface.Get(id: report.id), as: ada.caller).file.usedBy == "todos.\(todo.id)")
+        // Another's file, a stale version: refused.
+        let bobs = try #require(await h.upload(Samples.pdf, type: "application/pdf", as: bob).file)
+        await #expect(throws: TodosError.self) { try await h.bus.send(TodosInterface.Attach(id: todo.id, fileId: bobs.id), as: ada.caller) }
+        await #expect(throws: TodosError.self) {
+            try await h.bus.send(TodosInterface.Detach(id: todo.id, fileId: photo.id, expectedVersion: todo.version), as: ada.caller)
+        }
+        // Detached: deleted.
+        let detached = try await h.bus.send(TodosInterface.Detach(id: todo.id, fileId: photo.id), as: ada.caller).todo
+        #expect(detached.attachments == [report.id])
+        await #expect(throws: FilesError.notFound) { try await h.bus.send(FilesInterface.Get(id: photo.id), as: ada.caller) }
+        // The todo deleted: its files too.
+        _ = try await h.bus.send(TodosInterface.Delete(id: todo.id), as: ada.caller)
+        await #expect(throws: FilesError.notFound) { try await h.bus.send(FilesInterface.Get(id: report.id), as: ada.caller) }
+        #expect(try await h.files.store.read(id: report.id) == nil)
+
+        // Cleared with the completed todos.
+        let done = try await h.bus.send(TodosInterface.Add(title: "done"), as: ada.caller).todo
+        let scan = try #require(await h.upload(Samples.pdf, type: "application/pdf", as: ada, name: "scan.pdf").file)
+        _ = try await h.bus.send(TodosInterface.Attach(id: done.id, fileId: scan.id), as: ada.caller)
+        _ = try await h.bus.send(TodosInterface.Complete(id: done.id), as: ada.caller)
+        #expect(try await h.bus.send(TodosInterface.ClearCompleted(), as: ada.caller).deleted == 1)
+        #expect(try await h.bus.send(FilesInterface.List(), as: ada.caller).files.isEmpty)
         await h.database.close()
     }
 }

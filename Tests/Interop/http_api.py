@@ -240,7 +240,10 @@ def openapi_checks(api, directory, token):
         [st, "run", f"http://127.0.0.1:{api.port}/openapi.json", "--checks",
          "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
          "--max-examples", "25", "--header", f"Authorization: Bearer {token}", "--header", "X-Forwarded-For: 10.66.0.1",
-         "--request-timeout", "10", "--suppress-health-check", "all", "--generation-deterministic"],
+         "--request-timeout", "10", "--suppress-health-check", "all", "--generation-deterministic",
+         # tus PATCH's body is application/offset+octet-stream, which schemathesis cannot serialise;
+         # files_http.py drives it with tuspy and by hand.
+         "--exclude-operation-id", "filesTusAppend"],
         capture_output=True, text=True, timeout=900)
     summary = [l for l in out.stdout.splitlines() if "generated" in l or "passed" in l or "failed" in l]
     check("schemathesis: no 5xx, every response conforms to the document", out.returncode == 0, "\n".join(out.stdout.splitlines()[-60:]))

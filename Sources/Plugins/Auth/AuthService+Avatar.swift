@@ -27,7 +27,7 @@ extension AuthService {
         guard let record = try await repository.setAvatar(userID: userID, fileID: fileID, now: now) else { throw AuthError.unauthenticated }
         // The previous picture is deleted; one left behind by a failure here (its usedBy still
         // says auth.avatar) is deleted by the next SetAvatar.
-        _ = try? await bus.send(ReleaseFiles(owner: userID, item: Self.avatarItem, keeping: fileID), as: .plugin("auth"), causedBy: cause)
+        _ = try? await bus.send(ReleaseFiles(owner: userID, item: Self.avatarItem, keeping: fileID.map { [$0] } ?? []), as: .plugin("auth"), causedBy: cause)
         return record.user
     }
 }

@@ -135,7 +135,11 @@ public struct FilesPlugin: Plugin {
 
     public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
         guard let transfers = transfers(context) else { return [] }
-        return [PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes)) { request, body in await transfers.handle(request, body) }]
+        return [
+            PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes), openAPI: FilesOpenAPI.paths(allowedTypes: options.allowedTypes)) {
+                request, body in await transfers.handle(request, body)
+            }
+        ]
     }
 
     /// The bytes' way in and out, once the plugin has started (its signer is made then).

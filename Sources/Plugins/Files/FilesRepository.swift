@@ -110,10 +110,10 @@ struct FilesRepository: Sendable {
 
     /// Forgets the owner's files attached to `item` but `keeping`, and returns them (their
     /// bytes are the caller's to remove).
-    func release(owner: String, item: String, keeping: String?, causedBy cause: (any Cause)?) async throws -> [StoredFile] {
+    func release(owner: String, item: String, keeping: [String], causedBy cause: (any Cause)?) async throws -> [StoredFile] {
         try await database.write { tx in
             let files = try tx.query("SELECT \(Self.columns) FROM files WHERE owner = ? AND used_by = ?", [.text(owner), .text(item)]).map(Self.file)
-                .filter { $0.id != keeping }
+                .filter { !keeping.contains($0.id) }
             for file in files {
                 try tx.execute("DELETE FROM files WHERE id = ?", [.text(file.id)])
                 try tx.append(FileDeleted(userId: owner, fileId: file.id), causedBy: cause)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import BusCore
 import HTTP
 
 /// A path a plugin serves on the app-facing HTTP server (a provider's webhook, say): an exact
@@ -15,10 +16,14 @@ public struct PluginHTTPRoute: Sendable {
     /// A body larger than the server's `maxBodyBytes` this route takes (a `.prefix` route's
     /// uploads), up to this; nil: the server's bound.
     public let maxBodyBytes: Int?
+    /// What the route serves for apps, as OpenAPI 3.1 path items by path (`/files/{id}`): they
+    /// join appd's `/openapi.json`. A provider's webhook leaves it empty.
+    public let openAPI: [String: JSONValue]
 
-    public init(_ match: Match, maxBodyBytes: Int? = nil, handler: @escaping HTTPServer.Handler) {
+    public init(_ match: Match, maxBodyBytes: Int? = nil, openAPI: [String: JSONValue] = [:], handler: @escaping HTTPServer.Handler) {
         self.match = match
         self.maxBodyBytes = maxBodyBytes
+        self.openAPI = openAPI
         self.handler = handler
     }
 

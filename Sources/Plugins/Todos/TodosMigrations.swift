@@ -48,5 +48,7 @@ enum TodosMigrations {
             INSERT INTO todos_counts (owner, n) SELECT owner, n FROM todos_counts_old;
             DROP TABLE todos_counts_old;
             """, postgres: "SELECT 1;"),
+        // Files attached to a todo (file ids of the files plugin, comma-separated).
+        Migration(plugin: "todos", version: 6, sql: "ALTER TABLE todos ADD COLUMN attachments TEXT"),
     ]
 }

@@ -58,12 +58,30 @@ public struct TodosPlugin: Plugin {
         handlers.handle(TodosInterface.Reopen.self) { c, e in
             .init(todo: try await repository.setDone(owner: try owner(e), id: c.id, done: false, expected: c.expectedVersion, now: service.now, causedBy: e))
         }
+        let files = TodoFiles(bus: context.bus, logger: context.logger)
         handlers.handle(TodosInterface.Delete.self) { c, e in
-            try await repository.delete(owner: try owner(e), id: c.id, expected: c.expectedVersion, now: service.now, causedBy: e)
+            let user = try owner(e)
+            let gone = try await repository.delete(owner: user, id: c.id, expected: c.expectedVersion, now: service.now, causedBy: e)
+            if gone.hadFiles { await files.release(gone.id, owner: user) }
             return Empty()
         }
         handlers.handle(TodosInterface.ClearCompleted.self) { _, e in
-            .init(deleted: try await repository.clearCompleted(owner: try owner(e), now: service.now, causedBy: e))
+            let user = try owner(e)
+            let cleared = try await repository.clearCompleted(owner: user, now: service.now, causedBy: e)
+            for todo in cleared.withFiles { await files.release(todo, owner: user) }
+            return .init(deleted: cleared.deleted)
+        }
+        handlers.handle(TodosInterface.Attach.self) { c, e in
+            let user = try owner(e)
+            let todo = try await repository.fullID(owner: user, id: c.id)
+            try await files.attach(c.fileId, to: todo, owner: user)
+            return .init(todo: try await repository.setAttachment(owner: user, id: todo, file: c.fileId, attach: true, expected: c.expectedVersion, now: service.now, causedBy: e))
+        }
+        handlers.handle(TodosInterface.Detach.self) { c, e in
+            let user = try owner(e)
+            let todo = try await repository.setAttachment(owner: user, id: c.id, file: c.fileId, attach: false, expected: c.expectedVersion, now: service.now, causedBy: e)
+            await files.release(todo.id, owner: user, keeping: todo.attachments ?? [])
+            return .init(todo: todo)
         }
         handlers.handle(TodosInterface.Changes.self) { c, e in try await service.changes(owner: try owner(e), cursor: c.cursor, limit: c.limit) }
     }

@@ -128,7 +128,45 @@ extension SQLTodosRepository {
         }
     }
 
-    func delete(owner: String, id: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws {
+    /// Adds `file` to the todo's attachments (or, `attach` false, takes it off); the files
+    /// plugin was told first (`TodoFiles`). A change like an update: its event, version and feed.
+    func setAttachment(
+        owner: String, id: String, file: String, attach: Bool, expected: Int64?, now: Int64, causedBy cause: (any Cause)?
+    ) async throws -> Todo {
+        try await retrying {
+            try await database.write { tx in
+                let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
+                let before = try Self.fetch(tx, seq: seq)
+                var files = before.attachments ?? []
+                if attach == files.contains(file) {
+                    try tx.stageReply(TodosInterface.TodoReply(todo: before))
+                    return before
+                }
+                if attach {
+                    guard files.count < TodoFiles.perTodo else { throw TodosError.validation("fileId", "a todo holds at most \(TodoFiles.perTodo) files; detach one first") }
+                    files.append(file)
+                } else {
+                    files.removeAll { $0 == file }
+                }
+                let logged = try tx.appendLogged(TodoUpdated(todoId: full, userId: owner, title: before.title, dueAt: before.dueAt), causedBy: cause)
+                try tx.execute(
+                    "UPDATE todos SET attachments = ?, updated_at = ?, version = version + 1, change_seq = ? WHERE seq = ?",
+                    [files.isEmpty ? .null : .text(files.joined(separator: ",")), .integer(now), .integer(logged), .integer(seq)])
+                let todo = try Self.fetch(tx, seq: seq)
+                try tx.stageReply(TodosInterface.TodoReply(todo: todo))
+                return todo
+            }
+        }
+    }
+
+    /// The full id of the owner's todo `id` (a prefix or ending, as elsewhere).
+    func fullID(owner: String, id: String) async throws -> String {
+        try await database.read { tx in try Self.resolve(tx, owner: owner, id: id).id }
+    }
+
+    /// Deletes the todo; returns its full id and whether it had attachments (they go with it).
+    @discardableResult
+    func delete(owner: String, id: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> (id: String, hadFiles: Bool) {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
@@ -139,14 +177,17 @@ extension SQLTodosRepository {
                 let logged = try tx.appendLogged(TodoDeleted(todoId: full, userId: owner), causedBy: cause)
                 try Self.feed.deleted(tx, owner: owner, id: full, seq: logged, now: WallTime(nanosecondsSinceEpoch: now))
                 try tx.stageReply(Empty())
+                return (full, !(gone.attachments ?? []).isEmpty)
             }
         }
     }
 
-    func clearCompleted(owner: String, now: Int64, causedBy cause: (any Cause)?) async throws -> Int {
+    /// Deletes the owner's completed todos; returns how many, and the ids of those that had
+    /// attachments (their files go with them).
+    func clearCompleted(owner: String, now: Int64, causedBy cause: (any Cause)?) async throws -> (deleted: Int, withFiles: [String]) {
         try await retrying {
             try await database.write { tx in
-                let rows = try tx.query("SELECT id, title, notes FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
+                let rows = try tx.query("SELECT id, title, notes, attachments FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
                 let ids = rows.compactMap { $0.text("id") }
                 let freed = rows.reduce(Int64(0)) { $0 + AccountBytes.size($1.text("title"), $1.text("notes")) }
                 try AccountBytes.charge(tx, owner: owner, part: "todos", delta: -freed, limit: storageLimit)
@@ -157,7 +198,7 @@ extension SQLTodosRepository {
                     try Self.feed.deleted(tx, owner: owner, id: id, seq: logged, now: WallTime(nanosecondsSinceEpoch: now))
                 }
                 try tx.stageReply(TodosInterface.Cleared(deleted: ids.count))
-                return ids.count
+                return (ids.count, rows.filter { !($0.text("attachments") ?? "").isEmpty }.compactMap { $0.text("id") })
             }
         }
     }

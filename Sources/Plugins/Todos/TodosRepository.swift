@@ -26,8 +26,15 @@ protocol TodosRepository: Sendable {
     /// The changing methods take the version the client expects (nil: any): another is a `Conflict`.
     func update(owner: String, id: String, changes: TodoChanges, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
     func setDone(owner: String, id: String, done: Bool, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
-    func delete(owner: String, id: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws
-    func clearCompleted(owner: String, now: Int64, causedBy cause: (any Cause)?) async throws -> Int
+    /// Its full id, and whether it had attachments (they go with it).
+    @discardableResult
+    func delete(owner: String, id: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> (id: String, hadFiles: Bool)
+    /// How many, and the ids of those that had attachments.
+    func clearCompleted(owner: String, now: Int64, causedBy cause: (any Cause)?) async throws -> (deleted: Int, withFiles: [String])
+    /// Adds `file` to the todo's attachments, or (`attach` false) takes it off.
+    func setAttachment(owner: String, id: String, file: String, attach: Bool, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
+    /// The full id of the owner's todo given by `id` (a prefix or an ending of it).
+    func fullID(owner: String, id: String) async throws -> String
     func deleteAll(owner: String) async throws -> Int
     /// The owner's changes after `cursor` (nil: every todo), at most `limit`.
     func changes(owner: String, after cursor: Int64?, limit: Int) async throws -> TodosInterface.ChangePage
@@ -50,7 +57,8 @@ struct SQLTodosRepository: TodosRepository {
         else { return nil }
         return Todo(
             id: id, title: title, notes: row.text("notes"), done: row.integer("done") == 1, dueAt: time("due_at"),
-            createdAt: created, updatedAt: updated, completedAt: time("completed_at"), version: row.integer("version") ?? 1)
+            createdAt: created, updatedAt: updated, completedAt: time("completed_at"), version: row.integer("version") ?? 1,
+            attachments: row.text("attachments").flatMap { $0.isEmpty ? nil : $0.split(separator: ",").map(String.init) })
     }
 
     /// The full id for an id, a unique prefix of it, or (when no id begins so) a unique ending

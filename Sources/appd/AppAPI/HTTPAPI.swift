@@ -23,6 +23,8 @@ public final class HTTPAPI: Sendable {
     let readiness: Readiness
     /// The handler of a path a plugin serves (`/webhooks/<provider>`, `/files/<id>`), if any.
     let pluginRoute: @Sendable (String) -> HTTPServer.Handler?
+    /// The OpenAPI path items of what the plugins serve themselves (`PluginHTTPRoute.openAPI`).
+    let pluginPaths: [String: JSONValue]
     let logger: Logger
     /// The client networks' buckets for the abuse-prone methods (shared across instances by `SharedRateLimits`).
     public let limiter: RateLimiter
@@ -33,13 +35,14 @@ public final class HTTPAPI: Sendable {
 
     public init(
         dispatcher: VarlinkDispatcher, options: HTTPAPIOptions, exposed: @escaping @Sendable (String) -> Bool, readiness: @escaping Readiness,
-        pluginRoute: @escaping @Sendable (String) -> HTTPServer.Handler? = { _ in nil }, logger: Logger
+        pluginRoute: @escaping @Sendable (String) -> HTTPServer.Handler? = { _ in nil }, pluginPaths: [String: JSONValue] = [:], logger: Logger
     ) {
         self.dispatcher = dispatcher
         self.options = options
         self.exposed = exposed
         self.readiness = readiness
         self.pluginRoute = pluginRoute
+        self.pluginPaths = pluginPaths
         self.logger = logger
         self.limiter = RateLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
         self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient, serverLimit: options.limits.maxStreams)

@@ -4,7 +4,8 @@ import HTTP
 
 /// The OpenAPI 3.1 document of the HTTP API, generated from the served IDL: one operation per
 /// routed method (request and reply schemas from the varlink types, the interface's errors
-/// as error responses, bearer security where a session is needed, SSE for streams), and the
+/// as error responses, bearer security where a session is needed, SSE for streams), the paths
+/// plugins serve themselves as they describe them (`PluginHTTPRoute.openAPI`), and the
 /// operational routes. Named types become `components/schemas/<Interface>.<Type>`.
 struct OpenAPIDocument {
     let api: HTTPAPI
@@ -43,6 +44,8 @@ struct OpenAPIDocument {
                 ]
             }
         }
+        // What the plugins serve themselves (the files plugin's bytes); a method's path wins.
+        paths.merge(api.pluginPaths) { method, _ in method }
         paths["/healthz"] = ["get": plain("health", "Alive: the process answers.", json: ["type": "object", "properties": ["status": ["type": "string"]]])]
         paths["/readyz"] = [
             "get": plain(

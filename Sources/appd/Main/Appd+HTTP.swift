@@ -45,7 +45,8 @@ extension Appd {
                 checks.append(("plugins", down.isEmpty, down.map { "\($0.name) is \($0.state.rawValue)" }.joined(separator: "; ")))
                 return checks
             },
-            pluginRoute: { path in PluginHTTPRoute.resolve(path, in: routes)?.handler }, logger: Logger(label: "appd.http"))
+            pluginRoute: { path in PluginHTTPRoute.resolve(path, in: routes)?.handler },
+            pluginPaths: routes.reduce(into: [:]) { paths, route in paths.merge(route.openAPI) { first, _ in first } }, logger: Logger(label: "appd.http"))
         do {
             return try HTTPAPIService(api: api, host: address.host, listenFD: fd, logger: Logger(label: "appd.http"))
         } catch {

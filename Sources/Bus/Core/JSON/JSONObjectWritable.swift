@@ -109,7 +109,21 @@ public struct JSONObjectWriter {
         out.append(UInt8(ascii: "]"))
     }
 
+    public mutating func member(_ name: StaticString, _ values: [String]) {
+        key(name)
+        out.append(UInt8(ascii: "["))
+        for index in values.indices {
+            if index > values.startIndex { out.append(UInt8(ascii: ",")) }
+            JSONWriter.writeString(values[index], into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
     // An absent optional is left out, as a synthesized `encode(to:)` leaves it out.
+
+    public mutating func member(_ name: StaticString, _ values: [String]?) {
+        if let values { member(name, values) }
+    }
 
     public mutating func member(_ name: StaticString, _ value: String?) {
         if let value { member(name, value) }

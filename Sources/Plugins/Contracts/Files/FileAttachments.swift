@@ -27,8 +27,8 @@ public struct AttachFile: Command {
     }
 }
 
-/// The item is gone (or has another file now): deletes the owner's files attached to it but
-/// `keeping`, rows and bytes, each with `files.deleted`.
+/// The item is gone (or holds other files now): deletes the owner's files attached to it but
+/// those in `keeping`, rows and bytes, each with `files.deleted`.
 public struct ReleaseFiles: Command {
     public static let method = "io.appd.Files.Release"
     public struct Reply: Codable, Sendable, Equatable {
@@ -37,8 +37,8 @@ public struct ReleaseFiles: Command {
     }
     public var owner: String
     public var item: String
-    public var keeping: String?
-    public init(owner: String, item: String, keeping: String? = nil) {
+    public var keeping: [String]
+    public init(owner: String, item: String, keeping: [String] = []) {
         self.owner = owner
         self.item = item
         self.keeping = keeping

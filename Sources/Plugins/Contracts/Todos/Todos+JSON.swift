@@ -9,6 +9,7 @@ import BusCore
 
 extension Todo: JSONObjectWritable {
     public func writeMembers(to object: inout JSONObjectWriter) {
+        object.member("attachments", attachments)
         object.member("completedAt", completedAt)
         object.member("createdAt", createdAt)
         object.member("done", done)

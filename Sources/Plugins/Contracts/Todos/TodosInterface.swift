@@ -26,7 +26,9 @@ public enum TodosInterface {
           updatedAt: string,
           completedAt: ?string,
           # Goes up by one with every change.
-          version: int
+          version: int,
+          # Files of io.appd.Files attached (Attach), deleted with the todo.
+          attachments: ?[]string
         )
 
         # One change in a pull: the todo as it stands now, or for a deletion only its id.
@@ -64,6 +66,14 @@ public enum TodosInterface {
         # Deletes every completed todo.
         method ClearCompleted() -> (deleted: int)
 
+        # Attaches a file the user uploaded (POST /files), up to 10 a todo: it then goes with the
+        # todo (deleted with it, or when detached). Attaching it again changes nothing. A file
+        # that is not the user's, or is another item's already, is ValidationFailed (fileId).
+        method Attach(id: string, fileId: string, expectedVersion: ?int) -> (todo: Todo)
+
+        # Detaches a file, which is deleted.
+        method Detach(id: string, fileId: string, expectedVersion: ?int) -> (todo: Todo)
+
         # What changed after 'cursor', oldest first: each changed todo as it stands, each
         # deleted one as a tombstone. Without a cursor: every todo (a first pull). Pull with
         # nextCursor until 'more' is false; that nextCursor is then also the 'since' for
@@ -89,7 +99,9 @@ public enum TodosInterface {
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [Add.self, Get.self, List.self, Update.self, Complete.self, Reopen.self, Delete.self, ClearCompleted.self, Changes.self]
+    public static let commands: [any Command.Type] = [
+        Add.self, Get.self, List.self, Update.self, Complete.self, Reopen.self, Delete.self, ClearCompleted.self, Changes.self, Attach.self, Detach.self,
+    ]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = TodosError
     /// The interface's name, e.g. `io.appd.Todos`.
@@ -177,6 +189,32 @@ public enum TodosInterface {
             self.expectedVersion = expectedVersion
         }
     }
+    public struct Attach: Command {
+        public static let method = "io.appd.Todos.Attach"
+        public static var requirements: [Requirement] { changes }
+        public typealias Reply = TodoReply
+        public var id: String
+        public var fileId: String
+        public var expectedVersion: Int64?
+        public init(id: String, fileId: String, expectedVersion: Int64? = nil) {
+            self.id = id
+            self.fileId = fileId
+            self.expectedVersion = expectedVersion
+        }
+    }
+    public struct Detach: Command {
+        public static let method = "io.appd.Todos.Detach"
+        public static var requirements: [Requirement] { changes }
+        public typealias Reply = TodoReply
+        public var id: String
+        public var fileId: String
+        public var expectedVersion: Int64?
+        public init(id: String, fileId: String, expectedVersion: Int64? = nil) {
+            self.id = id
+            self.fileId = fileId
+            self.expectedVersion = expectedVersion
+        }
+    }
     public struct Delete: Command {
         public static let method = "io.appd.Todos.Delete"
         public static var requirements: [Requirement] { changes }
@@ -250,7 +288,12 @@ public struct Todo: Codable, Sendable, Hashable, Identifiable {
     public var updatedAt: String
     public var completedAt: String?
     public var version: Int64
-    public init(id: String, title: String, notes: String? = nil, done: Bool, dueAt: String? = nil, createdAt: String, updatedAt: String, completedAt: String? = nil, version: Int64) {
+    /// Files attached (`Todos.Attach`), if any.
+    public var attachments: [String]?
+    public init(
+        id: String, title: String, notes: String? = nil, done: Bool, dueAt: String? = nil, createdAt: String, updatedAt: String, completedAt: String? = nil, version: Int64,
+        attachments: [String]? = nil
+    ) {
         self.id = id
         self.title = title
         self.notes = notes
@@ -260,6 +303,7 @@ public struct Todo: Codable, Sendable, Hashable, Identifiable {
         self.updatedAt = updatedAt
         self.completedAt = completedAt
         self.version = version
+        self.attachments = attachments
     }
 }
 

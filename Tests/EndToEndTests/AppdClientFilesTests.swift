@@ -68,4 +68,61 @@ import TestSupport
         await #expect(throws: FilesError.notFound) { _ = try await appd.download(file: photo.id) }
         #expect(await daemon.stop() == 0)
     }
+
+    /// A large file goes up in pieces with progress; the upload is cut (the task cancelled, as
+    /// when the app is killed) and a new client goes on from where the server says it stopped.
+    @Test func aLargeUploadCutShortGoesOnFromWhereTheServerSaysWithANewClient() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"])
+        let base = URL(string: "http://127.0.0.1:\(port)")!
+        let tokens = InMemoryTokenStore()
+        let first = AppdClient(baseURL: base, tokenStore: tokens)
+        _ = try await first.auth.signUp(email: "ada@example.com", password: "correct horse battery")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("appd-resumable-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let payload = Data("%PDF-1.7\n".utf8) + Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7919 >> 3) })
+        let file = folder.appendingPathComponent("scan.pdf")
+        try payload.write(to: file)
+        let journal = UploadJournal(file: folder.appendingPathComponent("journal.json"))
+
+        let seen = SeenProgress()
+        // Unstructured: the upload's own task, cancelled from inside (as an app's ends when it is killed).
+        let cut = Task {
+            try await first.upload(contentsOf: file, contentType: "application/pdf", journal: journal, pieceBytes: 256 * 1024) { sent, _ in
+                seen.add(sent)
+                // Cut after the fourth piece.
+                if sent >= 4 * 256 * 1024 { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+        }
+        await #expect(throws: CancellationError.self) { _ = try await cut.value }
+        #expect(seen.values.last == Int64(4 * 256 * 1024))
+        #expect(journal.keys.count == 1, "the unfinished upload is remembered")
+
+        let second = AppdClient(baseURL: base, tokenStore: tokens)
+        let resumed = SeenProgress()
+        let stored = try await second.upload(contentsOf: file, contentType: "application/pdf", journal: journal, pieceBytes: 256 * 1024) { sent, _ in resumed.add(sent) }
+        #expect(resumed.values.first == Int64(4 * 256 * 1024), "it went on from where the server said, not from 0")
+        #expect(resumed.values.last == Int64(payload.count))
+        #expect(stored.bytes == Int64(payload.count) && stored.name == "scan.pdf")
+        #expect(try await second.download(file: stored.id) == payload)
+        #expect(journal.keys.isEmpty, "a finished upload leaves no entry")
+        #expect(await daemon.stop() == 0)
+    }
+}
+
+/// The values a progress closure was given, in order.
+final class SeenProgress: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [Int64] = []
+    func add(_ value: Int64) { lock.withLock { seen.append(value) } }
+    var values: [Int64] { lock.withLock { seen } }
+}
+
+extension UploadJournal {
+    /// The files it remembers uploads of.
+    var keys: [String] {
+        guard let data = try? Data(contentsOf: file), let all = try? JSONDecoder().decode([String: String].self, from: data) else { return [] }
+        return Array(all.keys)
+    }
 }

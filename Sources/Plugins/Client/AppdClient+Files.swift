@@ -64,7 +64,7 @@ extension AppdClient {
 
     /// One request that carries the session's token: refreshed once on a 401, and, when
     /// `repeatable`, sent again after a network failure or a busy appd as `retry` says.
-    private func signedInExchange(repeatable: Bool, _ make: @Sendable (String) throws -> URLRequest) async throws -> Response {
+    func signedInExchange(repeatable: Bool, _ make: @Sendable (String) throws -> URLRequest) async throws -> Response {
         var attempt = 0
         var refreshed = false
         while true {

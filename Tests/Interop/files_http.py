@@ -150,7 +150,8 @@ def main():
     root = tempfile.mkdtemp(prefix="appd-files-")
     sock, port = os.path.join(root, "appd.sock"), free_port()
     data = os.path.join(root, "data")
-    procs = [subprocess.Popen([appd, "--socket", sock, "--data-dir", data, "--http-listen", f"127.0.0.1:{port}", "--files-max-mb", "2", "--log-level", "warning"],
+    procs = [subprocess.Popen([appd, "--socket", sock, "--data-dir", data, "--http-listen", f"127.0.0.1:{port}", "--files-max-mb", "2", "--log-level", "warning",
+                              "--http-allowed-origins", "https://app.example.com"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         wait_for(lambda: os.path.exists(sock) and "error" not in call(sock, "io.appd.Daemon.Ping", timeout=2))
@@ -235,6 +236,14 @@ def main():
         upload_path = first.url.split(f":{port}", 1)[1]
         offset = lambda: int(http_request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0"})[1].get("Upload-Offset", -1))
         check("tuspy created the upload and sent two chunks", offset() == 2 * 64 * 1024, str(offset()))
+        preflight = http_request(port, "OPTIONS", upload_path, headers={"Origin": "https://app.example.com", "Access-Control-Request-Method": "PATCH",
+                                                                      "Access-Control-Request-Headers": "upload-offset, tus-resumable"})
+        allowed = lambda name: [v.strip().lower() for v in preflight[1].get(name, "").split(",")]
+        check("a browser on an allowed origin may PATCH with the tus headers (CORS preflight)", preflight[0] == 204 and "patch" in allowed("Access-Control-Allow-Methods")
+              and {"upload-offset", "tus-resumable", "upload-length", "upload-metadata"} <= set(allowed("Access-Control-Allow-Headers")), str(preflight[:2]))
+        seen = http_request(port, "HEAD", upload_path, headers={"Authorization": f"Bearer {bob}", "Tus-Resumable": "1.0.0", "Origin": "https://app.example.com"})
+        exposed = [v.strip().lower() for v in seen[1].get("Access-Control-Expose-Headers", "").split(",")]
+        check("and may read Upload-Offset and Location", {"upload-offset", "location", "appd-file"} <= set(exposed), str(seen[1]))
         cut = socket.create_connection(("127.0.0.1", port))
         cut.sendall((f"PATCH {upload_path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {bob}\r\nTus-Resumable: 1.0.0\r\n"
                      f"Content-Type: application/offset+octet-stream\r\nUpload-Offset: {offset()}\r\nContent-Length: 50000\r\n\r\n").encode()

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import BusCore
+import HTTP
 
 /// The files plugin's HTTP paths as OpenAPI 3.1 path items, joined to appd's `/openapi.json`
 /// (`PluginHTTPRoute.openAPI`): single uploads, downloads (whole, ranged, conditional, by a
@@ -129,6 +130,15 @@ enum FilesOpenAPI {
             ],
         ]
     }
+
+    /// What a browser app needs for downloads (ranges, validators) and tus uploads.
+    static let crossOrigin = CrossOriginNeeds(
+        methods: ["HEAD", "PATCH", "DELETE"],
+        requestHeaders: ["Range", "If-None-Match", "If-Range", "Tus-Resumable", "Upload-Length", "Upload-Offset", "Upload-Metadata"],
+        exposedHeaders: [
+            "Location", "Upload-Offset", "Upload-Length", "Upload-Expires", "Tus-Resumable", "Tus-Version", "Tus-Extension", "Tus-Max-Size", "Appd-File",
+            "Content-Range", "Content-Disposition", "Accept-Ranges",
+        ])
 
     static let meaning: [Int: String] = [
         200: "OK", 206: "Partial content", 304: "Not modified", 400: "Invalid (ValidationFailed)", 401: "Not signed in",

@@ -136,9 +136,10 @@ public struct FilesPlugin: Plugin {
     public func httpRoutes(_ context: PluginContext) -> [PluginHTTPRoute] {
         guard let transfers = transfers(context) else { return [] }
         return [
-            PluginHTTPRoute(.prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes), openAPI: FilesOpenAPI.paths(allowedTypes: options.allowedTypes)) {
-                request, body in await transfers.handle(request, body)
-            }
+            PluginHTTPRoute(
+                .prefix("/files"), maxBodyBytes: Int(clamping: options.maxFileBytes), openAPI: FilesOpenAPI.paths(allowedTypes: options.allowedTypes),
+                crossOrigin: FilesOpenAPI.crossOrigin
+            ) { request, body in await transfers.handle(request, body) }
         ]
     }
 

@@ -19,11 +19,18 @@ public struct PluginHTTPRoute: Sendable {
     /// What the route serves for apps, as OpenAPI 3.1 path items by path (`/files/{id}`): they
     /// join appd's `/openapi.json`. A provider's webhook leaves it empty.
     public let openAPI: [String: JSONValue]
+    /// What a browser on an allowed origin (`httpAllowedOrigins`) needs beyond a call's
+    /// methods and headers to use the route.
+    public let crossOrigin: CrossOriginNeeds
 
-    public init(_ match: Match, maxBodyBytes: Int? = nil, openAPI: [String: JSONValue] = [:], handler: @escaping HTTPServer.Handler) {
+    public init(
+        _ match: Match, maxBodyBytes: Int? = nil, openAPI: [String: JSONValue] = [:], crossOrigin: CrossOriginNeeds = CrossOriginNeeds(),
+        handler: @escaping HTTPServer.Handler
+    ) {
         self.match = match
         self.maxBodyBytes = maxBodyBytes
         self.openAPI = openAPI
+        self.crossOrigin = crossOrigin
         self.handler = handler
     }
 

@@ -5,13 +5,21 @@ import HTTP
 /// preflight from them is refused).
 struct CORSPolicy {
     let allowed: Set<String>
+    /// What the routes plugins serve add (`PluginHTTPRoute.crossOrigin`).
+    var needs = CrossOriginNeeds()
+
+    /// What every call needs; the plugins' needs are added to these.
+    static let base = CrossOriginNeeds(
+        methods: ["GET", "POST", "OPTIONS"], requestHeaders: ["Authorization", "Content-Type", "Accept", "Last-Event-ID", "Idempotency-Key", "If-Match"],
+        exposedHeaders: ["Retry-After", "WWW-Authenticate", "ETag"])
 
     func allows(_ origin: String) -> Bool { allowed.contains("*") || allowed.contains(origin) }
 
     func decorate(_ response: inout HTTPResponse, for request: HTTPServerRequest) {
         guard let origin = request.headers["origin"], allows(origin) else { return }
         response.headers += [
-            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"), ("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate, ETag"),
+            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+            ("Access-Control-Expose-Headers", Self.base.adding(needs).exposedHeaders.joined(separator: ", ")),
         ]
     }
 
@@ -22,7 +30,8 @@ struct CORSPolicy {
         return HTTPResponse(
             status: 204,
             headers: [
-                ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"), ("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Last-Event-ID, Idempotency-Key, If-Match"),
+                ("Access-Control-Allow-Methods", Self.base.adding(needs).methods.joined(separator: ", ")),
+                ("Access-Control-Allow-Headers", Self.base.adding(needs).requestHeaders.joined(separator: ", ")),
                 ("Access-Control-Max-Age", "600"),
             ])
     }

@@ -25,6 +25,8 @@ public final class HTTPAPI: Sendable {
     let pluginRoute: @Sendable (String) -> HTTPServer.Handler?
     /// The OpenAPI path items of what the plugins serve themselves (`PluginHTTPRoute.openAPI`).
     let pluginPaths: [String: JSONValue]
+    /// What browsers need to use the paths plugins serve (`PluginHTTPRoute.crossOrigin`).
+    let pluginCrossOrigin: CrossOriginNeeds
     let logger: Logger
     /// The client networks' buckets for the abuse-prone methods (shared across instances by `SharedRateLimits`).
     public let limiter: RateLimiter
@@ -35,7 +37,8 @@ public final class HTTPAPI: Sendable {
 
     public init(
         dispatcher: VarlinkDispatcher, options: HTTPAPIOptions, exposed: @escaping @Sendable (String) -> Bool, readiness: @escaping Readiness,
-        pluginRoute: @escaping @Sendable (String) -> HTTPServer.Handler? = { _ in nil }, pluginPaths: [String: JSONValue] = [:], logger: Logger
+        pluginRoute: @escaping @Sendable (String) -> HTTPServer.Handler? = { _ in nil }, pluginPaths: [String: JSONValue] = [:],
+        pluginCrossOrigin: CrossOriginNeeds = CrossOriginNeeds(), logger: Logger
     ) {
         self.dispatcher = dispatcher
         self.options = options
@@ -43,6 +46,7 @@ public final class HTTPAPI: Sendable {
         self.readiness = readiness
         self.pluginRoute = pluginRoute
         self.pluginPaths = pluginPaths
+        self.pluginCrossOrigin = pluginCrossOrigin
         self.logger = logger
         self.limiter = RateLimiter(perMinute: options.rateLimitPerMinute, trackedClients: options.rateLimitTrackedClients)
         self.clientStreams = ClientStreams(limit: options.maxStreamsPerClient, serverLimit: options.limits.maxStreams)
@@ -112,7 +116,7 @@ public final class HTTPAPI: Sendable {
     private func decorate(
         _ response: inout HTTPResponse, streamed: Bool, route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant
     ) {
-        CORSPolicy(allowed: options.allowedOrigins).decorate(&response, for: request)
+        CORSPolicy(allowed: options.allowedOrigins, needs: pluginCrossOrigin).decorate(&response, for: request)
         responses.counter(route: route, status: response.status).add()
         // The access log: never a header's value, never the query (a client may put a secret there).
         let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: response.status, client: client)
@@ -152,7 +156,7 @@ public final class HTTPAPI: Sendable {
         // A browser's CORS preflight; an OPTIONS that is not one goes to the plugin serving the
         // path, if any (tus clients ask a server's capabilities so).
         if request.method == "OPTIONS" && (request.headers["access-control-request-method"] != nil || pluginRoute(request.path) == nil) {
-            return ("preflight", .now(CORSPolicy(allowed: options.allowedOrigins).preflight(request)))
+            return ("preflight", .now(CORSPolicy(allowed: options.allowedOrigins, needs: pluginCrossOrigin).preflight(request)))
         }
         switch request.path {
         case "/healthz": return ("healthz", .now(get(request) ?? HTTPResponse(status: 200, body: ["status": "ok"])))

@@ -46,7 +46,8 @@ extension Appd {
                 return checks
             },
             pluginRoute: { path in PluginHTTPRoute.resolve(path, in: routes)?.handler },
-            pluginPaths: routes.reduce(into: [:]) { paths, route in paths.merge(route.openAPI) { first, _ in first } }, logger: Logger(label: "appd.http"))
+            pluginPaths: routes.reduce(into: [:]) { paths, route in paths.merge(route.openAPI) { first, _ in first } },
+            pluginCrossOrigin: routes.reduce(CrossOriginNeeds()) { $0.adding($1.crossOrigin) }, logger: Logger(label: "appd.http"))
         do {
             return try HTTPAPIService(api: api, host: address.host, listenFD: fd, logger: Logger(label: "appd.http"))
         } catch {

@@ -99,6 +99,35 @@ extension PluginHarness {
         await h.database.close()
     }
 
+    /// Thousands of uploads begun and left: the sweep ends them all, in batches, and frees
+    /// their bytes on disk and the quota they held.
+    @Test func thousandsOfAbandonedUploadsAreEndedAndFreed() async throws {
+        let h = try await Harness.files {
+            $0.uploadLifetime = .seconds(60)
+            $0.pendingUploads = 3_000
+            $0.quotaBytes = 2_100 * 1_000
+        }
+        let ada = try await h.user("ada@example.com")
+        let abandoned = 2_100
+        for _ in 0..<abandoned {
+            let upload = try await h.bus.send(FilesInterface.CreateUpload(bytes: 1_000, contentType: "application/pdf"), as: ada.caller)
+            _ = try await h.bus.send(FilesInterface.AppendUpload(uploadId: upload.uploadId, offset: 0, data: Base64.encode(Array("%PDF-1.7\n".utf8), padded: true)), as: ada.caller)
+        }
+        // The quota is held by them: one more byte does not fit.
+        await #expect(throws: FilesError.quotaExceeded(quotaBytes: 2_100 * 1_000)) {
+            try await h.bus.send(FilesInterface.CreateUpload(bytes: 1, contentType: "application/pdf"), as: ada.caller)
+        }
+        let incoming = h.files.options.directory + "/.incoming"
+        #expect(FileSystem.usage(under: incoming, limit: 10_000).entries == abandoned)
+        let blobs = FileBlobs(directory: h.files.options.directory)
+        let sweeper = UploadSweeper(uploads: UploadsRepository(database: h.database), blobs: blobs, logger: h.context.logger)
+        #expect(try await sweeper.sweep(now: WallTime.now().nanosecondsSinceEpoch + 61_000_000_000) == abandoned)
+        #expect(FileSystem.usage(under: incoming, limit: 10_000).entries == 0)
+        // The quota is free again.
+        #expect((try? await h.bus.send(FilesInterface.CreateUpload(bytes: 2_100 * 1_000, contentType: "application/pdf"), as: ada.caller)) != nil)
+        await h.database.close()
+    }
+
     @Test func datesAreIMFFixdate() {
         #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(HTTPDate.format(1_796_556_800 * 1_000_000_000) == "Sun, 06 Dec 2026 11:33:20 GMT")

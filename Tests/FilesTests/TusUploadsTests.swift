@@ -128,6 +128,36 @@ extension PluginHarness {
         await h.database.close()
     }
 
+    /// Bytes no row names — a file written but never recorded (a crash between the two), its
+    /// thumbnail, a write cut off in .incoming, an upload's partial bytes whose row is gone — are
+    /// removed once they are older than the grace; what rows name stays.
+    @Test func bytesNoRowNamesAreSweptAfterTheGrace() async throws {
+        let h = try await Harness.files { $0.thumbnailSizes = [] }
+        let ada = try await h.user("ada@example.com")
+        let kept = try #require(await h.upload(Samples.pdf, type: "application/pdf", as: ada).file)
+        let pending = try await h.bus.send(FilesInterface.CreateUpload(bytes: 100, contentType: "application/pdf"), as: ada.caller)
+        _ = try await h.bus.send(FilesInterface.AppendUpload(uploadId: pending.uploadId, offset: 0, data: Base64.encode(Array("%PDF-1.7\n".utf8), padded: true)), as: ada.caller)
+        let blobs = FileBlobs(directory: h.files.options.directory)
+        let orphan = "f_OrphanOrphanOrphan0001"
+        try await blobs.write(Array("never recorded".utf8), id: orphan)
+        try await blobs.write(Array("its thumbnail".utf8), id: orphan + ".t256")
+        try await blobs.write(Array("cut".utf8), upload: "u_GoneGoneGoneGoneGone01", at: 0)
+        try await blobs.write(Array("half".utf8), upload: "f_CutOffCutOffCutOff0001", at: 0)  // a write that never reached its rename
+
+        let sweeper = BlobSweeper(database: h.database, blobs: blobs, logger: h.context.logger)
+        let now = WallTime.now().nanosecondsSinceEpoch
+        #expect(try await sweeper.sweep(now: now) == 0, "within the grace nothing goes")
+        #expect(try await sweeper.sweep(now: now + 2 * 3600 * 1_000_000_000) == 4)
+        #expect(try await blobs.read(id: orphan) == nil)
+        #expect(try await blobs.read(id: orphan + ".t256") == nil)
+        #expect(try await blobs.readPartial(upload: "u_GoneGoneGoneGoneGone01") == nil)
+        // What rows name is untouched: the stored file and the upload under way.
+        #expect(try await blobs.read(id: kept.id) == Samples.pdf)
+        #expect(try await blobs.readPartial(upload: pending.uploadId) != nil)
+        #expect(try await sweeper.sweep(now: now + 2 * 3600 * 1_000_000_000) == 0)
+        await h.database.close()
+    }
+
     @Test func datesAreIMFFixdate() {
         #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(HTTPDate.format(1_796_556_800 * 1_000_000_000) == "Sun, 06 Dec 2026 11:33:20 GMT")

@@ -134,6 +134,56 @@ struct FileBlobs: Sendable {
         }
     }
 
+    /// One file on disk the sweep looks at: its path, the id it belongs to (a thumbnail's is
+    /// its file's), and whether it is in `.incoming`.
+    struct Found: Sendable, Equatable {
+        var path: String
+        var id: String
+        var incoming: Bool
+    }
+
+    /// The files under the directory last changed before `before` (Unix seconds), at most
+    /// `limit`: what `BlobSweeper` checks against the rows. Names that are not appd's are left out.
+    func files(changedBefore before: Int64, limit: Int) async throws -> [Found] {
+        let root = directory
+        return try await Self.pool.run { () throws -> [Found] in
+            var found: [Found] = []
+            func scan(_ folder: String, incoming: Bool) {
+                guard let handle = opendir(folder) else { return }
+                defer { closedir(handle) }
+                while found.count < limit, let entry = readdir(handle) {
+                    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                    }
+                    guard name.hasPrefix("f_") || name.hasPrefix("u_") else { continue }
+                    let path = folder + "/" + name
+                    var info = stat()
+                    guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_mtim.tv_sec) < before else { continue }
+                    let id = name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
+                    found.append(Found(path: path, id: id, incoming: incoming))
+                }
+            }
+            scan(root + "/.incoming", incoming: true)
+            guard let handle = opendir(root) else { return found }
+            defer { closedir(handle) }
+            while found.count < limit, let entry = readdir(handle) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+                guard name.utf8.count == 2, !name.hasPrefix(".") else { continue }
+                scan(root + "/" + name, incoming: false)
+            }
+            return found
+        }
+    }
+
+    /// Removes files by path (those already gone are no error).
+    func remove(paths: [String]) async throws {
+        try await Self.pool.run {
+            for path in paths where unlink(path) != 0 && errno != ENOENT {
+                throw FileBlobError("cannot remove \(path): \(Self.errorText())")
+            }
+        }
+    }
+
     private static func makeDirectory(_ path: String) throws {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw FileBlobError("cannot create the directory \(path): \(errorText())")

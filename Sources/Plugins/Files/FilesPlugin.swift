@@ -118,6 +118,7 @@ public struct FilesPlugin: Plugin {
         let repository = FilesRepository(database: context.database), blobs = FileBlobs(directory: options.directory), store = self.store
         let resumable = UploadsRepository(database: context.database)
         let sweeper = UploadSweeper(uploads: resumable, blobs: blobs, logger: context.logger)
+        let orphans = BlobSweeper(database: context.database, blobs: blobs, logger: context.logger)
         do {
             return [
                 try DurableConsumer(name: "files.accountDeleted", consuming: AccountDeleted.self, log: context.eventLog, bus: context.bus, logger: context.logger) {
@@ -126,10 +127,10 @@ public struct FilesPlugin: Plugin {
                     try await store.remove(ids)
                     try await blobs.removePartials(try await resumable.erase(owner: deleted.userId))
                 },
-                sweeper,
+                sweeper, orphans,
             ]
         } catch {
-            return [FailedService(name: "files.accountDeleted", error: error), sweeper]
+            return [FailedService(name: "files.accountDeleted", error: error), sweeper, orphans]
         }
     }
 

@@ -13,15 +13,9 @@ extension AuthService {
         if let fileID {
             do {
                 _ = try await bus.send(AttachFile(owner: userID, id: fileID, item: Self.avatarItem, images: true), as: .plugin("auth"), causedBy: cause)
-            } catch let error as FilesError {
-                switch error {
-                case .notFound: throw AuthError.validationFailed(field: "fileId", reason: "is not a file of yours; upload it first (POST /files)")
-                case .inUse(let item): throw AuthError.validationFailed(field: "fileId", reason: "goes with \(item) already; upload the picture again")
-                case .typeRefused(_, _, let reason): throw AuthError.validationFailed(field: "fileId", reason: reason)
-                default: throw AuthError.validationFailed(field: "fileId", reason: error.description)
-                }
-            } catch is NoHandler {
-                throw AuthError.validationFailed(field: "fileId", reason: "this server keeps no files (the files plugin is not loaded)")
+            } catch {
+                guard let why = AttachFile.refusal(of: fileID, error) else { throw error }
+                throw AuthError.validationFailed(field: "fileId", reason: why)
             }
         }
         guard let record = try await repository.setAvatar(userID: userID, fileID: fileID, now: now) else { throw AuthError.unauthenticated }

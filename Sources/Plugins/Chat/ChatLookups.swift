@@ -23,14 +23,9 @@ struct ChatLookups: Sendable {
             attachImage: { user, file, conversation in
                 do {
                     _ = try await bus.send(AttachFile(owner: user, id: file, item: ChatImages.item(conversation), images: true), as: .plugin("chat"))
-                } catch let error as FilesError {
-                    switch error {
-                    case .notFound: throw ChatError.validation("images", "\(file) is not a file of yours; upload it first (POST /files)")
-                    case .inUse(let item): throw ChatError.validation("images", "\(file) goes with \(item) already; upload it again")
-                    default: throw ChatError.validation("images", "\(file): \(error.description)")
-                    }
-                } catch is NoHandler {
-                    throw ChatError.validation("images", "this server keeps no files (the files plugin is not loaded)")
+                } catch {
+                    guard let why = AttachFile.refusal(of: file, error) else { throw error }
+                    throw ChatError.validation("images", why)
                 }
             },
             imageURL: { user, file in try await images.url(of: file, owner: user, bus: bus) },

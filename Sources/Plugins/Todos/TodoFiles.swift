@@ -18,14 +18,9 @@ struct TodoFiles: Sendable {
     func attach(_ file: String, to todo: String, owner: String) async throws {
         do {
             _ = try await bus.send(AttachFile(owner: owner, id: file, item: Self.item(todo)), as: .plugin("todos"))
-        } catch let error as FilesError {
-            switch error {
-            case .notFound: throw TodosError.validation("fileId", "is not a file of yours; upload it first (POST /files)")
-            case .inUse(let item): throw TodosError.validation("fileId", "goes with \(item) already; upload it again")
-            default: throw TodosError.validation("fileId", error.description)
-            }
-        } catch is NoHandler {
-            throw TodosError.validation("fileId", "this server keeps no files (the files plugin is not loaded)")
+        } catch {
+            guard let why = AttachFile.refusal(of: file, error) else { throw error }
+            throw TodosError.validation("fileId", why)
         }
     }
 

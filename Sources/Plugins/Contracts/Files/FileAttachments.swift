@@ -27,6 +27,20 @@ public struct AttachFile: Command {
     }
 }
 
+extension AttachFile {
+    /// Why `file` could not be attached, in words for the field of the caller's method that
+    /// named it (`fileId`, `images`): nil when `error` is not a refusal of the file.
+    public static func refusal(of file: String, _ error: any Error) -> String? {
+        switch error {
+        case FilesError.notFound: "\(file) is not a file of yours; upload it first (POST /files)"
+        case FilesError.inUse(let item): "\(file) goes with \(item) already; upload it again"
+        case let refused as FilesError: "\(file): \(refused.description)"
+        case is NoHandler: "this server keeps no files (the files plugin is not loaded)"
+        default: nil
+        }
+    }
+}
+
 /// The item is gone (or holds other files now): deletes the owner's files attached to it but
 /// those in `keeping`, rows and bytes, each with `files.deleted`.
 public struct ReleaseFiles: Command {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import Bus
+import BusCore
 
 /// An in-process bus command the payments plugin serves: whether the user holds an active
 /// entitlement now. Chat checks a model's entitlement this way.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import Bus
+import BusCore
 
 /// An in-process bus command the auth plugin serves (it is in no IDL, so no client can call
 /// it): finds an account by email or by id. Payments uses it to turn an admin's `email` or a

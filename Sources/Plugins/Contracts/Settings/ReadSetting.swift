@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import Bus
-import Contracts
+import BusCore
 
 /// An in-process bus command the settings plugin serves (it is in no IDL, so no client can
 /// call it): the value of one of a user's settings in effect (for an item, with `scope`), the

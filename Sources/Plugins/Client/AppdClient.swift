@@ -179,7 +179,7 @@ extension Requirement {
     var needsUser: Bool {
         switch self {
         case .session, .onboarded, .verifiedEmail, .entitlement, .meter: true
-        case .admin, .capability, .idempotent, .socket: false
+        case .admin, .capability, .idempotent, .socket, .clientRateLimited: false
         }
     }
 }

@@ -71,7 +71,7 @@ public final class HTTPAPI: Sendable {
             guard !kept, exposed(method) else { return nil }
             return HTTPRoutes.Route(
                 route: route, info: info, taggable: ConditionalRequest.mayTag(route.method, in: route.interface),
-                rateLimited: options.rateLimitedMethods.contains(method))
+                rateLimited: info.requirements.contains(.clientRateLimited) || options.rateLimitedMethods.contains(method))
         }
     }
 

@@ -12,15 +12,12 @@ public struct HTTPAPIOptions: Sendable {
     public var trustedProxies: Set<String> = []
     /// Origins a browser may call from (`https://app.example.com`, or `*`); none by default.
     public var allowedOrigins: Set<String> = []
-    /// Calls of the unauthenticated, abuse-prone methods (sign-up, sign-ins, password reset)
-    /// allowed per client address and minute; 0 turns the limit off.
+    /// Calls of the unauthenticated, abuse-prone methods (sign-up, sign-ins, password reset:
+    /// those whose requirements say `clientRateLimited`) allowed per client address and minute;
+    /// 0 turns the limit off.
     public var rateLimitPerMinute = 30
-    /// The methods that limit applies to.
-    public var rateLimitedMethods: Set<String> = [
-        "io.appd.Auth.SignUp", "io.appd.Auth.SignIn", "io.appd.Auth.RequestPasswordReset", "io.appd.Auth.ResetPassword", "io.appd.Auth.Refresh",
-        "io.appd.Auth.SignInWithIdToken", "io.appd.Auth.RequestEmailVerification", "io.appd.Auth.VerifyEmail",
-        "io.appd.Auth.SignInAnonymously",
-    ]
+    /// Methods the limit applies to beyond those that declare `clientRateLimited`.
+    public var rateLimitedMethods: Set<String> = []
     /// Client addresses tracked by the rate limiter at once (the oldest is forgotten first).
     public var rateLimitTrackedClients = 100_000
     /// Event streams one client address (an IPv6 /64) holds open at once; one more is 429.

@@ -109,7 +109,7 @@ struct OpenAPIDocument {
         let errors = OpenAPIErrors(dispatcher: api.dispatcher)
         var statuses: Set<Int> = [400, 404, 500, 503, 504]
         if streaming && info?.answersPlainCalls != true { statuses.insert(406) }
-        if api.options.rateLimitedMethods.contains(full) { statuses.insert(429) }
+        if api.routed(full)?.rateLimited == true { statuses.insert(429) }
         var raised: [Int: [String]] = [:]
         for name in errors.errors(of: full, in: interface, requirements: info?.requirements ?? [], idempotent: idempotent) {
             raised[APIErrorStatus.status(for: api.dispatcher.category(ofError: name)), default: []].append(name)

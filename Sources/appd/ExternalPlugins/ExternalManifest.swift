@@ -179,10 +179,11 @@ public struct ExternalManifest: Sendable, Equatable {
             case "verifiedEmail": out.append(.verifiedEmail)
             case "idempotent": out.append(.idempotent)
             case "socket": out.append(.socket)
+            case "clientRateLimited": out.append(.clientRateLimited)
             case "admin": out.append(.admin)
             case let t where t.hasPrefix("entitlement:") && t.count > 12: out.append(.entitlement(String(t.dropFirst(12))))
             case let t where t.hasPrefix("meter:") && t.count > 6: out.append(.meter(String(t.dropFirst(6))))
-            default: throw ManifestProblem("'\(text)' in \(key) is not session, onboarded, verifiedEmail, idempotent, socket, admin, entitlement:NAME or meter:NAME")
+            default: throw ManifestProblem("'\(text)' in \(key) is not session, onboarded, verifiedEmail, idempotent, socket, clientRateLimited, admin, entitlement:NAME or meter:NAME")
             }
         }
         return out

@@ -15,8 +15,11 @@ public struct GateChain: Sendable {
     /// The first requirement that no gate covers, if any (`ignoring` one that need not be
     /// checked for this call).
     public func uncovered(_ requirements: [Requirement], ignoring: Requirement? = nil) -> Requirement? {
-        // `socket` is the bus's own check (where the call came from), not a gate's.
-        requirements.first { requirement in requirement != ignoring && requirement != .socket && !gates.contains { $0.covers(requirement) } }
+        // `socket` is the bus's own check (where the call came from), `clientRateLimited` the
+        // HTTP API's: neither is a gate's.
+        requirements.first { requirement in
+            requirement != ignoring && requirement != .socket && requirement != .clientRateLimited && !gates.contains { $0.covers(requirement) }
+        }
     }
 
     /// Whether any gate has anything to do for `envelope` (else the call goes straight to its

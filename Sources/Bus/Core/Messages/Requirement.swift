@@ -25,6 +25,10 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
     /// HTTP API does not route it, and the bus refuses it to a network caller as if it were not
     /// there. The bus checks it itself; no gate is needed.
     case socket
+    /// Not a check on the bus but a word to the transports: the method is open to anyone and
+    /// abuse-prone (a sign-up, a sign-in, a password reset), so the HTTP API counts its calls
+    /// against the per-client-address limit (`httpRateLimitPerMinute`) before it reaches the bus.
+    case clientRateLimited
 
     public var description: String {
         switch self {
@@ -37,6 +41,7 @@ public enum Requirement: Hashable, Sendable, CustomStringConvertible {
         case .capability(let name): "capability(\(name))"
         case .idempotent: "idempotent"
         case .socket: "socket"
+        case .clientRateLimited: "clientRateLimited"
         }
     }
 }

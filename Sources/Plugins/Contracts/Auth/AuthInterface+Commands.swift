@@ -5,6 +5,8 @@ import BusCore
 extension AuthInterface {
     public struct SignUp: Command {
         public static let method = "io.appd.Auth.SignUp"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = SignUpReply
         public var email: String
         public var password: String
@@ -18,6 +20,8 @@ extension AuthInterface {
 
     public struct SignIn: Command {
         public static let method = "io.appd.Auth.SignIn"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = SessionReply
         public var email: String
         public var password: String
@@ -39,6 +43,8 @@ extension AuthInterface {
 
     public struct Refresh: Command {
         public static let method = "io.appd.Auth.Refresh"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = SessionReply
         public var refreshToken: String
         public init(refreshToken: String) {
@@ -119,6 +125,8 @@ extension AuthInterface {
 
     public struct RequestPasswordReset: Command {
         public static let method = "io.appd.Auth.RequestPasswordReset"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = Empty
         public var email: String
         public init(email: String) {
@@ -151,6 +159,8 @@ extension AuthInterface {
 
     public struct ResetPassword: Command {
         public static let method = "io.appd.Auth.ResetPassword"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = Empty
         public var resetToken: String
         public var newPassword: String

@@ -5,6 +5,8 @@ import BusCore
 extension AuthInterface {
     public struct SignInWithIdToken: Command {
         public static let method = "io.appd.Auth.SignInWithIdToken"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = IdTokenSession
         public var provider: String
         public var idToken: String
@@ -35,6 +37,8 @@ extension AuthInterface {
 
     public struct SignInAnonymously: Command {
         public static let method = "io.appd.Auth.SignInAnonymously"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = SessionReply
         public init() {}
     }
@@ -101,6 +105,8 @@ extension AuthInterface {
 
     public struct RequestEmailVerification: Command {
         public static let method = "io.appd.Auth.RequestEmailVerification"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = Empty
         public var email: String
         public init(email: String) {
@@ -131,6 +137,8 @@ extension AuthInterface {
 
     public struct VerifyEmail: Command {
         public static let method = "io.appd.Auth.VerifyEmail"
+        /// Open to anyone and abuse-prone: limited per client address on the network.
+        public static let requirements: [Requirement] = [.clientRateLimited]
         public typealias Reply = Empty
         public var verificationToken: String
         public init(verificationToken: String) {

@@ -55,8 +55,10 @@ extension AppdClient {
         return try fileURL(path: signed.path, thumbnail: thumbnail)
     }
 
-    /// `path` (which may carry a query) on the server, with `thumbnail=` added when asked.
-    private func fileURL(path: String, thumbnail: Int?) throws -> URL {
+    /// `path` (which may carry a query) on the server, with `thumbnail=` added when asked; a
+    /// `path` that is a whole URL (a `Location` a proxy rewrote) as it is.
+    func fileURL(path: String, thumbnail: Int? = nil) throws -> URL {
+        if thumbnail == nil, path.hasPrefix("https://") || path.hasPrefix("http://"), let url = URL(string: path) { return url }
         let text = baseURL.absoluteString.trimmingSuffix("/") + path + (thumbnail.map { (path.contains("?") ? "&" : "?") + "thumbnail=\($0)" } ?? "")
         guard let url = URL(string: text) else { throw AppdClientError.unexpectedReply("'\(path)' is not a path on \(baseURL)") }
         return url

@@ -42,7 +42,7 @@ extension AppdClient {
             let piece = try handle.read(upToCount: pieceBytes) ?? Data()
             guard !piece.isEmpty || offset == size else { throw AppdClientError.unexpectedReply("\(file.path) is shorter than when the upload began") }
             let at = offset
-            let response = try await signedInExchange(repeatable: true) { [url = try url(path)] token in
+            let response = try await signedInExchange(repeatable: true) { [url = try fileURL(path: path)] token in
                 var request = URLRequest(url: url)
                 request.httpMethod = "PATCH"
                 request.httpBody = piece
@@ -73,7 +73,7 @@ extension AppdClient {
     /// `POST /files/uploads`: the new upload's path.
     private func createUpload(length: Int64, name: String, contentType: String) async throws -> String {
         let metadata = "filename \(Data(name.utf8).base64EncodedString()),filetype \(Data(contentType.utf8).base64EncodedString())"
-        let response = try await signedInExchange(repeatable: false) { [url = try url("/files/uploads")] token in
+        let response = try await signedInExchange(repeatable: false) { [url = try fileURL(path: "/files/uploads")] token in
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
             request.setValue("1.0.0", forHTTPHeaderField: "Tus-Resumable")
@@ -91,7 +91,7 @@ extension AppdClient {
     /// `HEAD` of an upload: where it is and, once complete, its file's path; nil when the
     /// server no longer has it (expired, or another account's).
     private func uploadStatus(_ path: String) async throws -> (offset: Int64, file: String?)? {
-        let response = try await signedInExchange(repeatable: true) { [url = try url(path)] token in
+        let response = try await signedInExchange(repeatable: true) { [url = try fileURL(path: path)] token in
             var request = URLRequest(url: url)
             request.httpMethod = "HEAD"
             request.setValue("1.0.0", forHTTPHeaderField: "Tus-Resumable")
@@ -110,13 +110,5 @@ extension AppdClient {
         journal.set(key, nil)
         guard let id = filePath.split(separator: "/").last else { throw AppdClientError.unexpectedReply("Appd-File '\(filePath)' names no file") }
         return try await call(FilesInterface.Get(id: String(id))).file
-    }
-
-    /// A path on the server (a `Location` that is a whole URL, as a proxy may send it, as is).
-    private func url(_ path: String) throws -> URL {
-        if path.hasPrefix("https://") || path.hasPrefix("http://"), let url = URL(string: path) { return url }
-        let text = baseURL.absoluteString.hasSuffix("/") ? String(baseURL.absoluteString.dropLast()) + path : baseURL.absoluteString + path
-        guard let url = URL(string: text) else { throw AppdClientError.unexpectedReply("'\(path)' is not a path on \(baseURL)") }
-        return url
     }
 }

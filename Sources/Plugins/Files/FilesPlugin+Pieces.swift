@@ -33,10 +33,10 @@ extension FilesPlugin {
         }
         handlers.handle(FilesInterface.AppendUpload.self) { c, e in
             let owner = try user(e)
-            guard c.data.utf8.count <= (FilesInterface.pieceBytes + 2) / 3 * 4 + 4, let bytes = Base64.decode(c.data) else {
+            // The text is bounded before it is decoded, the bytes after.
+            guard c.data.utf8.count <= (FilesInterface.pieceBytes + 2) / 3 * 4 + 4, let bytes = Base64.decode(c.data), bytes.count <= FilesInterface.pieceBytes else {
                 throw FilesError.validation("data", "is base64 of at most \(FilesInterface.pieceBytes) bytes")
             }
-            guard bytes.count <= FilesInterface.pieceBytes else { throw FilesError.validation("data", "is base64 of at most \(FilesInterface.pieceBytes) bytes") }
             let upload = try await pending(c.uploadId, owner)
             do {
                 let (received, made) = try await core.append(bytes, at: c.offset, to: upload)

@@ -67,12 +67,17 @@ public struct FilesPlugin: Plugin {
             guard let file = try await repository.file(c.id, owner: try user(e)) else { throw FilesError.notFound }
             return .init(file: file)
         }
-        context.handlers.handle(FilesInterface.SignURL.self) { c, e in
-            let seconds = c.seconds ?? 300
+        /// A signed path to the owner's file `id` for `seconds`, and when it expires (Unix seconds):
+        /// for its owner (`SignURL`) and for a plugin handing it on (`SignFileURL`).
+        @Sendable func sign(_ id: String, owner: String, seconds: Int) async throws -> (path: String, expires: Int64) {
             guard (1...86_400).contains(seconds) else { throw FilesError.validation("seconds", "is 1 to 86400") }
-            guard try await repository.file(c.id, owner: try user(e)) != nil else { throw FilesError.notFound }
+            guard try await repository.file(id, owner: owner) != nil else { throw FilesError.notFound }
             let expires = WallTime.now().nanosecondsSinceEpoch / 1_000_000_000 + Int64(seconds)
-            return .init(path: signer.path(for: c.id, expires: expires), expiresAt: WallTime(nanosecondsSinceEpoch: expires * 1_000_000_000).rfc3339)
+            return (signer.path(for: id, expires: expires), expires)
+        }
+        context.handlers.handle(FilesInterface.SignURL.self) { c, e in
+            let signed = try await sign(c.id, owner: try user(e), seconds: c.seconds ?? 300)
+            return .init(path: signed.path, expiresAt: WallTime(nanosecondsSinceEpoch: signed.expires * 1_000_000_000).rfc3339)
         }
         let store = self.store, logger = context.logger
         context.handlers.handle(FilesInterface.Delete.self) { c, e in
@@ -102,11 +107,7 @@ public struct FilesPlugin: Plugin {
             guard bytes.count <= c.maxBytes else { throw FilesError.tooLarge(limitBytes: Int64(c.maxBytes)) }
             return .init(file: file, contentType: side == nil ? file.contentType : "image/jpeg", bytes: bytes)
         }
-        context.handlers.handleInProcess(SignFileURL.self) { c, _ in
-            guard (1...86_400).contains(c.seconds) else { throw FilesError.validation("seconds", "is 1 to 86400") }
-            guard try await repository.file(c.id, owner: c.owner) != nil else { throw FilesError.notFound }
-            return .init(path: signer.path(for: c.id, expires: WallTime.now().nanosecondsSinceEpoch / 1_000_000_000 + Int64(c.seconds)))
-        }
+        context.handlers.handleInProcess(SignFileURL.self) { c, _ in .init(path: try await sign(c.id, owner: c.owner, seconds: c.seconds).path) }
         context.handlers.handle(FilesInterface.Usage.self) { _, e in
             let (files, bytes) = try await repository.usage(owner: try user(e))
             return .init(files: files, bytes: bytes, quotaBytes: quota)

@@ -139,9 +139,11 @@ import TestSupport
         #expect(tokens.load(ordering: .relaxed) == 1)
         let cancelled = ContinuousClock.now
         reader.cancel()  // what Cancel or a closed client connection does to the reply
-        #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
+        // The server holds the stream open for 10 s: closing well before that means the cancel closed it
+        // (a wide margin, so a loaded machine does not fail it).
+        #expect(await eventually(timeout: .seconds(5)) { server.requests.first?.clientClosedAt != nil })
         let closed = try #require(server.requests.first?.clientClosedAt)
-        #expect(closed - cancelled < .seconds(1))
+        #expect(closed - cancelled < .seconds(5))
     }
 
     @Test func stoppingClosesTheUpstreamAtOnceAndHandsNothingOnAfterIt() async throws {
@@ -167,11 +169,13 @@ import TestSupport
         stop.stop()  // what Chat.Cancel does: the caller's task goes on
         let error = await reader.value
         #expect(error is StopSignal.Stopped, "\(String(describing: error))")
-        #expect(ContinuousClock.now - stopped < .seconds(2))
+        // The server holds the stream open for 10 s: ending well before that means the stop ended it
+        // (a wide margin, so a loaded machine does not fail it).
+        #expect(ContinuousClock.now - stopped < .seconds(5))
         #expect(tokens.load(ordering: .relaxed) == 1)
-        #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
+        #expect(await eventually(timeout: .seconds(5)) { server.requests.first?.clientClosedAt != nil })
         let closed = try #require(server.requests.first?.clientClosedAt)
-        #expect(closed - stopped < .seconds(1))
+        #expect(closed - stopped < .seconds(5))
     }
 
     @Test func aStopBeforeTheRequestSendsNothing() async throws {

@@ -111,6 +111,24 @@ import TestSupport
         #expect(f.2.contains("appears twice"), "\(f.2)")
     }
 
+    /// A setting that was removed stops the start with its replacement named, wherever it is
+    /// set — never ignored, never taken for a typo of another key.
+    @Test func aRemovedSettingSaysWhatReplacedIt() async throws {
+        let config = try file(#"{"webhookListen": "127.0.0.1:8787"}"#)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let fromFile = try await printConfig(["--config", config])
+        #expect(fromFile.0 == 78)
+        #expect(fromFile.2.contains("webhookListen (from \(config)) was removed"), "\(fromFile.2)")
+        #expect(fromFile.2.contains("set httpListen (--http-listen)"), "\(fromFile.2)")
+        let fromEnvironment = try await printConfig([], environment: ["APPD_WEBHOOK_LISTEN": "127.0.0.1:8787"])
+        #expect(fromEnvironment.0 == 78)
+        #expect(fromEnvironment.2.contains("webhookListen (from APPD_WEBHOOK_LISTEN) was removed"), "\(fromEnvironment.2)")
+        let fromFlag = try await printConfig(["--webhook-listen", "127.0.0.1:8787"])
+        #expect(fromFlag.0 == 64)
+        #expect(fromFlag.2.contains("--webhook-listen was removed"), "\(fromFlag.2)")
+        #expect(fromFlag.2.contains("/webhooks/<provider>"), "\(fromFlag.2)")
+    }
+
     @Test func applesServerSideNeedsItsKeysTogetherAndPrivate() async throws {
         let half = try await printConfig(["--apple-audiences", "com.example.app", "--apple-team-id", "TEAM123456"])
         #expect(half.0 == 78 && half.2.contains("needs appleTeamId, appleKeyId and applePrivateKeyFile"), "\(half.2)")

@@ -243,7 +243,7 @@ def disk(binary):
         return
     try:
         port = free_port()
-        proc, sock = start(binary, directory, extra=["--webhook-listen", f"127.0.0.1:{port}"])
+        proc, sock = start(binary, directory, extra=["--http-listen", f"127.0.0.1:{port}"])
         c, _ = signed_in(sock, "disk@example.com")
         user_id = c.call("io.appd.Auth.WhoAmI")["parameters"]["user"]["id"]
         # Leave a little room, held by a ballast file we can delete later.

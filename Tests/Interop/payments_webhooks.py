@@ -1,14 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The payments webhook listener of the real appd, driven with real HTTP requests (urllib and
-raw sockets): signed deliveries are stored (200) and change entitlements, duplicates change
+"""The payments webhooks of the real appd — routes of its app-facing HTTP server
+(`--http-listen`, /webhooks/<provider> beside the API) — driven with real HTTP requests (urllib
+and raw sockets): signed deliveries are stored (200) and change entitlements, duplicates change
 nothing, forgeries (400), oversize bodies (413), wrong methods and paths, a slow client and
 concurrent identical deliveries; everything survives a restart.
 
-Usage: payments_webhooks.py APPD_BINARY [--http-listen]
-
-With --http-listen the same requests go to the app-facing HTTP server (which serves
-/webhooks/<provider> beside the API) instead of the webhook listener of its own.
+Usage: payments_webhooks.py APPD_BINARY
 """
 import hashlib
 import hmac
@@ -31,7 +29,7 @@ RC_SECRET = "rc-interop-secret"
 
 
 
-LISTEN_FLAG = "--webhook-listen"
+LISTEN_FLAG = "--http-listen"  # webhooks are routes of the app-facing HTTP server
 
 
 def start(binary, directory, port):
@@ -85,11 +83,7 @@ def pro_of(sock_path, email):
 
 
 def main():
-    global LISTEN_FLAG
     binary = sys.argv[1]
-    if len(sys.argv) > 2:
-        LISTEN_FLAG = sys.argv[2]
-    print(f"webhooks through {LISTEN_FLAG}")
     with tempfile.TemporaryDirectory() as directory:
         port = free_port()
         proc, sock_path = start(binary, directory, port)

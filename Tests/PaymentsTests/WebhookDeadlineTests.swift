@@ -36,12 +36,12 @@ final class SlowWrites: Database {
 }
 
 @Suite struct WebhookDeadlineTests {
-    /// A listener whose service stores through `database`.
-    func listener(_ h: Harness, database: any Database, deliveryTimeout: Duration) -> WebhookListener {
+    /// The webhook routes, their service storing through `database`.
+    func ingress(_ h: Harness, database: any Database, deliveryTimeout: Duration) -> WebhookIngress {
         let context = PluginContext(bus: h.bus, database: database, eventLog: EventLog(database: h.database), logger: h.context.logger)
-        var listener = WebhookListener(address: "127.0.0.1:0", maxBodyBytes: 65536, service: h.plugin.service(context), logger: h.context.logger)
-        listener.deliveryTimeout = deliveryTimeout
-        return listener
+        var ingress = h.plugin.webhooks(context)
+        ingress.deliveryTimeout = deliveryTimeout
+        return ingress
     }
 
     func delivery(_ id: String) -> (WebhookRequest, [UInt8]) {
@@ -60,7 +60,7 @@ final class SlowWrites: Database {
         // machine still fires while the write is running.
         let slow = SlowWrites(h.database, delay: .seconds(3))
         let (head, body) = delivery("evt_late")
-        let response = await listener(h, database: slow, deliveryTimeout: .milliseconds(150)).deliver(head, body)
+        let response = await ingress(h, database: slow, deliveryTimeout: .milliseconds(150)).deliver(head, body)
         #expect(response.status == 503)
         // The write was already running on the writer thread when the provider was answered:
         // once it is over, nothing of it may be in the database.
@@ -72,7 +72,7 @@ final class SlowWrites: Database {
         let h = try await Harness.make()
         let slow = SlowWrites(h.database, delay: .milliseconds(50))
         let (head, body) = delivery("evt_on_time")
-        let response = await listener(h, database: slow, deliveryTimeout: .seconds(10)).deliver(head, body)
+        let response = await ingress(h, database: slow, deliveryTimeout: .seconds(10)).deliver(head, body)
         #expect(response.status == 200)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 1)
     }

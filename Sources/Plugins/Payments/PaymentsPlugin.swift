@@ -7,7 +7,7 @@ import EventDelivery
 import Crypto
 
 /// Products and entitlements from provider webhooks and admin grants (`io.appd.Payments`), the
-/// paywall gate, the expiry service, the optional HTTP webhook listener, and erasure of a
+/// paywall gate, the expiry service, its webhook routes on the HTTP server, and erasure of a
 /// deleted account's payment data.
 public struct PaymentsPlugin: Plugin {
     public struct Options: Sendable {
@@ -16,8 +16,6 @@ public struct PaymentsPlugin: Plugin {
         public var revenueCatSecret: String?
         /// Stripe endpoint signing secrets (`whsec_…`); several while one rotates.
         public var stripeSecrets: [String] = []
-        /// The HTTP webhook listener (`127.0.0.1:8787`); nil keeps it off.
-        public var webhookListen: String?
         /// The largest webhook body accepted (HTTP and IngestWebhook).
         public var maxWebhookBytes = 256 * 1024
         /// RevenueCat's secret API key (`sk_…`): Restore then asks RevenueCat (nil: it only
@@ -63,7 +61,7 @@ public struct PaymentsPlugin: Plugin {
         name: "payments", version: "0.1.0", dependencies: ["auth"], interface: PaymentsInterface.idl,
         events: PaymentsEvents.all, consumes: [AccountDeleted.self],
         configKeys: [
-            "paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "webhookListen", "maxWebhookBytes", "revenuecatApiKey",
+            "paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "maxWebhookBytes", "revenuecatApiKey",
             "revenuecatApiUrl", "revenuecatCaFile", "appStoreRootCertificates", "appStoreBundleId", "appStoreEnvironments", "appStoreIssuerId", "appStoreKeyId", "appStorePrivateKeyFile", "appStoreApiUrl",
             "appStoreCaFile", "googlePlayPackageName", "googlePlayServiceAccountFile", "googlePlayPushAudience", "googlePlayPushServiceAccount",
             "googlePlayApiUrl", "googlePlayKeysUrl", "googlePlayCaFile",
@@ -217,9 +215,6 @@ public struct PaymentsPlugin: Plugin {
                 })
         } catch {
             services.append(FailedService(name: "payments.accountDeleted", error: error))
-        }
-        if let listen = options.webhookListen {
-            services.append(WebhookListener(address: listen, maxBodyBytes: options.maxWebhookBytes, service: service, logger: context.logger))
         }
         return services
     }

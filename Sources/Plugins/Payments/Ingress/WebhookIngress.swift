@@ -4,8 +4,8 @@ import Contracts
 import HTTP
 import Storage
 
-/// Takes provider webhooks over HTTP: `POST /webhooks/<provider>`, on the app-facing HTTP
-/// server (`--http-listen`) or the older listener of its own (`--webhook-listen`). It answers
+/// Takes provider webhooks over HTTP: `POST /webhooks/<provider>`, routes of the app-facing HTTP
+/// server (`--http-listen`; the listener of its own Payments once had is gone). It answers
 /// 200 only after the event is stored, 400 when verification or decoding fails, 404 for an
 /// unknown provider or path, 405 for another method, 411 without a Content-Length, 413 for a
 /// body over the limit, 503 when the database is unavailable or storing took longer than

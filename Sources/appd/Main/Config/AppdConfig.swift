@@ -90,7 +90,7 @@ struct AppdConfig: Sendable {
     var tokenEncryptionKey: String?
     /// Plugins not to start (their gates are then missing: commands needing them are denied).
     var disabledPlugins: [String] = []
-    /// Products, meters, provider secrets and the webhook listener.
+    /// Products, meters, provider secrets and keys, webhook limits.
     var payments = PaymentsPlugin.Options()
     /// The app-facing HTTP API's address (off when nil) and its limits.
     var httpListen: String?
@@ -273,7 +273,6 @@ struct AppdConfig: Sendable {
             "googlePlayApiUrl": payments.googlePlayAPIURL.map(JSONValue.string) ?? .null,
             "googlePlayKeysUrl": payments.googlePlayKeysURL.map(JSONValue.string) ?? .null,
             "googlePlayCaFile": payments.googlePlayCAFile.map(JSONValue.string) ?? .null,
-            "webhookListen": payments.webhookListen.map(JSONValue.string) ?? .null,
             "httpListen": httpListen.map(JSONValue.string) ?? .null,
             "httpAllowedOrigins": .array(http.allowedOrigins.sorted().map(JSONValue.string)),
             "httpTrustedProxies": .array(http.trustedProxies.sorted().map(JSONValue.string)),

@@ -74,6 +74,7 @@ struct AppdOptions {
             case "--print-config": options.printConfig = true
             case "--config": options.configFile = try value()
             default:
+                if let removed = RemovedConfigKey.flagged(flag) { throw UsageError(description: "\(flag) \(removed.reason)") }
                 guard let key = ConfigKey.all.first(where: { $0.flag == flag }) else {
                     let flags = ["--config", "--print-config", "--help", "--version"] + ConfigKey.all.map(\.flag)
                     let hint = EditDistance.closest(to: flag, in: flags)

@@ -179,11 +179,6 @@ struct ConfigKey: Sendable {
             secret throws(ConfigProblem) in
             guard secret.utf8.count >= 8 else { throw ConfigProblem("each secret needs at least 8 characters") }
         } set: { $0.payments.stripeSecrets = $1 },
-        ConfigKey(name: "webhookListen", flag: "--webhook-listen", help: "HTTP webhook listener on a loopback address, e.g. 127.0.0.1:8787 (default: off).") { config, value throws(ConfigProblem) in
-            if value == .null { config.payments.webhookListen = nil; return }
-            guard let text = value.stringValue, text.contains(":") else { throw ConfigProblem("needs host:port, e.g. 127.0.0.1:8787") }
-            config.payments.webhookListen = text
-        },
         ConfigKey(
             name: "httpListen", flag: "--http-listen",
             help: "The app-facing HTTP API (and webhooks) on host:port, e.g. 127.0.0.1:8080; put a TLS proxy in front (default: off)."

@@ -37,6 +37,10 @@ enum ConfigLoader {
         } else if let explicit {
             throw ConfigError(key: "config", source: explicit, reason: "cannot be read: \(String(cString: strerror(errno)))")
         }
+        for removed in RemovedConfigKey.all {
+            guard let text = SocketPath.environment(removed.environment), !text.isEmpty else { continue }
+            throw ConfigError(key: removed.name, source: removed.environment, reason: removed.reason)
+        }
         for key in ConfigKey.all {
             guard let text = SocketPath.environment(key.environment), !text.isEmpty else { continue }
             try apply(key, textValue(text, for: key), source: key.environment, to: &config)
@@ -77,6 +81,7 @@ enum ConfigLoader {
             throw ConfigError(key: "config", source: path, reason: "must be a JSON object of settings")
         }
         for (name, value) in members.sorted(by: { $0.key < $1.key }) {
+            if let removed = RemovedConfigKey.named(name) { throw ConfigError(key: name, source: path, reason: removed.reason) }
             guard let key = ConfigKey.all.first(where: { $0.name == name }) else {
                 let hint = EditDistance.closest(to: name, in: ConfigKey.all.map(\.name))
                 throw ConfigError(key: name, source: path, reason: "is not a setting" + (hint.map { "; did you mean '\($0)'?" } ?? ""))

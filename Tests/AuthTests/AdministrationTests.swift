@@ -9,7 +9,7 @@ import TestSupport
 
 /// What the console's users page (and appctl call) does with accounts: search by email, one
 /// account with its identities, deletion by an administrator — admin only, like the rest.
-@Suite struct AdministrationTests {
+@Suite(.cleansUp) struct AdministrationTests {
     @Test func searchFindsByAnyPartOfTheEmailInAnyCase() async throws {
         let h = try await PluginHarness.make()
         for email in ["ada@example.com", "bob@example.com", "bobby_t@example.org", "b%b@example.net"] {
@@ -31,7 +31,6 @@ import TestSupport
         let second = try await search("b", limit: 2, cursor: first.nextCursor)
         #expect(Set(first.users.map(\.email) + second.users.map(\.email)) == ["bob@example.com", "bobby_t@example.org", "b%b@example.net"])
         await expectAuthError("ValidationFailed") { _ = try await search(String(repeating: "x", count: 300)) }
-        await h.database.close()
     }
 
     @Test func oneAccountWithItsIdentities() async throws {
@@ -41,7 +40,6 @@ import TestSupport
         #expect(detail.user.email == "ada@example.com" && !detail.user.disabled)
         #expect(detail.identities.map(\.provider) == ["apple"] && detail.identities.first?.email == "ada@example.com")
         await expectAuthError("NotFound") { _ = try await h.bus.send(AuthInterface.GetUser(email: "nobody@example.com"), as: h.admin) }
-        await h.database.close()
     }
 
     @Test func anAdministratorDeletesAnAccountAsItsOwnerWould() async throws {
@@ -55,7 +53,6 @@ import TestSupport
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")) }
         await expectAuthError("NotFound") { _ = try await h.bus.send(AuthInterface.DeleteUser(email: "ada@example.com"), as: h.admin) }
-        await h.database.close()
     }
 
     @Test func theyAreForAdminsOnly() async throws {
@@ -70,6 +67,5 @@ import TestSupport
             await #expect(throws: PermissionDenied.self) { try await send() }
         }
         #expect(try await h.bus.send(AuthInterface.GetUser(email: "ada@example.com"), as: h.admin).user.email == "ada@example.com")
-        await h.database.close()
     }
 }

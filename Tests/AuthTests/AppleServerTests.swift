@@ -78,7 +78,7 @@ extension PluginHarness {
     }
 }
 
-@Suite struct AppleServerTests {
+@Suite(.cleansUp) struct AppleServerTests {
     @Test func theCodeIsExchangedWithASignedClientSecretAndTheTokenKeptSealed() async throws {
         let apple = try TestAppleEndpoints()
         let (h, idp, _) = try await PluginHarness.withAppleServer(apple)
@@ -154,7 +154,7 @@ extension PluginHarness {
     }
 }
 
-@Suite struct AppleNotificationTests {
+@Suite(.cleansUp) struct AppleNotificationTests {
     func notification(_ idp: TestIdentityProvider, type: String, subject: String = "001234.apple", time: Int = 1) throws -> [UInt8] {
         let events = #"{"type":"\#(type)","sub":"\#(subject)","event_time":\#(time)}"#
         let jws = try CompactJWS.signES256(

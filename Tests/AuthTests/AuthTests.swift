@@ -47,7 +47,7 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
     }
 }
 
-@Suite struct AuthValidationTests {
+@Suite(.cleansUp) struct AuthValidationTests {
     @Test(arguments: [
         ("", "email"), ("no-at-sign", "email"), ("a@b", "email"), ("two@@example.com", "email"), ("a b@example.com", "email"),
         ("@example.com", "email"), ("a@-example.com", "email"),
@@ -101,7 +101,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await expectAuthError("ValidationFailed") { _ = try await h.bus.send(AuthInterface.CheckSignUp(email: "not-an-email", password: "long enough pass")) }
         _ = try await h.bus.send(AuthInterface.CheckSignUp(email: "ada@example.com", password: "long enough pass"))
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "long enough pass")) }
-        await h.database.close()
     }
 
     @Test func displayNamesRefuseControlCharacters() {
@@ -126,7 +125,7 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
     }
 }
 
-@Suite struct AuthFlowTests {
+@Suite(.cleansUp) struct AuthFlowTests {
     @Test func signUpSignInAuthenticateAndWhoAmI() async throws {
         let h = try await Harness.make()
         let session = try await h.signUpAndIn()
@@ -137,7 +136,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(user.id == session.user.id)
         // The token is attached to the connection: later calls need not carry it.
         #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: caller).user.email == "Ada@example.com")
-        await h.database.close()
     }
 
     /// Hardening finding 11: text was bound up to its first NUL, so this signed in as alice.
@@ -147,7 +145,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await expectAuthError("InvalidCredentials") {
             _ = try await h.bus.send(AuthInterface.SignIn(email: "alice@example.com\u{0}junk", password: "correct horse"))
         }
-        await h.database.close()
     }
 
     /// Security review finding 10: a taken email (any case) is answered as a new account would
@@ -172,7 +169,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(logged.count == 2)
         let users = try await h.bus.send(AuthInterface.ListUsers(cursor: nil, limit: nil), as: h.admin).users
         #expect(users.count == 1)
-        await h.database.close()
     }
 
     /// Security review finding 11: five wrong passwords from one address slow that address
@@ -188,7 +184,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         }
         await expectAuthError("TooManyAttempts") { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: attacker) }
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: owner)
-        await h.database.close()
     }
 
     /// Security review 2, finding 9: 21 addresses x 5 guesses pass the account-wide allowance
@@ -211,7 +206,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
             _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: Caller(remoteAddress: "192.0.2.99"))
         }
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"), as: owner)
-        await h.database.close()
     }
 
     /// Security review finding 4: ChangePassword and DeleteAccount check the password under the
@@ -235,7 +229,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         }
         let owner = Caller(sessionToken: SessionToken(session.accessToken), remoteAddress: "198.51.100.7")
         _ = try await h.bus.send(AuthInterface.ChangePassword(currentPassword: "correct horse", newPassword: "a new password"), as: owner)
-        await h.database.close()
     }
 
     /// Security review finding 13: reset requests are recorded at most three an hour per
@@ -252,7 +245,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         _ = try await h.bus.send(AuthInterface.RequestPasswordReset(email: "ADA@example.com"))
         logged = try await h.loggedEvents(limit: 100).filter { $0.topic == "auth.passwordResetRequested" }
         #expect(logged.count == 4)
-        await h.database.close()
     }
 
     @Test func unknownEmailAndWrongPasswordLookTheSameAndTheUnknownPathHashes() async throws {
@@ -262,7 +254,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         let before = h.plugin.hasher.dummyVerifications
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.SignIn(email: "nobody@example.com", password: "whatever1")) }
         #expect(h.plugin.hasher.dummyVerifications == before + 1)
-        await h.database.close()
     }
 
     @Test func afterFiveFailuresEachAttemptWaitsAndSuccessResets() async throws {
@@ -296,7 +287,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         }
         h.clock.advance(seconds: 2)
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse"))
-        await h.database.close()
     }
 
     /// Hardening finding 3: the failure count was read before the password was checked, so
@@ -323,7 +313,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         }
         #expect(outcomes.filter { $0 == "io.appd.Auth.InvalidCredentials" }.count == 5, "\(outcomes)")
         #expect(outcomes.filter { $0 == "io.appd.Auth.TooManyAttempts" }.count == 11, "\(outcomes)")
-        await h.database.close()
     }
 
     @Test func signOutTakesEffectOnTheNextCallAndExpiryIsTyped() async throws {
@@ -341,7 +330,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: second.accessToken), as: c)
         h.clock.advance(seconds: 3601)
         await expectAuthError("SessionExpired") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: c) }
-        await h.database.close()
     }
 
     @Test func refreshRotatesAndAReusedTokenRevokesTheFamily() async throws {
@@ -361,7 +349,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: first.refreshToken)) }
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: second.refreshToken)) }
-        await h.database.close()
     }
 
     /// The pair kept for the reuse interval opens only with the refresh token it replaced, and
@@ -383,7 +370,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         h.clock.advance(seconds: 11)
         _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: second.refreshToken))
         #expect(try await held() == 1, "the first pair's interval is over: only the newest is held")
-        await h.database.close()
     }
 
     /// Hardening finding 6: two concurrent refreshes with one token signed the user out everywhere.
@@ -408,7 +394,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await expectAuthError("AccountDisabled") { _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: other.refreshToken)) }
         _ = try await h.bus.send(AuthInterface.EnableUser(email: "bo@example.com"))
         _ = try await h.bus.send(AuthInterface.Refresh(refreshToken: other.refreshToken))
-        await h.database.close()
     }
 
     @Test func theOnboardingGateReadsPersistedState() async throws {
@@ -420,7 +405,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await expectAuthError("OnboardingRequired") { _ = try await h.bus.send(OnboardedOnly(), as: caller) }
         #expect(try await h.bus.send(AuthInterface.CompleteOnboarding(), as: caller).user.onboarded)
         _ = try await h.bus.send(OnboardedOnly(), as: caller)
-        await h.database.close()
     }
 
     @Test func theDatabaseHoldsNoRawTokenOrPassword() async throws {
@@ -436,7 +420,7 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
     }
 }
 
-@Suite struct AuthAccountTests {
+@Suite(.cleansUp) struct AuthAccountTests {
     @Test func changingThePasswordRevokesEveryOtherSession() async throws {
         let h = try await Harness.make()
         let one = try await h.signUpAndIn()
@@ -452,7 +436,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: b) }
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")) }
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "new password 1"))
-        await h.database.close()
     }
 
     /// A connection an external plugin authenticated with its credential.
@@ -555,7 +538,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(log.last?.topic == "auth.accountDeleted")
         #expect(log.last.flatMap { try? $0.json() }?["userId"] == .string(session.user.id))
         await expectAuthError("InvalidCredentials") { _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "correct horse")) }
-        await h.database.close()
     }
 
     @Test func adminsListDisableAndEnableAccounts() async throws {
@@ -579,7 +561,6 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller)
         _ = try await h.bus.send(AuthInterface.SignIn(email: "b@example.com", password: "password b"))
         await expectAuthError("NotFound") { _ = try await h.bus.send(AuthInterface.DisableUser(email: "zz@example.com")) }
-        await h.database.close()
     }
 }
 

@@ -108,7 +108,7 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
     }
 }
 
-@Suite struct IdTokenSignInTests {
+@Suite(.cleansUp) struct IdTokenSignInTests {
     @Test func aValidTokenMakesAnAccountWithoutAPasswordThenSignsInToIt() async throws {
         let (h, idp) = try await PluginHarness.withIdentity()
         let first = try await h.appleSignIn(try idp.token(), fullName: "Ada Lovelace")
@@ -264,7 +264,7 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
     }
 }
 
-@Suite struct IdentityLinkingTests {
+@Suite(.cleansUp) struct IdentityLinkingTests {
     @Test func preRegisteringSomeonesEmailWithAPasswordNeverGivesTheirAppleAccount() async throws {
         let (h, idp) = try await PluginHarness.withIdentity()
         // The attacker signs the victim's address up with a password of their own.
@@ -432,7 +432,7 @@ struct VerifiedOnly: Command {
     typealias Reply = Empty
 }
 
-@Suite struct EmailVerificationTests {
+@Suite(.cleansUp) struct EmailVerificationTests {
     /// The mailer's connection: the `auth.verificationTokens` and `auth.resetTokens` capabilities.
     func mailer(_ h: PluginHarness) -> Caller {
         let connection = ConnectionContext(id: Int.random(in: 1...1_000_000), peer: PeerCredentials(uid: 0, gid: 0, pid: 2))
@@ -515,7 +515,7 @@ func expectPermissionDenied(sourceLocation: SourceLocation = #_sourceLocation, _
     }
 }
 
-@Suite struct GuestAccountTests {
+@Suite(.cleansUp) struct GuestAccountTests {
     @Test func guestsAreOffUnlessTurnedOn() async throws {
         let (h, _) = try await PluginHarness.withIdentity()
         await expectAuthError("GuestsDisabled") { _ = try await h.bus.send(AuthInterface.SignInAnonymously()) }
@@ -586,7 +586,7 @@ func expectPermissionDenied(sourceLocation: SourceLocation = #_sourceLocation, _
     }
 }
 
-@Suite struct SignUpSessionTests {
+@Suite(.cleansUp) struct SignUpSessionTests {
     @Test func signUpSignsInAndATakenEmailGetsADecoyOfTheSameShape() async throws {
         let (h, _) = try await PluginHarness.withIdentity()
         let first = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse", displayName: nil))

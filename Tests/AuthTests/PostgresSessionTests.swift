@@ -10,10 +10,11 @@ import TestSupport
 /// or a disabled account on one is refused by the other within a second, because the write
 /// signals every instance when it commits; with the other's signal link cut, the cache is
 /// bypassed until it is back.
-@Suite(.enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
+@Suite(.cleansUp, .enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
 struct PostgresSessionTests {
     func instances() async throws -> (PluginHarness, PluginHarness) {
-        let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
+        let scope = TestScope.current
+        let url = try await TestDatabase.pool.run { try TestDatabase.postgres(scope: scope) }
         let a = try await PluginHarness.make(postgres: url) { clock in [try AuthPlugin.testing(clock: clock)] }
         let b = try await PluginHarness.make(postgres: url) { clock in [try AuthPlugin.testing(clock: clock)] }
         for h in [a, b] { #expect(await eventually { h.database.signals?.isCurrent == true }) }
@@ -57,8 +58,6 @@ struct PostgresSessionTests {
         // An admin disables the account on A: B refuses its other session too.
         _ = try await a.bus.send(AuthInterface.DisableUser(email: "ada@example.com"), as: a.admin)
         #expect(await eventually(timeout: .seconds(1), every: .milliseconds(1)) { await refused(b, otherOnB) })
-        await a.database.close()
-        await b.database.close()
     }
 
     /// Two refreshes with one token, one on each instance: the second gets the pair the first
@@ -80,8 +79,6 @@ struct PostgresSessionTests {
             return all
         }
         #expect(Set(pairs.map(\.refreshToken)).count == 1 && Set(pairs.map(\.accessToken)).count == 1)
-        await a.database.close()
-        await b.database.close()
     }
 
     @Test func withItsSignalLinkCutAnInstanceReadsEverySessionFromTheDatabase() async throws {
@@ -103,7 +100,5 @@ struct PostgresSessionTests {
         #expect(await eventually { b.database.signals?.isCurrent == true && database.feed.backendPID.load(ordering: .relaxed) != feed })
         #expect(b.plugin.sessions.count == 0)
         #expect(await refused(b, onB))
-        await a.database.close()
-        await b.database.close()
     }
 }

@@ -7,7 +7,7 @@ import TestSupport
 
 /// authResetLinkTemplate: the reset token comes with a link into the app, built from the
 /// operator's template; without one, no link.
-@Suite struct ResetLinkTests {
+@Suite(.cleansUp) struct ResetLinkTests {
     func issue(_ h: PluginHarness) async throws -> AuthInterface.IssuedResetToken {
         let mail = try h.bus.subscribe(PasswordResetRequested.self)
         _ = try await h.bus.send(AuthInterface.SignUp(email: "ada@example.com", password: "correct horse", displayName: "Ada"))
@@ -25,13 +25,11 @@ import TestSupport
         let token = try #require(issued.resetLink?.split(separator: "=")[1].split(separator: "&").first).description
         _ = try await h.bus.send(AuthInterface.ResetPassword(resetToken: token, newPassword: "brand new pass"))
         _ = try await h.bus.send(AuthInterface.SignIn(email: "ada@example.com", password: "brand new pass"))
-        await h.database.close()
     }
 
     @Test func withoutATemplateThereIsNoLink() async throws {
         let h = try await PluginHarness.make { clock in [try AuthPlugin.testing(clock: clock)] }
         #expect(try await issue(h).resetLink == nil)
-        await h.database.close()
     }
 
     @Test func aTemplateMustBeAnAbsoluteLinkWithTheTokenInIt() throws {

@@ -6,7 +6,7 @@ import TestSupport
 @testable import Auth
 @testable import Storage
 
-@Suite struct SessionCacheTests {
+@Suite(.cleansUp) struct SessionCacheTests {
     static func entry(_ id: String) -> SessionCache<String>.Entry { .init(record: id, expiresAt: 100) }
 
     /// What a write evicts travels to the other instances as a signal and comes back the same.
@@ -79,7 +79,6 @@ import TestSupport
         #expect(h.plugin.sessions.count == 1, "only the signed-out session goes")
         await expectAuthError("Unauthenticated") { _ = try await h.bus.send(AuthInterface.WhoAmI(), as: caller) }
         #expect(try await h.bus.send(AuthInterface.WhoAmI(), as: other).user.id == session.user.id)
-        await h.database.close()
     }
 
     /// A write about one account evicts that account's sessions before it is answered, and
@@ -106,7 +105,6 @@ import TestSupport
         let fresh = h.connection()
         _ = try await h.bus.send(AuthInterface.Authenticate(accessToken: refreshed.accessToken), as: fresh)
         #expect(h.plugin.sessions.count(ofAccount: bob.user.id) == 1)
-        await h.database.close()
     }
 
     @Test func aLookupThatRacedWithAWriteIsNotKept() {

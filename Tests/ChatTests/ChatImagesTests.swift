@@ -17,7 +17,7 @@ import TestSupport
 
 /// Images in chat messages: uploaded to the files plugin, attached to the conversation, and
 /// given to an OpenAI-compatible provider (a scripted one on loopback) as image parts.
-@Suite struct ChatImagesTests {
+@Suite(.cleansUp) struct ChatImagesTests {
     /// A real 2 × 2 RGB PNG.
     static let png: [UInt8] = {
         let hex = "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000001149444154789c63f8cfc0004460e23f03001df003fda03309890000000049454e44ae426082"
@@ -120,7 +120,6 @@ import TestSupport
         _ = try await h.bus.send(ChatInterface.DeleteConversation(id: conversation.id), as: ada.caller)
         await #expect(throws: FilesError.notFound) { try await h.bus.send(FilesInterface.Get(id: photo.id), as: ada.caller) }
         #expect(try await h.plugin(FilesPlugin.self).store.read(id: photo.id) == nil)
-        await h.database.close()
     }
 
     @Test func withAPublicAddressTheModelGetsASignedURLThatOpensTheImage() async throws {
@@ -142,6 +141,5 @@ import TestSupport
         let route = try #require(PluginHTTPRoute.resolve(request2.path, in: routes))
         let got = await route.handler(request2, [])
         #expect(got.status == 200 && Int64(got.body.count) == photo.bytes)
-        await h.database.close()
     }
 }

@@ -49,7 +49,7 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
     }
 }
 
-@Suite struct ChatTests {
+@Suite(.cleansUp) struct ChatTests {
     @Test func aReplyStreamsWordByWordAndBothMessagesAreStored() async throws {
         let h = try await Harness.make()
         let ada = try await h.user("ada@example.com").caller
@@ -71,7 +71,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         // The first message titles an untitled conversation.
         let listed = try await h.bus.send(ChatInterface.ListConversations(query: nil, cursor: nil, limit: nil), as: ada)
         #expect(listed.conversations.first?.title == "hello there world")
-        await h.database.close()
     }
 
     @Test func theFreeQuotaDeniesAfterExactlyNSendsAndProLiftsIt() async throws {
@@ -91,7 +90,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         let admin = Caller(peer: PeerCredentials(uid: getuid(), gid: getgid(), pid: getpid()))
         _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "test"), as: admin)
         for i in 0..<4 { _ = try await h.send("pro message \(i)", in: conversation.id, as: ada) }
-        await h.database.close()
     }
 
     /// Security review finding 5: reading the reply, then deleting the conversation under it
@@ -123,7 +121,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         } catch let error as PaymentsError {
             #expect(error.wireName == "io.appd.Payments.PaymentRequired")
         }
-        await h.database.close()
     }
 
     /// Security review finding 9: the conversations one account holds are bounded.
@@ -137,7 +134,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await expectChatError("QuotaExceeded") { _ = try await h.conversation(ada) }
         _ = try await h.bus.send(ChatInterface.DeleteConversation(id: first.id), as: ada)
         _ = try await h.conversation(ada)
-        await h.database.close()
     }
 
     @Test func cancelFromAnotherConnectionStoresThePartialReply() async throws {
@@ -167,7 +163,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(deltas.count < 9 && message.text == deltas.joined())
         #expect(try await h.history(conversation.id, as: ada).last == message)
         await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Cancel(messageId: message.id), as: ada) }
-        await h.database.close()
     }
 
     @Test func cancelStopsAStalledProviderAtOnceAndStoresWhatWasSent() async throws {
@@ -200,7 +195,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(message.status == "cancelled" && message.text == "first" && deltas == ["first"])
         #expect(try await h.history(conversation.id, as: ada).last == message)
         #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
-        await h.database.close()
     }
 
     @Test func droppingTheStreamCancelsTheReplyAndKeepsWhatArrived() async throws {
@@ -221,7 +215,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         })
         let reply = try #require(history.last)
         #expect(reply.role == "assistant" && reply.status == "cancelled" && !reply.text.isEmpty && reply.text.count < "Echo: a b c d e f g h i j".count)
-        await h.database.close()
     }
 
     @Test func aProviderFailureStoresAFailedReplyWithItsPartialText() async throws {
@@ -235,7 +228,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         var iterator = failed.makeAsyncIterator()
         #expect((try await iterator.next()?.json())?["messageId"]?.stringValue == message.id)
         #expect(try await h.history(conversation.id, as: ada).map(\.status) == ["complete", "failed"])
-        await h.database.close()
     }
 
     @Test func historyPagesBackwardsWithoutGapsOrRepeats() async throws {
@@ -257,7 +249,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await expectChatError("ValidationFailed") {
             _ = try await h.bus.send(ChatInterface.History(conversationId: conversation.id, cursor: "x", limit: 4), as: ada)
         }
-        await h.database.close()
     }
 
     @Test func usersAreIsolated() async throws {
@@ -272,7 +263,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         let reply = try #require(try await h.history(mine.id, as: ada).last)
         await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Feedback(messageId: reply.id, rating: "down"), as: bob) }
         #expect(try await h.bus.send(ChatInterface.ListConversations(query: nil, cursor: nil, limit: nil), as: bob).conversations.isEmpty)
-        await h.database.close()
     }
 
     /// The first hour: conversations take unique id prefixes, as todos do.
@@ -291,7 +281,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await expectChatError("NotFound") { _ = try await h.history(prefix, as: bob) }
         _ = try await h.bus.send(ChatInterface.DeleteConversation(id: prefix), as: ada)
         await expectChatError("NotFound") { _ = try await h.history(mine.id, as: ada) }
-        await h.database.close()
     }
 
     @Test func conversationsListSearchRenameAndDelete() async throws {
@@ -311,7 +300,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         await expectChatError("ValidationFailed") { _ = try await h.bus.send(ChatInterface.RenameConversation(id: target.id, title: " "), as: ada) }
         _ = try await h.bus.send(ChatInterface.DeleteConversation(id: target.id), as: ada)
         await expectChatError("NotFound") { _ = try await h.history(target.id, as: ada) }
-        await h.database.close()
     }
 
     @Test func feedbackIsRecordedOnAssistantMessagesOnly() async throws {
@@ -327,7 +315,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         let user = try #require(try await h.history(conversation.id, as: ada).first)
         await expectChatError("NotFound") { _ = try await h.bus.send(ChatInterface.Feedback(messageId: user.id, rating: "up"), as: ada) }
         await expectChatError("ValidationFailed") { _ = try await h.bus.send(ChatInterface.Feedback(messageId: message.id, rating: "meh"), as: ada) }
-        await h.database.close()
     }
 
     @Test func validationNamesTheField() async throws {
@@ -340,7 +327,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(try await h.history(conversation.id, as: ada).isEmpty)
         let meters = try await h.bus.send(PaymentsInterface.Status(), as: ada).meters
         #expect(meters.first?.used == 0)
-        await h.database.close()
     }
 
     @Test func theSystemPromptAndRecentHistoryFitTheBudget() async throws {
@@ -352,7 +338,6 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         let last = try #require(recorder.seen.withLock { $0.last })
         #expect(last.first == ChatTurn(role: .system, text: "You are a helpful assistant."))
         #expect(last.dropFirst().map(\.text) == ["message number 0", "ok", "message number 1", "ok", "message number 2"])
-        await h.database.close()
     }
 
     @Test func deletingTheAccountErasesItsConversations() async throws {
@@ -366,11 +351,10 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(try await eventually { try await h.count("SELECT COUNT(*) AS n FROM chat_conversations") == 1 })
         #expect(try await h.database.read { try $0.query("SELECT COUNT(DISTINCT owner) AS n FROM chat_messages").first?.integer("n") } == 1)
         running.cancel()
-        await h.database.close()
     }
 }
 
-@Suite struct GuestChatTests {
+@Suite(.cleansUp) struct GuestChatTests {
     @Test func aGuestKeepsItsConversationsWhenUpgraded() async throws {
         let h = try await PluginHarness.make { _ in
             [try AuthPlugin.testing { $0.guestAccounts = true }, PaymentsPlugin(options: PaymentsPlugin.Options()), try ChatPlugin(provider: EchoProvider(delay: .zero))]

@@ -54,7 +54,7 @@ extension PluginHarness {
     }
 }
 
-@Suite struct MemoryRulesTests {
+@Suite(.cleansUp) struct MemoryRulesTests {
     @Test func rememberAddsForgetDeletes() {
         let existing = [MemoryFact(id: "m1", text: "Lives in Lisbon"), MemoryFact(id: "m2", text: "Has a dog called Rex")]
         #expect(MemoryExtraction.rules("Hi! Please remember that I prefer metric units.", existing: existing) == [.add("I prefer metric units")])
@@ -82,7 +82,7 @@ extension PluginHarness {
     }
 }
 
-@Suite struct MemoryTests {
+@Suite(.cleansUp) struct MemoryTests {
     @Test func aFactTheUserStatesIsRememberedAndShapesTheNextReply() async throws {
         let provider = ScriptedProvider()
         let h = try await Harness.make(provider: provider)
@@ -101,7 +101,6 @@ extension PluginHarness {
             // The extractor was given the user's words only.
             #expect(provider.extracted.withLock { $0 }.first == "Hello. Remember that I am vegetarian")
         }
-        await h.database.close()
     }
 
     @Test func theAssistantsWordsNeverBecomeMemories() async throws {
@@ -117,7 +116,6 @@ extension PluginHarness {
             #expect(memories.map(\.text) == ["I like jazz"])
             #expect(provider.extracted.withLock { $0 } == ["hello", "remember that I like jazz"])
         }
-        await h.database.close()
     }
 
     @Test func memoryOffAndTemporaryConversationsReadAndWriteNothing() async throws {
@@ -145,7 +143,6 @@ extension PluginHarness {
             #expect(memories.map(\.text) == ["I like tea", "I live in Lisbon"])
             #expect(provider.extracted.withLock { $0 } == ["remember that I live in Lisbon", "remember that I like tea"])
         }
-        await h.database.close()
     }
 
     @Test func theUserEditsDeletesAndClearsMemoriesAndTheyOutliveConversationsNotTheAccount() async throws {
@@ -191,7 +188,6 @@ extension PluginHarness {
             _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
             #expect(try await eventually { try await h.count("SELECT COUNT(*) AS n FROM chat_memories") == 1 })
         }
-        await h.database.close()
     }
 
     @Test func anAccountKeepsAtMostItsMemories() async throws {
@@ -201,11 +197,10 @@ extension PluginHarness {
         let ada = try await h.user("ada@example.com").caller
         for text in ["one", "two"] { _ = try await h.bus.send(ChatInterface.AddMemory(text: text), as: ada) }
         await expectChatError("MemoryFull") { _ = try await h.bus.send(ChatInterface.AddMemory(text: "three"), as: ada) }
-        await h.database.close()
     }
 }
 
-@Suite struct ChatModelTests {
+@Suite(.cleansUp) struct ChatModelTests {
     static func options() -> ChatPlugin.Options {
         var options = ChatPlugin.Options()
         options.models = ChatModels([ChatModel(name: "small"), ChatModel(name: "big", entitlement: "pro")], default: "small")
@@ -246,7 +241,6 @@ extension PluginHarness {
         for try await reply in stream { if let m = reply.message { message = m } }
         #expect(message?.model == "big")
         #expect(provider.options.withLock { $0.last } == ReplyOptions(model: "big", temperature: 0.2))
-        await h.database.close()
     }
 
     @Test func thePreferredModelSettingAppliesWhileTheUserMayUseIt() async throws {
@@ -266,6 +260,5 @@ extension PluginHarness {
         } catch SettingsError.validationFailed(let field, _) {
             #expect(field == "value")
         }
-        await h.database.close()
     }
 }

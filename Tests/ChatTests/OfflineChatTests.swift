@@ -10,7 +10,7 @@ import TestSupport
 /// Conversations for offline clients (issue 32): client ids, versions that every change raises
 /// (a message and its reply included), Conflict on a stale version, keyed creates, and the
 /// change feed with tombstones.
-@Suite struct OfflineChatTests {
+@Suite(.cleansUp) struct OfflineChatTests {
     @Test func aClientsIdAndAKeyMakeACreateSafeToRepeat() async throws {
         let h = try await Harness.make()
         let ada = try await h.user("ada@example.com").caller
@@ -24,7 +24,6 @@ import TestSupport
         let keyed = try await h.bus.send(ChatInterface.CreateConversation(title: "keyed", id: nil), as: ada, idempotencyKey: key).conversation
         #expect(try await h.bus.send(ChatInterface.CreateConversation(title: "keyed", id: nil), as: ada, idempotencyKey: key).conversation == keyed)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM chat_conversations") == 2)
-        await h.database.close()
     }
 
     @Test func aMessageRaisesTheVersionSoAStaleRenameIsAConflict() async throws {
@@ -43,7 +42,6 @@ import TestSupport
         #expect(renamed.version == 4 && renamed.title == "renamed")
         await expectChatError("Conflict") { _ = try await h.bus.send(ChatInterface.DeleteConversation(id: conversation.id, expectedVersion: 3), as: ada) }
         _ = try await h.bus.send(ChatInterface.DeleteConversation(id: conversation.id, expectedVersion: 4), as: ada)
-        await h.database.close()
     }
 
     @Test func theFeedBringsADeviceUpToDateTombstonesIncluded() async throws {
@@ -65,6 +63,5 @@ import TestSupport
         #expect(now.changes.isEmpty && now.nextCursor == later.nextCursor)
         _ = try await ChatRepository.feed.prune(h.database, olderThan: .seconds(1), now: WallTime(nanosecondsSinceEpoch: WallTime.now().nanosecondsSinceEpoch + 10_000_000_000))
         await expectChatError("ResyncRequired") { _ = try await h.bus.send(ChatInterface.Changes(cursor: first.nextCursor, limit: nil), as: ada) }
-        await h.database.close()
     }
 }

@@ -7,7 +7,7 @@ import TestSupport
 @testable import Chat
 
 /// The OpenAI-compatible provider against a scripted server on loopback.
-@Suite struct OpenAIProviderTests {
+@Suite(.cleansUp) struct OpenAIProviderTests {
     func provider(_ server: FakeOpenAIServer, idle: Duration = .seconds(5), key: String? = "sk-test") throws -> OpenAIProvider {
         var options = OpenAIProvider.Options(baseURL: server.baseURL, model: "test-model", apiKey: key)
         options.timeouts.idle = idle

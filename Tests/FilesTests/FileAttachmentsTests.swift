@@ -13,7 +13,7 @@ import Todos
 
 /// Files that go with another plugin's item: the avatar (auth over the bus, as appd wires it)
 /// and the in-process commands chat and todos use.
-@Suite struct FileAttachmentsTests {
+@Suite(.cleansUp) struct FileAttachmentsTests {
     @Test func anAvatarIsTheUsersOwnImageAndTheOldOneGoesWhenItIsReplaced() async throws {
         let h = try await Harness.files { $0.thumbnailSizes = [] }
         let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
@@ -49,7 +49,6 @@ import Todos
         // Removed: no picture, and the file went with it.
         #expect(try await h.bus.send(AuthInterface.SetAvatar(fileId: nil), as: ada.caller).user.avatarFileId == nil)
         #expect(try await h.bus.send(FilesInterface.List(), as: ada.caller).files.map(\.id) == [report.id])
-        await h.database.close()
     }
 
     @Test func anItemsFilesAreReadAndReleasedWithIt() async throws {
@@ -77,7 +76,6 @@ import Todos
         #expect(try await h.bus.send(ReleaseFiles(owner: ada.userId, item: "chat.c_1"), as: .plugin("chat")).deleted == 1)
         #expect(try await h.bus.send(FilesInterface.List(), as: ada.caller).files.map(\.id) == [other.id])
         #expect(try await h.files.store.read(id: photo.id) == nil)
-        await h.database.close()
     }
 
     @Test func aTodosAttachmentsGoWithItWhenDetachedDeletedOrCleared() async throws {
@@ -120,6 +118,5 @@ import Todos
         _ = try await h.bus.send(TodosInterface.Complete(id: done.id), as: ada.caller)
         #expect(try await h.bus.send(TodosInterface.ClearCompleted(), as: ada.caller).deleted == 1)
         #expect(try await h.bus.send(FilesInterface.List(), as: ada.caller).files.isEmpty)
-        await h.database.close()
     }
 }

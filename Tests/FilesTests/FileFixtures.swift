@@ -15,9 +15,7 @@ typealias Harness = PluginHarness
 extension PluginHarness {
     /// Auth and files wired as appd wires them, the files in the harness's own directory.
     static func files(_ configure: (inout FilesOptions) -> Void = { _ in }) async throws -> PluginHarness {
-        var template = Array("/tmp/appd-files-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw HarnessError("cannot create a temporary directory") }
-        var options = FilesOptions(directory: String(cString: made) + "/files")
+        var options = FilesOptions(directory: try TestScope.required(by: "the files harness").directory("appd-files") + "/files")
         configure(&options)
         let chosen = options
         return try await make { clock in

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// Uploads and downloads in pieces over the bus (appctl's way): the uploads of tus, in base64.
-@Suite struct FilePiecesTests {
+@Suite(.cleansUp) struct FilePiecesTests {
     @Test func aFileGoesUpInPiecesResumesWhereTheStatusSaysAndComesBackInPieces() async throws {
         let h = try await Harness.files()
         let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
@@ -59,6 +59,5 @@ import Testing
             try await h.bus.send(FilesInterface.AppendUpload(uploadId: lie.uploadId, offset: 0, data: Base64.encode(Array("0123456789".utf8))), as: ada.caller)
         }
         await #expect(throws: FilesError.notFound) { try await h.bus.send(FilesInterface.UploadStatus(uploadId: lie.uploadId), as: ada.caller) }
-        await h.database.close()
     }
 }

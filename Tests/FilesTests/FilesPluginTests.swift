@@ -11,7 +11,7 @@ import Storage
 import TestSupport
 import Testing
 
-@Suite struct FilesPluginTests {
+@Suite(.cleansUp) struct FilesPluginTests {
     @Test func anUploadIsCheckedStrippedStoredAndGivenBackToItsOwnerOnly() async throws {
         // Samples.jpeg is headers around no real scan: nothing to make thumbnails of.
         let h = try await Harness.files { $0.thumbnailSizes = [] }
@@ -41,7 +41,6 @@ import Testing
         // The upload is logged for the owner.
         let events = try await h.loggedEvents(limit: 100).filter { $0.topic == FileUploaded.topic }
         #expect(events.count == 1 && events.first?.owner == ada.userId)
-        await h.database.close()
     }
 
     @Test func rangesAndValidatorsFollowRFC9110() async throws {
@@ -63,7 +62,6 @@ import Testing
         #expect(unchanged.status == 304 && unchanged.body.isEmpty)
         // Not an image: downloaded as an attachment, never shown inline.
         #expect(part.header("Content-Disposition")?.hasPrefix("attachment; filename=\"report.pdf\"") == true)
-        await h.database.close()
     }
 
     @Test func theBytesMustBeWhatTheyClaimAndWhatTheOperatorAllows() async throws {
@@ -81,7 +79,6 @@ import Testing
         #expect(await h.upload(Array(repeating: 0xFF, count: 5000), type: "image/jpeg", as: ada).status == 413)
         #expect(await h.http("PUT", "/files", token: ada.accessToken).status == 405)
         #expect(try await h.bus.send(FilesInterface.Usage(), as: ada.caller).files == 0)
-        await h.database.close()
     }
 
     @Test func theQuotaCountsStoredBytesAndAKeyedRetryStoresOnce() async throws {
@@ -100,7 +97,6 @@ import Testing
         _ = try await h.bus.send(FilesInterface.Delete(id: try #require(first.file?.id)), as: ada.caller)
         #expect(Self.storedFiles(h.files.options.directory) == 2)
         #expect(await h.upload(Samples.pdf, type: "application/pdf", as: ada).status == 201)
-        await h.database.close()
     }
 
     @Test func aSignedURLOpensOneFileUntilItExpires() async throws {
@@ -123,7 +119,6 @@ import Testing
         // Only the owner may sign.
         await #expect(throws: FilesError.notFound) { try await h.bus.send(FilesInterface.SignURL(id: file.id), as: bob.caller) }
         await #expect(throws: FilesError.self) { try await h.bus.send(FilesInterface.SignURL(id: file.id, seconds: 86_401), as: ada.caller) }
-        await h.database.close()
     }
 
     @Test func anAccountsFilesAreErasedWithItAndExportedBeforehand() async throws {
@@ -142,7 +137,6 @@ import Testing
         #expect(await eventually { (try? await h.count("SELECT COUNT(*) AS n FROM files WHERE owner = '\(ada.userId)'")) == 0 })
         #expect(await eventually { Self.storedFiles(h.files.options.directory) == 1 })  // bob's
         #expect(try await h.bus.send(FilesInterface.List(), as: bob.caller).files.count == 1)
-        await h.database.close()
     }
 
     /// Stored files under `directory` (not the key, not uploads in progress).

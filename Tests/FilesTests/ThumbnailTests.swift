@@ -6,7 +6,7 @@ import HTTP
 import TestSupport
 import Testing
 
-@Suite struct ThumbnailTests {
+@Suite(.cleansUp) struct ThumbnailTests {
     /// A real JPEG (libjpeg's) of `width` × `height`, a gradient, with an EXIF orientation.
     static func photo(width: Int, height: Int, orientation: UInt16 = 6) throws -> [UInt8] {
         var rgb = [UInt8](repeating: 0, count: width * height * 3)
@@ -39,7 +39,6 @@ import Testing
         _ = try await h.bus.send(FilesInterface.Delete(id: file.id), as: ada.caller)
         _ = try await h.bus.send(FilesInterface.Delete(id: tiny.id), as: ada.caller)
         #expect(FilesPluginTests.storedFiles(h.files.options.directory) == 0)
-        await h.database.close()
     }
 
     @Test func anImageThatDoesNotDecodeIsRefused() async throws {
@@ -52,7 +51,6 @@ import Testing
         #expect(fake.status == 400 && fake.body?["error"] == "io.appd.Files.ValidationFailed", "\(String(describing: fake.body))")
         #expect(try await h.bus.send(FilesInterface.Usage(), as: ada.caller).files == 0)
         #expect(FilesPluginTests.storedFiles(h.files.options.directory) == 0)
-        await h.database.close()
     }
 
     @Test func thumbnailsAreMadeFromAFractionOfAJPEGsPixels() throws {

@@ -22,7 +22,7 @@ extension PluginHarness {
     }
 }
 
-@Suite struct TusUploadsTests {
+@Suite(.cleansUp) struct TusUploadsTests {
     @Test func anUploadSentInPiecesResumesWhereHEADSaysAndBecomesAFile() async throws {
         let h = try await Harness.files { $0.thumbnailSizes = [] }
         let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
@@ -56,7 +56,6 @@ extension PluginHarness {
         // HEAD after the end (the last answer was lost) names the same file; nothing is stored twice.
         #expect(await h.tus("HEAD", path, as: ada).header("Appd-File") == filePath)
         #expect(try await h.bus.send(FilesInterface.Usage(), as: ada.caller).files == 1)
-        await h.database.close()
     }
 
     @Test func whatIsNotAFileEndsTheUploadAndTheProtocolIsChecked() async throws {
@@ -80,7 +79,6 @@ extension PluginHarness {
         #expect(await h.createUpload(10, as: ada).status == 201)
         let options = await h.http("OPTIONS", "/files/uploads")
         #expect(options.header("Tus-Version") == "1.0.0" && options.header("Tus-Extension") == "creation,termination,expiration")
-        await h.database.close()
     }
 
     @Test func anExpiredUploadIsEndedAndItsBytesFreed() async throws {
@@ -96,7 +94,6 @@ extension PluginHarness {
         #expect(try await sweeper.sweep(now: WallTime.now().nanosecondsSinceEpoch + 61_000_000_000) == 1)
         #expect(try await blobs.readPartial(upload: id) == nil)
         #expect(await h.tus("HEAD", path, as: ada).status == 404)
-        await h.database.close()
     }
 
     /// Thousands of uploads begun and left: the sweep ends them all, in batches, and frees
@@ -125,7 +122,6 @@ extension PluginHarness {
         #expect(FileSystem.usage(under: incoming, limit: 10_000).entries == 0)
         // The quota is free again.
         #expect((try? await h.bus.send(FilesInterface.CreateUpload(bytes: 2_100 * 1_000, contentType: "application/pdf"), as: ada.caller)) != nil)
-        await h.database.close()
     }
 
     /// Bytes no row names — a file written but never recorded (a crash between the two), its
@@ -155,7 +151,6 @@ extension PluginHarness {
         #expect(try await blobs.read(id: kept.id) == Samples.pdf)
         #expect(try await blobs.readPartial(upload: pending.uploadId) != nil)
         #expect(try await sweeper.sweep(now: now + 2 * 3600 * 1_000_000_000) == 0)
-        await h.database.close()
     }
 
     @Test func datesAreIMFFixdate() {

@@ -8,7 +8,7 @@ import TestSupport
 /// StoreKit 2 with no middleman, end to end through the plugin (SQLite, or PostgreSQL with
 /// APPD_TEST_ENGINE=postgres): an app's submitted transactions and the App Store's
 /// notifications move the entitlement exactly as the App Store signed them.
-@Suite struct AppStorePurchaseTests {
+@Suite(.cleansUp) struct AppStorePurchaseTests {
     let month: Int64 = 30 * 86_400_000
 
     func token(_ h: Harness, _ caller: Caller) async throws -> String {
@@ -50,7 +50,6 @@ import TestSupport
         // Restore recomputes from what was stored: still revoked.
         let restored = try await h.bus.send(PaymentsInterface.Restore(), as: caller)
         #expect(restored.entitlements.first { $0.name == "pro" }?.active == false)
-        await h.database.close()
     }
 
     @Test func anotherAccountsPurchaseIsForeign() async throws {
@@ -73,7 +72,6 @@ import TestSupport
         await expectPaymentsError("ForeignTransaction") { _ = try await submit(h, bob, renewed) }
         #expect(try await h.pro(bob)?.active != true)
         #expect(try await h.pro(ada)?.active == true)
-        await h.database.close()
     }
 
     @Test func forgeriesAndUnknownProductsChangeNothing() async throws {
@@ -98,7 +96,6 @@ import TestSupport
         }
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 0)
         #expect(try await h.pro(caller)?.active != true)
-        await h.database.close()
     }
 
     /// Notifications v2: applied once per notificationUUID, in the order their signed dates say
@@ -153,7 +150,6 @@ import TestSupport
             _ = try await notify(
                 h, try AppStorePayloads.notification("n-6", type: "TEST", signedMillis: t0 + 4000, transaction: nil, bundle: "com.other.app"))
         }
-        await h.database.close()
     }
 
     @Test func aNotificationWithoutATokenFindsTheAccountThatSubmittedThePurchase() async throws {
@@ -181,7 +177,6 @@ import TestSupport
         let strayResult = try await notify(h, stray)
         #expect(!strayResult.duplicate)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_event_users WHERE event_id = 'n-stray'") == 0)
-        await h.database.close()
     }
 
     /// A lifetime purchase and a subscription granting the same entitlement from the same store:
@@ -223,6 +218,5 @@ import TestSupport
                 id: "801", original: "801", product: "pro_lifetime", type: "Non-Consumable", purchasedMillis: t0 + 10, signedMillis: t0 + 40, token: token,
                 revokedMillis: t0 + 35))
         #expect(try await h.pro(caller)?.active == false)
-        await h.database.close()
     }
 }

@@ -8,7 +8,7 @@ import TestSupport
 
 /// What the App Store signs, verified offline with throwaway chains shaped like Apple's (real
 /// X.509 and ES256): the good chain passes; every hostile one fails with its reason.
-@Suite struct AppStoreVerifierTests {
+@Suite(.cleansUp) struct AppStoreVerifierTests {
     let now = WallTime(nanosecondsSinceEpoch: 1_800_000_000_000_000_000)
     var nowMillis: Int64 { now.nanosecondsSinceEpoch / 1_000_000 }
 

@@ -8,7 +8,7 @@ import TestSupport
 
 /// The daemon's real gates, whoever contributes them and in whatever order, nest in the designed
 /// order (docs/architecture.md): a change to a gate's position fails here.
-@Suite struct GateOrderTests {
+@Suite(.cleansUp) struct GateOrderTests {
     @Test func theDaemonsGatesNestInTheDesignedOrder() async throws {
         let h = try await PluginHarness.make()
         let plugins = h.plugins.flatMap { $0.gates(database: h.database) }

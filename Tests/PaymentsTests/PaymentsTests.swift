@@ -8,7 +8,7 @@ import TestSupport
 @testable import Auth
 @testable import Payments
 
-@Suite struct WebhookTests {
+@Suite(.cleansUp) struct WebhookTests {
     let t0: Int64 = 1_800_000_000_000  // ms
 
     @Test func revenueCatNeedsTheConfiguredAuthorization() async throws {
@@ -34,7 +34,6 @@ import TestSupport
                 _ = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: ["authorization": Harness.rcSecret], body: bad))
             }
         }
-        await h.database.close()
     }
 
     /// The first hour: an event for an app user id no account has was stored silently.
@@ -53,7 +52,6 @@ import TestSupport
         #expect(again.duplicate && again.warning == nil)
         let real = try await h.bus.send(PaymentsInterface.IngestWebhook(provider: "revenuecat", headers: headers, body: body("e-real", ada)))
         #expect(real.warning == nil)
-        await h.database.close()
     }
 
     @Test func aPurchaseGrantsACancellationOnlyStopsRenewalAndExpirationRevokes() async throws {
@@ -76,7 +74,6 @@ import TestSupport
         var iterator = events.makeAsyncIterator()
         for _ in 0..<3 { changes.append((try await iterator.next()?.json())?["change"]?.stringValue ?? "") }
         #expect(changes == ["granted", "cancelled", "expired"])
-        await h.database.close()
     }
 
     @Test func aBillingIssuePublishesPurchaseFailedAndKeepsAccess() async throws {
@@ -88,7 +85,6 @@ import TestSupport
         var iterator = failed.makeAsyncIterator()
         #expect((try await iterator.next()?.json())?["userId"]?.stringValue == ada)
         #expect(try await h.pro(caller)?.active == true)
-        await h.database.close()
     }
 
     @Test func duplicatesHaveExactlyOneEffectSequentialOrConcurrent() async throws {
@@ -104,7 +100,6 @@ import TestSupport
         #expect(results.filter { !$0.duplicate }.count == 1)
         #expect(try await h.pro(caller)?.history.map(\.change) == ["granted", "renewed"])
         #expect(try await h.count("SELECT COUNT(*) AS n FROM appd_events WHERE topic = 'payments.entitlementChanged'") == 2)
-        await h.database.close()
     }
 
     @Test func aLateOlderEventNeverOverridesNewerState() async throws {
@@ -115,7 +110,6 @@ import TestSupport
         let pro = try #require(try await h.pro(caller))
         #expect(pro.active)
         #expect(pro.expiresAt == WallTime(nanosecondsSinceEpoch: (t0 + 40 * 86_400_000) * 1_000_000).rfc3339)
-        await h.database.close()
     }
 
     @Test func stripeCheckoutThenSubscriptionEventsFollowTheCustomer() async throws {
@@ -141,7 +135,6 @@ import TestSupport
             _ = try await h.stripe(subscription("evt_5", "customer.subscription.created", "active", false, now + 4), secret: "whsec_attacker")
         }
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events WHERE provider = 'stripe'") == 4)
-        await h.database.close()
     }
 
     @Test func aTransferMovesTheEntitlement() async throws {
@@ -152,11 +145,10 @@ import TestSupport
         _ = try await h.revenueCat("TRANSFER", id: "e2", user: ada, atMillis: t0 + 1, extra: ["transferred_from": [.string(ada)], "transferred_to": [.string(bob)]])
         #expect(try await h.pro(adaCaller)?.active == false)
         #expect(try await h.pro(bobCaller)?.active == true)
-        await h.database.close()
     }
 }
 
-@Suite struct GrantsAndExpiryTests {
+@Suite(.cleansUp) struct GrantsAndExpiryTests {
     @Test func grantAndRevokeAreAdminOnlyAndAudited() async throws {
         let h = try await Harness.make()
         let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
@@ -184,7 +176,6 @@ import TestSupport
         #expect(audit.map { $0.text("reason") } == ["beta tester", "beta over"])
         #expect(audit.allSatisfy { $0.text("actor")?.hasPrefix("uid=\(getuid())") == true })
         #expect(revoked.entitlement.history.map(\.change) == ["granted", "revoked"])
-        await h.database.close()
     }
 
     /// Issue 35 item 3: revoking ends an administrator's grant, not what the user pays for,
@@ -211,7 +202,6 @@ import TestSupport
         #expect(try await h.pro(caller)?.active != true, "the restore replays the revoke of every source")
         let scopes = try await h.database.read { try $0.query("SELECT scope FROM payments_grants WHERE action = 'revoke' ORDER BY seq") }.compactMap { $0.text("scope") }
         #expect(scopes == ["admin", "admin", "all"])
-        await h.database.close()
     }
 
     @Test func entitlementsExpireOnTimeAndThePaywallAgreesAtOnce() async throws {
@@ -239,7 +229,6 @@ import TestSupport
         await expectPaymentsError("ValidationFailed") {
             _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: "2001-01-01T00:00:00Z", reason: "r"), as: h.admin)
         }
-        await h.database.close()
     }
 
     @Test func everythingSurvivesARestartAndRestoreRecomputes() async throws {
@@ -263,7 +252,6 @@ import TestSupport
         let restored = try await h.bus.send(PaymentsInterface.Restore(), as: caller)
         #expect(restored.entitlements.first { $0.name == "pro" }?.active == true)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_entitlements WHERE source IN ('admin', 'revenuecat') AND active = 1") == 2)
-        await h.database.close()
     }
 
     @Test func deletingTheAccountErasesPaymentDataButKeepsTheAuditTrail() async throws {
@@ -283,11 +271,10 @@ import TestSupport
         #expect(left == 0)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM payments_events") == 1)
         running.cancel()
-        await h.database.close()
     }
 }
 
-@Suite struct PaywallTests {
+@Suite(.cleansUp) struct PaywallTests {
     @Test func theMeterDeniesAfterExactlyNUsesAndSaysWhenItResets() async throws {
         let h = try await Harness.make(meterLimit: 3)
         let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
@@ -304,7 +291,6 @@ import TestSupport
         // The next day the quota is back.
         h.clock.advance(seconds: 86_400)
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
-        await h.database.close()
     }
 
     @Test func failedCommandsDoNotConsumeTheQuota() async throws {
@@ -314,7 +300,6 @@ import TestSupport
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
         _ = try await h.bus.send(MeteredCall(fail: false), as: caller)
         await expectPaymentsError("PaymentRequired") { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
-        await h.database.close()
     }
 
     @Test func aConcurrentPairWithOneUseLeftLetsExactlyOneThrough() async throws {
@@ -327,7 +312,6 @@ import TestSupport
             }
             #expect(passed == 1)
         }
-        await h.database.close()
     }
 
     @Test func proLiftsTheQuotaAndEntitlementCommandsNeedIt() async throws {
@@ -340,7 +324,6 @@ import TestSupport
         for _ in 0..<5 { _ = try await h.bus.send(MeteredCall(fail: false), as: caller) }
         _ = try await h.bus.send(ProOnly(), as: caller)
         #expect(try await h.status(caller).meters.first?.unlimited == true)
-        await h.database.close()
     }
 
     @Test func withoutThePaymentsPluginMeteredCommandsAreDenied() async throws {
@@ -351,7 +334,7 @@ import TestSupport
     }
 }
 
-@Suite struct CatalogTests {
+@Suite(.cleansUp) struct CatalogTests {
     @Test func productsAndMetersParseOrSayWhatIsExpected() throws {
         let products = try PaymentsCatalog.parseProducts("pro_m=pro/month, life=pro/lifetime")
         #expect(products == [.init(id: "pro_m", entitlement: "pro", period: .month), .init(id: "life", entitlement: "pro", period: .lifetime)])

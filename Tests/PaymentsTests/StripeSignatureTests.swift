@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 @testable import Payments
 
-@Suite struct StripeSignatureTests {
+@Suite(.cleansUp) struct StripeSignatureTests {
     let body = Array(#"{"id":"evt_1","type":"ping"}"#.utf8)
     /// Computed independently with Python's hmac module.
     let known = "74a11abdd08483d064a2a1571e7881b084c522f9f3ccd0b800ec8c74aba47fc2"
@@ -66,7 +66,7 @@ import TestSupport
     }
 }
 
-@Suite struct WebhookRequestTests {
+@Suite(.cleansUp) struct WebhookRequestTests {
     func parse(_ head: String, max: Int = 1000) -> Result<WebhookRequest, WebhookRequest.Refusal> {
         WebhookRequest.parse(head: Array(head.utf8)[...], maxBodyBytes: max)
     }

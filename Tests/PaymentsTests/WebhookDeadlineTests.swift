@@ -35,7 +35,7 @@ final class SlowWrites: Database {
     func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws { try await base.holdingLease(name, body) }
 }
 
-@Suite struct WebhookDeadlineTests {
+@Suite(.cleansUp) struct WebhookDeadlineTests {
     /// The webhook routes, their service storing through `database`.
     func ingress(_ h: Harness, database: any Database, deliveryTimeout: Duration) -> WebhookIngress {
         let context = PluginContext(bus: h.bus, database: database, eventLog: EventLog(database: h.database), logger: h.context.logger)

@@ -13,7 +13,7 @@ import TestSupport
 
 /// The event half of the bus across the real plugins: who sees what over `Subscribe` (live and
 /// replayed), causation from a command to a consumer's event, erasure, and what `Publish` refuses.
-@Suite struct EventContractTests {
+@Suite(.cleansUp) struct EventContractTests {
     /// `io.appd.Bus` on the harness's bus; peers with uid 0 are the admins.
     func dispatcher(_ h: Harness) throws -> VarlinkDispatcher {
         let dispatcher = try VarlinkDispatcher(bus: h.bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
@@ -89,7 +89,6 @@ import TestSupport
         let stranger = Caller(peer: PeerCredentials(uid: 4242, gid: 4242, pid: 9), connection: ConnectionContext(id: 9, peer: nil))
         let refused = try await collect(dispatcher, as: stranger) { _ in true }
         #expect(refused.count == 1 && refused.first?.error == "org.varlink.service.PermissionDenied")
-        await h.database.close()
     }
 
     @Test func oneChatSendIsFollowedToTheRatingSignalByCorrelationID() async throws {
@@ -122,7 +121,6 @@ import TestSupport
             #expect(suggested["payload"]?["reason"] == "allRulesPassed")
             #expect(suggested["version"] == 2)
         }
-        await h.database.close()
     }
 
     @Test func deletingAnAccountRedactsItsEventsInTheLog() async throws {
@@ -145,7 +143,6 @@ import TestSupport
         #expect(tombstones.allSatisfy { $0.parameters["payload"] == [:] && $0.parameters["seq"] != nil && $0.parameters["topic"] != nil })
         let deleted = try #require(replay.last?.parameters)
         #expect(deleted["topic"] == "auth.accountDeleted" && deleted["payload"]?["userId"]?.stringValue == adaID)
-        await h.database.close()
     }
 
     @Test func publishCannotForgeAPluginsEventsAndTopicsDescribeThem() async throws {
@@ -172,6 +169,5 @@ import TestSupport
         #expect(list.first { $0["topic"] == "auth.accountDeleted" }?["audience"] == "admin")
         let reply = try #require(list.first { $0["topic"] == "chat.replyCompleted" })
         #expect(reply["payload"] == "(userId: string, conversationId: string, messageId: string, status: string, usage: ?(promptTokens: int, completionTokens: int))")
-        await h.database.close()
     }
 }

@@ -19,7 +19,7 @@ extension TestClock {
     func advance(hours: Int64) { advance(seconds: hours * 3600) }
 }
 
-@Suite struct SentimentTests {
+@Suite(.cleansUp) struct SentimentTests {
     @Test(arguments: [
         ("This is great, thanks!", 1), ("I love it", 1), ("not bad at all", 1), ("really helpful", 1),
         ("This is terrible", -1), ("not good", -1), ("I don't like this", -1), ("it isn't helpful", -1), ("never works", -1),
@@ -42,7 +42,7 @@ extension TestClock {
     }
 }
 
-@Suite struct RulesTests {
+@Suite(.cleansUp) struct RulesTests {
     let rules = RatingRules()
     let day = RatingRules.day
     let now: Int64 = 1_800_000_000_000_000_000
@@ -151,7 +151,7 @@ extension PluginHarness {
     }
 }
 
-@Suite struct RatingPluginTests {
+@Suite(.cleansUp) struct RatingPluginTests {
     @Test func aUserWhoLikesTheAppOverSeveralDaysGetsPromptedThenNotAgain() async throws {
         let h = try await Harness.make()
         let suggested = try h.bus.subscribe("rating.promptSuggested")
@@ -184,7 +184,6 @@ extension PluginHarness {
             #expect(try await h.decide(ada, "1.1").reason.hasPrefix("positiveSignals"))
             #expect(try await h.status(ada).promptsLastYear == 1)
         }
-        await h.database.close()
     }
 
     @Test func aRecentNegativeSignalOrNegativeMessagesHoldThePromptBack() async throws {
@@ -212,7 +211,6 @@ extension PluginHarness {
             _ = try await h.settle(ada) { $0.negativeSignals == 1 }
             #expect(try await h.decide(ada).reason.hasPrefix("recentNegative"))
         }
-        await h.database.close()
     }
 
     @Test func eventsFromWhileRatingWasStoppedAreAppliedOnStartAndNeverTwice() async throws {
@@ -234,7 +232,6 @@ extension PluginHarness {
             try await Task.sleep(for: .milliseconds(100))
             #expect(try await h.status(ada).positiveSignals == 3 && status.sessions == 2)
         }
-        await h.database.close()
     }
 
     @Test func validationAndErasure() async throws {
@@ -248,6 +245,5 @@ extension PluginHarness {
             _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
             #expect(try await eventually { try await h.count("SELECT (SELECT COUNT(*) FROM rating_users) + (SELECT COUNT(*) FROM rating_prompts) AS n") == 0 })
         }
-        await h.database.close()
     }
 }

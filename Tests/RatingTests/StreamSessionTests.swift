@@ -40,7 +40,6 @@ extension EventContractTests {
         // hour and far above a loaded machine's time for the call: CI's PostgreSQL run took 5.7 s).
         #expect(ContinuousClock.now - started < .seconds(120))
         #expect(h.bus.sessionStreams.count(userID: ada.userId) == 0)
-        await h.database.close()
     }
 
     @Test func aStreamEndsWhenTheAccountIsDisabledOrItsPasswordChangesElsewhere() async throws {
@@ -62,7 +61,6 @@ extension EventContractTests {
                 parameters: ["currentPassword": "password for ada@example.com", "newPassword": "a new long passphrase 42"], as: owner.caller)
         }
         #expect(changed.map { Self.sessionErrors.contains($0) } == true, "\(String(describing: changed))")
-        await h.database.close()
     }
 
     @Test func aStreamEndsWhenItsAccessTokenExpires() async throws {
@@ -72,7 +70,6 @@ extension EventContractTests {
         let dispatcher = try dispatcher(h, limits: SubscribeLimits(sessionRecheck: .milliseconds(50)))
         let expired = try await streamEnd(dispatcher, ada.caller) { h.clock.advance(seconds: 401 * 86_400) }
         #expect(expired == "io.appd.Auth.SessionExpired", "\(String(describing: expired))")
-        await h.database.close()
     }
 
     @Test func aStreamEndsAfterItsLongestLifetime() async throws {
@@ -87,7 +84,6 @@ extension EventContractTests {
             _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": "after the lifetime"], as: bob.caller)
         }) { replies in !replies.isEmpty }
         #expect(admin.first?.error == nil && admin.first?.parameters["topic"] == "todos.created")
-        await h.database.close()
     }
 
     @Test func topicsPerSubscriptionAndStreamsPerAccountAreBounded() async throws {
@@ -117,7 +113,6 @@ extension EventContractTests {
         bobs.cancel()
         open.withLock { $0.forEach { $0.cancel() } }
         #expect(await eventually { h.bus.sessionStreams.count(userID: ada.userId) == 0 })
-        await h.database.close()
     }
 }
 
@@ -157,6 +152,5 @@ extension EventContractTests {
         let read = replay.rows.withLock { $0 }
         let adas = try await h.context.eventLog.events(about: ada.userId, after: 0, limit: 1_000).count
         #expect(read.all == 0 && read.owned <= adas && adas < 20, "\(read), \(seen.count) delivered, \(adas) about ada")
-        await h.database.close()
     }
 }

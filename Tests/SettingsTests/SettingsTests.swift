@@ -46,7 +46,7 @@ func expectSettingsError(_ name: String, sourceLocation: SourceLocation = #_sour
     }
 }
 
-@Suite struct SettingsTests {
+@Suite(.cleansUp) struct SettingsTests {
     @Test func declaredKeysShowTheirDefaultsUntilSet() async throws {
         let h = try await PluginHarness.settings()
         let ada = try await h.user("ada@example.com").caller
@@ -62,7 +62,6 @@ func expectSettingsError(_ name: String, sourceLocation: SourceLocation = #_sour
         // Another user sees the default.
         let bob = try await h.user("bob@example.com").caller
         #expect(try await h.get("demo.sound", as: bob).isDefault)
-        await h.database.close()
     }
 
     @Test func valuesAreCheckedAgainstTheirDeclaration() async throws {
@@ -81,7 +80,6 @@ func expectSettingsError(_ name: String, sourceLocation: SourceLocation = #_sour
         #expect(try await h.set("locale", "pt-BR", as: ada).value == "pt-BR")
         #expect(try await h.set("timeZone", "Europe/Lisbon", as: ada).value == "Europe/Lisbon")
         #expect(try await h.set("demo.size", 14, as: ada).value == 14)
-        await h.database.close()
     }
 
     @Test func versionsKeepTwoDevicesFromOverwritingEachOther() async throws {
@@ -101,7 +99,6 @@ func expectSettingsError(_ name: String, sourceLocation: SourceLocation = #_sour
         // A device holding version 1 cannot write over the reset.
         await expectSettingsError("Conflict") { _ = try await h.set("demo.size", 20, expected: 1, as: ada) }
         #expect(try await h.set("demo.size", 20, expected: 2, as: ada).version == 3)
-        await h.database.close()
     }
 
     @Test func anItemsValueOverridesTheAccountsThenFallsBack() async throws {
@@ -116,7 +113,6 @@ func expectSettingsError(_ name: String, sourceLocation: SourceLocation = #_sour
         #expect(try await h.wire(SettingsInterface.List(scope: "c_42"), as: ada).settings.map(\.key) == ["demo.style"])
         _ = try await h.wire(SettingsInterface.Reset(key: "demo.style", scope: "c_42"), as: ada)
         #expect(try await h.get("demo.style", scope: "c_42", as: ada).value == "prompt")
-        await h.database.close()
     }
 
     @Test func changesAreEventedToTheOwnerAndErasedWithTheAccount() async throws {
@@ -139,6 +135,5 @@ func expectSettingsError(_ name: String, sourceLocation: SourceLocation = #_sour
         _ = try await h.wire(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
         #expect(try await eventually { try await h.count("SELECT COUNT(*) AS n FROM settings_values") == 0 })
         for task in tasks { task.cancel() }
-        await h.database.close()
     }
 }

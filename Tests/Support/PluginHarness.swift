@@ -12,7 +12,8 @@ import EventDelivery
 /// directory (or a fresh schema on a real PostgreSQL: `TestDatabase`), every plugin's migrations, the bus with the admin and plugin-scope gates and the
 /// plugins' own gates in the designed order, each plugin's topics registered, the plugins
 /// started in the order given. One harness for every plugin test target; each target adds its
-/// feature's helpers in an extension.
+/// feature's helpers in an extension. Made only inside a test's `TestScope` (`@Suite(.cleansUp)`),
+/// which closes its database and removes its directory when the test ends, whatever it did.
 public struct PluginHarness: Sendable {
     public let bus: EventBus
     public let database: any Database
@@ -32,9 +33,8 @@ public struct PluginHarness: Sendable {
         clock: TestClock = TestClock(), databasePath: String? = nil, postgres: String? = nil, start: (any Plugin) -> Bool = { _ in true },
         _ plugins: (TestClock) throws -> [any Plugin]
     ) async throws -> PluginHarness {
-        var template = Array("/tmp/appd-test-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw HarnessError("cannot create a temporary directory") }
-        let directory = String(cString: made)
+        let scope = try TestScope.required(by: "PluginHarness")
+        let directory = try scope.directory()
         let path = databasePath ?? directory + "/appd.db"
         let plugins = try plugins(clock)
         let outbox = EventOutbox()
@@ -46,6 +46,7 @@ public struct PluginHarness: Sendable {
         } else {
             database = try await TestDatabase.open(path: path, outbox: outbox)
         }
+        scope.closes(database)
         try await Migrator.migrate(database, plugins.flatMap(\.migrations))
         let bus = EventBus(gates: [AdminGate(), PluginScopeGate(), IdempotencyGate(database: database)] + plugins.flatMap { $0.gates(database: database) })
         _ = OutboxRelay(outbox: outbox, bus: bus).start()

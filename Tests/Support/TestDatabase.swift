@@ -27,10 +27,14 @@ public enum TestDatabase {
 
     /// A URL to a schema on the test server (one deployment's worth of tables): a fresh one, or
     /// the one named after `key` (the same key reopens the same schema, as a restart would).
-    public static func postgres(key: String? = nil) throws -> String {
+    /// With the test's `scope` (taken before hopping to a pool thread, where task-locals are not),
+    /// the schema is dropped when the test ends.
+    public static func postgres(key: String? = nil, scope: TestScope? = nil) throws -> String {
         guard let url = postgresURL else { throw HarnessError(skipped) }
         let schema = "appd_t_" + (key.map { String(fnv1a($0), radix: 36) } ?? String(UInt64.random(in: 1...UInt64.max), radix: 36))
         try PostgresURL.createSchema(schema, at: url)
+        // Dropped when the test ends, after the databases on it closed (registered before them).
+        scope?.onEnd { try? await pool.run { try PostgresURL.dropSchema(schema, at: url) } }
         return PostgresURL.url(url, schema: schema)
     }
 
@@ -49,7 +53,8 @@ public enum TestDatabase {
             guard postgresURL != nil else { throw HarnessError("APPD_TEST_ENGINE=postgres needs APPD_TEST_POSTGRES (a server URL)") }
             var options = PostgresDatabase.Options()
             options.readers = 1  // hundreds of harnesses share the test server's connections
-            let url = try await pool.run { try postgres(key: path) }
+            let scope = TestScope.current
+            let url = try await pool.run { try postgres(key: path, scope: scope) }
             return try await PostgresDatabase.open(url: url, outbox: outbox, options: options)
         }
     }

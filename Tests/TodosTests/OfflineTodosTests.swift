@@ -12,7 +12,7 @@ import TestSupport
 /// What an offline-first client relies on (issue 32): keyed writes have their effect once and
 /// give the first outcome again, versions detect a change made elsewhere, client ids make an
 /// Add safe to repeat, and `Changes` brings a device that was away to exactly the server's state.
-@Suite struct OfflineTodosTests {
+@Suite(.cleansUp) struct OfflineTodosTests {
     static func key() throws -> IdempotencyKey { try IdempotencyKey("k-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)) }
 
     func add(_ h: Harness, _ title: String, as caller: Caller, key: IdempotencyKey) async throws -> Todo {
@@ -34,7 +34,6 @@ import TestSupport
         // Another user's identical key is theirs alone.
         let bob = try await h.user("bob@example.com").caller
         #expect(try await add(h, "buy milk", as: bob, key: key).id != first.id)
-        await h.database.close()
     }
 
     @Test func aKeyWithOtherParametersOrOnAMethodThatTakesNoneIsRefused() async throws {
@@ -50,7 +49,6 @@ import TestSupport
         #expect(throws: InvalidIdempotencyKey.self) { try IdempotencyKey(String(repeating: "k", count: 256)) }
         #expect(throws: InvalidIdempotencyKey.self) { try IdempotencyKey("has space") }
         #expect(try await h.count("SELECT COUNT(*) AS n FROM todos") == 1)
-        await h.database.close()
     }
 
     @Test func concurrentCallsWithOneKeyHaveOneEffect() async throws {
@@ -74,7 +72,6 @@ import TestSupport
         // Once the first has finished, a retry gets its reply.
         let id = try await h.database.read { tx in try tx.query("SELECT id FROM todos").first?.text("id") }
         #expect(try await add(h, "once", as: ada, key: key).id == id)
-        await h.database.close()
     }
 
     @Test func theMethodsOwnErrorIsKeptAndAGatesRefusalIsNot() async throws {
@@ -91,7 +88,6 @@ import TestSupport
         let other = try Self.key()
         await #expect(throws: (any Error).self) { _ = try await add(h, "x", as: h.connection(), key: other) }
         #expect(try await add(h, "x", as: ada, key: other).title == "x")
-        await h.database.close()
     }
 
     @Test func aWriteThatCommittedWithItsKeyIsNotRepeatedEvenIfTheReplyNeverLeft() async throws {
@@ -111,7 +107,6 @@ import TestSupport
         }
         #expect(try await add(h, "written", as: ada, key: key) == written)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM todos") == 1)
-        await h.database.close()
     }
 
     @Test func keysArePrunedAfterTheRetentionAndErasedWithTheAccount() async throws {
@@ -124,7 +119,6 @@ import TestSupport
         _ = try await add(h, "b", as: ada, key: try Self.key())
         _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM appd_idempotency") == 0)
-        await h.database.close()
     }
 
     @Test func aStaleVersionIsAConflictCarryingTheTodoAsItStands() async throws {
@@ -148,7 +142,6 @@ import TestSupport
         #expect(try await h.bus.send(TodosInterface.Complete(id: todo.id, expectedVersion: 3), as: ada).todo.version == 3)
         _ = try await h.bus.send(TodosInterface.Delete(id: todo.id, expectedVersion: 3), as: ada)
         #expect(try await h.count("SELECT COUNT(*) AS n FROM todos") == 0)
-        await h.database.close()
     }
 
     @Test func aClientsIdMakesAnAddSafeToRepeat() async throws {
@@ -173,6 +166,5 @@ import TestSupport
         for bad in ["", "not-a-uuid", "6f1c2a4e1b2d4c3e8f4a5b6c7d8e9f00", "6f1c2a4e-1b2d-4c3e-8f4a-5b6c7d8e9fzz"] {
             await expectTodosError("ValidationFailed", field: "id") { _ = try await h.bus.send(TodosInterface.Add(title: "x", notes: nil, dueAt: nil, id: bad), as: ada) }
         }
-        await h.database.close()
     }
 }

@@ -9,7 +9,7 @@ import TestSupport
 /// Security review 2, finding 1: sizes were counted in grapheme clusters, and pages only in
 /// rows. A title of one "character" (a letter and 5,000 combining marks) was 10 KB; a page of
 /// 500 todos with full notes was 20 MB, held while the client left it unread.
-@Suite struct TodosByteLimitTests {
+@Suite(.cleansUp) struct TodosByteLimitTests {
     /// One grapheme cluster of `marks` combining acute accents on a letter.
     static func cluster(_ marks: Int) -> String { "b" + String(repeating: "\u{301}", count: marks) }
 
@@ -29,7 +29,6 @@ import TestSupport
         #expect(limit.violation(of: Self.cluster(199)) == nil)
         #expect(limit.violation(of: Self.cluster(200))?.contains("200 characters") == true)
         #expect(TextLimit(characters: 10, bytes: 12).violation(of: "ééééééé")?.contains("12 bytes") == true)
-        await h.database.close()
     }
 
     /// A page ends at its byte budget and says so; paging on reaches every todo exactly once.
@@ -70,7 +69,6 @@ import TestSupport
             pages += 1
         }
         #expect(pages >= 3 && Set(changed) == Set(added) && changed.count == added.count, "\(pages) pages, \(changed.count) changes")
-        await h.database.close()
     }
 
     /// The first row always comes back, however large; a cut after it is seen (the row after
@@ -99,7 +97,6 @@ import TestSupport
         }
         #expect(stepped.shown.compactMap { $0.integer("n") } == [1] && stepped.cut)
         #expect(steppedRest.shown.compactMap { $0.integer("n") } == [2, 3] && !steppedRest.cut)
-        await h.database.close()
     }
 
     /// The account's bytes of text are bounded: past the operator's limit a write is refused
@@ -127,6 +124,5 @@ import TestSupport
         // Deleting frees its bytes.
         _ = try await h.bus.send(TodosInterface.Delete(id: first.id, expectedVersion: nil), as: ada)
         _ = try await h.bus.send(TodosInterface.Add(title: "three", notes: notes, dueAt: nil), as: ada)
-        await h.database.close()
     }
 }

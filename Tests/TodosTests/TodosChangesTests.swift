@@ -10,7 +10,7 @@ import TestSupport
 
 /// `Todos.Changes`: a device pulls what changed since its cursor (tombstones included) and then
 /// subscribes from that cursor with no gap and no repeat.
-@Suite struct TodosChangesTests {
+@Suite(.cleansUp) struct TodosChangesTests {
     /// A device's local copy, brought up to date by pulling.
     struct Replica {
         var todos: [String: Todo] = [:]
@@ -62,7 +62,6 @@ import TestSupport
         // Nothing more to pull; bob's changes never show.
         let empty = try await h.bus.send(TodosInterface.Changes(cursor: device.cursor, limit: nil), as: ada)
         #expect(empty.changes.isEmpty && !empty.more && empty.nextCursor == device.cursor)
-        await h.database.close()
     }
 
     @Test func pullThenSubscribeLosesNothingWrittenInBetween() async throws {
@@ -83,7 +82,6 @@ import TestSupport
         let page = try await h.bus.send(TodosInterface.Changes(cursor: device.cursor, limit: nil), as: ada)
         #expect(page.changes.map(\.id) == [between.id])
         #expect(page.changes.first?.seq == replayed.first?.sequence)
-        await h.database.close()
     }
 
     @Test func aCursorOlderThanTheTombstonesKeptMustResync() async throws {
@@ -103,7 +101,6 @@ import TestSupport
         try await fresh.pull(h, as: ada)
         #expect(fresh.todos.isEmpty)
         #expect(try await h.bus.send(TodosInterface.Changes(cursor: fresh.cursor, limit: nil), as: ada).changes.isEmpty)
-        await h.database.close()
     }
 
     @Test func todosFromBeforeTheFeedArePagedThroughOnAFirstPull() async throws {
@@ -116,6 +113,5 @@ import TestSupport
         try await device.pull(h, as: ada, limit: 2)
         #expect(device.todos.count == 5)
         #expect(device.cursor! >= 0)
-        await h.database.close()
     }
 }

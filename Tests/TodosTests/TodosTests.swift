@@ -36,7 +36,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
     }
 }
 
-@Suite struct TodosTests {
+@Suite(.cleansUp) struct TodosTests {
     @Test func validationNamesTheField() async throws {
         let h = try await Harness.make()
         let ada = try await h.user("ada@example.com").caller
@@ -55,7 +55,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         let todo = try await h.bus.send(TodosInterface.Add(title: "  Buy milk  ", notes: nil, dueAt: "2026-12-24T18:00:00+02:00"), as: ada).todo
         #expect(todo.title == "Buy milk")
         #expect(todo.dueAt == "2026-12-24T16:00:00.000Z")
-        await h.database.close()
     }
 
     @Test func theGatesComeFirst() async throws {
@@ -67,7 +66,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         } catch let error as AuthError {
             #expect(error == .unauthenticated)
         }
-        await h.database.close()
     }
 
     @Test func usersCannotSeeOrChangeEachOthersTodos() async throws {
@@ -82,7 +80,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         }
         #expect(try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: nil), as: bob).todos.isEmpty)
         #expect(try await h.bus.send(TodosInterface.Get(id: todo.id), as: ada).todo.title == "Ada's")
-        await h.database.close()
     }
 
     @Test func shortIdsWorkWhenUnique() async throws {
@@ -121,7 +118,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         await expectTodosError("ValidationFailed", field: "id") { _ = try await h.bus.send(TodosInterface.Get(id: "nd42"), as: ada) }
         #expect(try await h.bus.send(TodosInterface.Get(id: "end42"), as: ada).todo.id == "t_End42z")
         #expect(try await h.bus.send(TodosInterface.Get(id: "yend42"), as: ada).todo.id == "t_yEnd42")
-        await h.database.close()
     }
 
     @Test func pagesNeitherRepeatNorSkipWhileTheListChanges() async throws {
@@ -145,7 +141,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         let expected = Array(ids[0..<10]) + ids[10...].filter { $0 != ids[14] } + late
         #expect(seen == expected)
         #expect(Set(seen).count == seen.count)
-        await h.database.close()
     }
 
     @Test func createdAndUpdatedEventsCarryTheDueTimeAsItStands() async throws {
@@ -164,7 +159,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         let cleared = try #require(try await iterator.next()?.decode(as: TodoUpdated.self))
         #expect(cleared.title == "call back" && cleared.dueAt == nil)
         events.cancel()
-        await h.database.close()
     }
 
     @Test func eventsExactlyOncePerChangeAndNoneOnFailure() async throws {
@@ -189,7 +183,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         var rest = 0
         for try await _ in events { rest += 1 }
         #expect(rest == 0)  // nothing beyond the five
-        await h.database.close()
     }
 
     @Test func deletingTheAccountErasesItsTodos() async throws {
@@ -208,7 +201,6 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         #expect(left == 1)  // only bob's
         running.cancel()
         _ = await running.result
-        await h.database.close()
     }
 
     @Test func clearCompletedDeletesOnlyDoneTodos() async throws {
@@ -220,11 +212,10 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         #expect(try await h.bus.send(TodosInterface.ClearCompleted(), as: ada).deleted == 1)
         #expect(try await h.bus.send(TodosInterface.List(filter: "done", cursor: nil, limit: nil), as: ada).todos.isEmpty)
         #expect(try await h.bus.send(TodosInterface.List(filter: "open", cursor: nil, limit: nil), as: ada).todos.map(\.title) == ["b"])
-        await h.database.close()
     }
 }
 
-@Suite struct RFC3339Tests {
+@Suite(.cleansUp) struct RFC3339Tests {
     @Test(arguments: [
         ("1970-01-01T00:00:00Z", Int64(0)), ("2026-12-24T18:00:00+02:00", Int64(1_798_128_000)), ("2000-02-29T12:00:00.5Z", Int64(951_825_600)),
     ])
@@ -239,7 +230,7 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
 }
 
 /// Security review finding 9: what one account stores is bounded.
-@Suite struct TodosQuotaTests {
+@Suite(.cleansUp) struct TodosQuotaTests {
     @Test func anAccountHoldsAtMostItsQuotaAndDeletingMakesRoom() async throws {
         let h = try await Harness.make(maxTodosPerUser: 3)
         let ada = try await h.user("ada@example.com").caller, bob = try await h.user("bob@example.com").caller
@@ -259,12 +250,11 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
         let first = try await h.bus.send(TodosInterface.List(filter: nil, cursor: nil, limit: nil), as: ada).todos[0]
         _ = try await h.bus.send(TodosInterface.Delete(id: first.id), as: ada)
         _ = try await h.add("room again", as: ada)
-        await h.database.close()
     }
 }
 
 /// An id given without its `t_` whose random part itself begins with `t_` still resolves.
-@Suite struct TodoIdPrefixTests {
+@Suite(.cleansUp) struct TodoIdPrefixTests {
     @Test func aRandomPartThatBeginsWithTheTypePrefixResolves() async throws {
         let h = try await Harness.make()
         let ada = try await h.user("ada@example.com").caller
@@ -273,11 +263,10 @@ func expectTodosError(_ name: String, field: String? = nil, sourceLocation: Sour
             owner: owner, id: "t_t_Xy9Qw", clientChosen: false, title: "odd id", notes: nil, dueAt: nil, now: 1, limit: 100, causedBy: nil)
         #expect(try await h.bus.send(TodosInterface.Get(id: "t_Xy9Q"), as: ada).todo.id == "t_t_Xy9Qw")
         #expect(try await h.bus.send(TodosInterface.Get(id: "t_t_Xy"), as: ada).todo.id == "t_t_Xy9Qw")
-        await h.database.close()
     }
 }
 
-@Suite struct GuestTodosTests {
+@Suite(.cleansUp) struct GuestTodosTests {
     @Test func aGuestKeepsItsTodosWhenUpgradedAndLosesThemWhenIdle() async throws {
         let h = try await PluginHarness.make { clock in
             [try AuthPlugin.testing(clock: clock) { $0.guestAccounts = true }, TodosPlugin(maxTodosPerUser: 100)]

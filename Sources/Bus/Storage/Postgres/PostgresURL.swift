@@ -38,4 +38,11 @@ extension PostgresURL {
         let connection = try PostgresConnection(conninfo: url, setup: "SET client_min_messages = warning")
         try connection.executeScript("CREATE SCHEMA IF NOT EXISTS \"\(schema.replacing("\"", with: "\"\""))\"")
     }
+
+    /// Drops `schema` and everything in it (a throwaway deployment's: a test's, a benchmark's);
+    /// nothing when it does not exist. Blocks, as `createSchema` does.
+    public static func dropSchema(_ schema: String, at url: String) throws {
+        let connection = try PostgresConnection(conninfo: url, setup: "SET client_min_messages = warning")
+        try connection.executeScript("DROP SCHEMA IF EXISTS \"\(schema.replacing("\"", with: "\"\""))\" CASCADE")
+    }
 }

@@ -44,7 +44,9 @@ import Testing
         let expected = try String(contentsOf: Self.golden, encoding: .utf8)
         let (a, b) = (expected.split(separator: "\n", omittingEmptySubsequences: false), now.split(separator: "\n", omittingEmptySubsequences: false))
         let first = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }
-        #expect(now == expected, "help differs from help.golden at line \((first?.offset ?? min(a.count, b.count)) + 1): \(first.map { "'\($0.element.0)' → '\($0.element.1)'" } ?? "length")")
+        #expect(
+            now == expected,
+            "help differs from help.golden at line \((first?.offset ?? min(a.count, b.count)) + 1): \(first.map { "'\($0.element.0)' → '\($0.element.1)'" } ?? "length")")
     }
 
     @Test func everyDeclaredParameterIsInItsUsageAndHelp() {

@@ -35,7 +35,9 @@ final class TestAppleEndpoints: Sendable {
                 if url.hasSuffix("/token") {
                     guard state.tokenStatus == 200 else { return (state.tokenStatus, Array(#"{"error":"invalid_grant"}"#.utf8)) }
                     state.issued += 1
-                    let idToken = Base64.encode(Array(#"{"alg":"RS256","kid":"x"}"#.utf8), urlSafe: true) + "." + Base64.encode(Array(#"{"sub":"\#(self.subject)"}"#.utf8), urlSafe: true) + ".AA"
+                    let idToken =
+                        Base64.encode(Array(#"{"alg":"RS256","kid":"x"}"#.utf8), urlSafe: true) + "." + Base64.encode(Array(#"{"sub":"\#(self.subject)"}"#.utf8), urlSafe: true)
+                        + ".AA"
                     return (200, Array(#"{"access_token":"a","refresh_token":"r.secret.\#(state.issued)","id_token":"\#(idToken)","expires_in":3600}"#.utf8))
                 }
                 return (state.revokeStatus, Array((state.revokeStatus == 200 ? "" : #"{"error":"server_error"}"#).utf8))

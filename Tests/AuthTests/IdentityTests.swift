@@ -35,8 +35,10 @@ final class TestIdentityProvider: Sendable {
                 guard state.reachable else { throw HarnessError("unreachable") }
                 let keys: [JSONValue] = state.keys.filter { state.published.contains($0.id) }.map { entry in
                     let (x, y) = entry.key.publicPoint
-                    return ["kty": "EC", "crv": "P-256", "use": "sig", "kid": .string(entry.id),
-                            "x": .string(Base64.encode(x, urlSafe: true)), "y": .string(Base64.encode(y, urlSafe: true))]
+                    return [
+                        "kty": "EC", "crv": "P-256", "use": "sig", "kid": .string(entry.id),
+                        "x": .string(Base64.encode(x, urlSafe: true)), "y": .string(Base64.encode(y, urlSafe: true)),
+                    ]
                 }
                 return PublishedKeys.Document(body: Array(JSONValue.object(["keys": .array(keys)]).jsonText.utf8), lifetime: state.lifetime)
             }
@@ -69,7 +71,9 @@ final class TestIdentityProvider: Sendable {
 
 extension PluginHarness {
     /// Auth with Apple (and Google, when `google`) configured against `provider`.
-    static func withIdentity(google: Bool = false, _ configure: @escaping @Sendable (inout AuthService.Options) -> Void = { _ in }) async throws
+    static func withIdentity(
+        google: Bool = false, _ configure: @escaping @Sendable (inout AuthService.Options) -> Void = { _ in }
+    ) async throws
         -> (PluginHarness, TestIdentityProvider)
     {
         let clock = TestClock()
@@ -180,7 +184,10 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
         let valid = try idp.token()
         let parts = valid.split(separator: ".").map(String.init)
         // The payload changed under the original signature.
-        let forgedClaims = Base64.encode(Array(#"{"iss":"https://appleid.apple.com","aud":"com.example.app","sub":"victim","iat":1800000000,"exp":1800000600,"nonce":"\#(TestIdentityProvider.hash("n-1"))"}"#.utf8), urlSafe: true)
+        let forgedClaims = Base64.encode(
+            Array(
+                #"{"iss":"https://appleid.apple.com","aud":"com.example.app","sub":"victim","iat":1800000000,"exp":1800000600,"nonce":"\#(TestIdentityProvider.hash("n-1"))"}"#.utf8
+            ), urlSafe: true)
         await expectRefusal(.signature) { _ = try await h.appleSignIn([parts[0], forgedClaims, parts[2]].joined(separator: ".")) }
         // alg none, and HS256 keyed with the published key's coordinates.
         let none = Base64.encode(Array(#"{"alg":"none","kid":"k1"}"#.utf8), urlSafe: true)
@@ -325,7 +332,8 @@ func expectRefusal(_ refusal: IdTokenRefusal, sourceLocation: SourceLocation = #
     @Test func aVerifiedEmailLinksASecondProviderToTheSameAccount() async throws {
         let (h, idp) = try await PluginHarness.withIdentity(google: true)
         let apple = try await h.appleSignIn(try idp.token("a.1", email: "grace@example.com"))
-        let token = try idp.token("g.1", email: "Grace@Example.com", claims: ["iss": "https://accounts.google.com", "aud": "ios.apps.googleusercontent.com", "email_verified": true])
+        let token = try idp.token(
+            "g.1", email: "Grace@Example.com", claims: ["iss": "https://accounts.google.com", "aud": "ios.apps.googleusercontent.com", "email_verified": true])
         let google = try await h.bus.send(AuthInterface.SignInWithIdToken(provider: "google", idToken: token, nonce: "n-1", fullName: nil))
         #expect(!google.created && google.session.user.id == apple.session.user.id)
         let caller = try await h.authenticated(google.session)

@@ -191,8 +191,11 @@ struct EveryShape: Event {
     @Test func theIDLTypeIsReadFromTheCodableShape() throws {
         let schema = try EventSchema(of: EveryShape.self)
         #expect(schema.description == "(text: string, count: int, ratio: float, flag: bool, maybe: ?string, inner: (a: int, b: ?float), list: []string, extra: object)")
-        #expect(schema.problem(with: try JSONValue(encoding: EveryShape(
-            text: "t", count: 1, ratio: 0.5, flag: true, maybe: nil, inner: .init(a: 1, b: nil), list: ["x"], extra: ["k": 1]))) == nil)
+        #expect(
+            schema.problem(
+                with: try JSONValue(
+                    encoding: EveryShape(
+                        text: "t", count: 1, ratio: 0.5, flag: true, maybe: nil, inner: .init(a: 1, b: nil), list: ["x"], extra: ["k": 1]))) == nil)
         #expect(schema.problem(with: ["text": "t"]) == "count: missing")
     }
 

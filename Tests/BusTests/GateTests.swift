@@ -19,19 +19,21 @@ import TestSupport
 
     @Test func gatesRunOutermostFirstAndUnwindInReverse() async throws {
         let log = GateLog()
-        let bus = EventBus(gates: ["limits", "session", "admin", "onboarding", "paywall"].map {
-            RecordingGate(name: $0, log: log)
-        })
+        let bus = EventBus(
+            gates: ["limits", "session", "admin", "onboarding", "paywall"].map {
+                RecordingGate(name: $0, log: log)
+            })
         #expect(bus.chain.names == ["limits", "session", "admin", "onboarding", "paywall"])
         try bus.register(Echo.self) { c, _ in
             log.append("handler")
             return EchoReply(text: c.text)
         }
         _ = try await bus.send(Echo(text: ""))
-        #expect(log.all == [
-            "limits.in", "session.in", "admin.in", "onboarding.in", "paywall.in", "handler",
-            "paywall.out", "onboarding.out", "admin.out", "session.out", "limits.out",
-        ])
+        #expect(
+            log.all == [
+                "limits.in", "session.in", "admin.in", "onboarding.in", "paywall.in", "handler",
+                "paywall.out", "onboarding.out", "admin.out", "session.out", "limits.out",
+            ])
     }
 
     @Test func aRefusingGateShortCircuitsInnerGatesAndTheHandler() async throws {

@@ -5,10 +5,11 @@ import Testing
 @Suite struct JSONTests {
     @Test func parsesEveryKindOfValue() throws {
         let value = try JSONParser.parse(Array(#" {"a": [1, -2, 3.5, 1e3, true, false, null], "b": {"c": "d\n\u00e9\ud83d\ude00"}} "#.utf8))
-        #expect(value == [
-            "a": [1, -2, 3.5, 1000.0, true, false, nil],
-            "b": ["c": "d\né😀"],
-        ])
+        #expect(
+            value == [
+                "a": [1, -2, 3.5, 1000.0, true, false, nil],
+                "b": ["c": "d\né😀"],
+            ])
     }
 
     @Test func writesCompactSortedJSONThatParsesBack() throws {

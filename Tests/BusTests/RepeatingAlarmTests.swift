@@ -29,11 +29,12 @@ import TestSupport
         let loop = try EventLoop(name: "test-repeating")
         loop.start()
         let made = Mutex<RepeatingAlarm?>(nil)
-        try await Self.firesUntilCancelled({ fire in
-            // A task on the loop, as a server's request task: the alarm goes to its timer list.
-            await loop.task { made.withLock { $0 = RepeatingAlarm(every: .milliseconds(50), fire) } }.value
-            return made.withLock { $0! }
-        }, onLoop: { loop.inLoopThread })
+        try await Self.firesUntilCancelled(
+            { fire in
+                // A task on the loop, as a server's request task: the alarm goes to its timer list.
+                await loop.task { made.withLock { $0 = RepeatingAlarm(every: .milliseconds(50), fire) } }.value
+                return made.withLock { $0! }
+            }, onLoop: { loop.inLoopThread })
         await loop.stop { true }
     }
 

@@ -53,7 +53,11 @@ import TestSupport
         await #expect(throws: SinkFailed.self) {
             _ = try await stream.run { _ in
                 // The client goes away at the third reply.
-                guard sent.withLock({ $0 += 1; return $0 }) < 3 else { throw SinkFailed() }
+                guard
+                    sent.withLock({
+                        $0 += 1; return $0
+                    }) < 3
+                else { throw SinkFailed() }
             }
         }
         // The producer was told its consumer left (not the sink's own error)…
@@ -72,7 +76,9 @@ import TestSupport
             try await writer.send(3)
             return 4
         }
-        stream.deliverDirectly { value, _ in direct.withLock { $0.append(value) }; return true }
+        stream.deliverDirectly { value, _ in
+            direct.withLock { $0.append(value) }; return true
+        }
         let order = Mutex<[Int]>([])
         let last = try await stream.run { n in
             // While the sink waits (its transport's back-pressure), nothing may overtake it.

@@ -32,7 +32,9 @@ final class CountingSessionGate: Gate {
         return try await next(envelope)
     }
     func releaseAll() {
-        for c in release.withLock({ r in defer { r = [] }; return r }) { c.resume() }
+        for c in release.withLock({ r in
+            defer { r = [] }; return r
+        }) { c.resume() }
     }
     var checks: Int { state.withLock { $0.checks } }
     /// Checks held right now.

@@ -60,7 +60,11 @@ import TestSupport
         #expect(read >= 16 * 16 * 1024 - 32 * 1024)
         #expect(await producer.value == true)
         #expect((channel.pending ?? .max) <= 32 * 1024)
-        await withCheckedContinuation { c in loop.execute { _ = channel.close(); c.resume() } }
+        await withCheckedContinuation { c in
+            loop.execute {
+                _ = channel.close(); c.resume()
+            }
+        }
         await loop.stop { true }
     }
 
@@ -85,7 +89,11 @@ import TestSupport
         close(theirs)
         let sawEnd = await eventually { ended.load(ordering: .acquiring) }
         #expect(sawEnd, "the client's end is seen")
-        await withCheckedContinuation { c in loop.execute { _ = channel.close(); c.resume() } }
+        await withCheckedContinuation { c in
+            loop.execute {
+                _ = channel.close(); c.resume()
+            }
+        }
         #expect(await producer.value == false, "a producer waiting when the channel closes is told it is gone")
         #expect(channel.write([1]) == nil, "nothing is written to a closed channel")
         await loop.stop { true }
@@ -168,7 +176,11 @@ extension SocketChannelTests {
             #expect(numbers.filter { $0 % 2 == 0 } == Array(stride(from: 0, to: messages, by: 2)))
             #expect(numbers.filter { $0 % 2 == 1 } == Array(stride(from: 1, to: messages, by: 2)))
         }
-        await withCheckedContinuation { c in loop.execute { for channel in all { _ = channel.close() }; c.resume() } }
+        await withCheckedContinuation { c in
+            loop.execute {
+                for channel in all { _ = channel.close() }; c.resume()
+            }
+        }
         await loop.stop { true }
     }
 }

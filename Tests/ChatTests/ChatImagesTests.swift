@@ -40,7 +40,10 @@ import TestSupport
         let provider = try OpenAIProvider(options: .init(baseURL: server.baseURL, model: "vision-model", apiKey: "sk-test"))
         return try await PluginHarness.make { _ in
             let chat = try ChatPlugin(options: options, provider: provider)
-            return [try AuthPlugin.testing(), PaymentsPlugin(options: .init()), chat, SettingsPlugin(declared: chat.manifest.settings), try FilesPlugin(options: FilesOptions(directory: directory))]
+            return [
+                try AuthPlugin.testing(), PaymentsPlugin(options: .init()), chat, SettingsPlugin(declared: chat.manifest.settings),
+                try FilesPlugin(options: FilesOptions(directory: directory)),
+            ]
         }
     }
 

@@ -209,10 +209,11 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         }
         stream.cancel()  // what a closed connection does
         var history: [ChatMessage] = []
-        #expect(try await eventually {
-            history = try await h.history(conversation.id, as: ada)
-            return history.count == 2
-        })
+        #expect(
+            try await eventually {
+                history = try await h.history(conversation.id, as: ada)
+                return history.count == 2
+            })
         let reply = try #require(history.last)
         #expect(reply.role == "assistant" && reply.status == "cancelled" && !reply.text.isEmpty && reply.text.count < "Echo: a b c d e f g h i j".count)
     }

@@ -67,7 +67,8 @@ final class FakeOpenAIServer: Sendable {
             data += chunk[0..<n]
             if let end = data.firstRange(of: [13, 10, 13, 10])?.lowerBound {
                 let head = String(decoding: data[..<end], as: UTF8.self).lowercased()
-                let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                let length =
+                    head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
                     .flatMap { Int($0.dropFirst("content-length:".count).trimmingWhitespace()) } ?? 0
                 if data.count - (end + 4) >= length { break }
             }
@@ -141,6 +142,7 @@ final class FakeOpenAIServer: Sendable {
 
     static func error(status: Int, retryAfter: Int? = nil) -> [UInt8] {
         let body = #"{"error":{"message":"slow down","type":"rate_limit"}}"#
-        return Array("HTTP/1.1 \(status) X\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\(retryAfter.map { "Retry-After: \($0)\r\n" } ?? "")\r\n\(body)".utf8)
+        return Array(
+            "HTTP/1.1 \(status) X\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\(retryAfter.map { "Retry-After: \($0)\r\n" } ?? "")\r\n\(body)".utf8)
     }
 }

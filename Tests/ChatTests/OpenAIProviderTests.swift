@@ -17,8 +17,10 @@ import TestSupport
 
     @Test func aNormalStream() async throws {
         let server = FakeOpenAIServer { _ in
-            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("Hello"))),
-             .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta(", world") + FakeOpenAIServer.usage + FakeOpenAIServer.done)), .send(FakeOpenAIServer.end)]
+            [
+                .send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("Hello"))),
+                .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta(", world") + FakeOpenAIServer.usage + FakeOpenAIServer.done)), .send(FakeOpenAIServer.end),
+            ]
         }
         defer { server.stop() }
         let (text, usage) = try await collect(try provider(server), "say hi")

@@ -23,13 +23,21 @@ import Testing
         Contract(
             idl: PaymentsInterface.idl, commands: PaymentsInterface.commands, streams: PaymentsInterface.streams,
             errors: differences(PaymentsInterface.Errors.self, PaymentsInterface.idl)),
-        Contract(idl: RatingInterface.idl, commands: RatingInterface.commands, streams: RatingInterface.streams, errors: differences(RatingInterface.Errors.self, RatingInterface.idl)),
+        Contract(
+            idl: RatingInterface.idl, commands: RatingInterface.commands, streams: RatingInterface.streams, errors: differences(RatingInterface.Errors.self, RatingInterface.idl)),
         Contract(idl: FilesInterface.idl, commands: FilesInterface.commands, streams: FilesInterface.streams, errors: differences(FilesInterface.Errors.self, FilesInterface.idl)),
-        Contract(idl: SettingsInterface.idl, commands: SettingsInterface.commands, streams: SettingsInterface.streams, errors: differences(SettingsInterface.Errors.self, SettingsInterface.idl)),
-        Contract(idl: DaemonInterface.idl, commands: DaemonInterface.commands, streams: DaemonInterface.streams, errors: differences(DaemonInterface.Errors.self, DaemonInterface.idl)),
-        Contract(idl: BackupInterface.idl, commands: BackupInterface.commands, streams: BackupInterface.streams, errors: differences(BackupInterface.Errors.self, BackupInterface.idl)),
-        Contract(idl: ConsoleInterface.idl, commands: ConsoleInterface.commands, streams: ConsoleInterface.streams, errors: differences(ConsoleInterface.Errors.self, ConsoleInterface.idl)),
-        Contract(idl: ExportInterface.idl, commands: ExportInterface.commands, streams: ExportInterface.streams, errors: differences(ExportInterface.Errors.self, ExportInterface.idl)),
+        Contract(
+            idl: SettingsInterface.idl, commands: SettingsInterface.commands, streams: SettingsInterface.streams,
+            errors: differences(SettingsInterface.Errors.self, SettingsInterface.idl)),
+        Contract(
+            idl: DaemonInterface.idl, commands: DaemonInterface.commands, streams: DaemonInterface.streams, errors: differences(DaemonInterface.Errors.self, DaemonInterface.idl)),
+        Contract(
+            idl: BackupInterface.idl, commands: BackupInterface.commands, streams: BackupInterface.streams, errors: differences(BackupInterface.Errors.self, BackupInterface.idl)),
+        Contract(
+            idl: ConsoleInterface.idl, commands: ConsoleInterface.commands, streams: ConsoleInterface.streams,
+            errors: differences(ConsoleInterface.Errors.self, ConsoleInterface.idl)),
+        Contract(
+            idl: ExportInterface.idl, commands: ExportInterface.commands, streams: ExportInterface.streams, errors: differences(ExportInterface.Errors.self, ExportInterface.idl)),
     ]
 
     static func differences<E: InterfaceError>(_ type: E.Type, _ idl: String) -> [String] {

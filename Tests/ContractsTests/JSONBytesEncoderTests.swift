@@ -18,9 +18,12 @@ import Testing
         case .string: return .string(present ? "quote \" back \\ new\nline tab\t ctl \u{1} é ✓ </script>" : "")
         case .object: return ["zeta": 1, "alpha": ["b": .null, "a": [1.5, "x", true]], "mid": .string("m")]
         case .optional(let inner): return present && depth < 6 ? sample(inner, in: interface, present: present, depth: depth + 1) : .null
-        case .array(let inner): return .array(depth < 6 ? [sample(inner, in: interface, present: present, depth: depth + 1), sample(inner, in: interface, present: !present, depth: depth + 1)] : [])
+        case .array(let inner):
+            return .array(depth < 6 ? [sample(inner, in: interface, present: present, depth: depth + 1), sample(inner, in: interface, present: !present, depth: depth + 1)] : [])
         case .map(let inner):
-            return depth < 6 ? .object(["b-key": sample(inner, in: interface, present: present, depth: depth + 1), "a-key": sample(inner, in: interface, present: !present, depth: depth + 1)]) : [:]
+            return depth < 6
+                ? .object(["b-key": sample(inner, in: interface, present: present, depth: depth + 1), "a-key": sample(inner, in: interface, present: !present, depth: depth + 1)])
+                : [:]
         case .named(let name):
             guard let definition = interface.type(name) else { return .null }
             return sample(definition.type, in: interface, present: present, depth: depth + 1)

@@ -47,9 +47,10 @@ import Testing
         try Self.expectSameBytes(TodoChange(seq: 0, id: "t_9", deleted: true))
         try Self.expectSameBytes(TodosInterface.TodoPage(todos: [Self.full, Self.bare, Self.full], nextCursor: "t_1"))
         try Self.expectSameBytes(TodosInterface.TodoPage(todos: []))
-        try Self.expectSameBytes(TodosInterface.ChangePage(
-            changes: [TodoChange(seq: 1, id: "t_1", deleted: false, todo: Self.full), TodoChange(seq: 2, id: "t_2", deleted: true)],
-            nextCursor: Int64.min, more: true))
+        try Self.expectSameBytes(
+            TodosInterface.ChangePage(
+                changes: [TodoChange(seq: 1, id: "t_1", deleted: false, todo: Self.full), TodoChange(seq: 2, id: "t_2", deleted: true)],
+                nextCursor: Int64.min, more: true))
         try Self.expectSameBytes(TodosInterface.ChangePage(changes: [], nextCursor: 0, more: false))
     }
 

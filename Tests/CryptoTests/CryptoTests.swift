@@ -13,12 +13,21 @@ func hex(_ text: String) -> [UInt8] {
 @Suite struct ScryptTests {
     /// RFC 7914 §12 test vectors (the fourth, N=2^20, needs 1 GiB and is left out).
     @Test(arguments: [
-        ("", "", 4, 1, 1,
-         "77 d6 57 62 38 65 7b 20 3b 19 ca 42 c1 8a 04 97 f1 6b 48 44 e3 07 4a e8 df df fa 3f ed e2 14 42 fc d0 06 9d ed 09 48 f8 32 6a 75 3a 0f c8 1f 17 e8 d3 e0 fb 2e 0d 36 28 cf 35 e2 0c 38 d1 89 06"),
-        ("password", "NaCl", 10, 8, 16,
-         "fd ba be 1c 9d 34 72 00 78 56 e7 19 0d 01 e9 fe 7c 6a d7 cb c8 23 78 30 e7 73 76 63 4b 37 31 62 2e af 30 d9 2e 22 a3 88 6f f1 09 27 9d 98 30 da c7 27 af b9 4a 83 ee 6d 83 60 cb df a2 cc 06 40"),
-        ("pleaseletmein", "SodiumChloride", 14, 8, 1,
-         "70 23 bd cb 3a fd 73 48 46 1c 06 cd 81 fd 38 eb fd a8 fb ba 90 4f 8e 3e a9 b5 43 f6 54 5d a1 f2 d5 43 29 55 61 3f 0f cf 62 d4 97 05 24 2a 9a f9 e6 1e 85 dc 0d 65 1e 40 df cf 01 7b 45 57 58 87"),
+        (
+            "", "", 4, 1, 1,
+            "77 d6 57 62 38 65 7b 20 3b 19 ca 42 c1 8a 04 97 f1 6b 48 44 e3 07 4a e8 df df fa 3f ed e2 14 42 fc d0 06 9d ed 09 48 f8 32 6a 75 3a 0f c8 1f 17 e8 d3 e0 fb "
+                + "2e 0d 36 28 cf 35 e2 0c 38 d1 89 06"
+        ),
+        (
+            "password", "NaCl", 10, 8, 16,
+            "fd ba be 1c 9d 34 72 00 78 56 e7 19 0d 01 e9 fe 7c 6a d7 cb c8 23 78 30 e7 73 76 63 4b 37 31 62 2e af 30 d9 2e 22 a3 88 6f f1 09 27 9d 98 30 da c7 27 af b9 "
+                + "4a 83 ee 6d 83 60 cb df a2 cc 06 40"
+        ),
+        (
+            "pleaseletmein", "SodiumChloride", 14, 8, 1,
+            "70 23 bd cb 3a fd 73 48 46 1c 06 cd 81 fd 38 eb fd a8 fb ba 90 4f 8e 3e a9 b5 43 f6 54 5d a1 f2 d5 43 29 55 61 3f 0f cf 62 d4 97 05 24 2a 9a f9 e6 1e 85 dc "
+                + "0d 65 1e 40 df cf 01 7b 45 57 58 87"
+        ),
     ])
     func rfc7914Vectors(password: String, salt: String, logN: Int, r: Int, p: Int, expected: String) throws {
         let derived = try Scrypt.derive(
@@ -130,7 +139,10 @@ func hex(_ text: String) -> [UInt8] {
     @Test func phcRoundTripsAndRejectsForeignStrings() {
         let hash = PasswordHash(parameters: .interactive, salt: Array(0..<16), hash: Array(0..<32))
         #expect(PasswordHash(phc: hash.phc) == hash)
-        for bad in ["", "$scrypt$", "$argon2id$v=19$m=1,t=1,p=1$AAAA$AAAA", "$scrypt$ln=17,r=8$AAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAA", "$scrypt$ln=17,r=8,p=1,r=8$AAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAA", "$scrypt$ln=17,r=8,p=1$!!$AAAA"] {
+        for bad in [
+            "", "$scrypt$", "$argon2id$v=19$m=1,t=1,p=1$AAAA$AAAA", "$scrypt$ln=17,r=8$AAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAA",
+            "$scrypt$ln=17,r=8,p=1,r=8$AAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAA", "$scrypt$ln=17,r=8,p=1$!!$AAAA",
+        ] {
             #expect(PasswordHash(phc: bad) == nil, "\(bad)")
         }
     }
@@ -157,8 +169,9 @@ func hex(_ text: String) -> [UInt8] {
 
     @Test func hmacAndConstantTimeComparison() {
         // RFC 4231 test case 2.
-        #expect(Digest.hmacSHA256(key: Array("Jefe".utf8), data: Array("what do ya want for nothing?".utf8))
-            == hex("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"))
+        #expect(
+            Digest.hmacSHA256(key: Array("Jefe".utf8), data: Array("what do ya want for nothing?".utf8))
+                == hex("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"))
         #expect(Digest.constantTimeEqual([1, 2, 3], [1, 2, 3]))
         #expect(!Digest.constantTimeEqual([1, 2, 3], [1, 2, 4]))
         #expect(!Digest.constantTimeEqual([1, 2], [1, 2, 3]))

@@ -7,10 +7,14 @@ import Testing
 /// key and an RS256 token it signed, a P-256 key and an ES256 token it signed.
 enum JOSEVectors {
     static let rsaN =
-        "v0omWGJTgXPWh-eldsFv670-hSg93dPOXNFtBO1MdpyNWiIEgD48PMBKQ2YWGnyy0TCRq2dUuE2nSVF3B9bmbBB8JZDPg-1a_Cnl-AkNFr1EC52zCTF8X1RwltB6f7aAliJRB5h0xjApU5XFpETLanFQXgxafgMhR8z_-554ljpvOFc2E3yuNU0o4XqAP64y7DlQHo62lWBr1fL8GcwgvVoEhBvpCkDjdhdp1ck84x9DIM5jgrUkImYmrCzw-h6oR5AtD2sXQZ7klizRAl6-tD0YvxcakgxZFEUX6pqHsn4xheiXQ6JOMpCmPdsd8SyZowlX9qHWZ6VmqpVOy3LdCw"
+        "v0omWGJTgXPWh-eldsFv670-hSg93dPOXNFtBO1MdpyNWiIEgD48PMBKQ2YWGnyy0TCRq2dUuE2nSVF3B9bmbBB8JZDPg-1a_Cnl-AkNFr1EC52zCTF8X1RwltB6f7aAliJRB5h0xjApU5XFpETLanFQXgxafgMh"
+        + "R8z_-554ljpvOFc2E3yuNU0o4XqAP64y7DlQHo62lWBr1fL8GcwgvVoEhBvpCkDjdhdp1ck84x9DIM5jgrUkImYmrCzw-h6oR5AtD2sXQZ7klizRAl6-tD0YvxcakgxZFEUX6pqHsn4xheiXQ6JOMpCmPdsd8SyZ"
+        + "owlX9qHWZ6VmqpVOy3LdCw"
     static let rsaE = "AQAB"
     static let rs256 =
-        "eyJhbGciOiJSUzI1NiIsImtpZCI6InIxIn0.eyJpc3MiOiJqb2UiLCJzdWIiOiJzIn0.F_e1Cb3F-Ih7THBZyCEs0RSVSweJBl5GbBr5xMKsi4znjq6BuJ9FuzNZEXYfbhzBscSKEwDl8GyzGMK8fnmYZWskVbFsTdWL4V31Mvr1aeqlaPisiR822qkeAtoANbHyk-cvODtyW8d3Nn7qO5h8WTPD2TQEU9QamlgZZEElivgFLrNbYcTRZ1kf48tAsRcCbCbYh8ep5HHlwnt4I8Y9I4df1PN5ICFKmUCRPyiq2kfADG2Lr7MnJdldRLANgsevgiHXzM_2Bbkwus7D-1Lo2TsGoJwXK5Mhk1CaPZwOrG9MHdWyRJOlVTAVKEVCP-Jh0ouZd56Hu_ao4ZsFUQKUVg"
+        "eyJhbGciOiJSUzI1NiIsImtpZCI6InIxIn0.eyJpc3MiOiJqb2UiLCJzdWIiOiJzIn0.F_e1Cb3F-Ih7THBZyCEs0RSVSweJBl5GbBr5xMKsi4znjq6BuJ9FuzNZEXYfbhzBscSKEwDl8GyzGMK8fnmYZWskVbFs"
+        + "TdWL4V31Mvr1aeqlaPisiR822qkeAtoANbHyk-cvODtyW8d3Nn7qO5h8WTPD2TQEU9QamlgZZEElivgFLrNbYcTRZ1kf48tAsRcCbCbYh8ep5HHlwnt4I8Y9I4df1PN5ICFKmUCRPyiq2kfADG2Lr7MnJdldRLAN"
+        + "gsevgiHXzM_2Bbkwus7D-1Lo2TsGoJwXK5Mhk1CaPZwOrG9MHdWyRJOlVTAVKEVCP-Jh0ouZd56Hu_ao4ZsFUQKUVg"
     static let ecX = "pvjQMs5N23D1Wr97WAS6AzjMGY0pDkjx35sTuP_StHM"
     static let ecY = "BwAQ3ioh-nZPIqW3NIrJH6WhLH6I7UV1lv56UWoQy-A"
     static let es256 =
@@ -18,14 +22,16 @@ enum JOSEVectors {
 
     static var keySet: JSONWebKeySet {
         get throws {
-            try JSONWebKeySet(parsing: Array("""
-                {"keys": [
-                  {"kty": "RSA", "kid": "r1", "use": "sig", "alg": "RS256", "n": "\(rsaN)", "e": "\(rsaE)"},
-                  {"kty": "EC", "kid": "e1", "crv": "P-256", "x": "\(ecX)", "y": "\(ecY)"},
-                  {"kty": "RSA", "kid": "enc", "use": "enc", "n": "\(rsaN)", "e": "\(rsaE)"},
-                  {"kty": "oct", "kid": "h1", "k": "c2VjcmV0"}
-                ]}
-                """.utf8))
+            try JSONWebKeySet(
+                parsing: Array(
+                    """
+                    {"keys": [
+                      {"kty": "RSA", "kid": "r1", "use": "sig", "alg": "RS256", "n": "\(rsaN)", "e": "\(rsaE)"},
+                      {"kty": "EC", "kid": "e1", "crv": "P-256", "x": "\(ecX)", "y": "\(ecY)"},
+                      {"kty": "RSA", "kid": "enc", "use": "enc", "n": "\(rsaN)", "e": "\(rsaE)"},
+                      {"kty": "oct", "kid": "h1", "k": "c2VjcmV0"}
+                    ]}
+                    """.utf8))
         }
     }
 }
@@ -118,8 +124,13 @@ enum JOSEVectors {
         let token = try CompactJWS.signES256(header: ["kid": "k"], claims: ["sub": "s"], key: key)
         let jws = try CompactJWS(token)
         #expect(jws.signature.count == 64)
-        let set = JSONWebKeySet(keys: [try #require(try JSONWebKey(["kty": "EC", "crv": "P-256", "kid": "k",
-            "x": .string(Base64.encode(x, urlSafe: true)), "y": .string(Base64.encode(y, urlSafe: true))]))])
+        let set = JSONWebKeySet(keys: [
+            try #require(
+                try JSONWebKey([
+                    "kty": "EC", "crv": "P-256", "kid": "k",
+                    "x": .string(Base64.encode(x, urlSafe: true)), "y": .string(Base64.encode(y, urlSafe: true)),
+                ]))
+        ])
         try set.verify(jws)
         let other = try P256PrivateKey.generate()
         #expect(!other.publicKey.verify(signature: jws.signature, message: jws.signingInput))

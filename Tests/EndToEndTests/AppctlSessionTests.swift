@@ -88,7 +88,8 @@ import TestSupport
         let daemon = try await Daemon.start()
         let config = daemon.directory + "/config"
         let env = ["XDG_CONFIG_HOME": config]
-        #expect(try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "cy@example.com", "--password-stdin"], stdin: "correct horse\n", environment: env).status == 0)
+        #expect(
+            try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "cy@example.com", "--password-stdin"], stdin: "correct horse\n", environment: env).status == 0)
         #expect(await daemon.stop() == 0)
         let restarted = try await Daemon.start(reusing: daemon)
         let me = try await run(Binaries.appctl, ["--socket", restarted.socket, "whoami"], environment: env)
@@ -119,7 +120,9 @@ import TestSupport
         #expect(changed.status == 0, "\(changed.stderr)")
         #expect(try await ctl(["login", "ada@example.com", "--password-stdin"], stdin: "brand new pass\n").status == 0)
         let noTerminal = try await ctl(["auth", "reset-password", "--reset-token", "t"], stdin: "")
-        #expect(noTerminal.status == 64 && noTerminal.stderr.contains("missing --new-password <string> (or leave it out to be prompted, or pass --password-stdin)"), "\(noTerminal.stderr)")
+        #expect(
+            noTerminal.status == 64 && noTerminal.stderr.contains("missing --new-password <string> (or leave it out to be prompted, or pass --password-stdin)"),
+            "\(noTerminal.stderr)")
         let help = try await ctl(["auth", "--help"])
         #expect(help.stdout.contains("presenting it again revokes every session descended from it."), "\(help.stdout)")
         #expect(try await ctl(["auth", "reset-password", "--help"]).stdout.contains("The token from the reset message."))

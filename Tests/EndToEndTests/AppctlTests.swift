@@ -85,7 +85,11 @@ import Testing
         #expect(typo.status == 64 && typo.stderr.contains("Did you mean '--json'?"), "\(typo.stderr)")
 
         let info = try await daemon.ctl(["info"])
-        #expect(info.stdout.contains("interfaces: io.appd.Auth, io.appd.Backup, io.appd.Bus, io.appd.Chat, io.appd.Console, io.appd.Daemon, io.appd.Export, io.appd.Files, io.appd.Payments, io.appd.Rating, io.appd.Settings, io.appd.Todos, org.varlink.service"), "\(info.stdout)")
+        #expect(
+            info.stdout.contains(
+                "interfaces: io.appd.Auth, io.appd.Backup, io.appd.Bus, io.appd.Chat, io.appd.Console, io.appd.Daemon, io.appd.Export, io.appd.Files, io.appd.Payments, "
+                    + "io.appd.Rating, io.appd.Settings, io.appd.Todos, org.varlink.service"
+            ), "\(info.stdout)")
 
         let plugins = try await daemon.ctl(["plugins"])
         #expect(plugins.status == 0)

@@ -8,13 +8,15 @@ import TestSupport
 @Suite(.serialized, .timeLimit(.minutes(2))) struct ExternalPluginExportTests {
     typealias E = ExternalPluginTests
 
-    static var exporting: [String: Any] { [
-        "export": "io.appd.examples.Greeter.ExportUserData",
-        "requirements": [
-            "io.appd.examples.Greeter.Hello": ["session"], "io.appd.examples.Greeter.ExportUserData": ["admin"],
-            "io.appd.examples.Greeter.Count": [String](),
-        ],
-    ] }
+    static var exporting: [String: Any] {
+        [
+            "export": "io.appd.examples.Greeter.ExportUserData",
+            "requirements": [
+                "io.appd.examples.Greeter.Hello": ["session"], "io.appd.examples.Greeter.ExportUserData": ["admin"],
+                "io.appd.examples.Greeter.Count": [String](),
+            ],
+        ]
+    }
 
     static func export(_ daemon: Daemon, email: String) async throws -> (Outcome, [String: Any]) {
         let out = try await E.ctl(daemon, ["--json", "export", "user", "--email", email])

@@ -17,7 +17,9 @@ import TestSupport
         let port = try freeTCPPort()
         let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"], directory: dir)
         _ = try await ExternalPluginTests.wait(daemon, "greeter") { $0["state"] as? String == "running" }
-        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+        _ = try await run(
+            Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n",
+            environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
         let signIn = try await httpPost(port: port, path: "/v1/io.appd.Auth/SignIn", body: #"{"email":"ada@example.com","password":"a password"}"#)
         let token = ((try JSONSerialization.jsonObject(with: Data(signIn.body.utf8)) as? [String: Any])?["session"] as? [String: Any])?["accessToken"] as? String ?? ""
         let first = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: #"{"name":"Bo"}"#, token: token, headers: [("Idempotency-Key", "hello-1")])

@@ -6,18 +6,20 @@ import TestSupport
 /// External plugins through the real binaries: appd spawns the Swift example plugin
 /// (appd-plugin-greeter, built beside the tests) from a plugin folder and routes calls to it.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct ExternalPluginTests {
-    static var manifest: [String: Any] { [
-        "name": "greeter", "version": "1.0.0", "executable": "appd-plugin-greeter", "interfaces": ["io.appd.examples.Greeter"],
-        "requirements": [
-            "io.appd.examples.Greeter.Hello": ["session"], "io.appd.examples.Greeter.Slow": [String](),
-            "io.appd.examples.Greeter.Count": [String](), "io.appd.examples.Greeter.Publish": ["admin"],
-            "io.appd.examples.Greeter.Environment": ["admin"], "io.appd.examples.Greeter.Countdown": [String](),
-        ],
-        "publishes": ["greeter.>"], "callTimeoutSeconds": 1, "streamIdleTimeoutSeconds": 2,
-        "restart": ["policy": "on-failure", "maxRetries": 2, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.5],
-        // In its sandbox it sees /usr, /etc and its folder: the Swift runtime it links is added.
-        "sandbox": ["readOnlyPaths": [Binaries.swiftRuntime]],
-    ] }
+    static var manifest: [String: Any] {
+        [
+            "name": "greeter", "version": "1.0.0", "executable": "appd-plugin-greeter", "interfaces": ["io.appd.examples.Greeter"],
+            "requirements": [
+                "io.appd.examples.Greeter.Hello": ["session"], "io.appd.examples.Greeter.Slow": [String](),
+                "io.appd.examples.Greeter.Count": [String](), "io.appd.examples.Greeter.Publish": ["admin"],
+                "io.appd.examples.Greeter.Environment": ["admin"], "io.appd.examples.Greeter.Countdown": [String](),
+            ],
+            "publishes": ["greeter.>"], "callTimeoutSeconds": 1, "streamIdleTimeoutSeconds": 2,
+            "restart": ["policy": "on-failure", "maxRetries": 2, "backoffSeconds": 0.1, "maxBackoffSeconds": 0.5],
+            // In its sandbox it sees /usr, /etc and its folder: the Swift runtime it links is added.
+            "sandbox": ["readOnlyPaths": [Binaries.swiftRuntime]],
+        ]
+    }
 
     /// Writes a plugin folder with `manifest` (overridden by `changes`) and the greeter binary.
     static func install(in plugins: String, folder: String = "greeter", changes: [String: Any] = [:], mode: Int = 0o644) throws {
@@ -82,7 +84,9 @@ import TestSupport
         let port = try freeTCPPort()
         let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"], directory: dir)
         _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
-        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "bo@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+        _ = try await run(
+            Binaries.appctl, ["--socket", daemon.socket, "signup", "bo@example.com", "--password-stdin"], stdin: "a password\n",
+            environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
         let signIn = try await httpPost(port: port, path: "/v1/io.appd.Auth/SignIn", body: #"{"email":"bo@example.com","password":"a password"}"#)
         let session = (try JSONSerialization.jsonObject(with: Data(signIn.body.utf8)) as? [String: Any])?["session"] as? [String: Any]
         let hello = try await httpPost(port: port, path: "/v1/io.appd.examples.Greeter/Hello", body: "{}", token: session?["accessToken"] as? String ?? "")
@@ -100,7 +104,9 @@ import TestSupport
         let port = try freeTCPPort()
         let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"], directory: dir)
         _ = try await Self.wait(daemon, "greeter") { $0["state"] as? String == "running" }
-        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+        _ = try await run(
+            Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n",
+            environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
         let signIn = try await httpPost(port: port, path: "/v1/io.appd.Auth/SignIn", body: #"{"email":"ada@example.com","password":"a password"}"#)
         let session = (try JSONSerialization.jsonObject(with: Data(signIn.body.utf8)) as? [String: Any])?["session"] as? [String: Any]
         let token = session?["accessToken"] as? String ?? ""
@@ -137,7 +143,9 @@ import TestSupport
         // The manifest's requirements are enforced by the same gates as built-in plugins.
         let anonymous = try await Self.ctl(daemon, ["greeter", "hello", "--name", "Ada"])
         #expect(anonymous.status == 67, "\(anonymous)")
-        _ = try await run(Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n", environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
+        _ = try await run(
+            Binaries.appctl, ["--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "a password\n",
+            environment: ["XDG_CONFIG_HOME": daemon.directory + "/config"])
         let me = try await Self.ctl(daemon, ["--json", "whoami"])
         let hello = try await Self.ctl(daemon, ["--json", "greeter", "hello"])
         #expect(hello.status == 0, "\(hello)")

@@ -28,7 +28,9 @@ import TestSupport
             in: plugins, folder: "asker", changes: ["name": "asker", "environment": ["PATH"], "calls": ["io.appd.Daemon.Status"], "capabilities": ["auth.resetTokens"]])
         _ = try await ExternalPluginTests.ctl(daemon, ["plugins", "rescan"])
         let asker = try await ExternalPluginTests.plugin(daemon, "asker")
-        #expect(asker["grants"] as? String == "calls io.appd.Daemon.Status; capabilities auth.resetTokens; publishes greeter.>; environment PATH; reads \(Binaries.swiftRuntime)", "\(asker)")
+        #expect(
+            asker["grants"] as? String == "calls io.appd.Daemon.Status; capabilities auth.resetTokens; publishes greeter.>; environment PATH; reads \(Binaries.swiftRuntime)",
+            "\(asker)")
         let leaky = try await lastError("leaky")
         #expect(leaky.contains("APPD_DATABASE, APPD_STRIPE_WEBHOOK_SECRETS") && leaky.contains("never passed to plugins"), "\(leaky)")
 

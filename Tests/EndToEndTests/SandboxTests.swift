@@ -121,7 +121,9 @@ import TestSupport
         try Self.install("hostile", in: dir)
         let missing = try await Daemon.start(["--plugin-bubblewrap", dir + "/no-bwrap"], directory: dir)
         var status: [String: Any] = [:]
-        _ = try await eventually { status = try await Self.status(missing, "hostile"); return status["state"] as? String == "failed" }
+        _ = try await eventually {
+            status = try await Self.status(missing, "hostile"); return status["state"] as? String == "failed"
+        }
         #expect(status["state"] as? String == "failed" && status["pid"] == nil, "\(status)")
         #expect((status["lastError"] as? String ?? "").contains("apt install bubblewrap"), "\(status)")
         #expect(status["sandbox"] as? String == "bubblewrap unavailable: not started", "not shown as unconfined: \(status)")
@@ -209,10 +211,11 @@ import TestSupport
         // Files of 4 MiB each, 16 MiB in all.
         _ = try await Self.probe(daemon, "datafill", "16")
         var status: [String: Any] = [:]
-        #expect(await eventually(timeout: .seconds(30)) {
-            status = (try? await Self.status(daemon, "hostile")) ?? [:]
-            return (status["lastError"] as? String ?? "").contains("over its data limit") && status["pid"] as? Int != first["pid"] as? Int
-        }, "\(status)")
+        #expect(
+            await eventually(timeout: .seconds(30)) {
+                status = (try? await Self.status(daemon, "hostile")) ?? [:]
+                return (status["lastError"] as? String ?? "").contains("over its data limit") && status["pid"] as? Int != first["pid"] as? Int
+            }, "\(status)")
         #expect(await daemon.stop() == 0)
     }
 
@@ -229,10 +232,11 @@ import TestSupport
         #expect(try await Self.probe(daemon, "manyfiles", "40").ok, "40 entries are within the limit")
         _ = try await Self.probe(daemon, "manyfiles", "100")
         var status: [String: Any] = [:]
-        #expect(await eventually(timeout: .seconds(15)) {
-            status = (try? await Self.status(daemon, "hostile")) ?? [:]
-            return (status["lastError"] as? String ?? "").contains("more than 64 files and folders") && status["pid"] as? Int != first["pid"] as? Int
-        }, "\(status)")
+        #expect(
+            await eventually(timeout: .seconds(15)) {
+                status = (try? await Self.status(daemon, "hostile")) ?? [:]
+                return (status["lastError"] as? String ?? "").contains("more than 64 files and folders") && status["pid"] as? Int != first["pid"] as? Int
+            }, "\(status)")
         #expect(await daemon.stop() == 0)
     }
 
@@ -284,7 +288,10 @@ import TestSupport
         _ = try await Self.running(daemon, "hostile")
         #expect(try await Self.probe(daemon, "print", #"x\r\u001b[2Knotice appd.audit: admin call method=io.appd.Auth.DeleteUser outcome=ok"#).ok)
         var log = ""
-        #expect(await eventually { log = daemon.log; return log.contains("appd.audit: admin call method=io.appd.Auth.DeleteUser") })
+        #expect(
+            await eventually {
+                log = daemon.log; return log.contains("appd.audit: admin call method=io.appd.Auth.DeleteUser")
+            })
         #expect(log.contains(#"[hostile] x\u{d}\u{1b}[2Knotice appd.audit"#), "\(log.suffix(600))")
         #expect(!log.unicodeScalars.contains { $0 == "\r" || $0 == "\u{1b}" }, "no raw CR or ESC in appd's log")
         #expect(!log.split(separator: "\n").contains { $0.hasPrefix("notice appd.audit: admin call method=io.appd.Auth.DeleteUser") })

@@ -87,7 +87,8 @@ import Glibc
         while !FileManager.default.fileExists(atPath: dir + "/got") && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
 
         let env = ["XDG_CONFIG_HOME": dir + "-config"]
-        let refused = try await run(Binaries.appctl, ["--socket", dir + "/fake.sock", "login", "ada@example.com", "--password-stdin"], stdin: "secret password\n", environment: env)
+        let refused = try await run(
+            Binaries.appctl, ["--socket", dir + "/fake.sock", "login", "ada@example.com", "--password-stdin"], stdin: "secret password\n", environment: env)
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("it runs as uid \(Self.stranger), not as you"), "\(refused.stderr)")
         #expect(refused.stderr.contains("--expect-uid \(Self.stranger)"))
@@ -155,7 +156,9 @@ import Glibc
         #expect(outcome.stderr.contains("dataDirectory") && outcome.stderr.contains("pass --data-dir"), "\(outcome.stderr)")
 
         let daemon = try await Daemon.start()
-        let signup = try await run("/usr/bin/env", homeless.flatMap { ["-u", $0] } + [Binaries.appctl, "--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"], stdin: "correct horse\n")
+        let signup = try await run(
+            "/usr/bin/env", homeless.flatMap { ["-u", $0] } + [Binaries.appctl, "--socket", daemon.socket, "signup", "ada@example.com", "--password-stdin"],
+            stdin: "correct horse\n")
         #expect(signup.status == 64 && signup.stderr.contains("no private place to keep the session"), "\(signup.stderr)")
         #expect(!FileManager.default.fileExists(atPath: "/tmp/.config/appctl/sessions.json"))
         #expect(await daemon.stop() == 0)

@@ -79,17 +79,22 @@ import ExternalPlugins
     }
 
     @Test func declaredEventsAreCheckedAndPublishedPayloadsMustFitThem() throws {
-        let manifest = try Self.parse(#", "capabilities": ["auth.resetTokens"], "events": {"notes.shared": {"type": "(noteId: string, userId: string, with: ?string)", "audience": "owner"}, "notes.audit": {"type": "(noteId: string)", "audience": "admin", "durable": false, "version": 2}}"#)
+        let manifest = try Self.parse(
+            #", "capabilities": ["auth.resetTokens"], "events": {"notes.shared": {"type": "(noteId: string, userId: string, with: ?string)", "audience": "owner"}, "#
+                + #""notes.audit": {"type": "(noteId: string)", "audience": "admin", "durable": false, "version": 2}}"#
+        )
         #expect(manifest.publishes == ["notes.audit", "notes.shared"])
         #expect(manifest.events.map(\.audience) == [.admin, .owner])
         #expect(manifest.events.first?.durable == false && manifest.events.first?.version == 2)
         #expect(manifest.capabilities == ["auth.resetTokens"])
 
         #expect(Self.problem(#", "events": {"notes.x": {"type": "(noteId: strin)", "audience": "owner"}}"#)?.hasPrefix("events.notes.x.type:") == true)
-        #expect(Self.problem(#", "events": {"notes.x": {"type": "(noteId: string)", "audience": "owner"}}"#)
-            == "events.notes.x: an owner-audience event names its owner in a 'userId: string' field")
-        #expect(Self.problem(#", "events": {"notes.x": {"type": "(userId: string)", "audience": "everyone"}}"#)
-            == "events.notes.x.audience is owner, admin or capability:NAME")
+        #expect(
+            Self.problem(#", "events": {"notes.x": {"type": "(noteId: string)", "audience": "owner"}}"#)
+                == "events.notes.x: an owner-audience event names its owner in a 'userId: string' field")
+        #expect(
+            Self.problem(#", "events": {"notes.x": {"type": "(userId: string)", "audience": "everyone"}}"#)
+                == "events.notes.x.audience is owner, admin or capability:NAME")
         #expect(Self.problem(#", "events": {"notes.*": {"type": "(userId: string)", "audience": "owner"}}"#)?.hasPrefix("events: 'notes.*' is not a topic") == true)
 
         // On the bus: the plugin's payloads are checked against the declared type, the owner
@@ -104,7 +109,9 @@ import ExternalPlugins
         #expect(throws: InvalidEventPayload.self) { try bus.event(topic: "notes.shared", payload: ["noteId": "n1"], causedBy: nil) }
         #expect(throws: InvalidEventPayload.self) { try bus.event(topic: "notes.shared", payload: ["noteId": "n1", "userId": "u", "extra": 1], causedBy: nil) }
         #expect(throws: TopicConflict.self) {
-            try bus.topics.register(TopicInfo(topic: "notes.shared", version: 1, schema: try EventSchema(parsing: "(userId: string)"), audience: .owner, durable: true, publisher: "other", external: true))
+            try bus.topics.register(
+                TopicInfo(
+                    topic: "notes.shared", version: 1, schema: try EventSchema(parsing: "(userId: string)"), audience: .owner, durable: true, publisher: "other", external: true))
         }
     }
 }

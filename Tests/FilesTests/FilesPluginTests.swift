@@ -65,7 +65,9 @@ import Testing
     }
 
     @Test func theBytesMustBeWhatTheyClaimAndWhatTheOperatorAllows() async throws {
-        let h = try await Harness.files { $0.allowedTypes = ["image/jpeg", "image/png"]; $0.maxPixels = 1_000_000; $0.maxFileBytes = 4096 }
+        let h = try await Harness.files {
+            $0.allowedTypes = ["image/jpeg", "image/png"]; $0.maxPixels = 1_000_000; $0.maxFileBytes = 4096
+        }
         let ada = try await h.user("ada@example.com")
         let html = Array("<html><script>alert(1)</script></html>".utf8)
         #expect(await h.upload(html, type: "image/jpeg", as: ada).status == 415)

@@ -59,7 +59,9 @@ extension PluginHarness {
     }
 
     @Test func whatIsNotAFileEndsTheUploadAndTheProtocolIsChecked() async throws {
-        let h = try await Harness.files { $0.pendingUploads = 2; $0.quotaBytes = 1000 }
+        let h = try await Harness.files {
+            $0.pendingUploads = 2; $0.quotaBytes = 1000
+        }
         let ada = try await h.user("ada@example.com")
         #expect(await h.http("POST", "/files/uploads", token: ada.accessToken, headers: ["Upload-Length": "10"]).status == 412)
         #expect(await h.tus("POST", "/files/uploads", as: ada).status == 400)  // no Upload-Length

@@ -6,11 +6,12 @@ import Testing
 
 /// `If-Match` into `expectedVersion`, `ETag` from a reply (RFC 9110 §13, for versioned items).
 @Suite struct ConditionalRequestTests {
-    static let interface = try! VarlinkInterface(parsing: """
-        interface io.example.Items
-        method Update(id: string, expectedVersion: ?int) -> (item: (id: string, version: int))
-        method Get(id: string) -> (item: (id: string, version: int))
-        """)
+    static let interface = try! VarlinkInterface(
+        parsing: """
+            interface io.example.Items
+            method Update(id: string, expectedVersion: ?int) -> (item: (id: string, version: int))
+            method Get(id: string) -> (item: (id: string, version: int))
+            """)
     static var update: VarlinkMethod? { interface.method("Update") }
 
     func apply(_ header: String?, _ body: JSONValue = ["id": "a"], method: VarlinkMethod? = update) -> (Bool?, Int?, JSONValue) {

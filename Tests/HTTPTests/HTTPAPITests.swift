@@ -252,7 +252,11 @@ extension String {
         let document = try JSONParser.parse(Array(APIFixture.body(response).utf8))
         #expect(document["openapi"] == "3.1.0")
         let paths = document["paths"]?.objectValue ?? [:]
-        #expect(Set(paths.keys) == ["/v1/io.example.Notes/Add", "/v1/io.example.Notes/Watch", "/v1/io.example.Notes/Refuse", "/v1/io.example.Notes/Quiet", "/v1/io.example.Notes/Quick", "/healthz", "/readyz", "/metrics"])
+        #expect(
+            Set(paths.keys) == [
+                "/v1/io.example.Notes/Add", "/v1/io.example.Notes/Watch", "/v1/io.example.Notes/Refuse", "/v1/io.example.Notes/Quiet", "/v1/io.example.Notes/Quick", "/healthz",
+                "/readyz", "/metrics",
+            ])
         let add = paths["/v1/io.example.Notes/Add"]?["post"]
         let request = add?["requestBody"]?["content"]?["application/json"]?["schema"]
         #expect(request?["required"] == ["text"], "the optional tag is not required")
@@ -272,7 +276,8 @@ extension String {
         #expect(events == ["$ref": "#/components/schemas/stream.io.example.Notes.Watch"])
         guard case .array(let kinds)? = schemas?["stream.io.example.Notes.Watch"]?["oneOf"] else { Issue.record("no event schema"); return }
         let reply = kinds.first
-        #expect(reply?["properties"]?["event"] == ["const": "reply"] && reply?["properties"]?["data"]?["properties"]?["note"] == ["$ref": "#/components/schemas/io.example.Notes.Note"])
+        #expect(
+            reply?["properties"]?["event"] == ["const": "reply"] && reply?["properties"]?["data"]?["properties"]?["note"] == ["$ref": "#/components/schemas/io.example.Notes.Note"])
         await f.server.stop()
     }
 
@@ -419,7 +424,9 @@ extension String {
         #expect(request.path == "/a/b" && request.query["x"] == "1" && request.query["y"] == " z w" && request.query["bad"] == "")
         #expect(HTTPServerRequest.parse(head: Array("GET /x HTTP/1.0\r\nConnection: keep-alive".utf8)[...], maxBodyBytes: 10).map(\.keepAlive) == .success(true))
         #expect(HTTPServerRequest.parse(head: Array("GET /x HTTP/1.1\r\nConnection: close".utf8)[...], maxBodyBytes: 10).map(\.keepAlive) == .success(false))
-        #expect(HTTPServerRequest.parse(head: Array("GET x HTTP/1.1".utf8)[...], maxBodyBytes: 10).map(\.keepAlive) == .failure(HTTPRefusal(status: 400, error: "BadRequest", reason: "the request target must be an absolute path of visible ASCII characters")))
+        #expect(
+            HTTPServerRequest.parse(head: Array("GET x HTTP/1.1".utf8)[...], maxBodyBytes: 10).map(\.keepAlive)
+                == .failure(HTTPRefusal(status: 400, error: "BadRequest", reason: "the request target must be an absolute path of visible ASCII characters")))
     }
 
     @Test func metricsRenderInThePrometheusTextFormat() async {
@@ -430,7 +437,9 @@ extension String {
         metrics.register(Metrics.Collector(name: "t_gauge", help: "A gauge.") { [([], 2.5)] })
         let text = await metrics.render()
         #expect(text.contains("# HELP t_total A counter.\\nTwo lines.\n# TYPE t_total counter\nt_total{m=\"a\\\"b\\\\c\"} 1\n"), "\(text)")
-        #expect(text.contains("t_seconds_bucket{le=\"0.001\"} 0\nt_seconds_bucket{le=\"0.01\"} 1\nt_seconds_bucket{le=\"+Inf\"} 2\nt_seconds_sum 5.003\nt_seconds_count 2\n"), "\(text)")
+        #expect(
+            text.contains("t_seconds_bucket{le=\"0.001\"} 0\nt_seconds_bucket{le=\"0.01\"} 1\nt_seconds_bucket{le=\"+Inf\"} 2\nt_seconds_sum 5.003\nt_seconds_count 2\n"), "\(text)"
+        )
         #expect(text.contains("# TYPE t_gauge gauge\nt_gauge 2.5\n"), "\(text)")
     }
 

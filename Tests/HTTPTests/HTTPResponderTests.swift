@@ -62,22 +62,24 @@ import TestSupport
         limits.maxStreams = 1
         let decorated = Mutex<[String]>([])
         let release = Latch()
-        let server = try RunningServer(limits: limits, dispatch: { request, _ in
-            .responding { responder in
-                responder.decorate { response, streamed in
-                    response.headers.append(("X-Decorated", "yes"))
-                    decorated.withLock { $0.append("\(request.path) \(response.status) \(streamed ? "stream" : "whole")") }
+        let server = try RunningServer(
+            limits: limits,
+            dispatch: { request, _ in
+                .responding { responder in
+                    responder.decorate { response, streamed in
+                        response.headers.append(("X-Decorated", "yes"))
+                        decorated.withLock { $0.append("\(request.path) \(response.status) \(streamed ? "stream" : "whole")") }
+                    }
+                    let started = responder.startStream(Self.head)
+                    guard started else {
+                        // Refused: nothing can be written, as when the client has gone.
+                        #expect((try? await responder.write("data: x\n\n")) == nil)
+                        return
+                    }
+                    try? await responder.write("data: open\n\n")
+                    await release.wait()
                 }
-                let started = responder.startStream(Self.head)
-                guard started else {
-                    // Refused: nothing can be written, as when the client has gone.
-                    #expect((try? await responder.write("data: x\n\n")) == nil)
-                    return
-                }
-                try? await responder.write("data: open\n\n")
-                await release.wait()
-            }
-        })
+            })
         let first = try server.connect()
         server.send("GET /first HTTP/1.1\r\n\r\n", on: first)
         _ = try await server.read(first, until: { $0.contains("data: open") })

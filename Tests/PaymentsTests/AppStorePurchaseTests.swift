@@ -15,7 +15,9 @@ import TestSupport
         try await h.bus.send(PaymentsInterface.AppStoreAccountToken(), as: caller).token
     }
 
-    func submit(_ h: Harness, _ caller: Caller, _ claims: JSONValue, chain: Chain = AppStoreChains.good) async throws
+    func submit(
+        _ h: Harness, _ caller: Caller, _ claims: JSONValue, chain: Chain = AppStoreChains.good
+    ) async throws
         -> PaymentsInterface.SubmitAppStoreTransaction.Reply
     {
         try await h.bus.send(PaymentsInterface.SubmitAppStoreTransaction(signedTransaction: try chain.sign(claims)), as: caller)

@@ -120,7 +120,8 @@ import TestSupport
             #"{"id":"evt_1","type":"checkout.session.completed","created":\#(now),"data":{"object":{"client_reference_id":"\#(ada)","customer":"cus_1","mode":"subscription"}}}"#)
         #expect(try await h.pro(caller)?.active == false)
         let subscription = { (event: String, type: String, status: String, cancel: Bool, created: Int64) in
-            #"{"id":"\#(event)","type":"\#(type)","created":\#(created),"data":{"object":{"customer":"cus_1","status":"\#(status)","cancel_at_period_end":\#(cancel),"current_period_end":\#(now + 86_400 * 30),"items":{"data":[{"price":{"id":"price_123","lookup_key":"pro_monthly"}}]}}}}"#
+            #"{"id":"\#(event)","type":"\#(type)","created":\#(created),"data":{"object":{"customer":"cus_1","status":"\#(status)","cancel_at_period_end":\#(cancel),"curr"#
+                + #"ent_period_end":\#(now + 86_400 * 30),"items":{"data":[{"price":{"id":"price_123","lookup_key":"pro_monthly"}}]}}}}"#
         }
         _ = try await h.stripe(subscription("evt_2", "customer.subscription.created", "active", false, now + 1), secret: Harness.stripeSecrets[0])
         var pro = try #require(try await h.pro(caller))
@@ -153,7 +154,8 @@ import TestSupport
         let h = try await Harness.make()
         let (caller, _) = try await h.user("ada@example.com", onboarded: false).identity
         do {
-            _ = try await h.bus.send(PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "x"), as: Caller(peer: PeerCredentials(uid: 4242, gid: 4242, pid: 1)))
+            _ = try await h.bus.send(
+                PaymentsInterface.Grant(email: "ada@example.com", entitlement: "pro", expiresAt: nil, reason: "x"), as: Caller(peer: PeerCredentials(uid: 4242, gid: 4242, pid: 1)))
             Issue.record("a non-admin granted")
         } catch {}
         await expectPaymentsError("ValidationFailed") {

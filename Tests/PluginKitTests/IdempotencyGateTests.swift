@@ -45,7 +45,10 @@ import TestSupport
         let bus = EventBus(gates: gates)
         try bus.register(Change.self) { c, _ in
             box.handler.withLock { $0.append(IdempotencyRecord.current != nil) }
-            return .init(n: box.runs.withLock { $0 += 1; return $0 })
+            return .init(
+                n: box.runs.withLock {
+                    $0 += 1; return $0
+                })
         }
         try bus.register(Read.self) { _, _ in Empty() }
         return (bus, database)

@@ -49,7 +49,11 @@ struct TestPlugin: Plugin {
 
 final class FailureCounter: Sendable {
     let count = Mutex(0)
-    func next() -> Int { count.withLock { $0 += 1; return $0 } }
+    func next() -> Int {
+        count.withLock {
+            $0 += 1; return $0
+        }
+    }
 }
 
 struct FlakyService: Service {

@@ -35,7 +35,9 @@ import TestSupport
             var parameters: [String: JSONValue] = ["topics": .array(topics.map(JSONValue.string))]
             if let since { parameters["since"] = .int(since) }
             try await dispatcher.handle(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: .object(parameters), more: true), as: caller) { reply in
-                let all = received.withLock { $0.append(reply); return $0 }
+                let all = received.withLock {
+                    $0.append(reply); return $0
+                }
                 if reply.error != nil || done(all) { throw CancellationError() }
             }
         }
@@ -75,10 +77,13 @@ import TestSupport
         #expect(adaSees.allSatisfy { $0.error == nil && $0.parameters["payload"]?["userId"]?.stringValue == adaID })
         #expect(adaSees.contains { $0.parameters["topic"] == "auth.userSignedUp" })
         // The live part: Bob's later event never reached Ada's subscription either.
-        let bobSees = try await collect(dispatcher, as: bob, since: nil, whileCollecting: {
-            _ = try await h.bus.send(TodosInterface.Add(title: "ada again", notes: nil, dueAt: nil), as: ada)
-            _ = try await h.bus.send(TodosInterface.Add(title: "bob again", notes: nil, dueAt: nil), as: bob)
-        }) { Self.titles($0).contains("bob again") }
+        let bobSees = try await collect(
+            dispatcher, as: bob, since: nil,
+            whileCollecting: {
+                _ = try await h.bus.send(TodosInterface.Add(title: "ada again", notes: nil, dueAt: nil), as: ada)
+                _ = try await h.bus.send(TodosInterface.Add(title: "bob again", notes: nil, dueAt: nil), as: bob)
+            }
+        ) { Self.titles($0).contains("bob again") }
         #expect(Self.titles(bobSees) == ["bob again"])
         #expect(bobSees.allSatisfy { $0.parameters["payload"]?["userId"]?.stringValue == bobID })
 

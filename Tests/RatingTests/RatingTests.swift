@@ -106,7 +106,9 @@ extension PluginHarness {
         try await make(clock: clock, start: { startRating || !($0 is RatingPlugin) }) { clock in
             let now: @Sendable () -> WallTime = { clock.now }
             let auth = try AuthPlugin.testing(clock: clock) { $0.accessTokenLifetime = .seconds(400 * 86_400) }
-            return [auth, TodosPlugin(clock: now), PaymentsPlugin(clock: now), try ChatPlugin(provider: EchoProvider(delay: .zero), clock: now), RatingPlugin(rules: rules, clock: now)]
+            return [
+                auth, TodosPlugin(clock: now), PaymentsPlugin(clock: now), try ChatPlugin(provider: EchoProvider(delay: .zero), clock: now), RatingPlugin(rules: rules, clock: now),
+            ]
         }
     }
 

@@ -79,10 +79,13 @@ extension EventContractTests {
         let ended = try await streamEnd(dispatcher, bob.caller) {}
         #expect(ended == "io.appd.Bus.StreamLifetimeEnded")
         // An admin's stream is not bound to a session: it stays.
-        let admin = try await collect(dispatcher, as: Self.admin, since: nil, topics: ["todos.>"], whileCollecting: {
-            try await Task.sleep(for: .milliseconds(600))
-            _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": "after the lifetime"], as: bob.caller)
-        }) { replies in !replies.isEmpty }
+        let admin = try await collect(
+            dispatcher, as: Self.admin, since: nil, topics: ["todos.>"],
+            whileCollecting: {
+                try await Task.sleep(for: .milliseconds(600))
+                _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": "after the lifetime"], as: bob.caller)
+            }
+        ) { replies in !replies.isEmpty }
         #expect(admin.first?.error == nil && admin.first?.parameters["topic"] == "todos.created")
     }
 

@@ -160,7 +160,13 @@ final class Seen: Sendable {
             name: "flaky", filter: TopicFilter.all, log: EventLog(database: database), bus: bus,
             logger: Logger(label: "t", handler: InMemoryLogHandler())
         ) { event in
-            if event.sequence == 2 && failures.withLock({ $0 += 1; return $0 }) <= 2 { throw Boom() }
+            if event.sequence == 2
+                && failures.withLock({
+                    $0 += 1; return $0
+                }) <= 2
+            {
+                throw Boom()
+            }
             seen.add(event.sequence ?? -1)
         }
         for i in 0..<3 { _ = try await addNote("n\(i)", to: database) }

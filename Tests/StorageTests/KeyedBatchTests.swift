@@ -22,16 +22,18 @@ import TestSupport
         async let failingAnswer: Void = withCheckedThrowingContinuation { callers.set(failing: $0) }
         #expect(await eventually { callers.both != nil })
         let (k, f) = try #require(callers.both)
-        var keyed = DatabaseWork({ transaction in
-            _ = try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text("keyed")])
-            // Only the first run stages (the run the batch's second pass undoes).
-            if runs.next() == 1 { try transaction.stageReply(["stale": true] as JSONValue) }
-        }, k)
+        var keyed = DatabaseWork(
+            { transaction in
+                _ = try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text("keyed")])
+                // Only the first run stages (the run the batch's second pass undoes).
+                if runs.next() == 1 { try transaction.stageReply(["stale": true] as JSONValue) }
+            }, k)
         keyed.idempotency = record
-        let failing = DatabaseWork({ transaction in
-            _ = try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text("failing")])
-            throw Boom()
-        }, f)
+        let failing = DatabaseWork(
+            { transaction in
+                _ = try transaction.execute("INSERT INTO notes (text) VALUES (?)", [.text("failing")])
+                throw Boom()
+            }, f)
         // What the engines do: a pass without savepoints; a write failed, so a second pass with
         // them; then the commit and the answers.
         let transaction = { SQLiteTransaction(connection: connection, logEvents: true) }

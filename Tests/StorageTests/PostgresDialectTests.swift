@@ -11,7 +11,8 @@ import Testing
     }
 
     @Test func sqliteSchemasGetPostgresTypes() {
-        let ddl = SQLDialect.postgresDDL("""
+        let ddl = SQLDialect.postgresDDL(
+            """
             CREATE TABLE t (
               seq INTEGER PRIMARY KEY AUTOINCREMENT,
               email TEXT NOT NULL UNIQUE COLLATE NOCASE,

@@ -168,9 +168,10 @@ import Testing
     }
 
     @Test func splitsStatementsOutsideQuotes() {
-        #expect(Migrator.split("CREATE TABLE a (x TEXT DEFAULT ';'); INSERT INTO a VALUES ('a;b');\n") == [
-            "CREATE TABLE a (x TEXT DEFAULT ';')", "INSERT INTO a VALUES ('a;b')",
-        ])
+        #expect(
+            Migrator.split("CREATE TABLE a (x TEXT DEFAULT ';'); INSERT INTO a VALUES ('a;b');\n") == [
+                "CREATE TABLE a (x TEXT DEFAULT ';')", "INSERT INTO a VALUES ('a;b')",
+            ])
     }
 }
 

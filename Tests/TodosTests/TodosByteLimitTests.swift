@@ -92,8 +92,10 @@ import TestSupport
         #expect(rest.shown.compactMap { $0.integer("n") } == [2, 3] && !rest.cut, "20 bytes of é each: 40 in all, within 100")
         // The engine's own way (SQLite steps and stops; PostgreSQL runs the SQL above) agrees.
         let (stepped, steppedRest) = try await h.database.read { tx in
-            (try page.rows("SELECT * FROM sized ORDER BY n LIMIT ?", orderBy: "n", [.integer(10)], in: tx),
-             try page.rows("SELECT * FROM sized WHERE n > 1 ORDER BY n LIMIT ?", orderBy: "n", [.integer(10)], in: tx))
+            (
+                try page.rows("SELECT * FROM sized ORDER BY n LIMIT ?", orderBy: "n", [.integer(10)], in: tx),
+                try page.rows("SELECT * FROM sized WHERE n > 1 ORDER BY n LIMIT ?", orderBy: "n", [.integer(10)], in: tx)
+            )
         }
         #expect(stepped.shown.compactMap { $0.integer("n") } == [1] && stepped.cut)
         #expect(steppedRest.shown.compactMap { $0.integer("n") } == [2, 3] && !steppedRest.cut)

@@ -51,7 +51,8 @@ public enum AccountBytes {
             return Charging(
                 statements: [
                     SQLStatement(
-                        "WITH charged AS (\(upsert) RETURNING bytes) SELECT (SELECT bytes FROM charged) + COALESCE((SELECT SUM(bytes) FROM appd_account_bytes WHERE owner = ? AND part <> ?), 0) AS used",
+                        "WITH charged AS (\(upsert) RETURNING bytes) SELECT (SELECT bytes FROM charged) + COALESCE((SELECT SUM(bytes) FROM appd_account_bytes WHERE owner "
+                            + "= ? AND part <> ?), 0) AS used",
                         parameters + [.text(owner), .text(part)])
                 ], limit: limit, part: part)
         }
@@ -78,7 +79,9 @@ public enum AccountBytes {
         }
     }
 
-    private static let upsert = "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = CASE WHEN appd_account_bytes.bytes + excluded.bytes < 0 THEN 0 ELSE appd_account_bytes.bytes + excluded.bytes END"
+    private static let upsert =
+        "INSERT INTO appd_account_bytes (owner, part, bytes) VALUES (?, ?, ?) ON CONFLICT(owner, part) DO UPDATE SET bytes = CASE WHEN appd_account_bytes.bytes + "
+        + "excluded.bytes < 0 THEN 0 ELSE appd_account_bytes.bytes + excluded.bytes END"
 
     /// Forgets `owner`'s count for `part`: everything of it was erased.
     public static func reset(_ tx: any Transaction, owner: String, part: String) throws {

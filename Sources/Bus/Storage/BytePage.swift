@@ -25,9 +25,10 @@ public struct BytePage: Sendable {
     /// `inner` (ordered by `orderBy`, with its own LIMIT) cut where the bytes of the rows before
     /// a row pass the budget; bind `budget` after `inner`'s parameters (`parameters(_:)`).
     public func sql(_ inner: String, orderBy: String, dialect: SQLDialect) -> String {
-        let size = columns.map { column in
-            dialect == .postgres ? "COALESCE(octet_length(\(column)), 0)" : "COALESCE(length(CAST(\(column) AS BLOB)), 0)"
-        }.joined(separator: " + ") + " + \(rowOverhead)"
+        let size =
+            columns.map { column in
+                dialect == .postgres ? "COALESCE(octet_length(\(column)), 0)" : "COALESCE(length(CAST(\(column) AS BLOB)), 0)"
+            }.joined(separator: " + ") + " + \(rowOverhead)"
         // The second row comes back even after a first row past the budget, so a cut is seen.
         return "SELECT * FROM (SELECT page.*, (\(size)) AS page_row_bytes, ROW_NUMBER() OVER (ORDER BY \(orderBy)) AS page_row, "
             + "SUM(\(size)) OVER (ORDER BY \(orderBy) ROWS UNBOUNDED PRECEDING) - (\(size)) AS page_bytes_before "

@@ -106,13 +106,17 @@ extension DatabaseWork {
                 key = IdempotencyLog.row(record)
                 let withReply = record.staged != nil
                 let answer = complete
-                complete = { record.committed(withReply: withReply); answer() }
+                complete = {
+                    record.committed(withReply: withReply); answer()
+                }
             } else if succeeded, let record = work.idempotency {
                 // The call's key goes into the same transaction as its effect.
                 do {
                     let withReply = try IdempotencyLog.keep(record, in: transaction)
                     let answer = complete
-                    complete = { record.committed(withReply: withReply); answer() }
+                    complete = {
+                        record.committed(withReply: withReply); answer()
+                    }
                 } catch {
                     succeeded = false
                     let fail = work.fail

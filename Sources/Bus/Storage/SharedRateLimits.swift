@@ -106,8 +106,10 @@ public final class SharedRateLimits: Service {
                   updated_at = clock_timestamp()
                 RETURNING key, tokens
                 """,
-                [.text(name), .real(burst), .text(arrayLiteral(chunk.map(\.key))), .text("{" + chunk.map { String($0.value) }.joined(separator: ",") + "}"),
-                 .real(burst), .real(perSecond), .real(burst)])
+                [
+                    .text(name), .real(burst), .text(arrayLiteral(chunk.map(\.key))), .text("{" + chunk.map { String($0.value) }.joined(separator: ",") + "}"),
+                    .real(burst), .real(perSecond), .real(burst),
+                ])
             for row in rows {
                 if let key = row.text("key"), let tokens = row.real("tokens") { balances[key] = tokens }
             }

@@ -147,7 +147,11 @@ public struct VarlinkReply: Sendable, Equatable {
         out.append(contentsOf: #""parameters":"#.utf8)
         if let encodedParameters {
             out.append(contentsOf: encodedParameters)
-        } else if parameters == .null { out.append(contentsOf: "{}".utf8) } else { JSONWriter.write(parameters, into: &out) }
+        } else if parameters == .null {
+            out.append(contentsOf: "{}".utf8)
+        } else {
+            JSONWriter.write(parameters, into: &out)
+        }
         out.append(contentsOf: [UInt8(ascii: "}"), 0])
     }
 

@@ -11,9 +11,12 @@ extension AuthPlugin {
             [
                 UserDataQuery(
                     "account",
-                    "SELECT id, email, display_name, avatar_file_id, onboarded_at, disabled, email_verified, guest, created_at, updated_at, last_seen_at FROM auth_users WHERE id = ?"),
+                    "SELECT id, email, display_name, avatar_file_id, onboarded_at, disabled, email_verified, guest, created_at, updated_at, last_seen_at FROM auth_users "
+                        + "WHERE id = ?"
+                ),
                 UserDataQuery(
-                    "identities", "SELECT provider, subject, email, email_verified, email_disabled, created_at, last_used_at FROM auth_identities WHERE user_id = ? ORDER BY created_at"),
+                    "identities",
+                    "SELECT provider, subject, email, email_verified, email_disabled, created_at, last_used_at FROM auth_identities WHERE user_id = ? ORDER BY created_at"),
                 UserDataQuery(
                     "sessions",
                     "SELECT id, opened_by, created_at, access_expires_at, refresh_expires_at, revoked_at FROM auth_sessions WHERE user_id = ? ORDER BY id"),

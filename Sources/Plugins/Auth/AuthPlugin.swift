@@ -161,7 +161,6 @@ public struct AuthPlugin: Plugin {
         return services
     }
 
-
     /// Sign-in with Apple and Google, and the account's linked identities.
     private func registerIdentityMethods(_ service: AuthService, on handlers: HandlerSet) {
         handlers.handle(AuthInterface.SignInWithIdToken.self) { command, envelope in

@@ -65,7 +65,9 @@ extension AuthRepository {
     /// it opened; `account-delete` deletes the account, or — when another way in remains (a
     /// password, another identity) — unlinks as for a revoked consent; `email-disabled` and
     /// `email-enabled` set whether Apple forwards mail to the relay address.
-    func applyAppleNotification(key: String, type: String, subject: String, now: Int64, causedBy cause: (any Cause)?) async throws
+    func applyAppleNotification(
+        key: String, type: String, subject: String, now: Int64, causedBy cause: (any Cause)?
+    ) async throws
         -> NotificationOutcome
     {
         let outcome = try await write(evicting: { outcome in
@@ -73,14 +75,17 @@ extension AuthRepository {
         }) { tx -> NotificationOutcome in
             guard try tx.query("SELECT 1 AS one FROM auth_provider_notifications WHERE key = ?", [.text(key)]).isEmpty else { return .duplicate }
             try tx.execute("INSERT INTO auth_provider_notifications (key, received_at) VALUES (?, ?)", [.text(key), .integer(now)])
-            guard let userID = try tx.query(
-                "SELECT user_id FROM auth_identities WHERE provider = 'apple' AND subject = ?", [.text(subject)]
-            ).first?.text("user_id") else { return .unknownSubject }
+            guard
+                let userID = try tx.query(
+                    "SELECT user_id FROM auth_identities WHERE provider = 'apple' AND subject = ?", [.text(subject)]
+                ).first?.text("user_id")
+            else { return .unknownSubject }
             switch type {
             case "consent-revoked":
                 try Self.unlinkAndEndSessions(tx, userID: userID, now: now, causedBy: cause)
             case "account-delete":
-                let others = try tx.query("SELECT COUNT(*) AS n FROM auth_identities WHERE user_id = ? AND provider <> 'apple'", [.text(userID)])
+                let others =
+                    try tx.query("SELECT COUNT(*) AS n FROM auth_identities WHERE user_id = ? AND provider <> 'apple'", [.text(userID)])
                     .first?.integer("n") ?? 0
                 let hash = try tx.query("SELECT password_hash FROM auth_users WHERE id = ?", [.text(userID)]).first?.text("password_hash") ?? ""
                 if others > 0 || !hash.isEmpty {

@@ -183,8 +183,10 @@ extension AuthRepository {
             INSERT INTO auth_identities (provider, subject, user_id, email, email_verified, created_at, last_used_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
-            [.text(identity.provider.rawValue), .text(identity.subject), .text(userID), identity.email.map { .text($0) } ?? .null,
-             .integer(identity.emailVerified ? 1 : 0), .integer(now), .integer(now)])
+            [
+                .text(identity.provider.rawValue), .text(identity.subject), .text(userID), identity.email.map { .text($0) } ?? .null,
+                .integer(identity.emailVerified ? 1 : 0), .integer(now), .integer(now),
+            ])
         try tx.append(IdentityLinked(userId: userID, provider: identity.provider.rawValue), causedBy: cause)
     }
 }

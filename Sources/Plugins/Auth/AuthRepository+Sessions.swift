@@ -19,8 +19,10 @@ extension AuthRepository {
                 INSERT INTO auth_sessions (user_id, family, access_digest, access_expires_at, refresh_digest, refresh_expires_at, created_at, opened_by)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.text(userID), .text(family), .text(accessDigest), .integer(accessExpires), .text(refreshDigest), .integer(refreshExpires), .integer(now),
-                 openedBy.map { .text($0) } ?? .null])
+                [
+                    .text(userID), .text(family), .text(accessDigest), .integer(accessExpires), .text(refreshDigest), .integer(refreshExpires), .integer(now),
+                    openedBy.map { .text($0) } ?? .null,
+                ])
             try tx.execute("UPDATE auth_users SET last_seen_at = ? WHERE id = ?", [.integer(now), .text(userID)])
             try tx.append(SignedIn(userId: userID), causedBy: cause)
         }

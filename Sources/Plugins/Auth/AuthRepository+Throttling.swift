@@ -54,10 +54,11 @@ extension AuthRepository {
                 var failures = Int(row?.integer("failures") ?? 0)
                 let last = row?.integer("last_failure_at") ?? 0
                 if now - last >= window { failures = 0 }
-                let waived = try key.waivedBy.map { known in
-                    let seen = try tx.query("SELECT last_failure_at FROM auth_attempts WHERE email = ?", [.text(known)]).first?.integer("last_failure_at")
-                    return seen.map { now - $0 < Self.knownOriginNanoseconds } ?? false
-                } ?? false
+                let waived =
+                    try key.waivedBy.map { known in
+                        let seen = try tx.query("SELECT last_failure_at FROM auth_attempts WHERE email = ?", [.text(known)]).first?.integer("last_failure_at")
+                        return seen.map { now - $0 < Self.knownOriginNanoseconds } ?? false
+                    } ?? false
                 if failures >= key.free && !waived {
                     let backoff = min(Int64(1) << Int64(min(failures - key.free, 40)), window / 1_000_000_000) * 1_000_000_000
                     if now < last + backoff { wait = max(wait, last + backoff - now) }

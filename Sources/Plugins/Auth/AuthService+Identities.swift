@@ -42,7 +42,8 @@ extension AuthService {
                 case .linkedByEmail(let record):
                     repository.streams?.changed(userID: record.id)
                     audit.notice(
-                        "identity linked by email; other sessions ended", metadata: ["user.id": "\(record.id)", "provider": "\(identity.provider.rawValue)", "password": record.hasPassword ? "kept" : "none"])
+                        "identity linked by email; other sessions ended",
+                        metadata: ["user.id": "\(record.id)", "provider": "\(identity.provider.rawValue)", "password": record.hasPassword ? "kept" : "none"])
                     var signedIn = try await session(for: record, created: false, provider: identity.provider, causedBy: cause)
                     let providers = try await repository.identities(userID: record.id).map(\.provider)
                     signedIn.signInMethods = Set(providers + (record.hasPassword ? ["password"] : [])).sorted()
@@ -56,7 +57,9 @@ extension AuthService {
         throw AuthError.busy
     }
 
-    private func session(for record: UserRecord, created: Bool, provider: IdentityProvider, causedBy cause: (any Cause)?) async throws
+    private func session(
+        for record: UserRecord, created: Bool, provider: IdentityProvider, causedBy cause: (any Cause)?
+    ) async throws
         -> AuthInterface.IdTokenSession
     {
         guard !record.disabled else { throw AuthError.accountDisabled }

@@ -85,7 +85,9 @@ public struct AuthService: Sendable {
     /// With `requireVerifiedEmail` off the reply carries a session: a real one for a new
     /// account, and for a taken email a decoy of the same shape (fresh random tokens that were
     /// never stored, so they fail at their first use) — the reply still tells nothing.
-    func signUp(email rawEmail: String, password: String, displayName: String?, causedBy cause: (any Cause)?) async throws
+    func signUp(
+        email rawEmail: String, password: String, displayName: String?, causedBy cause: (any Cause)?
+    ) async throws
         -> AuthInterface.SignUpReply
     {
         let email = try AuthValidation.email(rawEmail)

@@ -12,7 +12,9 @@ extension ChatPlugin {
                 UserDataQuery("conversations", "SELECT id, title, created_at, updated_at, version, temporary FROM chat_conversations WHERE owner = ? ORDER BY seq"),
                 UserDataQuery(
                     "messages",
-                    "SELECT id, conversation_id, role, text, status, error, prompt_tokens, completion_tokens, feedback, model, created_at FROM chat_messages WHERE owner = ? ORDER BY seq"),
+                    "SELECT id, conversation_id, role, text, status, error, prompt_tokens, completion_tokens, feedback, model, created_at FROM chat_messages WHERE owner "
+                        + "= ? ORDER BY seq"
+                ),
                 UserDataQuery("memories", "SELECT id, text, conversation_id, message_id, model, created_at, updated_at FROM chat_memories WHERE owner = ? ORDER BY seq"),
             ], user: user, in: context.database)
     }

@@ -20,7 +20,9 @@ extension ChatPlugin {
             return .init(memories: try await repository.memories(owner: user), enabled: await service.memoryEnabled(user))
         }
         handlers.handle(ChatInterface.AddMemory.self) { c, e in
-            .init(memory: try await repository.addMemory(owner: try owner(e), id: try ChatService.newRecordID("mem_"), text: try service.memoryText(c.text), limit: limit, now: service.now, causedBy: e))
+            .init(
+                memory: try await repository.addMemory(
+                    owner: try owner(e), id: try ChatService.newRecordID("mem_"), text: try service.memoryText(c.text), limit: limit, now: service.now, causedBy: e))
         }
         handlers.handle(ChatInterface.UpdateMemory.self) { c, e in
             .init(memory: try await repository.updateMemory(owner: try owner(e), id: c.id, text: try service.memoryText(c.text), now: service.now, causedBy: e))

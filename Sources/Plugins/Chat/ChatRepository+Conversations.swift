@@ -52,8 +52,10 @@ extension ChatRepository {
     func deleteConversation(owner: String, id: String, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws {
         try await database.write { tx in
             try Self.check(tx, owner: owner, id: id, expected: expected)
-            let freed = try tx.query(
-                "SELECT \(AccountBytes.sizeSQL("text", tx.dialect)) AS bytes FROM chat_messages WHERE conversation_id = ?", [.text(id)]).first?.integer("bytes") ?? 0
+            let freed =
+                try tx.query(
+                    "SELECT \(AccountBytes.sizeSQL("text", tx.dialect)) AS bytes FROM chat_messages WHERE conversation_id = ?", [.text(id)]
+                ).first?.integer("bytes") ?? 0
             try AccountBytes.charge(tx, owner: owner, part: "chat", delta: -freed, limit: storageLimit)
             try tx.execute("DELETE FROM chat_messages WHERE conversation_id = ?", [.text(id)])
             try tx.execute("DELETE FROM chat_conversations WHERE id = ?", [.text(id)])

@@ -7,7 +7,8 @@ import FoundationNetworking
 /// One streaming HTTP request read as server-sent events as they arrive (URLSession's data
 /// delegate; `bytes(for:)` is not in every Foundation). The session is its own and is
 /// invalidated when the stream ends or is cancelled, so nothing outlives the stream.
-final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sendable {  // safe: its mutable state is read and written under `lock` (URLSession calls the delegate on its own queue)
+/// (`@unchecked Sendable`: its mutable state is read and written under `lock`; URLSession calls the delegate on its own queue.)
+final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sendable {  // safe: state under `lock`
     /// What the stream reports, in order: the response's head, each event, the end.
     enum Update: Sendable {
         case head(status: Int, headers: [String: String])

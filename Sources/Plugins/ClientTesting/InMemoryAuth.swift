@@ -72,11 +72,13 @@ public actor InMemoryAuth: AuthServing {
 
     public func signIn(with provider: SignInProvider, idToken: String, nonce: SignInNonce?, fullName: String?) throws -> User {
         guard let email = idTokens[idToken] else { throw AuthError.invalidIdToken(reason: .signature) }
-        let user = account(email: email)?.user ?? {
-            let user = Self.user(email: email, onboarded: false, guest: false)
-            accounts[user.id] = Account(user: user, password: nil)
-            return user
-        }()
+        let user =
+            account(email: email)?.user
+            ?? {
+                let user = Self.user(email: email, onboarded: false, guest: false)
+                accounts[user.id] = Account(user: user, password: nil)
+                return user
+            }()
         signIn(user)
         return user
     }

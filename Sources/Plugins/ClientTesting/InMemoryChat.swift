@@ -144,7 +144,8 @@ public actor InMemoryChat: ChatServing {
         guard images.count <= 4 else { throw ChatError.validationFailed(field: "images", reason: "holds at most 4 images") }
         let now = WallTime.now().rfc3339
         messages[conversationId, default: []].append(
-            ChatMessage(id: "m_" + UUID().uuidString.lowercased(), conversationId: conversationId, role: "user", text: text, status: "complete", images: images.isEmpty ? nil : images,
+            ChatMessage(
+                id: "m_" + UUID().uuidString.lowercased(), conversationId: conversationId, role: "user", text: text, status: "complete", images: images.isEmpty ? nil : images,
                 createdAt: now))
         var words: [String] = []
         for piece in reply(text).split(separator: " ", omittingEmptySubsequences: false) {

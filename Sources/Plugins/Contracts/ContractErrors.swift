@@ -4,7 +4,8 @@ import BusCore
 /// Every built-in interface's error enum: an error reply read back as its typed error.
 public enum ContractErrors {
     public static let all: [any InterfaceError.Type] = [
-        AuthError.self, TodosError.self, ChatError.self, PaymentsError.self, RatingError.self, SettingsError.self, FilesError.self, DaemonError.self, BackupError.self, ExportError.self, ConsoleError.self,
+        AuthError.self, TodosError.self, ChatError.self, PaymentsError.self, RatingError.self, SettingsError.self, FilesError.self, DaemonError.self, BackupError.self,
+        ExportError.self, ConsoleError.self,
     ]
 
     /// The typed error named `name` with `parameters`; nil when no contract declares it (a

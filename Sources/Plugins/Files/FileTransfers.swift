@@ -161,7 +161,11 @@ struct FileTransfers: Sendable {
                 guard let expires = request.query["expires"].flatMap({ Int64($0) }),
                     signer.verify(id: id, expires: expires, sig: sig, now: WallTime.now().nanosecondsSinceEpoch / 1_000_000_000)
                 else {
-                    return HTTPResponse(status: 403, body: ["error": "io.appd.Files.SignatureInvalid", "parameters": ["reason": "the URL is not signed for this file, or it expired; ask SignURL for a new one"]])
+                    return HTTPResponse(
+                        status: 403,
+                        body: [
+                            "error": "io.appd.Files.SignatureInvalid", "parameters": ["reason": "the URL is not signed for this file, or it expired; ask SignURL for a new one"],
+                        ])
                 }
                 cacheControl = "private, max-age=\(max(0, expires - WallTime.now().nanosecondsSinceEpoch / 1_000_000_000))"
                 file = try await repository.file(id)
@@ -194,11 +198,13 @@ struct FileTransfers: Sendable {
         let bytes: [UInt8]
         do {
             guard let read = try await store.read(id: blobName) else {
-                return HTTPResponse(status: 503, body: ["error": "io.appd.Files.Unavailable", "parameters": ["reason": "the file's bytes are missing from storage; tell the operator"]])
+                return HTTPResponse(
+                    status: 503, body: ["error": "io.appd.Files.Unavailable", "parameters": ["reason": "the file's bytes are missing from storage; tell the operator"]])
             }
             bytes = read
         } catch {
-            return HTTPResponse(status: 503, body: ["error": "io.appd.Files.Unavailable", "parameters": ["reason": "the file cannot be read now; try again"]], headers: [("Retry-After", "1")])
+            return HTTPResponse(
+                status: 503, body: ["error": "io.appd.Files.Unavailable", "parameters": ["reason": "the file cannot be read now; try again"]], headers: [("Retry-After", "1")])
         }
         // A Range applies unless If-Range names another version (RFC 9110 §13.1.5).
         if let range = request.headers["range"], request.headers["if-range"].map({ $0 == etag }) ?? true {
@@ -286,9 +292,10 @@ struct FileTransfers: Sendable {
 
     /// `prefix` and 22 base64url characters (16 random bytes): the ids files and uploads get.
     static func isID(_ id: String, prefix: String) -> Bool {
-        id.utf8.count == prefix.utf8.count + 22 && id.hasPrefix(prefix) && id.utf8.dropFirst(prefix.utf8.count).allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F
-        }
+        id.utf8.count == prefix.utf8.count + 22 && id.hasPrefix(prefix)
+            && id.utf8.dropFirst(prefix.utf8.count).allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F
+            }
     }
 
     /// `image/jpeg` of `Image/JPEG; charset=x` (and `image/jpg` as `image/jpeg`).

@@ -54,7 +54,10 @@ enum FilesOpenAPI {
         var created = errors([400, 401, 403, 412, 413, 429, 503])
         created["201"] = [
             "description": "Created: send the bytes with PATCH to Location",
-            "headers": ["Location": ["description": "The upload's path", "schema": ["type": "string"]], "Upload-Expires": ["description": "When it is deleted unfinished", "schema": ["type": "string"]]],
+            "headers": [
+                "Location": ["description": "The upload's path", "schema": ["type": "string"]],
+                "Upload-Expires": ["description": "When it is deleted unfinished", "schema": ["type": "string"]],
+            ],
         ]
         var status = errors([401, 403, 404, 412, 415, 429, 503])
         status["200"] = [
@@ -70,7 +73,10 @@ enum FilesOpenAPI {
             "/files": [
                 "post": [
                     "operationId": "filesUpload", "tags": ["io.appd.Files"], "security": bearer,
-                    "summary": "Stores a file (the body): its type is read from the bytes and must match Content-Type and the allowed types; images are bounded in pixels, stripped of metadata and get thumbnails.",
+                    "summary":
+                        .string(
+                            "Stores a file (the body): its type is read from the bytes and must match Content-Type and the allowed types; images are bounded in pixels, "
+                                + "stripped of metadata and get thumbnails."),
                     "parameters": [
                         query("name", "The file's name (sanitised).", ["type": "string"]),
                         header("Idempotency-Key", "A retry with the same key answers the file stored the first time (200)."),
@@ -106,7 +112,9 @@ enum FilesOpenAPI {
                     "responses": [
                         "204": [
                             "description": "What the server offers",
-                            "headers": ["Tus-Version": ["schema": ["type": "string"]], "Tus-Extension": ["schema": ["type": "string"]], "Tus-Max-Size": ["schema": ["type": "string"]]],
+                            "headers": [
+                                "Tus-Version": ["schema": ["type": "string"]], "Tus-Extension": ["schema": ["type": "string"]], "Tus-Max-Size": ["schema": ["type": "string"]],
+                            ],
                         ]
                     ],
                 ],
@@ -119,7 +127,9 @@ enum FilesOpenAPI {
                 "patch": [
                     "operationId": "filesTusAppend", "tags": ["io.appd.Files"], "security": bearer,
                     "summary": "tus 1.0: the next bytes, at Upload-Offset (where HEAD says the upload is); the last ones make the file.",
-                    "parameters": [path("The upload's id (u_…)."), tus, header("Upload-Offset", "Where these bytes start.", ["type": "string", "pattern": "^[0-9]{1,19}$"], required: true)],
+                    "parameters": [
+                        path("The upload's id (u_…)."), tus, header("Upload-Offset", "Where these bytes start.", ["type": "string", "pattern": "^[0-9]{1,19}$"], required: true),
+                    ],
                     "requestBody": ["required": true, "content": ["application/offset+octet-stream": ["schema": binary]]],
                     "responses": .object(appended),
                 ],

@@ -15,8 +15,12 @@ import Storage
 public struct FilesPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "files", version: "0.1.0", dependencies: ["auth"], interface: FilesInterface.idl, events: FilesEvents.all, consumes: [AccountDeleted.self],
-        configKeys: ["filesDirectory", "filesMaxMB", "filesQuotaMB", "filesUploadsInFlight", "filesPendingUploads", "filesUploadHours", "filesAllowedTypes", "filesMaxMegapixels", "filesThumbnailSizes", "filesThumbnailMaxMegapixels", "filesKeepMetadata", "filesUrlKeyFile", "filesS3Endpoint", "filesS3Bucket", "filesS3Region", "filesS3AccessKeyId", "filesS3SecretKeyFile",
-                     "filesS3PathStyle", "filesS3Prefix", "filesS3PartMB", "filesS3CaFile"])
+        configKeys: [
+            "filesDirectory", "filesMaxMB", "filesQuotaMB", "filesUploadsInFlight", "filesPendingUploads", "filesUploadHours", "filesAllowedTypes", "filesMaxMegapixels",
+            "filesThumbnailSizes", "filesThumbnailMaxMegapixels", "filesKeepMetadata", "filesUrlKeyFile", "filesS3Endpoint", "filesS3Bucket", "filesS3Region", "filesS3AccessKeyId",
+            "filesS3SecretKeyFile",
+            "filesS3PathStyle", "filesS3Prefix", "filesS3PartMB", "filesS3CaFile",
+        ])
     public var migrations: [Migration] { FilesMigrations.all }
 
     let options: FilesOptions
@@ -84,7 +88,9 @@ public struct FilesPlugin: Plugin {
             let owner = try user(e)
             guard let file = try await repository.delete(c.id, owner: owner, causedBy: e) else { throw FilesError.notFound }
             // The row is gone (the file with it); bytes left behind by a failure here are only disk.
-            do { try await store.remove(FilesRepository.storedNames(file)) } catch { logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"]) }
+            do { try await store.remove(FilesRepository.storedNames(file)) } catch {
+                logger.error("a deleted file's bytes could not be removed", metadata: ["file": "\(c.id)", "error": "\(error)"])
+            }
             return Empty()
         }
         context.handlers.handleInProcess(AttachFile.self) { c, _ in
@@ -112,7 +118,9 @@ public struct FilesPlugin: Plugin {
             let (files, bytes) = try await repository.usage(owner: try user(e))
             return .init(files: files, bytes: bytes, quotaBytes: quota)
         }
-        if let transfers = transfers(context) { registerPieces(ResumableUploads(transfers: transfers, uploads: UploadsRepository(database: context.database), busy: busy), on: context.handlers) }
+        if let transfers = transfers(context) {
+            registerPieces(ResumableUploads(transfers: transfers, uploads: UploadsRepository(database: context.database), busy: busy), on: context.handlers)
+        }
     }
 
     public func services(_ context: PluginContext) -> [any Service] {
@@ -156,7 +164,11 @@ public struct FilesPlugin: Plugin {
     /// What the account stored: each file's description (its bytes are at `GET /files/<id>`).
     public func exportUserData(_ user: String, _ context: PluginContext) async throws -> JSONValue? {
         try await UserDataQuery.run(
-            [UserDataQuery("files", "SELECT id, name, content_type, bytes, sha256, width, height, used_by, created_ns FROM files WHERE owner = ? ORDER BY created_ns", times: ["created_ns"])],
+            [
+                UserDataQuery(
+                    "files", "SELECT id, name, content_type, bytes, sha256, width, height, used_by, created_ns FROM files WHERE owner = ? ORDER BY created_ns",
+                    times: ["created_ns"])
+            ],
             user: user, in: context.database)
     }
 

@@ -102,7 +102,8 @@ enum ImageMetadata {
 
     /// An APP1 segment with an EXIF of one tag, the orientation.
     private static func orientationSegment(_ value: UInt16) -> [UInt8] {
-        let body: [UInt8] = Array("Exif".utf8) + [0, 0] + [0x4D, 0x4D, 0x00, 0x2A, 0, 0, 0, 8] + [0, 1]
+        let body: [UInt8] =
+            Array("Exif".utf8) + [0, 0] + [0x4D, 0x4D, 0x00, 0x2A, 0, 0, 0, 8] + [0, 1]
             + [0x01, 0x12, 0x00, 0x03, 0, 0, 0, 1, UInt8(value >> 8), UInt8(value & 0xFF), 0, 0] + [0, 0, 0, 0]
         let length = body.count + 2
         return [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + body

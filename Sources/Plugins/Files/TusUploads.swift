@@ -20,10 +20,12 @@ struct TusUploads: Sendable {
 
     func handle(_ request: HTTPServerRequest, _ body: [UInt8], owner: String?) async -> HTTPResponse {
         if request.method == "OPTIONS" {
-            return HTTPResponse(status: 204, headers: [
-                ("Tus-Resumable", Self.version), ("Tus-Version", Self.version), ("Tus-Extension", Self.extensions),
-                ("Tus-Max-Size", "\(transfers.options.maxFileBytes)"),
-            ])
+            return HTTPResponse(
+                status: 204,
+                headers: [
+                    ("Tus-Resumable", Self.version), ("Tus-Version", Self.version), ("Tus-Extension", Self.extensions),
+                    ("Tus-Max-Size", "\(transfers.options.maxFileBytes)"),
+                ])
         }
         guard request.headers["tus-resumable"] == Self.version else {
             return answer(412, ["error": "io.appd.Files.TusVersion", "parameters": ["reason": "send Tus-Resumable: 1.0.0"]], extra: [("Tus-Version", Self.version)])
@@ -104,7 +106,8 @@ struct TusUploads: Sendable {
     /// `PATCH` with `Upload-Offset` and `Content-Type: application/offset+octet-stream`.
     private func append(_ request: HTTPServerRequest, _ body: [UInt8], to upload: PendingUpload) async -> HTTPResponse {
         guard FileTransfers.mediaType(request.headers["content-type"] ?? "") == "application/offset+octet-stream" else {
-            return answer(HTTPResponse(status: 415, body: ["error": "io.appd.Files.TusContentType", "parameters": ["reason": "PATCH takes Content-Type: application/offset+octet-stream"]]))
+            return answer(
+                HTTPResponse(status: 415, body: ["error": "io.appd.Files.TusContentType", "parameters": ["reason": "PATCH takes Content-Type: application/offset+octet-stream"]]))
         }
         guard let offset = request.headers["upload-offset"].flatMap({ Int64($0) }), offset >= 0 else {
             return answer(FileTransfers.failure(FilesError.validation("Upload-Offset", "is required: where these bytes start (HEAD says how much arrived)")))
@@ -115,10 +118,13 @@ struct TusUploads: Sendable {
             if let file { headers.append(("Appd-File", "/files/\(file)")) }
             return answer(HTTPResponse(status: 204, headers: headers))
         } catch ResumableUploads.Refused.offsetMismatch(let received) {
-            return answer(HTTPResponse(status: 409, body: ["error": "io.appd.Files.OffsetMismatch", "parameters": ["offset": .int(received)]],
-                                       headers: [("Upload-Offset", "\(received)")]))
+            return answer(
+                HTTPResponse(
+                    status: 409, body: ["error": "io.appd.Files.OffsetMismatch", "parameters": ["offset": .int(received)]],
+                    headers: [("Upload-Offset", "\(received)")]))
         } catch ResumableUploads.Refused.busy {
-            return answer(HTTPResponse(status: 409, body: ["error": "io.appd.Files.UploadBusy", "parameters": ["reason": "another request is writing to this upload; HEAD, then go on"]]))
+            return answer(
+                HTTPResponse(status: 409, body: ["error": "io.appd.Files.UploadBusy", "parameters": ["reason": "another request is writing to this upload; HEAD, then go on"]]))
         } catch {
             return answer(FileTransfers.failure(error))
         }
@@ -144,7 +150,9 @@ struct TusUploads: Sendable {
         var pairs: [String: String] = [:]
         for item in header.split(separator: ",") {
             let parts = item.trimmingWhitespace().split(separator: " ", omittingEmptySubsequences: true)
-            guard let key = parts.first, parts.count <= 2, key.utf8.count <= 64 else { return .failure(.validation("Upload-Metadata", "is key base64value pairs, separated by commas")) }
+            guard let key = parts.first, parts.count <= 2, key.utf8.count <= 64 else {
+                return .failure(.validation("Upload-Metadata", "is key base64value pairs, separated by commas"))
+            }
             if parts.count == 2 {
                 guard let bytes = Base64.decode(String(parts[1])), bytes.count <= 1024, let value = String(validating: bytes, as: UTF8.self) else {
                     return .failure(.validation("Upload-Metadata", "\(key)'s value is not base64 of at most 1 KiB of UTF-8"))

@@ -66,8 +66,10 @@ struct EntitlementStore {
         guard !quiet else { return }
         try tx.execute(
             "INSERT INTO payments_history (user_id, entitlement, change, source, product, reference, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [.text(row.user), .text(row.entitlement), .text(change), .text(row.source), row.product.map { .text($0) } ?? .null,
-             reference.map { .text($0) } ?? .null, .integer(now)])
+            [
+                .text(row.user), .text(row.entitlement), .text(change), .text(row.source), row.product.map { .text($0) } ?? .null,
+                reference.map { .text($0) } ?? .null, .integer(now),
+            ])
         try tx.append(
             EntitlementChanged(
                 userId: row.user, entitlement: row.entitlement, change: change, source: row.source, product: row.product, active: row.active,

@@ -62,7 +62,8 @@ public struct PaymentsPlugin: Plugin {
         events: PaymentsEvents.all, consumes: [AccountDeleted.self],
         configKeys: [
             "paymentsProducts", "paymentsMeters", "revenuecatWebhookSecret", "stripeWebhookSecrets", "maxWebhookBytes", "revenuecatApiKey",
-            "revenuecatApiUrl", "revenuecatCaFile", "appStoreRootCertificates", "appStoreBundleId", "appStoreEnvironments", "appStoreIssuerId", "appStoreKeyId", "appStorePrivateKeyFile", "appStoreApiUrl",
+            "revenuecatApiUrl", "revenuecatCaFile", "appStoreRootCertificates", "appStoreBundleId", "appStoreEnvironments", "appStoreIssuerId", "appStoreKeyId",
+            "appStorePrivateKeyFile", "appStoreApiUrl",
             "appStoreCaFile", "googlePlayPackageName", "googlePlayServiceAccountFile", "googlePlayPushAudience", "googlePlayPushServiceAccount",
             "googlePlayApiUrl", "googlePlayKeysUrl", "googlePlayCaFile",
         ])
@@ -182,7 +183,9 @@ public struct PaymentsPlugin: Plugin {
             .init(entitlements: try await service.submitGooglePlay(user: try Self.user(envelope), productID: c.productId, token: c.purchaseToken, causedBy: envelope))
         }
         handlers.handle(PaymentsInterface.Grant.self) { c, envelope in
-            .init(entitlement: try await service.grant(email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
+            .init(
+                entitlement: try await service.grant(
+                    email: c.email, entitlement: c.entitlement, expiresAt: c.expiresAt, reason: c.reason, actor: Self.actor(envelope), causedBy: envelope))
         }
         handlers.handle(PaymentsInterface.Revoke.self) { c, envelope in
             try await service.revoke(
@@ -229,7 +232,6 @@ public struct PaymentsPlugin: Plugin {
     public func webhooks(_ context: PluginContext) -> WebhookIngress {
         WebhookIngress(service: service(context), logger: context.logger, maxBodyBytes: options.maxWebhookBytes)
     }
-
 
     static func user(_ envelope: Envelope) throws(PaymentsError) -> String {
         try envelope.signedInUser(or: PaymentsError.paymentRequired(entitlement: "", remaining: 0, resetsAt: nil))

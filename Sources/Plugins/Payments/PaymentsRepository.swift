@@ -46,7 +46,8 @@ struct PaymentsRepository: Sendable {
             if let customer = event.subject.customerID {
                 if let user = subject {
                     try tx.execute(
-                        "INSERT INTO payments_customers (provider, customer_id, user_id) VALUES (?, ?, ?) ON CONFLICT (provider, customer_id) DO UPDATE SET user_id = excluded.user_id",
+                        "INSERT INTO payments_customers (provider, customer_id, user_id) VALUES (?, ?, ?) ON CONFLICT (provider, customer_id) DO UPDATE SET user_id = "
+                            + "excluded.user_id",
                         [.text(event.provider), .text(customer), .text(user)])
                 } else {
                     subject = try tx.query(
@@ -145,7 +146,9 @@ struct PaymentsRepository: Sendable {
     /// Ends the administrator's grant of `entitlement` — and, with `includePaid`, every
     /// provider's too — recorded in the audit trail; returns the sources that were granting it
     /// and no longer do.
-    func revoke(user: String, entitlement: String, reason: String, actor: String, includePaid: Bool, now: Int64, causedBy cause: (any Cause)?)
+    func revoke(
+        user: String, entitlement: String, reason: String, actor: String, includePaid: Bool, now: Int64, causedBy cause: (any Cause)?
+    )
         async throws -> [String]
     {
         try await database.write { tx in
@@ -264,9 +267,10 @@ struct PaymentsRepository: Sendable {
     func consume(user: String, meter: String, periodStart: Int64, limit: Int) async throws -> (taken: Bool, used: Int) {
         try await database.write { tx in
             try Self.rollOver(tx, user: user, meter: meter, periodStart: periodStart)
-            let taken = try tx.execute(
-                "UPDATE payments_meters SET used = used + 1 WHERE user_id = ? AND meter = ? AND used < ?",
-                [.text(user), .text(meter), .integer(Int64(limit))]) == 1
+            let taken =
+                try tx.execute(
+                    "UPDATE payments_meters SET used = used + 1 WHERE user_id = ? AND meter = ? AND used < ?",
+                    [.text(user), .text(meter), .integer(Int64(limit))]) == 1
             let used = try tx.query("SELECT used FROM payments_meters WHERE user_id = ? AND meter = ?", [.text(user), .text(meter)]).first?.integer("used") ?? 0
             return (taken, Int(used))
         }

@@ -57,7 +57,8 @@ struct PaymentsService: Sendable {
         var ingested = try await repository.ingest(event, body: body, accounts: accounts, now: now, causedBy: cause)
         if !ingested.duplicate, !unknown.isEmpty {
             ingested.warning =
-                "no account has the app user id \(unknown.joined(separator: ", ")): the event is stored but changed no entitlement; check the id the provider sends (appctl --json whoami shows yours)"
+                "no account has the app user id \(unknown.joined(separator: ", ")): the event is stored but changed no entitlement; "
+                + "check the id the provider sends (appctl --json whoami shows yours)"
         }
         return ingested
     }
@@ -214,7 +215,9 @@ struct PaymentsService: Sendable {
     /// Ends an administrator's grant; provider-paid sources only with `includePaid`. The reply
     /// says which sources it ended, and the entitlement as it stands after (still active when a
     /// paid source remains).
-    func revoke(email: String, entitlement: String, reason: String, includePaid: Bool, actor: String, causedBy cause: (any Cause)?) async throws
+    func revoke(
+        email: String, entitlement: String, reason: String, includePaid: Bool, actor: String, causedBy cause: (any Cause)?
+    ) async throws
         -> PaymentsInterface.RevokeReply
     {
         try checkEntitlement(entitlement)

@@ -59,8 +59,9 @@ struct PaywallGate: Gate {
                 let window = PaymentsService.window(meter, now: now)
                 let (ok, _) = try await repository.consume(user: user, meter: meter.name, periodStart: window.start, limit: meter.limit)
                 guard ok else {
-                    throw PaymentsError.paymentRequired(entitlement: 
-                        meter.entitlement, remaining: 0, resetsAt: WallTime(nanosecondsSinceEpoch: window.end).rfc3339)
+                    throw PaymentsError.paymentRequired(
+                        entitlement:
+                            meter.entitlement, remaining: 0, resetsAt: WallTime(nanosecondsSinceEpoch: window.end).rfc3339)
                 }
                 taken.append((meter.name, user, window.start))
             }

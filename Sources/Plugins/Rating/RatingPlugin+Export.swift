@@ -10,7 +10,8 @@ extension RatingPlugin {
             [
                 UserDataQuery(
                     "state",
-                    "SELECT first_seen, sessions, positives, negatives, positives_since_prompt, last_negative_at, last_prompt_at, sentiment, suggested FROM rating_users WHERE user_id = ?",
+                    "SELECT first_seen, sessions, positives, negatives, positives_since_prompt, last_negative_at, last_prompt_at, sentiment, suggested FROM rating_users "
+                        + "WHERE user_id = ?",
                     times: ["first_seen"]),
                 UserDataQuery("prompts", "SELECT app_version, outcome, at FROM rating_prompts WHERE user_id = ? ORDER BY seq"),
             ], user: user, in: context.database)

@@ -11,8 +11,10 @@ public struct RatingPlugin: Plugin {
     public let manifest = PluginManifest(
         name: "rating", version: "0.1.0", dependencies: ["auth"], interface: RatingInterface.idl, events: RatingEvents.all,
         consumes: RatingSignal.events + [AccountDeleted.self],
-        configKeys: ["ratingMinPositiveSignals", "ratingMinDaysSinceFirstSeen", "ratingMinSessions", "ratingNegativeCooldownHours",
-                     "ratingMinDaysBetweenPrompts", "ratingMaxPromptsPerYear"])
+        configKeys: [
+            "ratingMinPositiveSignals", "ratingMinDaysSinceFirstSeen", "ratingMinSessions", "ratingNegativeCooldownHours",
+            "ratingMinDaysBetweenPrompts", "ratingMaxPromptsPerYear",
+        ])
     public var migrations: [Migration] { RatingMigrations.all }
 
     let rules: RatingRules
@@ -49,7 +51,9 @@ public struct RatingPlugin: Plugin {
 
     static func version(_ raw: String) throws(RatingError) -> String {
         let version = raw.trimmingWhitespace()
-        guard !version.isEmpty, TextLimit(characters: 64).violation(of: version) == nil, !version.containsControlCharacters else { throw RatingError.validationFailed(field: "appVersion", reason: "needs 1 to 64 characters, e.g. 2.4.1") }
+        guard !version.isEmpty, TextLimit(characters: 64).violation(of: version) == nil, !version.containsControlCharacters else {
+            throw RatingError.validationFailed(field: "appVersion", reason: "needs 1 to 64 characters, e.g. 2.4.1")
+        }
         return version
     }
 

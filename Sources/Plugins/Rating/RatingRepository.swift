@@ -42,10 +42,11 @@ struct RatingRepository: Sendable {
 
     static func promptHistory(_ tx: any Transaction, _ user: String, version: String?, now: Int64) throws -> (forVersion: Bool, lastYear: Int) {
         let year = now - 365 * RatingRules.day
-        let lastYear = try tx.query(
-            "SELECT COUNT(DISTINCT app_version) AS n FROM rating_prompts WHERE user_id = ? AND outcome IN \(promptOutcomes) AND at > ?",
-            [.text(user), .integer(year)]
-        ).first?.integer("n") ?? 0
+        let lastYear =
+            try tx.query(
+                "SELECT COUNT(DISTINCT app_version) AS n FROM rating_prompts WHERE user_id = ? AND outcome IN \(promptOutcomes) AND at > ?",
+                [.text(user), .integer(year)]
+            ).first?.integer("n") ?? 0
         var forVersion = false
         if let version {
             forVersion = try !tx.query(

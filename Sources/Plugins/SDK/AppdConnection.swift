@@ -17,9 +17,11 @@ public final class AppdConnection: Sendable {
     /// The connection described by the environment appd starts the plugin with.
     public init(timeout: Duration = .seconds(5), threads: Int = 4) throws(AppdCallFailed) {
         guard let socket = getenv("APPD_SOCKET").map({ String(cString: $0) }), let token = getenv("APPD_PLUGIN_TOKEN").map({ String(cString: $0) }) else {
-            throw AppdCallFailed(method: "io.appd.Bus.AuthenticatePlugin", error: "NotStartedByAppd", parameters: [
-                "reason": "APPD_SOCKET or APPD_PLUGIN_TOKEN is not set: appd sets both when it starts the plugin",
-            ])
+            throw AppdCallFailed(
+                method: "io.appd.Bus.AuthenticatePlugin", error: "NotStartedByAppd",
+                parameters: [
+                    "reason": "APPD_SOCKET or APPD_PLUGIN_TOKEN is not set: appd sets both when it starts the plugin"
+                ])
         }
         self.socket = socket
         self.token = token

@@ -70,9 +70,11 @@ struct SettingsCatalog: Sendable {
     /// a name of the database's shape (Area/Location, letters, digits, `_+-`).
     static func isTimeZone(_ text: String) -> Bool {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        let shaped = text.count <= 64 && parts.allSatisfy { part in
-            !part.isEmpty && part != "." && part != ".." && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_+-".contains($0)) }
-        }
+        let shaped =
+            text.count <= 64
+            && parts.allSatisfy { part in
+                !part.isEmpty && part != "." && part != ".." && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_+-".contains($0)) }
+            }
         guard shaped else { return false }
         let database = "/usr/share/zoneinfo"
         guard access(database, F_OK) == 0 else { return true }

@@ -22,7 +22,8 @@ public struct SettingsPlugin: Plugin {
 
     /// The settings this plugin declares itself: what every app wants to know of its user.
     public static let declarations = [
-        SettingDeclaration(key: "locale", type: .string, default: "", plugin: "settings", description: "The user's language and region as a BCP 47 tag (en, pt-BR); empty: the device's."),
+        SettingDeclaration(
+            key: "locale", type: .string, default: "", plugin: "settings", description: "The user's language and region as a BCP 47 tag (en, pt-BR); empty: the device's."),
         SettingDeclaration(key: "timeZone", type: .string, default: "", plugin: "settings", description: "The user's IANA time zone (Europe/Paris); empty: the device's."),
     ]
 

@@ -12,7 +12,8 @@ public enum Appctl {
     static let tree: [CommandNode] = [
         .leaf(Ping.self), .leaf(Status.self), .group(PluginsGroup.group), .leaf(Info.self), .leaf(Introspect.self), .leaf(Shutdown.self),
         .leaf(Signup.self), .leaf(Login.self), .leaf(Logout.self), .leaf(WhoAmI.self), .leaf(Onboard.self), .group(TodosGroup.group),
-        .group(PaymentsGroup.group), .group(ChatGroup.group), .group(FilesGroup.group), .group(RatingGroup.group), .group(SettingsGroup.group), .group(ConsoleGroup.group), .leaf(Call.self), .group(EventsGroup.group),
+        .group(PaymentsGroup.group), .group(ChatGroup.group), .group(FilesGroup.group), .group(RatingGroup.group), .group(SettingsGroup.group), .group(ConsoleGroup.group),
+        .leaf(Call.self), .group(EventsGroup.group),
         .leaf(Bench.self), .leaf(Completion.self),
     ]
 

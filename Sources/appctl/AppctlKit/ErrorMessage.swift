@@ -25,7 +25,9 @@ enum ErrorMessage {
             break
         }
         if short == "ValidationFailed" { return "\(text("field")): \(text("reason"))" }
-        if short == "NotFound" { return "Not found (check the id: any unique prefix of at least 4 characters works, with or without its t_ or c_; a todo's unique ending works too)." }
+        if short == "NotFound" {
+            return "Not found (check the id: any unique prefix of at least 4 characters works, with or without its t_ or c_; a todo's unique ending works too)."
+        }
         if !text("reason").isEmpty { return "\(short): \(text("reason"))" }
         let rest = p.objectValue.map { $0.isEmpty ? "" : " " + JSONValue.object($0).jsonText } ?? ""
         return "\(short)\(rest.escapingControlCharacters())"
@@ -53,7 +55,8 @@ enum ErrorMessage {
         }
         switch error as? ChatError {
         case .modelNotAllowed(let model, let allowed)?:
-            return "The model '\(model.escapingControlCharacters())' is not offered; use one of: \(allowed.joined(separator: ", ").escapingControlCharacters()) (appctl chat models)."
+            return
+                "The model '\(model.escapingControlCharacters())' is not offered; use one of: \(allowed.joined(separator: ", ").escapingControlCharacters()) (appctl chat models)."
         case .memoryFull(let limit)?: return "Chat keeps at most \(limit) memories for an account; forget some first (appctl chat memories, appctl chat forget ID)."
         default: break
         }
@@ -65,7 +68,9 @@ enum ErrorMessage {
         }
         switch error as? SettingsError {
         case .conflict(let setting)?:
-            return "The setting changed since: it is \(setting.value.json.jsonText.escapingControlCharacters()) at version \(setting.version) now; look and set it again with --expected-version \(setting.version)."
+            return
+                "The setting changed since: it is \(setting.value.json.jsonText.escapingControlCharacters()) at version \(setting.version) now; look and set it again "
+                + "with --expected-version \(setting.version)."
         case .unknownSetting(let key)?: return "There is no setting '\(key.escapingControlCharacters())' (appctl settings lists them)."
         default: return nil
         }

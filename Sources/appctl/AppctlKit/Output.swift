@@ -59,7 +59,8 @@ struct Output {
         let cells = rows.map { row in columns.map { row[$0].map(scalar) ?? "" } }
         let widths = columns.indices.map { i in max(columns[i].count, cells.map { $0[i].count }.max() ?? 0) }
         func line(_ values: [String]) -> String {
-            indent + zip(values, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }
+            indent
+                + zip(values, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }
                 .joined(separator: "  ").trimmingTrailingSpaces() + "\n"
         }
         return line(columns.map { $0.uppercased() }) + cells.map(line).joined()

@@ -215,4 +215,3 @@ public final class HTTPAPI: Sendable {
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")], body: bytes)
     }
 }
-

@@ -121,7 +121,8 @@ struct OpenAPIDocument {
             let description = names.isEmpty ? (HTTPResponse.reasons[status] ?? "Error") : names.joined(separator: ", ")
             // Each declared error with its typed parameters; the generic shape for what the API
             // itself answers (a route not found, a body too large).
-            let schemas = names.map { JSONValue.object(["$ref": .string("#/components/schemas/" + OpenAPIErrors.schemaName($0))]) }
+            let schemas =
+                names.map { JSONValue.object(["$ref": .string("#/components/schemas/" + OpenAPIErrors.schemaName($0))]) }
                 + [["$ref": "#/components/schemas/Error"]]
             responses[String(status)] = ["description": .string(description), "content": ["application/json": ["schema": ["anyOf": .array(schemas)]]]]
         }

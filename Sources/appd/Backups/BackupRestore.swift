@@ -21,7 +21,9 @@ public enum BackupRestore {
         for (plugin, version) in manifest.schemaVersions.sorted(by: { $0.key < $1.key }) {
             if let newest = known[plugin], version > newest {
                 throw BackupProblem(
-                    "the backup has \(plugin) schema version \(version), newer than this appd knows (\(newest)): restore it with the appd that made it (\(manifest.appdVersion)) or a newer one")
+                    "the backup has \(plugin) schema version \(version), newer than this appd knows (\(newest)): restore it with the appd that made it "
+                        + "(\(manifest.appdVersion)) or a newer one"
+                )
             }
         }
         try BackupFiles.makeDirectory(dataDirectory)

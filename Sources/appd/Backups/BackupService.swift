@@ -32,7 +32,11 @@ public final class BackupService: Service {
         self.logger = logger
         // After a restart, the newest backup on disk is the last one made (a status that forgot
         // it would say there is none).
-        if let newest = backups.newestOnDisk() { state.withLock { $0.last = newest.path; $0.lastAt = newest.createdAt } }
+        if let newest = backups.newestOnDisk() {
+            state.withLock {
+                $0.last = newest.path; $0.lastAt = newest.createdAt
+            }
+        }
     }
 
     public var outcome: Outcome { state.withLock { $0 } }
@@ -40,14 +44,20 @@ public final class BackupService: Service {
     /// Makes a backup now (also what `appctl backup create` calls); prunes to `keep` when it
     /// is a scheduled one.
     public func backUp(scheduled: Bool) async throws -> (path: String, manifest: BackupManifest) {
-        guard running.withLock({ busy in defer { busy = true }; return !busy }) else {
+        guard
+            running.withLock({ busy in
+                defer { busy = true }; return !busy
+            })
+        else {
             throw BackupProblem("a backup is being made; try again when it is done")
         }
         defer { running.withLock { $0 = false } }
         do {
             let made = try await backups.create()
             if scheduled { backups.prune(keep: keep) }
-            state.withLock { $0.last = made.path; $0.lastAt = made.manifest.createdAt; $0.lastError = nil }
+            state.withLock {
+                $0.last = made.path; $0.lastAt = made.manifest.createdAt; $0.lastError = nil
+            }
             Metrics.shared.increment("appd_backups_total", help: "Backups made, by outcome.", labels: [("outcome", "ok")])
             logger.notice("backup made", metadata: ["path": made.path, "last.seq": "\(made.manifest.lastSequence)"])
             if let skipped = made.manifest.skipped {
@@ -57,7 +67,9 @@ public final class BackupService: Service {
             }
             return made
         } catch {
-            state.withLock { $0.lastError = "\(error)"; $0.failures += 1 }
+            state.withLock {
+                $0.lastError = "\(error)"; $0.failures += 1
+            }
             Metrics.shared.increment("appd_backups_total", help: "Backups made, by outcome.", labels: [("outcome", "failed")])
             logger.error("backup failed", metadata: ["error": "\(error)", "directory": backups.directory])
             throw error

@@ -58,7 +58,8 @@ extension Console {
         var parameters: JSONValue = [:]
         if !body.isEmpty {
             guard let parsed = try? JSONParser.parse(body), case .object = parsed else {
-                return HTTPResponse(status: 400, body: ["error": "org.varlink.service.InvalidParameter", "parameters": ["parameter": "", "reason": "the body must be a JSON object"]])
+                return HTTPResponse(
+                    status: 400, body: ["error": "org.varlink.service.InvalidParameter", "parameters": ["parameter": "", "reason": "the body must be a JSON object"]])
             }
             parameters = parsed
         }

@@ -40,7 +40,8 @@ enum ConsoleAssets {
           <dl id="daemon-facts" class="facts"></dl>
           <h3>Plugins</h3>
           <div class="scroll"><table id="plugins">
-            <thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">State</th><th scope="col">Restarts</th><th scope="col">Last error</th><th scope="col">Actions</th></tr></thead>
+            <thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">State</th><th scope="col">Restarts</th><th scope="col">Last error</th><th \
+            scope="col">Actions</th></tr></thead>
             <tbody></tbody>
           </table></div>
           <h3>Event log</h3>
@@ -114,7 +115,8 @@ enum ConsoleAssets {
           <p>Admin calls and account actions since appd started, newest first (the newest <span id="audit-capacity"></span> lines).</p>
           <button type="button" id="audit-refresh">Refresh</button>
           <div class="scroll"><table id="audit">
-            <thead><tr><th scope="col">Time</th><th scope="col">Message</th><th scope="col">Method</th><th scope="col">Outcome</th><th scope="col">Who</th><th scope="col">Details</th></tr></thead>
+            <thead><tr><th scope="col">Time</th><th scope="col">Message</th><th scope="col">Method</th><th scope="col">Outcome</th><th scope="col">Who</th><th \
+            scope="col">Details</th></tr></thead>
             <tbody></tbody>
           </table></div>
         </section>

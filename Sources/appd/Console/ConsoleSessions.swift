@@ -30,25 +30,27 @@ public final class ConsoleSessions: Sendable {
 
     /// The console's tables.
     public static let migrations = [
-        Migration(plugin: "console", version: 1, sql: """
-            CREATE TABLE console_links (
-              digest TEXT PRIMARY KEY,
-              uid INTEGER NOT NULL,
-              gid INTEGER NOT NULL,
-              pid INTEGER NOT NULL,
-              expires_at INTEGER NOT NULL
-            );
-            CREATE TABLE console_sessions (
-              digest TEXT PRIMARY KEY,
-              id TEXT NOT NULL UNIQUE,
-              uid INTEGER NOT NULL,
-              gid INTEGER NOT NULL,
-              pid INTEGER NOT NULL,
-              address TEXT NOT NULL,
-              created_at INTEGER NOT NULL,
-              last_seen_at INTEGER NOT NULL
-            );
-            """)
+        Migration(
+            plugin: "console", version: 1,
+            sql: """
+                CREATE TABLE console_links (
+                  digest TEXT PRIMARY KEY,
+                  uid INTEGER NOT NULL,
+                  gid INTEGER NOT NULL,
+                  pid INTEGER NOT NULL,
+                  expires_at INTEGER NOT NULL
+                );
+                CREATE TABLE console_sessions (
+                  digest TEXT PRIMARY KEY,
+                  id TEXT NOT NULL UNIQUE,
+                  uid INTEGER NOT NULL,
+                  gid INTEGER NOT NULL,
+                  pid INTEGER NOT NULL,
+                  address TEXT NOT NULL,
+                  created_at INTEGER NOT NULL,
+                  last_seen_at INTEGER NOT NULL
+                );
+                """)
     ]
 
     /// Sessions in `database`, whose console tables must exist (`open` makes them).

@@ -77,7 +77,8 @@ public struct ExternalManifest: Sendable, Equatable {
             name: name, version: try string("version"), executable: try string("executable"), arguments: try strings("arguments"),
             environment: try strings("environment"), interfaces: try strings("interfaces"), requirements: [:],
             defaultRequirements: [.session], subscribes: try strings("subscribes"), publishes: try strings("publishes"), calls: try strings("calls"),
-            events: [], capabilities: try strings("capabilities"), restart: Restart(), callTimeout: .seconds(30), streamIdleTimeout: .seconds(30), maxConcurrentCalls: 4, enabled: true)
+            events: [], capabilities: try strings("capabilities"), restart: Restart(), callTimeout: .seconds(30), streamIdleTimeout: .seconds(30), maxConcurrentCalls: 4,
+            enabled: true)
         guard !manifest.interfaces.isEmpty else { throw ManifestProblem("'interfaces' must name at least one interface the plugin serves") }
         for interface in manifest.interfaces where VarlinkInterface.isReserved(interface) {
             throw ManifestProblem("'\(interface)' is reserved for appd's own interfaces")
@@ -183,7 +184,8 @@ public struct ExternalManifest: Sendable, Equatable {
             case "admin": out.append(.admin)
             case let t where t.hasPrefix("entitlement:") && t.count > 12: out.append(.entitlement(String(t.dropFirst(12))))
             case let t where t.hasPrefix("meter:") && t.count > 6: out.append(.meter(String(t.dropFirst(6))))
-            default: throw ManifestProblem("'\(text)' in \(key) is not session, onboarded, verifiedEmail, idempotent, socket, clientRateLimited, admin, entitlement:NAME or meter:NAME")
+            default:
+                throw ManifestProblem("'\(text)' in \(key) is not session, onboarded, verifiedEmail, idempotent, socket, clientRateLimited, admin, entitlement:NAME or meter:NAME")
             }
         }
         return out

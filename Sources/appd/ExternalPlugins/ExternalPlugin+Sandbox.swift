@@ -20,10 +20,12 @@ extension ExternalPlugin {
             // Unconfined, it runs as appd's user and reads its folder where it is (checked all the same).
             let credentials = try PluginCredentialFiles.open(settings.sandbox.credentialsDirectory, plugin: manifest.name)
             credentials.close()
-            return (PluginProcess.Plan(
-                path: discovered.executable, arguments: [discovered.executable] + manifest.arguments,
-                environment: environment(data: data, socket: settings.controlSocket, credentials: credentials.files.isEmpty ? nil : credentials.folder),
-                setsListenPID: true, directory: discovered.folder, limits: limits, sandboxed: false), nil)
+            return (
+                PluginProcess.Plan(
+                    path: discovered.executable, arguments: [discovered.executable] + manifest.arguments,
+                    environment: environment(data: data, socket: settings.controlSocket, credentials: credentials.files.isEmpty ? nil : credentials.folder),
+                    setsListenPID: true, directory: discovered.folder, limits: limits, sandboxed: false), nil
+            )
         }
         guard let server = settings.server else { throw PluginStartError("appd has no server to give it a socket of its own") }
         // Its program's shared libraries must be in what the sandbox shows (a Swift plugin

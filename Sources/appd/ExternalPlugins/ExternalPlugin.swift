@@ -184,7 +184,9 @@ actor ExternalPlugin {
             supervision.running()
             // After a restart the last failure stays shown (why it was restarted) until a
             // manual restart.
-            logger.notice("external plugin started", metadata: ["plugin": "\(name)", "pid": "\(process.map { $0.pluginPID ?? $0.pid } ?? 0)", "interfaces": "\(interfaces.joined(separator: ","))"])
+            logger.notice(
+                "external plugin started",
+                metadata: ["plugin": "\(name)", "pid": "\(process.map { $0.pluginPID ?? $0.pid } ?? 0)", "interfaces": "\(interfaces.joined(separator: ","))"])
             // Unstructured: lives as long as this process generation; kept in `health`, cancelled when it stops.
             health = Task { [weak self] in await self?.checkHealth(generation: generation) }
         } catch let problem as ManifestProblem {

@@ -133,7 +133,8 @@ public actor ExternalPluginHost {
         }
         var outcome = Rescan(added: added, removed: removed, changed: changed, skipped: problems)
         outcome.directories = settings.directories.map { directory in
-            let folders = found.filter { FileSystem.parent(of: $0.folder) == directory }.count
+            let folders =
+                found.filter { FileSystem.parent(of: $0.folder) == directory }.count
                 + problems.filter { FileSystem.parent(of: $0.folder) == directory }.count
             return (directory, PluginDirectoryScanner.isDirectory(directory), folders)
         }

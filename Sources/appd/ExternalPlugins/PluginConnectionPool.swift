@@ -56,7 +56,9 @@ final class PluginConnectionPool: Sendable {
         defer { active.subtract(1, ordering: .acquiringAndReleasing) }
         let connection = try await onPool(method) { [self] () throws -> PluginConnection in
             let connection = try take(timeout: timeout)
-            try connection.exchange(timeout, method: method) { (client) throws(VarlinkClientError) in try client.send(VarlinkCall(method: method, parameters: parameters, more: true)) }
+            try connection.exchange(timeout, method: method) { (client) throws(VarlinkClientError) in
+                try client.send(VarlinkCall(method: method, parameters: parameters, more: true))
+            }
             return connection
         }
         // The connection goes back to the idle list only after a clean end of the stream;
@@ -80,7 +82,9 @@ final class PluginConnectionPool: Sendable {
     /// Refuses new calls and lets the pool's threads exit once the calls in flight are done.
     func shutdown() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for connection in idle.withLock({ list in defer { list.removeAll() }; return list }) { connection.drop() }
+        for connection in idle.withLock({ list in
+            defer { list.removeAll() }; return list
+        }) { connection.drop() }
         // Not waited for: a call still blocked ends at its own deadline, then its thread exits.
         pool.close()
     }

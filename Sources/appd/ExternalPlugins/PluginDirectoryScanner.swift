@@ -73,7 +73,6 @@ public enum PluginDirectoryScanner {
         }
     }
 
-
     /// Refuses a file other users could change: owned by root or appd's user, not writable by
     /// group or others.
     static func checkOwnership(_ path: String, what: String) throws(ManifestProblem) {

@@ -61,7 +61,8 @@ final class PluginGateway: Sendable {
         if admin { roles.append("admin") }
         return [
             // A network (HTTP) caller has no uid: -1.
-            "uid": .int(caller.peer.map { Int64($0.uid) } ?? (caller.remoteAddress == nil ? Int64(getuidValue()) : -1)), "userId": caller.principal.map { .string($0.userID) } ?? .null,
+            "uid": .int(caller.peer.map { Int64($0.uid) } ?? (caller.remoteAddress == nil ? Int64(getuidValue()) : -1)),
+            "userId": caller.principal.map { .string($0.userID) } ?? .null,
             "email": caller.principal?.email.map(JSONValue.string) ?? .null, "roles": .array(roles),
         ]
     }

@@ -220,7 +220,9 @@ final class PluginProcess: Sendable {
         let code = (status >> 8) & 0xff
         if signal == 0 && sandboxed && code > 128 && code < 128 + 65 { return "killed by signal \(code - 128)" }
         if signal == 0 && code == 127 {
-            return "exited with status 127 (its program, interpreter or a shared library it needs could not be loaded: see its last log lines; a Swift plugin needs --static-swift-stdlib, docs/plugins.md)"
+            return
+                "exited with status 127 (its program, interpreter or a shared library it needs could not be loaded: see its last log lines; a Swift plugin needs "
+                + "--static-swift-stdlib, docs/plugins.md)"
         }
         if signal == 0 && code == 126 { return "exited with status 126 (its program could not be executed: is it executable, for this machine?)" }
         if signal == 0 { return "exited with status \(code)" }

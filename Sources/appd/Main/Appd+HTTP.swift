@@ -15,11 +15,13 @@ extension Appd {
     /// Binds the HTTP API's address (a bind failure stops appd, as the socket's does) and builds
     /// the service; nil when `httpListen` is not set.
     static func httpAPI(
-        _ config: AppdConfig, dispatcher: VarlinkDispatcher, host: PluginHost, external: ExternalPluginHost, plugins: [any Plugin], context: PluginContext, eventLog: EventLog, logger: Logger
+        _ config: AppdConfig, dispatcher: VarlinkDispatcher, host: PluginHost, external: ExternalPluginHost, plugins: [any Plugin], context: PluginContext, eventLog: EventLog,
+        logger: Logger
     ) async throws -> HTTPAPIService? {
         guard let listen = config.httpListen else { return nil }
         let (address, fd) = try bind(
-            listen, key: "httpListen", backlog: config.listenBacklog, logger: logger, warning: "the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front")
+            listen, key: "httpListen", backlog: config.listenBacklog, logger: logger,
+            warning: "the HTTP API listens on a non-loopback address without TLS; put a TLS-terminating proxy in front")
         // What the running plugins serve (auth: /webhooks/apple; payments: /webhooks/<provider>;
         // files: /files), with the larger bodies some of them take (an upload).
         let routes = await host.httpRoutes()

@@ -156,7 +156,8 @@ extension Appd {
     static func claimSocket(_ config: AppdConfig, adminGroup: gid_t?, teardown: Teardown) async throws -> ListeningSocket {
         let listener: ListeningSocket
         do {
-            listener = try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: config.socket) }
+            listener =
+                try Systemd.takeListeningSocket().map { ListeningSocket.inherited(fd: $0, path: config.socket) }
                 ?? ListeningSocket.bind(
                     path: config.socket, mode: adminGroup == nil ? 0o600 : 0o660, group: adminGroup, backlog: ListenBacklog.resolve(config.listenBacklog))
         } catch {
@@ -248,7 +249,9 @@ extension Appd {
         settings.admission.withheldVariables.formUnion(ConfigKey.all.map(\.environment))
         // appd's own files stay hidden even where they lie in a tree a plugin sees.
         settings.sandbox.hiddenPaths += [config.dataDirectory, config.socket] + (configFile.map { [$0] } ?? [])
-        for path in [config.dataDirectory, config.resolvedBackupDirectory, config.socket] + [configFile, config.applePrivateKeyFile, config.tokenEncryptionKeyFile, config.appStorePrivateKeyFile, config.googlePlayServiceAccountFile].compactMap({ $0 }) {
+        for path in [config.dataDirectory, config.resolvedBackupDirectory, config.socket]
+            + [configFile, config.applePrivateKeyFile, config.tokenEncryptionKeyFile, config.appStorePrivateKeyFile, config.googlePlayServiceAccountFile].compactMap({ $0 })
+        {
             settings.sandbox.protected.protect(path)
         }
         for directory in config.resolvedPluginDirectories { settings.sandbox.protected.protectPluginDirectory(directory) }
@@ -322,9 +325,11 @@ func installedPlugins(_ config: AppdConfig) -> [any Plugin] {
             auth.guestIdleLifetime = .seconds(Int64(config.guestIdleDays) * 86_400)
             return try AuthPlugin(options: auth)
         },
-        UnavailablePlugin.build("todos") { TodosPlugin(
-            maxTodosPerUser: config.todosPerUser, tombstoneRetention: .seconds(Int64(config.tombstoneDays) * 86_400),
-            storageLimit: Int64(config.accountStorageMB) << 20) },
+        UnavailablePlugin.build("todos") {
+            TodosPlugin(
+                maxTodosPerUser: config.todosPerUser, tombstoneRetention: .seconds(Int64(config.tombstoneDays) * 86_400),
+                storageLimit: Int64(config.accountStorageMB) << 20)
+        },
         UnavailablePlugin.build("payments") { PaymentsPlugin(options: try config.resolvedPayments()) },
         UnavailablePlugin.build("chat") { try ChatPlugin(options: config.chatOptions) },
         UnavailablePlugin.build("rating") { RatingPlugin(rules: config.rating) },

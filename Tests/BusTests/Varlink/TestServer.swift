@@ -173,7 +173,11 @@ func appd_listen_then_close(_ path: String) -> Bool {
 /// A counter shared with handlers.
 final class Counter: Sendable {
     private let value = Mutex(0)
-    func increment() -> Int { value.withLock { $0 += 1; return $0 } }
+    func increment() -> Int {
+        value.withLock {
+            $0 += 1; return $0
+        }
+    }
     var current: Int { value.withLock { $0 } }
 }
 

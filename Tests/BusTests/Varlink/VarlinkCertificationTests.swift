@@ -57,9 +57,11 @@ import Testing
         #expect(check(good) == nil)
         #expect(check(["stringset": [:], "nullable_array_struct": .null, "interface": ["anon": ["foo": true, "bar": false]]]) == nil)
         #expect(check(["stringset": ["one": 1], "interface": ["anon": ["foo": true, "bar": false]]]) == "mytype.stringset.one: expected (), got int")
-        #expect(check(["stringset": [:], "interface": ["foo": [["a": "qux"]], "anon": ["foo": true, "bar": false]]])
-            == "mytype.interface.foo.0.a: expected one of foo, bar, baz")
-        #expect(check(["stringset": [:], "nullable_array_struct": [["first": 1]], "interface": ["anon": ["foo": true, "bar": false]]])
-            == "mytype.nullable_array_struct.0.second: missing")
+        #expect(
+            check(["stringset": [:], "interface": ["foo": [["a": "qux"]], "anon": ["foo": true, "bar": false]]])
+                == "mytype.interface.foo.0.a: expected one of foo, bar, baz")
+        #expect(
+            check(["stringset": [:], "nullable_array_struct": [["first": 1]], "interface": ["anon": ["foo": true, "bar": false]]])
+                == "mytype.nullable_array_struct.0.second: missing")
     }
 }

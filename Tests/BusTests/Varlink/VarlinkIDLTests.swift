@@ -86,7 +86,7 @@ import Testing
             "thing": [
                 "name": "a", "kind": "small", "tags": ["x"], "attributes": ["k": 1], "nested": ["x": 1],
                 "state": "on", "extra": ["anything": [1, 2]],
-            ],
+            ]
         ]
         try interface.validateInput(of: make, good, qualifiedName: "org.example.sample.Make")
 

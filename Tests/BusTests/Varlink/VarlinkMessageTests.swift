@@ -13,7 +13,10 @@ import Testing
         #expect(try call(#"{"method":"a.b.C","parameters":{"x":1},"more":true}"#) == VarlinkCall(method: "a.b.C", parameters: ["x": 1], more: true))
     }
 
-    @Test(arguments: [#"[1]"#, #""x""#, #"{}"#, #"{"method":1}"#, #"{"method":"a.b.C","parameters":[]}"#, #"{"method":"a.b.C","more":"yes"}"#, #"{"method":"a.b.C","more":true,"oneway":true}"#, "", "{"])
+    @Test(arguments: [
+        #"[1]"#, #""x""#, #"{}"#, #"{"method":1}"#, #"{"method":"a.b.C","parameters":[]}"#, #"{"method":"a.b.C","more":"yes"}"#, #"{"method":"a.b.C","more":true,"oneway":true}"#,
+        "", "{",
+    ])
     func refusesWhatIsNotACall(text: String) {
         #expect(throws: VarlinkProtocolError.self) { try call(text) }
     }
@@ -24,7 +27,10 @@ import Testing
         VarlinkReply(parameters: [:], continues: true).write(into: &out)
         VarlinkReply(parameters: ["parameter": "x"], error: "org.varlink.service.InvalidParameter").write(into: &out)
         let text = String(decoding: out, as: UTF8.self)
-        #expect(text == "{\"parameters\":{\"a\":1}}\0{\"continues\":true,\"parameters\":{}}\0{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"x\"}}\0")
+        #expect(
+            text
+                == "{\"parameters\":{\"a\":1}}\0{\"continues\":true,\"parameters\":{}}\0{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"x\"}}\0"
+        )
     }
 
     @Test func framesSplitAnywhereAndManyPerRead() throws {

@@ -45,10 +45,11 @@ import TestSupport
         let client = try server.client()
         var replies: [VarlinkReply] = []
         try await client.stream("io.appd.Test.Count", ["upTo": 3]) { replies.append($0) }
-        #expect(replies == [
-            VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2], continues: true),
-            VarlinkReply(parameters: ["n": 3]),
-        ])
+        #expect(
+            replies == [
+                VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2], continues: true),
+                VarlinkReply(parameters: ["n": 3]),
+            ])
         // `more` on a single-reply method: one reply without `continues`.
         var single: [VarlinkReply] = []
         try await client.stream("io.appd.Test.Echo", ["text": "x"]) { single.append($0) }
@@ -80,14 +81,15 @@ import TestSupport
         try await client.write(bytes)
         var replies: [VarlinkReply] = []
         for _ in 0..<9 { replies.append(try await client.receive()) }
-        #expect(replies == [
-            VarlinkReply(parameters: [:]),
-            VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2], continues: true), VarlinkReply(parameters: ["n": 3]),
-            VarlinkReply(parameters: ["text": "a"]),
-            VarlinkReply(parameters: [:]),
-            VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2]),
-            VarlinkReply(parameters: ["text": "b"]),
-        ])
+        #expect(
+            replies == [
+                VarlinkReply(parameters: [:]),
+                VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2], continues: true), VarlinkReply(parameters: ["n": 3]),
+                VarlinkReply(parameters: ["text": "a"]),
+                VarlinkReply(parameters: [:]),
+                VarlinkReply(parameters: ["n": 1], continues: true), VarlinkReply(parameters: ["n": 2]),
+                VarlinkReply(parameters: ["text": "b"]),
+            ])
         #expect(server.server.handOvers.load(ordering: .relaxed) == 2)
 
         // A stream open on a handed-over worker: the client going away frees the connection
@@ -278,10 +280,11 @@ import TestSupport
             #expect(reply.parameters["dropped"] == 0)
         }
         // Caught up: the next events go straight to the socket again.
-        #expect(await eventually {
-            try? server.bus.publish(topic: "bench.tock", payload: ["n": 1000], causedBy: nil)
-            return direct() > firstDirect
-        })
+        #expect(
+            await eventually {
+                try? server.bus.publish(topic: "bench.tock", payload: ["n": 1000], causedBy: nil)
+                return direct() > firstDirect
+            })
         let next = try await client.receive()
         #expect(next.parameters["topic"] == "bench.tock")
         await server.stop()

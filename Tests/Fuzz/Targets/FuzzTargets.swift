@@ -24,23 +24,24 @@ public enum FuzzTargets {
     public static let names = ["varlink", "idl", "json", "appctl", "sse", "stripe-signature", "phc", "webhook", "rfc3339", "http-request", "http-response", "jws"]
 
     /// An interface with every kind of field, to validate calls against.
-    static let interface: VarlinkInterface? = try? VarlinkInterface(parsing: """
-        interface io.appd.Fuzz
+    static let interface: VarlinkInterface? = try? VarlinkInterface(
+        parsing: """
+            interface io.appd.Fuzz
 
-        type Item (
-          id: string,
-          tags: []string,
-          extra: ?object,
-          kind: (a, b, c)
-        )
+            type Item (
+              id: string,
+              tags: []string,
+              extra: ?object,
+              kind: (a, b, c)
+            )
 
-        method Add(title: string, notes: ?string, due: ?int, ratio: ?float, done: ?bool, item: ?Item, items: ?[]Item, map: ?[string]int) -> (id: string)
-        method List(filter: ?(all, open, done), cursor: ?string, limit: ?int) -> (items: []Item)
-        method Empty() -> ()
+            method Add(title: string, notes: ?string, due: ?int, ratio: ?float, done: ?bool, item: ?Item, items: ?[]Item, map: ?[string]int) -> (id: string)
+            method List(filter: ?(all, open, done), cursor: ?string, limit: ?int) -> (items: []Item)
+            method Empty() -> ()
 
-        error NotFound ()
+            error NotFound ()
 
-        """)
+            """)
 
     public static func run(_ target: String, _ bytes: [UInt8]) {
         switch target {

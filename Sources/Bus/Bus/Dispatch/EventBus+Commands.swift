@@ -298,7 +298,7 @@ extension EventBus {
             let result: R
             do {
                 result = try await body(envelope)
-            } catch where kept.expired {
+            } catch  where kept.expired {
                 throw DeadlineExceeded(method: method)
             }
             if kept.expired { throw DeadlineExceeded(method: method) }

@@ -37,9 +37,10 @@ public final class HandlerSet: Sendable {
 
     /// Declares a JSON handler for a method known only by name (a proxy, a generated interface).
     public func handleRaw(method: String, requirements: [Requirement] = [], handler: @escaping @Sendable (Envelope, JSONValue) async throws -> JSONValue) {
-        add(Declared(method: method, inProcess: false) { bus throws(DuplicateHandler) in
-            try bus.registerRaw(method: method, requirements: requirements, handler: handler)
-        })
+        add(
+            Declared(method: method, inProcess: false) { bus throws(DuplicateHandler) in
+                try bus.registerRaw(method: method, requirements: requirements, handler: handler)
+            })
     }
 
     /// Declares a command only other plugins call, on the bus: it is in no IDL, so no client

@@ -202,7 +202,9 @@ final class ReplyChannel<Element: Sendable>: Sendable {
                     if !wait { c.resume() }
                 }
             } onCancel: {
-                state.withLock { s in defer { s.producer = nil }; return s.producer }?.resume()
+                state.withLock { s in
+                    defer { s.producer = nil }; return s.producer
+                }?.resume()
             }
         }
     }

@@ -188,7 +188,9 @@ final class SubscriptionQueue: Sendable {
                 if !wait { c.resume() }
             }
         } onCancel: {
-            state.withLock { s in defer { s.consumer = nil }; return s.consumer }?.resume()
+            state.withLock { s in
+                defer { s.consumer = nil }; return s.consumer
+            }?.resume()
         }
         try Task.checkCancellation()
     }

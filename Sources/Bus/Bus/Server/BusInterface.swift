@@ -186,7 +186,6 @@ public enum BusInterface {
 
     typealias PublishReply = BusContract.Publish.Reply
 
-
     /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the
     /// durable event log) serves `Subscribe(since:)` and durable `Publish`; `isAdmin` says
     /// which callers are peer-credential admins (they see every event but capability-only ones).

@@ -250,9 +250,9 @@ public final class VarlinkDispatcher: Sendable {
     /// (every test), so a drift the contract tests cannot see still fails there.
     static let checksTypedReplies: Bool = {
         #if DEBUG
-            true
+        true
         #else
-            false
+        false
         #endif
     }()
 

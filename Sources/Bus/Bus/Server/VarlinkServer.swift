@@ -89,7 +89,9 @@ public final class VarlinkServer: Service {
         stopping.store(true, ordering: .releasing)
         loop.remove(listener.fd)
         listener.close()
-        for door in registry.withLock({ r in defer { r.doors = [:] }; return Array(r.doors.values) }) {
+        for door in registry.withLock({ r in
+            defer { r.doors = [:] }; return Array(r.doors.values)
+        }) {
             loop.remove(door.fd)
             door.close()
         }

@@ -15,7 +15,8 @@ extension VarlinkInterface {
         guard labels[0].allSatisfy({ $0.isASCII && $0.isLetter }) else {
             throw fail("the first label of '\(name)' must be letters only")
         }
-        for label in labels where !label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+        for label in labels
+        where !label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
             || label.hasPrefix("-") || label.hasSuffix("-")
         {
             throw fail("interface label '\(label)' may hold letters, digits and inner '-'")

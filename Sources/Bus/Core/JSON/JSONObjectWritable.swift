@@ -65,8 +65,9 @@ public struct JSONObjectWriter {
         let bytes = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         #if DEBUG
         let key = String(decoding: bytes, as: UTF8.self)
-        assert(bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
-               "JSONObjectWriter: the key \(key) needs escaping")
+        assert(
+            bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
+            "JSONObjectWriter: the key \(key) needs escaping")
         assert(lastKey.map { $0 < key } ?? true, "JSONObjectWriter: the key \(key) comes after \(lastKey ?? "") or twice")
         lastKey = key
         #endif

@@ -29,10 +29,11 @@ public struct MessageID: Hashable, Sendable, Comparable, CustomStringConvertible
 
     /// A fresh id.
     public static func next() -> MessageID {
-        MessageID(sequence: counter.withLock { count in
-            count &+= 1
-            return count
-        })
+        MessageID(
+            sequence: counter.withLock { count in
+                count &+= 1
+                return count
+            })
     }
 
     public static func < (a: MessageID, b: MessageID) -> Bool { (a.instance, a.sequence) < (b.instance, b.sequence) }

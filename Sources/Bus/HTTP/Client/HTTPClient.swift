@@ -172,9 +172,11 @@ final class HTTPClientExchange: @unchecked Sendable {  // safe: state is owned b
         dropConnection()
         guard !addresses.isEmpty else { return fail(HTTPFailure(stage: .connect, reason: lastReason)) }
         var address = addresses.removeFirst()
-        guard let handle = request.host.withCString({ host in
-            appd_net_start(&address, request.tls ? 1 : 0, host, client.caFile, &error, error.count)
-        }) else {
+        guard
+            let handle = request.host.withCString({ host in
+                appd_net_start(&address, request.tls ? 1 : 0, host, client.caFile, &error, error.count)
+            })
+        else {
             return connectNext(lastReason: Self.text(error))
         }
         connection = handle

@@ -111,7 +111,6 @@ public struct HTTPResponseDecoder {
         return nil
     }
 
-
     public static func parseHead(_ bytes: [UInt8]) throws(HTTPFailure) -> HTTPHead {
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)

@@ -77,7 +77,8 @@ public struct HTTPResponse: Error, Sendable {
     }
 
     package static let reasons = [
-        100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content", 303: "See Other", 304: "Not Modified", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden",
+        100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content", 303: "See Other", 304: "Not Modified", 400: "Bad Request", 401: "Unauthorized",
+        402: "Payment Required", 403: "Forbidden",
         404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
         410: "Gone", 412: "Precondition Failed", 413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content", 429: "Too Many Requests",
         416: "Range Not Satisfiable", 431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",

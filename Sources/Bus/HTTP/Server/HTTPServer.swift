@@ -83,7 +83,8 @@ public final class HTTPServer: Sendable {
     private func acceptAll() {
         ConnectionTable<HTTPServerConnection>.acceptAll(listenFD, logger: logger) { fd in
             var address = [CChar](repeating: 0, count: 64)
-            let peer = appd_tcp_peer(fd, &address, Int32(address.count)) == 0
+            let peer =
+                appd_tcp_peer(fd, &address, Int32(address.count)) == 0
                 ? String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
             let channel = SocketChannel(fd: fd, loop: loop, highWater: limits.streamBufferBytes, lowWater: limits.streamBufferBytes / 2)
             let connection = HTTPServerConnection(channel: channel, peerAddress: peer)

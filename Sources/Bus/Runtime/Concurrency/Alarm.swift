@@ -21,10 +21,11 @@ public struct Alarm: Sendable {
             kind = .timer(timers, timers.schedule(deadline, fire: fire))
         } else {
             // Unstructured: an alarm outside a loop (no shared timer list) fires from its own sleeping task; cancel() cancels it.
-            kind = .task(Task(executorPreference: Deadline.executor) {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                if !Task.isCancelled { fire() }
-            })
+            kind = .task(
+                Task(executorPreference: Deadline.executor) {
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    if !Task.isCancelled { fire() }
+                })
         }
     }
 

@@ -108,7 +108,9 @@ public enum Deadline {
                 // (then the work, which has just suspended, is cancelled too).
                 guard !race.isDecided else { return work.cancel() }
                 let alarm = Alarm(at: deadline) { race.finish(.failure(timeoutError())) }
-                race.attach { work.cancel(); alarm.cancel() }
+                race.attach {
+                    work.cancel(); alarm.cancel()
+                }
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))

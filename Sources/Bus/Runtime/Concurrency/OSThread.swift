@@ -22,12 +22,14 @@ enum OSThread {
         }
         let box = Unmanaged.passRetained(Box(named)).toOpaque()
         var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { raw in
-            // Safe: `raw` is the retained Box passed below; taken back exactly once here.
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &thread, nil,
+            { raw in
+                // Safe: `raw` is the retained Box passed below; taken back exactly once here.
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                box.body()
+                return nil
+            }, box)
         precondition(rc == 0, "pthread_create failed: \(rc)")  // only fails when the process is out of threads
         return thread
     }

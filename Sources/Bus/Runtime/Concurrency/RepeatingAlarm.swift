@@ -25,12 +25,13 @@ public final class RepeatingAlarm: Sendable {
             kind = .timers(timers)
         } else {
             // Unstructured: a repeating alarm outside a loop ticks from its own task; cancel() cancels it.
-            kind = .task(Task(executorPreference: Deadline.executor) {
+            let ticking = Task(executorPreference: Deadline.executor) {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)
                     if !Task.isCancelled { fire() }
                 }
-            })
+            }
+            kind = .task(ticking)
         }
         if case .timers(let timers) = kind { arm(timers) }
     }

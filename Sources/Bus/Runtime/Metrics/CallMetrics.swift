@@ -26,7 +26,8 @@ public enum CallMetrics {
         if let known = cache.withLock({ $0[key] }) { return known }
         let made = (
             Metrics.shared.counter(
-                "appd_calls_total", help: "Calls by method, outcome (ok, cancelled, disconnected, or the error's name if its interface declares it, else undeclared) and transport.",
+                "appd_calls_total",
+                help: "Calls by method, outcome (ok, cancelled, disconnected, or the error's name if its interface declares it, else undeclared) and transport.",
                 labels: [("method", method), ("outcome", outcome), ("transport", transport)]),
             Metrics.shared.histogram(
                 "appd_call_duration_seconds", help: "Time from a call's arrival to its last reply, by method and transport.",

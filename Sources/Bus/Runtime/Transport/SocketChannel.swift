@@ -143,7 +143,9 @@ public final class SocketChannel: Sendable {
                 if let now { c.resume(returning: now) }
             }
         } onCancel: {
-            state.withLock { s in defer { s.writer = nil }; return s.writer }?.resume(returning: false)
+            state.withLock { s in
+                defer { s.writer = nil }; return s.writer
+            }?.resume(returning: false)
         }
     }
 
@@ -201,7 +203,11 @@ public final class SocketChannel: Sendable {
 
     /// Whether the loop should watch for reads (loop thread, or queued onto it).
     public func watchReads(_ on: Bool) {
-        guard state.withLock({ s in defer { s.reading = on }; return s.reading != on }) else { return }
+        guard
+            state.withLock({ s in
+                defer { s.reading = on }; return s.reading != on
+            })
+        else { return }
         if loop.inLoopThread { applyInterest() } else { loop.execute { [self] in applyInterest() } }
     }
 
@@ -246,7 +252,11 @@ public final class SocketChannel: Sendable {
     /// a shutdown's own reply), drops the rest, and shuts the fd down; the owner's handler,
     /// woken by the hang-up, calls `close`.
     public func requestClose() {
-        guard state.withLock({ s in defer { if s.lifecycle == .open { s.lifecycle = .closing } }; return s.lifecycle == .open }) else { return }
+        guard
+            state.withLock({ s in
+                defer { if s.lifecycle == .open { s.lifecycle = .closing } }; return s.lifecycle == .open
+            })
+        else { return }
         let job: @Sendable () -> Void = { [self] in
             let unwritten = state.withLock { s -> ArraySlice<UInt8>? in
                 guard s.lifecycle == .closing, !s.blocked, !s.output.isEmpty else { return nil }

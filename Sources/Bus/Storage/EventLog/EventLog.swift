@@ -186,14 +186,18 @@ public struct EventLog: EventReplay {
         try await database.read { transaction in
             let last = try Self.head(transaction)
             let rows = try transaction.query("SELECT name, seq FROM appd_consumers ORDER BY name")
-            return try (last, rows.compactMap { row in
-                guard let name = row.text("name"), let position = row.integer("seq") else { return nil }
-                let lag = try transaction.query(
-                    "SELECT COUNT(*) AS n FROM (SELECT 1 FROM appd_events WHERE seq > ? AND seq <= ? LIMIT ?) AS behind",
-                    [.integer(position), .integer(last), .integer(Self.lagCountLimit)]
-                ).first?.integer("n") ?? 0
-                return (name, position, lag)
-            })
+            return try (
+                last,
+                rows.compactMap { row in
+                    guard let name = row.text("name"), let position = row.integer("seq") else { return nil }
+                    let lag =
+                        try transaction.query(
+                            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM appd_events WHERE seq > ? AND seq <= ? LIMIT ?) AS behind",
+                            [.integer(position), .integer(last), .integer(Self.lagCountLimit)]
+                        ).first?.integer("n") ?? 0
+                    return (name, position, lag)
+                }
+            )
         }
     }
 

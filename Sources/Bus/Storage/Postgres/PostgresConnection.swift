@@ -112,7 +112,8 @@ final class PostgresConnection {
     private func execute(_ sql: String, _ parameters: [SQLValue]) throws(StorageError) -> (rows: [Row], changed: Int)? {
         guard let handle else { throw StorageError(kind: .io, message: "the PostgreSQL connection is closed") }
         let name = try prepare(sql, parameters: Int32(parameters.count), on: handle)
-        let result: OpaquePointer? = parameters.isEmpty
+        let result: OpaquePointer? =
+            parameters.isEmpty
             ? appd_PQexecPrepared(handle, name, 0, nil, nil, nil, 0)
             : try Self.withParameters(parameters) { _, values, lengths, formats in
                 appd_PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
@@ -296,7 +297,8 @@ final class PostgresConnection {
 
     private func error(_ result: OpaquePointer?) -> StorageError {
         let state = appd_pq_sqlstate(result).map { String(cString: $0) } ?? ""
-        let message = appd_pq_message(result).map { String(cString: $0) }
+        let message =
+            appd_pq_message(result).map { String(cString: $0) }
             ?? handle.map { String(cString: appd_PQerrorMessage($0)).trimmingWhitespace() } ?? "unknown error"
         return Self.error(state: state, message: message)
     }

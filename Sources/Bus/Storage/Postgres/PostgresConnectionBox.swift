@@ -36,7 +36,7 @@ final class PostgresConnectionBox: @unchecked Sendable {  // safe: only the owni
         do {
             try first.executeScript(begin)
             return first
-        } catch where !first.isOpen {
+        } catch  where !first.isOpen {
             let second = try open()
             try second.executeScript(begin)
             return second

@@ -60,7 +60,9 @@ public final class PostgresDatabase: Database {
         self.redactedURL = PostgresURL.redacted(url)
         self.options = options
         self.logger = logger
-        let setup = "SET statement_timeout = '\(options.statementTimeoutSeconds)s'; SET lock_timeout = '\(options.statementTimeoutSeconds)s'; SET application_name = 'appd/\(getpid())'; SET client_min_messages = warning"
+        let setup =
+            "SET statement_timeout = '\(options.statementTimeoutSeconds)s'; SET lock_timeout = '\(options.statementTimeoutSeconds)s'; SET application_name = "
+            + "'appd/\(getpid())'; SET client_min_messages = warning"
         let connect: @Sendable () throws -> PostgresConnection = { try PostgresConnection(conninfo: url, setup: setup) }
         let writer = try connect()
         let namespace = try PostgresNamespace(writer)
@@ -94,7 +96,8 @@ public final class PostgresDatabase: Database {
     public func backup(into path: String) async throws {
         throw StorageError(
             kind: .other,
-            message: "appd backs up SQLite only: back up a PostgreSQL database with the server's own tools (pg_dump, or pg_basebackup with WAL archiving for point-in-time recovery)")
+            message:
+                "appd backs up SQLite only: back up a PostgreSQL database with the server's own tools (pg_dump, or pg_basebackup with WAL archiving for point-in-time recovery)")
     }
 
     public func holdingLease(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
@@ -224,7 +227,8 @@ public final class PostgresDatabase: Database {
             erasing = tried.erasures.sorted()
             Metrics.shared.increment("appd_write_conflicts_total", help: "Write batches run again after a serialization failure or deadlock with a concurrent transaction.")
             if attempt == Self.attempts {
-                logger.warning("a write batch kept conflicting with concurrent transactions; its callers are told to retry", metadata: ["attempts": "\(attempt)", "writes": "\(writes.count)"])
+                logger.warning(
+                    "a write batch kept conflicting with concurrent transactions; its callers are told to retry", metadata: ["attempts": "\(attempt)", "writes": "\(writes.count)"])
                 for work in writes { work.fail(conflict) }
                 return
             }
@@ -288,7 +292,7 @@ public final class PostgresDatabase: Database {
             let results = try attempt.noting { () throws(StorageError) in try connection.runPipelined(statements) }
             // Committed: an event that would not decode is left for the feed to read from the log.
             feed.committed(outcome.events + results[firstLog..<logStatements].flatMap { $0.compactMap { try? EventLog.event($0) } })
-        } catch where error.kind == .constraint && !outcome.keys.isEmpty {
+        } catch  where error.kind == .constraint && !outcome.keys.isEmpty {
             // A key was taken by another attempt of its call: each write keeps its key itself.
             writeConnection.rollBack()
             attempt.restarted()

@@ -66,7 +66,9 @@ final class PostgresEventFeed: Sendable {
             try pool.submit { [self] in
                 listen()
                 finished.store(true, ordering: .releasing)
-                done.withLock { $0?.resume(); $0 = nil }
+                done.withLock {
+                    $0?.resume(); $0 = nil
+                }
             }
         } catch {
             preconditionFailure("the event feed's own pool refused its one job: \(error)")
@@ -119,7 +121,8 @@ final class PostgresEventFeed: Sendable {
                     confirmed = began
                     if failures > 0 {
                         let after = state.withLock { $0.published }
-                        logger.notice("the event feed is back; caught up from the log", metadata: ["published.from": "\(before)", "published.to": "\(after)", "attempts": "\(failures)"])
+                        logger.notice(
+                            "the event feed is back; caught up from the log", metadata: ["published.from": "\(before)", "published.to": "\(after)", "attempts": "\(failures)"])
                     }
                     failures = 0
                 }

@@ -34,7 +34,9 @@ final class PostgresLeases: Sendable {
             do {
                 outcome = .success(
                     try await withThrowingTaskGroup(of: Bool.self) { group in
-                        group.addTask { try await body(); return true }
+                        group.addTask {
+                            try await body(); return true
+                        }
                         group.addTask { [self] in
                             // Watches the link: a lease whose connection broke is gone.
                             while await stillHeld(generation: held) { try await Task.sleep(for: retry) }

@@ -15,7 +15,9 @@ struct PostgresNamespace: Sendable {
         guard let schema = row?.text("s"), let key = row?.integer("k") else {
             throw StorageError(
                 kind: .other,
-                message: "the connection has no schema to create appd's tables in: create the schema named first in search_path, or set search_path (e.g. ?options=-csearch_path%3Dappd)")
+                message:
+                    "the connection has no schema to create appd's tables in: create the schema named first in search_path, or set search_path (e.g. ?options=-csearch_path%3Dappd)"
+            )
         }
         self.schema = schema
         self.key = key

@@ -63,7 +63,8 @@ enum PostgresSchema {
     /// that way again.
     static func erasureLock(owners: Int, _ mode: ErasureLockMode) -> String {
         let values = Array(repeating: "(?::text)", count: owners).joined(separator: ", ")
-        return "SELECT count(\(mode.function)(k)) AS locked FROM (SELECT DISTINCT hashtextextended(current_schema() || ' erasure ' || o, 0) AS k FROM (VALUES \(values)) AS v(o)) AS s"
+        return
+            "SELECT count(\(mode.function)(k)) AS locked FROM (SELECT DISTINCT hashtextextended(current_schema() || ' erasure ' || o, 0) AS k FROM (VALUES \(values)) AS v(o)) AS s"
     }
 
     static func create(on connection: PostgresConnection, namespace: PostgresNamespace) throws(StorageError) {
@@ -81,11 +82,16 @@ enum PostgresSchema {
                 } catch {
                     throw StorageError(
                         kind: error.kind,
-                        message: "appd needs PostgreSQL's citext extension and could not create it (\(error.message)); run `CREATE EXTENSION citext SCHEMA public` as a database owner or superuser")
+                        message:
+                            "appd needs PostgreSQL's citext extension and could not create it (\(error.message)); run `CREATE EXTENSION citext SCHEMA public` as a "
+                            + "database owner or superuser"
+                    )
                 }
             }
             try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.schemaLock)
-            try connection.executeScript(SQLDialect.postgresDDL(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema) + Migrator.schema + SharedRateLimits.schema + "CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner);"
+            try connection.executeScript(
+                SQLDialect.postgresDDL(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema) + Migrator.schema + SharedRateLimits.schema
+                    + "CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner);"
                     + "CREATE INDEX IF NOT EXISTS appd_events_owner_seq ON appd_events(owner, seq);" + positions)
             try connection.run(raiseBase, [])
             try connection.control("COMMIT")

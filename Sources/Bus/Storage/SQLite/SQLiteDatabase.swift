@@ -179,7 +179,9 @@ public final class SQLiteDatabase: Database {
         do {
             outcome = try DatabaseWork.runBatch(
                 writes, transaction: { SQLiteTransaction(connection: connection, logEvents: true) }, control: connection.control,
-                restart: { try connection.control("ROLLBACK"); try connection.control("BEGIN IMMEDIATE") })
+                restart: {
+                    try connection.control("ROLLBACK"); try connection.control("BEGIN IMMEDIATE")
+                })
         } catch {
             // The transaction machinery itself failed: nothing in the batch is applied.
             try? connection.executeScript("ROLLBACK")

@@ -69,7 +69,9 @@ extension LLMProvider {
         var text = ""
         try await reply(to: MemoryExtraction.turns(message: message, existing: existing), options: options) { chunk in
             if case .delta(let delta) = chunk { text += delta }
-            guard text.utf8.count <= MemoryExtraction.maxAnswerBytes else { throw ProviderError("the memory extraction answer is longer than \(MemoryExtraction.maxAnswerBytes) bytes") }
+            guard text.utf8.count <= MemoryExtraction.maxAnswerBytes else {
+                throw ProviderError("the memory extraction answer is longer than \(MemoryExtraction.maxAnswerBytes) bytes")
+            }
         }
         return try MemoryExtraction.decisions(from: text, existing: existing)
     }

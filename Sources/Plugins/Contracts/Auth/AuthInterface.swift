@@ -299,7 +299,12 @@ public enum AuthInterface {
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, SetAvatar.self, ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self, EnableUser.self, GetUser.self, DeleteUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self, UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self]
+    public static let commands: [any Command.Type] = [
+        SignUp.self, SignIn.self, Authenticate.self, Refresh.self, SignOut.self, SignOutEverywhere.self, WhoAmI.self, CompleteOnboarding.self, UpdateProfile.self, SetAvatar.self,
+        ChangePassword.self, CheckSignUp.self, RequestPasswordReset.self, IssueResetToken.self, ResetPassword.self, DeleteAccount.self, ListUsers.self, DisableUser.self,
+        EnableUser.self, GetUser.self, DeleteUser.self, SignInWithIdToken.self, SignInAnonymously.self, UpgradeGuest.self, ListIdentities.self, LinkIdentity.self,
+        UnlinkIdentity.self, RequestEmailVerification.self, IssueVerificationToken.self, VerifyEmail.self,
+    ]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = AuthError
     /// The interface's name, e.g. `io.appd.Todos`.

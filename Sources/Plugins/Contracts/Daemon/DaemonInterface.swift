@@ -123,7 +123,9 @@ public enum DaemonInterface {
         """
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
-    public static let commands: [any Command.Type] = [Ping.self, Status.self, Plugins.self, Shutdown.self, RestartPlugin.self, EnablePlugin.self, DisablePlugin.self, RescanPlugins.self, Presence.self]
+    public static let commands: [any Command.Type] = [
+        Ping.self, Status.self, Plugins.self, Shutdown.self, RestartPlugin.self, EnablePlugin.self, DisablePlugin.self, RescanPlugins.self, Presence.self,
+    ]
     public static let streams: [any StreamingCommand.Type] = []
     public typealias Errors = DaemonError
     /// The interface's name, e.g. `io.appd.Todos`.
@@ -255,7 +257,10 @@ public enum DaemonInterface {
         public var eventLog: EventLogStatus
         public var paths: Paths?
         public var backups: BackupStatus?
-        public init(version: String, pid: Int, uptimeSeconds: Double, connections: Int, plugins: [PluginStatus], bus: BusCounters, eventLog: EventLogStatus, paths: Paths? = nil, backups: BackupStatus? = nil) {
+        public init(
+            version: String, pid: Int, uptimeSeconds: Double, connections: Int, plugins: [PluginStatus], bus: BusCounters, eventLog: EventLogStatus, paths: Paths? = nil,
+            backups: BackupStatus? = nil
+        ) {
             self.version = version
             self.pid = pid
             self.uptimeSeconds = uptimeSeconds

@@ -24,7 +24,8 @@ public enum PaymentsError: InterfaceError {
         case .paymentRequired(let entitlement, _, let resetsAt):
             "this needs '\(entitlement)': the free quota is used up\(resetsAt.map { " until \($0)" } ?? ""); buy or restore it, or ask an admin to grant it"
         case .invalidSignature(let reason): "the webhook's signature does not verify (\(reason)); check the provider's secret in appd's config"
-        case .unknownProvider(provider: let provider): "'\(provider)' is not a configured payment provider; use revenuecat, stripe or appstore and set its secret or certificates (README, Payments)"
+        case .unknownProvider(provider: let provider):
+            "'\(provider)' is not a configured payment provider; use revenuecat, stripe or appstore and set its secret or certificates (README, Payments)"
         case .malformedEvent(let reason): "the webhook body is not an event appd understands: \(reason)"
         case .unknownAccount(let email): "no account has the email '\(email)'"
         case .unknownEntitlement(entitlement: let name): "'\(name)' is not a configured entitlement; see 'appctl payments products'"

@@ -133,7 +133,8 @@ public enum PaymentsInterface {
 
     /// Every method of the IDL as its command type (`ContractsTests` checks the two agree).
     public static let commands: [any Command.Type] = [
-        Products.self, Status.self, Restore.self, SubmitAppStoreTransaction.self, AppStoreAccountToken.self, SubmitGooglePlayPurchase.self, Grant.self, Revoke.self, UserStatus.self,
+        Products.self, Status.self, Restore.self, SubmitAppStoreTransaction.self, AppStoreAccountToken.self, SubmitGooglePlayPurchase.self, Grant.self, Revoke.self,
+        UserStatus.self,
         IngestWebhook.self,
     ]
     public static let streams: [any StreamingCommand.Type] = []

@@ -17,7 +17,8 @@ public enum RatingInterface {
         method RecordOutcome(appVersion: string, outcome: (shown, dismissed, rated, feedbackSent)) -> ()
 
         # score: recent sentiment, -1 to 1.
-        method Status() -> (score: float, positiveSignals: int, negativeSignals: int, positiveSinceLastPrompt: int, sessions: int, firstSeen: ?string, lastNegative: ?string, lastPrompt: ?string, promptsLastYear: int)
+        method Status() -> (score: float, positiveSignals: int, negativeSignals: int, positiveSinceLastPrompt: int, sessions: int, firstSeen: ?string, lastNegative: \
+        ?string, lastPrompt: ?string, promptsLastYear: int)
 
         # category: invalid
         error ValidationFailed (field: string, reason: string)
@@ -72,7 +73,10 @@ public enum RatingInterface {
             public var lastNegative: String?
             public var lastPrompt: String?
             public var promptsLastYear: Int
-            public init(score: Double, positiveSignals: Int, negativeSignals: Int, positiveSinceLastPrompt: Int, sessions: Int, firstSeen: String? = nil, lastNegative: String? = nil, lastPrompt: String? = nil, promptsLastYear: Int) {
+            public init(
+                score: Double, positiveSignals: Int, negativeSignals: Int, positiveSinceLastPrompt: Int, sessions: Int, firstSeen: String? = nil, lastNegative: String? = nil,
+                lastPrompt: String? = nil, promptsLastYear: Int
+            ) {
                 self.score = score
                 self.positiveSignals = positiveSignals
                 self.negativeSignals = negativeSignals

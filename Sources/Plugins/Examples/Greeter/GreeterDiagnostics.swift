@@ -10,7 +10,9 @@ final class Counter: Sendable {
     private let perUser = Mutex<[String: Int]>([:])
     func increment(for user: String?) -> Int {
         if let user { perUser.withLock { $0[user, default: 0] += 1 } }
-        return count.withLock { $0 += 1; return $0 }
+        return count.withLock {
+            $0 += 1; return $0
+        }
     }
     var value: Int { count.withLock { $0 } }
     func greetings(of user: String) -> Int { perUser.withLock { $0[user] ?? 0 } }

@@ -36,21 +36,23 @@ public struct ChangeFeed: Sendable {
     /// get distinct negative sequences in `existingOrder`'s order), tombstones, and the horizon
     /// below which tombstones were pruned (at first none: the lowest integer).
     public func migration(plugin: String, version: Int, existingOrder: String) -> Migration {
-        Migration(plugin: plugin, version: version, sql: """
-            ALTER TABLE \(table) ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
-            UPDATE \(table) SET change_seq = \(existingOrder) + (\(Self.before));
-            CREATE INDEX \(table)_changes ON \(table)(owner, change_seq);
-            CREATE TABLE \(tombstones) (
-              id TEXT PRIMARY KEY,
-              owner TEXT NOT NULL,
-              seq INTEGER NOT NULL,
-              deleted_ns INTEGER NOT NULL
-            );
-            CREATE INDEX \(tombstones)_owner ON \(tombstones)(owner, seq);
-            CREATE INDEX \(tombstones)_age ON \(tombstones)(deleted_ns);
-            CREATE TABLE \(horizon) (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
-            INSERT INTO \(horizon) (name, seq) VALUES ('pruned', \(Int64.min + 1));
-            """)
+        Migration(
+            plugin: plugin, version: version,
+            sql: """
+                ALTER TABLE \(table) ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+                UPDATE \(table) SET change_seq = \(existingOrder) + (\(Self.before));
+                CREATE INDEX \(table)_changes ON \(table)(owner, change_seq);
+                CREATE TABLE \(tombstones) (
+                  id TEXT PRIMARY KEY,
+                  owner TEXT NOT NULL,
+                  seq INTEGER NOT NULL,
+                  deleted_ns INTEGER NOT NULL
+                );
+                CREATE INDEX \(tombstones)_owner ON \(tombstones)(owner, seq);
+                CREATE INDEX \(tombstones)_age ON \(tombstones)(deleted_ns);
+                CREATE TABLE \(horizon) (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+                INSERT INTO \(horizon) (name, seq) VALUES ('pruned', \(Int64.min + 1));
+                """)
     }
 
     /// An item was added with a client's id: a tombstone of an earlier item with the same id (one

@@ -10,7 +10,9 @@ struct GooglePlay: Sendable {
     let push: GooglePushVerifier
 
     /// The purchase as Google reports it now, as a record to store (`id` names the event).
-    func record(id: String, type: String, token: String, productID: String, subscription: Bool, voided: Bool = false, now: Int64) async throws(PaymentsError)
+    func record(
+        id: String, type: String, token: String, productID: String, subscription: Bool, voided: Bool = false, now: Int64
+    ) async throws(PaymentsError)
         -> GooglePlayRecord
     {
         let purchase = subscription ? try await api.subscription(token: token) : try await api.product(productID, token: token)

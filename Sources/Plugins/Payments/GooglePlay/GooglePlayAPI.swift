@@ -134,7 +134,8 @@ actor GooglePlayAPI {
             case 400, 401, 403:
                 throw .providerUnavailable(
                     provider: "googleplay",
-                    reason: "\(what) refused the request (HTTP \(head.status)): check googlePlayServiceAccountFile, googlePlayPackageName and the account's Play Console permissions")
+                    reason:
+                        "\(what) refused the request (HTTP \(head.status)): check googlePlayServiceAccountFile, googlePlayPackageName and the account's Play Console permissions")
             default:
                 throw .providerUnavailable(provider: "googleplay", reason: "\(what) answered HTTP \(head.status)")
             }

@@ -63,7 +63,9 @@ struct AppStoreNotification {
 
     /// Checks that it is for this app and environment (the notification's `data` or `summary`).
     func checked(_ verifier: AppStoreVerifier) throws(PaymentsError) -> AppStoreNotification {
-        if let app { try verifier.checkApp(app, what: "notification") } else if type != "TEST" {
+        if let app {
+            try verifier.checkApp(app, what: "notification")
+        } else if type != "TEST" {
             throw .malformedEvent(reason: "a \(type) notification without 'data' or 'summary'")
         }
         return self

@@ -40,7 +40,8 @@ struct StripeProvider: PaymentProvider {
             guard let product = subscriptionProduct(object, catalog) else { break }
             let status = object.string("status") ?? ""
             // Newer API versions carry the period end on the item; without one, the product's period from now.
-            let periodEnd = object.time("current_period_end", unit: 1_000_000_000)
+            let periodEnd =
+                object.time("current_period_end", unit: 1_000_000_000)
                 ?? object["items"]?["data"]?.first?.time("current_period_end", unit: 1_000_000_000)
                 ?? product.period.nanoseconds.map { createdAt + $0 }
             if type == "customer.subscription.deleted" || ["canceled", "unpaid", "incomplete_expired"].contains(status) {

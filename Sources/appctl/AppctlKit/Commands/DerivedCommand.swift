@@ -75,7 +75,8 @@ enum DerivedCommand {
         else { return nil }
         let integrity = reply["integrity"]?.stringValue ?? "?"
         return "verified \(path.escapingControlCharacters()): \(files) files, \(bytes) bytes, each matching its SHA-256; "
-            + "database integrity \(integrity.escapingControlCharacters()); events up to #\(seq); made \(backup["createdAt"]?.stringValue ?? "?") by appd \(backup["appdVersion"]?.stringValue ?? "?")"
+            + "database integrity \(integrity.escapingControlCharacters()); events up to #\(seq); "
+            + "made \(backup["createdAt"]?.stringValue ?? "?") by appd \(backup["appdVersion"]?.stringValue ?? "?")"
     }
 
     /// Whether `field` sets a new password (asked twice at a terminal): `newPassword`, or the

@@ -17,9 +17,10 @@ struct CommandGroup: Sendable {
 
     /// The verb in `arguments` (the first word that is neither an option nor an option's value).
     func verb(in arguments: [String]) -> (verb: String, rest: [String])? {
-        let valued = Set(([fallback].compactMap { $0 } + leaves).flatMap { leaf in
-            leaf.parameters.compactMap { if case .option = $0.kind { $0.name } else { nil } }
-        })
+        let valued = Set(
+            ([fallback].compactMap { $0 } + leaves).flatMap { leaf in
+                leaf.parameters.compactMap { if case .option = $0.kind { $0.name } else { nil } }
+            })
         var index = 0
         while index < arguments.count {
             let word = arguments[index]

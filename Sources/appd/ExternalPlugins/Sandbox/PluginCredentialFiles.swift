@@ -42,12 +42,17 @@ struct PluginCredentialFiles {
             while let entry = readdir(listing) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
                 guard name != ".", name != ".." else { continue }
-                guard name.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }),
+                guard
+                    name.utf8.allSatisfy({
+                        $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
+                    }),
                     !name.hasPrefix(".")
                 else { throw PluginStartError("its credential \(folder)/\(name) needs a plain name (letters, digits, '.', '_', '-')", permanent: true) }
                 guard opened.files.count < maxFiles else { throw PluginStartError("its credentials folder \(folder) holds more than \(maxFiles) files", permanent: true) }
                 let fd = openat(dirfd(listing), name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-                guard fd >= 0 else { throw PluginStartError("cannot open its credential \(folder)/\(name): \(String(cString: strerror(errno))) (links are not followed)", permanent: true) }
+                guard fd >= 0 else {
+                    throw PluginStartError("cannot open its credential \(folder)/\(name): \(String(cString: strerror(errno))) (links are not followed)", permanent: true)
+                }
                 var file = stat()
                 guard fstat(fd, &file) == 0, file.st_mode & S_IFMT == S_IFREG, file.st_size <= maxBytes else {
                     Glibc.close(fd)

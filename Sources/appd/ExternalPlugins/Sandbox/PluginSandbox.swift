@@ -64,6 +64,7 @@ public struct PluginSandbox: Sendable, Equatable {
 public struct SandboxUnavailable: Error, CustomStringConvertible, Sendable, Equatable {
     public let reason: String
     public var description: String {
-        "\(reason): external plugins are not started. Install it (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or set pluginSandbox to none to run them unconfined as appd's user"
+        "\(reason): external plugins are not started. Install it (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or set pluginSandbox to none to "
+            + "run them unconfined as appd's user"
     }
 }

@@ -25,10 +25,11 @@ struct SharedLibraryCheck {
                 return "its program needs \(library), which is in none of the folders the loader searches (\(folders.joined(separator: ", "))): "
                     + "install it, or link it in (a Swift plugin: swift build -c release --static-swift-stdlib, docs/plugins.md)"
             }
-            let real = realpath(found, nil).map { pointer -> String in
-                defer { free(pointer) }
-                return String(cString: pointer)
-            } ?? found
+            let real =
+                realpath(found, nil).map { pointer -> String in
+                    defer { free(pointer) }
+                    return String(cString: pointer)
+                } ?? found
             guard visible.contains(where: { real == $0 || real.hasPrefix($0 + "/") }) else {
                 let folder = String(real[..<(real.lastIndex(of: "/") ?? real.endIndex)])
                 return "its program needs \(library), found at \(real), which the sandbox does not show (it shows \(visible.joined(separator: ", "))): "

@@ -40,10 +40,14 @@ extension ConfigKey {
         flag("filesKeepMetadata", "--files-keep-metadata", "Keep photos' EXIF (GPS among it), XMP and text as uploaded (default: false, stripped).") {
             $0.files.keepMetadata = $1
         },
-        text("filesUrlKeyFile", "--files-url-key-file", "A file holding the key of signed download URLs (32+ bytes); set the same on every instance (default: one made in filesDirectory).") {
+        text(
+            "filesUrlKeyFile", "--files-url-key-file",
+            "A file holding the key of signed download URLs (32+ bytes); set the same on every instance (default: one made in filesDirectory)."
+        ) {
             $0.files.urlKeyFile = $1
         },
-        text("filesS3Endpoint", "--files-s3-endpoint", "Keep files in S3-compatible storage at this URL, e.g. https://s3.eu-central-1.amazonaws.com (default: off, the directory).") {
+        text("filesS3Endpoint", "--files-s3-endpoint", "Keep files in S3-compatible storage at this URL, e.g. https://s3.eu-central-1.amazonaws.com (default: off, the directory).")
+        {
             $0.files.s3Endpoint = $1
         },
         text("filesS3Bucket", "--files-s3-bucket", "The bucket (with filesS3Endpoint).") { $0.files.s3Bucket = $1 },

@@ -61,7 +61,9 @@ extension ConfigKey {
         },
         ConfigKey(
             name: "authResetLinkTemplate", flag: "--auth-reset-link-template",
-            help: "A link into the app for password-reset mails, with {token} where the reset token goes (e.g. https://app.example.com/reset?token={token}); default: none, the mail carries the token only."
+            help:
+                "A link into the app for password-reset mails, with {token} where the reset token goes (e.g. https://app.example.com/reset?token={token}); default: none, "
+                + "the mail carries the token only."
         ) { config, value throws(ConfigProblem) in
             guard let text = value.stringValue, !text.isEmpty else { throw ConfigProblem("needs a link with {token} in it") }
             do throws(InvalidResetLinkTemplate) {

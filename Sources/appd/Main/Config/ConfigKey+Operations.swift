@@ -28,7 +28,9 @@ extension ConfigKey {
         },
         ConfigKey(
             name: "consoleUrl", flag: "--console-url",
-            help: "The console's address as people open it, for the links appctl console prints, e.g. https://console.example.com; https marks its cookie Secure (default: http://<consoleListen>)."
+            help:
+                "The console's address as people open it, for the links appctl console prints, e.g. https://console.example.com; https marks its cookie Secure (default: "
+                + "http://<consoleListen>)."
         ) { config, value throws(ConfigProblem) in
             if value == .null { config.console.publicURL = nil; return }
             guard let text = value.stringValue, text.hasPrefix("https://") || text.hasPrefix("http://"), !text.contains("?"), !text.contains("#") else {

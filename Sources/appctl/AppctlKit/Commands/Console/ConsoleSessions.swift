@@ -14,7 +14,9 @@ struct ConsoleSessions: Leaf {
         }
         if sessions.isEmpty { StandardError.write("no console sessions\n") }
         for session in sessions {
-            print("\(session.id)  uid \(session.uid)  from \(session.address)  since \(session.createdAt)  last seen \(session.lastSeenAt)  ends \(session.expiresAt)".escapingControlCharacters())
+            print(
+                "\(session.id)  uid \(session.uid)  from \(session.address)  since \(session.createdAt)  last seen \(session.lastSeenAt)  ends \(session.expiresAt)"
+                    .escapingControlCharacters())
         }
         return ExitCode.ok
     }

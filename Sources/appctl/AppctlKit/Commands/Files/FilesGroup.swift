@@ -11,7 +11,9 @@ enum FilesGroup {
     static let group = CommandGroup(
         name: "files", abstract: "Your stored files: put, get, ls, rm.",
         discussion: """
-            put uploads a file in pieces, showing progress on a terminal; if it is interrupted, run the same put with --resume and the upload id it printed, and it goes on where the daemon says it stopped (an unfinished upload is deleted after filesUploadHours). get writes a file to --output (default: its name, in the current directory; - for standard output). The daemon checks what a file is from its bytes, as for apps (docs/files.md). Needs 'appctl login'.
+            put uploads a file in pieces, showing progress on a terminal; if it is interrupted, run the same put with --resume and the upload id it printed, and it goes \
+            on where the daemon says it stopped (an unfinished upload is deleted after filesUploadHours). get writes a file to --output (default: its name, in the \
+            current directory; - for standard output). The daemon checks what a file is from its bytes, as for apps (docs/files.md). Needs 'appctl login'.
             """,
         leaves: [FilesPut.self, FilesGet.self, FilesList.self, FilesRemove.self], derived: true)
 

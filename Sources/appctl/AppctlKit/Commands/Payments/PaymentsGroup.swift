@@ -8,8 +8,10 @@ enum PaymentsGroup {
     static let group = CommandGroup(
         name: "payments", abstract: "Entitlements and quotas: status, products, restore; admin grant, revoke, user; webhook relay.",
         discussion: """
-            status, restore: the signed-in user's (needs 'appctl login'). grant, revoke, user: admin only (the daemon's user, root or the admin group); every change is audited with its reason.
-            webhook relays one provider delivery exactly as received (body on standard input, headers as given), e.g. from a queue or a test: appctl payments webhook --provider stripe --header "Stripe-Signature=t=…,v1=…" < event.json
+            status, restore: the signed-in user's (needs 'appctl login'). grant, revoke, user: admin only (the daemon's user, root or the admin group); every change is \
+            audited with its reason.
+            webhook relays one provider delivery exactly as received (body on standard input, headers as given), e.g. from a queue or a test: appctl payments webhook \
+            --provider stripe --header "Stripe-Signature=t=…,v1=…" < event.json
             """,
         leaves: [
             PaymentsStatus.self, PaymentsProducts.self, PaymentsRestore.self, PaymentsGrant.self, PaymentsRevoke.self, PaymentsUser.self,

@@ -8,8 +8,10 @@ enum SettingsGroup {
     static let group = CommandGroup(
         name: "settings", abstract: "Your settings: list, get, set, reset.",
         discussion: """
-            With no subcommand: every setting with its value (* marks a default). Plugins declare the keys (appctl settings declared shows their types and defaults); --scope sets a value for one item, such as chat.style for one conversation.
-            set takes the value as JSON when it is JSON (true, 14, "text"), else as text. With --expected-version, a value changed since is refused as a conflict (exit code 1): 0 means never set.
+            With no subcommand: every setting with its value (* marks a default). Plugins declare the keys (appctl settings declared shows their types and defaults); \
+            --scope sets a value for one item, such as chat.style for one conversation.
+            set takes the value as JSON when it is JSON (true, 14, "text"), else as text. With --expected-version, a value changed since is refused as a conflict (exit \
+            code 1): 0 means never set.
             Needs 'appctl login'.
             """,
         leaves: [SettingsGet.self, SettingsSet.self, SettingsReset.self], fallback: SettingsList.self, derived: true)

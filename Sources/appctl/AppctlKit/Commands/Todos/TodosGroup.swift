@@ -7,7 +7,9 @@ import Contracts
 enum TodosGroup {
     static let group = CommandGroup(
         name: "todos", abstract: "Your todos: add, ls, done, undo, edit, rm, clear.",
-        discussion: "IDs may be shortened to any unique prefix or ending (ls shows the last 6 characters). --due takes RFC 3339 (2026-12-24T18:00:00Z). Needs 'appctl login' and 'appctl onboard'.",
+        discussion:
+            "IDs may be shortened to any unique prefix or ending (ls shows the last 6 characters). --due takes RFC 3339 (2026-12-24T18:00:00Z). Needs 'appctl login' and "
+            + "'appctl onboard'.",
         leaves: [TodosAdd.self, TodosList.self, TodosDone.self, TodosUndo.self, TodosEdit.self, TodosRemove.self, TodosClear.self], derived: true)
 
     /// One todo: a line for people, the reply for scripts.

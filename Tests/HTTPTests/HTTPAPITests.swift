@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Bus
+import Contracts
 import Glibc
 @testable import AppAPI
 @testable import HTTP
@@ -90,7 +91,7 @@ struct APIFixture {
         }
         let api = HTTPAPI(
             dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [("database", true, "")] },
-            logger: Logger(label: "t", handler: log))
+            refusals: .auth, logger: Logger(label: "t", handler: log))
         try bus.answer(Quick.self) { command, _ in Quick.Reply(text: command.text, inTask: withUnsafeCurrentTask { $0 != nil }) }
         self.api = api
         server = try RunningServer(limits: options.limits) { request, body in api.handling(request, body) }
@@ -475,4 +476,9 @@ extension String {
         }
         await f.server.stop()
     }
+}
+
+extension HTTPRefusals {
+    /// As appd wires them: Auth's errors.
+    static let auth = HTTPRefusals(notBearer: AuthError.unauthenticated, clientRateLimited: { AuthError.tooManyAttempts(retryAfterSeconds: $0) })
 }

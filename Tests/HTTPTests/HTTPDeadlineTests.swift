@@ -60,7 +60,7 @@ import TestSupport
             options.callTimeout = callTimeout
             let api = HTTPAPI(
                 dispatcher: dispatcher, options: options, exposed: { _ in true }, readiness: { [] },
-                logger: Logger(label: "t", handler: InMemoryLogHandler()))
+                refusals: .auth, logger: Logger(label: "t", handler: InMemoryLogHandler()))
             server = try RunningServer(limits: options.limits) { request, body in api.handling(request, body) }
         }
 

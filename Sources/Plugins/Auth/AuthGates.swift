@@ -19,6 +19,11 @@ struct SessionGate: Gate {
             || envelope.requirements.contains(where: Self.needsAccount)
     }
 
+    func errors(answering requirements: [Requirement]) -> [String] {
+        guard requirements.contains(where: Self.needsAccount) else { return [] }
+        return [AuthError.unauthenticated, .sessionExpired, .accountDisabled].map(\.wireName)
+    }
+
     /// The requirements that need a signed-in account.
     static func needsAccount(_ requirement: Requirement) -> Bool { requirement == .session || requirement == .onboarded || requirement == .verifiedEmail }
 
@@ -80,6 +85,8 @@ struct AccountStandingGate: Gate {
     func covers(_ requirement: Requirement) -> Bool { requirement == self.requirement }
 
     func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(requirement) }
+
+    func errors(answering requirements: [Requirement]) -> [String] { requirements.contains(requirement) ? [refusal.wireName] : [] }
 
     /// Decided from the principal the session gate set, always without waiting.
     func decide(_ envelope: inout Envelope) -> GateDecision {

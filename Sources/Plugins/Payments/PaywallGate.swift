@@ -28,6 +28,10 @@ struct PaywallGate: Gate {
 
     func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(where: covers) }
 
+    func errors(answering requirements: [Requirement]) -> [String] {
+        requirements.contains(where: covers) ? [PaymentsError.paymentRequired(entitlement: "", remaining: 0, resetsAt: nil).wireName] : []
+    }
+
     func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         var meters: [PaymentsCatalog.Meter] = []
         for requirement in envelope.requirements {

@@ -34,15 +34,12 @@ extension HTTPAPI {
             let scheme = authorization.prefix(7)
             let value = authorization.dropFirst(7).trimmingWhitespace()
             guard scheme.lowercased() == "bearer ", !value.isEmpty else {
-                return .now(
-                    APIErrorStatus.response(
-                        error: "io.appd.Auth.Unauthenticated", parameters: ["reason": "use Authorization: Bearer <accessToken from SignIn>"],
-                        category: .unauthenticated))
+                return .now(refusal(refusals.notBearer, otherwise: .unauthenticated))
             }
             token = SessionToken(value)
         }
         if routed.rateLimited, let wait = limiter.take(NetworkAddress.client(client)) {
-            return .now(APIErrorStatus.response(error: "io.appd.Auth.TooManyAttempts", parameters: ["retryAfterSeconds": .int(Int64(wait))], category: .tooManyRequests))
+            return .now(refusal(refusals.clientRateLimited(wait), otherwise: .tooManyRequests))
         }
         let caller = Caller(sessionToken: token, remoteAddress: client)
         let wantsEvents = request.headers["accept"]?.containsIgnoringASCIICase("text/event-stream") == true
@@ -235,5 +232,12 @@ extension HTTPAPI {
         bytes += encoded
         bytes += Array("\n\n".utf8)
         return bytes
+    }
+
+    /// A refusal the API makes itself, with the status its interface declares for it, or the
+    /// category of the refusal when no served interface declares the error.
+    func refusal(_ error: any WireError, otherwise category: ErrorCategory) -> HTTPResponse {
+        let (name, parameters) = error.wire
+        return APIErrorStatus.response(error: name, parameters: .object(parameters), category: dispatcher.category(ofError: name) ?? category)
     }
 }

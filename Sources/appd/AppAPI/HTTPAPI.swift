@@ -27,6 +27,8 @@ public final class HTTPAPI: Sendable {
     let pluginPaths: [String: JSONValue]
     /// What browsers need to use the paths plugins serve (`PluginHTTPRoute.crossOrigin`).
     let pluginCrossOrigin: CrossOriginNeeds
+    /// The refusals the API makes before the bus, as the session feature names them.
+    let refusals: HTTPRefusals
     let logger: Logger
     /// The client networks' buckets for the abuse-prone methods (shared across instances by `SharedRateLimits`).
     public let limiter: RateLimiter
@@ -38,8 +40,9 @@ public final class HTTPAPI: Sendable {
     public init(
         dispatcher: VarlinkDispatcher, options: HTTPAPIOptions, exposed: @escaping @Sendable (String) -> Bool, readiness: @escaping Readiness,
         pluginRoute: @escaping @Sendable (String) -> HTTPServer.Handler? = { _ in nil }, pluginPaths: [String: JSONValue] = [:],
-        pluginCrossOrigin: CrossOriginNeeds = CrossOriginNeeds(), logger: Logger
+        pluginCrossOrigin: CrossOriginNeeds = CrossOriginNeeds(), refusals: HTTPRefusals, logger: Logger
     ) {
+        self.refusals = refusals
         self.dispatcher = dispatcher
         self.options = options
         self.exposed = exposed

@@ -8,25 +8,11 @@ import Bus
 struct OpenAPIErrors {
     let dispatcher: VarlinkDispatcher
 
-    /// What the gates raise for `requirements`, by full name (the gate's interface must be
-    /// served for its errors to be listed; a missing gate is RequirementUnavailable).
-    static func gateErrors(_ requirements: [Requirement]) -> [String] {
-        var names: [String] = []
-        let account = requirements.contains { $0 == .session || $0 == .onboarded || $0 == .verifiedEmail }
-        if account {
-            names += ["io.appd.Auth.Unauthenticated", "io.appd.Auth.SessionExpired", "io.appd.Auth.AccountDisabled", "io.appd.Bus.RateLimited"]
-        }
-        if requirements.contains(.onboarded) { names.append("io.appd.Auth.OnboardingRequired") }
-        if requirements.contains(.verifiedEmail) { names.append("io.appd.Auth.EmailNotVerified") }
-        let paid = requirements.contains { requirement in
-            switch requirement {
-            case .entitlement, .meter: true
-            default: false
-            }
-        }
-        if paid { names.append("io.appd.Payments.PaymentRequired") }
-        if !requirements.isEmpty { names.append("io.appd.Bus.RequirementUnavailable") }
-        return names
+    /// What the gates raise for `requirements`, by full name, as each gate declares it
+    /// (`Gate.errors(answering:)`; the gate's interface must be served for its errors to be
+    /// listed), and RequirementUnavailable when a requirement has no gate.
+    func gateErrors(_ requirements: [Requirement]) -> [String] {
+        dispatcher.bus.chain.errors(answering: requirements) + (requirements.isEmpty ? [] : ["io.appd.Bus.RequirementUnavailable"])
     }
 
     /// What any routed call can answer besides its own errors.
@@ -38,7 +24,7 @@ struct OpenAPIErrors {
     /// Every error the method can answer, by full name, each one that a served IDL declares.
     func errors(of method: String, in interface: VarlinkInterface, requirements: [Requirement], idempotent: Bool) -> [String] {
         var names = interface.errors.map { "\(interface.name).\($0.name)" }
-        names += Self.gateErrors(requirements) + Self.common
+        names += gateErrors(requirements) + Self.common
         if idempotent {
             names += ["io.appd.Bus.InvalidIdempotencyKey", "io.appd.Bus.IdempotencyKeyInUse", "io.appd.Bus.IdempotencyKeyReused", "io.appd.Bus.IdempotencyOutcomeUnknown"]
         }

@@ -2,6 +2,7 @@
 import Auth
 import Bus
 import CSystem
+import Contracts
 import HTTP
 import Payments
 import PluginKit
@@ -49,7 +50,11 @@ extension Appd {
             },
             pluginRoute: { path in PluginHTTPRoute.resolve(path, in: routes)?.handler },
             pluginPaths: routes.reduce(into: [:]) { paths, route in paths.merge(route.openAPI) { first, _ in first } },
-            pluginCrossOrigin: routes.reduce(CrossOriginNeeds()) { $0.adding($1.crossOrigin) }, logger: Logger(label: "appd.http"))
+            pluginCrossOrigin: routes.reduce(CrossOriginNeeds()) { $0.adding($1.crossOrigin) },
+            // Sessions are Auth's: a header that is not a bearer token, and a client address over
+            // the sign-in methods' limit, are refused as its errors.
+            refusals: HTTPRefusals(notBearer: AuthError.unauthenticated, clientRateLimited: { AuthError.tooManyAttempts(retryAfterSeconds: $0) }),
+            logger: Logger(label: "appd.http"))
         do {
             return try HTTPAPIService(api: api, host: address.host, listenFD: fd, logger: Logger(label: "appd.http"))
         } catch {

@@ -17,6 +17,12 @@ public struct AccountLimitsGate: Gate {
 
     public func applies(to envelope: Envelope) -> Bool { envelope.caller.principal != nil }
 
+    /// A method that needs a signed-in account is called with one: it may be `RateLimited`.
+    public func errors(answering requirements: [Requirement]) -> [String] {
+        let account = requirements.contains { $0 == .session || $0 == .onboarded || $0 == .verifiedEmail }
+        return account ? [RateLimited(retryAfterSeconds: 0).wireName] : []
+    }
+
     /// Decided from the account's bucket in memory, always without waiting.
     public func decide(_ envelope: inout Envelope) -> GateDecision {
         if let account = envelope.caller.principal?.userID, let wait = limiter.take(account) {

@@ -26,6 +26,11 @@ public protocol Gate: Sendable {
     /// as `handle` would. By default every call goes through `handle`.
     func decide(_ envelope: inout Envelope) -> GateDecision
 
+    /// The errors (full names) this gate may answer a call of a method that declares
+    /// `requirements`: what clients must be ready for, listed in the OpenAPI document from the
+    /// gates themselves, so the transports name no feature's errors. None by default.
+    func errors(answering requirements: [Requirement]) -> [String]
+
     func handle<Reply: Sendable>(
         _ envelope: Envelope, next: (Envelope) async throws -> Reply
     ) async throws -> Reply
@@ -35,6 +40,7 @@ extension Gate {
     public var position: GatePosition { .feature }
     public func covers(_ requirement: Requirement) -> Bool { false }
     public func applies(to envelope: Envelope) -> Bool { true }
+    public func errors(answering requirements: [Requirement]) -> [String] { [] }
     public func decide(_ envelope: inout Envelope) -> GateDecision { .handle }
 
     /// `handle` for a gate whose `decide` always decides (it has nothing to wait for and

@@ -26,6 +26,13 @@ public struct GateChain: Sendable {
     /// handler).
     public func applies(to envelope: Envelope) -> Bool { gates.contains { $0.applies(to: envelope) } }
 
+    /// Every error a gate of the chain may answer a call of a method that declares
+    /// `requirements` (`Gate.errors(answering:)`), in the chain's order, each once.
+    public func errors(answering requirements: [Requirement]) -> [String] {
+        var seen: Set<String> = []
+        return gates.flatMap { $0.errors(answering: requirements) }.filter { seen.insert($0).inserted }
+    }
+
     /// Runs `envelope` through every gate, then `terminal`.
     @inline(__always)
     public func run<Reply: Sendable>(

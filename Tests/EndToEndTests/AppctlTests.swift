@@ -154,7 +154,7 @@ import Testing
 
     @Test func eventsTailStreamsPublishedEvents() async throws {
         let daemon = try await Daemon.start()
-        let tail = Process()
+        let tail = ChildProcess()
         tail.executableURL = URL(fileURLWithPath: Binaries.appctl)
         tail.arguments = ["--socket", daemon.socket, "--json", "events", "tail", "demo.*"]
         let out = Pipe()

@@ -30,7 +30,7 @@ struct Outcome {
 /// Runs a binary to completion with a time limit; output goes through temporary files so a
 /// chatty process can never block on a full pipe.
 func run(_ path: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Double = 30) async throws -> Outcome {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
@@ -69,7 +69,7 @@ func run(_ path: String, _ arguments: [String], stdin: String? = nil, environmen
 
 /// Whether `process` exits within `limit`; sleeps meanwhile, never blocks (other suites share
 /// the few cooperative threads).
-func exits(_ process: Process, within limit: Duration) async -> Bool {
+func exits(_ process: ChildProcess, within limit: Duration) async -> Bool {
     let deadline = ContinuousClock.now.advanced(by: limit)
     while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
     return !process.isRunning
@@ -78,7 +78,7 @@ func exits(_ process: Process, within limit: Duration) async -> Bool {
 /// Waits for a process a test started to exit, at most `limit`: one still running then fails
 /// the test, naming `what` it was (and what `explain` adds), and is killed — a test never waits
 /// on it for ever.
-func waitForExit(_ process: Process, _ what: String, within limit: Duration = .seconds(30), explain: () async -> String = { "" }) async {
+func waitForExit(_ process: ChildProcess, _ what: String, within limit: Duration = .seconds(30), explain: () async -> String = { "" }) async {
     if await !exits(process, within: limit) {
         Issue.record("\(what) (pid \(process.processIdentifier)) did not exit within \(limit)\(await explain())")
         kill(process.processIdentifier, SIGKILL)
@@ -90,7 +90,7 @@ func waitForExit(_ process: Process, _ what: String, within limit: Duration = .s
 final class Daemon {
     let directory: String
     let socket: String
-    let process = Process()
+    let process = ChildProcess()
     /// Set when another Daemon took over this directory (a restart), so it is not removed.
     var keepDirectory = false
     /// appd's stderr (its log), kept in a file so it can be read at any time.

@@ -5,8 +5,8 @@ import Testing
 /// The helpers every end-to-end test waits on processes with: a wait is bounded, and a process
 /// that outlives it fails the test (saying what it was) and is killed.
 @Suite struct BinariesTests {
-    static func sleeper(_ seconds: String = "60") throws -> Process {
-        let process = Process()
+    static func sleeper(_ seconds: String = "60") throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/sleep")
         process.arguments = [seconds]
         try process.run()

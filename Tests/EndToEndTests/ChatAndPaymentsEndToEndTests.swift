@@ -25,8 +25,8 @@ import TestSupport
     }
 
     /// appctl started with the daemon's session, its output on a pipe (for signals mid-run).
-    func appctl(_ daemon: Daemon, _ arguments: [String], input: Pipe? = nil) throws -> (Process, Pipe) {
-        let process = Process()
+    func appctl(_ daemon: Daemon, _ arguments: [String], input: Pipe? = nil) throws -> (ChildProcess, Pipe) {
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Binaries.appctl)
         process.arguments = ["--socket", daemon.socket] + arguments
         var env = ProcessInfo.processInfo.environment

@@ -67,7 +67,7 @@ import TestSupport
         let killed = try await Daemon.start()
         #expect(await killed.stop(signal: SIGKILL) == SIGKILL)
         #expect(FileManager.default.fileExists(atPath: killed.socket))
-        let restarted = Process()
+        let restarted = ChildProcess()
         restarted.executableURL = URL(fileURLWithPath: Binaries.appd)
         restarted.arguments = ["--socket", killed.socket, "--data-dir", killed.directory + "/data"]
         restarted.standardOutput = FileHandle.nullDevice

@@ -76,7 +76,7 @@ import Glibc
                 c.close()
             """
         let (setpriv, arguments) = asStranger(["/usr/bin/python3", "-c", script, dir + "/fake.sock", dir + "/got"])
-        let fake = Process()
+        let fake = ChildProcess()
         fake.executableURL = URL(fileURLWithPath: setpriv)
         fake.arguments = arguments
         fake.standardOutput = FileHandle.nullDevice
@@ -123,7 +123,7 @@ import Glibc
                 pass
             open(sys.argv[2], "wb").write(got)
             """
-        let fake = Process()
+        let fake = ChildProcess()
         fake.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         fake.arguments = ["-c", script, dir + "/appd.sock", dir + "/got"]
         fake.standardOutput = FileHandle.nullDevice

@@ -128,7 +128,8 @@ import TestSupport
         #expect(workers() == 0)
         let client = try server.client()
         _ = try await client.call("io.appd.Test.Sleep", ["seconds": 0.01])
-        #expect(workers() == 1)
+        // A worker answered it: still waiting, or (a loaded machine read the reply late) retired.
+        #expect(workers() + retired() == 1)
         #expect(await eventually { retired() == 1 && workers() == 0 })
 
         // Calls after the retirement: a new worker answers them, in order (a quick one that

@@ -31,7 +31,7 @@ let package = Package(
         // The portable core every other target (and every client) builds on: messages and the
         // envelope, wire errors, JSON, the varlink IDL, event types and topic filters,
         // idempotency keys, logging. No socket, no thread, nothing Linux-only.
-        .target(name: "BusCore", path: "Sources/Bus/Core", swiftSettings: strict),
+        .target(name: "BusCore", path: "Sources/Bus/BusCore", swiftSettings: strict),
         // The varlink wire as a client sees it: framing, calls and replies, the blocking client.
         .target(name: "Varlink", dependencies: ["BusCore", "CSystem"], path: "Sources/Bus/Varlink", swiftSettings: strict),
         // What a server runs on: the epoll event loop, blocking pools, deadlines, services and
@@ -68,11 +68,11 @@ let package = Package(
         // The Swift client for apps, over URLSession and the HTTP API: typed calls from the
         // contracts, streams over server-sent events, typed errors, a session manager. It and
         // everything it imports build for iOS and macOS (.ci/check-client-portability).
-        .target(name: "AppdClient", dependencies: ["Contracts", "BusCore"], path: "Sources/Plugins/Client", swiftSettings: strict),
-        .target(name: "AppdClientTesting", dependencies: ["AppdClient", "Contracts", "BusCore"], path: "Sources/Plugins/ClientTesting", swiftSettings: strict),
+        .target(name: "AppdClient", dependencies: ["Contracts", "BusCore"], path: "Sources/Plugins/AppdClient", swiftSettings: strict),
+        .target(name: "AppdClientTesting", dependencies: ["AppdClient", "Contracts", "BusCore"], path: "Sources/Plugins/AppdClientTesting", swiftSettings: strict),
         // What every plugin implements, the host that registers, starts, supervises and stops
         // them, and what plugins share (the idempotency gate, the change feed).
-        .target(name: "PluginKit", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "HTTP", "Crypto"], path: "Sources/Plugins/Kit", swiftSettings: strict),
+        .target(name: "PluginKit", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "HTTP", "Crypto"], path: "Sources/Plugins/PluginKit", swiftSettings: strict),
         // Accounts and sessions (io.appd.Auth), the session and onboarding gates.
         .target(name: "Auth", dependencies: ["Bus", "Contracts", "HTTP", "Storage", "Crypto", "PluginKit"], path: "Sources/Plugins/Auth", swiftSettings: strict),
         // Owner-scoped todos (io.appd.Todos).
@@ -93,7 +93,7 @@ let package = Package(
         .target(name: "Settings", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Settings", swiftSettings: strict),
         // The SDK of an external plugin written in Swift: one call serves its interfaces with
         // typed handlers on the socket appd passes; a connection back to appd as the plugin.
-        .target(name: "PluginSDK", dependencies: ["Bus"], path: "Sources/Plugins/SDK", swiftSettings: strict),
+        .target(name: "PluginSDK", dependencies: ["Bus"], path: "Sources/Plugins/PluginSDK", swiftSettings: strict),
         // An example external plugin in Swift (contrib/plugins/greeter), also used by the tests.
         .executableTarget(name: "appd-plugin-greeter", dependencies: ["PluginSDK", "Bus"], path: "Sources/Plugins/Examples/Greeter", swiftSettings: strict),
 

@@ -32,9 +32,7 @@ import TestSupport
     }()
 
     static func harness(_ server: FakeOpenAIServer, imageBaseURL: String? = nil) async throws -> PluginHarness {
-        var template = Array("/tmp/appd-chat-files-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw HarnessError("cannot create a temporary directory") }
-        let directory = String(cString: made) + "/files"
+        let directory = try TestScope.required(by: "the chat images harness").directory("appd-chat-files") + "/files"
         var options = ChatPlugin.Options()
         options.imageBaseURL = imageBaseURL
         let provider = try OpenAIProvider(options: .init(baseURL: server.baseURL, model: "vision-model", apiKey: "sk-test"))

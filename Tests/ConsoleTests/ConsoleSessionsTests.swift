@@ -10,16 +10,17 @@ import Testing
 /// One-time links and browser sessions, in the database: a link opens one session, once, before
 /// it expires; the caps hold; appctl's end removes what it names; a session outlives a restart
 /// and works on every instance of a deployment.
-@Suite struct ConsoleSessionsTests {
+@Suite(.cleansUp) struct ConsoleSessionsTests {
     let admin = PeerCredentials(uid: 0, gid: 0, pid: 0)
     let clock = TestClock()
 
     /// A fresh database of the engine under test, its path (to open again, as a restart does).
     static func database() async throws -> (any Database, String) {
-        var template = Array("/tmp/appd-console-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw HarnessError("cannot create a temporary directory") }
-        let path = String(cString: made) + "/appd.db"
-        return (try await TestDatabase.open(path: path, outbox: nil), path)
+        let scope = try TestScope.required(by: "a console database")
+        let path = try scope.directory("appd-console") + "/appd.db"
+        let database = try await TestDatabase.open(path: path, outbox: nil)
+        scope.closes(database)
+        return (database, path)
     }
 
     func sessions(_ change: (inout ConsoleOptions) -> Void = { _ in }) async throws -> ConsoleSessions {
@@ -109,7 +110,9 @@ import Testing
         for secret in [opened.cookie, opened.session.csrf, waiting.token] { #expect(!stored.contains(secret)) }
         await database.close()
 
-        let after = try await ConsoleSessions.open(options: ConsoleOptions(), database: try await TestDatabase.open(path: path, outbox: nil), clock: { [clock] in clock.now })
+        let reopened = try await TestDatabase.open(path: path, outbox: nil)
+        try TestScope.required(by: "the reopened database").closes(reopened)
+        let after = try await ConsoleSessions.open(options: ConsoleOptions(), database: reopened, clock: { [clock] in clock.now })
         let found = try #require(try await after.session(cookie: opened.cookie))
         #expect(found.id == opened.session.id && found.csrf == opened.session.csrf && found.credentials.uid == 0)
         #expect(try await after.redeem(waiting.token, address: "b") != nil)

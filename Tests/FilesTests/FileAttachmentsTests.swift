@@ -79,9 +79,7 @@ import Todos
     }
 
     @Test func aTodosAttachmentsGoWithItWhenDetachedDeletedOrCleared() async throws {
-        var template = Array("/tmp/appd-todo-files-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw HarnessError("cannot create a temporary directory") }
-        var options = FilesOptions(directory: String(cString: made) + "/files")
+        var options = FilesOptions(directory: try TestScope.required(by: "the files harness").directory("appd-todo-files") + "/files")
         options.thumbnailSizes = []
         let chosen = options
         let h = try await PluginHarness.make { clock in [try AuthPlugin.testing(clock: clock), TodosPlugin(), try FilesPlugin(options: chosen)] }

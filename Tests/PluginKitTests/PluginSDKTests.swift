@@ -7,7 +7,7 @@ import TestSupport
 
 /// The Swift external-plugin SDK checks a plugin's handlers against its IDLs before it serves
 /// anything, as appd checks a built-in plugin's.
-@Suite struct PluginSDKTests {
+@Suite(.cleansUp) struct PluginSDKTests {
     struct Add: Command {
         static let method = "io.appd.Sdk.Add"
         struct Reply: Codable, Sendable { var id: Int }
@@ -15,8 +15,7 @@ import TestSupport
     }
 
     func socket() throws -> ListeningSocket {
-        var template = Array("/tmp/appd-sdk-XXXXXX".utf8CString)
-        let dir = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let dir = try TestScope.required(by: "a plugin socket").directory("appd-sdk")
         return try ListeningSocket.bind(path: dir + "/plugin.sock", mode: 0o600)
     }
 

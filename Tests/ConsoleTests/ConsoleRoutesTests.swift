@@ -8,7 +8,7 @@ import Testing
 
 /// The console's HTTP routes, driven as the server drives them: sign-in by link, the cookie,
 /// CSRF, bearer tokens refused, the allow-list, the audit trail, the headers on everything.
-@Suite struct ConsoleRoutesTests {
+@Suite(.cleansUp) struct ConsoleRoutesTests {
     let console: Console
     let dispatcher: VarlinkDispatcher
     let trail = LogTrail(capacity: 50, next: InMemoryLogHandler())

@@ -23,7 +23,7 @@ import TestSupport
                 throw Failed()
             }
         }
-        #expect(FileManager.default.fileExists(atPath: harness.databasePath))
+        #expect(FileManager.default.fileExists(atPath: harness.directory), "kept while the scope lasts")
         await scope.end()
         #expect(!FileManager.default.fileExists(atPath: harness.directory), "the directory is gone")
         await #expect(throws: (any Error).self, "the database is closed") {

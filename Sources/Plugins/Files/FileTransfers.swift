@@ -277,9 +277,8 @@ struct FileTransfers: Sendable {
     }
 
     static func unauthenticated() -> HTTPResponse {
-        HTTPResponse(
-            status: 401, body: ["error": "io.appd.Auth.Unauthenticated", "parameters": ["reason": "use Authorization: Bearer <accessToken from SignIn>, or a URL from SignURL"]],
-            headers: [("WWW-Authenticate", "Bearer")])
+        // Auth's error as its IDL declares it (no parameters): a bearer token, or a URL from SignURL.
+        HTTPResponse(status: 401, body: ["error": .string(AuthError.unauthenticated.wireName), "parameters": [:]], headers: [("WWW-Authenticate", "Bearer")])
     }
 
     static func methodNotAllowed(_ allow: String) -> HTTPResponse {

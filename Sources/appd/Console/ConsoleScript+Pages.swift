@@ -107,7 +107,7 @@ extension ConsoleScript {
             facts(document.getElementById("user-facts"), [
               ["Id", user.id], ["Name", user.displayName], ["State", user.disabled ? "disabled" : "enabled"],
               ["Onboarded", user.onboarded ? "yes" : "no"], ["Created", user.createdAt],
-              ["Meters", status.failed ? "unavailable: " + status.failed : status.meters.map((m) => m.name + " " + m.used + "/" + (m.unlimited ? "∞" : m.limit)).join(", \
+              ["Meters", status.failed ? "unavailable: " + status.failed : status.meters.map((m) => m.name + " " + m.used + "/" + (m.unlimited ? "∞" : m.limit)).join(", \#
               ") || "none"],
             ]);
             const toggle = document.getElementById("user-toggle");
@@ -118,7 +118,7 @@ extension ConsoleScript {
             fill(document.querySelector("#user-entitlements tbody"), status.entitlements.map((entitlement) => el("tr", { "data-entitlement": entitlement.name },
               el("td", {}, entitlement.name), el("td", { className: entitlement.active ? "yes" : "no" }, entitlement.active ? "active" : "inactive"),
               el("td", {}, entitlement.source || "—"), el("td", {}, entitlement.expiresAt || (entitlement.active ? "never" : "—")),
-              el("td", {}, entitlement.active ? el("button", { type: "button", "aria-label": "Revoke " + entitlement.name, onclick: () => this.revoke(entitlement.name) \
+              el("td", {}, entitlement.active ? el("button", { type: "button", "aria-label": "Revoke " + entitlement.name, onclick: () => this.revoke(entitlement.name) \#
               }, "Revoke") : "—"))));
             document.getElementById("delete-confirm").value = "";
             document.getElementById("delete-user").disabled = true;
@@ -138,7 +138,7 @@ extension ConsoleScript {
           },
           async revoke(entitlement) {
             const email = this.selected.user.email;
-            if (await act("Revoke " + entitlement + " from " + email, () => call("io.appd.Payments.Revoke", { email, entitlement, reason: "revoked in the console" }))) \
+            if (await act("Revoke " + entitlement + " from " + email, () => call("io.appd.Payments.Revoke", { email, entitlement, reason: "revoked in the console" }))) \#
             await this.reload();
           },
           async remove() {

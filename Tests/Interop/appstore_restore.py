@@ -58,7 +58,12 @@ def fixtures(repo):
     root = re.search(r'static let trustedRoot = """\n(.*?)"""', text, re.S).group(1)
     good = re.search(r'static let good = Chain\(\s*leaf: """\n(.*?)""",\s*intermediate: """\n(.*?)""",\s*root: """\n(.*?)""",\s*key: """\n(.*?)"""\)',
                      text, re.S)
-    return root, good.groups()
+    # The literals' lines are indented as swift format lays them out; the PEM text is without it.
+    return unindent(root), tuple(unindent(group) for group in good.groups())
+
+
+def unindent(literal):
+    return "".join(line.strip() + "\n" for line in literal.splitlines() if line.strip())
 
 
 def der(pem):

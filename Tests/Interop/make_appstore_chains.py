@@ -65,15 +65,21 @@ chains = {
     "expiredIntermediate": (under_expired, expired_inter, root, "underExpiredLeaf"),
     "intermediateWithoutOID": (under_plain, plain_inter, root, "underPlainLeaf"),
 }
+def block(text, indent):
+    """A multi-line literal as swift format lays it out: its lines and closing quotes indented."""
+    quotes = '"' * 3
+    return quotes + "\n" + "".join(indent + line + "\n" for line in text.splitlines()) + indent + quotes
+
+
 out = ["// SPDX-License-Identifier: Apache-2.0", "// Made by Tests/Interop/make_appstore_chains.py; do not edit by hand.", "",
        "/// Throwaway chains shaped like the App Store's signing chain (and hostile variants).",
-       "enum AppStoreChains {", f"    static let trustedRoot = \"\"\"\n{pem(root)}\"\"\"", ""]
+       "enum AppStoreChains {", f"    static let trustedRoot = {block(pem(root), ' ' * 8)}", ""]
 for label, (l, i, r, key) in chains.items():
     out.append(f"    static let {label} = Chain(")
-    out.append(f"        leaf: \"\"\"\n{pem(l)}\"\"\",")
-    out.append(f"        intermediate: \"\"\"\n{pem(i)}\"\"\",")
-    out.append(f"        root: \"\"\"\n{pem(r)}\"\"\",")
-    out.append(f"        key: \"\"\"\n{key_pem(k[key])}\"\"\")")
+    out.append(f"        leaf: {block(pem(l), ' ' * 12)},")
+    out.append(f"        intermediate: {block(pem(i), ' ' * 12)},")
+    out.append(f"        root: {block(pem(r), ' ' * 12)},")
+    out.append(f"        key: {block(key_pem(k[key]), ' ' * 12)})")
     out.append("")
 out.append("}")
 open(sys.argv[1], "w").write("\n".join(out) + "\n")

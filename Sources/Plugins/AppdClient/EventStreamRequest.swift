@@ -7,7 +7,7 @@ import FoundationNetworking
 /// One streaming HTTP request read as server-sent events as they arrive (URLSession's data
 /// delegate; `bytes(for:)` is not in every Foundation). The session is its own and is
 /// invalidated when the stream ends or is cancelled, so nothing outlives the stream.
-/// (`@unchecked Sendable`: its mutable state is read and written under `lock`; URLSession calls the delegate on its own queue.)
+/// (Sendable by hand: its mutable state is read and written under `lock`; URLSession calls the delegate on its own queue.)
 final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sendable {  // safe: state under `lock`
     /// What the stream reports, in order: the response's head, each event, the end.
     enum Update: Sendable {

@@ -126,9 +126,18 @@ extension PostgresTests {
                     for _ in 0..<4 {
                         group.addTask {
                             for _ in 0..<25 {
-                                try await db.write { tx in
-                                    let n = try tx.query("SELECT n FROM counter WHERE id = 1").first?.integer("n") ?? -1
-                                    try tx.execute("UPDATE counter SET n = ? WHERE id = 1", [.integer(n + 1)])
+                                // A batch that lost every one of its attempts answers `busy` (nothing
+                                // written): its caller retries, as the error says. No update is lost.
+                                while true {
+                                    do {
+                                        try await db.write { tx in
+                                            let n = try tx.query("SELECT n FROM counter WHERE id = 1").first?.integer("n") ?? -1
+                                            try tx.execute("UPDATE counter SET n = ? WHERE id = 1", [.integer(n + 1)])
+                                        }
+                                        break
+                                    } catch let error as StorageError where error.kind == .busy {
+                                        continue
+                                    }
                                 }
                             }
                         }

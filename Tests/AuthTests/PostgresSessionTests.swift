@@ -38,7 +38,10 @@ struct PostgresSessionTests {
         }
     }
 
-    @Test func aSignOutOnOneInstanceIsRefusedByTheOtherWithinASecond() async throws {
+    /// B serves both sessions from its cache, which nothing but the deployment's signal would
+    /// clear: a refusal within seconds is the signal's doing. (The bounds were one second; a
+    /// loaded CI machine running 300 tests beside it took 1.03 s.)
+    @Test func aSignOutOnOneInstanceIsRefusedByTheOtherWithinSeconds() async throws {
         let (a, b) = try await instances()
         let session = try await a.signUpAndIn()
         let onB = try await authenticated(b, session.accessToken)
@@ -50,14 +53,14 @@ struct PostgresSessionTests {
         let onA = try await authenticated(a, session.accessToken)
         let signedOut = ContinuousClock.now
         _ = try await a.bus.send(AuthInterface.SignOut(), as: onA)
-        #expect(await eventually(timeout: .seconds(1), every: .milliseconds(1)) { await refused(b, onB) })
-        #expect(signedOut.duration(to: .now) < .seconds(1))
+        #expect(await eventually(timeout: .seconds(5), every: .milliseconds(1)) { await refused(b, onB) })
+        #expect(signedOut.duration(to: .now) < .seconds(5))
         #expect(b.plugin.sessions.count(ofAccount: session.user.id) == 1, "only the signed-out session left B's cache")
         #expect(try await b.bus.send(AuthInterface.WhoAmI(), as: otherOnB).user.id == session.user.id)
 
         // An admin disables the account on A: B refuses its other session too.
         _ = try await a.bus.send(AuthInterface.DisableUser(email: "ada@example.com"), as: a.admin)
-        #expect(await eventually(timeout: .seconds(1), every: .milliseconds(1)) { await refused(b, otherOnB) })
+        #expect(await eventually(timeout: .seconds(5), every: .milliseconds(1)) { await refused(b, otherOnB) })
     }
 
     /// Two refreshes with one token, one on each instance: the second gets the pair the first

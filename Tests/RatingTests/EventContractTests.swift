@@ -104,7 +104,7 @@ import TestSupport
         let dispatcher = try dispatcher(h)
         try await h.withRatingRunning {
             let ada = try await h.user("ada@example.com").caller
-            _ = try await h.settle(ada) { $0.sessions == 1 }
+            _ = try await h.settle(ada) { $0.sessions == 2 }  // signing up signs in
             #expect(try await h.decide(ada).reason.hasPrefix("daysSinceFirstSeen"))
             // Signed-up, signed-in and the rest applied before the clock moves: only the Send's
             // message may find the rules passed.

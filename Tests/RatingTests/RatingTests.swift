@@ -134,12 +134,17 @@ extension PluginHarness {
     }
 
     /// Waits until rating has applied everything in the log.
-    func settle(_ caller: Caller, until done: (RatingInterface.Status.Reply) -> Bool) async throws -> RatingInterface.Status.Reply {
+    /// Records an issue where the status never gets there (a wrong expectation would otherwise
+    /// only cost the test ten seconds).
+    func settle(
+        _ caller: Caller, sourceLocation: SourceLocation = #_sourceLocation, until done: (RatingInterface.Status.Reply) -> Bool
+    ) async throws -> RatingInterface.Status.Reply {
         var status = try await status(caller)
-        _ = try await eventually {
+        let settled = try await eventually {
             status = try await self.status(caller)
             return done(status)
         }
+        #expect(settled, "rating's status never got there; it is \(status)", sourceLocation: sourceLocation)
         return status
     }
 
@@ -158,12 +163,14 @@ extension PluginHarness {
         let h = try await Harness.make()
         let suggested = try h.bus.subscribe("rating.promptSuggested")
         try await h.withRatingRunning {
-            var ada = try await h.user("ada@example.com").caller  // session 1
+            var ada = try await h.user("ada@example.com").caller  // sessions 1 and 2: signing up signs in
             try await h.completeTodo(ada, "first")
-            _ = try await h.settle(ada) { $0.positiveSignals == 1 }
+            _ = try await h.settle(ada) { $0.positiveSignals == 1 && $0.sessions == 2 }
             #expect(try await h.decide(ada).reason.hasPrefix("positiveSignals"))
+            // Rating times a signal when it applies it: the first day's signals are applied on the first day.
+            try await h.ratingCaughtUp()
             h.clock.advance(hours: 30)
-            ada = try await h.signIn("ada@example.com").caller  // session 2
+            ada = try await h.signIn("ada@example.com").caller  // session 3
             try await h.completeTodo(ada, "second")
             let conversation = try await h.bus.send(ChatInterface.CreateConversation(title: nil), as: ada).conversation
             let stream = try await h.bus.stream(ChatInterface.Send(conversationId: conversation.id, text: "this is really helpful, thanks"), as: ada)
@@ -172,9 +179,10 @@ extension PluginHarness {
             _ = try await h.bus.send(ChatInterface.Feedback(messageId: try #require(reply).id, rating: "up"), as: ada)
             _ = try await h.settle(ada) { $0.positiveSignals == 3 }
             #expect(try await h.decide(ada).reason.hasPrefix("daysSinceFirstSeen"))
+            try await h.ratingCaughtUp()
             h.clock.advance(hours: 48)
-            ada = try await h.signIn("ada@example.com").caller  // session 3, day 3
-            let status = try await h.settle(ada) { $0.sessions == 3 }
+            ada = try await h.signIn("ada@example.com").caller  // session 4, day 3
+            let status = try await h.settle(ada) { $0.sessions == 4 }
             #expect(status.positiveSignals == 3 && status.score > 0)
             #expect(try await h.decide(ada) == .init(action: "prompt", reason: "allRulesPassed"))
             var iterator = suggested.makeAsyncIterator()
@@ -191,12 +199,14 @@ extension PluginHarness {
     @Test func aRecentNegativeSignalOrNegativeMessagesHoldThePromptBack() async throws {
         let h = try await Harness.make()
         try await h.withRatingRunning {
-            var ada = try await h.user("ada@example.com").caller
+            var ada = try await h.user("ada@example.com").caller  // sessions 1 and 2: signing up signs in
             for i in 0..<3 { try await h.completeTodo(ada, "t\(i)") }
+            // Rating times a signal when it applies it: the first day's signals are applied on the first day.
+            try await h.ratingCaughtUp()
             h.clock.advance(hours: 72)
             ada = try await h.signIn("ada@example.com").caller
             ada = try await h.signIn("ada@example.com").caller
-            _ = try await h.settle(ada) { $0.sessions == 3 && $0.positiveSignals == 3 }
+            _ = try await h.settle(ada) { $0.sessions == 4 && $0.positiveSignals == 3 }
             #expect(try await h.decide(ada).action == "prompt")
             // Two unhappy messages: ask for feedback instead.
             let conversation = try await h.bus.send(ChatInterface.CreateConversation(title: nil), as: ada).conversation
@@ -242,7 +252,7 @@ extension PluginHarness {
             let ada = try await h.user("ada@example.com").caller
             await #expect(throws: RatingError.self) { _ = try await h.decide(ada, " ") }
             await #expect(throws: RatingError.self) { _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1", outcome: "loved"), as: ada) }
-            _ = try await h.settle(ada) { $0.sessions == 1 }
+            _ = try await h.settle(ada) { $0.sessions == 2 }  // signing up signs in
             _ = try await h.bus.send(RatingInterface.RecordOutcome(appVersion: "1", outcome: "shown"), as: ada)
             _ = try await h.bus.send(AuthInterface.DeleteAccount(password: "password for ada@example.com"), as: ada)
             #expect(try await eventually { try await h.count("SELECT (SELECT COUNT(*) FROM rating_users) + (SELECT COUNT(*) FROM rating_prompts) AS n") == 0 })

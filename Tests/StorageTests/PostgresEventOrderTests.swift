@@ -177,6 +177,35 @@ extension PostgresTests {
             await db.close()
         }
 
+        /// An instance publishes its own committed events from memory once the horizon passes
+        /// them. An erasure that commits meanwhile rewrites the rows; what the bus publishes
+        /// must be what the log now holds (a tombstone), not the copy in memory — a subscriber
+        /// arriving after an account's deletion would otherwise read what was erased.
+        @Test func anErasureWhileTheHorizonIsHeldBackPublishesTheTombstoneNotTheMemory() async throws {
+            let bus = EventBus()
+            let db = try await instances(1, bus: bus)[0]
+            let live = bus.subscribe(try TopicFilter(NoteAbout.topic), options: SubscriptionOptions(capacity: 100, overflow: .disconnect))
+            // An older transaction with an id holds the horizon below everything that follows.
+            let holder = try PostgresConnection(conninfo: try TestDatabase.postgres(), setup: "SET client_min_messages = warning")
+            try holder.executeScript("BEGIN; SELECT pg_current_xact_id()")
+            try await db.write { tx in try tx.append(NoteAbout(userId: "u1", text: "the secret"), causedBy: nil) }
+            try await db.write { tx in
+                try tx.redactEvents(about: "u1")
+                try tx.append(NoteAbout(userId: "u1", text: "the notice"), causedBy: nil)
+            }
+            try holder.executeScript("COMMIT")
+            var received: [BusEvent] = []
+            for try await event in live {
+                received.append(event)
+                if received.count == 2 { break }
+            }
+            #expect(received.map(\.redacted) == [true, false])
+            #expect(received.first?.decode(as: NoteAbout.self) == nil)
+            #expect(received.last?.decode(as: NoteAbout.self)?.text == "the notice")
+            live.cancel()
+            await db.close()
+        }
+
         /// Two instances' batches log events about an owner while a third erases it: whichever
         /// commits first, no event about the owner stays readable but the erasure's own notice.
         @Test func anErasureRacingOtherInstancesLeavesNoEventAboutTheOwnerReadable() async throws {

@@ -291,7 +291,7 @@ public final class PostgresDatabase: Database {
             statements.append((sql: "COMMIT", parameters: []))
             let results = try attempt.noting { () throws(StorageError) in try connection.runPipelined(statements) }
             // Committed: an event that would not decode is left for the feed to read from the log.
-            feed.committed(outcome.events + results[firstLog..<logStatements].flatMap { $0.compactMap { try? EventLog.event($0) } })
+            feed.committed(outcome.events + results[firstLog..<logStatements].flatMap { $0.compactMap { try? EventLog.event($0) } }, erasing: attempt.erasures)
         } catch  where error.kind == .constraint && !outcome.keys.isEmpty {
             // A key was taken by another attempt of its call: each write keeps its key itself.
             writeConnection.rollBack()

@@ -24,8 +24,14 @@ final class PostgresEventFeed: Sendable {
     private let logger: Logger
     private let signals: DeploymentSignals?
     /// The last position published, this instance's committed events not yet published (by
-    /// position: the feed publishes them from memory, not read back from the log), whether to stop.
-    private let state = Mutex<(published: Int64, own: [Int64: BusEvent], stopped: Bool)>((0, [:], false))
+    /// position: the feed publishes them from memory, not read back from the log), the owners
+    /// this instance erased lately (when), whether to stop.
+    private let state = Mutex<FeedState>(FeedState())
+    /// How long an erased owner's events are read from the log rather than kept in memory
+    /// (`committed`): far longer than a batch takes from its commit to handing its events over.
+    static let erasureMemory: Duration = .seconds(60)
+    /// At most this many recent erasures are remembered (the oldest forgotten first).
+    static let erasuresRemembered = 10_000
     private let pool = BlockingPool(name: "appd-pg-events", threads: 1, queueLimit: 1, idleTimeout: nil)
     private let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let finished = Atomic<Bool>(false)
@@ -53,10 +59,26 @@ final class PostgresEventFeed: Sendable {
 
     /// This instance's events of a transaction that committed, as logged: published from memory
     /// once the horizon passes them (if the log was read past them first, they are dropped).
-    func committed(_ events: [BusEvent]) {
+    ///
+    /// An erasure (`erasing`: the owners the transaction erased) rewrites rows committed before
+    /// it, so copies in memory of events about those owners would publish what the log no
+    /// longer holds — to a subscriber that came after the account was deleted. They are
+    /// dropped and read from the log instead, and so is every event about an owner erased in
+    /// the last minute that another batch hands over later (it may have committed before the
+    /// erasure and reached this call after it). The erasing transaction's own events are as
+    /// logged (tombstones, or its notice of the deletion) and kept.
+    func committed(_ events: [BusEvent], erasing: Set<String> = []) {
+        let now = ContinuousClock.now
         state.withLock { s in
+            if !erasing.isEmpty {
+                s.own = s.own.filter { $0.value.owner.map { !erasing.contains($0) } ?? true }
+                for owner in erasing { s.erased[owner] = now }
+            }
+            if !s.erased.isEmpty { s.forgetErasures(before: now - Self.erasureMemory, keeping: Self.erasuresRemembered) }
             for event in events {
-                if let position = event.sequence, position > s.published { s.own[position] = event }
+                guard let position = event.sequence, position > s.published else { continue }
+                if let owner = event.owner, !erasing.contains(owner), s.erased[owner] != nil { continue }
+                s.own[position] = event
             }
         }
     }
@@ -214,5 +236,21 @@ final class PostgresEventFeed: Sendable {
             return new
         }
         outbox?.committed(fresh)
+    }
+}
+
+/// The feed's state, confined to its mutex.
+struct FeedState {
+    var published: Int64 = 0
+    var own: [Int64: BusEvent] = [:]
+    var erased: [String: ContinuousClock.Instant] = [:]
+    var stopped = false
+
+    /// Forgets erasures older than `cutoff`, and the oldest beyond `limit`.
+    mutating func forgetErasures(before cutoff: ContinuousClock.Instant, keeping limit: Int) {
+        erased = erased.filter { $0.value >= cutoff }
+        if erased.count > limit {
+            for (owner, _) in erased.sorted(by: { $0.value < $1.value }).prefix(erased.count - limit) { erased[owner] = nil }
+        }
     }
 }

@@ -13,8 +13,7 @@ import TestSupport
 @Suite(.cleansUp, .enabled(if: TestDatabase.hasPostgres, Comment(rawValue: TestDatabase.skipped)))
 struct PostgresSessionTests {
     func instances() async throws -> (PluginHarness, PluginHarness) {
-        let scope = TestScope.current
-        let url = try await TestDatabase.pool.run { try TestDatabase.postgres(scope: scope) }
+        let url = try await TestDatabase.pool.run { try TestDatabase.postgres() }
         let a = try await PluginHarness.make(postgres: url) { clock in [try AuthPlugin.testing(clock: clock)] }
         let b = try await PluginHarness.make(postgres: url) { clock in [try AuthPlugin.testing(clock: clock)] }
         for h in [a, b] { #expect(await eventually { h.database.signals?.isCurrent == true }) }

@@ -4,6 +4,7 @@ import Bus
 import Glibc
 #endif
 import Storage
+import Synchronization
 
 /// The engine the plugin suites run on, and the PostgreSQL server the multi-instance tests use.
 ///
@@ -27,15 +28,26 @@ public enum TestDatabase {
 
     /// A URL to a schema on the test server (one deployment's worth of tables): a fresh one, or
     /// the one named after `key` (the same key reopens the same schema, as a restart would).
-    /// With the test's `scope` (taken before hopping to a pool thread, where task-locals are not),
-    /// the schema is dropped when the test ends.
-    public static func postgres(key: String? = nil, scope: TestScope? = nil) throws -> String {
+    /// Every schema made here is dropped when the test process exits — not when its test ends:
+    /// a `DROP SCHEMA … CASCADE` is a transaction with an id that can take seconds on a loaded
+    /// machine, and while it runs it holds back the server's event horizon for every other test
+    /// (`appd_event_horizon()` is the whole server's), whose events then wait that long.
+    public static func postgres(key: String? = nil) throws -> String {
         guard let url = postgresURL else { throw HarnessError(skipped) }
         let schema = "appd_t_" + (key.map { String(fnv1a($0), radix: 36) } ?? String(UInt64.random(in: 1...UInt64.max), radix: 36))
         try PostgresURL.createSchema(schema, at: url)
-        // Dropped when the test ends, after the databases on it closed (registered before them).
-        scope?.onEnd { try? await pool.run { try PostgresURL.dropSchema(schema, at: url) } }
+        droppedAtExit.withLock { if !$0.contains(where: { $0.schema == schema }) { $0.append((schema, url)) } }
         return PostgresURL.url(url, schema: schema)
+    }
+
+    /// The schemas made, dropped by `dropSchemasAtExit` (installed once, with the first).
+    private static let droppedAtExit: Mutex<[(schema: String, url: String)]> = {
+        atexit { TestDatabase.dropSchemasAtExit() }
+        return Mutex([])
+    }()
+
+    private static func dropSchemasAtExit() {
+        for (schema, url) in droppedAtExit.withLock({ $0 }) { try? PostgresURL.dropSchema(schema, at: url) }
     }
 
     private static func fnv1a(_ text: String) -> UInt64 {
@@ -53,8 +65,7 @@ public enum TestDatabase {
             guard postgresURL != nil else { throw HarnessError("APPD_TEST_ENGINE=postgres needs APPD_TEST_POSTGRES (a server URL)") }
             var options = PostgresDatabase.Options()
             options.readers = 1  // hundreds of harnesses share the test server's connections
-            let scope = TestScope.current
-            let url = try await pool.run { try postgres(key: path, scope: scope) }
+            let url = try await pool.run { try postgres(key: path) }
             return try await PostgresDatabase.open(url: url, outbox: outbox, options: options)
         }
     }

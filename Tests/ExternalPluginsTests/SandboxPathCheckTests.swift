@@ -3,15 +3,15 @@ import Foundation
 import Testing
 @testable import ExternalPlugins
 import PluginKit
+import TestSupport
 
 /// The checks made before a plugin starts under a uid of its own (issue 35 item 1): each names
 /// the path in the way and the fix. Stat-based, so they run without root.
-@Suite struct SandboxPathCheckTests {
+@Suite(.cleansUp) struct SandboxPathCheckTests {
     let root: String
 
     init() throws {
-        root = NSTemporaryDirectory() + "appd-pathcheck-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        root = try TestScope.required(by: "SandboxPathCheckTests").directory("appd-pathcheck")
         chmod(root, 0o755)
     }
 

@@ -2,6 +2,7 @@
 import Bus
 import Glibc
 import Crypto
+import Synchronization
 import TestSupport
 @testable import Payments
 
@@ -82,6 +83,13 @@ enum AppStorePayloads {
         defer { close(fd) }
         let bytes = Array(AppStoreChains.trustedRoot.utf8)
         guard write(fd, bytes, bytes.count) == bytes.count else { return nil }
-        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Shared by the process's tests: removed when it exits.
+        rootPathForExit.withLock { $0 = path }
+        atexit { _ = rootPathForExit.withLock { $0.map { unlink($0) } } }
+        return path
     }()
 }
+
+/// The test root certificate's file, for the exit handler to remove.
+private let rootPathForExit = Mutex<String?>(nil)

@@ -10,7 +10,7 @@ import TestSupport
 /// The idempotency gate and the bus's part of it, with a bare bus: which calls may carry a key,
 /// that only the handler's writes carry it (a later gate's own do not), the JSON path, and the
 /// varlink call object's `idempotencyKey`.
-@Suite struct IdempotencyGateTests {
+@Suite(.cleansUp) struct IdempotencyGateTests {
     struct Change: Command {
         static let method = "io.example.Things.Change"
         static var requirements: [Requirement] { [.idempotent] }
@@ -39,8 +39,9 @@ import TestSupport
     }
 
     func bus(_ box: Box, gate: Bool = true) async throws -> (EventBus, any Database) {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("idem-\(UInt64.random(in: 0...UInt64.max)).db").path
-        let database = try await TestDatabase.open(path: path, outbox: nil)
+        let scope = try TestScope.required(by: "IdempotencyGateTests")
+        let database = try await TestDatabase.open(path: try scope.directory("appd-idem") + "/appd.db", outbox: nil)
+        scope.closes(database)
         let gates: [any Gate] = (gate ? [IdempotencyGate(database: database)] : []) + [Probe(box: box)]
         let bus = EventBus(gates: gates)
         try bus.register(Change.self) { c, _ in

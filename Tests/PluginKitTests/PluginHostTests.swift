@@ -68,11 +68,13 @@ struct FlakyService: Service {
     }
 }
 
+/// A plugin context on a fresh database, closed and removed when the test ends (`.cleansUp`).
 func makeContext() throws -> (PluginContext, String) {
-    var template = Array("/tmp/appd-plugins-XXXXXX".utf8CString)
-    let dir = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
+    let scope = try TestScope.required(by: "makeContext")
+    let dir = try scope.directory("appd-plugins")
     let bus = EventBus()
     let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: .relaying(to: bus))
+    scope.closes(database)
     let context = PluginContext(
         bus: bus, database: database, eventLog: EventLog(database: database),
         logger: Logger(label: "test", handler: InMemoryLogHandler()))
@@ -87,7 +89,7 @@ func quickOptions() -> PluginHost.Options {
     return options
 }
 
-@Suite struct PluginHostTests {
+@Suite(.cleansUp) struct PluginHostTests {
     @Test func startsInDependencyOrderAndStopsInReverse() async throws {
         let (context, _) = try makeContext()
         let journal = Journal()

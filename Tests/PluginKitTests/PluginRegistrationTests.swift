@@ -7,7 +7,7 @@ import TestSupport
 
 /// The host owns registration: a plugin declares handlers, the host checks them against the
 /// plugin's IDL, installs them, serves the interface, and removes both at stop.
-@Suite struct PluginRegistrationTests {
+@Suite(.cleansUp) struct PluginRegistrationTests {
     static let idl = """
         interface io.appd.Notes
         method Add(text: string) -> (id: int)

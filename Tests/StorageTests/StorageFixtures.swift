@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Bus
+import Foundation
 import Glibc
 @testable import Storage
 
@@ -10,9 +11,9 @@ func temporaryDirectory() -> String {
     return String(cString: dir)
 }
 
+/// Removes a test's directory and whatever the test left in it.
 func removeDirectory(_ path: String) {
-    for name in ["appd.db", "appd.db-wal", "appd.db-shm"] { unlink(path + "/" + name) }
-    rmdir(path)
+    try? FileManager.default.removeItem(atPath: path)
 }
 
 struct NoteAdded: Event, Equatable {

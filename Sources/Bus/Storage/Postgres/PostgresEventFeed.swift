@@ -74,7 +74,7 @@ final class PostgresEventFeed: Sendable {
                 s.own = s.own.filter { $0.value.owner.map { !erasing.contains($0) } ?? true }
                 for owner in erasing { s.erased[owner] = now }
             }
-            if !s.erased.isEmpty { s.forgetErasures(before: now - Self.erasureMemory, keeping: Self.erasuresRemembered) }
+            s.forgetErasures(before: now - Self.erasureMemory, keeping: Self.erasuresRemembered, now: now)
             for event in events {
                 guard let position = event.sequence, position > s.published else { continue }
                 if let owner = event.owner, !erasing.contains(owner), s.erased[owner] != nil { continue }
@@ -244,10 +244,14 @@ struct FeedState {
     var published: Int64 = 0
     var own: [Int64: BusEvent] = [:]
     var erased: [String: ContinuousClock.Instant] = [:]
+    /// When `forgetErasures` walks `erased` next (once a second at most: it runs with every commit).
+    var nextForget = ContinuousClock.now
     var stopped = false
 
-    /// Forgets erasures older than `cutoff`, and the oldest beyond `limit`.
-    mutating func forgetErasures(before cutoff: ContinuousClock.Instant, keeping limit: Int) {
+    /// Forgets erasures older than `cutoff` (at most once a second), and the oldest beyond `limit`.
+    mutating func forgetErasures(before cutoff: ContinuousClock.Instant, keeping limit: Int, now: ContinuousClock.Instant) {
+        guard !erased.isEmpty, now >= nextForget || erased.count > limit else { return }
+        nextForget = now + .seconds(1)
         erased = erased.filter { $0.value >= cutoff }
         if erased.count > limit {
             for (owner, _) in erased.sorted(by: { $0.value < $1.value }).prefix(erased.count - limit) { erased[owner] = nil }

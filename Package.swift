@@ -37,9 +37,13 @@ let package = Package(
         // What a server runs on: the epoll event loop, blocking pools, deadlines, services and
         // their lifecycle (signals, systemd), metrics.
         .target(name: "Runtime", dependencies: ["BusCore", "CSystem"], path: "Sources/Bus/Runtime", swiftSettings: strict),
-        // The typed async event bus: dispatch, the gate chain, subscriptions; and its varlink
-        // server (socket, connections, the dispatcher, io.appd.Bus).
-        .target(name: "Bus", dependencies: ["BusCore", "Varlink", "Runtime", "CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
+        // What serves varlink calls to typed handlers, in appd and in an external plugin's
+        // process: the command bus (handlers, the gate chain, reply streams) and the varlink
+        // server (socket, connections, the dispatcher).
+        .target(name: "Serving", dependencies: ["BusCore", "Varlink", "Runtime", "CSystem"], path: "Sources/Bus/Serving", swiftSettings: strict),
+        // The typed async event bus: a command bus that also fans out events (subscriptions,
+        // topics, signed-in streams), appd's own gates, and io.appd.Bus on the socket.
+        .target(name: "Bus", dependencies: ["BusCore", "Varlink", "Runtime", "Serving", "CSystem"], path: "Sources/Bus/Bus", swiftSettings: strict),
         // The SQL database behind every repository: SQLite (embedded) or PostgreSQL (several
         // instances), migrations, group commit, the durable event log and its outbox, keys.
         .target(name: "Storage", dependencies: ["BusCore", "Runtime", "CSQLite", "CPostgres"], path: "Sources/Bus/Storage", swiftSettings: strict),
@@ -93,9 +97,9 @@ let package = Package(
         .target(name: "Settings", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit"], path: "Sources/Plugins/Settings", swiftSettings: strict),
         // The SDK of an external plugin written in Swift: one call serves its interfaces with
         // typed handlers on the socket appd passes; a connection back to appd as the plugin.
-        .target(name: "PluginSDK", dependencies: ["Bus"], path: "Sources/Plugins/PluginSDK", swiftSettings: strict),
+        .target(name: "PluginSDK", dependencies: ["Serving"], path: "Sources/Plugins/PluginSDK", swiftSettings: strict),
         // An example external plugin in Swift (contrib/plugins/greeter), also used by the tests.
-        .executableTarget(name: "appd-plugin-greeter", dependencies: ["PluginSDK", "Bus"], path: "Sources/Plugins/Examples/Greeter", swiftSettings: strict),
+        .executableTarget(name: "appd-plugin-greeter", dependencies: ["PluginSDK"], path: "Sources/Plugins/Examples/Greeter", swiftSettings: strict),
 
         // MARK: Sources/appd — the daemon
 
@@ -139,7 +143,7 @@ let package = Package(
         .executableTarget(name: "varlink-certification", dependencies: ["Bus"], path: "Tests/Certification", swiftSettings: strict),
         // What the plugin test targets share: one harness, a test clock, waiting on conditions.
         .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "Storage", "EventDelivery", "PluginKit", "Crypto", "Auth"], path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "BusTests", dependencies: ["TestSupport", "Bus", "BusCore", "Runtime", "Varlink", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
+        .testTarget(name: "BusTests", dependencies: ["TestSupport", "Bus", "Serving", "BusCore", "Runtime", "Varlink", "CSystem"], path: "Tests/BusTests", swiftSettings: strict),
         .testTarget(
             name: "PluginKitTests", dependencies: ["TestSupport", "Contracts", "PluginKit", "PluginSDK", "Storage", "EventDelivery", "Bus"], path: "Tests/PluginKitTests",
             swiftSettings: strict),

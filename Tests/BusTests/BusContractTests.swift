@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import Bus
+@testable import Serving
 import BusCore
 import Testing
 

@@ -2,6 +2,7 @@
 import Testing
 
 @testable import Bus
+@testable import Serving
 @testable import BusCore
 @testable import Runtime
 @testable import Varlink

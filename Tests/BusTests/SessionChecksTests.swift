@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TestSupport
 @testable import Bus
+@testable import Serving
 
 /// A stand-in session gate: counts the checks, holds each until released, refuses once told to.
 final class CountingSessionGate: Gate {

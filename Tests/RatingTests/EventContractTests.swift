@@ -17,7 +17,7 @@ import TestSupport
     /// `io.appd.Bus` on the harness's bus; peers with uid 0 are the admins.
     func dispatcher(_ h: Harness) throws -> VarlinkDispatcher {
         let dispatcher = try VarlinkDispatcher(bus: h.bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
-        try BusInterface.install(on: dispatcher, replay: h.context.eventLog, isAdmin: { $0.peer?.uid == 0 })
+        try BusInterface.install(on: dispatcher, events: h.bus, replay: h.context.eventLog, isAdmin: { $0.peer?.uid == 0 })
         return dispatcher
     }
 
@@ -30,7 +30,8 @@ import TestSupport
         whileCollecting: @escaping @Sendable () async throws -> Void = {}, until done: @escaping @Sendable ([VarlinkReply]) -> Bool
     ) async throws -> [VarlinkReply] {
         let received = Mutex<[VarlinkReply]>([])
-        let subscribed = dispatcher.bus.counters.subscriptions
+        let bus = try #require(dispatcher.bus as? EventBus, "the dispatcher serves an event bus")
+        let subscribed = bus.counters.subscriptions
         let task = Task {
             var parameters: [String: JSONValue] = ["topics": .array(topics.map(JSONValue.string))]
             if let since { parameters["since"] = .int(since) }
@@ -42,7 +43,7 @@ import TestSupport
             }
         }
         // Live events must come after the subscription exists (or a refusal ended it).
-        _ = await eventually { dispatcher.bus.counters.subscriptions > subscribed || !received.withLock { $0.isEmpty } }
+        _ = await eventually { bus.counters.subscriptions > subscribed || !received.withLock { $0.isEmpty } }
         try await whileCollecting()
         let deadline = Task {
             try await Task.sleep(for: .seconds(10))
@@ -51,7 +52,7 @@ import TestSupport
         _ = await task.result
         deadline.cancel()
         // Its subscription is gone before the next collection counts subscriptions.
-        _ = await eventually { dispatcher.bus.counters.subscriptions <= subscribed }
+        _ = await eventually { bus.counters.subscriptions <= subscribed }
         return received.withLock { $0 }
     }
 

@@ -14,7 +14,7 @@ import TestSupport
 extension EventContractTests {
     func dispatcher(_ h: Harness, limits: SubscribeLimits) throws -> VarlinkDispatcher {
         let dispatcher = try VarlinkDispatcher(bus: h.bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
-        try BusInterface.install(on: dispatcher, limits: limits, replay: h.context.eventLog, isAdmin: { $0.peer?.uid == 0 })
+        try BusInterface.install(on: dispatcher, events: h.bus, limits: limits, replay: h.context.eventLog, isAdmin: { $0.peer?.uid == 0 })
         return dispatcher
     }
 
@@ -144,7 +144,7 @@ extension EventContractTests {
         let h = try await Harness.make()
         let replay = CountingReplay(h.context.eventLog)
         let dispatcher = try VarlinkDispatcher(bus: h.bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
-        try BusInterface.install(on: dispatcher, replay: replay, isAdmin: { $0.peer?.uid == 0 })
+        try BusInterface.install(on: dispatcher, events: h.bus, replay: replay, isAdmin: { $0.peer?.uid == 0 })
         let ada = try await h.user("ada@example.com"), bob = try await h.user("bob@example.com")
         for i in 0..<300 { _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": .string("bob \(i)")], as: bob.caller) }
         _ = try await h.bus.call(method: "io.appd.Todos.Add", parameters: ["title": "ada's only"], as: ada.caller)

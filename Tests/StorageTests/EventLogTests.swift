@@ -20,7 +20,7 @@ final class Seen: Sendable {
         let bus = EventBus()
         let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: .relaying(to: bus))
         let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
-        try BusInterface.install(on: dispatcher, replay: EventLog(database: database), isAdmin: { _ in true })
+        try BusInterface.install(on: dispatcher, events: bus, replay: EventLog(database: database), isAdmin: { _ in true })
         return (dir, bus, database, dispatcher)
     }
 
@@ -80,7 +80,8 @@ final class Seen: Sendable {
         let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: .relaying(to: bus))
         let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
         // A tiny live buffer that drops its oldest events when the subscriber falls behind.
-        try BusInterface.install(on: dispatcher, options: SubscriptionOptions(capacity: 4, overflow: .dropOldest), replay: EventLog(database: database), isAdmin: { _ in true })
+        try BusInterface.install(
+            on: dispatcher, events: bus, options: SubscriptionOptions(capacity: 4, overflow: .dropOldest), replay: EventLog(database: database), isAdmin: { _ in true })
         try await Migrator.migrate(database, notesMigrations)
         let received = Mutex<[JSONValue]>([])
         let task = Task {
@@ -110,7 +111,7 @@ final class Seen: Sendable {
     @Test func sinceWithoutAnEventLogIsAnInvalidParameter() async throws {
         let bus = EventBus()
         let dispatcher = try VarlinkDispatcher(bus: bus, info: .init(vendor: "t", product: "t", version: "0", url: "u"))
-        try BusInterface.install(on: dispatcher, isAdmin: { _ in true })
+        try BusInterface.install(on: dispatcher, events: bus, isAdmin: { _ in true })
         var reply: VarlinkReply?
         try await dispatcher.handle(VarlinkCall(method: "io.appd.Bus.Subscribe", parameters: ["topics": [">"], "since": 0], more: true), as: .daemon) { reply = $0 }
         #expect(reply?.error == "org.varlink.service.InvalidParameter")

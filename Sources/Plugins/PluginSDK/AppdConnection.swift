@@ -2,7 +2,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import Serving
 
 /// appd's socket as the plugin reaches it: every call authenticated with the credential appd
 /// gave this process (`APPD_SOCKET`, `APPD_PLUGIN_TOKEN`), so it may call and publish what its

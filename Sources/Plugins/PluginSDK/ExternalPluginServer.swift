@@ -2,7 +2,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
+import Serving
 
 /// A Swift external plugin's whole varlink side in one call: serves its interfaces, with the
 /// typed handlers it declares, on the socket appd hands the process (fd 3, `LISTEN_FDS`),
@@ -55,7 +55,7 @@ public enum ExternalPluginServer {
         let parsed = try interfaces.map { try VarlinkInterface(parsing: $0) }
         let handlers = HandlerSet()
         try declare(handlers)
-        let bus = EventBus(gates: [])
+        let bus = CommandBus()
         let dispatcher = try VarlinkDispatcher(bus: bus, info: info, logger: logger)
         try handlers.activate(on: bus, interfaces: parsed, plugin: info.product)
         for interface in parsed { try dispatcher.register(interface) }

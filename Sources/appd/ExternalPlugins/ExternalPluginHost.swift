@@ -28,10 +28,12 @@ public actor ExternalPluginHost {
     /// bwrap (or why not) and the plugins' uids, settled at the first start.
     private var confinement: Confinement?
 
-    public init(settings: ExternalPluginSettings, dispatcher: VarlinkDispatcher, stateFile: String, isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger) {
+    public init(
+        settings: ExternalPluginSettings, topics: EventTopics, dispatcher: VarlinkDispatcher, stateFile: String, isAdmin: @escaping @Sendable (Caller) -> Bool, logger: Logger
+    ) {
         self.settings = settings
         self.registrar = InterfaceRegistrar(dispatcher: dispatcher)
-        self.topics = dispatcher.bus.topics
+        self.topics = topics
         self.stateFile = stateFile
         self.isAdmin = isAdmin
         self.logger = logger

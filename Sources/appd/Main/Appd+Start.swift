@@ -68,7 +68,7 @@ extension Appd {
         let host = PluginHost(plugins: plugins, disabled: Set(config.disabledPlugins), context: context, dispatcher: dispatcher, logger: logger)
         let server = try listen(listener, dispatcher: dispatcher, config: config)
         let external = try externalPlugins(
-            config, configFile: configFile, builtIn: plugins.map(\.manifest.name), dispatcher: dispatcher, server: server, eventLog: eventLog,
+            config, configFile: configFile, builtIn: plugins.map(\.manifest.name), bus: bus, dispatcher: dispatcher, server: server, eventLog: eventLog,
             adminGate: adminGate)
         await startPlugins(host, teardown: teardown)
         let http = try await httpAPI(
@@ -103,7 +103,7 @@ extension Appd {
         }
         do {
             try DaemonInterface.install(
-                on: dispatcher,
+                on: dispatcher, events: bus,
                 context: .init(
                     startedAt: startedAt, connections: { server.stats.connections },
                     plugins: { await host.statuses() + external.statuses() }, eventLog: eventLog,
@@ -236,7 +236,7 @@ extension Appd {
     ///     sandbox with a socket of its own on `server`), the credentials their own connections
     ///     to appd present, and io.appd.Bus.
     static func externalPlugins(
-        _ config: AppdConfig, configFile: String?, builtIn: [String], dispatcher: VarlinkDispatcher, server: VarlinkServer, eventLog: EventLog, adminGate: AdminGate
+        _ config: AppdConfig, configFile: String?, builtIn: [String], bus: EventBus, dispatcher: VarlinkDispatcher, server: VarlinkServer, eventLog: EventLog, adminGate: AdminGate
     ) throws -> ExternalPluginHost {
         var settings = ExternalPluginSettings(
             directories: config.resolvedPluginDirectories,
@@ -261,13 +261,13 @@ extension Appd {
             settings.sandbox.protected.protect(credentials)
         }
         let external = ExternalPluginHost(
-            settings: settings, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
+            settings: settings, topics: bus.topics, dispatcher: dispatcher, stateFile: config.dataDirectory + "/external-plugins.json",
             isAdmin: { adminGate.isPrivileged($0) }, logger: Logger(label: "appd.plugins"))
         let peers = external.peers
         server.bindPluginPeers { peers.scope(of: $0) }
         do {
             try BusInterface.install(
-                on: dispatcher, limits: config.subscribe, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
+                on: dispatcher, events: bus, limits: config.subscribe, replay: eventLog, credentials: external.credentials, isAdmin: { adminGate.isPrivileged($0) })
         } catch {
             throw StartFailure("cannot set up io.appd.Bus: \(error)")
         }

@@ -23,9 +23,9 @@ extension DaemonInterface {
         let isAdmin: @Sendable (Caller) -> Bool
     }
 
-    static func install(on dispatcher: VarlinkDispatcher, context: Context) throws {
+    /// Serves `io.appd.Daemon` on `dispatcher`, whose commands go to `bus`.
+    static func install(on dispatcher: VarlinkDispatcher, events bus: EventBus, context: Context) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
-        let bus = dispatcher.bus
         try bus.answer(Ping.self) { _, _ in Empty() }
         try bus.register(Status.self) { _, envelope in
             let uptime = ContinuousClock.now - context.startedAt

@@ -28,7 +28,7 @@ extension ExportInterface {
     /// events, oldest first, stop at `eventBytes` of payloads: then `eventsIncomplete` says
     /// from which sequence on they were left out, so a long history cannot make one export
     /// hold appd's memory (security review 2, finding 1).
-    static func document(_ user: String, host: PluginHost, external: ExternalPluginHost?, bus: EventBus, eventLog: EventLog, eventBytes: Int) async throws -> JSONValue {
+    static func document(_ user: String, host: PluginHost, external: ExternalPluginHost?, bus: CommandBus, eventLog: EventLog, eventBytes: Int) async throws -> JSONValue {
         var events: [JSONValue] = []
         var after: Int64 = 0
         var used = 0

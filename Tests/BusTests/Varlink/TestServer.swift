@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import Bus
+@testable import Serving
 @testable import BusCore
 @testable import Runtime
 @testable import Varlink
@@ -108,7 +109,7 @@ final class TestServer: Sendable {
         bus = EventBus(gates: [AdminGate()], logger: logger)
         dispatcher = try VarlinkDispatcher(
             bus: bus, info: .init(vendor: "appd", product: "appd-test", version: "0", url: "https://example.org"), logger: logger)
-        try BusInterface.install(on: dispatcher, isAdmin: { _ in true })
+        try BusInterface.install(on: dispatcher, events: bus, isAdmin: { _ in true })
         try dispatcher.register(try VarlinkInterface(parsing: Self.idl))
         let touches = self.touches
         try bus.register(Echo.self) { command, _ in EchoReply(text: command.text) }

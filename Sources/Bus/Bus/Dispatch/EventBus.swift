@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
-/// The typed async bus: commands with exactly one handler, events with many subscribers,
-/// and the gate chain every command passes through.
+/// The typed async bus: commands with exactly one handler and the gate chain every command
+/// passes through (what it is as a `CommandBus`), and events with many subscribers.
 ///
-/// Commands are a direct async call through the gates into the handler. Events are fanned
-/// out by the publisher into each matching subscription's bounded buffer; publishing never
-/// waits for a subscriber.
-public final class EventBus: Sendable {
+/// Events are fanned out by the publisher into each matching subscription's bounded buffer;
+/// publishing never waits for a subscriber.
+public final class EventBus: CommandBus, @unchecked Sendable {
     /// Tunables of one bus; every one has a bound.
     public struct Options: Sendable {
         /// Deadline applied to calls that do not give one; nil means none.
@@ -32,29 +31,21 @@ public final class EventBus: Sendable {
         var nextID = 0
     }
 
-    public let chain: GateChain
     /// The topics plugins' event types own: audience, payload type, publisher.
     public let topics = EventTopics()
     /// Signed-in users' open streams, woken when their account's sessions change.
     public let sessionStreams = SessionStreams()
     public let options: Options
-    let logger: Logger
-    let handlers = Mutex<[String: any HandlerEntry]>([:])
-    /// Bumped whenever a handler is added or removed: what a resolved route (`VarlinkRoute`)
-    /// checks to know its handler is still the one registered.
-    let handlersGeneration = Atomic<UInt64>(0)
     let registry: Mutex<EventRegistry>
-    let commandCount = Atomic<Int>(0)
     let eventCount = Atomic<Int>(0)
     let deliveryCount = Atomic<Int>(0)
 
     /// Builds a bus whose gate chain is fixed from here on, in the gates' positions (outermost
     /// first; gates at one position in the order given).
     public init(gates: [any Gate] = [], options: Options = Options(), logger: Logger = Logger(label: "appd.bus")) {
-        self.chain = GateChain(GatePosition.sorted(gates))
         self.registry = Mutex(EventRegistry(subscriptions: SubscriptionIndex(cacheLimit: options.topicCacheLimit)))
         self.options = options
-        self.logger = logger
+        super.init(gates: gates, defaultTimeout: options.defaultTimeout, streamCapacity: options.streamCapacity, logger: logger)
     }
 
     public var counters: Counters {

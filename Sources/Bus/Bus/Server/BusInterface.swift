@@ -186,15 +186,15 @@ public enum BusInterface {
 
     typealias PublishReply = BusContract.Publish.Reply
 
-    /// Serves `io.appd.Bus` on `dispatcher`; live subscriptions use `options`; `replay` (the
+    /// Serves `io.appd.Bus` on `dispatcher`, with the events of `events` (appd's bus, the one the
+    /// dispatcher's commands go to); live subscriptions use `options`; `replay` (the
     /// durable event log) serves `Subscribe(since:)` and durable `Publish`; `isAdmin` says
     /// which callers are peer-credential admins (they see every event but capability-only ones).
     public static func install(
-        on dispatcher: VarlinkDispatcher, options: SubscriptionOptions = .default, limits: SubscribeLimits = SubscribeLimits(),
+        on dispatcher: VarlinkDispatcher, events bus: EventBus, options: SubscriptionOptions = .default, limits: SubscribeLimits = SubscribeLimits(),
         replay: (any EventReplay)? = nil, credentials: (any PluginCredentials)? = nil, isAdmin: @escaping @Sendable (Caller) -> Bool
     ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
-        let bus = dispatcher.bus
         let encoded = EncodedEvents()
         try bus.register(AuthenticatePlugin.self) { command, envelope in
             guard let connection = envelope.caller.connection, let scope = credentials?.scope(forToken: command.token) else {

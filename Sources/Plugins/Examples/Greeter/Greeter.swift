@@ -2,7 +2,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bus
 import PluginSDK
 
 /// An example external plugin in Swift, built on the plugin SDK: install its folder

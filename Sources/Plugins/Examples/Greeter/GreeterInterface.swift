@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import Bus
+import PluginSDK
 
 /// The greeter's interface: its IDL and a typed command for each method.
 enum GreeterInterface {

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// It knows nothing about sockets, so tests can drive it directly; the server feeds it calls.
 public final class VarlinkDispatcher: Sendable {
-    public let bus: EventBus
+    public let bus: CommandBus
     public let info: VarlinkServiceInterface.Info
     private let interfaces = Mutex<[String: VarlinkInterface]>([:])
     /// Bumped whenever an interface is added or removed (see `route(_:)`).
@@ -16,7 +16,7 @@ public final class VarlinkDispatcher: Sendable {
     private let routes = Mutex<[String: VarlinkRoute]>([:])
     private let logger: Logger
 
-    public init(bus: EventBus, info: VarlinkServiceInterface.Info, logger: Logger = Logger(label: "appd.varlink")) throws {
+    public init(bus: CommandBus, info: VarlinkServiceInterface.Info, logger: Logger = Logger(label: "appd.varlink")) throws {
         self.bus = bus
         self.info = info
         self.logger = logger
@@ -161,7 +161,7 @@ public final class VarlinkDispatcher: Sendable {
     }
 
     /// Answers a plain call at once, on the caller's thread (a transport's loop, where it read
-    /// the call), when the bus can (`EventBus.answerNow`: a handler that never waits, no gate to
+    /// the call), when the bus can (`CommandBus.answerNow`: a handler that never waits, no gate to
     /// run): `emit` gets its reply (none for a oneway call; a success's parameters encoded
     /// already, `VarlinkReply.encodedParameters`), and the call is checked and counted
     /// as `handle` does. False when the call is not one of those: nothing was done, and `handle`

@@ -10,7 +10,7 @@ public final class HandlerSet: Sendable {
         let method: String
         /// An in-process command (in no IDL, so no client can call it): exempt from the check.
         let inProcess: Bool
-        let install: @Sendable (EventBus) throws(DuplicateHandler) -> Void
+        let install: @Sendable (CommandBus) throws(DuplicateHandler) -> Void
     }
 
     private let declared = Mutex<[Declared]>([])
@@ -22,7 +22,7 @@ public final class HandlerSet: Sendable {
         add(Declared(method: C.method, inProcess: false) { bus throws(DuplicateHandler) in try bus.register(C.self, handler: handler) })
     }
 
-    /// Declares the handler of a command that never waits (see `EventBus.answer(_:handler:)`).
+    /// Declares the handler of a command that never waits (see `CommandBus.answer(_:handler:)`).
     public func answer<C: Command>(_ type: C.Type, handler: @escaping @Sendable (C, Envelope) throws -> C.Reply) {
         add(Declared(method: C.method, inProcess: false) { bus throws(DuplicateHandler) in try bus.answer(C.self, handler: handler) })
     }
@@ -57,12 +57,12 @@ public final class HandlerSet: Sendable {
     private func add(_ entry: Declared) { declared.withLock { $0.append(entry) } }
 
     /// Checks the handlers against `interface` and installs them on `bus` (all or none).
-    public func activate(on bus: EventBus, interface: VarlinkInterface?, plugin: String) throws {
+    public func activate(on bus: CommandBus, interface: VarlinkInterface?, plugin: String) throws {
         try activate(on: bus, interfaces: interface.map { [$0] } ?? [], plugin: plugin)
     }
 
     /// Checks the handlers against `interfaces` and installs them on `bus` (all or none).
-    public func activate(on bus: EventBus, interfaces: [VarlinkInterface], plugin: String) throws {
+    public func activate(on bus: CommandBus, interfaces: [VarlinkInterface], plugin: String) throws {
         try check(against: interfaces, plugin: plugin)
         var installed: [String] = []
         do {
@@ -77,7 +77,7 @@ public final class HandlerSet: Sendable {
     }
 
     /// Removes every handler `activate` installed.
-    public func deactivate(on bus: EventBus) {
+    public func deactivate(on bus: CommandBus) {
         for method in methods { bus.unregister(method: method) }
     }
 

@@ -1,4 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
+import Synchronization
+
+/// The command half of the bus: each method's one handler and the gate chain every call
+/// passes through on its way there. Commands are a direct async call through the gates into
+/// the handler.
+///
+/// It is what a varlink server dispatches to (`VarlinkDispatcher`), in appd and in an external
+/// plugin's process alike; appd's `EventBus` is a `CommandBus` that also fans out events. It is
+/// open only for that: every stored property is a constant of a `Sendable` type or a lock.
+open class CommandBus: @unchecked Sendable {
+    public let chain: GateChain
+    /// Deadline applied to calls that do not give one; nil means none.
+    public let defaultTimeout: Duration?
+    /// Replies a streaming handler may run ahead of its consumer before it waits.
+    public let streamCapacity: Int
+    package let logger: Logger
+    let handlers = Mutex<[String: any HandlerEntry]>([:])
+    /// Bumped whenever a handler is added or removed: what a resolved route (`VarlinkRoute`)
+    /// checks to know its handler is still the one registered.
+    let handlersGeneration = Atomic<UInt64>(0)
+    package let commandCount = Atomic<Int>(0)
+
+    /// A bus whose gate chain is fixed from here on, in the gates' positions (outermost first;
+    /// gates at one position in the order given). An external plugin's has none: appd's gates
+    /// ran before the call reached it.
+    public init(gates: [any Gate] = [], defaultTimeout: Duration? = nil, streamCapacity: Int = 64, logger: Logger = Logger(label: "appd.bus")) {
+        self.chain = GateChain(GatePosition.sorted(gates))
+        self.defaultTimeout = defaultTimeout
+        self.streamCapacity = max(1, streamCapacity)
+        self.logger = logger
+    }
+}
+
 /// What the bus knows about a registered method.
 public struct MethodInfo: Sendable, Hashable {
     public let method: String
@@ -18,7 +51,7 @@ extension MethodInfo {
     }
 }
 
-extension EventBus {
+extension CommandBus {
     // MARK: Registration
 
     /// Registers the one handler of a command.
@@ -152,7 +185,7 @@ extension EventBus {
         _ command: C, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil
     ) async throws -> ReplyStream<C.Reply> {
         let (entry, envelope) = try prepare(C.method, caller, timeout, cause)
-        let capacity = options.streamCapacity
+        let capacity = streamCapacity
         if let typed = entry as? StreamingHandler<C> {
             return try await dispatch(envelope) { [chain] env in
                 try await chain.run(env) { inner in typed.start(command, inner, capacity: capacity) }
@@ -243,7 +276,7 @@ extension EventBus {
         causedBy cause: Envelope? = nil, deferred: Bool = false
     ) async throws -> ReplyStream<JSONValue> {
         let (entry, envelope) = try prepare(method, caller, timeout, cause)
-        let capacity = options.streamCapacity
+        let capacity = streamCapacity
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity, deferred: deferred) }
         }
@@ -279,7 +312,7 @@ extension EventBus {
         if let missing = chain.uncovered(entry.requirements, ignoring: key == nil ? .idempotent : nil) {
             throw RequirementUnavailable(method: method, requirement: missing)
         }
-        let deadline = (timeout ?? options.defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }
+        let deadline = (timeout ?? defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }
         return Envelope(
             name: method, requirements: entry.requirements, caller: caller, deadline: deadline, causedBy: cause,
             logger: logger, idempotency: idempotency)

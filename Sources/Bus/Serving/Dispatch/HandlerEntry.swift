@@ -13,7 +13,7 @@ protocol HandlerEntry: Sendable {
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
     /// The same, with the reply encoded to its JSON bytes (a typed reply straight to bytes).
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8]
-    /// Whether it is a handler that never waits (`EventBus.answer(_:handler:)`): then
+    /// Whether it is a handler that never waits (`CommandBus.answer(_:handler:)`): then
     /// `callInline` and `callInlineEncoded` run it on the caller's thread. (Asked on every
     /// call: a property, not a closure the caller would allocate each time.)
     var answersInline: Bool { get }

@@ -70,7 +70,7 @@ struct OpenAPIDocument {
             "paths": .object(paths),
             "components": [
                 "schemas": .object(schemas),
-                "securitySchemes": ["bearer": ["type": "http", "scheme": "bearer", "description": "The accessToken from io.appd.Auth.SignIn."]],
+                "securitySchemes": ["bearer": ["type": "http", "scheme": "bearer", "description": "The access token of a session (what signing in returns), sent as a bearer token."]],
             ],
         ]
     }

@@ -70,7 +70,9 @@ struct OpenAPIDocument {
             "paths": .object(paths),
             "components": [
                 "schemas": .object(schemas),
-                "securitySchemes": ["bearer": ["type": "http", "scheme": "bearer", "description": "The access token of a session (what signing in returns), sent as a bearer token."]],
+                "securitySchemes": [
+                    "bearer": ["type": "http", "scheme": "bearer", "description": "The access token of a session (what signing in returns), sent as a bearer token."]
+                ],
             ],
         ]
     }

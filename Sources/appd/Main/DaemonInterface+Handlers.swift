@@ -23,11 +23,13 @@ extension DaemonInterface {
         let isAdmin: @Sendable (Caller) -> Bool
     }
 
-    /// Serves `io.appd.Daemon` on `dispatcher`, whose commands go to `bus`.
+    /// Serves `io.appd.Daemon` on `dispatcher`; `bus` (appd's event bus) gives its counters and presence.
     static func install(on dispatcher: VarlinkDispatcher, events bus: EventBus, context: Context) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
-        try bus.answer(Ping.self) { _, _ in Empty() }
-        try bus.register(Status.self) { _, envelope in
+        // The methods go to the bus the dispatcher routes to; `bus` is for events.
+        let commands = dispatcher.bus
+        try commands.answer(Ping.self) { _, _ in Empty() }
+        try commands.register(Status.self) { _, envelope in
             let uptime = ContinuousClock.now - context.startedAt
             let lag = try await context.eventLog.consumerLag()
             return StatusReply(
@@ -38,29 +40,29 @@ extension DaemonInterface {
                     lastSeq: lag.last, consumers: lag.consumers.map { Consumer(name: $0.name, position: $0.position, lag: $0.lag) }),
                 paths: context.isAdmin(envelope.caller) ? context.paths : nil, backups: context.isAdmin(envelope.caller) ? context.backups() : nil)
         }
-        try bus.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
-        try bus.register(Presence.self) { command, _ in .init(streams: bus.sessionStreams.count(userID: command.userId)) }
+        try commands.register(Plugins.self) { _, _ in PluginsReply(plugins: await context.plugins()) }
+        try commands.register(Presence.self) { command, _ in .init(streams: bus.sessionStreams.count(userID: command.userId)) }
         let external = context.external
-        try bus.register(RestartPlugin.self) { command, _ in
+        try commands.register(RestartPlugin.self) { command, _ in
             try await external.restart(command.name)
             return Empty()
         }
-        try bus.register(EnablePlugin.self) { command, _ in
+        try commands.register(EnablePlugin.self) { command, _ in
             try await external.enable(command.name)
             return Empty()
         }
-        try bus.register(DisablePlugin.self) { command, _ in
+        try commands.register(DisablePlugin.self) { command, _ in
             try await external.disable(command.name)
             return Empty()
         }
-        try bus.register(RescanPlugins.self) { _, _ in
+        try commands.register(RescanPlugins.self) { _, _ in
             let outcome = await external.rescan()
             return .init(
                 added: outcome.added, removed: outcome.removed, changed: outcome.changed,
                 directories: outcome.directories.map { .init(path: $0.path, exists: $0.exists, folders: $0.folders) },
                 skipped: outcome.skipped.map { .init(folder: $0.folder, reason: $0.reason) })
         }
-        try bus.register(Shutdown.self) { _, envelope in
+        try commands.register(Shutdown.self) { _, envelope in
             envelope.logger.notice("shutdown requested over the socket")
             await context.shutdown()
             return Empty()

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Events are fanned out by the publisher into each matching subscription's bounded buffer;
 /// publishing never waits for a subscriber.
-public final class EventBus: CommandBus, @unchecked Sendable {
+public final class EventBus: CommandBus, @unchecked Sendable {  // safe: as CommandBus, its own stored properties are constants or locks
     /// Tunables of one bus; every one has a bound.
     public struct Options: Sendable {
         /// Deadline applied to calls that do not give one; nil means none.

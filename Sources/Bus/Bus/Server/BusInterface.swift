@@ -195,8 +195,10 @@ public enum BusInterface {
         replay: (any EventReplay)? = nil, credentials: (any PluginCredentials)? = nil, isAdmin: @escaping @Sendable (Caller) -> Bool
     ) throws {
         try dispatcher.register(try VarlinkInterface(parsing: idl))
+        // The methods go to the bus the dispatcher routes to; `bus` is for events.
+        let commands = dispatcher.bus
         let encoded = EncodedEvents()
-        try bus.register(AuthenticatePlugin.self) { command, envelope in
+        try commands.register(AuthenticatePlugin.self) { command, envelope in
             guard let connection = envelope.caller.connection, let scope = credentials?.scope(forToken: command.token) else {
                 throw PermissionDenied(reason: "not a valid plugin credential")
             }
@@ -206,7 +208,7 @@ public enum BusInterface {
             connection.pluginScope = scope
             return .init(plugin: scope.plugin)
         }
-        try bus.register(Topics.self) { _, _ in
+        try commands.register(Topics.self) { _, _ in
             .init(
                 topics: bus.topics.all.map {
                     WireTopic(
@@ -214,7 +216,7 @@ public enum BusInterface {
                         durable: $0.durable, publisher: $0.publisher, external: $0.external)
                 })
         }
-        try bus.register(Publish.self) { command, envelope in
+        try commands.register(Publish.self) { command, envelope in
             let scope = envelope.caller.connection?.pluginScope
             if let scope, !scope.mayPublish(command.topic) {
                 throw TopicNotDeclared(topic: command.topic, plugin: scope.plugin)
@@ -236,8 +238,8 @@ public enum BusInterface {
             }
             return PublishReply(seq: try await replay.append(event))
         }
-        try bus.register(CheckSession.self) { _, _ in Empty() }
-        try bus.register(Subscribe.self) { command, envelope, writer in
+        try commands.register(CheckSession.self) { _, _ in Empty() }
+        try commands.register(Subscribe.self) { command, envelope, writer in
             // Every open subscription holds this closure's async frame: the checks and the
             // session-bound case are functions of their own, so it stays small.
             let (filter, visibility) = try checked(command, envelope, limits: limits, hasLog: replay != nil, isAdmin: isAdmin)

@@ -8,7 +8,7 @@ import Synchronization
 /// It is what a varlink server dispatches to (`VarlinkDispatcher`), in appd and in an external
 /// plugin's process alike; appd's `EventBus` is a `CommandBus` that also fans out events. It is
 /// open only for that: every stored property is a constant of a `Sendable` type or a lock.
-open class CommandBus: @unchecked Sendable {
+open class CommandBus: @unchecked Sendable {  // safe: every stored property is a constant of a Sendable type or a Mutex/Atomic
     public let chain: GateChain
     /// Deadline applied to calls that do not give one; nil means none.
     public let defaultTimeout: Duration?

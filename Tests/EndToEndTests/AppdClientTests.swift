@@ -125,4 +125,39 @@ import TestSupport
         #expect(saved.accessToken != broken.accessToken && saved.refreshToken != session.refreshToken)
         #expect(await daemon.stop() == 0)
     }
+
+    /// Calls and streams cancelled the moment they start (a view that disappears): each ends as
+    /// done or cancelled, and Foundation does not trap. (On Linux, a session with a URL cache
+    /// let a cancel report its failure after the task had left the session: a fatal error in
+    /// FoundationNetworking, which killed this test process in CI.)
+    @Test func callsAndStreamsCancelledAsTheyStartEndCancelledWithoutTrapping() async throws {
+        let port = try freeTCPPort()
+        let daemon = try await Daemon.start(["--http-listen", "127.0.0.1:\(port)"])
+        let appd = AppdClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        var ended = (done: 0, cancelled: 0)
+        for round in 0..<600 {
+            // Unstructured: a call an app's view starts and cancels when it goes away.
+            let call = Task { try await appd.call(AuthInterface.CheckSignUp(email: "r\(round)@example.com", password: "correct horse battery")) }
+            // Cancelled at different points: before it sends, while URLSession starts the task,
+            // while appd answers (a spread of delays, not a wait for anything).
+            if round % 4 != 0 { try await Task.sleep(for: .microseconds(round % 40 * 25)) }
+            call.cancel()
+            switch await call.result {
+            case .success: ended.done += 1
+            case .failure(let error):
+                #expect(error is CancellationError || (error as? URLError)?.code == .cancelled, "round \(round): \(error)")
+                ended.cancelled += 1
+            }
+            if round % 10 == 0 {
+                // Unstructured: a subscription stopped as it opens.
+                let stream = Task { for try await _ in appd.subscribe(topics: ["todos.>"], since: 0) {} }
+                stream.cancel()
+                _ = await stream.result
+            }
+        }
+        #expect(ended.cancelled > 0, "no call was cancelled before it ended: the test did not test cancelling")
+        // The client still works.
+        _ = try await appd.call(AuthInterface.CheckSignUp(email: "after@example.com", password: "correct horse battery"))
+        #expect(await daemon.stop() == 0)
+    }
 }

@@ -114,6 +114,7 @@ final class Daemon {
         try createEmptyFile(directory + "/appd.log")
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/appd.log"))
         process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env

@@ -74,7 +74,14 @@ final class ChildProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         for (fd, stream, reading) in [(Int32(0), setup.standardInput, true), (1, setup.standardOutput, false), (2, setup.standardError, false)] {
             guard let source = Self.descriptor(of: stream, reading: reading) else { continue }
-            posix_spawn_file_actions_adddup2(&actions, source, fd)
+            // FileHandle.nullDevice has no descriptor of its own (-1): the child opens /dev/null.
+            // (Dup'ing -1 fails quietly, and the child kept the test process's pipe: a test
+            // process that crashed left swift test waiting for appd to close its output.)
+            let code =
+                source < 0
+                ? posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", reading ? O_RDONLY : O_WRONLY, 0)
+                : posix_spawn_file_actions_adddup2(&actions, source, fd)
+            guard code == 0 else { throw SpawnFailed(program: path, code: code) }
         }
         _ = Self.closeFrom?(&actions, 3)
         var attributes = posix_spawnattr_t()

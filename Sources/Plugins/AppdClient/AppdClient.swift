@@ -35,8 +35,25 @@ public final class AppdClient: Sendable {
         self.baseURL = baseURL
         self.sessions = SessionManager(store: tokenStore, margin: refreshMargin)
         self.retry = retry
-        self.configuration = configuration
-        self.urlSession = URLSession(configuration: configuration)
+        self.configuration = Self.withoutCacheWhereCancellingTraps(configuration)
+        self.urlSession = URLSession(configuration: self.configuration)
+    }
+
+    /// swift-corelibs-foundation (Linux) looks a request up in the session's `URLCache` on a
+    /// background queue before the task has a protocol; a cancel landing in that window (the
+    /// calling task cancelled, a stream stopped) reports its failure after the task left the
+    /// session's registry, which is a fatal error in Foundation. Without a cache that window does
+    /// not exist. appd's replies are not cacheable anyway (calls are POSTs; files carry ETags the
+    /// client checks itself). Apple's Foundation keeps the configuration as given.
+    static func withoutCacheWhereCancellingTraps(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
+        #if canImport(FoundationNetworking)
+        let copy = (configuration.copy() as? URLSessionConfiguration) ?? configuration
+        copy.urlCache = nil
+        copy.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return copy
+        #else
+        return configuration
+        #endif
     }
 
     deinit { urlSession.finishTasksAndInvalidate() }
@@ -126,7 +143,7 @@ public final class AppdClient: Sendable {
 
     /// Sends `request` and reads the whole answer.
     func exchange(_ request: URLRequest) async throws -> Response {
-        let (data, response) = try await urlSession.data(for: request)
+        let (data, response) = try await DataExchange.data(for: request, in: urlSession)
         guard let http = response as? HTTPURLResponse else { throw AppdClientError.unexpectedReply("not an HTTP response") }
         var headers: [String: String] = [:]
         for (name, value) in http.allHeaderFields {

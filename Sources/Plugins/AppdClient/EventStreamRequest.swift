@@ -34,6 +34,7 @@ final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sen
     init(request: URLRequest, configuration: URLSessionConfiguration, onUpdate: @escaping @Sendable (Update) -> Void) {
         self.onUpdate = onUpdate
         super.init()
+        // The client's configuration: on Linux without a cache, so cancelling cannot trap.
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         self.session = session
         task = session.dataTask(with: request)
@@ -42,8 +43,12 @@ final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sen
     func start() { lock.withLock { task }?.resume() }
 
     /// Ends the stream from the client's side (the consumer stopped): the connection closes.
+    /// A task that completed is not cancelled again (Foundation no longer knows it).
     func cancel() {
-        let (task, session) = lock.withLock { (self.task, self.session) }
+        let (task, session) = lock.withLock {
+            defer { (self.task, self.session) = (nil, nil) }
+            return (self.task, self.session)
+        }
         task?.cancel()
         session?.invalidateAndCancel()
     }
@@ -83,7 +88,11 @@ final class EventStreamRequest: NSObject, URLSessionDataDelegate, @unchecked Sen
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (stream, answered, body) = lock.withLock { (isEventStream, self.answered, self.body) }
+        let (stream, answered, body) = lock.withLock {
+            // Completed: nothing is left to cancel (the session is invalidated below).
+            (self.task, self.session) = (nil, nil)
+            return (isEventStream, self.answered, self.body)
+        }
         // An answer that is not a stream (an error) is handed over whole; no answer at all is
         // the transport's failure, reported by the end alone.
         if answered && !stream { onUpdate(.body(body)) }

@@ -135,8 +135,11 @@ struct RunningServer {
         let server = try RunningServer(limits: limits) { _, _ in HTTPResponse(status: 200, body: [:]) }
         let started = ContinuousClock.now
         let response = try await server.exchange("POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+        // The 408 came from the server's timer: not at once, and before the client's own 10 s
+        // receive timeout gave up (which would leave no answer). No tighter upper bound: the
+        // client's reads share a pool with this suite's other tests, whose reads can hold it.
         #expect(response.hasPrefix("HTTP/1.1 408 "), "\(response)")
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
         await server.stop()
     }
 

@@ -56,6 +56,7 @@ import TestSupport
         #expect(Set(first.changes.compactMap(\.conversation?.id)) == [kept.id, doomed.id] && !first.more)
         _ = try await h.send("news", in: kept.id, as: ada)
         _ = try await h.bus.send(ChatInterface.DeleteConversation(id: doomed.id), as: ada)
+        try await h.settled()
         let later = try await h.bus.send(ChatInterface.Changes(cursor: first.nextCursor, limit: nil), as: ada)
         #expect(later.changes.map(\.id) == [kept.id, doomed.id])
         #expect(later.changes[0].conversation?.version == 3 && later.changes[1].deleted)

@@ -56,6 +56,7 @@ import TestSupport
         #expect(pages >= 3 && pages <= 5, "\(pages) pages")
         #expect(seen == added, "every todo once, in order")
 
+        try await h.settled()  // see TodosChangesTests.Replica.pull
         var changed: [String] = []
         var since: Int64?
         var more = true

@@ -9,6 +9,8 @@ struct SessionGate: Gate {
     let service: AuthService
     var name: String { "session" }
     var position: GatePosition { .session }
+    /// From the session cache; a token it does not hold is read in `handle`.
+    var deciding: Deciding { .sometimes }
 
     func covers(_ requirement: Requirement) -> Bool { requirement == .session }
 
@@ -77,6 +79,7 @@ struct AccountStandingGate: Gate {
     let requirement: Requirement
     let holds: @Sendable (Principal) -> Bool
     let refusal: AuthError
+    var deciding: Deciding { .always }
 
     static let onboarding = AccountStandingGate(name: "onboarding", position: .onboarding, requirement: .onboarded, holds: { $0.onboarded }, refusal: .onboardingRequired)
     static let verifiedEmail = AccountStandingGate(

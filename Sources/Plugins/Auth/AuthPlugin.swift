@@ -120,10 +120,18 @@ public struct AuthPlugin: Plugin {
             envelope.caller.connection?.sessionToken = nil
             return Empty()
         }
-        handlers.handle(AuthInterface.WhoAmI.self) { _, envelope in
-            let (token, _) = try Self.signedIn(envelope)
-            return .init(user: try await service.resolve(accessToken: token).user)
-        }
+        // From the session cache when it holds the token (as the session gate found it): such a
+        // call is answered where the transport read it.
+        handlers.answer(
+            AuthInterface.WhoAmI.self,
+            now: { _, envelope in
+                let (token, _) = try Self.signedIn(envelope)
+                return try service.resolveCached(accessToken: token).map { .init(user: try $0.get().user) }
+            },
+            later: { _, envelope in
+                let (token, _) = try Self.signedIn(envelope)
+                return .init(user: try await service.resolve(accessToken: token).user)
+            })
         handlers.handle(AuthInterface.CompleteOnboarding.self) { _, envelope in
             .init(user: try await service.completeOnboarding(userID: try Self.signedIn(envelope).1.userID, causedBy: envelope))
         }

@@ -10,6 +10,7 @@ public struct AccountLimitsGate: Gate {
     public let limiter: RateLimiter
     public var name: String { "limits" }
     public var position: GatePosition { .limits }
+    public var deciding: Deciding { .always }
 
     public init(perMinute: Int, burst: Int, trackedAccounts: Int = 100_000) {
         self.limiter = RateLimiter(perMinute: perMinute, burst: burst, trackedClients: trackedAccounts)

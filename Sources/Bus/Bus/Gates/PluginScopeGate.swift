@@ -6,6 +6,7 @@ public struct PluginScopeGate: Gate {
     public init() {}
     public var name: String { "scope" }
     public var position: GatePosition { .scope }
+    public var deciding: Deciding { .always }
 
     public func covers(_ requirement: Requirement) -> Bool {
         if case .capability = requirement { return true }

@@ -74,6 +74,18 @@ extension CommandBus {
         try install(InlineCommandHandler<C>(body: handler))
     }
 
+    /// Registers the one handler of a command that usually answers without waiting: `now`
+    /// answers from what it holds in memory (a cache), or returns nil when it must wait; then
+    /// `later` answers. A call whose gates all decide from memory (`Gate.deciding`) and that
+    /// `now` answers is answered on the caller's thread, as `answer(_:handler:)`'s are; any other
+    /// runs behind the gates like any other call, `now` first.
+    public func answer<C: Command>(
+        _ type: C.Type = C.self, now: @escaping @Sendable (C, Envelope) throws -> C.Reply?,
+        later: @escaping @Sendable (C, Envelope) async throws -> C.Reply
+    ) throws(DuplicateHandler) {
+        try install(UsuallyInlineCommandHandler<C>(now: now, later: later))
+    }
+
     /// Registers the one handler of a streaming command: it sends intermediate replies through
     /// the writer and returns the final one.
     /// `requirements` replaces the type's own when the configuration decides them (a meter
@@ -216,15 +228,17 @@ extension CommandBus {
             }
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey, handler: resolved) { parameters }
-        if entry.answersInline, !chain.applies(to: envelope) { return try entry.callInline(envelope, parameters) }
+        if entry.answersInline, !chain.applies(to: envelope), let reply = try entry.callInline(envelope, parameters) { return reply }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
         }
     }
 
-    /// Answers a plain call at once, on the caller's thread, when its handler never waits
-    /// (`answer(_:handler:)`) and no gate has anything to do for it: the reply, or nil when the
-    /// call is not one of those — nothing was done then, and `call` answers it as usual. A
+    /// Answers a plain call at once, on the caller's thread, when its handler need not wait
+    /// (`answer(_:handler:)`, or `answer(_:now:later:)` when `now` answers) and every gate that
+    /// applies decides from memory (`GateChain.decideNow`): the reply, or nil when the call is
+    /// not one of those — `call` answers it as usual then (see `decideNow` for the one race in
+    /// which a gate decided before). A
     /// transport's loop answers such calls where it reads them (no task, no hop). `validate`
     /// (the transport's check of the parameters) runs first once the handler is one of those.
     /// The reply comes as its JSON bytes. `entry` is the method's handler, resolved by the
@@ -232,16 +246,17 @@ extension CommandBus {
     func answerNow(_ entry: any HandlerEntry, parameters: JSONValue, as caller: Caller, validate: () throws -> Void) throws -> [UInt8]? {
         guard IdempotencyRecord.current == nil, entry.answersInline else { return nil }
         try validate()
-        let envelope: Envelope
-        do {
-            envelope = try self.envelope(entry, caller, nil, nil, key: nil)
-        } catch {
-            commandCount.add(1, ordering: .relaxed)
-            throw error
+        // Counted once answered here, refusals included; not when `call` answers it after all.
+        var answered = true
+        defer { if answered { commandCount.add(1, ordering: .relaxed) } }
+        var envelope = try self.envelope(entry, caller, nil, nil, key: nil)
+        // The gates decide in line or not at all (a refusal is this call's answer); a handler
+        // that must wait after all (`answer(_:now:later:)`) leaves the call to `call` too.
+        guard try chain.decideNow(&envelope), let reply = try entry.callInlineEncoded(envelope, parameters) else {
+            answered = false
+            return nil
         }
-        guard !chain.applies(to: envelope) else { return nil }
-        commandCount.add(1, ordering: .relaxed)
-        return try entry.callInlineEncoded(envelope, parameters)
+        return reply
     }
 
     /// `call` without an idempotency key, its reply as JSON bytes: a typed handler's reply is
@@ -262,7 +277,7 @@ extension CommandBus {
             }
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause, handler: resolved)
-        if entry.answersInline, !chain.applies(to: envelope) { return try entry.callInlineEncoded(envelope, parameters) }
+        if entry.answersInline, !chain.applies(to: envelope), let reply = try entry.callInlineEncoded(envelope, parameters) { return reply }
         return try await dispatch(envelope) { [chain] env in
             try await chain.run(env) { inner in try await entry.callEncoded(inner, parameters) }
         }

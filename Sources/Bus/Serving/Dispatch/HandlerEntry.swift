@@ -13,14 +13,15 @@ protocol HandlerEntry: Sendable {
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue
     /// The same, with the reply encoded to its JSON bytes (a typed reply straight to bytes).
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8]
-    /// Whether it is a handler that never waits (`CommandBus.answer(_:handler:)`): then
-    /// `callInline` and `callInlineEncoded` run it on the caller's thread. (Asked on every
+    /// Whether it is a handler that may answer without waiting (`CommandBus.answer`): then
+    /// `callInline` and `callInlineEncoded` try it on the caller's thread. (Asked on every
     /// call: a property, not a closure the caller would allocate each time.)
     var answersInline: Bool { get }
-    /// Runs a handler that never waits, decoding and encoding JSON (only if `answersInline`).
-    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue
+    /// Runs a handler that may answer without waiting, decoding and encoding JSON (only if
+    /// `answersInline`): nil when this call must wait (then `callJSON` answers it).
+    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue?
     /// `callInline`, with the reply encoded to its JSON bytes.
-    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]
+    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]?
     /// Starts the handler's stream, decoding and encoding JSON.
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue>
 }
@@ -29,12 +30,8 @@ extension HandlerEntry {
     var answersPlainCalls: Bool { !streaming }
     var typed: Bool { true }
     var answersInline: Bool { false }
-    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue {
-        throw WrongCallShape(method: method, streaming: streaming)
-    }
-    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8] {
-        throw WrongCallShape(method: method, streaming: streaming)
-    }
+    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue? { nil }
+    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]? { nil }
 
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
         JSONWriter.bytes(try await callJSON(envelope, parameters))
@@ -80,21 +77,58 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
     var streaming: Bool { false }
 
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
-        try callInline(envelope, parameters)
+        try JSONValue(encoding: try body(try decodeParameters(C.self, parameters), envelope))
     }
 
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
-        try callInlineEncoded(envelope, parameters)
+        try JSONBytesEncoder.encode(try body(try decodeParameters(C.self, parameters), envelope))
     }
 
     var answersInline: Bool { true }
 
-    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue {
+    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue? {
         try JSONValue(encoding: try body(try decodeParameters(C.self, parameters), envelope))
     }
 
-    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8] {
+    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]? {
         try JSONBytesEncoder.encode(try body(try decodeParameters(C.self, parameters), envelope))
+    }
+
+    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
+        throw WrongCallShape(method: method, streaming: false)
+    }
+}
+
+/// The handler of a typed `Command` that usually answers without waiting: `now` answers from
+/// what it holds in memory, or nil when it must wait; then `later` answers.
+struct UsuallyInlineCommandHandler<C: Command>: HandlerEntry {
+    let now: @Sendable (C, Envelope) throws -> C.Reply?
+    let later: @Sendable (C, Envelope) async throws -> C.Reply
+    var method: String { C.method }
+    var requirements: [Requirement] { C.requirements }
+    var streaming: Bool { false }
+
+    func reply(_ command: C, _ envelope: Envelope) async throws -> C.Reply {
+        if let reply = try now(command, envelope) { return reply }
+        return try await later(command, envelope)
+    }
+
+    func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
+        try JSONValue(encoding: try await reply(try decodeParameters(C.self, parameters), envelope))
+    }
+
+    func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
+        try JSONBytesEncoder.encode(try await reply(try decodeParameters(C.self, parameters), envelope))
+    }
+
+    var answersInline: Bool { true }
+
+    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue? {
+        try now(try decodeParameters(C.self, parameters), envelope).map { try JSONValue(encoding: $0) }
+    }
+
+    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]? {
+        try now(try decodeParameters(C.self, parameters), envelope).map { try JSONBytesEncoder.encode($0) }
     }
 
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {

@@ -27,6 +27,14 @@ public final class HandlerSet: Sendable {
         add(Declared(method: C.method, inProcess: false) { bus throws(DuplicateHandler) in try bus.answer(C.self, handler: handler) })
     }
 
+    /// Declares the handler of a command that usually answers without waiting (see
+    /// `CommandBus.answer(_:now:later:)`).
+    public func answer<C: Command>(
+        _ type: C.Type, now: @escaping @Sendable (C, Envelope) throws -> C.Reply?, later: @escaping @Sendable (C, Envelope) async throws -> C.Reply
+    ) {
+        add(Declared(method: C.method, inProcess: false) { bus throws(DuplicateHandler) in try bus.answer(C.self, now: now, later: later) })
+    }
+
     /// Declares the handler of a streaming command; `requirements` replaces the type's own when
     /// the configuration decides them.
     public func handle<C: StreamingCommand>(

@@ -26,6 +26,10 @@ public protocol Gate: Sendable {
     /// as `handle` would. By default every call goes through `handle`.
     func decide(_ envelope: inout Envelope) -> GateDecision
 
+    /// Which calls `decide` decides without waiting (`.never` by default). A call whose gates
+    /// all decide, to a handler that need not wait, is answered on the transport's thread.
+    var deciding: Deciding { get }
+
     /// The errors (full names) this gate may answer a call of a method that declares
     /// `requirements`: what clients must be ready for, listed in the OpenAPI document from the
     /// gates themselves, so the transports name no feature's errors. None by default.
@@ -42,6 +46,7 @@ extension Gate {
     public func applies(to envelope: Envelope) -> Bool { true }
     public func errors(answering requirements: [Requirement]) -> [String] { [] }
     public func decide(_ envelope: inout Envelope) -> GateDecision { .handle }
+    public var deciding: Deciding { .never }
 
     /// `handle` for a gate whose `decide` always decides (it has nothing to wait for and
     /// nothing to do after the handler): what the chain does in line, for a call that reaches

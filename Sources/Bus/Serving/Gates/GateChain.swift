@@ -33,15 +33,36 @@ public struct GateChain: Sendable {
         return gates.flatMap { $0.errors(answering: requirements) }.filter { seen.insert($0).inserted }
     }
 
-    /// Runs `envelope` through every gate, then `terminal`.
+    /// Decides `envelope` without waiting when every gate that applies can (`Gate.deciding`):
+    /// true when all passed (`envelope` as they left it), false when one must run `handle`
+    /// (nothing was changed then, but see below), a gate's refusal thrown. The same decisions,
+    /// in the same order, as `run` makes.
+    ///
+    /// First a dry run on a copy asks the gates that decide only sometimes (they change nothing
+    /// but the envelope), skipping those that always decide (which may change state, and are
+    /// asked once); then the real run. A gate that could decide in the dry run and cannot a moment
+    /// later (its cache entry evicted in between) makes it false after the gates before it
+    /// decided: the call then runs the chain again from the start (one rate-limit unit counted
+    /// twice in that race).
+    public func decideNow(_ envelope: inout Envelope) throws -> Bool {
+        var trial = envelope
+        dryRun: for gate in gates where gate.deciding != .always && gate.applies(to: trial) {
+            guard gate.deciding == .sometimes else { return false }
+            switch gate.decide(&trial) {
+            case .pass: continue
+            case .deny: break dryRun  // the real run refuses the call at this gate or before it
+            case .handle: return false
+            }
+        }
+        return try decideInLine(&envelope, from: 0) == gates.count
+    }
+
+    /// Runs the gates from `index` that decide from memory, in line: the index of the first that
+    /// must run `handle` (`gates.count` when none must), a refusal thrown.
     @inline(__always)
-    public func run<Reply: Sendable>(
-        _ envelope: Envelope, from index: Int = 0, terminal: (Envelope) async throws -> Reply
-    ) async throws -> Reply {
+    private func decideInLine(_ envelope: inout Envelope, from index: Int) throws -> Int {
         var index = index
-        var envelope = envelope
-        // The gates that decide from memory, in line; the first that must run `handle` nests.
-        deciding: while index < gates.count {
+        while index < gates.count {
             let gate = gates[index]
             guard gate.applies(to: envelope) else {
                 index += 1
@@ -54,9 +75,20 @@ public struct GateChain: Sendable {
                 CallMetrics.denied(gate: gate.name, error: error)
                 throw error
             case .handle:
-                break deciding
+                return index
             }
         }
+        return index
+    }
+
+    /// Runs `envelope` through every gate, then `terminal`.
+    @inline(__always)
+    public func run<Reply: Sendable>(
+        _ envelope: Envelope, from index: Int = 0, terminal: (Envelope) async throws -> Reply
+    ) async throws -> Reply {
+        var envelope = envelope
+        // The gates that decide from memory, in line; the first that must run `handle` nests.
+        let index = try decideInLine(&envelope, from: index)
         guard index < gates.count else { return try await terminal(envelope) }
         var passed = false
         do {

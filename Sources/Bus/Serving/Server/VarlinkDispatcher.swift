@@ -161,8 +161,8 @@ public final class VarlinkDispatcher: Sendable {
     }
 
     /// Answers a plain call at once, on the caller's thread (a transport's loop, where it read
-    /// the call), when the bus can (`CommandBus.answerNow`: a handler that never waits, no gate to
-    /// run): `emit` gets its reply (none for a oneway call; a success's parameters encoded
+    /// the call), when the bus can (`CommandBus.answerNow`: a handler that need not wait, gates
+    /// that decide from memory): `emit` gets its reply (none for a oneway call; a success's parameters encoded
     /// already, `VarlinkReply.encodedParameters`), and the call is checked and counted
     /// as `handle` does. False when the call is not one of those: nothing was done, and `handle`
     /// answers it.

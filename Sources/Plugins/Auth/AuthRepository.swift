@@ -24,8 +24,9 @@ struct UserRecord: Sendable {
     var hasPassword: Bool { !passwordHash.isEmpty }
 
     /// The account's email address; nil for an account without one (a guest's email column
-    /// holds its id, which has no '@').
-    var address: String? { email.contains("@") ? email : nil }
+    /// holds its id, which has no '@'). Asked on every signed-in call: a byte search, not a walk
+    /// over grapheme clusters.
+    var address: String? { email.utf8.contains(UInt8(ascii: "@")) ? email : nil }
 
     var user: User {
         User(

@@ -9,8 +9,7 @@ import Testing
 
 /// A call whose gates all decide from memory (`Gate.deciding`), to a handler that can answer
 /// without waiting, is answered where the transport read it (`VarlinkDispatcher.answerNow`);
-/// anything else is left to the task path untouched, and no gate that changes state is asked
-/// twice.
+/// anything else is left to the task path, and no gate that changes state is asked twice.
 @Suite struct AnswerNowThroughGatesTests {
     static let idl = """
         # Calls answered through gates.
@@ -57,10 +56,10 @@ import Testing
         let log: GateLog
         let counter: Counter
         let allowed: Int
+        var position: GatePosition = .limits
         var name: String { "count" }
-        var position: GatePosition { .limits }
         var deciding: Deciding { .always }
-        func applies(to envelope: Envelope) -> Bool { envelope.caller.principal != nil }
+        func applies(to envelope: Envelope) -> Bool { position != .limits || envelope.caller.principal != nil }
         func decide(_ envelope: inout Envelope) -> GateDecision {
             log.append("count.decide")
             return counter.take() > allowed ? .deny(RateLimited(retryAfterSeconds: 7)) : .pass
@@ -108,8 +107,8 @@ import Testing
         try bus.answer(Who.self) { _, envelope in WhoReply(who: envelope.caller.principal?.userID ?? "nobody") }
 
         #expect(try now(dispatcher, token: "cached")?.parametersValue()["who"] == "u1")
-        // The dry run asks only the gate that may need to wait; the real run asks each once.
-        #expect(log.all == ["cache.decide", "cache.decide", "count.decide"])
+        // Each gate asked once, in the chain's order.
+        #expect(log.all == ["cache.decide", "count.decide"])
         #expect(counted.value == 1)
         log.clear()
 
@@ -142,11 +141,27 @@ import Testing
         ])
         try bus.answer(Who.self) { _, envelope in WhoReply(who: envelope.caller.principal?.userID ?? "nobody") }
         #expect(now(dispatcher, token: "cached") == nil)
-        #expect(log.all == ["cache.decide"], "the dry run stopped at the gate that must run handle")
+        #expect(log.all == ["cache.decide"], "the counting gate was not asked: a gate after it must run handle")
         #expect(counted.value == 0)
         log.clear()
         #expect(try await later(dispatcher, token: "cached").parametersValue()["who"] == "u1")
         #expect(log.all == ["cache.decide", "count.decide", "audit.in", "audit.out"] && counted.value == 1)
+    }
+
+    @Test func aGateThatChangesStateIsNotAskedBeforeOneThatMayHaveToWait() async throws {
+        let log = GateLog()
+        let counted = Counter()
+        // Outermost, on every call: it must not count a call that then runs in a task anyway.
+        let (bus, dispatcher) = try dispatcher([CountingGate(log: log, counter: counted, allowed: 10, position: .scope), CacheGate(log: log)])
+        try bus.answer(Who.self) { _, envelope in WhoReply(who: envelope.caller.principal?.userID ?? "nobody") }
+        #expect(now(dispatcher, token: "cached") == nil)
+        #expect(log.all.isEmpty && counted.value == 0)
+        #expect(try await later(dispatcher, token: "cached").parametersValue()["who"] == "u1")
+        #expect(log.all == ["count.decide", "cache.decide"] && counted.value == 1)
+        log.clear()
+        // With no token the later gate does not apply: answered now, counted once.
+        #expect(try now(dispatcher, token: nil)?.parametersValue()["who"] == "nobody")
+        #expect(log.all == ["count.decide"] && counted.value == 2)
     }
 
     @Test func aHandlerThatMustWaitAfterAllLeavesTheCallToTheTaskPath() async throws {

@@ -6,10 +6,11 @@ public enum Deciding: Sendable {
     /// task.
     case never
     /// `decide` answers `.pass` or `.deny` when what it needs is in memory (a session in the
-    /// cache), `.handle` otherwise. It must change nothing but the envelope: the bus may ask it
-    /// twice for one call (once to learn whether the call can be answered at once, once to run).
+    /// cache), `.handle` otherwise; when it answers `.handle` it must have changed nothing (the
+    /// call then runs the chain again, in a task).
     case sometimes
-    /// `decide` never answers `.handle`. It may change state (a rate limit's bucket): the bus asks
-    /// it once per call.
+    /// `decide` never answers `.handle`. It may change state (a rate limit's bucket): it is asked
+    /// on the transport's thread only when no later gate can send the call to a task after it
+    /// (`GateChain.decideNow`), so once per call.
     case always
 }

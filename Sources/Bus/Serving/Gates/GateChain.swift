@@ -35,26 +35,44 @@ public struct GateChain: Sendable {
 
     /// Decides `envelope` without waiting when every gate that applies can (`Gate.deciding`):
     /// true when all passed (`envelope` as they left it), false when one must run `handle`
-    /// (nothing was changed then, but see below), a gate's refusal thrown. The same decisions,
-    /// in the same order, as `run` makes.
+    /// (nothing but the envelope was changed then), a gate's refusal thrown. The same decisions,
+    /// in the same order, as `run` makes, each gate asked once.
     ///
-    /// First a dry run on a copy asks the gates that decide only sometimes (they change nothing
-    /// but the envelope), skipping those that always decide (which may change state, and are
-    /// asked once); then the real run. A gate that could decide in the dry run and cannot a moment
-    /// later (its cache entry evicted in between) makes it false after the gates before it
-    /// decided: the call then runs the chain again from the start (one rate-limit unit counted
-    /// twice in that race).
+    /// A gate that always decides may change state (the limits gate's bucket): before the first
+    /// of them is asked, every later gate that applies must be one that always decides too, so
+    /// that no call is sent to the task path (where the chain runs again from the start) after a
+    /// state-changing decision. Only a gate that decides sometimes (the session gate, from its
+    /// cache) may answer `.handle`, and it changes nothing when it does. (A later gate that
+    /// applies only once an earlier one set the envelope is seen by that look-ahead as it will
+    /// be asked, except for what the state-changing gate itself sets; should such a gate then
+    /// answer `.handle`, the call goes to the task path and that one decision is made twice.)
     public func decideNow(_ envelope: inout Envelope) throws -> Bool {
-        var trial = envelope
-        dryRun: for gate in gates where gate.deciding != .always && gate.applies(to: trial) {
-            guard gate.deciding == .sometimes else { return false }
-            switch gate.decide(&trial) {
-            case .pass: continue
-            case .deny: break dryRun  // the real run refuses the call at this gate or before it
-            case .handle: return false
+        var decided = envelope
+        var lookedAhead = false
+        for index in gates.indices {
+            let gate = gates[index]
+            guard gate.applies(to: decided) else { continue }
+            switch gate.deciding {
+            case .never:
+                return false
+            case .always where !lookedAhead:
+                for later in gates[(index + 1)...] where later.deciding != .always && later.applies(to: decided) { return false }
+                lookedAhead = true
+            case .always, .sometimes:
+                break
+            }
+            switch gate.decide(&decided) {
+            case .pass:
+                continue
+            case .deny(let error):
+                CallMetrics.denied(gate: gate.name, error: error)
+                throw error
+            case .handle:
+                return false
             }
         }
-        return try decideInLine(&envelope, from: 0) == gates.count
+        envelope = decided
+        return true
     }
 
     /// Runs the gates from `index` that decide from memory, in line: the index of the first that

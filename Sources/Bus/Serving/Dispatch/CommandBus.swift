@@ -71,7 +71,7 @@ extension CommandBus {
     public func answer<C: Command>(
         _ type: C.Type = C.self, handler: @escaping @Sendable (C, Envelope) throws -> C.Reply
     ) throws(DuplicateHandler) {
-        try install(InlineCommandHandler<C>(body: handler))
+        try install(InlineCommandHandler<C>(now: { command, envelope in try handler(command, envelope) }, later: { command, envelope in try handler(command, envelope) }))
     }
 
     /// Registers the one handler of a command that usually answers without waiting: `now`
@@ -83,7 +83,7 @@ extension CommandBus {
         _ type: C.Type = C.self, now: @escaping @Sendable (C, Envelope) throws -> C.Reply?,
         later: @escaping @Sendable (C, Envelope) async throws -> C.Reply
     ) throws(DuplicateHandler) {
-        try install(UsuallyInlineCommandHandler<C>(now: now, later: later))
+        try install(InlineCommandHandler<C>(now: now, later: later))
     }
 
     /// Registers the one handler of a streaming command: it sends intermediate replies through
@@ -183,8 +183,8 @@ extension CommandBus {
                 try await chain.run(env) { inner in try await handling(inner) { try await typed.body(command, inner) } }
             }
         }
-        if let typed = entry as? InlineCommandHandler<C>, !chain.applies(to: envelope) {
-            return try typed.body(command, envelope)
+        if let typed = entry as? InlineCommandHandler<C>, !chain.applies(to: envelope), let reply = try typed.now(command, envelope) {
+            return reply
         }
         let parameters = try JSONValue(encoding: command)
         return try await dispatch(envelope) { [chain] env in

@@ -69,39 +69,10 @@ struct CommandHandler<C: Command>: HandlerEntry {
     }
 }
 
-/// The handler of a typed `Command` that never waits (it cannot: its body is synchronous).
+/// The handler of a typed `Command` that answers without waiting (`CommandBus.answer(_:handler:)`:
+/// `now` always answers) or usually does (`answer(_:now:later:)`: `now` answers from what it
+/// holds in memory or returns nil, then `later` answers).
 struct InlineCommandHandler<C: Command>: HandlerEntry {
-    let body: @Sendable (C, Envelope) throws -> C.Reply
-    var method: String { C.method }
-    var requirements: [Requirement] { C.requirements }
-    var streaming: Bool { false }
-
-    func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
-        try JSONValue(encoding: try body(try decodeParameters(C.self, parameters), envelope))
-    }
-
-    func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
-        try JSONBytesEncoder.encode(try body(try decodeParameters(C.self, parameters), envelope))
-    }
-
-    var answersInline: Bool { true }
-
-    func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue? {
-        try JSONValue(encoding: try body(try decodeParameters(C.self, parameters), envelope))
-    }
-
-    func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]? {
-        try JSONBytesEncoder.encode(try body(try decodeParameters(C.self, parameters), envelope))
-    }
-
-    func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
-        throw WrongCallShape(method: method, streaming: false)
-    }
-}
-
-/// The handler of a typed `Command` that usually answers without waiting: `now` answers from
-/// what it holds in memory, or nil when it must wait; then `later` answers.
-struct UsuallyInlineCommandHandler<C: Command>: HandlerEntry {
     let now: @Sendable (C, Envelope) throws -> C.Reply?
     let later: @Sendable (C, Envelope) async throws -> C.Reply
     var method: String { C.method }

@@ -42,10 +42,10 @@ public struct GateChain: Sendable {
     /// of them is asked, every later gate that applies must be one that always decides too, so
     /// that no call is sent to the task path (where the chain runs again from the start) after a
     /// state-changing decision. Only a gate that decides sometimes (the session gate, from its
-    /// cache) may answer `.handle`, and it changes nothing when it does. (A later gate that
-    /// applies only once an earlier one set the envelope is seen by that look-ahead as it will
-    /// be asked, except for what the state-changing gate itself sets; should such a gate then
-    /// answer `.handle`, the call goes to the task path and that one decision is made twice.)
+    /// cache) may answer `.handle`, and it changes nothing when it does. (The look-ahead sees the
+    /// envelope as it is before the state-changing gate: should that gate set something that
+    /// makes a later gate that may wait apply, the call goes to the task path after it decided,
+    /// and its decision is made twice. No built-in gate does.)
     public func decideNow(_ envelope: inout Envelope) throws -> Bool {
         var decided = envelope
         var lookedAhead = false
@@ -61,18 +61,25 @@ public struct GateChain: Sendable {
             case .always, .sometimes:
                 break
             }
-            switch gate.decide(&decided) {
-            case .pass:
-                continue
-            case .deny(let error):
-                CallMetrics.denied(gate: gate.name, error: error)
-                throw error
-            case .handle:
-                return false
-            }
+            guard try Self.decide(gate, &decided) else { return false }
         }
         envelope = decided
         return true
+    }
+
+    /// `gate`'s decision from memory: true when it passed, false when it must run `handle`, its
+    /// refusal (counted) thrown.
+    @inline(__always)
+    private static func decide(_ gate: any Gate, _ envelope: inout Envelope) throws -> Bool {
+        switch gate.decide(&envelope) {
+        case .pass:
+            return true
+        case .deny(let error):
+            CallMetrics.denied(gate: gate.name, error: error)
+            throw error
+        case .handle:
+            return false
+        }
     }
 
     /// Runs the gates from `index` that decide from memory, in line: the index of the first that
@@ -82,19 +89,10 @@ public struct GateChain: Sendable {
         var index = index
         while index < gates.count {
             let gate = gates[index]
-            guard gate.applies(to: envelope) else {
-                index += 1
-                continue
+            if gate.applies(to: envelope) {
+                guard try Self.decide(gate, &envelope) else { return index }
             }
-            switch gate.decide(&envelope) {
-            case .pass:
-                index += 1
-            case .deny(let error):
-                CallMetrics.denied(gate: gate.name, error: error)
-                throw error
-            case .handle:
-                return index
-            }
+            index += 1
         }
         return index
     }

@@ -77,19 +77,24 @@ struct RecordingGate: Gate {
     }
 }
 
-/// A gate that decides from memory: token "good" becomes user "d1" without `handle`; token
-/// "bad" is refused there; any other token is left to `handle` (which records that it ran).
+/// A gate that decides from memory, as the session gate does from its cache: token "good"
+/// becomes user "d1" without `handle`; token "bad" is refused there (with `refusal`); any other
+/// token is left to `handle` (which records that it ran). A call without a token passes by.
 struct DecidingGate: Gate {
     let log: GateLog
+    var refusal: any Error = Denied(reason: "bad token")
+    var position: GatePosition = .feature
     var name: String { "deciding" }
+    var deciding: Deciding { .sometimes }
     func covers(_ requirement: Requirement) -> Bool { requirement == .session }
+    func applies(to envelope: Envelope) -> Bool { envelope.caller.sessionToken != nil }
     func decide(_ envelope: inout Envelope) -> GateDecision {
         log.append("deciding.decide")
         switch envelope.caller.sessionToken?.value {
         case "good":
             envelope.caller.principal = Principal(userID: "d1")
             return .pass
-        case "bad": return .deny(Denied(reason: "bad token"))
+        case "bad": return .deny(refusal)
         default: return .handle
         }
     }

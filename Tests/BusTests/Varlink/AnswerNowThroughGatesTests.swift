@@ -25,31 +25,9 @@ import Testing
     }
     struct WhoReply: Codable, Sendable { var who: String }
 
-    /// Like a session gate with a cache: "cached" passes as u1 from memory, "bad" is refused,
-    /// any other token must be read (`handle`, as h1).
-    struct CacheGate: Gate {
-        let log: GateLog
-        var name: String { "cache" }
-        var position: GatePosition { .session }
-        var deciding: Deciding { .sometimes }
-        func applies(to envelope: Envelope) -> Bool { envelope.caller.sessionToken != nil }
-        func decide(_ envelope: inout Envelope) -> GateDecision {
-            log.append("cache.decide")
-            switch envelope.caller.sessionToken?.value {
-            case "cached":
-                envelope.caller.principal = Principal(userID: "u1")
-                return .pass
-            case "bad": return .deny(PermissionDenied(reason: "bad token"))
-            default: return .handle
-            }
-        }
-        func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
-            log.append("cache.handle")
-            var envelope = envelope
-            envelope.caller.principal = Principal(userID: "h1")
-            return try await next(envelope)
-        }
-    }
+    /// The session gate's shape (`DecidingGate`, in the session's place), refusing with a wire
+    /// error.
+    func sessionGate(_ log: GateLog) -> DecidingGate { DecidingGate(log: log, refusal: PermissionDenied(reason: "bad token"), position: .session) }
 
     /// Like the limits gate: counts every call of a signed-in caller, refuses past `allowed`.
     struct CountingGate: Gate {
@@ -103,21 +81,21 @@ import Testing
     @Test func gatesThatDecideFromMemoryLetTheCallBeAnsweredNowAndEachDecidesOnce() async throws {
         let log = GateLog()
         let counted = Counter()
-        let (bus, dispatcher) = try dispatcher([CountingGate(log: log, counter: counted, allowed: 2), CacheGate(log: log)])
+        let (bus, dispatcher) = try dispatcher([CountingGate(log: log, counter: counted, allowed: 2), sessionGate(log)])
         try bus.answer(Who.self) { _, envelope in WhoReply(who: envelope.caller.principal?.userID ?? "nobody") }
 
-        #expect(try now(dispatcher, token: "cached")?.parametersValue()["who"] == "u1")
+        #expect(try now(dispatcher, token: "good")?.parametersValue()["who"] == "d1")
         // Each gate asked once, in the chain's order.
-        #expect(log.all == ["cache.decide", "count.decide"])
+        #expect(log.all == ["deciding.decide", "count.decide"])
         #expect(counted.value == 1)
         log.clear()
 
         // A token the cache does not hold: left to the task path, with nothing counted here.
         #expect(now(dispatcher, token: "unknown") == nil)
-        #expect(log.all == ["cache.decide"] && counted.value == 1)
+        #expect(log.all == ["deciding.decide"] && counted.value == 1)
         log.clear()
         #expect(try await later(dispatcher, token: "unknown").parametersValue()["who"] == "h1")
-        #expect(log.all == ["cache.decide", "cache.handle", "count.decide"] && counted.value == 2)
+        #expect(log.all == ["deciding.decide", "deciding.handle", "count.decide"] && counted.value == 2)
         log.clear()
 
         // Refusals are answers too, from the gate that refuses first in the chain's order.
@@ -125,7 +103,7 @@ import Testing
         #expect(refused.error == PermissionDenied(reason: "").wireName)
         #expect(!log.all.contains("count.decide"), "a refused session counts nothing")
         #expect(counted.value == 2)
-        let overLimit = try #require(now(dispatcher, token: "cached"), "past the count: refused by the counting gate, at once")
+        let overLimit = try #require(now(dispatcher, token: "good"), "past the count: refused by the counting gate, at once")
         #expect(overLimit.error == RateLimited(retryAfterSeconds: 0).wireName)
         #expect(try overLimit.parametersValue()["retryAfterSeconds"] == 7)
         #expect(counted.value == 3)
@@ -137,27 +115,27 @@ import Testing
         let log = GateLog()
         let counted = Counter()
         let (bus, dispatcher) = try dispatcher([
-            CacheGate(log: log), CountingGate(log: log, counter: counted, allowed: 10), RecordingGate(name: "audit", log: log),
+            sessionGate(log), CountingGate(log: log, counter: counted, allowed: 10), RecordingGate(name: "audit", log: log),
         ])
         try bus.answer(Who.self) { _, envelope in WhoReply(who: envelope.caller.principal?.userID ?? "nobody") }
-        #expect(now(dispatcher, token: "cached") == nil)
-        #expect(log.all == ["cache.decide"], "the counting gate was not asked: a gate after it must run handle")
+        #expect(now(dispatcher, token: "good") == nil)
+        #expect(log.all == ["deciding.decide"], "the counting gate was not asked: a gate after it must run handle")
         #expect(counted.value == 0)
         log.clear()
-        #expect(try await later(dispatcher, token: "cached").parametersValue()["who"] == "u1")
-        #expect(log.all == ["cache.decide", "count.decide", "audit.in", "audit.out"] && counted.value == 1)
+        #expect(try await later(dispatcher, token: "good").parametersValue()["who"] == "d1")
+        #expect(log.all == ["deciding.decide", "count.decide", "audit.in", "audit.out"] && counted.value == 1)
     }
 
     @Test func aGateThatChangesStateIsNotAskedBeforeOneThatMayHaveToWait() async throws {
         let log = GateLog()
         let counted = Counter()
         // Outermost, on every call: it must not count a call that then runs in a task anyway.
-        let (bus, dispatcher) = try dispatcher([CountingGate(log: log, counter: counted, allowed: 10, position: .scope), CacheGate(log: log)])
+        let (bus, dispatcher) = try dispatcher([CountingGate(log: log, counter: counted, allowed: 10, position: .scope), sessionGate(log)])
         try bus.answer(Who.self) { _, envelope in WhoReply(who: envelope.caller.principal?.userID ?? "nobody") }
-        #expect(now(dispatcher, token: "cached") == nil)
+        #expect(now(dispatcher, token: "good") == nil)
         #expect(log.all.isEmpty && counted.value == 0)
-        #expect(try await later(dispatcher, token: "cached").parametersValue()["who"] == "u1")
-        #expect(log.all == ["count.decide", "cache.decide"] && counted.value == 1)
+        #expect(try await later(dispatcher, token: "good").parametersValue()["who"] == "d1")
+        #expect(log.all == ["count.decide", "deciding.decide"] && counted.value == 1)
         log.clear()
         // With no token the later gate does not apply: answered now, counted once.
         #expect(try now(dispatcher, token: nil)?.parametersValue()["who"] == "nobody")
@@ -166,7 +144,7 @@ import Testing
 
     @Test func aHandlerThatMustWaitAfterAllLeavesTheCallToTheTaskPath() async throws {
         let log = GateLog()
-        let (bus, dispatcher) = try dispatcher([CacheGate(log: log)])
+        let (bus, dispatcher) = try dispatcher([sessionGate(log)])
         let fromMemory = Mutex(true)
         try bus.answer(
             Who.self, now: { _, envelope in fromMemory.withLock { $0 } ? WhoReply(who: "now:" + (envelope.caller.principal?.userID ?? "-")) : nil },
@@ -174,12 +152,12 @@ import Testing
                 await Task.yield()
                 return WhoReply(who: "later:" + (envelope.caller.principal?.userID ?? "-"))
             })
-        #expect(try now(dispatcher, token: "cached")?.parametersValue()["who"] == "now:u1")
+        #expect(try now(dispatcher, token: "good")?.parametersValue()["who"] == "now:d1")
         fromMemory.withLock { $0 = false }
-        #expect(now(dispatcher, token: "cached") == nil)
-        #expect(try await later(dispatcher, token: "cached").parametersValue()["who"] == "later:u1")
+        #expect(now(dispatcher, token: "good") == nil)
+        #expect(try await later(dispatcher, token: "good").parametersValue()["who"] == "later:d1")
         fromMemory.withLock { $0 = true }
-        #expect(try await later(dispatcher, token: "cached").parametersValue()["who"] == "now:u1", "the task path asks now first")
-        #expect(try await bus.send(Who(), as: Caller(sessionToken: SessionToken("cached"))).who == "now:u1")
+        #expect(try await later(dispatcher, token: "good").parametersValue()["who"] == "now:d1", "the task path asks now first")
+        #expect(try await bus.send(Who(), as: Caller(sessionToken: SessionToken("good"))).who == "now:d1")
     }
 }

@@ -131,7 +131,8 @@ public final class HTTPAPI: Sendable {
         logger.info("http stream ended", metadata: line.metadata(since: started))
     }
 
-    /// What the access log says of a request; built into metadata only when the level logs it.
+    /// What the access log says of a request; built into metadata only when the level logs it
+    /// (its keys written in order: the metadata is built by appending).
     struct AccessLogLine: Sendable {
         let method: String
         let path: String
@@ -139,7 +140,7 @@ public final class HTTPAPI: Sendable {
         let client: String
 
         func metadata(since started: ContinuousClock.Instant) -> LogMetadata {
-            ["method": method, "path": path, "status": String(status), "client": client, "ms": HTTPAPI.milliseconds(since: started)]
+            ["client": client, "method": method, "ms": HTTPAPI.milliseconds(since: started), "path": path, "status": String(status)]
         }
     }
 

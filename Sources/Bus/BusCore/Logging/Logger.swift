@@ -24,9 +24,6 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConve
     }
 }
 
-/// Structured metadata: dotted keys to string values (`message.id`, `peer.uid`).
-public typealias LogMetadata = [String: String]
-
 /// One log line before it is rendered.
 public struct LogRecord: Sendable {
     public var label: String

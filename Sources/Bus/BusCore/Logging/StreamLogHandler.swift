@@ -52,21 +52,30 @@ public final class StreamLogHandler: LogHandler {
             out.append(UInt8(ascii: "0") + UInt8(priority(record.level)))
             out.append(UInt8(ascii: ">"))
         }
-        out += record.level.description.utf8
+        append(record.level.description, to: &out)
         out.append(UInt8(ascii: " "))
-        out += record.label.utf8
+        append(record.label, to: &out)
         out += ": ".utf8
         // Control characters are shown, never written: a message or value carrying text from
         // outside (a plugin's output, a client's input) cannot end the line, rewrite it (CR,
         // ANSI escapes) or pass for a line of appd's own.
-        if isPlainASCII(record.message) { out += record.message.utf8 } else { out += record.message.escapingControlCharacters().utf8 }
-        for (key, value) in record.metadata.sorted(by: { $0.key < $1.key }) {
+        if isPlainASCII(record.message) { append(record.message, to: &out) } else { append(record.message.escapingControlCharacters(), to: &out) }
+        // In key order already (`LogMetadata` keeps it).
+        for (key, value) in record.metadata {
             out.append(UInt8(ascii: " "))
-            out += key.utf8
+            append(key, to: &out)
             out.append(UInt8(ascii: "="))
-            out += quoted(value).utf8
+            append(quoted(value), to: &out)
         }
         out.append(UInt8(ascii: "\n"))
+    }
+
+    /// `text`'s bytes appended from its contiguous storage (not through the generic
+    /// `append(contentsOf:)` of a `UTF8View`).
+    @inline(__always)
+    static func append(_ text: String, to out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { out.append(contentsOf: $0) }
     }
 
     /// Printable ASCII (space included) only: nothing to escape, decided byte by byte.

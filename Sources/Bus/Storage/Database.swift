@@ -43,8 +43,14 @@ public struct Row: Sendable {
     public let columns: [String]
     public let values: [SQLValue]
 
+    /// The value of the column named `column` (`.null` when there is none). Names are SQL
+    /// identifiers, matched by their UTF-8 bytes: the lengths are compared first, since `==` on
+    /// two different strings runs Unicode-aware comparison, and a row is read by name a dozen
+    /// times (a listed todo: ten names among ten columns).
     public subscript(_ column: String) -> SQLValue {
-        columns.firstIndex(of: column).map { values[$0] } ?? .null
+        let length = column.utf8.count
+        for index in columns.indices where columns[index].utf8.count == length && columns[index] == column { return values[index] }
+        return .null
     }
 
     public func integer(_ column: String) -> Int64? {

@@ -58,6 +58,7 @@ public final class EventLoop: Sendable {
         case stopped
     }
     private let phase = Mutex(Phase.created)
+    private let roundClock = RoundClock()
 
     public init(name: String) throws(SocketError) {
         self.name = name
@@ -139,6 +140,11 @@ public final class EventLoop: Sendable {
     /// Whether the caller runs on the loop's thread.
     public var inLoopThread: Bool { executor.isLoopThread }
 
+    /// The time now, to the loop's round on its thread (`RoundClock`: when the round's wait
+    /// ended, without a clock read), read from the clock elsewhere. For stamps that tolerate a
+    /// round's lag (a channel's last progress), not for measuring.
+    public var now: ContinuousClock.Instant { inLoopThread ? roundClock.now : .now }
+
     /// Makes the loop go round now (after a change its predicate or handlers depend on).
     public func wakeUp() { appd_eventfd_signal(wakeFD) }
 
@@ -164,6 +170,7 @@ public final class EventLoop: Sendable {
     }
 
     private func run() {
+        roundClock.startRound()
         executor.bindToCurrentThread()
         var fds = [Int32](repeating: 0, count: 256)
         var events = [UInt32](repeating: 0, count: 256)
@@ -185,6 +192,7 @@ public final class EventLoop: Sendable {
             }
             let busy = executor.hasJobs || closures.mayHoldSome || flushes.mayHoldSome
             let n = appd_epoll_wait(epollFD, &fds, &events, 256, busy ? 0 : 100)
+            roundClock.startRound()
             for i in 0..<max(0, Int(n)) {
                 let fd = fds[i]
                 if fd == wakeFD {

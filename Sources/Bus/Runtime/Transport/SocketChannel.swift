@@ -113,7 +113,7 @@ public final class SocketChannel: Sendable {
         let (pending, queueFlush) = state.withLock { s -> (Int?, Bool) in
             guard s.lifecycle == .open else { return (nil, false) }
             if belowHighWaterOnly, s.output.pending > highWater || s.writer != nil { return (nil, false) }
-            if s.output.isEmpty { s.lastProgress = .now }
+            if s.output.isEmpty { s.lastProgress = loop.now }
             s.output.append(encoding: encode)
             // Blocked: the loop sends on EPOLLOUT; queued: the flush takes these bytes too.
             guard !s.flushQueued, !s.blocked else { return (s.output.pending, false) }
@@ -184,7 +184,7 @@ public final class SocketChannel: Sendable {
             guard s.lifecycle != .closed else { return (nil, nil) }
             if sent > 0 {
                 s.output.consume(sent)
-                s.lastProgress = .now
+                s.lastProgress = loop.now
             }
             guard s.lifecycle == .open else { return (nil, nil) }
             if failed { s.lifecycle = .closing }

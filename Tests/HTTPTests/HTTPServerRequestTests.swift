@@ -31,6 +31,10 @@ import Testing
         #expect(fields.dictionary == ["a": "3", "c": "4"])
         #expect(fields == HTTPHeaderFields(["c": "4", "a": "3"]), "equal whatever the order")
         #expect(fields != ["a": "3"])
+        // Names of the same length are told apart by their bytes.
+        let same: HTTPHeaderFields = ["x-trace": "1", "x-tracf": "2", "accept": "3", "x-trace-long-name-over-fifteen": "4"]
+        #expect(same["x-tracf"] == "2" && same["x-trace"] == "1" && same["x-tracg"] == nil && same["accept"] == "3")
+        #expect(same["x-trace-long-name-over-fifteen"] == "4" && same["x-trace-long-name-over-fifteem"] == nil)
     }
 
     @Test(arguments: [

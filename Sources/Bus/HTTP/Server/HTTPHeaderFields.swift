@@ -16,14 +16,18 @@ public struct HTTPHeaderFields: Sendable, Equatable, ExpressibleByDictionaryLite
         for (name, value) in dictionary { self[name] = value }
     }
 
-    /// The value of the field named `name` (lower-case), or nil. Setting nil removes it.
+    /// The value of the field named `name` (lower-case), or nil. Setting nil removes it. Names
+    /// of another length are passed over without comparing them (`==` on two different strings
+    /// runs Unicode-aware comparison; names are ASCII).
     public subscript(name: String) -> String? {
         get {
-            for field in fields where field.name == name { return field.value }
+            let length = name.utf8.count
+            for field in fields where field.name.utf8.count == length && field.name == name { return field.value }
             return nil
         }
         set {
-            let index = fields.firstIndex { $0.name == name }
+            let length = name.utf8.count
+            let index = fields.firstIndex { $0.name.utf8.count == length && $0.name == name }
             switch (index, newValue) {
             case (let index?, let value?): fields[index].value = value
             case (let index?, nil): fields.remove(at: index)

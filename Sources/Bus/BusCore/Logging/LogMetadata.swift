@@ -38,8 +38,8 @@ public struct LogMetadata: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// The value for `key`; setting nil removes it.
     public subscript(key: String) -> String? {
         get {
-            for pair in pairs where pair.0 == key { return pair.1 }
-            return nil
+            let (index, found) = position(of: key)
+            return found ? pairs[index].1 : nil
         }
         set {
             let (index, found) = position(of: key)

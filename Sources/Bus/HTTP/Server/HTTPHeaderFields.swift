@@ -20,21 +20,20 @@ public struct HTTPHeaderFields: Sendable, Equatable, ExpressibleByDictionaryLite
     /// of another length are passed over without comparing them (`==` on two different strings
     /// runs Unicode-aware comparison; names are ASCII).
     public subscript(name: String) -> String? {
-        get {
-            let length = name.utf8.count
-            for field in fields where field.name.utf8.count == length && field.name == name { return field.value }
-            return nil
-        }
+        get { index(of: name).map { fields[$0].value } }
         set {
-            let length = name.utf8.count
-            let index = fields.firstIndex { $0.name.utf8.count == length && $0.name == name }
-            switch (index, newValue) {
+            switch (index(of: name), newValue) {
             case (let index?, let value?): fields[index].value = value
             case (let index?, nil): fields.remove(at: index)
             case (nil, let value?): fields.append((name, value))
             case (nil, nil): break
             }
         }
+    }
+
+    private func index(of name: String) -> Int? {
+        let length = name.utf8.count
+        return fields.firstIndex { $0.name.utf8.count == length && $0.name == name }
     }
 
     mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }

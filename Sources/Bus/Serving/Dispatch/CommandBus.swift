@@ -71,7 +71,7 @@ extension CommandBus {
     public func answer<C: Command>(
         _ type: C.Type = C.self, handler: @escaping @Sendable (C, Envelope) throws -> C.Reply
     ) throws(DuplicateHandler) {
-        try install(InlineCommandHandler<C>(now: { command, envelope in try handler(command, envelope) }, later: { command, envelope in try handler(command, envelope) }))
+        try install(InlineCommandHandler<C>(now: handler, later: handler))
     }
 
     /// Registers the one handler of a command that usually answers without waiting: `now`

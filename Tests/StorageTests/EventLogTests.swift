@@ -308,6 +308,68 @@ final class Seen: Sendable {
         await database.close()
     }
 
+    func hello(_ n: Int) -> BusEvent { BusEvent(topic: "demo.hello", payload: .json(["n": .int(Int64(n))])) }
+
+    /// The table `CREATE` statement of `name` in the file at `path`.
+    func tableSQL(_ path: String, _ name: String = "appd_events") throws -> String {
+        let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
+        return try connection.run("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)]).first?.text("sql") ?? ""
+    }
+
+    /// A log made with `AUTOINCREMENT` is rebuilt without it (no `sqlite_sequence` written by
+    /// each event), its rows and positions unchanged, and continues after its newest.
+    @Test func anAutoincrementLogIsRebuiltAndContinuesAfterItsNewest() async throws {
+        let dir = try oldDatabase()
+        defer { removeDirectory(dir) }
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
+        let log = EventLog(database: database)
+        #expect(try await log.events(after: 0, limit: 10).map(\.sequence) == [1, 2, 3])
+        #expect(try await log.events(about: "u_bob", after: 0, limit: 10).map(\.sequence) == [2], "the owner index is there again")
+        #expect(try await log.append(hello(2)) == 4)
+        await database.close()
+        let made = try tableSQL(dir + "/appd.db")
+        #expect(made.contains("seq INTEGER PRIMARY KEY") && !made.uppercased().contains("AUTOINCREMENT"), "\(made)")
+        let sequences = try SQLiteConnection(path: dir + "/appd.db", busyTimeoutMilliseconds: 1000).run(
+            "SELECT COUNT(*) AS n FROM sqlite_sequence WHERE name = 'appd_events'", [])
+        #expect(sequences.first?.integer("n") == 0)
+    }
+
+    /// A log whose newest events were deleted (as `prune` did before it kept the newest) has
+    /// handed out positions above its newest row: rebuilt, it would hand them out again and a
+    /// consumer past them would skip the new events. It keeps `AUTOINCREMENT` until it logs an
+    /// event again, and is rebuilt at the start after.
+    @Test func aLogWhoseNewestWasPrunedIsRebuiltOnlyOnceItLogsAgain() async throws {
+        let dir = try oldDatabase()
+        defer { removeDirectory(dir) }
+        try SQLiteConnection(path: dir + "/appd.db", busyTimeoutMilliseconds: 1000).executeScript("DELETE FROM appd_events WHERE seq >= 2")
+        var database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
+        #expect(try await EventLog(database: database).append(hello(2)) == 4)
+        await database.close()
+        #expect(try tableSQL(dir + "/appd.db").uppercased().contains("AUTOINCREMENT"))
+        database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
+        #expect(try await EventLog(database: database).append(hello(3)) == 5)
+        #expect(try await EventLog(database: database).events(after: 0, limit: 10).map(\.sequence) == [1, 4, 5])
+        await database.close()
+        #expect(!(try tableSQL(dir + "/appd.db").uppercased().contains("AUTOINCREMENT")))
+    }
+
+    /// Pruning keeps the newest event whatever its age or the count asked for: the next
+    /// position continues after it, so no position is handed out twice.
+    @Test func pruningKeepsTheNewestSoPositionsAreNeverReused() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
+        let log = EventLog(database: database)
+        for n in 1...3 { _ = try await log.append(hello(n)) }
+        #expect(try await log.prune(maxAge: .zero, maxCount: nil) == 2)
+        #expect(try await log.events(after: 0, limit: 10).map(\.sequence) == [3])
+        #expect(try await log.prune(maxAge: nil, maxCount: 0) == 0)
+        #expect(try await log.append(hello(4)) == 4)
+        #expect(try await log.prune(maxAge: nil, maxCount: 1) == 1)
+        #expect(try await log.append(hello(5)) == 5)
+        await database.close()
+    }
+
     @Test func upgradingTwiceChangesNothing() async throws {
         let dir = try oldDatabase()
         defer { removeDirectory(dir) }

@@ -5,10 +5,14 @@ import Runtime
 /// The durable event log: every domain event with its global sequence number, written in the
 /// same transaction as the change that caused it (see `Transaction.append`).
 public struct EventLog: EventReplay {
-    /// Created with the database, before any plugin migration.
-    static let schema = """
+    /// The log's table. A position is the row's key
+    /// (SQLite: the rowid, the newest plus one; PostgreSQL: an identity, see `PostgresSchema`),
+    /// never handed out twice because the log's newest event is never pruned (`prune`). Not
+    /// `AUTOINCREMENT`: that keeps the last position in `sqlite_sequence` as well, a b-tree
+    /// more written by every durable write.
+    static let eventsTable = """
         CREATE TABLE IF NOT EXISTS appd_events (
-          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          seq INTEGER PRIMARY KEY,
           topic TEXT NOT NULL,
           time_ns INTEGER NOT NULL,
           payload TEXT NOT NULL,
@@ -18,15 +22,22 @@ public struct EventLog: EventReplay {
           version INTEGER NOT NULL DEFAULT 1,
           owner TEXT,
           redacted INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE TABLE IF NOT EXISTS appd_erased_owners (
-          owner TEXT PRIMARY KEY
-        );
-        CREATE TABLE IF NOT EXISTS appd_consumers (
-          name TEXT PRIMARY KEY,
-          seq INTEGER NOT NULL
-        );
+        )
         """
+
+    /// Created with the database, before any plugin migration: the log, the erased owners and
+    /// the durable consumers' positions.
+    static let schema =
+        eventsTable + """
+            ;
+            CREATE TABLE IF NOT EXISTS appd_erased_owners (
+              owner TEXT PRIMARY KEY
+            );
+            CREATE TABLE IF NOT EXISTS appd_consumers (
+              name TEXT PRIMARY KEY,
+              seq INTEGER NOT NULL
+            );
+            """
 
     /// Columns added since the first release, for databases created before them: events'
     /// own ids, payload versions, owners (for visibility and erasure) and tombstones. Rows
@@ -46,8 +57,30 @@ public struct EventLog: EventReplay {
         if missing.contains(where: { $0.0 == "owner" }) {
             script.append("UPDATE appd_events SET owner = json_extract(payload, '$.userId') WHERE json_valid(payload) AND json_type(payload, '$.userId') = 'text'")
         }
+        if try positionsCanMoveToTheKey(connection) {
+            script += [
+                "ALTER TABLE appd_events RENAME TO appd_events_autoincrement", eventsTable,
+                "INSERT INTO appd_events (\(allColumns)) SELECT \(allColumns) FROM appd_events_autoincrement", "DROP TABLE appd_events_autoincrement",
+            ]
+        }
         script.append("CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner)")
         try connection.executeScript("BEGIN IMMEDIATE; " + script.joined(separator: "; ") + "; COMMIT;")
+    }
+
+    /// Every column of the current shape, in order.
+    static let allColumns = "seq, topic, time_ns, payload, correlation, causation, message_id, version, owner, redacted"
+
+    /// Whether a log made with `AUTOINCREMENT` can be rebuilt without it: only when no position
+    /// above its newest row was ever handed out (`sqlite_sequence` says the newest is the last),
+    /// since the rebuilt table continues from its newest row. A log whose newest events were
+    /// pruned (before `prune` kept the newest) keeps `AUTOINCREMENT` until an event is logged
+    /// again; the next start rebuilds it then.
+    static func positionsCanMoveToTheKey(_ connection: SQLiteConnection) throws -> Bool {
+        let made = try connection.run("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'appd_events'", []).first?.text("sql") ?? ""
+        guard made.uppercased().contains("AUTOINCREMENT") else { return false }
+        let handedOut = try connection.run("SELECT seq FROM sqlite_sequence WHERE name = 'appd_events'", []).first?.integer("seq") ?? 0
+        let newest = try connection.run("SELECT COALESCE(MAX(seq), 0) AS seq FROM appd_events", []).first?.integer("seq") ?? 0
+        return handedOut <= newest
     }
 
     /// The statement that logs one event (both engines; PostgreSQL appends `RETURNING seq`).
@@ -202,19 +235,23 @@ public struct EventLog: EventReplay {
     }
 
     /// Deletes events older than `maxAge` and beyond the newest `maxCount`; returns how many.
+    /// The newest event stays whatever its age (and a `maxCount` below 1 counts as 1): its
+    /// position is where the next one continues (SQLite's key is the newest plus one), so no
+    /// position is handed out twice and no consumer's or client's cursor is ever passed over.
     @discardableResult
     public func prune(maxAge: Duration?, maxCount: Int?) async throws -> Int {
         let cutoff = maxAge.map { WallTime.now().nanosecondsSinceEpoch - Int64($0.components.seconds) * 1_000_000_000 }
         return try await database.write { transaction in
             var removed = 0
             if let cutoff {
-                removed += try transaction.execute("DELETE FROM appd_events WHERE time_ns < ?", [.integer(cutoff)])
+                removed += try transaction.execute(
+                    "DELETE FROM appd_events WHERE time_ns < ? AND seq < (SELECT MAX(seq) FROM appd_events)", [.integer(cutoff)])
             }
             if let maxCount {
                 // Positions are not dense (PostgreSQL): the newest `maxCount` rows by count.
                 removed += try transaction.execute(
                     "DELETE FROM appd_events WHERE seq <= (SELECT seq FROM appd_events ORDER BY seq DESC LIMIT 1 OFFSET ?)",
-                    [.integer(Int64(maxCount))])
+                    [.integer(Int64(max(1, maxCount)))])
             }
             return removed
         }

@@ -41,4 +41,24 @@ import TestSupport
         #expect(total == 100)
         await again.close()
     }
+
+    /// A table made before parts counted their items gets `items` (0 for every row), keeping
+    /// its bytes; a charge then moves both.
+    @Test func aTableWithoutItemsGetsTheColumn() async throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        try SQLiteConnection(path: dir + "/appd.db", busyTimeoutMilliseconds: 1000).executeScript(
+            """
+            CREATE TABLE appd_account_bytes (owner TEXT NOT NULL, part TEXT NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY (owner, part)) WITHOUT ROWID;
+            INSERT INTO appd_account_bytes VALUES ('u_ada', 'todos', 90);
+            """)
+        let database = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
+        try await database.write { tx in try AccountBytes.charge(tx, owner: "u_ada", part: "todos", delta: 5, items: 2, limit: 100) }
+        let row = try await database.read { tx in try tx.query("SELECT bytes, items FROM appd_account_bytes WHERE owner = 'u_ada'").first }
+        #expect(row?.integer("bytes") == 95 && row?.integer("items") == 2)
+        // Counts never go below zero, as bytes do not.
+        try await database.write { tx in try AccountBytes.charge(tx, owner: "u_ada", part: "todos", delta: -5, items: -3, limit: 100) }
+        #expect(try await database.read { tx in try tx.query("SELECT items FROM appd_account_bytes WHERE owner = 'u_ada'").first?.integer("items") } == 0)
+        await database.close()
+    }
 }

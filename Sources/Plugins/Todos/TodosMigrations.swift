@@ -56,5 +56,46 @@ enum TodosMigrations {
                 """, postgres: "SELECT 1;"),
         // Files attached to a todo (file ids of the files plugin, comma-separated).
         Migration(plugin: "todos", version: 6, sql: "ALTER TABLE todos ADD COLUMN attachments TEXT"),
+        // Fewer b-trees per add (six with the event log's two and the account's row): the
+        // counts move into the account's byte row (`appd_account_bytes.items`); SQLite's todos
+        // are keyed by owner and place (`WITHOUT ROWID`), so an owner's list is the table's own
+        // order and needs no index of its own, and no `AUTOINCREMENT` (`sqlite_sequence`) —
+        // a new todo's place is its created event's sequence (`SQLTodosRepository.inserting`).
+        // PostgreSQL's todos are unchanged.
+        Migration(
+            plugin: "todos", version: 7,
+            sql: """
+                INSERT INTO appd_account_bytes (owner, part, bytes, items) SELECT owner, 'todos', 0, n FROM todos_counts WHERE true
+                  ON CONFLICT(owner, part) DO UPDATE SET items = excluded.items;
+                DROP TABLE todos_counts;
+                ALTER TABLE todos RENAME TO todos_rowid;
+                CREATE TABLE todos (
+                  owner TEXT NOT NULL,
+                  seq INTEGER NOT NULL,
+                  id TEXT NOT NULL UNIQUE,
+                  title TEXT NOT NULL,
+                  notes TEXT,
+                  done INTEGER NOT NULL DEFAULT 0,
+                  due_at INTEGER,
+                  created_at INTEGER NOT NULL,
+                  updated_at INTEGER NOT NULL,
+                  completed_at INTEGER,
+                  version INTEGER NOT NULL DEFAULT 1,
+                  change_seq INTEGER NOT NULL DEFAULT 0,
+                  attachments TEXT,
+                  PRIMARY KEY (owner, seq)
+                ) WITHOUT ROWID;
+                INSERT INTO todos (\(columns)) SELECT \(columns) FROM todos_rowid;
+                DROP TABLE todos_rowid;
+                CREATE INDEX todos_changes ON todos(owner, change_seq);
+                """,
+            postgres: """
+                INSERT INTO appd_account_bytes (owner, part, bytes, items) SELECT owner, 'todos', 0, n FROM todos_counts
+                  ON CONFLICT (owner, part) DO UPDATE SET items = excluded.items;
+                DROP TABLE todos_counts;
+                """),
     ]
+
+    /// Every column of todos (migration 7 copies them).
+    private static let columns = "owner, seq, id, title, notes, done, due_at, created_at, updated_at, completed_at, version, change_seq, attachments"
 }

@@ -29,27 +29,18 @@ extension SQLTodosRepository {
                 // The event first: its sequence is the new todo's place in the change feed.
                 let due = dueAt.map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 }
                 let seq = try tx.appendLogged(TodoCreated(todoId: id, userId: owner, title: title, dueAt: due), causedBy: cause)
-                // The count, the account's bytes and the row in one round trip (PostgreSQL's
-                // pipeline); the limits are checked on their answers, and a write past one
-                // throws, which rolls all three back. Counted in the write (one statement), so
-                // concurrent adds cannot pass the quota together.
-                let bytes = AccountBytes.charging(owner: owner, part: "todos", delta: AccountBytes.size(title, notes), limit: storageLimit, dialect: tx.dialect)
-                let results = try tx.pipeline(
-                    [
-                        SQLStatement(
-                            "INSERT INTO todos_counts (owner, n) VALUES (?, 1) ON CONFLICT(owner) DO UPDATE SET n = todos_counts.n + 1 RETURNING n",
-                            [.text(owner)])
-                    ] + bytes.statements + [
-                        SQLStatement(
-                            "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
-                            [
-                                .text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now),
-                                .integer(now), .integer(seq),
-                            ])
-                    ])
-                let held = results.first?.first?.integer("n") ?? 0
+                // The account's count and bytes (one row) and the todo in one round trip
+                // (PostgreSQL's pipeline); the limits are checked on their answers, and a write
+                // past one throws, which rolls both back. Counted in the write (one statement),
+                // so concurrent adds cannot pass the quota together.
+                let charge = AccountBytes.charging(
+                    owner: owner, part: "todos", delta: AccountBytes.size(title, notes), items: 1, limit: storageLimit, dialect: tx.dialect)
+                let results = try tx.pipeline(charge.statements + [Self.inserting(owner: owner, id: id, title: title, notes: notes, dueAt: dueAt, now: now, seq: seq, tx.dialect)])
+                guard let held = charge.items(results.dropLast()) else {
+                    throw StorageError(kind: .other, message: "the account's todo count was not returned")
+                }
                 guard held <= Int64(limit) else { throw TodosError.quotaExceeded(limit: limit) }
-                try bytes.verify(results.dropFirst().dropLast())
+                try charge.verify(results.dropLast())
                 // A client's id may be one deleted before: its tombstone goes.
                 if clientChosen { try Self.feed.revived(tx, id: id) }
                 // Built from what was just inserted: no need to read the row back.
@@ -69,7 +60,7 @@ extension SQLTodosRepository {
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
                 // The event first (its sequence is the change's place in the feed), then one
                 // UPDATE; the event carries the title and due time as they will stand.
-                let before = try Self.fetch(tx, seq: seq)
+                let before = try Self.fetch(tx, owner: owner, seq: seq)
                 let notesAfter: String? = changes.notes ?? before.notes
                 try AccountBytes.charge(
                     tx, owner: owner, part: "todos", delta: AccountBytes.size(changes.title ?? before.title, notesAfter) - AccountBytes.size(before.title, before.notes),
@@ -90,8 +81,8 @@ extension SQLTodosRepository {
                     sets.append("due_at = ?")
                     values.append(due.map { .integer($0) } ?? .null)
                 }
-                try tx.execute("UPDATE todos SET \(sets.joined(separator: ", ")) WHERE seq = ?", values + [.integer(seq)])
-                let todo = try Self.fetch(tx, seq: seq)
+                try tx.execute("UPDATE todos SET \(sets.joined(separator: ", ")) WHERE owner = ? AND seq = ?", values + [.text(owner), .integer(seq)])
+                let todo = try Self.fetch(tx, owner: owner, seq: seq)
                 try tx.stageReply(TodosInterface.TodoReply(todo: todo))
                 return todo
             }
@@ -102,7 +93,7 @@ extension SQLTodosRepository {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id)
-                let current = try Self.fetch(tx, seq: seq)
+                let current = try Self.fetch(tx, owner: owner, seq: seq)
                 if let expected, current.version != expected { throw TodosError.conflict(todo: current) }
                 // Completing a completed todo changes nothing and publishes nothing.
                 guard current.done != done else {
@@ -114,8 +105,8 @@ extension SQLTodosRepository {
                     ? try tx.appendLogged(TodoCompleted(todoId: full, userId: owner), causedBy: cause)
                     : try tx.appendLogged(TodoReopened(todoId: full, userId: owner), causedBy: cause)
                 try tx.execute(
-                    "UPDATE todos SET done = ?, completed_at = ?, updated_at = ?, version = version + 1, change_seq = ? WHERE seq = ?",
-                    [.integer(done ? 1 : 0), done ? .integer(now) : .null, .integer(now), .integer(logged), .integer(seq)])
+                    "UPDATE todos SET done = ?, completed_at = ?, updated_at = ?, version = version + 1, change_seq = ? WHERE owner = ? AND seq = ?",
+                    [.integer(done ? 1 : 0), done ? .integer(now) : .null, .integer(now), .integer(logged), .text(owner), .integer(seq)])
                 // Built from the row read above and what changed: no need to read it again.
                 var todo = current
                 todo.done = done
@@ -136,7 +127,7 @@ extension SQLTodosRepository {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
-                let before = try Self.fetch(tx, seq: seq)
+                let before = try Self.fetch(tx, owner: owner, seq: seq)
                 var files = before.attachments ?? []
                 if attach == files.contains(file) {
                     try tx.stageReply(TodosInterface.TodoReply(todo: before))
@@ -150,9 +141,9 @@ extension SQLTodosRepository {
                 }
                 let logged = try tx.appendLogged(TodoUpdated(todoId: full, userId: owner, title: before.title, dueAt: before.dueAt), causedBy: cause)
                 try tx.execute(
-                    "UPDATE todos SET attachments = ?, updated_at = ?, version = version + 1, change_seq = ? WHERE seq = ?",
-                    [files.isEmpty ? .null : .text(files.joined(separator: ",")), .integer(now), .integer(logged), .integer(seq)])
-                let todo = try Self.fetch(tx, seq: seq)
+                    "UPDATE todos SET attachments = ?, updated_at = ?, version = version + 1, change_seq = ? WHERE owner = ? AND seq = ?",
+                    [files.isEmpty ? .null : .text(files.joined(separator: ",")), .integer(now), .integer(logged), .text(owner), .integer(seq)])
+                let todo = try Self.fetch(tx, owner: owner, seq: seq)
                 try tx.stageReply(TodosInterface.TodoReply(todo: todo))
                 return todo
             }
@@ -170,10 +161,9 @@ extension SQLTodosRepository {
         try await retrying {
             try await database.write { tx in
                 let (seq, full) = try Self.resolve(tx, owner: owner, id: id, expecting: expected)
-                let gone = try Self.fetch(tx, seq: seq)
-                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: -AccountBytes.size(gone.title, gone.notes), limit: storageLimit)
-                try tx.execute("DELETE FROM todos WHERE seq = ?", [.integer(seq)])
-                try Self.count(tx, owner: owner, by: -1)
+                let gone = try Self.fetch(tx, owner: owner, seq: seq)
+                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: -AccountBytes.size(gone.title, gone.notes), items: -1, limit: storageLimit)
+                try tx.execute("DELETE FROM todos WHERE owner = ? AND seq = ?", [.text(owner), .integer(seq)])
                 let logged = try tx.appendLogged(TodoDeleted(todoId: full, userId: owner), causedBy: cause)
                 try Self.feed.deleted(tx, owner: owner, id: full, seq: logged, now: WallTime(nanosecondsSinceEpoch: now))
                 try tx.stageReply(Empty())
@@ -190,9 +180,8 @@ extension SQLTodosRepository {
                 let rows = try tx.query("SELECT id, title, notes, attachments FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
                 let ids = rows.compactMap { $0.text("id") }
                 let freed = rows.reduce(Int64(0)) { $0 + AccountBytes.size($1.text("title"), $1.text("notes")) }
-                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: -freed, limit: storageLimit)
+                try AccountBytes.charge(tx, owner: owner, part: "todos", delta: -freed, items: -Int64(ids.count), limit: storageLimit)
                 try tx.execute("DELETE FROM todos WHERE owner = ? AND done = 1", [.text(owner)])
-                try Self.count(tx, owner: owner, by: -ids.count)
                 for id in ids {
                     let logged = try tx.appendLogged(TodoDeleted(todoId: id, userId: owner), causedBy: cause)
                     try Self.feed.deleted(tx, owner: owner, id: id, seq: logged, now: WallTime(nanosecondsSinceEpoch: now))
@@ -207,7 +196,6 @@ extension SQLTodosRepository {
     func deleteAll(owner: String) async throws -> Int {
         try await retrying {
             try await database.write { tx in
-                try tx.execute("DELETE FROM todos_counts WHERE owner = ?", [.text(owner)])
                 try AccountBytes.reset(tx, owner: owner, part: "todos")
                 try Self.feed.erase(tx, owner: owner)
                 return try tx.execute("DELETE FROM todos WHERE owner = ?", [.text(owner)])
@@ -220,7 +208,7 @@ extension SQLTodosRepository {
     static func resolve(_ tx: any Transaction, owner: String, id: String, expecting expected: Int64?) throws -> (seq: Int64, id: String) {
         let found = try resolve(tx, owner: owner, id: id)
         if let expected {
-            let current = try fetch(tx, seq: found.seq)
+            let current = try fetch(tx, owner: owner, seq: found.seq)
             guard current.version == expected else { throw TodosError.conflict(todo: current) }
         }
         return found

@@ -118,8 +118,8 @@ struct SQLTodosRepository: TodosRepository {
         return (seq, full)
     }
 
-    static func fetch(_ tx: any Transaction, seq: Int64) throws -> Todo {
-        guard let todo = try tx.query("SELECT * FROM todos WHERE seq = ?", [.integer(seq)]).first.flatMap(todo) else {
+    static func fetch(_ tx: any Transaction, owner: String, seq: Int64) throws -> Todo {
+        guard let todo = try tx.query("SELECT * FROM todos WHERE owner = ? AND seq = ?", [.text(owner), .integer(seq)]).first.flatMap(todo) else {
             throw TodosError.notFound
         }
         return todo
@@ -127,7 +127,7 @@ struct SQLTodosRepository: TodosRepository {
 
     func get(owner: String, id: String) async throws -> Todo {
         try await retrying {
-            try await database.read { tx in try Self.fetch(tx, seq: try Self.resolve(tx, owner: owner, id: id).seq) }
+            try await database.read { tx in try Self.fetch(tx, owner: owner, seq: try Self.resolve(tx, owner: owner, id: id).seq) }
         }
     }
 
@@ -163,12 +163,22 @@ struct SQLTodosRepository: TodosRepository {
         }
     }
 
-    /// Moves an account's todo count (`todos_counts`) by `delta`, in the write that adds or deletes.
-    static func count(_ tx: any Transaction, owner: String, by delta: Int) throws {
-        guard delta != 0 else { return }
-        try tx.execute(
-            "INSERT INTO todos_counts (owner, n) VALUES (?, ?) ON CONFLICT(owner) DO UPDATE SET n = todos_counts.n + excluded.n",
-            [.text(owner), .integer(Int64(delta))])
+    /// The statement that stores a new todo. SQLite's table is keyed by owner and place
+    /// (`WITHOUT ROWID`, migration 7): the place is the todo's created event's sequence, or one
+    /// past the owner's newest when that is higher (todos placed before by a counter of their
+    /// own), so an owner's todos stay in the order they were added and a place is not taken
+    /// again after its todo was deleted. PostgreSQL's table keeps its identity key.
+    static func inserting(owner: String, id: String, title: String, notes: String?, dueAt: Int64?, now: Int64, seq: Int64, _ dialect: SQLDialect) -> SQLStatement {
+        let values: [SQLValue] = [
+            .text(id), .text(owner), .text(title), notes.map { .text($0) } ?? .null, dueAt.map { .integer($0) } ?? .null, .integer(now), .integer(now), .integer(seq),
+        ]
+        guard dialect == .sqlite else {
+            return SQLStatement(
+                "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)", values)
+        }
+        return SQLStatement(
+            "INSERT INTO todos (id, owner, title, notes, due_at, created_at, updated_at, version, change_seq, seq) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, "
+                + "max(?, COALESCE((SELECT MAX(seq) FROM todos WHERE owner = ?), 0) + 1))", values + [.integer(seq), .text(owner)])
     }
 
     /// Retries work the database refused as busy, with a short backoff, three times.

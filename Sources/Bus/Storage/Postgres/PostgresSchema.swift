@@ -90,8 +90,8 @@ enum PostgresSchema {
             }
             try connection.run("SELECT pg_advisory_xact_lock(?, ?)", namespace.schemaLock)
             try connection.executeScript(
-                SQLDialect.postgresDDL(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema) + Migrator.schema + SharedRateLimits.schema
-                    + "CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner);"
+                SQLDialect.postgresDDL(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema) + AccountBytes.addItemsPostgres + Migrator.schema
+                    + SharedRateLimits.schema + "CREATE INDEX IF NOT EXISTS appd_events_owner ON appd_events(owner);"
                     + "CREATE INDEX IF NOT EXISTS appd_events_owner_seq ON appd_events(owner, seq);" + positions)
             try connection.run(raiseBase, [])
             try connection.control("COMMIT")

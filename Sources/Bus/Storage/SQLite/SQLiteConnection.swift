@@ -5,8 +5,9 @@ import CSQLite
 /// One SQLite connection. Not thread-safe: only the database's own thread uses it.
 final class SQLiteConnection {
     private let handle: OpaquePointer
-    private var statements: [String: OpaquePointer] = [:]
-    private var columnNames: [String: [String]] = [:]
+    /// Statements prepared once per SQL text, each with its result's column names once known:
+    /// one lookup per statement run.
+    private var statements: [StatementKey: Prepared] = [:]
 
     /// Process-wide settings made once, before SQLite initialises (the first open): no memory
     /// statistics (nothing reads them, and they lock a global mutex on every allocation: 3.7 %
@@ -29,7 +30,7 @@ final class SQLiteConnection {
     }
 
     deinit {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for prepared in statements.values { sqlite3_finalize(prepared.statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -48,7 +49,7 @@ final class SQLiteConnection {
     /// COMMIT) from the statement cache: these run several times per write, and parsing them
     /// each time showed up in profiles.
     func control(_ sql: String) throws(StorageError) {
-        let statement = try prepare(sql)
+        let statement = try prepare(sql).statement
         defer { sqlite3_reset(statement) }
         var rc = sqlite3_step(statement)
         while rc == SQLITE_ROW { rc = sqlite3_step(statement) }
@@ -63,7 +64,8 @@ final class SQLiteConnection {
     /// As `run`, stepping only until `stop` says a row is one too many (that row is left out):
     /// then `stopped` is true, and SQLite reads no further.
     func run(_ sql: String, _ parameters: [SQLValue], until stop: ((Row) -> Bool)?) throws(StorageError) -> (rows: [Row], stopped: Bool) {
-        let statement = try prepare(sql)
+        let prepared = try prepare(sql)
+        let statement = prepared.statement
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
@@ -95,11 +97,11 @@ final class SQLiteConnection {
             guard rc == SQLITE_ROW else { throw lastError(rc) }
             let count = sqlite3_column_count(statement)
             if columns == nil {
-                if let known = columnNames[sql] {
+                if let known = prepared.columns {
                     columns = known
                 } else {
                     let names = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
-                    columnNames[sql] = names
+                    prepared.columns = names
                     columns = names
                 }
             }
@@ -132,18 +134,49 @@ final class SQLiteConnection {
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
-    private func prepare(_ sql: String) throws(StorageError) -> OpaquePointer {
-        if let cached = statements[sql] { return cached }
+    private func prepare(_ sql: String) throws(StorageError) -> Prepared {
+        let key = StatementKey(sql: sql)
+        if let cached = statements[key] { return cached }
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw lastError(rc) }
         if statements.count > 512 {
-            for old in statements.values { sqlite3_finalize(old) }
+            for old in statements.values { sqlite3_finalize(old.statement) }
             statements.removeAll()
-            columnNames.removeAll()
         }
-        statements[sql] = statement
-        return statement
+        let prepared = Prepared(statement)
+        statements[key] = prepared
+        return prepared
+    }
+
+    /// A prepared statement and, once it has returned a row, its columns' names.
+    private final class Prepared {
+        let statement: OpaquePointer
+        var columns: [String]?
+        init(_ statement: OpaquePointer) { self.statement = statement }
+    }
+
+    /// The statement cache's key: the SQL text, hashed by its length and its first and last 32
+    /// bytes rather than all of it — hashing whole statements (200–300 bytes each, several per
+    /// write) was ~4% of the writer thread's samples under durable writes. Keys are equal when
+    /// their texts are, so texts that hash alike only cost a comparison.
+    private struct StatementKey: Hashable {
+        let sql: String
+
+        static func == (a: StatementKey, b: StatementKey) -> Bool { a.sql == b.sql }
+
+        func hash(into hasher: inout Hasher) {
+            let utf8 = sql.utf8
+            hasher.combine(utf8.count)
+            let hashed: Void? = utf8.withContiguousStorageIfAvailable { bytes in
+                hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.prefix(32))))
+                hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(32))))
+            }
+            if hashed == nil {
+                for byte in utf8.prefix(32) { hasher.combine(byte) }
+                for byte in utf8.suffix(32) { hasher.combine(byte) }
+            }
+        }
     }
 
     private func lastError(_ rc: Int32) -> StorageError {

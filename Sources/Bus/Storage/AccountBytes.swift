@@ -49,7 +49,7 @@ public enum AccountBytes {
     /// the transaction back.
     public static func charge(_ tx: any Transaction, owner: String, part: String, delta: Int64, items: Int64 = 0, limit: Int64) throws {
         let charging = charging(owner: owner, part: part, delta: delta, items: items, limit: limit, dialect: tx.dialect)
-        try charging.verify(tx.pipeline(charging.statements))
+        try charging.verify(tx.pipeline(charging.statements)[...])
     }
 
     /// `charge` as statements a write sends together with its own (`Transaction.pipeline`):
@@ -85,9 +85,11 @@ public enum AccountBytes {
         let part: String
 
         /// Checks the rows `statements` returned (the last one's `used`, when there is a limit).
-        public func verify<Rows: Collection<[Row]>>(_ results: Rows) throws {
+        /// (A slice, not any collection: a generic one ran unspecialised from the plugins that
+        /// call it, 2.6% of the writer thread's samples under durable adds.)
+        public func verify(_ results: ArraySlice<[Row]>) throws {
             guard limit > 0 else { return }
-            guard results.count == statements.count, let used = results.reversed().first?.first?.integer("used") else {
+            guard results.count == statements.count, let used = results.last?.first?.integer("used") else {
                 throw StorageError(kind: .other, message: "the account's byte count was not returned")
             }
             if used > limit { throw StorageQuotaExceeded(part: part, limitBytes: limit) }
@@ -95,7 +97,7 @@ public enum AccountBytes {
 
         /// The part's item count after the charge, from the rows `statements` returned (nil
         /// when the charge did not move `items`).
-        public func items<Rows: Collection<[Row]>>(_ results: Rows) -> Int64? {
+        public func items(_ results: ArraySlice<[Row]>) -> Int64? {
             results.first?.first?.integer("items")
         }
     }

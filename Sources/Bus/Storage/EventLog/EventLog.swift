@@ -5,11 +5,10 @@ import Runtime
 /// The durable event log: every domain event with its global sequence number, written in the
 /// same transaction as the change that caused it (see `Transaction.append`).
 public struct EventLog: EventReplay {
-    /// The log's table. A position is the row's key
-    /// (SQLite: the rowid, the newest plus one; PostgreSQL: an identity, see `PostgresSchema`),
-    /// never handed out twice because the log's newest event is never pruned (`prune`). Not
-    /// `AUTOINCREMENT`: that keeps the last position in `sqlite_sequence` as well, a b-tree
-    /// more written by every durable write.
+    /// The log's table. A position is the row's key (SQLite: the rowid, the newest plus one;
+    /// PostgreSQL: an identity, see `PostgresSchema`), never handed out twice because the log's
+    /// newest event is never pruned (`prune`). Not `AUTOINCREMENT`: that keeps the last position
+    /// in `sqlite_sequence` as well, a b-tree more written by every durable write.
     static let eventsTable = """
         CREATE TABLE IF NOT EXISTS appd_events (
           seq INTEGER PRIMARY KEY,

@@ -43,7 +43,8 @@ import Testing
 
     /// Decodes the IDL's sample as the reply type and encodes it both ways; the method names
     /// that differ (or whose sample the type did not take, which would make the check empty).
-    static func check<Reply: Codable>(_ method: String, _ type: Reply.Type, in interface: VarlinkInterface) -> (checked: Int, problems: [String]) {
+    /// The reply's encoder as a handler makes it (`JSONBytesEncoder.encoder(for:)`) is checked too.
+    static func check<Reply: Codable & Sendable>(_ method: String, _ type: Reply.Type, in interface: VarlinkInterface) -> (checked: Int, problems: [String]) {
         guard let declared = interface.method(method.methodNameParts.map { String($0.member) } ?? method) else { return (0, ["\(method): not in the IDL"]) }
         var checked = 0
         var problems: [String] = []
@@ -55,6 +56,8 @@ import Testing
                 let bytes = try JSONBytesEncoder.encode(reply)
                 let expected = try reference(reply)
                 if bytes != expected { problems.append("\(method): \(String(decoding: bytes, as: UTF8.self)) != \(String(decoding: expected, as: UTF8.self))") }
+                let chosen = try JSONBytesEncoder.encoder(for: Reply.self)(reply)
+                if chosen != expected { problems.append("\(method), its chosen encoder: \(String(decoding: chosen, as: UTF8.self))") }
             } catch {
                 problems.append("\(method): \(error)")
             }
@@ -143,6 +146,11 @@ import Testing
         #expect(try JSONValue(encoding: [Int64(-1), nil] as [Int64?]) == .array([.int(-1), .null]))
         #expect(try JSONBytesEncoder.encode([true, false]) == Array("[true,false]".utf8))
         #expect(try JSONBytesEncoder.encode(Empty()) == Array("{}".utf8))
+        #expect(try JSONBytesEncoder.encoder(for: Empty.self)(Empty()) == Array("{}".utf8))
+        let json: JSONValue = ["b": [1, "x"], "a": nil]
+        #expect(try JSONBytesEncoder.encoder(for: JSONValue.self)(json) == (try JSONBytesEncoder.encode(json)))
+        #expect(try JSONBytesEncoder.encoder(for: [Int].self)([3, 1, 2]) == Array("[3,1,2]".utf8))
+        #expect(throws: EncodingError.self) { try JSONBytesEncoder.encoder(for: NonFinite.self)(NonFinite(value: .nan)) }
         #expect(throws: EncodingError.self) { try JSONBytesEncoder.encode(NonFinite(value: .nan)) }
         #expect(throws: EncodingError.self) { try JSONBytesEncoder.encode([Double.infinity]) }
     }

@@ -25,10 +25,11 @@ import Testing
     }
 
     /// Compared as text (the bytes are UTF-8 made from Strings), so a failure reads as JSON.
-    static func expectSameBytes(_ value: some JSONObjectWritable, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectSameBytes<V: JSONObjectWritable & Sendable>(_ value: V, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let expected = String(decoding: try reference(value), as: UTF8.self)
         #expect(String(decoding: JSONObjectWriter.bytes(of: value), as: UTF8.self) == expected, sourceLocation: sourceLocation)
         #expect(String(decoding: try JSONBytesEncoder.encode(value), as: UTF8.self) == expected, sourceLocation: sourceLocation)
+        #expect(String(decoding: try JSONBytesEncoder.encoder(for: V.self)(value), as: UTF8.self) == expected, sourceLocation: sourceLocation)
     }
 
     @Test func theSamplesSetEveryMember() {

@@ -14,6 +14,27 @@ public enum JSONBytesEncoder {
         if let json = value as? JSONValue { return JSONWriter.bytes(json) }
         if value is Empty { return Array("{}".utf8) }
         if let object = value as? any JSONObjectWritable { return JSONObjectWriter.bytes(of: object) }
+        return try encodeTree(value)
+    }
+
+    /// `encode` for every value of `Value`, with its kind (a `JSONValue`, `Empty`, a
+    /// `JSONObjectWritable`, any other) found once, when the encoder is made, instead of by
+    /// casts on every value: a handler's reply encoder, made when it is registered. (The cast to
+    /// `any JSONObjectWritable` looks a conformance up in the runtime's cache each time.)
+    public static func encoder<Value: Encodable & Sendable>(for type: Value.Type) -> @Sendable (Value) throws -> [UInt8] {
+        if Value.self == JSONValue.self { return { JSONWriter.bytes(unsafeBitCast($0, to: JSONValue.self)) } }
+        if Value.self == Empty.self { return { _ in Array("{}".utf8) } }
+        if let writable = Value.self as? any (JSONObjectWritable & Sendable).Type { return writing(writable) }
+        return { try encodeTree($0) }
+    }
+
+    /// The encoder of a `JSONObjectWritable` type (`W` is `Value`, opened from the metatype).
+    private static func writing<Value: Encodable & Sendable, W: JSONObjectWritable & Sendable>(_: W.Type) -> @Sendable (Value) throws -> [UInt8] {
+        { JSONObjectWriter.bytes(of: unsafeBitCast($0, to: W.self)) }
+    }
+
+    /// Encodes through `Encodable` (the value's own object not written by itself).
+    private static func encodeTree(_ value: some Encodable) throws -> [UInt8] {
         let scratch = Scratch()
         let node = Node(scratch: scratch)
         try value.encode(to: Encoder(node: node))

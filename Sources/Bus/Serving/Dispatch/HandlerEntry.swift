@@ -50,6 +50,8 @@ extension HandlerEntry {
 /// The handler of a typed `Command`.
 struct CommandHandler<C: Command>: HandlerEntry {
     let body: @Sendable (C, Envelope) async throws -> C.Reply
+    /// The reply's encoder, chosen once (`JSONBytesEncoder.encoder(for:)`).
+    let encodeReply = JSONBytesEncoder.encoder(for: C.Reply.self)
     var method: String { C.method }
     var requirements: [Requirement] { C.requirements }
     var streaming: Bool { false }
@@ -61,7 +63,7 @@ struct CommandHandler<C: Command>: HandlerEntry {
 
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
         let command = try decodeParameters(C.self, parameters)
-        return try JSONBytesEncoder.encode(try await body(command, envelope))
+        return try encodeReply(try await body(command, envelope))
     }
 
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
@@ -75,6 +77,8 @@ struct CommandHandler<C: Command>: HandlerEntry {
 struct InlineCommandHandler<C: Command>: HandlerEntry {
     let now: @Sendable (C, Envelope) throws -> C.Reply?
     let later: @Sendable (C, Envelope) async throws -> C.Reply
+    /// The reply's encoder, chosen once (`JSONBytesEncoder.encoder(for:)`).
+    let encodeReply = JSONBytesEncoder.encoder(for: C.Reply.self)
     var method: String { C.method }
     var requirements: [Requirement] { C.requirements }
     var streaming: Bool { false }
@@ -89,7 +93,7 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
     }
 
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
-        try JSONBytesEncoder.encode(try await reply(try decodeParameters(C.self, parameters), envelope))
+        try encodeReply(try await reply(try decodeParameters(C.self, parameters), envelope))
     }
 
     var answersInline: Bool { true }
@@ -103,7 +107,7 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
 
     func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]? {
         guard let reply = try now(try decodeParameters(C.self, parameters), envelope) else { return nil }
-        return try JSONBytesEncoder.encode(reply)
+        return try encodeReply(reply)
     }
 
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {

@@ -10,11 +10,15 @@ import TestSupport
 
 /// What a durable `Todos.Add` costs SQLite, and databases made before todos' migration 7.
 @Suite(.cleansUp) struct TodosStorageShapeTests {
-    /// Each b-tree's pages of the file at `path` (the log copied in first), by b-tree name.
-    func pages(_ path: String) throws -> [String: [Data]] {
-        let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5000)
-        let checkpoint = try connection.run("PRAGMA wal_checkpoint(TRUNCATE)", [])
-        #expect(checkpoint.first?.integer("busy") == 0, "a reader held the log: the file is not the whole database")
+    /// Each b-tree's pages of the file at `path` (the log copied in first), by b-tree name. The
+    /// copy waits for readers of older snapshots without blocking a thread: no busy timeout, and
+    /// tried again after a pause while it cannot finish.
+    func pages(_ path: String) async throws -> [String: [Data]] {
+        let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 0)
+        let copied = await eventually {
+            (try? connection.run("PRAGMA wal_checkpoint(TRUNCATE)", []).first?.integer("busy")) == 0
+        }
+        #expect(copied, "a reader held the log: the file is not the whole database")
         let size = Int(try connection.run("PRAGMA page_size", []).first?.integer("page_size") ?? 4096)
         let file = try Data(contentsOf: URL(fileURLWithPath: path))
         var trees: [String: [Data]] = [:]
@@ -34,9 +38,9 @@ import TestSupport
         guard h.database.dialect == .sqlite else { return }
         let ada = try await h.user("ada@example.com").caller
         _ = try await h.add("the account's rows exist", as: ada)
-        let before = try pages(h.databasePath)
+        let before = try await pages(h.databasePath)
         _ = try await h.add("counted", as: ada)
-        let after = try pages(h.databasePath)
+        let after = try await pages(h.databasePath)
         let written = Set(after.keys.filter { before[$0] != after[$0] })
         #expect(written == ["appd_events", "appd_events_owner", "appd_account_bytes", "todos", "sqlite_autoindex_todos_1", "todos_changes"])
     }

@@ -37,6 +37,36 @@ import Testing
         #expect(WallTime(nanosecondsSinceEpoch: nanoseconds).rfc3339 == text)
     }
 
+    /// The date arithmetic agrees with the C library's `gmtime_r` on instants across the whole
+    /// range (every day boundary near them too), before and after 1970.
+    @Test func wallTimeAgreesWithGmtimeAcrossTheRange() {
+        var generator = SystemRandomNumberGenerator()
+        var instants: [Int64] = [0, -1, 1, 86_399_999_999_999, 86_400_000_000_000, -86_400_000_000_000, -86_400_000_000_001, Int64.max, Int64.min]
+        for _ in 0..<20_000 { instants.append(Int64.random(in: Int64.min...Int64.max, using: &generator)) }
+        // Every day of a few leap-year boundaries (1700, 1900, 2000, 2100: century rules), at
+        // their first and last millisecond.
+        for year in [1700, 1900, 2000, 2100, 2024] {
+            let start = Int64(year - 1970) * 365 * 86_400 * 1_000_000_000
+            for day in Int64(-400)...400 {
+                let instant = start + day * 86_400_000_000_000
+                instants += [instant, instant - 1_000_000]
+            }
+        }
+        for nanoseconds in instants {
+            let (quotient, remainder) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+            var seconds = time_t(remainder < 0 ? quotient - 1 : quotient)
+            let millis = (remainder < 0 ? remainder + 1_000_000_000 : remainder) / 1_000_000
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            let expected =
+                "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))."
+                + String(repeating: "0", count: 3 - String(millis).count) + "\(millis)Z"
+            #expect(WallTime(nanosecondsSinceEpoch: nanoseconds).rfc3339 == expected, "\(nanoseconds)")
+            if WallTime(nanosecondsSinceEpoch: nanoseconds).rfc3339 != expected { break }
+        }
+    }
+
     @Test func trimmingRemovesOuterWhitespaceOnly() {
         #expect("  a b \n".trimmingWhitespace() == "a b")
         #expect("".trimmingWhitespace() == "")

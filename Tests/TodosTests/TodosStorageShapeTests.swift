@@ -82,7 +82,7 @@ import TestSupport
 
         let repository = SQLTodosRepository(database: database, storageLimit: 0)
         func titles(_ owner: String) async throws -> [String] {
-            try await repository.list(owner: owner, filter: "all", after: 0, limit: 100).todos.map(\.todo.title)
+            try await repository.list(owner: owner, filter: "all", after: 0, limit: 100).todos.map(\.title)
         }
         #expect(try await titles("u_ada") == ["first", "second", "third"])
         func add(_ title: String) async throws {
@@ -101,11 +101,11 @@ import TestSupport
         if database.dialect == .sqlite {
             _ = try await database.write { tx in try tx.execute("INSERT INTO appd_events (seq, topic, time_ns, payload) VALUES (500, 'demo.hello', 1, '{}')") }
         }
-        let newest = try await repository.list(owner: "u_ada", filter: "all", after: 0, limit: 100).todos.last!
+        let newest = try #require(try await repository.list(owner: "u_ada", filter: "all", after: 0, limit: 100).last)
         try await repository.delete(owner: "u_ada", id: "t_fifth", expected: nil, now: 3, causedBy: nil)
         try await add("again")
-        let after = try await repository.list(owner: "u_ada", filter: "all", after: newest.position, limit: 100).todos
-        #expect(after.map(\.todo.title) == ["again"])
+        let after = try await repository.list(owner: "u_ada", filter: "all", after: newest, limit: 100).todos
+        #expect(after.map(\.title) == ["again"])
         #expect(try await titles("u_bob") == ["bob's"])
         let held = try await database.read { tx in try tx.query("SELECT items FROM appd_account_bytes WHERE owner = 'u_ada' AND part = 'todos'").first?.integer("items") }
         #expect(held == 5)

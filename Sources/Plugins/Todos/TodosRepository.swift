@@ -19,10 +19,10 @@ protocol TodosRepository: Sendable {
     /// is, one with other content is a `Conflict`.
     func add(owner: String, id: String, clientChosen: Bool, title: String, notes: String?, dueAt: Int64?, now: Int64, limit: Int, causedBy cause: (any Cause)?) async throws -> Todo
     func get(owner: String, id: String) async throws -> Todo
-    /// Todos after position `after`, oldest first, each with its position (the paging cursor).
-    /// The owner's todos after position `after`, at most `limit`, and whether the page's byte
-    /// budget ended it before `limit` or the last todo.
-    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> (todos: [(position: Int64, todo: Todo)], cut: Bool)
+    /// The owner's todos after position `after`, oldest first, at most `limit`; the position of
+    /// the last of them (the paging cursor); and whether more may follow (a todo past `limit`,
+    /// or the page's byte budget ended it early).
+    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> (todos: [Todo], last: Int64?, more: Bool)
     /// The changing methods take the version the client expects (nil: any): another is a `Conflict`.
     func update(owner: String, id: String, changes: TodoChanges, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
     func setDone(owner: String, id: String, done: Bool, expected: Int64?, now: Int64, causedBy cause: (any Cause)?) async throws -> Todo
@@ -131,18 +131,25 @@ struct SQLTodosRepository: TodosRepository {
         }
     }
 
-    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> (todos: [(position: Int64, todo: Todo)], cut: Bool) {
+    func list(owner: String, filter: String, after: Int64, limit: Int) async throws -> (todos: [Todo], last: Int64?, more: Bool) {
         try await retrying {
             try await database.read { tx in
                 let condition = filter == "open" ? " AND done = 0" : filter == "done" ? " AND done = 1" : ""
-                let (shown, cut) = try Self.page.rows(
+                // One row past the page says whether more follow.
+                let (rows, cut) = try Self.page.rows(
                     "SELECT * FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?", orderBy: "seq",
-                    [.text(owner), .integer(after), .integer(Int64(limit))], in: tx)
-                let todos = shown.compactMap { row -> (position: Int64, todo: Todo)? in
-                    guard let seq = row.integer("seq"), let todo = Self.todo(row) else { return nil }
-                    return (seq, todo)
+                    [.text(owner), .integer(after), .integer(Int64(limit) + 1)], in: tx)
+                // The page is made here, on the database's thread, as the reply will carry it:
+                // the caller's thread gets the array and copies no todo.
+                var todos: [Todo] = []
+                todos.reserveCapacity(min(rows.count, limit))
+                var last: Int64?
+                for row in rows.prefix(limit) {
+                    guard let seq = row.integer("seq"), let todo = Self.todo(row) else { continue }
+                    todos.append(todo)
+                    last = seq
                 }
-                return (todos, cut)
+                return (todos, last, cut || rows.count > limit)
             }
         }
     }

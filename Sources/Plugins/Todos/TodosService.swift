@@ -59,13 +59,11 @@ struct TodosService: Sendable {
             guard let value = Int64(cursor), value >= 0 else { throw TodosError.validation("cursor", "is not a cursor from a previous page") }
             after = value
         }
-        let (rows, cut) = try await repository.list(owner: owner, filter: filter ?? "all", after: after, limit: size + 1)
-        let shown = rows.prefix(size)
+        let (todos, last, more) = try await repository.list(owner: owner, filter: filter ?? "all", after: after, limit: size)
         // The cursor is the position of the last todo shown: new todos come after it and deleted
         // ones leave no gap, so pages never repeat or skip while the list changes. A page its
         // byte budget ended early has a cursor too.
-        let next = rows.count > size || cut ? shown.last.map { String($0.position) } : nil
-        return TodosInterface.TodoPage(todos: shown.map(\.todo), nextCursor: next)
+        return TodosInterface.TodoPage(todos: todos, nextCursor: more ? last.map { String($0) } : nil)
     }
 
     func update(

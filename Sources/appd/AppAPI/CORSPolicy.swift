@@ -15,8 +15,9 @@ struct CORSPolicy {
 
     func allows(_ origin: String) -> Bool { allowed.contains("*") || allowed.contains(origin) }
 
-    func decorate(_ response: inout HTTPResponse, for request: HTTPServerRequest) {
-        guard let origin = request.headers["origin"], allows(origin) else { return }
+    /// Adds the CORS headers for a request from `origin` (its `Origin` header), when allowed.
+    func decorate(_ response: inout HTTPResponse, origin: String?) {
+        guard let origin, allows(origin) else { return }
         response.headers += [
             ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
             ("Access-Control-Expose-Headers", Self.base.adding(needs).exposedHeaders.joined(separator: ", ")),

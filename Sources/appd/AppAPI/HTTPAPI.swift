@@ -85,30 +85,45 @@ public final class HTTPAPI: Sendable {
         let started = ContinuousClock.now
         let client = ClientAddress.of(request, trustedProxies: options.trustedProxies)
         let (route, routed) = self.route(request, body, client: client)
+        // What the response's decoration needs of the request, taken once: work answered later
+        // keeps this, not a copy of the whole request (its headers, query and target).
+        let served = Served(
+            route: route, method: request.method, path: route == "other" ? "-" : request.path, origin: request.headers["origin"], client: client,
+            started: started)
         switch routed {
-        case .now(let response): return .now(finish(response, route: route, request, client: client, since: started))
-        case .later(let work): return .later { [self] in finish(await work(), route: route, request, client: client, since: started) }
+        case .now(let response): return .now(finish(response, served))
+        case .later(let work): return .later { [self] in finish(await work(), served) }
         case .responding(let work):
             return .responding { [self] responder in
-                responder.decorate { [self] response, streamed in
-                    decorate(&response, streamed: streamed, route: route, request, client: client, since: started)
-                }
+                responder.decorate { [self] response, streamed in decorate(&response, streamed: streamed, served) }
                 responder.onEnd { [self] streamed in
-                    if streamed { logEnd(route: route, request, client: client, since: started) }
+                    if streamed { logEnd(served) }
                 }
                 await work(responder)
             }
         }
     }
 
+    /// A request as its response's decoration sees it (`handling`).
+    struct Served: Sendable {
+        let route: String
+        let method: String
+        /// The path the access log shows ("-" for a route of no interest).
+        let path: String
+        /// The request's `Origin`, for its CORS headers.
+        let origin: String?
+        let client: String
+        let started: ContinuousClock.Instant
+    }
+
     /// Decorates, counts and logs a response.
-    private func finish(_ routed: HTTPResponse, route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant) -> HTTPResponse {
+    private func finish(_ routed: HTTPResponse, _ served: Served) -> HTTPResponse {
         var response = routed
-        decorate(&response, streamed: response.stream != nil, route: route, request, client: client, since: started)
+        decorate(&response, streamed: response.stream != nil, served)
         guard let stream = response.stream else { return response }
         response.stream = { [self] responder in
             await stream(responder)
-            logEnd(route: route, request, client: client, since: started)
+            logEnd(served)
         }
         return response
     }
@@ -116,19 +131,17 @@ public final class HTTPAPI: Sendable {
     /// What every response gets as it starts: CORS headers, its count, its access line. A
     /// stream is logged twice: when it starts ('ms' to its first event) and when it ends ('ms'
     /// for its whole life, `logEnd`), so a long stream is visible while it runs.
-    private func decorate(
-        _ response: inout HTTPResponse, streamed: Bool, route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant
-    ) {
-        CORSPolicy(allowed: options.allowedOrigins, needs: pluginCrossOrigin).decorate(&response, for: request)
-        responses.counter(route: route, status: response.status).add()
+    private func decorate(_ response: inout HTTPResponse, streamed: Bool, _ served: Served) {
+        CORSPolicy(allowed: options.allowedOrigins, needs: pluginCrossOrigin).decorate(&response, origin: served.origin)
+        responses.counter(route: served.route, status: response.status).add()
         // The access log: never a header's value, never the query (a client may put a secret there).
-        let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: response.status, client: client)
-        logger.info(streamed ? "http stream started" : "http", metadata: line.metadata(since: started))
+        let line = AccessLogLine(method: served.method, path: served.path, status: response.status, client: served.client)
+        logger.info(streamed ? "http stream started" : "http", metadata: line.metadata(since: served.started))
     }
 
-    private func logEnd(route: String, _ request: HTTPServerRequest, client: String, since started: ContinuousClock.Instant) {
-        let line = AccessLogLine(method: request.method, path: route == "other" ? "-" : request.path, status: 200, client: client)
-        logger.info("http stream ended", metadata: line.metadata(since: started))
+    private func logEnd(_ served: Served) {
+        let line = AccessLogLine(method: served.method, path: served.path, status: 200, client: served.client)
+        logger.info("http stream ended", metadata: line.metadata(since: served.started))
     }
 
     /// What the access log says of a request; built into metadata only when the level logs it

@@ -104,16 +104,23 @@ public final class HTTPAPI: Sendable {
         }
     }
 
-    /// A request as its response's decoration sees it (`handling`).
+    /// A request as its response's decoration and its access line see it (`handling`).
     struct Served: Sendable {
         let route: String
         let method: String
-        /// The path the access log shows ("-" for a route of no interest).
+        /// The path the access log shows ("-" for a route of no interest): never the query (a
+        /// client may put a secret there).
         let path: String
         /// The request's `Origin`, for its CORS headers.
         let origin: String?
         let client: String
         let started: ContinuousClock.Instant
+
+        /// What the access log says of the request, never a header's value; built only when the
+        /// level logs it (its keys written in order: the metadata is built by appending).
+        func accessLine(status: Int) -> LogMetadata {
+            ["client": client, "method": method, "ms": HTTPAPI.milliseconds(since: started), "path": path, "status": String(status)]
+        }
     }
 
     /// Decorates, counts and logs a response.
@@ -134,27 +141,11 @@ public final class HTTPAPI: Sendable {
     private func decorate(_ response: inout HTTPResponse, streamed: Bool, _ served: Served) {
         CORSPolicy(allowed: options.allowedOrigins, needs: pluginCrossOrigin).decorate(&response, origin: served.origin)
         responses.counter(route: served.route, status: response.status).add()
-        // The access log: never a header's value, never the query (a client may put a secret there).
-        let line = AccessLogLine(method: served.method, path: served.path, status: response.status, client: served.client)
-        logger.info(streamed ? "http stream started" : "http", metadata: line.metadata(since: served.started))
+        logger.info(streamed ? "http stream started" : "http", metadata: served.accessLine(status: response.status))
     }
 
     private func logEnd(_ served: Served) {
-        let line = AccessLogLine(method: served.method, path: served.path, status: 200, client: served.client)
-        logger.info("http stream ended", metadata: line.metadata(since: served.started))
-    }
-
-    /// What the access log says of a request; built into metadata only when the level logs it
-    /// (its keys written in order: the metadata is built by appending).
-    struct AccessLogLine: Sendable {
-        let method: String
-        let path: String
-        let status: Int
-        let client: String
-
-        func metadata(since started: ContinuousClock.Instant) -> LogMetadata {
-            ["client": client, "method": method, "ms": HTTPAPI.milliseconds(since: started), "path": path, "status": String(status)]
-        }
+        logger.info("http stream ended", metadata: served.accessLine(status: 200))
     }
 
     /// Milliseconds since `start`, to the microsecond.

@@ -26,9 +26,16 @@ import Synchronization
 /// has been heard); while the link that carries them is down it is bypassed, and when it comes
 /// back the cache starts empty.
 final class SessionCache<Record: Sendable>: Sendable {
-    struct Entry: Sendable {
+    /// A class, not a struct: a hit hands it on with one retain, not a copy of every string
+    /// of the account's record (35 retains per signed-in `WhoAmI` went to such copies).
+    final class Entry: Sendable {
         let record: Record
         let expiresAt: Int64
+
+        init(record: Record, expiresAt: Int64) {
+            self.record = record
+            self.expiresAt = expiresAt
+        }
     }
 
     /// What a write changed, so what the cache forgets.

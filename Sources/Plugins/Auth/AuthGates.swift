@@ -87,7 +87,9 @@ struct AccountStandingGate: Gate {
 
     func covers(_ requirement: Requirement) -> Bool { requirement == self.requirement }
 
-    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(requirement) }
+    /// By the method's requirement alone (so `mayApply` is exact).
+    func applies(to envelope: Envelope) -> Bool { mayApply(toMethodRequiring: envelope.requirements) }
+    func mayApply(toMethodRequiring requirements: [Requirement]) -> Bool { requirements.contains(requirement) }
 
     func errors(answering requirements: [Requirement]) -> [String] { requirements.contains(requirement) ? [refusal.wireName] : [] }
 

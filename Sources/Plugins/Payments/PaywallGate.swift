@@ -26,7 +26,9 @@ struct PaywallGate: Gate {
         }
     }
 
-    func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(where: covers) }
+    /// By the method's requirements alone (so `mayApply` is exact).
+    func applies(to envelope: Envelope) -> Bool { mayApply(toMethodRequiring: envelope.requirements) }
+    func mayApply(toMethodRequiring requirements: [Requirement]) -> Bool { requirements.contains(where: covers) }
 
     func errors(answering requirements: [Requirement]) -> [String] {
         requirements.contains(where: covers) ? [PaymentsError.paymentRequired(entitlement: "", remaining: 0, resetsAt: nil).wireName] : []

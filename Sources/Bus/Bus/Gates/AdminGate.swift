@@ -23,7 +23,9 @@ public struct AdminGate: Gate {
 
     public func covers(_ requirement: Requirement) -> Bool { requirement == .admin }
 
-    public func applies(to envelope: Envelope) -> Bool { envelope.requirements.contains(.admin) }
+    /// By the method's requirement alone (so `mayApply` is exact).
+    public func applies(to envelope: Envelope) -> Bool { mayApply(toMethodRequiring: envelope.requirements) }
+    public func mayApply(toMethodRequiring requirements: [Requirement]) -> Bool { requirements.contains(.admin) }
 
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         guard applies(to: envelope) else { return try await next(envelope) }

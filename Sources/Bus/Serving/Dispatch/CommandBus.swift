@@ -150,6 +150,8 @@ extension CommandBus {
     public var methods: [String] { handlers.withLock { $0.keys.sorted() } }
 
     private func install(_ entry: some HandlerEntry) throws(DuplicateHandler) {
+        var entry = entry
+        entry.plan = CallPlan(requirements: entry.requirements, chain: chain)
         let added = handlers.withLock { table -> Bool in
             guard table[entry.method] == nil else { return false }
             table[entry.method] = entry
@@ -174,21 +176,22 @@ extension CommandBus {
             }
         }
         let (entry, envelope) = try prepare(C.method, caller, timeout, cause, key: idempotencyKey) { try JSONValue(encoding: command) }
+        let gates = gates(of: entry)
         if let typed = entry as? CommandHandler<C> {
             // The hot path: a direct nest of async calls, no task, no closure on the heap.
             guard envelope.deadline != nil else {
-                return try await chain.run(envelope) { inner in try await handling(inner) { try await typed.body(command, inner) } }
+                return try await gates.run(envelope) { inner in try await handling(inner) { try await typed.body(command, inner) } }
             }
-            return try await dispatch(envelope) { [chain] env in
-                try await chain.run(env) { inner in try await handling(inner) { try await typed.body(command, inner) } }
+            return try await dispatch(envelope) { env in
+                try await gates.run(env) { inner in try await handling(inner) { try await typed.body(command, inner) } }
             }
         }
-        if let typed = entry as? InlineCommandHandler<C>, !chain.applies(to: envelope), let reply = try typed.now(command, envelope) {
+        if let typed = entry as? InlineCommandHandler<C>, !gates.applies(to: envelope), let reply = try typed.now(command, envelope) {
             return reply
         }
         let parameters = try JSONValue(encoding: command)
-        return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
+        return try await dispatch(envelope) { env in
+            try await gates.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
         }.decode(as: C.Reply.self)
     }
 
@@ -197,15 +200,15 @@ extension CommandBus {
         _ command: C, as caller: Caller = .daemon, timeout: Duration? = nil, causedBy cause: Envelope? = nil
     ) async throws -> ReplyStream<C.Reply> {
         let (entry, envelope) = try prepare(C.method, caller, timeout, cause)
-        let capacity = streamCapacity
+        let (gates, capacity) = (gates(of: entry), streamCapacity)
         if let typed = entry as? StreamingHandler<C> {
-            return try await dispatch(envelope) { [chain] env in
-                try await chain.run(env) { inner in typed.start(command, inner, capacity: capacity) }
+            return try await dispatch(envelope) { env in
+                try await gates.run(env) { inner in typed.start(command, inner, capacity: capacity) }
             }
         }
         let parameters = try JSONValue(encoding: command)
-        return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity, deferred: false) }
+        return try await dispatch(envelope) { env in
+            try await gates.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity, deferred: false) }
         }.map(capacity: capacity) { try $0.decode(as: C.Reply.self) }
     }
 
@@ -228,9 +231,10 @@ extension CommandBus {
             }
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause, key: idempotencyKey, handler: resolved) { parameters }
-        if entry.answersInline, !chain.applies(to: envelope), let reply = try entry.callInline(envelope, parameters) { return reply }
-        return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
+        let gates = gates(of: entry)
+        if entry.answersInline, !gates.applies(to: envelope), let reply = try entry.callInline(envelope, parameters) { return reply }
+        return try await dispatch(envelope) { env in
+            try await gates.run(env) { inner in try await handling(inner) { try await entry.callJSON(inner, parameters) } }
         }
     }
 
@@ -252,7 +256,7 @@ extension CommandBus {
         var envelope = try self.envelope(entry, caller, nil, nil, key: nil)
         // The gates decide in line or not at all (a refusal is this call's answer); a handler
         // that must wait after all (`answer(_:now:later:)`) leaves the call to `call` too.
-        guard try chain.decideNow(&envelope), let reply = try entry.callInlineEncoded(envelope, parameters) else {
+        guard try gates(of: entry).decideNow(&envelope), let reply = try entry.callInlineEncoded(envelope, parameters) else {
             answered = false
             return nil
         }
@@ -277,9 +281,10 @@ extension CommandBus {
             }
         }
         let (entry, envelope) = try prepare(method, caller, timeout, cause, handler: resolved)
-        if entry.answersInline, !chain.applies(to: envelope), let reply = try entry.callInlineEncoded(envelope, parameters) { return reply }
-        return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try await entry.callEncoded(inner, parameters) }
+        let gates = gates(of: entry)
+        if entry.answersInline, !gates.applies(to: envelope), let reply = try entry.callInlineEncoded(envelope, parameters) { return reply }
+        return try await dispatch(envelope) { env in
+            try await gates.run(env) { inner in try await entry.callEncoded(inner, parameters) }
         }
     }
 
@@ -291,9 +296,9 @@ extension CommandBus {
         causedBy cause: Envelope? = nil, deferred: Bool = false
     ) async throws -> ReplyStream<JSONValue> {
         let (entry, envelope) = try prepare(method, caller, timeout, cause)
-        let capacity = streamCapacity
-        return try await dispatch(envelope) { [chain] env in
-            try await chain.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity, deferred: deferred) }
+        let (gates, capacity) = (gates(of: entry), streamCapacity)
+        return try await dispatch(envelope) { env in
+            try await gates.run(env) { inner in try entry.streamJSON(inner, parameters, capacity: capacity, deferred: deferred) }
         }
     }
 
@@ -316,22 +321,29 @@ extension CommandBus {
         parameters: () throws -> JSONValue = { .null }
     ) throws -> Envelope {
         let method = entry.method
+        // The plan made when the handler was installed; one made here for a handler that was not.
+        let plan = entry.plan ?? CallPlan(requirements: entry.requirements, chain: chain)
+        let requirements = plan.requirements
         // A socket-only method does not exist for a caller from the network.
-        if caller.remoteAddress != nil, entry.requirements.contains(.socket) { throw MethodNotFound(method: method) }
+        if caller.remoteAddress != nil, requirements.contains(.socket) { throw MethodNotFound(method: method) }
         var idempotency: IdempotentRequest?
         if let key {
-            guard entry.requirements.contains(.idempotent), entry.answersPlainCalls else { throw IdempotencyNotSupported(method: method) }
+            guard requirements.contains(.idempotent), entry.answersPlainCalls else { throw IdempotencyNotSupported(method: method) }
             idempotency = IdempotentRequest(key: key, parameters: try parameters())
         }
         // `idempotent` needs its gate only when a key came with the call.
-        if let missing = chain.uncovered(entry.requirements, ignoring: key == nil ? .idempotent : nil) {
+        if let missing = key == nil ? plan.uncovered : plan.uncoveredWithKey {
             throw RequirementUnavailable(method: method, requirement: missing)
         }
         let deadline = (timeout ?? defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }
         return Envelope(
-            name: method, requirements: entry.requirements, caller: caller, deadline: deadline, causedBy: cause,
+            name: method, requirements: requirements, caller: caller, deadline: deadline, causedBy: cause,
             logger: logger, idempotency: idempotency)
     }
+
+    /// The gates a call of `entry` walks: its plan's (`CallPlan`), or the whole chain for a
+    /// handler that has none.
+    private func gates(of entry: any HandlerEntry) -> GateChain { entry.plan?.gates ?? chain }
 
     /// Runs the call directly, or against its deadline when it has one.
     private func dispatch<R: Sendable>(

@@ -3,6 +3,8 @@
 protocol HandlerEntry: Sendable {
     var method: String { get }
     var requirements: [Requirement] { get }
+    /// What its calls go through, set when it is installed (`CommandBus.install`); nil before.
+    var plan: CallPlan? { get set }
     var streaming: Bool { get }
     /// Whether a plain call (one reply) is answered too.
     var answersPlainCalls: Bool { get }
@@ -49,6 +51,7 @@ extension HandlerEntry {
 
 /// The handler of a typed `Command`.
 struct CommandHandler<C: Command>: HandlerEntry {
+    var plan: CallPlan?
     let body: @Sendable (C, Envelope) async throws -> C.Reply
     /// The reply's encoder, chosen once (`JSONBytesEncoder.encoder(for:)`).
     let encodeReply = JSONBytesEncoder.encoder(for: C.Reply.self)
@@ -75,6 +78,7 @@ struct CommandHandler<C: Command>: HandlerEntry {
 /// `now` always answers) or usually does (`answer(_:now:later:)`: `now` answers from what it
 /// holds in memory or returns nil, then `later` answers).
 struct InlineCommandHandler<C: Command>: HandlerEntry {
+    var plan: CallPlan?
     let now: @Sendable (C, Envelope) throws -> C.Reply?
     let later: @Sendable (C, Envelope) async throws -> C.Reply
     /// The reply's encoder, chosen once (`JSONBytesEncoder.encoder(for:)`).
@@ -117,6 +121,7 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
 
 /// The handler of a typed `StreamingCommand`.
 struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
+    var plan: CallPlan?
     let body: @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> C.Reply
     let requirements: [Requirement]
     var method: String { C.method }
@@ -153,6 +158,7 @@ extension StreamingHandler {
 /// A handler that works on JSON directly (external plugins, proxies), with its requirements
 /// given at registration.
 struct RawHandler: HandlerEntry {
+    var plan: CallPlan?
     let method: String
     let requirements: [Requirement]
     let single: (@Sendable (Envelope, JSONValue) async throws -> JSONValue)?

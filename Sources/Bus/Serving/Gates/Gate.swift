@@ -20,6 +20,12 @@ public protocol Gate: Sendable {
     /// async frame). Must say true whenever `handle` would do more than call `next` unchanged.
     func applies(to envelope: Envelope) -> Bool
 
+    /// Whether the gate may apply to some call of a method that declares `requirements`: false
+    /// only when `applies(to:)` is false for every call of such a method, whoever makes it (the
+    /// gate then stays out of that method's `CallPlan`, and its calls skip it without asking).
+    /// True by default; a gate that applies by the method's requirements alone says which.
+    func mayApply(toMethodRequiring requirements: [Requirement]) -> Bool
+
     /// Decides the call from what the gate holds in memory, when it can: `.pass` (after setting
     /// on the envelope what `handle` would set) or `.deny`, with no async frame for the gate;
     /// `.handle` when it cannot (the chain then runs `handle`). A gate that decides must decide
@@ -44,6 +50,7 @@ extension Gate {
     public var position: GatePosition { .feature }
     public func covers(_ requirement: Requirement) -> Bool { false }
     public func applies(to envelope: Envelope) -> Bool { true }
+    public func mayApply(toMethodRequiring requirements: [Requirement]) -> Bool { true }
     public func errors(answering requirements: [Requirement]) -> [String] { [] }
     public func decide(_ envelope: inout Envelope) -> GateDecision { .handle }
     public var deciding: Deciding { .never }

@@ -22,6 +22,12 @@ public struct GateChain: Sendable {
         }
     }
 
+    /// The gates that may apply to a call of a method that declares `requirements`
+    /// (`Gate.mayApply(toMethodRequiring:)`), in order: the chain its calls walk (`CallPlan`).
+    public func plan(for requirements: [Requirement]) -> GateChain {
+        GateChain(gates.filter { $0.mayApply(toMethodRequiring: requirements) })
+    }
+
     /// Whether any gate has anything to do for `envelope` (else the call goes straight to its
     /// handler).
     public func applies(to envelope: Envelope) -> Bool { gates.contains { $0.applies(to: envelope) } }

@@ -34,6 +34,9 @@ public struct IdempotencyGate: Gate {
     public func covers(_ requirement: Requirement) -> Bool { requirement == .idempotent }
 
     public func applies(to envelope: Envelope) -> Bool { envelope.idempotency != nil }
+    /// A call carries a key only to a method that declares `idempotent` (the bus refuses any
+    /// other with `IdempotencyNotSupported` before the gates).
+    public func mayApply(toMethodRequiring requirements: [Requirement]) -> Bool { requirements.contains(.idempotent) }
 
     public func handle<Reply: Sendable>(_ envelope: Envelope, next: (Envelope) async throws -> Reply) async throws -> Reply {
         guard let request = envelope.idempotency else { return try await next(envelope) }

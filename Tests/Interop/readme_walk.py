@@ -79,6 +79,7 @@ WALK = [
     ("loadgen --proto varlink", "skip: a benchmark"),
     ("swift run -c release appd-bench", "skip: a benchmark"),
     ("contrib/bench/todos-vs-redis", "skip: a benchmark"),
+    ("contrib/bench/percall", "skip: a benchmark (uprobes, root)"),
     (".build/release/appd --socket /tmp/b.sock", "skip: a benchmark"),
 ]
 # Commands that need a terminal, and their scripted form (the README's own where it gives one).

@@ -13,6 +13,13 @@ extension JSONValue {
         try JSONValueDecoder.decode(type, from: self)
     }
 
+    /// `decode(as:)` for every value of `T`, chosen once: a type that reads itself
+    /// (`JSONObjectReadable`) is read member by member, any other through `Decodable`. The same
+    /// values and errors as `decode(as:)`.
+    public static func decoder<T: Decodable & Sendable>(for type: T.Type) -> @Sendable (JSONValue) throws -> T {
+        JSONValueDecoder.decoder(for: type)
+    }
+
     /// Compact JSON text with sorted keys.
     public var jsonText: String {
         String(decoding: JSONWriter.bytes(self), as: UTF8.self)

@@ -39,10 +39,11 @@ extension HandlerEntry {
         JSONWriter.bytes(try await callJSON(envelope, parameters))
     }
 
-    func decodeParameters<C: Decodable>(_ type: C.Type, _ parameters: JSONValue) throws -> C {
-        let object: JSONValue = parameters == .null ? .object([:]) : parameters
+    /// The call's parameters decoded with the handler's decoder (`JSONValue.decoder(for:)`, made
+    /// when the handler is); no parameters (null) are an empty object.
+    func decodeParameters<C: Decodable>(_ decode: (JSONValue) throws -> C, _ parameters: JSONValue) throws -> C {
         do {
-            return try object.decode(as: C.self)
+            return try decode(parameters == .null ? .object([:]) : parameters)
         } catch let error as DecodingError {
             throw InvalidParameters(method: method, decoding: error)
         }
@@ -53,19 +54,21 @@ extension HandlerEntry {
 struct CommandHandler<C: Command>: HandlerEntry {
     var plan: CallPlan?
     let body: @Sendable (C, Envelope) async throws -> C.Reply
-    /// The reply's encoder, chosen once (`JSONBytesEncoder.encoder(for:)`).
+    /// The parameters' decoder and the reply's encoder, chosen once (`JSONValue.decoder(for:)`,
+    /// `JSONBytesEncoder.encoder(for:)`).
+    let decodeCommand = JSONValue.decoder(for: C.self)
     let encodeReply = JSONBytesEncoder.encoder(for: C.Reply.self)
     var method: String { C.method }
     var requirements: [Requirement] { C.requirements }
     var streaming: Bool { false }
 
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
-        let command = try decodeParameters(C.self, parameters)
+        let command = try decodeParameters(decodeCommand, parameters)
         return try JSONValue(encoding: try await body(command, envelope))
     }
 
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
-        let command = try decodeParameters(C.self, parameters)
+        let command = try decodeParameters(decodeCommand, parameters)
         return try encodeReply(try await body(command, envelope))
     }
 
@@ -81,7 +84,9 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
     var plan: CallPlan?
     let now: @Sendable (C, Envelope) throws -> C.Reply?
     let later: @Sendable (C, Envelope) async throws -> C.Reply
-    /// The reply's encoder, chosen once (`JSONBytesEncoder.encoder(for:)`).
+    /// The parameters' decoder and the reply's encoder, chosen once (`JSONValue.decoder(for:)`,
+    /// `JSONBytesEncoder.encoder(for:)`).
+    let decodeCommand = JSONValue.decoder(for: C.self)
     let encodeReply = JSONBytesEncoder.encoder(for: C.Reply.self)
     var method: String { C.method }
     var requirements: [Requirement] { C.requirements }
@@ -93,11 +98,11 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
     }
 
     func callJSON(_ envelope: Envelope, _ parameters: JSONValue) async throws -> JSONValue {
-        try JSONValue(encoding: try await reply(try decodeParameters(C.self, parameters), envelope))
+        try JSONValue(encoding: try await reply(try decodeParameters(decodeCommand, parameters), envelope))
     }
 
     func callEncoded(_ envelope: Envelope, _ parameters: JSONValue) async throws -> [UInt8] {
-        try encodeReply(try await reply(try decodeParameters(C.self, parameters), envelope))
+        try encodeReply(try await reply(try decodeParameters(decodeCommand, parameters), envelope))
     }
 
     var answersInline: Bool { true }
@@ -105,12 +110,12 @@ struct InlineCommandHandler<C: Command>: HandlerEntry {
     // `if let`, not `Optional.map`: called through `any HandlerEntry`, this generic code is not
     // specialised, and an unspecialised `map` showed up in profiles of `Daemon.Ping`.
     func callInline(_ envelope: Envelope, _ parameters: JSONValue) throws -> JSONValue? {
-        guard let reply = try now(try decodeParameters(C.self, parameters), envelope) else { return nil }
+        guard let reply = try now(try decodeParameters(decodeCommand, parameters), envelope) else { return nil }
         return try JSONValue(encoding: reply)
     }
 
     func callInlineEncoded(_ envelope: Envelope, _ parameters: JSONValue) throws -> [UInt8]? {
-        guard let reply = try now(try decodeParameters(C.self, parameters), envelope) else { return nil }
+        guard let reply = try now(try decodeParameters(decodeCommand, parameters), envelope) else { return nil }
         return try encodeReply(reply)
     }
 
@@ -124,6 +129,7 @@ struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
     var plan: CallPlan?
     let body: @Sendable (C, Envelope, ReplyWriter<C.Reply>) async throws -> C.Reply
     let requirements: [Requirement]
+    let decodeCommand = JSONValue.decoder(for: C.self)
     var method: String { C.method }
     var streaming: Bool { true }
 
@@ -136,7 +142,7 @@ struct StreamingHandler<C: StreamingCommand>: HandlerEntry {
     }
 
     func streamJSON(_ envelope: Envelope, _ parameters: JSONValue, capacity: Int, deferred: Bool) throws -> ReplyStream<JSONValue> {
-        let command = try decodeParameters(C.self, parameters)
+        let command = try decodeParameters(decodeCommand, parameters)
         // One producer task that encodes as it sends (a mapped stream would need a second).
         return ReplyChannel<JSONValue>.start(capacity: capacity, deferred: deferred) { [body] json in
             // A handler whose replies are JSON already (Bus.Subscribe) writes to the stream as

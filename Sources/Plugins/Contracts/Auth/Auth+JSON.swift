@@ -46,3 +46,33 @@ extension AuthInterface.SignUpReply: JSONObjectWritable {
         object.member("user", user)
     }
 }
+
+// The parameters of the calls apps make most read themselves from the call's JSON object
+// (`JSONObjectReadable`), held to their `Decodable` conformance by `JSONObjectReadableTests`. A
+// member added to one of these commands must be read here too, or those tests fail.
+
+extension AuthInterface.WhoAmI: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws { self.init() }
+}
+
+extension AuthInterface.CheckSignUp: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(email: try object.required("email"), password: try object.required("password"))
+    }
+}
+
+extension AuthInterface.SignUp: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(email: try object.required("email"), password: try object.required("password"), displayName: try object.optional("displayName"))
+    }
+}
+
+extension AuthInterface.SignIn: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(email: try object.required("email"), password: try object.required("password"))
+    }
+}
+
+extension AuthInterface.Refresh: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws { self.init(refreshToken: try object.required("refreshToken")) }
+}

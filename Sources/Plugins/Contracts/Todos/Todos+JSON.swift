@@ -63,3 +63,56 @@ extension TodoCreated: JSONObjectWritable {
         object.member("userId", userId)
     }
 }
+
+// The parameters of the calls apps make most read themselves from the call's JSON object
+// (`JSONObjectReadable`): the members their `Decodable` conformance reads, in declaration order,
+// held to it by `JSONObjectReadableTests`. A member added to one of these commands must be read
+// here too, or those tests fail.
+
+extension TodosInterface.Add: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(title: try object.required("title"), notes: try object.optional("notes"), dueAt: try object.optional("dueAt"), id: try object.optional("id"))
+    }
+}
+
+extension TodosInterface.Get: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws { self.init(id: try object.required("id")) }
+}
+
+extension TodosInterface.List: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(filter: try object.optional("filter"), cursor: try object.optional("cursor"), limit: try object.optional("limit"))
+    }
+}
+
+extension TodosInterface.Update: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(
+            id: try object.required("id"), title: try object.optional("title"), notes: try object.optional("notes"), dueAt: try object.optional("dueAt"),
+            expectedVersion: try object.optional("expectedVersion"))
+    }
+}
+
+extension TodosInterface.Complete: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(id: try object.required("id"), expectedVersion: try object.optional("expectedVersion"))
+    }
+}
+
+extension TodosInterface.Reopen: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(id: try object.required("id"), expectedVersion: try object.optional("expectedVersion"))
+    }
+}
+
+extension TodosInterface.Delete: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(id: try object.required("id"), expectedVersion: try object.optional("expectedVersion"))
+    }
+}
+
+extension TodosInterface.Changes: JSONObjectReadable {
+    public init(reading object: JSONObjectReader) throws {
+        self.init(cursor: try object.optional("cursor"), limit: try object.optional("limit"))
+    }
+}

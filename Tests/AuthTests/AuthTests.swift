@@ -94,6 +94,41 @@ func expectAuthError(_ kind: String, sourceLocation: SourceLocation = #_sourceLo
         #expect(reason(email) == reason(unicode))
     }
 
+    /// The byte path (in place, copying only to lower a domain's capitals) agrees with the
+    /// character path on every ASCII address: the same address or the same error, over random
+    /// strings of the characters the rules look at.
+    @Test func theBytePathAgreesWithTheCharacterPathOnRandomAddresses() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("aZz09.-@ <>,+_.@..--")
+        var accepted = 0
+        for round in 0..<20_000 {
+            let length = round < 100 ? 60 + round : Int.random(in: 1...24, using: &generator)
+            var address = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+            if round % 4 == 0 { address = String("ab.C-d@Ex-Am.ple.COM".prefix(Int.random(in: 0...20, using: &generator))) + address }
+            let bytePath = Result(catching: { () throws(AuthError) in try AuthValidation.asciiEmail(address) })
+            let characterPath = Result(catching: { () throws(AuthError) in try AuthValidation.characterEmail(address) })
+            #expect(bytePath == characterPath, "\(address)")
+            if case .success = bytePath { accepted += 1 }
+        }
+        #expect(accepted > 0, "some random addresses pass, so both outcomes are compared")
+    }
+
+    @Test func passwordsEqualToTheEmailIgnoringCaseAreFoundWithoutCopies() {
+        let pairs: [(String, String, Bool)] = [
+            ("Ada@Example.com", "ada@example.com", true), ("ada@example.con", "ada@example.com", false), ("ada@example.co", "ada@example.com", false),
+            ("[ada]@example.com", "{ada}@example.com", false), ("ÄDA@example.com", "äda@example.com", true), ("İ", "i̇", true), ("", "", true),
+        ]
+        for (a, b, same) in pairs {
+            #expect(AuthValidation.sameIgnoringCase(a, b) == same, "\(a) \(b)")
+            #expect(AuthValidation.sameIgnoringCase(a, b) == (a.lowercased() == b.lowercased()), "\(a) \(b)")
+        }
+        for _ in 0..<5_000 {
+            let a = String((0..<Int.random(in: 0...6)).map { _ in Character(Unicode.Scalar(UInt8.random(in: 32...126))) })
+            let b = Bool.random() ? String(a.map { Bool.random() ? Character($0.uppercased()) : $0 }) : String(a.shuffled())
+            #expect(AuthValidation.sameIgnoringCase(a, b) == (a.lowercased() == b.lowercased()), "\(a) \(b)")
+        }
+    }
+
     /// The first hour: appctl signup checks the password before asking for it twice.
     @Test func checkSignUpAppliesTheRulesWithoutCreatingAnything() async throws {
         let h = try await Harness.make()

@@ -6,10 +6,10 @@ import HTTP
 extension HTTPAPI {
     /// `client` is the caller's address (`ClientAddress`), for the rate limit and the caller.
     func call(_ request: HTTPServerRequest, _ body: [UInt8], client: String) -> HTTPHandling {
-        let method = Self.methodName(request.path)
-        guard !method.isEmpty, let routed = routed(method) else {
-            return .now(APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(method)]))
+        guard let routed = routed(path: request.path) else {
+            return .now(APIErrorStatus.refusal(404, "org.varlink.service.MethodNotFound", ["method": .string(Self.methodName(request.path))]))
         }
+        let method = routed.route.name
         guard request.method == "POST" else {
             return .now(HTTPResponse(status: 405, body: ["error": "MethodNotAllowed", "parameters": ["allow": "POST"]], headers: [("Allow", "POST")]))
         }

@@ -63,19 +63,26 @@ public final class HTTPAPI: Sendable {
     /// or the `socket` (it acts on the connection, or is the operator's) is not routed, and
     /// `exposed` (an external plugin's manifest) has the last word.
     func routed(_ method: String) -> HTTPRoutes.Route? {
-        routeTable.route(method, dispatcher: dispatcher) { route in
-            guard let info = route.info else { return nil }
-            let kept = info.requirements.contains { requirement in
-                switch requirement {
-                case .admin, .capability, .socket: true
-                default: false
-                }
+        routeTable.route(method, dispatcher: dispatcher, resolve: httpRoute)
+    }
+
+    /// The route a call's request path names (`/v1/<interface>/<Method>`), if it is routed.
+    func routed(path: String) -> HTTPRoutes.Route? {
+        routeTable.route(path: path, method: Self.methodName, dispatcher: dispatcher, resolve: httpRoute)
+    }
+
+    private func httpRoute(_ route: VarlinkRoute) -> HTTPRoutes.Route? {
+        guard let info = route.info else { return nil }
+        let kept = info.requirements.contains { requirement in
+            switch requirement {
+            case .admin, .capability, .socket: true
+            default: false
             }
-            guard !kept, exposed(method) else { return nil }
-            return HTTPRoutes.Route(
-                route: route, info: info, taggable: ConditionalRequest.mayTag(route.method, in: route.interface),
-                rateLimited: info.requirements.contains(.clientRateLimited) || options.rateLimitedMethods.contains(method))
         }
+        guard !kept, exposed(route.name) else { return nil }
+        return HTTPRoutes.Route(
+            route: route, info: info, taggable: ConditionalRequest.mayTag(route.method, in: route.interface),
+            rateLimited: info.requirements.contains(.clientRateLimited) || options.rateLimitedMethods.contains(route.name))
     }
 
     /// Handles one request on the server's loop thread (`HTTPServer.Dispatch`): answered there

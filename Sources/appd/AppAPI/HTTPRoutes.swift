@@ -18,6 +18,9 @@ final class HTTPRoutes: Sendable {
     }
 
     private let known = Mutex<[String: Route]>([:])
+    /// The same routes by the request path that names them (`/v1/<interface>/<Method>`), so a
+    /// call's method name is not built from its path each time.
+    private let byPath = Mutex<[String: Route]>([:])
 
     /// The route of `method`, resolved by `resolve` when not known or no longer current.
     func route(_ method: String, dispatcher: VarlinkDispatcher, resolve: (VarlinkRoute) -> Route?) -> Route? {
@@ -27,6 +30,19 @@ final class HTTPRoutes: Sendable {
             return nil
         }
         known.withLock { $0[method] = made }
+        return made
+    }
+
+    /// The route the request path `path` names (`method` turns it into the method's name, or
+    /// "" when it names none), as `route(_:dispatcher:resolve:)` finds it.
+    func route(path: String, method: (String) -> String, dispatcher: VarlinkDispatcher, resolve: (VarlinkRoute) -> Route?) -> Route? {
+        if let hit = byPath.withLock({ $0[path] }), dispatcher.isCurrent(hit.route) { return hit }
+        let name = method(path)
+        guard !name.isEmpty, let made = route(name, dispatcher: dispatcher, resolve: resolve) else {
+            _ = byPath.withLock { $0.removeValue(forKey: path) }
+            return nil
+        }
+        byPath.withLock { $0[path] = made }
         return made
     }
 }

@@ -23,7 +23,10 @@ public enum JSONBytesEncoder {
     /// `any JSONObjectWritable` looks a conformance up in the runtime's cache each time.)
     public static func encoder<Value: Encodable & Sendable>(for type: Value.Type) -> @Sendable (Value) throws -> [UInt8] {
         if Value.self == JSONValue.self { return { JSONWriter.bytes(unsafeBitCast($0, to: JSONValue.self)) } }
-        if Value.self == Empty.self { return { _ in Array("{}".utf8) } }
+        if Value.self == Empty.self {
+            let empty = Array("{}".utf8)  // one array, shared by every reply (no allocation each)
+            return { _ in empty }
+        }
         if let writable = Value.self as? any (JSONObjectWritable & Sendable).Type { return writing(writable) }
         return { try encodeTree($0) }
     }

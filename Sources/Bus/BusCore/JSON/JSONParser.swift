@@ -107,12 +107,14 @@ public struct JSONParser {
         mutating func object(depth: Int) throws(Error) -> JSONValue {
             guard depth <= maxDepth else { throw fail("nested deeper than \(maxDepth)") }
             index += 1
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
             if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .object(members)
+                return .object([:])
             }
+            // Room for six members at once (a call's parameters rarely have more): one
+            // allocation, where growing from empty takes three by the fourth member.
+            var members = [String: JSONValue](minimumCapacity: 4)
             while true {
                 let (key, keyOffset) = try memberName()
                 // One hash per member: a name seen before is refused once its value is read.

@@ -4,7 +4,9 @@ extension VarlinkInterface {
     /// Throws `InvalidParameters` naming the first missing, unknown or mistyped field.
     public func validateInput(of method: VarlinkMethod, _ parameters: JSONValue, qualifiedName: String) throws(InvalidParameters) {
         let object: JSONValue = parameters == .null ? .object([:]) : parameters
-        if let problem = check(object, against: .structure(method.input), path: "") {
+        // The fields checked directly: `.structure(method.input)` would box a new indirect case
+        // on every call.
+        if let problem = check(object, fields: method.input, path: "") {
             throw InvalidParameters(method: qualifiedName, parameter: problem.path, reason: problem.reason)
         }
     }
@@ -59,18 +61,26 @@ extension VarlinkInterface {
             }
             return nil
         case .structure(let fields):
-            guard case .object(let members) = value else { return mismatch() }
-            for key in members.keys where !fields.contains(where: { $0.name == key }) {
-                return Problem(path: join(key), reason: "unknown field")
-            }
-            for field in fields {
-                guard let member = members[field.name] else {
-                    if field.type.isOptional { continue }
-                    return Problem(path: join(field.name), reason: "missing")
-                }
-                if let problem = check(member, against: field.type, path: join(field.name)) { return problem }
-            }
-            return nil
+            return check(value, fields: fields, path: path)
         }
+    }
+
+    /// The first place where `value` does not fit a structure of `fields`, or nil when it fits.
+    private func check(_ value: JSONValue, fields: [VarlinkField], path: String) -> Problem? {
+        func join(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+        guard case .object(let members) = value else {
+            return Problem(path: path, reason: "expected \(VarlinkType.structure(fields)), got \(value.kindName)")
+        }
+        for key in members.keys where !fields.contains(where: { $0.name == key }) {
+            return Problem(path: join(key), reason: "unknown field")
+        }
+        for field in fields {
+            guard let member = members[field.name] else {
+                if field.type.isOptional { continue }
+                return Problem(path: join(field.name), reason: "missing")
+            }
+            if let problem = check(member, against: field.type, path: join(field.name)) { return problem }
+        }
+        return nil
     }
 }

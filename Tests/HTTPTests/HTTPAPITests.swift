@@ -213,6 +213,24 @@ extension String {
         await f.server.stop()
     }
 
+    /// Routes are kept by the path that named them: every spelling of a method's path reaches
+    /// it, and an interface that stops being served is not routed from a path kept before.
+    @Test func aRouteKeptByItsPathFollowsTheServedInterfaces() async throws {
+        let f = try APIFixture()
+        for path in ["/v1/io.example.Notes/Add", "/v1/io.example/Notes.Add"] {
+            let added = try await f.request("POST", path, body: #"{"text":"kept"}"#)
+            #expect(APIFixture.status(added) == 200, "\(path): \(added)")
+        }
+        let unknown = try await f.request("POST", "/v1/io.example.Notes/Nope", body: "{}")
+        #expect(APIFixture.status(unknown) == 404 && unknown.contains(#""method":"io.example.Notes.Nope""#), "\(unknown)")
+        f.dispatcher.unregister(interface: "io.example.Notes")
+        for path in ["/v1/io.example.Notes/Add", "/v1/io.example/Notes.Add"] {
+            let gone = try await f.request("POST", path, body: #"{"text":"gone"}"#)
+            #expect(APIFixture.status(gone) == 404 && gone.contains("MethodNotFound"), "\(path): \(gone)")
+        }
+        await f.server.stop()
+    }
+
     @Test func aSocketOnlyMethodIsNotRoutedAndTheBusRefusesItToANetworkCaller() async throws {
         let f = try APIFixture()
         let response = try await f.request("POST", "/v1/io.example.Notes/Attach", body: "{}")

@@ -4,8 +4,10 @@ import Synchronization
 
 /// The methods the HTTP API routes, each decided once from what it declares (see
 /// `HTTPAPI.routed`) and kept while its `VarlinkRoute` is current: a request pays one lookup
-/// by name for whether it is routed, whether its reply may carry an entity tag, and whether it
-/// is rate limited. Only routed methods are kept, so the table is bounded by the served IDL.
+/// by its path for whether it is routed, whether its reply may carry an entity tag, and whether
+/// it is rate limited. Only routed methods are kept, by name and by the paths that named them
+/// (a few per method at most: `/v1/a.b/C` and `/v1/a/b.C` both name `a.b.C`), so the tables are
+/// bounded by the served IDL.
 final class HTTPRoutes: Sendable {
     /// A method reachable over HTTP.
     struct Route: Sendable {

@@ -39,8 +39,8 @@ struct SessionGate: Gate {
         switch service.resolveCached(accessToken: token.value) {
         case nil:
             return .handle
-        case .success(let record)?:
-            Self.signIn(&envelope, token, record)
+        case .success(let entry)?:
+            Self.signIn(&envelope, token, entry)
             return .pass
         case .failure(let error)?:
             return needed ? .deny(error) : .pass
@@ -55,7 +55,7 @@ struct SessionGate: Gate {
         }
         var envelope = envelope
         do {
-            Self.signIn(&envelope, token, try await service.resolve(accessToken: token.value))
+            Self.signIn(&envelope, token, try await service.resolveEntry(accessToken: token.value))
         } catch let error as AuthError {
             if needed { throw error }
         }
@@ -63,11 +63,12 @@ struct SessionGate: Gate {
     }
 
     /// The call acts as the session's account.
-    private static func signIn(_ envelope: inout Envelope, _ token: SessionToken, _ record: UserRecord) {
+    /// (The cache's entry, its record's fields read in place: passing the record would copy it.)
+    private static func signIn(_ envelope: inout Envelope, _ token: SessionToken, _ entry: SessionCache<UserRecord>.Entry) {
         // A token from the connection goes with the call (one that came with it is there).
         if envelope.caller.sessionToken == nil { envelope.caller.sessionToken = token }
         envelope.caller.principal = Principal(
-            userID: record.id, email: record.address, onboarded: record.onboardedAt != nil, emailVerified: record.emailVerified)
+            userID: entry.record.id, email: entry.record.address, onboarded: entry.record.onboardedAt != nil, emailVerified: entry.record.emailVerified)
     }
 }
 

@@ -126,7 +126,7 @@ public struct AuthPlugin: Plugin {
             AuthInterface.WhoAmI.self,
             now: { _, envelope in
                 let (token, _) = try Self.signedIn(envelope)
-                return try service.resolveCached(accessToken: token).map { .init(user: try $0.get().user) }
+                return try service.resolveCached(accessToken: token).map { .init(user: try $0.get().record.user) }
             },
             later: { _, envelope in
                 let (token, _) = try Self.signedIn(envelope)

@@ -45,12 +45,12 @@ extension AuthRepository {
         }
         guard let found else { return .unknown }
         sessions.store(token: accessToken, accessDigest: accessDigest, userID: found.record.id, found, readAt: generation)
-        return found.expiresAt <= now ? .expired : .valid(found.record)
+        return found.expiresAt <= now ? .expired : .valid(found)
     }
 
     /// `session` from the cache alone: nil when the token is not cached.
     func cachedSession(accessToken: String, now: Int64) -> SessionLookup? {
-        sessions.lookup(token: accessToken).map { $0.expiresAt <= now ? .expired : .valid($0.record) }
+        sessions.lookup(token: accessToken).map { $0.expiresAt <= now ? .expired : .valid($0) }
     }
 
     /// Rotates a refresh token: the old one is remembered so a replay revokes the family, unless

@@ -54,7 +54,9 @@ struct UserRecord: Sendable {
 
 /// What a presented access token resolves to.
 enum SessionLookup: Sendable {
-    case valid(UserRecord)
+    /// The session's cache entry (a class: handed on with one retain, the account's record not
+    /// copied out of it on every signed-in call).
+    case valid(SessionCache<UserRecord>.Entry)
     case expired
     case unknown
 }

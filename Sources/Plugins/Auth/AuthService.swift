@@ -169,21 +169,26 @@ public struct AuthService: Sendable {
 
     /// The account behind an access token, as the session gate and Authenticate need it.
     func resolve(accessToken: String) async throws -> UserRecord {
+        try await resolveEntry(accessToken: accessToken).record
+    }
+
+    /// `resolve`, as the session's cache entry.
+    func resolveEntry(accessToken: String) async throws -> SessionCache<UserRecord>.Entry {
         try Self.account(try await repository.session(accessToken: accessToken, now: now)).get()
     }
 
     /// `resolve` answered from the session cache alone, without waiting: nil when the token is
-    /// not cached (then `resolve` reads the store).
-    func resolveCached(accessToken: String) -> Result<UserRecord, AuthError>? {
+    /// not cached (then `resolve` reads the store). The cache's entry, not a copy of its record.
+    func resolveCached(accessToken: String) -> Result<SessionCache<UserRecord>.Entry, AuthError>? {
         repository.cachedSession(accessToken: accessToken, now: now).map(Self.account)
     }
 
     /// The account a session lookup found, or why there is none to act as.
-    private static func account(_ lookup: SessionLookup) -> Result<UserRecord, AuthError> {
+    private static func account(_ lookup: SessionLookup) -> Result<SessionCache<UserRecord>.Entry, AuthError> {
         switch lookup {
         case .unknown: .failure(.unauthenticated)
         case .expired: .failure(.sessionExpired)
-        case .valid(let record): record.disabled ? .failure(.accountDisabled) : .success(record)
+        case .valid(let entry): entry.record.disabled ? .failure(.accountDisabled) : .success(entry)
         }
     }
 

@@ -168,11 +168,11 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
     @Test func cancelStopsAStalledProviderAtOnceAndStoresWhatWasSent() async throws {
         // The upstream sends one token, then holds the stream open with nothing more.
         let server = FakeOpenAIServer { _ in
-            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("first"))), .holdOpen(milliseconds: 30_000)]
+            [.send(FakeOpenAIServer.head()), .send(FakeOpenAIServer.chunk(FakeOpenAIServer.delta("first"))), .holdOpen(milliseconds: 120_000)]
         }
         defer { server.stop() }
         var options = OpenAIProvider.Options(baseURL: server.baseURL, model: "test-model", apiKey: "sk-test")
-        options.timeouts.idle = .seconds(60)
+        options.timeouts.idle = .seconds(300)
         let h = try await Harness.make(provider: try OpenAIProvider(options: options))
         let ada = try await h.user("ada@example.com").caller
         let conversation = try await h.conversation(ada)
@@ -190,11 +190,13 @@ func expectChatError(_ name: String, sourceLocation: SourceLocation = #_sourceLo
         }
         let message = try #require(final)
         let cancelled = try #require(cancelledAt)
-        // Ended by the cancel, not by the 60 s idle timeout or the server's 30 s.
-        #expect(ContinuousClock.now - cancelled < .seconds(5))
+        // Ended by the cancel, not by the 300 s idle timeout or the server's 120 s: the bound is
+        // far from both, so a loaded machine (CI's PostgreSQL pass stalled every suite for ~50 s
+        // once, and this took 5.3 s) cannot fail it while a cancel that does nothing still does.
+        #expect(ContinuousClock.now - cancelled < .seconds(60))
         #expect(message.status == "cancelled" && message.text == "first" && deltas == ["first"])
         #expect(try await h.history(conversation.id, as: ada).last == message)
-        #expect(await eventually(timeout: .seconds(2)) { server.requests.first?.clientClosedAt != nil })
+        #expect(await eventually(timeout: .seconds(30)) { server.requests.first?.clientClosedAt != nil })
     }
 
     @Test func droppingTheStreamCancelsTheReplyAndKeepsWhatArrived() async throws {

@@ -167,12 +167,13 @@ public struct AuthService: Sendable {
 
     // MARK: Sessions
 
-    /// The account behind an access token, as the session gate and Authenticate need it.
+    /// The account behind an access token, as Authenticate and WhoAmI need it (a copy of the
+    /// record; the session gate reads the cache's entry in place, `resolveEntry`).
     func resolve(accessToken: String) async throws -> UserRecord {
         try await resolveEntry(accessToken: accessToken).record
     }
 
-    /// `resolve`, as the session's cache entry.
+    /// `resolve`, as the session's cache entry (what the session gate reads on a cache miss).
     func resolveEntry(accessToken: String) async throws -> SessionCache<UserRecord>.Entry {
         try Self.account(try await repository.session(accessToken: accessToken, now: now)).get()
     }

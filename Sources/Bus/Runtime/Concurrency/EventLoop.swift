@@ -183,7 +183,12 @@ public final class EventLoop: Sendable {
         while true {
             executor.runQueuedJobs(running: &taskJobs)
             if flushes.take(into: &flushing) {
-                for channel in flushing { channel.flush() }
+                // Newest first: a caller's reply is queued after the deliveries its call made
+                // (a publish to 50 subscribers), and sent first, the publisher then sends its
+                // next call while this loop still writes to the subscribers, and the loop's
+                // next wait finds it instead of sleeping (Redis writes its pending clients in
+                // the same order). Each channel's own bytes keep their order.
+                for channel in flushing.reversed() { channel.flush() }
                 flushing.removeAll(keepingCapacity: true)
             }
             if closures.take(into: &running) {

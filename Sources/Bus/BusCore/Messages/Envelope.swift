@@ -13,11 +13,11 @@ public struct Envelope: Sendable {
         let deadline: ContinuousClock.Instant?
         let name: String
         let requirements: [Requirement]
-        let logger: Logger
+        let logger: SharedLogger
         let idempotency: IdempotentRequest?
 
         init(
-            name: String, requirements: [Requirement], deadline: ContinuousClock.Instant?, cause: Envelope?, logger: Logger,
+            name: String, requirements: [Requirement], deadline: ContinuousClock.Instant?, cause: Envelope?, logger: SharedLogger,
             idempotency: IdempotentRequest?
         ) {
             let id = MessageID.next()
@@ -43,6 +43,17 @@ public struct Envelope: Sendable {
         name: String, requirements: [Requirement], caller: Caller, deadline: ContinuousClock.Instant? = nil,
         causedBy cause: Envelope? = nil, logger: Logger, idempotency: IdempotentRequest? = nil
     ) {
+        self.init(
+            name: name, requirements: requirements, caller: caller, deadline: deadline, causedBy: cause, logger: SharedLogger(logger),
+            idempotency: idempotency)
+    }
+
+    /// An envelope whose logger is one kept by reference (a bus's, shared by every call it
+    /// makes an envelope for: one reference to copy per call, not the logger's parts).
+    package init(
+        name: String, requirements: [Requirement], caller: Caller, deadline: ContinuousClock.Instant? = nil,
+        causedBy cause: Envelope? = nil, logger: SharedLogger, idempotency: IdempotentRequest? = nil
+    ) {
         self.header = Header(
             name: name, requirements: requirements, deadline: deadline, cause: cause, logger: logger, idempotency: idempotency)
         self.caller = caller
@@ -65,7 +76,7 @@ public struct Envelope: Sendable {
     /// A logger whose metadata names this message, so every line can be traced to its call.
     /// Built on demand: most messages never log.
     public var logger: Logger {
-        var logger = header.logger
+        var logger = header.logger.logger
         logger[metadataKey: "message.id"] = id.description
         logger[metadataKey: "message.name"] = name
         if correlationID != id { logger[metadataKey: "message.correlation"] = correlationID.description }

@@ -15,6 +15,8 @@ open class CommandBus: @unchecked Sendable {  // safe: every stored property is 
     /// Replies a streaming handler may run ahead of its consumer before it waits.
     public let streamCapacity: Int
     package let logger: Logger
+    /// `logger`, as every envelope of this bus holds it (`SharedLogger`).
+    private let sharedLogger: SharedLogger
     let handlers = Mutex<[String: any HandlerEntry]>([:])
     /// Bumped whenever a handler is added or removed: what a resolved route (`VarlinkRoute`)
     /// checks to know its handler is still the one registered.
@@ -29,6 +31,7 @@ open class CommandBus: @unchecked Sendable {  // safe: every stored property is 
         self.defaultTimeout = defaultTimeout
         self.streamCapacity = max(1, streamCapacity)
         self.logger = logger
+        self.sharedLogger = SharedLogger(logger)
     }
 }
 
@@ -338,7 +341,7 @@ extension CommandBus {
         let deadline = (timeout ?? defaultTimeout).map { ContinuousClock.now.advanced(by: $0) }
         return Envelope(
             name: method, requirements: requirements, caller: caller, deadline: deadline, causedBy: cause,
-            logger: logger, idempotency: idempotency)
+            logger: sharedLogger, idempotency: idempotency)
     }
 
     /// The gates a call of `entry` walks: its plan's (`CallPlan`), or the whole chain for a

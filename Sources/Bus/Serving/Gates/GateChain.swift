@@ -55,19 +55,22 @@ public struct GateChain: Sendable {
     public func decideNow(_ envelope: inout Envelope) throws -> Bool {
         var decided = envelope
         var lookedAhead = false
-        for index in gates.indices {
-            let gate = gates[index]
-            guard gate.applies(to: decided) else { continue }
-            switch gate.deciding {
+        // Each gate is used where the array keeps it (no copy of the existential per gate).
+        for index in gates.indices where gates[index].applies(to: decided) {
+            switch gates[index].deciding {
             case .never:
                 return false
             case .always where !lookedAhead:
-                for later in gates[(index + 1)...] where later.deciding != .always && later.applies(to: decided) { return false }
+                var later = index + 1
+                while later < gates.count {
+                    if gates[later].deciding != .always && gates[later].applies(to: decided) { return false }
+                    later += 1
+                }
                 lookedAhead = true
             case .always, .sometimes:
                 break
             }
-            guard try Self.decide(gate, &decided) else { return false }
+            guard try Self.decide(gates[index], &decided) else { return false }
         }
         envelope = decided
         return true

@@ -44,8 +44,15 @@ public final class VarlinkRoute: Sendable {
 
     /// Counts one finished call of this method.
     func record(outcome: String, transport: String, since started: ContinuousClock.Instant) {
-        let known = counted.withLock { list in list.first { $0.outcome == outcome && $0.transport == transport }?.series }
-        if let known { return CallMetrics.record(known, since: started) }
+        // Counted where the list keeps the series (taking them out is a retain and a release each).
+        let known = counted.withLock { list -> Bool in
+            for index in list.indices where list[index].outcome == outcome && list[index].transport == transport {
+                CallMetrics.record(list[index].series, since: started)
+                return true
+            }
+            return false
+        }
+        if known { return }
         let made = CallMetrics.series(method: name, outcome: outcome, transport: transport)
         counted.withLock { list in
             // Bounded like the registry's series: outcomes are declared names, transports appd's.

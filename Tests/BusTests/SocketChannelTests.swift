@@ -226,4 +226,35 @@ extension SocketChannelTests {
         #expect(repeated == 0, "\(repeated) of \(rounds) clients did not read their reply exactly once")
         await loop.stop { true }
     }
+
+    /// The loop sends the channel given bytes last first: a caller's reply, queued after the
+    /// deliveries its call made (a publish to its subscribers), reaches the caller before them,
+    /// so its next call is on its way while the loop writes to the rest. Two channels over one
+    /// socket (the second on a duplicate of its descriptor) show the order the loop sent them in.
+    @Test func theLoopSendsTheChannelQueuedLastFirst() async throws {
+        let loop = try EventLoop(name: "test-flush-order")
+        loop.start()
+        let (ours, theirs) = try Self.pair()
+        defer { close(theirs) }
+        let earlier = SocketChannel(fd: ours, loop: loop, highWater: 64 * 1024, lowWater: 32 * 1024)
+        let later = SocketChannel(fd: dup(ours), loop: loop, highWater: 64 * 1024, lowWater: 32 * 1024)
+        // Both written in one job on the loop: both flushes wait for its next round.
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                earlier.write(Array("delivery;".utf8))
+                later.write(Array("reply;".utf8))
+                c.resume()
+            }
+        }
+        let received = try await RunningReader.run { String(decoding: Self.receive(theirs, atLeast: 15), as: UTF8.self) }
+        #expect(received == "reply;delivery;")
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                _ = earlier.close()
+                _ = later.close()
+                c.resume()
+            }
+        }
+        await loop.stop { true }
+    }
 }

@@ -51,6 +51,11 @@ struct SQLTodosRepository: TodosRepository {
     /// A page of todos ends at this many bytes of titles and notes, or at its count.
     static let page = BytePage(columns: ["title", "notes"])
 
+    /// What a read of todos selects: the place (`seq`) and the columns `todo(_:)` reads, in the
+    /// order they are read. Not `owner` (the query names it already: a string per row that
+    /// nothing reads) nor `change_seq`.
+    static let readColumns = "seq, id, title, created_at, updated_at, notes, done, due_at, completed_at, version, attachments"
+
     static func todo(_ row: Row) -> Todo? {
         func time(_ column: String) -> String? { row.integer(column).map { WallTime(nanosecondsSinceEpoch: $0).rfc3339 } }
         guard let id = row.text("id"), let title = row.text("title"), let created = time("created_at"), let updated = time("updated_at")
@@ -119,7 +124,7 @@ struct SQLTodosRepository: TodosRepository {
     }
 
     static func fetch(_ tx: any Transaction, owner: String, seq: Int64) throws -> Todo {
-        guard let todo = try tx.query("SELECT * FROM todos WHERE owner = ? AND seq = ?", [.text(owner), .integer(seq)]).first.flatMap(todo) else {
+        guard let todo = try tx.query("SELECT \(readColumns) FROM todos WHERE owner = ? AND seq = ?", [.text(owner), .integer(seq)]).first.flatMap(todo) else {
             throw TodosError.notFound
         }
         return todo
@@ -137,7 +142,7 @@ struct SQLTodosRepository: TodosRepository {
                 let condition = filter == "open" ? " AND done = 0" : filter == "done" ? " AND done = 1" : ""
                 // One row past the page says whether more follow.
                 let (rows, cut) = try Self.page.rows(
-                    "SELECT * FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?", orderBy: "seq",
+                    "SELECT \(Self.readColumns) FROM todos WHERE owner = ? AND seq > ?\(condition) ORDER BY seq LIMIT ?", orderBy: "seq",
                     [.text(owner), .integer(after), .integer(Int64(limit) + 1)], in: tx)
                 // The page is made here, on the database's thread, as the reply will carry it:
                 // the caller's thread gets the array and copies no todo.

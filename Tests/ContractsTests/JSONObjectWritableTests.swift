@@ -55,6 +55,27 @@ import Testing
         try Self.expectSameBytes(TodosInterface.ChangePage(changes: [], nextCursor: 0, more: false))
     }
 
+    /// What the writer reserves for a page covers the page (one allocation, no doubling) when
+    /// its text needs no escapes: every member present, times as the server writes them, the
+    /// largest version. Fails when a member is added without room in the estimate.
+    @Test func theByteEstimatesCoverTheirValues() {
+        let todo = Todo(
+            id: "t_01JEXAMPLE7Q3ZP4M5N6R8S9TV", title: "Buy milk and bread", notes: "Two litres, whole grain", done: true,
+            dueAt: "2026-12-05T09:00:00.000Z", createdAt: "2026-12-04T06:00:00.000Z", updatedAt: "2026-12-04T06:30:00.125Z",
+            completedAt: "2026-12-04T06:30:00.125Z", version: Int64.max, attachments: ["f_01JEXAMPLE7Q3ZP4M5N6R8S9TV", "f_01JEXAMPLE7Q3ZP4M5N6R8S9TW"])
+        let change = TodoChange(seq: Int64.max, id: todo.id, deleted: false, todo: todo)
+        // (estimate, bytes) for each value, compared as numbers so a failure reads short.
+        func sizes(_ value: some JSONObjectWritable) -> (estimate: Int, bytes: Int) { (value.jsonBytesEstimate, JSONObjectWriter.bytes(of: value).count) }
+        let page = TodosInterface.TodoPage(todos: Array(repeating: todo, count: 50), nextCursor: "9223372036854775807")
+        let all = [
+            sizes(todo), sizes(TodosInterface.TodoReply(todo: todo)), sizes(change), sizes(page),
+            sizes(TodosInterface.ChangePage(changes: Array(repeating: change, count: 50), nextCursor: Int64.max, more: true)),
+        ]
+        for (index, (estimate, bytes)) in all.enumerated() { #expect(estimate >= bytes, "value \(index): \(estimate) reserved for \(bytes) bytes") }
+        // Not far over, either: a page of 50 reserves less than one and a half times what it takes.
+        #expect(Double(sizes(page).estimate) < 1.5 * Double(sizes(page).bytes))
+    }
+
     @Test func theAddEventWritesTheBytesOfItsCodableConformance() throws {
         let created = TodoCreated(todoId: "t_1", userId: "u_1", title: Self.awkward, dueAt: "2026-12-05T09:00:00Z")
         for event in [created, TodoCreated(todoId: "t_2", userId: "u_\"2", title: "")] { try Self.expectSameBytes(event) }

@@ -11,6 +11,15 @@
 public protocol JSONObjectWritable: Encodable {
     /// Writes the members, in key order, with `object.member(_:_:)`.
     func writeMembers(to object: inout JSONObjectWriter)
+    /// About how many bytes the value's JSON takes (its text's bytes and its members' names):
+    /// what the writer reserves before it starts, so a page is written into one allocation
+    /// instead of one per doubling. Only a hint: a value that takes more still gets it all.
+    /// 256 unless a type says otherwise.
+    var jsonBytesEstimate: Int { get }
+}
+
+extension JSONObjectWritable {
+    public var jsonBytesEstimate: Int { 256 }
 }
 
 /// Writes JSON objects member by member for `JSONObjectWritable` types.
@@ -30,7 +39,7 @@ public struct JSONObjectWriter {
 
     /// The value's JSON bytes.
     public static func bytes(of value: some JSONObjectWritable) -> [UInt8] {
-        var writer = JSONObjectWriter(reservingCapacity: 256)
+        var writer = JSONObjectWriter(reservingCapacity: max(16, value.jsonBytesEstimate))
         writer.write(value)
         return writer.out
     }

@@ -20,6 +20,12 @@ extension Todo: JSONObjectWritable {
         object.member("updatedAt", updatedAt)
         object.member("version", version)
     }
+
+    /// The members' names, four times, the largest version and the punctuation come to 245
+    /// bytes; the rest is the todo's text.
+    public var jsonBytesEstimate: Int {
+        256 + id.utf8.count + title.utf8.count + (notes?.utf8.count ?? 0) + (attachments?.reduce(0) { $0 + $1.utf8.count + 3 } ?? 0)
+    }
 }
 
 extension TodoChange: JSONObjectWritable {
@@ -29,6 +35,8 @@ extension TodoChange: JSONObjectWritable {
         object.member("seq", seq)
         object.member("todo", todo)
     }
+
+    public var jsonBytesEstimate: Int { 48 + id.utf8.count + (todo?.jsonBytesEstimate ?? 0) }
 }
 
 extension TodosInterface.TodoPage: JSONObjectWritable {
@@ -36,6 +44,8 @@ extension TodosInterface.TodoPage: JSONObjectWritable {
         object.member("nextCursor", nextCursor)
         object.member("todos", todos)
     }
+
+    public var jsonBytesEstimate: Int { todos.reduce(48) { $0 + 1 + $1.jsonBytesEstimate } }
 }
 
 extension TodosInterface.ChangePage: JSONObjectWritable {
@@ -44,12 +54,16 @@ extension TodosInterface.ChangePage: JSONObjectWritable {
         object.member("more", more)
         object.member("nextCursor", nextCursor)
     }
+
+    public var jsonBytesEstimate: Int { changes.reduce(64) { $0 + 1 + $1.jsonBytesEstimate } }
 }
 
 extension TodosInterface.TodoReply: JSONObjectWritable {
     public func writeMembers(to object: inout JSONObjectWriter) {
         object.member("todo", todo)
     }
+
+    public var jsonBytesEstimate: Int { 16 + todo.jsonBytesEstimate }
 }
 
 // The event of an add (encoded once per write, for the log and the bus): the durable write apps

@@ -42,15 +42,28 @@ public struct HTTPResponse: Error, Sendable {
 
     /// A stream's status line and headers (chunked); `keepAlive` says whether the connection
     /// stays open.
-    func head(keepAlive: Bool, chunked: Bool) -> [UInt8] { bytes(keepAlive: keepAlive, body: false, chunked: chunked) }
+    func head(keepAlive: Bool, chunked: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        write(into: &out, keepAlive: keepAlive, body: false, chunked: chunked)
+        return out
+    }
 
     /// The whole response as bytes; `headOnly`: without its body (the answer to a HEAD).
-    func bytes(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] { bytes(keepAlive: keepAlive, body: !headOnly, chunked: false) }
+    func bytes(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        write(into: &out, keepAlive: keepAlive, headOnly: headOnly)
+        return out
+    }
+
+    /// Appends the whole response to `out`: a connection writes it straight into its output
+    /// buffer (no array of its own per response, and no copy of it into the buffer).
+    func write(into out: inout [UInt8], keepAlive: Bool, headOnly: Bool) {
+        write(into: &out, keepAlive: keepAlive, body: !headOnly, chunked: false)
+    }
 
     /// Written straight into one buffer: this runs for every response.
-    private func bytes(keepAlive: Bool, body withBody: Bool, chunked: Bool) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(128 + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 } + (withBody ? body.count : 0))
+    private func write(into out: inout [UInt8], keepAlive: Bool, body withBody: Bool, chunked: Bool) {
+        out.reserveCapacity(out.count + 128 + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 } + (withBody ? body.count : 0))
         out += "HTTP/1.1 ".utf8
         out += String(status).utf8
         out.append(32)
@@ -73,7 +86,6 @@ public struct HTTPResponse: Error, Sendable {
         }
         out += keepAlive ? "Connection: keep-alive\r\n\r\n".utf8 : "Connection: close\r\n\r\n".utf8
         if withBody { out += body }
-        return out
     }
 
     package static let reasons = [

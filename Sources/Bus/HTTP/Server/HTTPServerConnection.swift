@@ -170,8 +170,8 @@ final class HTTPServerConnection: Sendable {
             return (headOnly, s.keepAlive)
         }
         guard let shape else { return false }
-        let bytes = streamed ? response.head(keepAlive: shape.keepAlive, chunked: true) : response.bytes(keepAlive: shape.keepAlive, headOnly: shape.headOnly)
-        return channel.write(bytes) != nil
+        if streamed { return channel.write(response.head(keepAlive: shape.keepAlive, chunked: true)) != nil }
+        return channel.write { response.write(into: &$0, keepAlive: shape.keepAlive, headOnly: shape.headOnly) } != nil
     }
 
     /// Ends a streamed response with the last chunk (loop thread, so no send of an earlier

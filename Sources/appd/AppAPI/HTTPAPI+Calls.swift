@@ -199,7 +199,10 @@ extension HTTPAPI {
         }
         try? await dispatcher.handle(
             VarlinkCall(method: method, parameters: parameters, more: true), as: caller, transport: "http",
-            streamBytes: { parameters, bytes in responder.writeIfBelowHighWater(event(parameters: parameters, encoded: bytes)) },
+            streamBytes: { parameters, bytes in
+                let id = eventID(parameters)
+                return responder.writeIfBelowHighWater(count: eventByteCount(id: id, encoded: bytes)) { writeEvent(id: id, encoded: bytes, into: &$0) }
+            },
             streamReplies: send
         ) { reply in
             try await send(reply)
@@ -222,17 +225,41 @@ extension HTTPAPI {
         return event(parameters: reply.parameters, encoded: JSONWriter.bytes(reply.parameters))
     }
 
-    /// A reply's event from its parameters and their JSON bytes (encoded once for every
-    /// subscriber of a fan-out).
+    /// A reply's event from its parameters and their JSON bytes.
     static func event(parameters: JSONValue, encoded: [UInt8]) -> [UInt8] {
+        let id = eventID(parameters)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(encoded.count + 40)
-        if case .int(let sequence)? = parameters["seq"] { bytes += Array("id: \(sequence)\n".utf8) }
-        bytes += Array("event: reply\ndata: ".utf8)
-        bytes += encoded
-        bytes += Array("\n\n".utf8)
+        bytes.reserveCapacity(eventByteCount(id: id, encoded: encoded))
+        writeEvent(id: id, encoded: encoded, into: &bytes)
         return bytes
     }
+
+    /// The event's `id:`, the reply's sequence number when it has one.
+    static func eventID(_ parameters: JSONValue) -> String? {
+        if case .int(let sequence)? = parameters["seq"] { return String(sequence) }
+        return nil
+    }
+
+    /// How many bytes `writeEvent` appends.
+    static func eventByteCount(id: String?, encoded: [UInt8]) -> Int {
+        (id.map { 5 + $0.utf8.count } ?? 0) + eventHead.count + encoded.count + 2
+    }
+
+    /// Appends the event (encoded once for every subscriber of a fan-out, framed into each
+    /// subscriber's buffer): `id: …` when it has one, `event: reply`, the JSON on one `data:` line.
+    static func writeEvent(id: String?, encoded: [UInt8], into out: inout [UInt8]) {
+        if let id {
+            out += "id: ".utf8
+            out += id.utf8
+            out.append(UInt8(ascii: "\n"))
+        }
+        out += eventHead
+        out += encoded
+        out.append(UInt8(ascii: "\n"))
+        out.append(UInt8(ascii: "\n"))
+    }
+
+    static let eventHead: [UInt8] = Array("event: reply\ndata: ".utf8)
 
     /// A refusal the API makes itself, with the status its interface declares for it, or the
     /// category of the refusal when no served interface declares the error.

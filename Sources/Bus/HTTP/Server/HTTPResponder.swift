@@ -142,8 +142,16 @@ public final class HTTPResponder: Sendable {
     /// alarm's), unless the client has the stream buffer's worth unread, has gone, or the stream
     /// has not started: false then, and nothing was written (use `write`).
     public func writeIfBelowHighWater(_ bytes: [UInt8]) -> Bool {
-        guard let connection, !bytes.isEmpty, phase == .streaming else { return false }
-        return connection.channel.writeIfBelowHighWater { $0 += Self.chunk(bytes) }
+        writeIfBelowHighWater(count: bytes.count) { $0 += bytes }
+    }
+
+    /// `writeIfBelowHighWater(_:)` for a chunk of `count` bytes that `write` appends itself,
+    /// straight into the connection's output buffer: a fan-out frames one event for each of its
+    /// subscribers with no array of its own per subscriber. `write` appends exactly `count`
+    /// bytes (the chunk's head says how many follow).
+    public func writeIfBelowHighWater(count: Int, _ write: (inout [UInt8]) -> Void) -> Bool {
+        guard let connection, count > 0, phase == .streaming else { return false }
+        return connection.channel.writeIfBelowHighWater { Self.appendChunk(count: count, to: &$0, write) }
     }
 
     /// The work has returned (the server's task): ends a stream, answers work that answered
@@ -162,7 +170,27 @@ public final class HTTPResponder: Sendable {
 
     /// One chunk of the chunked transfer coding.
     static func chunk(_ bytes: [UInt8]) -> [UInt8] {
-        Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10]
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 20)
+        appendChunk(count: bytes.count, to: &out) { $0 += bytes }
+        return out
+    }
+
+    /// A chunk of `count` bytes (RFC 9112 §7.1): its size in hex, CR LF, what `write` appends, CR LF.
+    static func appendChunk(count: Int, to out: inout [UInt8], _ write: (inout [UInt8]) -> Void) {
+        let hex: StaticString = "0123456789abcdef"
+        var shift = max(0, (Int.bitWidth - count.leadingZeroBitCount + 3) / 4 - 1) * 4
+        while shift >= 0 {
+            out.append(hex.utf8Start[(count >> shift) & 0xF])
+            shift -= 4
+        }
+        out.append(13)
+        out.append(10)
+        let start = out.count
+        write(&out)
+        assert(out.count - start == count, "a chunk of \(out.count - start) bytes under a head that says \(count)")
+        out.append(13)
+        out.append(10)
     }
 }
 

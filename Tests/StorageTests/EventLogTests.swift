@@ -252,6 +252,40 @@ final class Seen: Sendable {
         await database.close()
     }
 
+    /// An owner erased before the database was closed is still erased when it opens again: an
+    /// event about them is logged as a tombstone, one about anyone else as it is (the writer
+    /// skips the erased-owner look-up only while no owner was ever erased).
+    @Test func anOwnerErasedBeforeARestartStaysErased() async throws {
+        let (dir, database) = try await notesDatabase(bus: nil)
+        defer { removeDirectory(dir) }
+        try await database.write { tx in try tx.append(NoteAbout(userId: "u2", text: "kept before"), causedBy: nil) }
+        try await database.write { tx in try tx.redactEvents(about: "u1") }
+        await database.close()
+        let reopened = try SQLiteDatabase(path: dir + "/appd.db", outbox: nil)
+        try await reopened.write { tx in
+            try tx.append(NoteAbout(userId: "u1", text: "after the restart"), causedBy: nil)
+            try tx.append(NoteAbout(userId: "u2", text: "kept after"), causedBy: nil)
+        }
+        let rows = try await reopened.read { tx in try tx.query("SELECT owner, redacted, payload FROM appd_events WHERE topic = 'notes.about' ORDER BY seq") }
+        let seen = rows.map { "\($0.text("owner") ?? "?"):\($0.integer("redacted") == 1 ? "redacted" : $0.text("payload") ?? "?")" }
+        #expect(
+            seen == [#"u2:{"text":"kept before","userId":"u2"}"#, "u1:redacted", #"u2:{"text":"kept after","userId":"u2"}"#], "\(seen)")
+        await reopened.close()
+    }
+
+    /// A database where nobody was erased logs events with their payloads, and the first
+    /// erasure on it covers what follows at once (the look-up the writer skipped until then).
+    @Test func theFirstErasureOfADatabaseCoversTheEventsThatFollow() async throws {
+        let (dir, database) = try await notesDatabase(bus: nil)
+        defer { removeDirectory(dir) }
+        try await database.write { tx in try tx.append(NoteAbout(userId: "u1", text: "before"), causedBy: nil) }
+        try await database.write { tx in try tx.redactEvents(about: "u1") }
+        try await database.write { tx in try tx.append(NoteAbout(userId: "u1", text: "after"), causedBy: nil) }
+        let rows = try await database.read { tx in try tx.query("SELECT redacted FROM appd_events WHERE owner = 'u1' ORDER BY seq") }
+        #expect(rows.map { $0.integer("redacted") } == [1, 1])
+        await database.close()
+    }
+
     /// An event about an erased owner logged after the erasure (a consumer still catching up)
     /// is a tombstone too; only the erasing write's own notice keeps its payload.
     @Test func eventsAboutAnErasedOwnerAreLoggedRedactedWhoeverLogsThem() async throws {

@@ -8,6 +8,12 @@ final class SQLiteConnection {
     /// Statements prepared once per SQL text, each with its result's column names once known:
     /// one lookup per statement run.
     private var statements: [StatementKey: Prepared] = [:]
+    /// Whether an owner may have been erased (`appd_erased_owners` holds a row): false only
+    /// while the table was empty when the write connection opened and no write on it has
+    /// erased anyone since (one appd owns the file, and its writes go through this
+    /// connection), so an event is logged without looking its owner up there. Set before an
+    /// erasure is written and never cleared (a rolled-back erasure only costs the look-ups).
+    var mayHoldErasedOwners = true
 
     /// Process-wide settings made once, before SQLite initialises (the first open): no memory
     /// statistics (nothing reads them, and they lock a global mutex on every allocation: 3.7 %

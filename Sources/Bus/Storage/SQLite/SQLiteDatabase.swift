@@ -62,6 +62,7 @@ public final class SQLiteDatabase: Database {
         try connection.executeScript(EventLog.schema + IdempotencyLog.schema + AccountBytes.schema)
         try EventLog.upgrade(connection)
         try AccountBytes.upgrade(connection)
+        connection.mayHoldErasedOwners = !(try connection.run("SELECT 1 AS erased FROM appd_erased_owners LIMIT 1", [])).isEmpty
         let reader = try SQLiteConnection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         try reader.executeScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA query_only=1;")
         self.writeConnection = ConnectionBox(connection)

@@ -184,10 +184,10 @@ public final class EventLoop: Sendable {
             executor.runQueuedJobs(running: &taskJobs)
             if flushes.take(into: &flushing) {
                 // Newest first: a caller's reply is queued after the deliveries its call made
-                // (a publish to 50 subscribers), and sent first, the publisher then sends its
-                // next call while this loop still writes to the subscribers, and the loop's
-                // next wait finds it instead of sleeping (Redis writes its pending clients in
-                // the same order). Each channel's own bytes keep their order.
+                // (a publish to 50 subscribers), so it goes out first; the caller sends its next
+                // call while this loop still writes to the subscribers, and the loop's next wait
+                // finds it instead of sleeping (Redis writes its pending clients in the same
+                // order). Each channel's own bytes keep their order.
                 for channel in flushing.reversed() { channel.flush() }
                 flushing.removeAll(keepingCapacity: true)
             }

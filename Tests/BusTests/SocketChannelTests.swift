@@ -258,3 +258,47 @@ extension SocketChannelTests {
         await loop.stop { true }
     }
 }
+
+extension SocketChannelTests {
+    /// A connection whose last reply is queued behind a client that is slow to read: asked to
+    /// close once drained, the channel stays open until the client has read everything, then
+    /// ends the connection (every byte, then the end); with nothing unwritten it closes at once.
+    @Test func aCloseOnceDrainedWaitsForTheLastByteThenEnds() async throws {
+        let loop = try EventLoop(name: "test-channel-drained")
+        loop.start()
+        let (ours, theirs) = try Self.pair()
+        defer { close(theirs) }
+        // The client's reads give up after a while: a channel that never ends the connection
+        // fails the test instead of hanging it.
+        var patience = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(theirs, SOL_SOCKET, SO_RCVTIMEO, &patience, socklen_t(MemoryLayout<timeval>.size))
+        let channel = SocketChannel(fd: ours, loop: loop, highWater: 1 << 20, lowWater: 1 << 19)
+        channel.register { readiness, scratch in
+            if readiness.writable { channel.flush() }
+            if readiness.readable || readiness.hangup, channel.read(into: &scratch, { _ in true }) != .open { _ = channel.close() }
+        }
+        // Far more than the kernel's buffers take: the rest waits in the channel for EPOLLOUT.
+        let reply = (0..<(256 * 1024)).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        channel.write(reply)
+        #expect(await eventually { (channel.pending ?? 0) > 0 && (channel.pending ?? 0) < reply.count })
+        channel.requestCloseWhenDrained()
+        // The client has not read: nothing is lost to the close.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(channel.lifecycle == .open, "the channel waits for its unwritten bytes to go out")
+        let received = try await RunningReader.run { Self.receive(theirs) }
+        #expect(received == reply, "every byte, in order")
+        #expect(channel.lifecycle != .open, "then the end: the client's read saw it")
+
+        let (ours2, theirs2) = try Self.pair()
+        defer { close(theirs2) }
+        setsockopt(theirs2, SOL_SOCKET, SO_RCVTIMEO, &patience, socklen_t(MemoryLayout<timeval>.size))
+        let idle = SocketChannel(fd: ours2, loop: loop, highWater: 1 << 20, lowWater: 1 << 19)
+        idle.register { readiness, scratch in
+            if readiness.readable || readiness.hangup, idle.read(into: &scratch, { _ in true }) != .open { _ = idle.close() }
+        }
+        idle.requestCloseWhenDrained()
+        #expect(idle.lifecycle != .open, "nothing unwritten: it closes now")
+        #expect(try await RunningReader.run { Self.receive(theirs2) }.isEmpty)
+        await loop.stop { true }
+    }
+}

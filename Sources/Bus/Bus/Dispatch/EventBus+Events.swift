@@ -35,13 +35,14 @@ extension EventBus {
         var closed: [Int] = []
         var delivered = 0
         var audience: EventAudience?
+        var wire = EventWireForm()
         for queue in targets {
             if queue.filtersByAudience {
                 let known = audience ?? topics.audience(of: event.topic)
                 audience = known
                 guard queue.visibility.admits(audience: known, owner: event.owner) else { continue }
             }
-            if queue.enqueue(event) { delivered += 1 } else { closed.append(queue.id) }
+            if queue.enqueue(event, wire: &wire) { delivered += 1 } else { closed.append(queue.id) }
         }
         deliveryCount.add(delivered, ordering: .relaxed)
         for id in closed { removeQueue(id) }

@@ -28,7 +28,7 @@ final class SubscriptionQueue: Sendable {
         var drainWaiters: [Int: (target: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
         var nextWaiter = 0
         /// The consumer's way to take an event on the publisher's thread (`deliverDirectly`).
-        var direct: (@Sendable (BusEvent) -> Bool)?
+        var direct: (@Sendable (BusEvent, inout EventWireForm) -> Bool)?
         /// Events the direct path took.
         var directCount = 0
 
@@ -59,15 +59,16 @@ final class SubscriptionQueue: Sendable {
     }
 
     /// Adds an event; returns false when the subscription is closed (including closed now by
-    /// a `disconnect` overflow), so the bus can forget it.
-    func enqueue(_ event: BusEvent) -> Bool {
+    /// a `disconnect` overflow), so the bus can forget it. `wire`: the event's wire form, made
+    /// by the first subscriber of this publish that writes it directly and used by the rest.
+    func enqueue(_ event: BusEvent, wire: inout EventWireForm) -> Bool {
         var waiters: [CheckedContinuation<Void, Never>] = []
         let (accepted, consumer) = state.withLock { s -> (Bool, CheckedContinuation<Void, any Error>?) in
             guard s.closed == nil else { return (false, nil) }
             s.enqueued += 1
             // The consumer waits with nothing buffered or dropped: it may take the event right
             // here (under the lock, so concurrent publishers keep one order).
-            if let direct = s.direct, s.consumer != nil, s.head == s.buffer.count, s.pendingDrops == 0, direct(event) {
+            if let direct = s.direct, s.consumer != nil, s.head == s.buffer.count, s.pendingDrops == 0, direct(event, &wire) {
                 s.settled += 1
                 s.directCount += 1
                 return (true, nil)
@@ -116,7 +117,7 @@ final class SubscriptionQueue: Sendable {
     /// Lets the consumer take events on the publisher's thread while it waits with nothing
     /// buffered: `take` returns false when it cannot take one now (the event is then buffered
     /// and wakes the consumer as usual). `take` runs under this queue's lock and must not wait.
-    func deliverDirectly(_ take: @escaping @Sendable (BusEvent) -> Bool) {
+    func deliverDirectly(_ take: @escaping @Sendable (BusEvent, inout EventWireForm) -> Bool) {
         state.withLock { $0.direct = take }
     }
 
@@ -214,5 +215,20 @@ final class SubscriptionQueue: Sendable {
         } onCancel: {
             state.withLock { s in s.drainWaiters.removeValue(forKey: key) }?.continuation.resume()
         }
+    }
+}
+
+/// One published event in its wire form (the IDL's `Event`, as JSON and as bytes), made by the
+/// first subscriber of the publish that writes it and handed to the others as the publisher
+/// walks them: a fan-out encodes once and looks nothing up per subscriber.
+struct EventWireForm {
+    var made: (json: JSONValue, bytes: [UInt8])?
+
+    /// The form, made by `make` the first time.
+    mutating func get(_ make: () -> (json: JSONValue, bytes: [UInt8])) -> (json: JSONValue, bytes: [UInt8]) {
+        if let made { return made }
+        let form = make()
+        made = form
+        return form
     }
 }

@@ -41,7 +41,7 @@ final class SubscriptionFeed: Sendable {
         // Live: while this task waits with nothing buffered, a publisher hands the event's
         // bytes straight to the subscriber's connection (no task hop per delivery); what the
         // connection cannot take now comes through the queue and this loop.
-        subscription.queue.deliverDirectly { [self] event in deliverDirectly(event) }
+        subscription.queue.deliverDirectly { [self] event, wire in deliverDirectly(event, &wire) }
         for try await event in subscription {
             let replayed = position.load(ordering: .relaxed)
             if let sequence = event.sequence, sequence <= replayed { continue }
@@ -56,12 +56,13 @@ final class SubscriptionFeed: Sendable {
     }
 
     /// The publisher's side of `run`'s loop for one event (under the queue's lock, while the
-    /// task waits): true when the event is delivered or is one to skip.
-    private func deliverDirectly(_ event: BusEvent) -> Bool {
+    /// task waits): true when the event is delivered or is one to skip. `wire`: the event's
+    /// form this publish made already for another subscriber, or to make here.
+    private func deliverDirectly(_ event: BusEvent, _ wire: inout EventWireForm) -> Bool {
         if isStopped { return true }  // skipped: the stream is ending
         guard event.droppedBefore == 0 else { return false }
         if let sequence = event.sequence, sequence <= position.load(ordering: .relaxed) { return true }
-        guard writer.sendDirectly({ encoded.wire(event) }) else { return false }
+        guard writer.sendDirectly({ wire.get { encoded.wire(event) } }) else { return false }
         if let sequence = event.sequence { position.store(sequence, ordering: .relaxed) }
         return true
     }

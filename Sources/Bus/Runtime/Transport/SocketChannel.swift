@@ -55,6 +55,8 @@ public final class SocketChannel: Sendable {
         var writerSince = ContinuousClock.now
         /// Runs on the loop each time a send leaves nothing unwritten.
         var drained: Drained?
+        /// Close once a send leaves nothing unwritten (`requestCloseWhenDrained`).
+        var closeWhenDrained = false
 
         var wantedEvents: UInt32 {
             guard lifecycle == .open else { return 0 }
@@ -176,6 +178,7 @@ public final class SocketChannel: Sendable {
         }()
         guard let (sent, failed) = sending else { return }
         var writer: CheckedContinuation<Bool, Never>?
+        var closeNow = false
         let (drained, interest) = state.withLock { s -> (Drained?, UInt32?) in
             // What went out is consumed even when a close was asked for meanwhile (from another
             // thread, between the two locks): the close's last send takes what is left, and
@@ -193,12 +196,15 @@ public final class SocketChannel: Sendable {
                 writer = s.writer
                 s.writer = nil
             }
-            return (s.output.isEmpty && !failed ? s.drained : nil, Self.interestChange(&s))
+            let empty = s.output.isEmpty && !failed
+            closeNow = empty && s.closeWhenDrained
+            return (empty ? s.drained : nil, Self.interestChange(&s))
         }
         if let interest { loop.modify(fd, events: interest) }
         if failed { shutdown(fd, Int32(SHUT_RDWR)) }
         writer?.resume(returning: !failed)
         drained?.run()
+        if closeNow { requestClose() }
     }
 
     /// Whether the loop should watch for reads (loop thread, or queued onto it).
@@ -266,6 +272,19 @@ public final class SocketChannel: Sendable {
             if lifecycle == .closing { shutdown(fd, Int32(SHUT_RDWR)) }
         }
         if loop.inLoopThread { job() } else { loop.execute(job) }
+    }
+
+    /// Asks for a close once everything written so far is sent: now when nothing is unwritten,
+    /// else after the send that leaves nothing (a connection whose last reply is queued). One
+    /// flag in the channel, not a callback after every send to ask whether it is time.
+    public func requestCloseWhenDrained() {
+        let now = state.withLock { s -> Bool in
+            guard s.lifecycle == .open else { return false }
+            if s.output.isEmpty { return true }
+            s.closeWhenDrained = true
+            return false
+        }
+        if now { requestClose() }
     }
 
     /// Closes the fd (loop thread) and tells a waiting producer; false when it was closed already.

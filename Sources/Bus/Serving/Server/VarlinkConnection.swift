@@ -112,9 +112,6 @@ final class VarlinkConnection: Sendable {
     let limits: ServerLimits
     let logger: Logger
     let state: Mutex<State>
-    /// Set (once, for good) as the worker finishes: until then a flush that empties the buffer
-    /// (`sent`, after every reply) has nothing to check under the lock.
-    private let finishing = Atomic<Bool>(false)
 
     init(channel: SocketChannel, context: ConnectionContext, limits: ServerLimits, logger: Logger) {
         self.channel = channel
@@ -323,20 +320,11 @@ final class VarlinkConnection: Sendable {
         }
     }
 
-    /// The worker has finished: close once the replies are written (here, or when the channel
-    /// has sent the last of them: `sent`).
+    /// The worker has finished: close once the replies are written (the channel closes after
+    /// the send that leaves nothing unwritten, or now when that was the last one).
     func workerFinished() {
-        // Before the state: a `sent` that misses the flag came before this, and the check of
-        // what is pending below closes the connection then.
-        finishing.store(true, ordering: .releasing)
         state.withLock { $0.worker = .finished }
-        if channel.pending == 0 { channel.requestClose() }
-    }
-
-    /// The channel has sent everything queued (loop thread).
-    func sent() {
-        guard finishing.load(ordering: .acquiring), state.withLock({ s in if case .finished = s.worker { true } else { false } }) else { return }
-        channel.requestClose()
+        channel.requestCloseWhenDrained()
     }
 
     // MARK: Closing

@@ -247,7 +247,7 @@ public final class VarlinkServer: Service {
                 channel: channel, context: ConnectionContext(id: id, peer: peer, plugin: scope), limits: limits, logger: logger)
             // No worker yet: the first call the loop does not answer itself starts one (`ready`).
             registry.withLock { r in r.connections[fd] = connection }
-            channel.register(drained: { [weak connection] in connection?.sent() }) { [self] readiness, scratch in
+            channel.register { [self] readiness, scratch in
                 ready(connection, readiness, &scratch)
             }
         }

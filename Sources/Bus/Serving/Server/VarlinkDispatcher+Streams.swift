@@ -23,7 +23,7 @@ extension VarlinkDispatcher {
         let started = ContinuousClock.now
         var outcome = "ok"
         defer { route.record(outcome: outcome, transport: transport, since: started) }
-        let checks = Self.checksTypedReplies || route.info?.typed != true
+        let checks = Self.checksReplies(of: route)
         do {
             let stream = try await open(call, route, as: caller, timeout: timeout, streamBytes: streamBytes, deferred: streamReplies != nil)
             let last: JSONValue
@@ -79,7 +79,7 @@ extension VarlinkDispatcher {
         }
         let stream = try await bus.callStream(method: call.method, parameters: call.parameters, as: caller, timeout: timeout, deferred: deferred)
         if let streamBytes {
-            if Self.checksTypedReplies || route.info?.typed != true {
+            if Self.checksReplies(of: route) {
                 stream.deliverDirectly { value, bytes in
                     // A reply that breaks the contract takes the slow path, which answers it.
                     if interface.check(value, against: .structure(method.output), path: "") != nil { return false }

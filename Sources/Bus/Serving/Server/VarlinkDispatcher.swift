@@ -220,9 +220,7 @@ public final class VarlinkDispatcher: Sendable {
         try interface.validateInput(of: method, call.parameters, qualifiedName: call.method)
         let key = try call.idempotencyKey.map { text throws(InvalidIdempotencyKey) in try IdempotencyKey(text) }
 
-        // Replies of Swift types are not checked again in release builds: the contract tests
-        // hold those types to the IDL. JSON from elsewhere (external plugins) always is.
-        let checks = Self.checksTypedReplies || info?.typed != true
+        let checks = Self.checksReplies(of: route)
         // A `more` call of a streaming method went to `handleStream`; any other `more` call is
         // answered with one reply.
         if encodedReplies, key == nil, info?.typed == true {
@@ -255,6 +253,13 @@ public final class VarlinkDispatcher: Sendable {
         false
         #endif
     }()
+
+    /// Whether `route`'s replies are checked against its IDL: replies of Swift types are not
+    /// checked again in release builds (the contract tests hold those types to the IDL); JSON
+    /// from elsewhere (external plugins) always is.
+    static func checksReplies(of route: VarlinkRoute) -> Bool {
+        checksTypedReplies || route.info?.typed != true
+    }
 
     /// A reply that breaks the interface's contract is a bug in appd: log it, answer InternalError.
     func check(_ reply: JSONValue, of method: VarlinkMethod, in interface: VarlinkInterface) throws {
